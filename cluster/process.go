@@ -1,0 +1,218 @@
+package cluster
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// childStopGrace is how long a child gets between SIGTERM and SIGKILL.
+const childStopGrace = 10 * time.Second
+
+// setprivPath is util-linux's setpriv, which the wrapper scripts use to give
+// etcd and kube-apiserver a parent-death signal.
+const setprivPath = "/usr/bin/setpriv"
+
+// spawner starts every child process of one cluster from a single goroutine
+// locked to its OS thread. Linux delivers the parent-death signal when the
+// *thread* that forked a child exits, not the process; Go ends a thread only
+// when a goroutine locked to it returns, so an ordinary goroutine's thread
+// could be ended by unrelated code that locks it later. Keeping the forking
+// thread locked for the cluster's whole life means the signal fires exactly
+// when oplab dies or Stop closes the spawner.
+type spawner struct {
+	reqs chan func()
+	once sync.Once
+}
+
+func newSpawner() *spawner {
+	s := &spawner{reqs: make(chan func())}
+	go func() {
+		// Never unlocked: the thread ends with this goroutine, which kills
+		// (by parent-death signal) any child still running at that point.
+		runtime.LockOSThread()
+		for f := range s.reqs {
+			f()
+		}
+	}()
+	return s
+}
+
+// do runs f on the spawner's thread and waits for it to return.
+func (s *spawner) do(f func()) {
+	done := make(chan struct{})
+	s.reqs <- func() {
+		defer close(done)
+		f()
+	}
+	<-done
+}
+
+// close ends the spawner's thread; call it once no child should be running.
+func (s *spawner) close() {
+	s.once.Do(func() { close(s.reqs) })
+}
+
+// child is a process the cluster execs itself (kcm, scheduler, kwok).
+type child struct {
+	name string
+	cmd  *exec.Cmd
+	done chan struct{} // closed once the process has exited and been reaped
+	err  error         // cmd.Wait's result, valid once done is closed
+}
+
+// start execs path on the spawner's thread in its own process group (so a
+// terminal's Ctrl-C reaches oplab only, which then stops children in order)
+// with a parent-death signal.
+func (s *spawner) start(name, path string, args, env []string, out io.Writer) (*child, error) {
+	cmd := exec.Command(path, args...)
+	cmd.Env = append(os.Environ(), env...)
+	cmd.Stdout, cmd.Stderr = out, out
+	cmd.SysProcAttr = childProcAttr()
+	var err error
+	s.do(func() { err = cmd.Start() })
+	if err != nil {
+		return nil, fmt.Errorf("starting %s: %w", name, err)
+	}
+	ch := &child{name: name, cmd: cmd, done: make(chan struct{})}
+	go func() {
+		ch.err = cmd.Wait()
+		close(ch.done)
+	}()
+	return ch, nil
+}
+
+// exited reports whether the child has ended, and how.
+func (ch *child) exited() (bool, error) {
+	select {
+	case <-ch.done:
+		if ch.err == nil {
+			return true, fmt.Errorf("%s exited", ch.name)
+		}
+		return true, fmt.Errorf("%s exited: %w", ch.name, ch.err)
+	default:
+		return false, nil
+	}
+}
+
+// stop sends SIGTERM to the child's process group, then SIGKILL if it has
+// not exited after grace, and waits until it is reaped.
+func (ch *child) stop(grace time.Duration) error {
+	pgid := -ch.cmd.Process.Pid
+	if err := syscall.Kill(pgid, syscall.SIGTERM); err != nil && !errors.Is(err, syscall.ESRCH) {
+		return fmt.Errorf("stopping %s: %w", ch.name, err)
+	}
+	timer := time.NewTimer(grace)
+	defer timer.Stop()
+	select {
+	case <-ch.done:
+		return nil
+	case <-timer.C:
+	}
+	if err := syscall.Kill(pgid, syscall.SIGKILL); err != nil && !errors.Is(err, syscall.ESRCH) {
+		return fmt.Errorf("killing %s: %w", ch.name, err)
+	}
+	<-ch.done
+	return fmt.Errorf("%s ignored SIGTERM for %s and was killed", ch.name, grace)
+}
+
+// writeWrapper writes a script into dir that execs bin under setpriv with a
+// parent-death signal, and returns its path. envtest execs etcd and
+// kube-apiserver itself and offers no hook for their SysProcAttr, so without
+// this they would outlive an oplab killed with SIGKILL. The script execs
+// (never forks), so envtest's pid, signals and health checks all reach the
+// real binary. Without setpriv the script runs the plain binary, and Reclaim
+// at the next Start is the only cleanup after a SIGKILL.
+func writeWrapper(dir, bin string) (string, error) {
+	line := "exec " + shellQuote(bin) + ` "$@"`
+	if _, err := os.Stat(setprivPath); err == nil {
+		line = "exec " + setprivPath + " --pdeathsig KILL -- " + shellQuote(bin) + ` "$@"`
+	}
+	path := filepath.Join(dir, filepath.Base(bin))
+	if err := os.WriteFile(path, []byte("#!/bin/sh\n"+line+"\n"), 0o700); err != nil {
+		return "", fmt.Errorf("writing %s wrapper: %w", filepath.Base(bin), err)
+	}
+	return path, nil
+}
+
+// shellQuote quotes s for /bin/sh.
+func shellQuote(s string) string {
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// logger serialises progress lines and the children's output onto one
+// writer, a line at a time, so lines from different processes never mix.
+type logger struct {
+	mu      sync.Mutex
+	w       io.Writer
+	writers []*prefixWriter
+}
+
+func newLogger(w io.Writer) *logger {
+	return &logger{w: w}
+}
+
+// printf writes one progress line.
+func (l *logger) printf(format string, args ...any) {
+	if l.w == nil {
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	fmt.Fprintf(l.w, format+"\n", args...)
+}
+
+// prefixed returns a writer for one child's output, or nil (which exec and
+// envtest turn into /dev/null) when there is no log.
+func (l *logger) prefixed(name string) io.Writer {
+	if l.w == nil {
+		return nil
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	pw := &prefixWriter{l: l, prefix: "[" + name + "] "}
+	l.writers = append(l.writers, pw)
+	return pw
+}
+
+// flush writes out any unterminated last lines.
+func (l *logger) flush() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, pw := range l.writers {
+		if len(pw.buf) > 0 {
+			fmt.Fprintf(l.w, "%s%s\n", pw.prefix, pw.buf)
+			pw.buf = nil
+		}
+	}
+}
+
+// prefixWriter buffers one child's output and writes it out line by line.
+type prefixWriter struct {
+	l      *logger
+	prefix string
+	buf    []byte // an unterminated line, guarded by l.mu
+}
+
+func (pw *prefixWriter) Write(p []byte) (int, error) {
+	pw.l.mu.Lock()
+	defer pw.l.mu.Unlock()
+	pw.buf = append(pw.buf, p...)
+	for {
+		i := strings.IndexByte(string(pw.buf), '\n')
+		if i < 0 {
+			break
+		}
+		fmt.Fprintf(pw.l.w, "%s%s\n", pw.prefix, pw.buf[:i])
+		pw.buf = pw.buf[i+1:]
+	}
+	return len(p), nil
+}
