@@ -1,0 +1,362 @@
+package learn
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/emulation"
+	"github.com/chromedp/chromedp"
+	"github.com/chromedp/chromedp/kb"
+
+	"github.com/oplab-dev/oplab/quiz"
+)
+
+// chromiumPath is Debian's chromium, which the browser tests drive.
+const chromiumPath = "/usr/bin/chromium"
+
+// browser is the one Chromium shared by this package's tests; each test
+// opens its own tab. It is nil when Chromium could not start, and
+// browserErr says why.
+var (
+	browser    context.Context
+	browserErr error
+)
+
+func TestMain(m *testing.M) { os.Exit(runMain(m)) }
+
+// runMain starts the shared browser around the tests, so that deferred
+// cleanup (browser, profile directory) runs before the process exits.
+func runMain(m *testing.M) int {
+	if _, err := os.Stat(chromiumPath); err != nil {
+		browserErr = fmt.Errorf("chromium not installed at %s (apt-get install chromium): %w", chromiumPath, err)
+		return m.Run()
+	}
+	profile, err := os.MkdirTemp("", "oplab-learn-chromium-")
+	if err != nil {
+		browserErr = err
+		return m.Run()
+	}
+	defer os.RemoveAll(profile)
+	alloc, cancelAlloc := chromedp.NewExecAllocator(context.Background(),
+		chromedp.ExecPath(chromiumPath),
+		chromedp.Flag("headless", true),
+		chromedp.NoSandbox,
+		chromedp.DisableGPU,
+		chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true),
+		chromedp.NoFirstRun,
+		chromedp.UserDataDir(profile),
+	)
+	defer cancelAlloc()
+	ctx, cancel := chromedp.NewContext(alloc)
+	defer cancel()
+	if err := chromedp.Do(ctx); err != nil {
+		browserErr = fmt.Errorf("start chromium: %w", err)
+		return m.Run()
+	}
+	browser = ctx
+	return m.Run()
+}
+
+// newTab opens a tab in the shared browser, or skips the test when there is
+// no browser (and fails it in CI, where there must be one).
+func newTab(t *testing.T) context.Context {
+	t.Helper()
+	if browser == nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("browser tests need Chromium in CI: %v", browserErr)
+		}
+		t.Skipf("skipping browser test: %v", browserErr)
+	}
+	tab, cancel := chromedp.NewContext(browser)
+	t.Cleanup(cancel)
+	// The first Run creates the tab; only later calls may carry a deadline,
+	// and that deadline is generous: it catches a hang, it times nothing.
+	if err := chromedp.Do(tab); err != nil {
+		t.Fatalf("open tab: %v", err)
+	}
+	ctx, cancelTimeout := context.WithTimeout(tab, 2*time.Minute)
+	t.Cleanup(cancelTimeout)
+	return ctx
+}
+
+func do(t *testing.T, ctx context.Context, steps ...chromedp.Action[chromedp.Void]) {
+	t.Helper()
+	if err := chromedp.Do(ctx, steps...); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func eval[T any](t *testing.T, ctx context.Context, js string) T {
+	t.Helper()
+	v, err := chromedp.Run(ctx, chromedp.Evaluate[T](js))
+	if err != nil {
+		t.Fatalf("evaluate %s: %v", js, err)
+	}
+	return v
+}
+
+// eventually polls js until it returns want, failing after a generous
+// deadline. It asserts on the outcome, never on how long it took.
+func eventually(t *testing.T, ctx context.Context, js, want string) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	var got string
+	for time.Now().Before(deadline) {
+		v, err := chromedp.Run(ctx, chromedp.Evaluate[string](js))
+		if err == nil && v == want {
+			return
+		}
+		got = v
+		if err != nil {
+			got = "error: " + err.Error()
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatalf("%s = %q, want %q", js, got, want)
+}
+
+func text(sel string) string {
+	return fmt.Sprintf(`(document.querySelector(%q) || {textContent: "<missing>"}).textContent.trim()`, sel)
+}
+
+func isHidden(sel string) string {
+	return fmt.Sprintf(`String(document.querySelector(%q).closest("[hidden]") !== null)`, sel)
+}
+
+func TestBrowserQuizGivesImmediateFeedback(t *testing.T) {
+	srv := newTestServer(t)
+	ctx := newTab(t)
+	do(t, ctx, chromedp.Navigate(srv.URL+"/quiz"), chromedp.WaitVisible(chromedp.CSS("#quiz-live")))
+
+	// A right answer: feedback and score appear at once.
+	do(t, ctx, chromedp.Click(chromedp.CSS(`label[for="q-level-triggered-1"]`)))
+	eventually(t, ctx, isHidden("#q-level-triggered .feedback"), "false")
+	eventually(t, ctx, text("#q-level-triggered .verdict"), "Right.")
+	eventually(t, ctx, text(`[data-live="score"]`)+"+'/'+"+text(`[data-live="answered"]`), "1/1")
+
+	// A wrong one: marked, explained, and offered for retry.
+	do(t, ctx, chromedp.Click(chromedp.CSS(`label[for="q-already-exists-0"]`)))
+	eventually(t, ctx, text("#q-already-exists .verdict"), "Not quite.")
+	eventually(t, ctx, text(`[data-live="score"]`)+"+'/'+"+text(`[data-live="answered"]`), "1/2")
+	eventually(t, ctx, `document.querySelector('[data-live="retry"]').getAttribute("href")`, "/quiz?only=already-exists")
+	if got := eval[string](t, ctx, text(`#q-already-exists li.is-correct label`)); !strings.HasPrefix(got, "Treat it as success") {
+		t.Errorf("correct choice marked is %q", got)
+	}
+
+	// A pick-all question is checked with its button, by keyboard.
+	do(t, ctx,
+		chromedp.Click(chromedp.CSS(`label[for="q-status-subresource-0"]`)),
+		chromedp.Click(chromedp.CSS(`label[for="q-status-subresource-2"]`)),
+		chromedp.Focus(chromedp.CSS(`#q-status-subresource button.check`)),
+		chromedp.KeyEvent(kb.Enter),
+	)
+	eventually(t, ctx, text("#q-status-subresource .verdict"), "Right.")
+	eventually(t, ctx, text(`[data-live="score"]`)+"+'/'+"+text(`[data-live="answered"]`), "2/3")
+
+	// By keyboard, arrows browse a single-answer question without
+	// committing; Enter checks the pick.
+	do(t, ctx, chromedp.Focus(chromedp.CSS("#q-request-contents-0")), chromedp.KeyEvent(kb.ArrowDown))
+	eventually(t, ctx, `String(document.getElementById("q-request-contents-1").checked)`, "true")
+	eventually(t, ctx, isHidden("#q-request-contents .feedback"), "true")
+	eventually(t, ctx, isHidden("#q-request-contents button.check"), "false")
+	do(t, ctx, chromedp.KeyEvent(kb.ArrowUp), chromedp.KeyEvent(kb.Enter))
+	eventually(t, ctx, text("#q-request-contents .verdict"), "Right.")
+	eventually(t, ctx, text(`[data-live="score"]`)+"+'/'+"+text(`[data-live="answered"]`), "3/4")
+	eventually(t, ctx, `String(JSON.parse(localStorage.getItem("oplab.quiz")).best)`, "3")
+
+	// Retry the missed one: only it is shown.
+	do(t, ctx, chromedp.Click(chromedp.CSS(`[data-live="retry"]`)))
+	eventually(t, ctx, `String(document.querySelectorAll("fieldset.question").length)`, "1")
+	eventually(t, ctx, `document.querySelector("fieldset.question").dataset.question`, "already-exists")
+
+	// The home page shows the best score.
+	do(t, ctx, chromedp.Navigate(srv.URL+"/"), chromedp.WaitVisible(chromedp.CSS("#progress")))
+	eventually(t, ctx, text(`[data-stat="quiz"]`), "3")
+}
+
+func TestBrowserFlashcardsFlipRateAndRemember(t *testing.T) {
+	srv := newTestServer(t)
+	bank, err := quiz.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	all := fmt.Sprint(len(bank.Cards))
+	first := bank.Cards[0]
+	ctx := newTab(t)
+	do(t, ctx, chromedp.Navigate(srv.URL+"/flashcards"), chromedp.WaitVisible(chromedp.CSS("#card")))
+	eventually(t, ctx, text("#due-count"), all)
+	eventually(t, ctx, text("#card-front"), first.Front)
+	eventually(t, ctx, isHidden("#card .face.back"), "true")
+
+	// Click flips the card and back again.
+	do(t, ctx, chromedp.Click(chromedp.CSS("#card")))
+	eventually(t, ctx, isHidden("#card .face.back"), "false")
+	eventually(t, ctx, isHidden("#ratings"), "false")
+	eventually(t, ctx, text("#card-back"), first.Back)
+	do(t, ctx, chromedp.Click(chromedp.CSS("#card")))
+	eventually(t, ctx, isHidden("#card .face.back"), "true")
+
+	// Space flips it, both with the card focused and with nothing focused.
+	do(t, ctx, chromedp.Focus(chromedp.CSS("#card")), chromedp.KeyEvent(" "))
+	eventually(t, ctx, isHidden("#card .face.back"), "false")
+	do(t, ctx, chromedp.Evaluate[chromedp.Void](`document.activeElement.blur()`), chromedp.KeyEvent(" "))
+	eventually(t, ctx, isHidden("#card .face.back"), "true")
+	do(t, ctx, chromedp.KeyEvent(" "))
+	eventually(t, ctx, isHidden("#card .face.back"), "false")
+
+	// Key 3 rates it Good: the Go scheduler gives it a day, and it leaves
+	// the due pile.
+	do(t, ctx, chromedp.KeyEvent("3"))
+	eventually(t, ctx, text("#due-count"), fmt.Sprint(len(bank.Cards)-1))
+	eventually(t, ctx, fmt.Sprintf(`String(JSON.parse(localStorage.getItem("oplab.cards"))[%q].interval)`, first.ID), "1")
+	eventually(t, ctx, text("#card-front"), bank.Cards[1].Front)
+	eventually(t, ctx, isHidden("#card .face.back"), "true")
+
+	// Progress survives a reload, on this page and on the home page.
+	do(t, ctx, chromedp.Reload(), chromedp.WaitVisible(chromedp.CSS("#card")))
+	eventually(t, ctx, text("#due-count"), fmt.Sprint(len(bank.Cards)-1))
+	eventually(t, ctx, text("#card-front"), bank.Cards[1].Front)
+	do(t, ctx, chromedp.Navigate(srv.URL+"/"), chromedp.WaitVisible(chromedp.CSS("#progress")))
+	eventually(t, ctx, text(`[data-stat="due"]`), fmt.Sprint(len(bank.Cards)-1))
+}
+
+func TestBrowserLessonCountsAsReadAtItsEnd(t *testing.T) {
+	srv := newTestServer(t)
+	ctx := newTab(t)
+	do(t, ctx, chromedp.EmulateViewport(1280, 700))
+	do(t, ctx, chromedp.Navigate(srv.URL+"/lessons/reconciliation-loop"), chromedp.WaitVisible(chromedp.CSS("article.prose")))
+	eventually(t, ctx, `localStorage.getItem("oplab.read") || "none"`, "none")
+	do(t, ctx, chromedp.ScrollIntoView(chromedp.CSS("#lesson-end")))
+	eventually(t, ctx, `localStorage.getItem("oplab.read") || "none"`, `["reconciliation-loop"]`)
+	do(t, ctx, chromedp.Navigate(srv.URL+"/"), chromedp.WaitVisible(chromedp.CSS("#progress")))
+	eventually(t, ctx, text(`[data-stat="read"]`), "1")
+	eventually(t, ctx, isHidden(`li[data-slug="reconciliation-loop"] .read-mark`), "false")
+	eventually(t, ctx, isHidden(`li[data-slug="status-owners-finalizers"] .read-mark`), "true")
+}
+
+// Without JavaScript the quiz still grades (on the server) and the cards
+// still read as a list.
+func TestBrowserWorksWithoutJavaScript(t *testing.T) {
+	srv := newTestServer(t)
+	ctx := newTab(t)
+	do(t, ctx, chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+		_, err := cdp.Call(ctx, tg, emulation.SetScriptExecutionDisabled, emulation.SetScriptExecutionDisabledParams{Value: true})
+		return err
+	}))
+	do(t, ctx,
+		chromedp.Navigate(srv.URL+"/quiz"),
+		chromedp.WaitVisible(chromedp.CSS("#quiz-form")),
+		chromedp.Click(chromedp.CSS(`label[for="q-level-triggered-1"]`)),
+		chromedp.Click(chromedp.CSS(`#quiz-form button[type="submit"]`)),
+		chromedp.WaitVisible(chromedp.CSS("#quiz-result")),
+	)
+	bank, _ := quiz.Load()
+	got, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS("#quiz-result h2")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := fmt.Sprintf("You scored 1 of %d", len(bank.Questions)); got != want {
+		t.Errorf("result heading %q, want %q", got, want)
+	}
+	do(t, ctx, chromedp.Navigate(srv.URL+"/flashcards"), chromedp.WaitVisible(chromedp.CSS(".card-list details")))
+	deck, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`getComputedStyle(document.getElementById("deck")).display === "none"`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !deck {
+		t.Error("the script-only deck shows without JavaScript")
+	}
+}
+
+// The screenshots are for a person to look at (light, dark, phone); the
+// test checks what it can: dark mode follows the OS setting, and nothing
+// overflows sideways on a phone.
+func TestBrowserScreenshots(t *testing.T) {
+	srv := newTestServer(t)
+	dir := artifactsDir(t)
+	pages := []struct{ name, path, prepare string }{
+		{"home", "/", ""},
+		{"lesson", "/lessons/status-owners-finalizers", ""},
+		{"quiz", "/quiz", `document.querySelector('label[for="q-level-triggered-1"]').click(); document.querySelector('label[for="q-already-exists-0"]').click();`},
+		{"flashcards", "/flashcards", `document.getElementById("card").click();`},
+	}
+	modes := []struct {
+		name          string
+		width, height int64
+		mobile, dark  bool
+	}{
+		{"light", 1280, 900, false, false},
+		{"dark", 1280, 900, false, true},
+		{"phone", 390, 844, true, false},
+		{"phone-dark", 390, 844, true, true},
+	}
+	for _, m := range modes {
+		t.Run(m.name, func(t *testing.T) {
+			ctx := newTab(t)
+			opts := []chromedp.EmulateViewportOption{}
+			if m.mobile {
+				opts = append(opts, chromedp.EmulateMobile, chromedp.EmulateTouch)
+			}
+			scheme := "light"
+			if m.dark {
+				scheme = "dark"
+			}
+			do(t, ctx, chromedp.EmulateViewport(m.width, m.height, opts...), emulateScheme(scheme))
+			for _, p := range pages {
+				do(t, ctx, chromedp.Navigate(srv.URL+p.path), chromedp.WaitVisible(chromedp.CSS("main")))
+				if p.prepare != "" {
+					do(t, ctx, chromedp.Evaluate[chromedp.Void](p.prepare))
+				}
+				wantBG := "rgb(253, 253, 252)"
+				if m.dark {
+					wantBG = "rgb(20, 23, 27)"
+				}
+				eventually(t, ctx, `getComputedStyle(document.body).backgroundColor`, wantBG)
+				if m.mobile {
+					eventually(t, ctx, `String(document.documentElement.scrollWidth <= window.innerWidth)`, "true")
+				}
+				png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
+				if err != nil {
+					t.Fatal(err)
+				}
+				file := filepath.Join(dir, p.name+"-"+m.name+".png")
+				if err := os.WriteFile(file, png, 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+		})
+	}
+	t.Logf("Screenshots in %s", dir)
+}
+
+func emulateScheme(scheme string) chromedp.Action[chromedp.Void] {
+	return chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+		_, err := cdp.Call(ctx, tg, emulation.SetEmulatedMedia, emulation.SetEmulatedMediaParams{
+			Features: []*emulation.MediaFeature{{Name: "prefers-color-scheme", Value: scheme}},
+		})
+		return err
+	})
+}
+
+// artifactsDir is $OPLAB_ARTIFACTS/learn, or a folder under the system
+// temp dir; never inside the repository.
+func artifactsDir(t *testing.T) string {
+	t.Helper()
+	base := os.Getenv("OPLAB_ARTIFACTS")
+	if base == "" {
+		base = filepath.Join(os.TempDir(), "oplab-artifacts")
+	}
+	dir := filepath.Join(base, "learn")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}

@@ -1,0 +1,179 @@
+// Package learn serves the course pages: home, lessons, quiz and
+// flashcards. Pages are rendered on the server from view models and read
+// fine without JavaScript; /static/learn.js adds immediate quiz feedback,
+// the flashcard deck and progress kept in the browser's localStorage.
+//
+// The server keeps no learner state. Flashcard scheduling runs here (the
+// Go SM-2 in package quiz) through POST /flashcards/review, which takes a
+// card's state from the browser and returns the next one.
+package learn
+
+import (
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/a-h/templ"
+
+	"github.com/oplab-dev/oplab/controller"
+	"github.com/oplab-dev/oplab/lessons"
+	"github.com/oplab-dev/oplab/quiz"
+)
+
+// Register mounts the course pages on mux:
+//
+//	GET  /{$}                 home: outline and progress
+//	GET  /lessons             every lesson and reference page
+//	GET  /lessons/{slug}      one page
+//	GET  /quiz                the quiz (?only=id,id retries a subset)
+//	POST /quiz                grades a submitted quiz (works without JS)
+//	GET  /flashcards          the flashcard deck
+//	POST /flashcards/review   schedules one review (JSON)
+//
+// The content is compiled in, so a defect in it (bad front matter, a broken
+// link, an invalid question) is a build defect that the tests of lessons,
+// quiz and this package catch; Register panics on one rather than serve a
+// half-working course. A controller region that is not marked only logs a
+// warning and shows a note in its place.
+func Register(mux *http.ServeMux) {
+	s, err := newSite(time.Now)
+	if err != nil {
+		panic(fmt.Sprintf("learn: course content is broken: %v", err))
+	}
+	for _, p := range s.course.Problems() {
+		slog.Warn("Found a problem in the course", "problem", p)
+	}
+	s.register(mux)
+}
+
+// site holds the loaded course; it is read-only once built, so handlers
+// share it without locking.
+type site struct {
+	course  *lessons.Course
+	outline outline
+	bank    quiz.Bank
+	now     func() time.Time
+}
+
+func newSite(now func() time.Time) (*site, error) {
+	course, err := lessons.Load(lessons.Content, controller.Source)
+	if err != nil {
+		return nil, fmt.Errorf("load lessons: %w", err)
+	}
+	bank, err := quiz.Load()
+	if err != nil {
+		return nil, fmt.Errorf("load quiz: %w", err)
+	}
+	if err := checkLinks(course, bank); err != nil {
+		return nil, err
+	}
+	return &site{course: course, outline: newOutline(course), bank: bank, now: now}, nil
+}
+
+// checkLinks resolves every link the quiz and cards make into the course.
+func checkLinks(course *lessons.Course, bank quiz.Bank) error {
+	for _, q := range bank.Questions {
+		for _, link := range []string{q.Lesson, q.DemoURL()} {
+			if err := course.Resolve(link); err != nil {
+				return fmt.Errorf("question %s: %w", q.ID, err)
+			}
+		}
+	}
+	for _, c := range bank.Cards {
+		if err := course.Resolve(c.Lesson); err != nil {
+			return fmt.Errorf("card %s: %w", c.ID, err)
+		}
+	}
+	return nil
+}
+
+func (s *site) register(mux *http.ServeMux) {
+	mux.HandleFunc("GET /{$}", s.home)
+	mux.HandleFunc("GET /lessons", s.lessonList)
+	mux.HandleFunc("GET /lessons/{slug}", s.lesson)
+	mux.HandleFunc("GET /quiz", s.quizForm)
+	mux.HandleFunc("POST /quiz", s.quizGrade)
+	mux.HandleFunc("GET /flashcards", s.flashcards)
+	mux.HandleFunc("POST /flashcards/review", s.review)
+}
+
+func (s *site) home(w http.ResponseWriter, r *http.Request) {
+	render(w, r, http.StatusOK, homePage(newHomeView(s.course, s.bank)))
+}
+
+func (s *site) lessonList(w http.ResponseWriter, r *http.Request) {
+	render(w, r, http.StatusOK, lessonListPage(s.outline))
+}
+
+func (s *site) lesson(w http.ResponseWriter, r *http.Request) {
+	slug := r.PathValue("slug")
+	l, ok := s.course.Lesson(slug)
+	if !ok {
+		render(w, r, http.StatusNotFound, notFoundPage(fmt.Sprintf("There is no lesson called “%s”.", slug), s.outline))
+		return
+	}
+	render(w, r, http.StatusOK, lessonPage(newLessonView(s.course, l)))
+}
+
+func (s *site) quizForm(w http.ResponseWriter, r *http.Request) {
+	ids := splitIDs(r.URL.Query().Get("only"))
+	qs, err := quiz.Select(s.bank.Questions, ids)
+	if err != nil {
+		render(w, r, http.StatusBadRequest, quizPage(quizErrorView(s.bank, fmt.Sprintf("Cannot retry those questions: %v.", err))))
+		return
+	}
+	render(w, r, http.StatusOK, quizPage(newQuizView(s.bank, s.outline, qs, ids)))
+}
+
+// quizGrade grades a submitted form. The hidden field "only" carries the
+// subset being retried, so the result covers the questions that were shown.
+func (s *site) quizGrade(w http.ResponseWriter, r *http.Request) {
+	r.Body = http.MaxBytesReader(w, r.Body, 64<<10)
+	if err := r.ParseForm(); err != nil {
+		render(w, r, http.StatusBadRequest, quizPage(quizErrorView(s.bank, fmt.Sprintf("Could not read the submitted answers: %v.", err))))
+		return
+	}
+	ids := splitIDs(r.PostForm.Get("only"))
+	qs, err := quiz.Select(s.bank.Questions, ids)
+	if err == nil {
+		var answers quiz.Answers
+		answers, err = quiz.ParseForm(qs, r.PostForm)
+		if err == nil {
+			result, _ := quiz.Grade(qs, answers) // ParseForm already graded these answers without error
+			render(w, r, http.StatusOK, quizPage(newGradedView(s.bank, s.outline, result, ids)))
+			return
+		}
+	}
+	render(w, r, http.StatusBadRequest, quizPage(quizErrorView(s.bank, fmt.Sprintf("Those answers could not be graded: %v.", err))))
+}
+
+func (s *site) flashcards(w http.ResponseWriter, r *http.Request) {
+	render(w, r, http.StatusOK, flashcardsPage(newCardsView(s.outline, s.bank.Cards)))
+}
+
+// splitIDs parses "a,b , c" into [a b c]; empty gives nil.
+func splitIDs(s string) []string {
+	var ids []string
+	for _, id := range strings.Split(s, ",") {
+		if id = strings.TrimSpace(id); id != "" {
+			ids = append(ids, id)
+		}
+	}
+	return ids
+}
+
+// render writes c with status. Rendering happens into memory first so a
+// template error becomes a clean 500 instead of half a page.
+func render(w http.ResponseWriter, r *http.Request, status int, c templ.Component) {
+	var b strings.Builder
+	if err := c.Render(r.Context(), &b); err != nil {
+		slog.Error("Failed to render page", "path", r.URL.Path, "err", err)
+		http.Error(w, "internal error while rendering the page", http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.WriteHeader(status)
+	_, _ = w.Write([]byte(b.String()))
+}

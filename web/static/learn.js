@@ -1,0 +1,338 @@
+// learn.js: enhancements for the course pages. Every page reads fine without
+// it; with it, the quiz answers at once, the flashcards become a deck, and the
+// learner's progress is kept in this browser's localStorage (the server keeps
+// none). Card scheduling is not done here: POST /flashcards/review runs the
+// Go SM-2 scheduler, so there is exactly one implementation of it.
+"use strict";
+
+(() => {
+  // Storage keys. Each holds JSON.
+  const KEY_READ = "oplab.read";   // [slug, ...] pages read to the end
+  const KEY_QUIZ = "oplab.quiz";   // {results: {id: bool}, best: n}
+  const KEY_CARDS = "oplab.cards"; // {id: State} as returned by the server
+
+  // load and save tolerate a browser with storage switched off: progress
+  // then lasts for the page only.
+  const memory = {};
+  function load(key, fallback) {
+    try {
+      const raw = window.localStorage.getItem(key);
+      return raw === null ? fallback : JSON.parse(raw);
+    } catch {
+      return key in memory ? memory[key] : fallback;
+    }
+  }
+  function save(key, value) {
+    memory[key] = value;
+    try { window.localStorage.setItem(key, JSON.stringify(value)); } catch { /* kept in memory */ }
+  }
+
+  // ---- Progress shared by several pages ----
+
+  function readSlugs() { return new Set(load(KEY_READ, [])); }
+
+  function markRead(slug) {
+    const read = readSlugs();
+    if (read.has(slug)) return;
+    read.add(slug);
+    save(KEY_READ, [...read]);
+    showReadMarks();
+  }
+
+  // showReadMarks ticks every outline entry the learner has read.
+  function showReadMarks() {
+    const read = readSlugs();
+    for (const li of document.querySelectorAll("li[data-slug]")) {
+      const done = read.has(li.dataset.slug);
+      li.classList.toggle("is-read", done);
+      const mark = li.querySelector(".read-mark");
+      if (mark) mark.hidden = !done;
+    }
+  }
+
+  function isDue(state, now) {
+    if (!state || !state.due) return true;
+    return Date.parse(state.due) <= now;
+  }
+
+  function countDue(ids, now) {
+    const states = load(KEY_CARDS, {});
+    return ids.filter((id) => isDue(states[id], now)).length;
+  }
+
+  function recordQuiz(id, correct) {
+    const q = load(KEY_QUIZ, { results: {}, best: 0 });
+    q.results[id] = correct;
+    const score = Object.values(q.results).filter(Boolean).length;
+    q.best = Math.max(q.best || 0, score);
+    save(KEY_QUIZ, q);
+  }
+
+  // ---- Home ----
+
+  function initProgress() {
+    const box = document.getElementById("progress");
+    if (!box) return;
+    const ids = (box.dataset.cards || "").split(" ").filter(Boolean);
+    const stat = (name) => box.querySelector(`[data-stat="${name}"]`);
+    stat("read").textContent = String(readSlugs().size);
+    const quiz = load(KEY_QUIZ, null);
+    stat("quiz").textContent = quiz ? String(quiz.best || 0) : "–";
+    stat("due").textContent = String(countDue(ids, Date.now()));
+    box.querySelector('[data-action="reset-progress"]').addEventListener("click", () => {
+      if (!window.confirm("Forget all progress kept in this browser?")) return;
+      for (const k of [KEY_READ, KEY_QUIZ, KEY_CARDS]) {
+        try { window.localStorage.removeItem(k); } catch { /* nothing stored */ }
+        delete memory[k];
+      }
+      window.location.reload();
+    });
+    box.hidden = false;
+  }
+
+  // ---- Lesson ----
+
+  // A page counts as read once its end has been on screen.
+  function initLesson() {
+    const article = document.querySelector("article.prose[data-slug]");
+    const end = document.getElementById("lesson-end");
+    if (!article || !end) return;
+    const slug = article.dataset.slug;
+    if (!("IntersectionObserver" in window)) { markRead(slug); return; }
+    const io = new IntersectionObserver((entries) => {
+      if (!entries.some((e) => e.isIntersecting)) return;
+      markRead(slug);
+      io.disconnect();
+    });
+    io.observe(end);
+  }
+
+  // ---- Quiz ----
+
+  function initQuiz() {
+    const form = document.getElementById("quiz-form");
+    if (!form) return;
+    const result = document.getElementById("quiz-result");
+    if (result) { recordGraded(form); return; }
+
+    const live = document.getElementById("quiz-live");
+    live.hidden = false;
+    const answered = {};
+    for (const fs of form.querySelectorAll("fieldset.question")) {
+      const inputs = [...fs.querySelectorAll("input")];
+      const btn = fs.querySelector("button.check");
+      const grade = () => check(fs, inputs, answered, live);
+      btn.addEventListener("click", grade);
+      if (fs.dataset.multi === "true") {
+        btn.hidden = false;
+      }
+      // A pointer pick of a single answer is graded at once. Arrow keys
+      // also change a radio group's pick, so keyboard users browse the
+      // choices freely and commit with Enter or the Check button.
+      let browsing = false;
+      fs.addEventListener("pointerdown", () => { browsing = false; });
+      fs.addEventListener("keydown", (e) => {
+        if (e.key.startsWith("Arrow")) {
+          browsing = true;
+          btn.hidden = false;
+        } else if (e.key === "Enter" && e.target instanceof HTMLInputElement) {
+          e.preventDefault(); // Enter would submit the whole form
+          grade();
+        }
+      });
+      if (fs.dataset.multi !== "true") {
+        for (const input of inputs) input.addEventListener("change", () => { if (!browsing) grade(); });
+      }
+    }
+    // Answered questions are locked by disabling their inputs, and disabled
+    // inputs are not submitted: unlock them so "Grade my answers" still
+    // grades everything on the server.
+    form.addEventListener("submit", () => {
+      for (const input of form.querySelectorAll("input:disabled")) input.disabled = false;
+    });
+  }
+
+  // check grades one question at once, the same way quiz.Grade does: right
+  // only when exactly the correct choices are picked.
+  function check(fs, inputs, answered, live) {
+    const picked = inputs.filter((i) => i.checked).map((i) => Number(i.value)).sort((a, b) => a - b);
+    if (picked.length === 0) return;
+    const correct = fs.dataset.correct.split(" ").map(Number).sort((a, b) => a - b);
+    const ok = picked.length === correct.length && picked.every((v, i) => v === correct[i]);
+
+    for (const input of inputs) {
+      input.disabled = true;
+      const li = input.closest("li");
+      const isCorrect = correct.includes(Number(input.value));
+      li.classList.toggle("is-correct", isCorrect);
+      li.classList.toggle("is-wrong", input.checked && !isCorrect);
+      if (isCorrect || input.checked) {
+        const mark = document.createElement("span");
+        mark.className = isCorrect ? "mark ok" : "mark error";
+        mark.textContent = isCorrect ? "✓ correct answer" : "✗ your answer";
+        li.append(mark);
+      }
+    }
+    const btn = fs.querySelector("button.check");
+    if (btn) btn.hidden = true;
+    fs.classList.add(ok ? "right" : "wrong");
+    const feedback = fs.querySelector(".feedback");
+    feedback.querySelector(".verdict").innerHTML = ok ? '<b class="ok">Right.</b>' : '<b class="error">Not quite.</b>';
+    feedback.hidden = false;
+
+    answered[fs.dataset.question] = ok;
+    recordQuiz(fs.dataset.question, ok);
+    updateScore(answered, live);
+  }
+
+  function updateScore(answered, live) {
+    const ids = Object.keys(answered);
+    const missed = ids.filter((id) => !answered[id]);
+    live.querySelector('[data-live="score"]').textContent = String(ids.length - missed.length);
+    live.querySelector('[data-live="answered"]').textContent = String(ids.length);
+    const retry = live.querySelector('[data-live="retry"]');
+    retry.hidden = missed.length === 0;
+    retry.href = "/quiz?only=" + encodeURIComponent(missed.join(","));
+    retry.textContent = `Retry the ${missed.length} missed`;
+  }
+
+  // recordGraded keeps a server-graded result, so a quiz taken without the
+  // immediate feedback still counts towards progress.
+  function recordGraded(form) {
+    for (const fs of form.querySelectorAll("fieldset.question")) {
+      recordQuiz(fs.dataset.question, fs.classList.contains("right"));
+    }
+  }
+
+  // ---- Flashcards ----
+
+  function initDeck() {
+    const deck = document.getElementById("deck");
+    const data = document.getElementById("cards-data");
+    if (!deck || !data) return;
+    const cards = JSON.parse(data.textContent);
+    const el = (id) => document.getElementById(id);
+    const card = el("card");
+    const ui = {
+      due: el("due-count"), wrap: el("deck-card"), front: el("card-front"), back: el("card-back"),
+      backFace: card.querySelector(".face.back"), ratings: el("ratings"), lesson: el("card-lesson"),
+      done: el("deck-done"), nextDue: el("next-due"), error: el("deck-error"),
+    };
+    let current = null;
+    let flipped = false;
+    let busy = false;
+    let timer = 0;
+
+    function dueCards(now) {
+      const states = load(KEY_CARDS, {});
+      const dueAt = (c) => (states[c.id] && states[c.id].due ? Date.parse(states[c.id].due) : 0);
+      return cards.filter((c) => isDue(states[c.id], now)).sort((a, b) => dueAt(a) - dueAt(b));
+    }
+
+    function setFlipped(on) {
+      flipped = on;
+      ui.backFace.hidden = !on;
+      ui.ratings.hidden = !on;
+      ui.lesson.hidden = !on;
+      card.classList.toggle("flipped", on);
+      card.setAttribute("aria-expanded", String(on));
+    }
+
+    function show() {
+      clearTimeout(timer);
+      const now = Date.now();
+      const due = dueCards(now);
+      ui.due.textContent = String(due.length);
+      const dueIDs = new Set(due.map((c) => c.id));
+      for (const c of cards) {
+        const li = document.getElementById("card-" + c.id);
+        if (li) li.classList.toggle("is-due", dueIDs.has(c.id));
+      }
+      current = due[0] || null;
+      ui.wrap.hidden = !current;
+      ui.done.hidden = !!current;
+      if (!current) { scheduleNext(now); return; }
+      ui.front.textContent = current.front;
+      ui.back.textContent = current.back;
+      const a = ui.lesson.querySelector("a");
+      a.href = current.lessonURL;
+      a.textContent = current.lessonTitle;
+      setFlipped(false);
+    }
+
+    // scheduleNext says when the next card falls due and wakes the deck then.
+    function scheduleNext(now) {
+      const states = load(KEY_CARDS, {});
+      const next = Math.min(...cards.map((c) => (states[c.id] ? Date.parse(states[c.id].due) : now)));
+      ui.nextDue.textContent = relative(next - now);
+      const wait = next - now;
+      if (wait < 24 * 3600 * 1000) timer = setTimeout(show, Math.max(1000, wait + 250));
+    }
+
+    async function rate(rating) {
+      if (!current || !flipped || busy) return;
+      busy = true;
+      const states = load(KEY_CARDS, {});
+      try {
+        const res = await fetch("/flashcards/review", {
+          method: "POST",
+          headers: { "Content-Type": "application/json" },
+          body: JSON.stringify({ state: states[current.id] || {}, rating, now: new Date().toISOString() }),
+        });
+        const body = await res.json();
+        if (!res.ok) throw new Error(body.error || `HTTP ${res.status}`);
+        states[current.id] = body.state;
+        save(KEY_CARDS, states);
+        ui.error.hidden = true;
+      } catch (err) {
+        ui.error.textContent = "Could not schedule the card: " + err.message;
+        ui.error.hidden = false;
+        return;
+      } finally {
+        busy = false;
+      }
+      show();
+      card.focus();
+    }
+
+    card.addEventListener("click", () => { if (current) setFlipped(!flipped); });
+    for (const b of ui.ratings.querySelectorAll("button[data-rating]")) {
+      b.addEventListener("click", () => rate(Number(b.dataset.rating)));
+    }
+    document.addEventListener("keydown", (e) => {
+      if (e.altKey || e.ctrlKey || e.metaKey || e.isComposing) return;
+      const t = e.target;
+      if (t instanceof HTMLElement && t.closest("input, textarea, select, [contenteditable]")) return;
+      if (e.key === " ") {
+        // On the card or another control, Space already clicks it.
+        if (t instanceof HTMLElement && t.closest("button, a, summary")) return;
+        if (!current) return;
+        e.preventDefault();
+        setFlipped(!flipped);
+        return;
+      }
+      if (["1", "2", "3", "4"].includes(e.key) && flipped) {
+        e.preventDefault();
+        rate(Number(e.key));
+      }
+    });
+
+    deck.hidden = false;
+    show();
+  }
+
+  function relative(ms) {
+    const rtf = new Intl.RelativeTimeFormat(undefined, { numeric: "auto" });
+    const mins = Math.round(ms / 60000);
+    if (Math.abs(mins) < 60) return rtf.format(Math.max(mins, 1), "minute");
+    const hours = Math.round(mins / 60);
+    if (Math.abs(hours) < 24) return rtf.format(hours, "hour");
+    return rtf.format(Math.round(hours / 24), "day");
+  }
+
+  showReadMarks();
+  initProgress();
+  initLesson();
+  initQuiz();
+  initDeck();
+})();
