@@ -1,0 +1,81 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"time"
+
+	"github.com/oplab-dev/oplab/cluster"
+)
+
+// config is everything the flags decide.
+type config struct {
+	addr            string
+	kubeconfig      string
+	installCRDs     bool
+	mode            cluster.Mode
+	writeKubeconfig string
+	resync          time.Duration
+	maxDatabases    int
+	sessionIdle     time.Duration
+}
+
+// parseFlags reads the command line. Errors name the flag at fault; they and
+// --help are printed to errOut.
+func parseFlags(args []string, errOut io.Writer) (config, error) {
+	fs := flag.NewFlagSet("oplab", flag.ContinueOnError)
+	fs.SetOutput(errOut)
+	fs.Usage = usage(fs, errOut)
+
+	var c config
+	mode := string(cluster.ModeFull)
+	fs.StringVar(&c.addr, "addr", "127.0.0.1:8080", "address the web UI listens on (host:port; port 0 picks a free one)")
+	fs.StringVar(&c.kubeconfig, "kubeconfig", os.Getenv("KUBECONFIG"), "run against the cluster in this kubeconfig instead of the embedded one (default $KUBECONFIG)")
+	fs.BoolVar(&c.installCRDs, "install-crds", true, "with --kubeconfig: install or update the Database CRD in that cluster")
+	fs.StringVar(&mode, "mode", mode, "embedded cluster mode: full (etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kwok: Pods run and garbage collection works) or minimal (etcd and kube-apiserver only)")
+	fs.StringVar(&c.writeKubeconfig, "write-kubeconfig", cluster.DefaultKubeconfigPath(), "embedded cluster: write a kubeconfig for kubectl here (empty: don't)")
+	fs.DurationVar(&c.resync, "resync", 30*time.Second, "periodic resync: how long after a successful reconcile the controller looks again")
+	fs.IntVar(&c.maxDatabases, "max-databases", 5, "the most Databases one learner's namespace may hold")
+	fs.DurationVar(&c.sessionIdle, "session-idle", 2*time.Hour, "a learner's namespace is deleted after this long without a request")
+	if err := fs.Parse(args); err != nil {
+		return c, err
+	}
+	if fs.NArg() > 0 {
+		err := fmt.Errorf("unexpected argument %q (oplab takes flags only; see --help)", fs.Arg(0))
+		fmt.Fprintln(errOut, err)
+		return c, err
+	}
+	c.mode = cluster.Mode(mode)
+	if err := c.validate(); err != nil {
+		fmt.Fprintln(errOut, err)
+		return c, err
+	}
+	return c, nil
+}
+
+func (c config) validate() error {
+	if _, _, err := net.SplitHostPort(c.addr); err != nil {
+		return fmt.Errorf("invalid --addr %q: %w", c.addr, err)
+	}
+	if c.mode != cluster.ModeFull && c.mode != cluster.ModeMinimal {
+		return fmt.Errorf("invalid --mode %q: want %q or %q", c.mode, cluster.ModeFull, cluster.ModeMinimal)
+	}
+	if c.resync <= 0 {
+		return fmt.Errorf("invalid --resync %s: must be positive", c.resync)
+	}
+	if c.maxDatabases < 1 {
+		return fmt.Errorf("invalid --max-databases %d: must be at least 1", c.maxDatabases)
+	}
+	if c.sessionIdle < time.Minute {
+		return fmt.Errorf("invalid --session-idle %s: must be at least 1m", c.sessionIdle)
+	}
+	if c.kubeconfig != "" {
+		if _, err := os.Stat(c.kubeconfig); err != nil {
+			return fmt.Errorf("invalid --kubeconfig: %w", err)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,58 @@
+// Command oplab is the operator lab: it starts (or connects to) a Kubernetes
+// API server, runs the Database controller against it, and serves the lab,
+// where every reconcile streams live to the browser.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+func main() {
+	os.Exit(runMain())
+}
+
+// runMain returns the exit code instead of calling os.Exit itself, so that
+// every deferred cleanup in run (the control plane above all) has run first.
+func runMain() int {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	cfg, err := parseFlags(os.Args[1:], os.Stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return 0
+	}
+	if err != nil {
+		return 2
+	}
+	if err := run(ctx, cfg, os.Stdout); err != nil {
+		fmt.Fprintln(os.Stderr, "oplab:", err)
+		return 1
+	}
+	return 0
+}
+
+// usageHeader opens `oplab --help`.
+const usageHeader = `oplab — the operator lab.
+
+With no --kubeconfig, oplab provisions nothing itself but starts the pinned
+control plane built by 'make controlplane' (etcd, kube-apiserver and, in full
+mode, kube-controller-manager, kube-scheduler and kwok) as child processes,
+which stop when oplab stops. With --kubeconfig (or KUBECONFIG) it runs
+against that cluster instead.
+
+Flags:
+`
+
+func usage(fs *flag.FlagSet, w io.Writer) func() {
+	return func() {
+		fmt.Fprint(w, usageHeader)
+		fs.SetOutput(w)
+		fs.PrintDefaults()
+	}
+}

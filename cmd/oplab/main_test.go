@@ -1,0 +1,299 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/oplab-dev/oplab/cluster"
+)
+
+// oplabBin is the oplab binary built once for the process tests.
+var oplabBin string
+
+func TestMain(m *testing.M) {
+	os.Exit(testMain(m))
+}
+
+func testMain(m *testing.M) int {
+	dir, err := os.MkdirTemp("", "oplab-cmd-test-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer os.RemoveAll(dir)
+	oplabBin = filepath.Join(dir, "oplab")
+	if out, err := exec.Command("go", "build", "-o", oplabBin, ".").CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "building oplab: %v\n%s", err, out)
+		return 1
+	}
+	return m.Run()
+}
+
+func TestParseFlagsRejectsBadInput(t *testing.T) {
+	tests := []struct {
+		args []string
+		want string // the error must name what was wrong
+	}{
+		{[]string{"--addr", "8080"}, "--addr"},
+		{[]string{"--mode", "huge"}, "--mode"},
+		{[]string{"--resync", "0s"}, "--resync"},
+		{[]string{"--max-databases", "0"}, "--max-databases"},
+		{[]string{"--session-idle", "1s"}, "--session-idle"},
+		{[]string{"--kubeconfig", "/nonexistent/kubeconfig"}, "--kubeconfig"},
+		{[]string{"--replicas", "3"}, "replicas"},
+		{[]string{"extra"}, `"extra"`},
+	}
+	for _, tt := range tests {
+		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
+			var out strings.Builder
+			_, err := parseFlags(tt.args, &out)
+			if err == nil {
+				t.Fatalf("parseFlags(%q) succeeded, want an error naming %s", tt.args, tt.want)
+			}
+			if !strings.Contains(out.String(), tt.want) {
+				t.Errorf("output %q does not name %s", out.String(), tt.want)
+			}
+		})
+	}
+}
+
+func TestParseFlagsDefaults(t *testing.T) {
+	t.Setenv("KUBECONFIG", "")
+	c, err := parseFlags(nil, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.addr != "127.0.0.1:8080" || c.mode != cluster.ModeFull || !c.installCRDs || c.resync != 30*time.Second || c.kubeconfig != "" {
+		t.Errorf("defaults = %+v", c)
+	}
+}
+
+func TestHelpDocumentsEveryFlag(t *testing.T) {
+	out, err := exec.Command(oplabBin, "--help").CombinedOutput()
+	if err != nil {
+		t.Fatalf("oplab --help: %v\n%s", err, out)
+	}
+	for _, f := range []string{"-addr", "-kubeconfig", "-install-crds", "-mode", "-write-kubeconfig", "-resync", "-max-databases", "-session-idle"} {
+		if !strings.Contains(string(out), f) {
+			t.Errorf("--help does not document %s:\n%s", f, out)
+		}
+	}
+}
+
+// oplabProc is a running oplab binary.
+type oplabProc struct {
+	cmd  *exec.Cmd
+	url  string
+	logs *syncWriter
+}
+
+var servingRe = regexp.MustCompile(`serving on (http://\S+)`)
+
+// startOplab runs the binary and waits until it prints its URL and /readyz answers 200.
+func startOplab(t *testing.T, args ...string) *oplabProc {
+	t.Helper()
+	requireAssets(t)
+	cmd := exec.Command(oplabBin, append([]string{"--addr", "127.0.0.1:0"}, args...)...)
+	logs := &syncWriter{w: &strings.Builder{}}
+	cmd.Stderr = logs
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	p := &oplabProc{cmd: cmd, logs: logs}
+	t.Cleanup(func() {
+		if p.cmd.ProcessState == nil {
+			_ = p.cmd.Process.Kill()
+			_ = p.cmd.Wait()
+		}
+	})
+	urlc := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			if m := servingRe.FindStringSubmatch(sc.Text()); m != nil {
+				urlc <- m[1]
+			}
+		}
+	}()
+	select {
+	case p.url = <-urlc:
+	case <-time.After(3 * time.Minute):
+		t.Fatalf("oplab printed no URL; stderr:\n%s", logs.String())
+	}
+	waitFor(t, 2*time.Minute, "/readyz to answer 200", func() bool {
+		resp, err := http.Get(p.url + "/readyz")
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	})
+	return p
+}
+
+func TestHealthAndReadiness(t *testing.T) {
+	p := startOplab(t, "--mode", "minimal", "--write-kubeconfig", "")
+	resp, err := http.Get(p.url + "/healthz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Errorf("/healthz = %d %s", resp.StatusCode, body)
+	}
+}
+
+// TestChildrenStopWithOplab checks that no process of the control plane
+// outlives oplab, whether it is asked to stop or killed outright.
+func TestChildrenStopWithOplab(t *testing.T) {
+	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGKILL} {
+		t.Run(sig.String(), func(t *testing.T) {
+			kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
+			p := startOplab(t, "--mode", "full", "--write-kubeconfig", kubeconfig)
+			if _, err := os.Stat(kubeconfig); err != nil {
+				t.Errorf("--write-kubeconfig: %v", err)
+			}
+			kids := descendants(p.cmd.Process.Pid)
+			// etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kwok.
+			if len(kids) < 5 {
+				t.Fatalf("oplab has %d descendant processes %v, want the 5 of the control plane", len(kids), kids)
+			}
+			if err := p.cmd.Process.Signal(sig); err != nil {
+				t.Fatal(err)
+			}
+			_ = p.cmd.Wait()
+			waitFor(t, 30*time.Second, "every control-plane process to exit", func() bool {
+				return len(alive(kids)) == 0
+			})
+			if sig == syscall.SIGTERM && !p.cmd.ProcessState.Success() {
+				t.Errorf("oplab exited with %v after SIGTERM; stderr:\n%s", p.cmd.ProcessState, p.logs.String())
+			}
+		})
+	}
+}
+
+// TestExternalMode runs oplab against a cluster it did not start, through a
+// kubeconfig file, and checks that it installed the CRD there.
+func TestExternalMode(t *testing.T) {
+	requireAssets(t)
+	ctx := context.Background()
+	cl, err := cluster.Start(ctx, cluster.Options{Mode: cluster.ModeMinimal})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cl.Stop() })
+	kubeconfig := filepath.Join(t.TempDir(), "external.kubeconfig")
+	if err := cl.WriteKubeconfig(kubeconfig); err != nil {
+		t.Fatal(err)
+	}
+	p := startOplab(t, "--kubeconfig", kubeconfig)
+	if kids := descendants(p.cmd.Process.Pid); len(kids) != 0 {
+		t.Errorf("external mode started processes %v; it must use the given cluster", kids)
+	}
+	out, err := exec.Command(cl.KubectlPath(), "--kubeconfig", kubeconfig, "get", "crd", "databases.db.oplab.dev",
+		"-o", "jsonpath={.status.conditions[?(@.type=='Established')].status}").CombinedOutput()
+	if err != nil || strings.TrimSpace(string(out)) != "True" {
+		t.Errorf("CRD not established in the external cluster: %v %s", err, out)
+	}
+}
+
+func requireAssets(t *testing.T) {
+	t.Helper()
+	if _, err := cluster.FindAssets(); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("control plane missing in CI: %v", err)
+		}
+		t.Skipf("control plane not provisioned (run make controlplane): %v", err)
+	}
+}
+
+func waitFor(t *testing.T, d time.Duration, what string, ok func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !ok() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting for %s", d, what)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// descendants lists every process below pid, read from /proc.
+func descendants(pid int) []int {
+	children := map[int][]int{}
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		p, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if pp, ok := parentOf(p); ok {
+			children[pp] = append(children[pp], p)
+		}
+	}
+	var out []int
+	queue := []int{pid}
+	for len(queue) > 0 {
+		p := queue[0]
+		queue = queue[1:]
+		for _, c := range children[p] {
+			out = append(out, c)
+			queue = append(queue, c)
+		}
+	}
+	return out
+}
+
+// parentOf reads the parent pid from /proc/PID/stat; the command name may
+// hold spaces, so the fields are read after its closing parenthesis.
+func parentOf(pid int) (int, bool) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, false
+	}
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 {
+		return 0, false
+	}
+	f := strings.Fields(s[i+1:])
+	if len(f) < 2 {
+		return 0, false
+	}
+	pp, err := strconv.Atoi(f[1])
+	return pp, err == nil
+}
+
+// alive returns the pids that still run (zombies count as gone).
+func alive(pids []int) []int {
+	var out []int
+	for _, p := range pids {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", p))
+		if err != nil {
+			continue
+		}
+		s := string(b)
+		if i := strings.LastIndexByte(s, ')'); i >= 0 && strings.HasPrefix(strings.TrimSpace(s[i+1:]), "Z") {
+			continue
+		}
+		out = append(out, p)
+	}
+	return out
+}

@@ -1,0 +1,210 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"time"
+
+	"github.com/go-logr/logr"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/oplab-dev/oplab/cluster"
+	"github.com/oplab-dev/oplab/controller"
+	"github.com/oplab-dev/oplab/web"
+	"github.com/oplab-dev/oplab/web/stream"
+)
+
+// run wires the cluster, the controller and the web server, serves until ctx
+// is done, then stops them in reverse order. Progress lines go to out.
+func run(ctx context.Context, c config, out io.Writer) error {
+	log := logr.FromSlogHandler(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	ctrl.SetLogger(log)
+
+	// 1. The API server: the embedded control plane, or the cluster of a kubeconfig.
+	restCfg, kubectlLine, stopCluster, err := connect(ctx, c, out)
+	if err != nil {
+		return err
+	}
+	defer stopCluster()
+
+	// 2. The trace recorder, which the controller reports to and browsers read from.
+	rec := stream.NewRecorder(stream.Options{})
+	recDone := make(chan struct{})
+	recCtx, stopRec := context.WithCancel(context.Background())
+	go func() { defer close(recDone); rec.Run(recCtx) }()
+	defer func() { stopRec(); <-recDone }()
+
+	// 3. The controller. It runs in its own manager so the lab can really
+	// stop it and start a fresh one.
+	opts := controller.DefaultOptions()
+	opts.Sink = rec
+	opts.ResyncPeriod = c.resync
+	opts.Logger = log.WithName("controller")
+	runner := controller.NewRunner(restCfg, opts)
+	if err := runner.Start(ctx); err != nil {
+		return fmt.Errorf("starting the controller: %w", err)
+	}
+	defer func() {
+		if err := runner.Stop(); err != nil {
+			log.Error(err, "Stopping the controller failed")
+		}
+	}()
+
+	// 4. The web server.
+	checker, err := newReadiness(restCfg, runner)
+	if err != nil {
+		return err
+	}
+	srv, err := web.New(ctx, web.Options{
+		Config:                   restCfg,
+		Recorder:                 rec,
+		Controller:               runner,
+		Ready:                    checker.check,
+		MaxDatabasesPerNamespace: c.maxDatabases,
+		SessionIdleTimeout:       c.sessionIdle,
+		Logger:                   log.WithName("web"),
+	})
+	if err != nil {
+		return fmt.Errorf("starting the web server: %w", err)
+	}
+	return serve(ctx, c.addr, srv, kubectlLine, out)
+}
+
+// serve listens, announces the URL, and runs the web server's background
+// work beside the HTTP server until ctx is done or either fails.
+func serve(ctx context.Context, addr string, srv *web.Server, kubectlLine string, out io.Writer) error {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("listening on --addr %s: %w", addr, err)
+	}
+	httpSrv := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	errc := make(chan error, 2)
+	go func() { errc <- srv.Run(ctx) }()
+	go func() { errc <- httpSrv.Serve(ln) }()
+
+	fmt.Fprintf(out, "oplab is serving on http://%s\n", ln.Addr())
+	if kubectlLine != "" {
+		fmt.Fprintf(out, "Watch it with kubectl: %s\n", kubectlLine)
+	}
+
+	var firstErr error
+	select {
+	case <-ctx.Done():
+	case firstErr = <-errc:
+	}
+	cancel()
+	shutCtx, done := context.WithTimeout(context.Background(), 5*time.Second)
+	defer done()
+	if err := httpSrv.Shutdown(shutCtx); err != nil && firstErr == nil {
+		firstErr = err
+	}
+	if errors.Is(firstErr, http.ErrServerClosed) || errors.Is(firstErr, context.Canceled) {
+		firstErr = nil
+	}
+	return firstErr
+}
+
+// connect returns a config for the API server, a kubectl line for the
+// learner, and a function that stops whatever connect started.
+func connect(ctx context.Context, c config, out io.Writer) (*rest.Config, string, func(), error) {
+	if c.kubeconfig != "" {
+		cfg, err := clientcmd.BuildConfigFromFlags("", c.kubeconfig)
+		if err != nil {
+			return nil, "", nil, fmt.Errorf("reading --kubeconfig %s: %w", c.kubeconfig, err)
+		}
+		if c.installCRDs {
+			if err := controller.InstallCRDs(ctx, cfg); err != nil {
+				return nil, "", nil, fmt.Errorf("installing the Database CRD: %w", err)
+			}
+			fmt.Fprintln(out, "Installed the Database CRD (databases.db.oplab.dev)")
+		}
+		return cfg, fmt.Sprintf("kubectl --kubeconfig %s get databases -A -w", c.kubeconfig), func() {}, nil
+	}
+
+	crds, err := controller.CRDs()
+	if err != nil {
+		return nil, "", nil, err
+	}
+	cl, err := cluster.Start(ctx, cluster.Options{Mode: c.mode, Log: out, CRDs: crds})
+	if err != nil {
+		return nil, "", nil, fmt.Errorf("starting the embedded cluster: %w", err)
+	}
+	stop := func() {
+		if err := cl.Stop(); err != nil {
+			fmt.Fprintln(os.Stderr, "oplab: stopping the embedded cluster:", err)
+		}
+	}
+	line := ""
+	if c.writeKubeconfig != "" {
+		if err := cl.WriteKubeconfig(c.writeKubeconfig); err != nil {
+			stop()
+			return nil, "", nil, fmt.Errorf("writing --write-kubeconfig %s: %w", c.writeKubeconfig, err)
+		}
+		line = fmt.Sprintf("%s --kubeconfig %s get databases -A -w", cl.KubectlPath(), c.writeKubeconfig)
+	}
+	return cl.Config(), line, stop, nil
+}
+
+// readiness answers /readyz: the API server answers, the CRD is
+// established, and the controller is running.
+type readiness struct {
+	disco  discovery.ServerVersionInterface
+	client client.Reader
+	runner interface{ Running() bool }
+}
+
+func newReadiness(cfg *rest.Config, runner interface{ Running() bool }) (*readiness, error) {
+	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("creating a discovery client: %w", err)
+	}
+	scheme := runtime.NewScheme()
+	if err := apiextensionsv1.AddToScheme(scheme); err != nil {
+		return nil, err
+	}
+	cl, err := client.New(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		return nil, fmt.Errorf("creating a client: %w", err)
+	}
+	return &readiness{disco: dc, client: cl, runner: runner}, nil
+}
+
+func (r *readiness) check(ctx context.Context) error {
+	if _, err := r.disco.ServerVersion(); err != nil {
+		return fmt.Errorf("api server unreachable: %w", err)
+	}
+	var crd apiextensionsv1.CustomResourceDefinition
+	if err := r.client.Get(ctx, client.ObjectKey{Name: "databases.db.oplab.dev"}, &crd); err != nil {
+		return fmt.Errorf("database crd: %w", err)
+	}
+	if !crdEstablished(&crd) {
+		return errors.New("database crd not established yet")
+	}
+	if !r.runner.Running() {
+		return errors.New("controller stopped")
+	}
+	return nil
+}
+
+func crdEstablished(crd *apiextensionsv1.CustomResourceDefinition) bool {
+	for _, c := range crd.Status.Conditions {
+		if c.Type == apiextensionsv1.Established {
+			return c.Status == apiextensionsv1.ConditionTrue
+		}
+	}
+	return false
+}

@@ -1,0 +1,276 @@
+package web
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/cookiejar"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+	"github.com/go-logr/logr"
+	"github.com/go-logr/logr/funcr"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/oplab-dev/oplab/cluster"
+	"github.com/oplab-dev/oplab/controller"
+	"github.com/oplab-dev/oplab/web/stream"
+)
+
+// deadline bounds every wait: generous, because the tests check that things
+// happen, never how fast.
+const deadline = 3 * time.Minute
+
+// env is everything the integration and browser tests share: one embedded
+// cluster, one controller, one recorder, one server and one browser, started
+// on first use and stopped by TestMain.
+type testEnv struct {
+	cluster     *cluster.Cluster
+	runner      *controller.Runner
+	recorder    *stream.Recorder
+	server      *Server
+	http        *httptest.Server
+	client      client.Client
+	browser     context.Context
+	cancel      context.CancelFunc
+	stopBrowser context.CancelFunc
+}
+
+var (
+	shared     *testEnv
+	sharedErr  error
+	sharedOnce sync.Once
+)
+
+func TestMain(m *testing.M) {
+	ctrllog.SetLogger(logr.Discard())
+	code := m.Run()
+	if shared != nil {
+		shared.stop()
+	}
+	os.Exit(code)
+}
+
+// needEnv returns the shared environment, skipping the test when the
+// control plane is not provisioned (a failure when CI is set).
+func needEnv(t *testing.T) *testEnv {
+	t.Helper()
+	if _, err := cluster.FindAssets(); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("CI=%s and %v", os.Getenv("CI"), err)
+		}
+		t.Skipf("skipping: needs the embedded cluster: %v (unset CI allows the skip)", err)
+	}
+	sharedOnce.Do(func() { shared, sharedErr = startEnv() })
+	if sharedErr != nil {
+		t.Fatalf("starting the test environment: %v", sharedErr)
+	}
+	return shared
+}
+
+// testLogger writes the server's logs to the cluster log file, so a failing
+// test can be read afterwards without flooding the test output.
+func testLogger(w *os.File) logr.Logger {
+	return funcr.New(func(prefix, args string) { fmt.Fprintln(w, prefix, args) }, funcr.Options{Verbosity: 1})
+}
+
+func startEnv() (_ *testEnv, err error) {
+	ctx, cancel := context.WithCancel(context.Background())
+	e := &testEnv{cancel: cancel}
+	defer func() {
+		if err != nil {
+			e.stop()
+		}
+	}()
+	logFile, err := os.Create(filepath.Join(artifactsDir(), "cluster.log"))
+	if err != nil {
+		return e, err
+	}
+	crds, err := controller.CRDs()
+	if err != nil {
+		return e, err
+	}
+	if e.cluster, err = cluster.Start(ctx, cluster.Options{Mode: cluster.ModeFull, CRDs: crds, Log: logFile}); err != nil {
+		return e, err
+	}
+	e.recorder = stream.NewRecorder(stream.Options{})
+	go e.recorder.Run(ctx)
+	opts := controller.DefaultOptions()
+	opts.Sink, opts.ResyncPeriod = e.recorder, 10*time.Second
+	e.runner = controller.NewRunner(e.cluster.Config(), opts)
+	if err := e.runner.Start(ctx); err != nil {
+		return e, err
+	}
+	e.server, err = New(ctx, Options{
+		Config: e.cluster.Config(), Recorder: e.recorder, Controller: e.runner, Logger: testLogger(logFile),
+	})
+	if err != nil {
+		return e, err
+	}
+	go func() { _ = e.server.Run(ctx) }()
+	e.http = httptest.NewServer(e.server.Handler()) // 127.0.0.1 only
+	if e.client, err = client.New(e.cluster.Config(), client.Options{Scheme: mustScheme()}); err != nil {
+		return e, err
+	}
+	e.browser, e.stopBrowser, err = startBrowser()
+	return e, err
+}
+
+func mustScheme() *runtime.Scheme {
+	s, err := newScheme()
+	if err != nil {
+		panic(err)
+	}
+	return s
+}
+
+func (e *testEnv) stop() {
+	if e.stopBrowser != nil {
+		e.stopBrowser()
+	}
+	if e.http != nil {
+		e.http.Close()
+	}
+	if e.runner != nil {
+		_ = e.runner.Stop()
+	}
+	e.cancel()
+	if e.cluster != nil {
+		if err := e.cluster.Stop(); err != nil {
+			fmt.Fprintln(os.Stderr, "stopping the shared cluster:", err)
+		}
+	}
+}
+
+// startBrowser starts the one headless Chromium the package's tests share.
+func startBrowser() (context.Context, context.CancelFunc, error) {
+	dir, err := os.MkdirTemp("", "oplab-chromium-")
+	if err != nil {
+		return nil, nil, err
+	}
+	alloc, cancelAlloc := chromedp.NewExecAllocator(context.Background(),
+		chromedp.ExecPath("/usr/bin/chromium"),
+		chromedp.Flag("headless", true),
+		chromedp.Flag("no-sandbox", true),
+		chromedp.Flag("disable-gpu", true),
+		chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true),
+		chromedp.Flag("no-first-run", true),
+		chromedp.UserDataDir(dir),
+		chromedp.WindowSize(1400, 1000),
+	)
+	ctx, cancelCtx := chromedp.NewContext(alloc)
+	stop := func() { cancelCtx(); cancelAlloc(); _ = os.RemoveAll(dir) }
+	if err := chromedp.Do(ctx); err != nil { // starts the browser
+		stop()
+		return nil, nil, fmt.Errorf("start chromium: %w", err)
+	}
+	return ctx, stop, nil
+}
+
+// tab opens a tab in a fresh browser context: its own cookies, hence its own
+// lab session and namespace.
+func (e *testEnv) tab(t *testing.T) context.Context {
+	t.Helper()
+	ctx, cancel := chromedp.NewContext(e.browser, chromedp.WithNewBrowserContext())
+	t.Cleanup(cancel)
+	if err := chromedp.Do(ctx); err != nil {
+		t.Fatalf("open a tab: %v", err)
+	}
+	return ctx
+}
+
+// learner is an HTTP client with its own cookie jar: one lab session.
+func (e *testEnv) learner(t *testing.T) (*http.Client, string) {
+	t.Helper()
+	jar, _ := cookiejar.New(nil)
+	c := &http.Client{Jar: jar, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	resp, err := c.Get(e.http.URL + "/lab")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var b strings.Builder
+	buf := make([]byte, 64<<10)
+	for {
+		n, err := resp.Body.Read(buf)
+		b.Write(buf[:n])
+		if err != nil {
+			break
+		}
+	}
+	parts := strings.SplitN(b.String(), `data-namespace="`, 2)
+	if len(parts) != 2 {
+		t.Fatalf("GET /lab: no namespace in the page (status %d)", resp.StatusCode)
+	}
+	return c, strings.SplitN(parts[1], `"`, 2)[0]
+}
+
+// artifactsDir is where screenshots and logs go: $OPLAB_ARTIFACTS, or a
+// folder in the temp dir. Never in the source tree.
+func artifactsDir() string {
+	dir := os.Getenv("OPLAB_ARTIFACTS")
+	if dir == "" {
+		dir = filepath.Join(os.TempDir(), "oplab-artifacts")
+	}
+	dir = filepath.Join(dir, "web")
+	_ = os.MkdirAll(dir, 0o755)
+	return dir
+}
+
+// screenshot saves the whole page as NAME.png in the artifacts dir.
+func screenshot(t *testing.T, ctx context.Context, name string) {
+	t.Helper()
+	buf, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
+	if err != nil {
+		t.Errorf("screenshot %s: %v", name, err)
+		return
+	}
+	path := filepath.Join(artifactsDir(), name+".png")
+	if err := os.WriteFile(path, buf, 0o644); err != nil {
+		t.Errorf("write screenshot: %v", err)
+	}
+	t.Logf("Saved screenshot %s", path)
+}
+
+// poll waits until the JavaScript expression is truthy, failing the test
+// with what after the deadline.
+func poll(t *testing.T, ctx context.Context, what, expr string) {
+	t.Helper()
+	if _, err := chromedp.Run(ctx, chromedp.Poll[chromedp.Void](expr, chromedp.WithPollingTimeout(deadline))); err != nil {
+		screenshot(t, ctx, "failed-"+strings.ReplaceAll(t.Name(), "/", "-"))
+		t.Fatalf("waiting for %s (%s): %v", what, expr, err)
+	}
+}
+
+// eventually polls cond until it holds or the deadline passes.
+func eventually(t *testing.T, what string, cond func() (bool, error)) {
+	t.Helper()
+	end := time.Now().Add(deadline)
+	var last error
+	for time.Now().Before(end) {
+		ok, err := cond()
+		if ok {
+			return
+		}
+		last = err
+		time.Sleep(200 * time.Millisecond)
+	}
+	t.Fatalf("timed out waiting for %s (last error: %v)", what, last)
+}
+
+func httptestRecorder() *httptest.ResponseRecorder { return httptest.NewRecorder() }
+
+func mustRequest(t *testing.T) *http.Request {
+	t.Helper()
+	return httptest.NewRequest("GET", "/lab", nil).WithContext(t.Context())
+}

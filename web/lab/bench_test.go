@@ -1,0 +1,42 @@
+package lab
+
+import (
+	"fmt"
+	"io"
+	"testing"
+
+	"github.com/oplab-dev/oplab/web/lab/state"
+)
+
+// BenchmarkLabPage measures rendering /lab with a full namespace (the cap of
+// five Databases), and reports the page size.
+func BenchmarkLabPage(b *testing.B) {
+	p := Page{Namespace: "lab-bench", Engines: Engines, ChildKinds: ChildKinds, MaxDatabases: 5,
+		Form: CreateForm{Name: "orders", Replicas: "1"}}
+	for _, s := range Scenarios {
+		p.Scenarios = append(p.Scenarios, *s.view(false))
+	}
+	for i := range 5 {
+		p.Databases = append(p.Databases, state.Database{
+			Name: fmt.Sprint("db-", i), Replicas: 3, Generation: 2, ObservedGeneration: 2,
+			Conditions: []state.Condition{{Type: "Ready", Status: "True", History: make([]state.Change, 10)}},
+			Owned:      []state.Node{{Kind: "StatefulSet", Name: "x", Children: make([]state.Node, 3)}, {Kind: "Service"}, {Kind: "Secret"}},
+			Events:     make([]state.Event, 20),
+		})
+	}
+	cw := &countingWriter{}
+	b.ReportAllocs()
+	for b.Loop() {
+		cw.n = 0
+		if err := LabPage(p).Render(b.Context(), cw); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(cw.n), "page-bytes")
+}
+
+type countingWriter struct{ n int }
+
+func (c *countingWriter) Write(p []byte) (int, error) { c.n += len(p); return len(p), nil }
+
+var _ io.Writer = (*countingWriter)(nil)

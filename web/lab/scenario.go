@@ -1,0 +1,164 @@
+package lab
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/oplab-dev/oplab/controller"
+	"github.com/oplab-dev/oplab/web/lab/state"
+)
+
+// Scenario is a "try it live" exercise, linked from lessons and the quiz as
+// /lab?scenario=NAME. Its setup is a POST, so following a link never
+// changes the cluster.
+type Scenario struct {
+	Name  string
+	Title string
+	Intro string
+	Setup string
+	Watch []string
+	// run prepares the scenario in namespace ns and returns what to tell
+	// the learner.
+	run func(ctx context.Context, h *Handler, ns string) (string, error)
+}
+
+// setupWait bounds how long a setup waits for the cluster to reach the
+// starting point (Ready, or the finalizer in place).
+const setupWait = 60 * time.Second
+
+// Scenarios lists the scenarios in the order the course uses them.
+var Scenarios = []Scenario{
+	{
+		Name: "first-reconcile", Title: "Your first reconcile",
+		Intro: "Create a Database and watch the controller turn one object into a Secret, a Service and a StatefulSet.",
+		Setup: "Create Database first",
+		Watch: []string{
+			"The create event arrives at watch and is queued; one reconcile runs.",
+			"fetch → diff finds the three children missing → act creates them → status is written with observedGeneration 1.",
+			"The StatefulSet's Pods becoming ready are events too: they trigger more reconciles until Ready=True.",
+		},
+		run: func(ctx context.Context, h *Handler, ns string) (string, error) {
+			return "Created Database first: watch its reconciles on the timeline.", h.create(ctx, ns, CreateInput{Name: "first", Engine: "postgres", Replicas: 1})
+		},
+	},
+	{
+		Name: "finalizer", Title: "A finalizer at work",
+		Intro: "A Ready Database is prepared for you. Delete it and watch the finalizer hold it while the controller cleans up.",
+		Setup: "Prepare a Ready Database",
+		Watch: []string{
+			"Press Delete on doomed: metadata.deletionTimestamp is set, but the object stays, Terminating, held by db.oplab.dev/final-snapshot.",
+			"The finalizer phases appear on the timeline: draining (StatefulSet scaled to 0), snapshot (the ConfigMap doomed-final-snapshot written), removed.",
+			"Once the finalizer is removed the Database goes, the garbage collector deletes its children, and the snapshot ConfigMap stays: it is not owned.",
+		},
+		run: func(ctx context.Context, h *Handler, ns string) (string, error) {
+			if err := h.create(ctx, ns, CreateInput{Name: "doomed", Engine: "postgres", Replicas: 2}); err != nil {
+				return "", err
+			}
+			if h.waitFor(ctx, ns, "doomed", func(d state.Database) bool { return d.Ready() == "True" }) {
+				return "doomed is Ready. Now delete it.", nil
+			}
+			return "doomed is created but not Ready yet; wait for Ready=True, then delete it.", nil
+		},
+	},
+	{
+		Name: "status-thrash", Title: "Status thrash",
+		Intro: "A Database whose controller rewrites status on every reconcile, even when nothing changed.",
+		Setup: "Create Database thrash with the status-thrash pitfall",
+		Watch: []string{
+			"Every status write is a watch event, so it triggers the next reconcile: the rows never stop (capped at about one a second).",
+			"Open the Ready condition's history: the value does not change, yet it is rewritten again and again.",
+			"Switch the pitfall off and the storm ends: status is written only when it changes.",
+		},
+		run: pitfallScenario("thrash", controller.PitfallStatusThrash),
+	},
+	{
+		Name: "stuck-finalizer", Title: "A stuck finalizer",
+		Intro: "The controller is stopped after a Database got its finalizer. Delete the Database and see what happens when no one is there to finish the job.",
+		Setup: "Create Database stuck, then stop the controller",
+		Watch: []string{
+			"Delete stuck: it shows Terminating, held by db.oplab.dev/final-snapshot, and nothing moves on the timeline.",
+			"Start the controller again: the finalizer runs and the Database goes.",
+			"Or use the escape hatch (remove finalizers): it goes at once, and the final snapshot is never taken.",
+		},
+		run: func(ctx context.Context, h *Handler, ns string) (string, error) {
+			if err := h.create(ctx, ns, CreateInput{Name: "stuck", Engine: "postgres", Replicas: 1}); err != nil {
+				return "", err
+			}
+			if !h.waitFor(ctx, ns, "stuck", func(d state.Database) bool { return slices.Contains(d.Finalizers, controller.Finalizer) }) {
+				return "", fmt.Errorf("database stuck did not get its finalizer within %s: is the controller running?", setupWait)
+			}
+			if err := h.opts.Controller.Stop(); err != nil {
+				return "", fmt.Errorf("stop the controller: %w", err)
+			}
+			return "stuck has its finalizer and the controller is stopped. Now delete stuck.", nil
+		},
+	},
+	{
+		Name: "non-idempotent-create", Title: "A non-idempotent create",
+		Intro: "A Database whose controller treats AlreadyExists as an error instead of as convergence.",
+		Setup: "Create Database twice with the non-idempotent-create pitfall",
+		Watch: []string{
+			"The first reconcile creates the children; every later one fails with AlreadyExists.",
+			"Each error is retried with exponential backoff: the gaps between rows grow.",
+			"Degraded turns True. Switch the pitfall off and the next reconcile converges.",
+		},
+		run: pitfallScenario("twice", controller.PitfallNonIdempotentCreate),
+	},
+	{
+		Name: "drop-events", Title: "Dropped events",
+		Intro: "A Database whose watch events are all ignored, as if an edge-triggered controller had missed them.",
+		Setup: "Create Database deaf with the drop-events pitfall",
+		Watch: []string{
+			"The events arrive but are marked ignored: nothing is queued.",
+			"Change its replicas: generation moves, observedGeneration does not (stale).",
+			"At the periodic resync a reconcile runs anyway and converges everything at once: the loop is level-triggered.",
+		},
+		run: pitfallScenario("deaf", controller.PitfallDropEvents),
+	},
+}
+
+func pitfallScenario(name, pitfall string) func(ctx context.Context, h *Handler, ns string) (string, error) {
+	return func(ctx context.Context, h *Handler, ns string) (string, error) {
+		err := h.create(ctx, ns, CreateInput{Name: name, Engine: "postgres", Replicas: 1, Pitfall: pitfall})
+		return fmt.Sprintf("Created Database %s with the %s pitfall.", name, pitfall), err
+	}
+}
+
+// FindScenario returns the scenario called name.
+func FindScenario(name string) (Scenario, bool) {
+	i := slices.IndexFunc(Scenarios, func(s Scenario) bool { return s.Name == name })
+	if i < 0 {
+		return Scenario{}, false
+	}
+	return Scenarios[i], true
+}
+
+func (s Scenario) view(done bool) *ScenarioView {
+	return &ScenarioView{Name: s.Name, Title: s.Title, Intro: s.Intro, Setup: s.Setup, Watch: s.Watch, Done: done}
+}
+
+// waitFor polls the lab state until the Database satisfies ok or setupWait
+// passes; it reports whether ok was reached.
+func (h *Handler) waitFor(ctx context.Context, ns, name string, ok func(state.Database) bool) bool {
+	ctx, cancel := context.WithTimeout(ctx, setupWait)
+	defer cancel()
+	tick := time.NewTicker(250 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		dbs, err := h.opts.States.Databases(ctx, ns)
+		if err == nil {
+			for _, d := range dbs {
+				if d.Name == name && ok(d) {
+					return true
+				}
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return false
+		case <-tick.C:
+		}
+	}
+}

@@ -1,0 +1,235 @@
+package state
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/yaml"
+
+	"github.com/oplab-dev/oplab/controller/api/v1alpha1"
+)
+
+// maxEvents is how many of a Database's Events the view keeps (the newest).
+const maxEvents = 20
+
+// Related is everything in a Database's namespace that the view may show.
+// Secrets are metadata only: the watcher never reads Secret data.
+type Related struct {
+	StatefulSets []appsv1.StatefulSet
+	Pods         []corev1.Pod
+	Services     []corev1.Service
+	Secrets      []metav1.PartialObjectMetadata
+	ConfigMaps   []corev1.ConfigMap
+	Events       []corev1.Event
+}
+
+// Names are the conventions shared with the controller.
+type Names struct {
+	// PitfallAnnotation is the annotation that switches a pitfall on.
+	PitfallAnnotation string
+	// SnapshotName returns the name of a Database's final snapshot ConfigMap.
+	SnapshotName func(database string) string
+}
+
+// build makes the view model of db from the objects around it.
+func build(db *v1alpha1.Database, rel Related, h *history, names Names) Database {
+	v := Database{
+		Namespace: db.Namespace, Name: db.Name, UID: string(db.UID),
+		Engine: string(db.Spec.Engine), Version: db.Spec.Version, Replicas: db.Spec.Replicas,
+		Storage:            db.Spec.Storage.String(),
+		SpecYAML:           specYAML(db.Spec),
+		Pitfall:            db.Annotations[names.PitfallAnnotation],
+		Generation:         db.Generation,
+		ObservedGeneration: db.Status.ObservedGeneration,
+		Stale:              db.Generation != db.Status.ObservedGeneration,
+		ReadyReplicas:      db.Status.ReadyReplicas,
+		Endpoint:           db.Status.Endpoint,
+		SecretName:         db.Status.SecretName,
+		Finalizers:         append([]string{}, db.Finalizers...),
+		Conditions:         []Condition{},
+		Owned:              ownedTree(db.UID, rel),
+		Unowned:            []Node{},
+		Events:             events(db, rel.Events),
+	}
+	if db.Status.LastSnapshot != nil {
+		v.LastSnapshot = db.Status.LastSnapshot.Name
+	}
+	if db.DeletionTimestamp != nil {
+		t := db.DeletionTimestamp.Time
+		v.Terminating, v.DeletionTimestamp, v.HeldBy = true, &t, v.Finalizers
+	}
+	for _, c := range db.Status.Conditions {
+		v.Conditions = append(v.Conditions, Condition{
+			Type: c.Type, Status: string(c.Status), Reason: c.Reason, Message: c.Message,
+			ObservedGeneration: c.ObservedGeneration, LastTransitionTime: c.LastTransitionTime.Time,
+			History: append([]Change{}, h.of(c.Type)...),
+		})
+	}
+	if names.SnapshotName != nil {
+		v.Unowned = snapshotNodes(db, names.SnapshotName(db.Name), rel.ConfigMaps)
+	}
+	return v
+}
+
+// specYAML renders the spec as a learner would write it.
+func specYAML(spec v1alpha1.DatabaseSpec) string {
+	b, err := yaml.Marshal(map[string]any{"spec": spec})
+	if err != nil {
+		return fmt.Sprintf("# cannot render spec: %v", err)
+	}
+	return string(b)
+}
+
+// snapshotNodes shows the final snapshot ConfigMap, which the controller
+// deliberately does not own: it must outlive the Database.
+func snapshotNodes(db *v1alpha1.Database, name string, cms []corev1.ConfigMap) []Node {
+	for _, cm := range cms {
+		if cm.Name != name || isOwnedBy(cm.OwnerReferences, db.UID) {
+			continue
+		}
+		return []Node{{
+			Kind: "ConfigMap", Name: cm.Name, Summary: fmt.Sprintf("%d keys", len(cm.Data)),
+			Deleting: cm.DeletionTimestamp != nil,
+			Note:     "final snapshot: not owned, so the garbage collector keeps it after the Database is gone",
+		}}
+	}
+	return []Node{}
+}
+
+func isOwnedBy(refs []metav1.OwnerReference, uid types.UID) bool {
+	for _, r := range refs {
+		if r.UID == uid {
+			return true
+		}
+	}
+	return false
+}
+
+// ownedTree builds the ownerReference tree below the object with uid. It
+// follows references rather than names, so it shows what the garbage
+// collector would actually delete.
+func ownedTree(uid types.UID, rel Related) []Node {
+	type item struct {
+		node Node
+		uid  types.UID
+		refs []metav1.OwnerReference
+	}
+	var all []item
+	for _, o := range rel.StatefulSets {
+		all = append(all, item{Node{Kind: "StatefulSet", Name: o.Name, Summary: statefulSetSummary(o), Deleting: o.DeletionTimestamp != nil}, o.UID, o.OwnerReferences})
+	}
+	for _, o := range rel.Services {
+		all = append(all, item{Node{Kind: "Service", Name: o.Name, Summary: serviceSummary(o), Deleting: o.DeletionTimestamp != nil}, o.UID, o.OwnerReferences})
+	}
+	for _, o := range rel.Secrets {
+		all = append(all, item{Node{Kind: "Secret", Name: o.Name, Summary: "data hidden", Deleting: o.DeletionTimestamp != nil}, o.UID, o.OwnerReferences})
+	}
+	for _, o := range rel.ConfigMaps {
+		all = append(all, item{Node{Kind: "ConfigMap", Name: o.Name, Summary: fmt.Sprintf("%d keys", len(o.Data)), Deleting: o.DeletionTimestamp != nil}, o.UID, o.OwnerReferences})
+	}
+	for _, o := range rel.Pods {
+		all = append(all, item{Node{Kind: "Pod", Name: o.Name, Summary: podSummary(o), Deleting: o.DeletionTimestamp != nil}, o.UID, o.OwnerReferences})
+	}
+	var below func(owner types.UID, depth int) []Node
+	below = func(owner types.UID, depth int) []Node {
+		nodes := []Node{}
+		if depth > 4 { // ownerReferences can form cycles; the real tree is shallow
+			return nodes
+		}
+		for _, it := range all {
+			if !isOwnedBy(it.refs, owner) {
+				continue
+			}
+			n := it.node
+			n.Children = below(it.uid, depth+1)
+			nodes = append(nodes, n)
+		}
+		slices.SortFunc(nodes, func(a, b Node) int {
+			return cmp.Or(cmp.Compare(kindOrder(a.Kind), kindOrder(b.Kind)), cmp.Compare(a.Name, b.Name))
+		})
+		return nodes
+	}
+	return below(uid, 0)
+}
+
+func kindOrder(kind string) int {
+	return slices.Index([]string{"StatefulSet", "Pod", "Service", "Secret", "ConfigMap"}, kind)
+}
+
+func statefulSetSummary(s appsv1.StatefulSet) string {
+	want := int32(1)
+	if s.Spec.Replicas != nil {
+		want = *s.Spec.Replicas
+	}
+	return fmt.Sprintf("%d/%d ready", s.Status.ReadyReplicas, want)
+}
+
+func serviceSummary(s corev1.Service) string {
+	if s.Spec.ClusterIP == corev1.ClusterIPNone {
+		return "headless"
+	}
+	return s.Spec.ClusterIP
+}
+
+func podSummary(p corev1.Pod) string {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue {
+			return string(p.Status.Phase) + ", ready"
+		}
+	}
+	if p.Status.Phase == "" {
+		return "Pending"
+	}
+	return string(p.Status.Phase) + ", not ready"
+}
+
+// events picks the Events about db, oldest first, keeping the newest few.
+func events(db *v1alpha1.Database, all []corev1.Event) []Event {
+	out := []Event{}
+	for _, e := range all {
+		if !about(e, db) {
+			continue
+		}
+		out = append(out, Event{Type: e.Type, Reason: e.Reason, Message: e.Message, Count: eventCount(e), Last: eventTime(e)})
+	}
+	slices.SortStableFunc(out, func(a, b Event) int { return a.Last.Compare(b.Last) })
+	if len(out) > maxEvents {
+		out = out[len(out)-maxEvents:]
+	}
+	return out
+}
+
+func about(e corev1.Event, db *v1alpha1.Database) bool {
+	o := e.InvolvedObject
+	if o.UID != "" {
+		return o.UID == db.UID
+	}
+	return o.Kind == "Database" && o.Name == db.Name && o.Namespace == db.Namespace
+}
+
+// eventCount and eventTime read both event shapes: core/v1 recorders set
+// count and lastTimestamp; events.k8s.io/v1 recorders set series and eventTime.
+func eventCount(e corev1.Event) int32 {
+	if e.Series != nil {
+		return e.Series.Count
+	}
+	return max(e.Count, 1)
+}
+
+func eventTime(e corev1.Event) time.Time {
+	switch {
+	case e.Series != nil && !e.Series.LastObservedTime.IsZero():
+		return e.Series.LastObservedTime.Time
+	case !e.LastTimestamp.IsZero():
+		return e.LastTimestamp.Time
+	case !e.EventTime.IsZero():
+		return e.EventTime.Time
+	}
+	return e.CreationTimestamp.Time
+}

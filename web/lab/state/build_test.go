@@ -1,0 +1,209 @@
+package state
+
+import (
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+
+	"github.com/oplab-dev/oplab/controller/api/v1alpha1"
+)
+
+var t0 = time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)
+
+func cond(typ, status, reason string, gen int64) metav1.Condition {
+	return metav1.Condition{Type: typ, Status: metav1.ConditionStatus(status), Reason: reason, ObservedGeneration: gen}
+}
+
+func TestHistoryKeepsEveryDistinctValue(t *testing.T) {
+	type event struct {
+		uid   string
+		conds []metav1.Condition
+	}
+	tests := []struct {
+		name   string
+		events []event
+		want   []Change // of Ready
+	}{
+		{
+			name: "repeats are one entry",
+			events: []event{
+				{"u1", []metav1.Condition{cond("Ready", "False", "Creating", 1)}},
+				{"u1", []metav1.Condition{cond("Ready", "False", "Creating", 1)}},
+			},
+			want: []Change{{Seen: t0, Status: "False", Reason: "Creating", ObservedGeneration: 1}},
+		},
+		{
+			name: "reason change is not a transition, status flip is",
+			events: []event{
+				{"u1", []metav1.Condition{cond("Ready", "False", "Creating", 1)}},
+				{"u1", []metav1.Condition{cond("Ready", "False", "WaitingForPods", 1)}},
+				{"u1", []metav1.Condition{cond("Ready", "True", "Ready", 1)}},
+				{"u1", []metav1.Condition{cond("Ready", "True", "Ready", 2)}},
+			},
+			want: []Change{
+				{Seen: t0, Status: "False", Reason: "Creating", ObservedGeneration: 1},
+				{Seen: t0.Add(time.Second), Status: "False", Reason: "WaitingForPods", ObservedGeneration: 1},
+				{Seen: t0.Add(2 * time.Second), Status: "True", Reason: "Ready", ObservedGeneration: 1, Transition: true},
+				{Seen: t0.Add(3 * time.Second), Status: "True", Reason: "Ready", ObservedGeneration: 2},
+			},
+		},
+		{
+			name: "a new UID starts over",
+			events: []event{
+				{"u1", []metav1.Condition{cond("Ready", "True", "Ready", 1)}},
+				{"u2", []metav1.Condition{cond("Ready", "False", "Creating", 1)}},
+			},
+			want: []Change{{Seen: t0.Add(time.Second), Status: "False", Reason: "Creating", ObservedGeneration: 1}},
+		},
+		{
+			name:   "no conditions yet",
+			events: []event{{"u1", nil}},
+			want:   nil,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := &history{}
+			for i, e := range tt.events {
+				h.observe(e.uid, e.conds, t0.Add(time.Duration(i)*time.Second))
+			}
+			if diff := cmp.Diff(tt.want, h.of("Ready")); diff != "" {
+				t.Errorf("history (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestHistoryIsBounded(t *testing.T) {
+	h := &history{}
+	for i := range 3 * maxHistory {
+		h.observe("u", []metav1.Condition{cond("Ready", "False", "Thrash", int64(i))}, t0)
+	}
+	if got := len(h.of("Ready")); got != maxHistory {
+		t.Errorf("history length = %d, want the cap %d", got, maxHistory)
+	}
+	if got := h.of("Ready")[maxHistory-1].ObservedGeneration; got != 3*maxHistory-1 {
+		t.Errorf("last entry generation = %d, want the newest", got)
+	}
+}
+
+func owned(uid types.UID) []metav1.OwnerReference {
+	return []metav1.OwnerReference{{UID: uid, Controller: ptr.To(true)}}
+}
+
+func TestBuild(t *testing.T) {
+	names := Names{PitfallAnnotation: "db.oplab.dev/pitfall", SnapshotName: func(n string) string { return n + "-final-snapshot" }}
+	base := func() *v1alpha1.Database {
+		return &v1alpha1.Database{
+			ObjectMeta: metav1.ObjectMeta{Name: "orders", Namespace: "lab-x", UID: "db-uid", Generation: 3},
+			Spec:       v1alpha1.DatabaseSpec{Engine: "postgres", Version: "17", Replicas: 2, Storage: resource.MustParse("1Gi")},
+			Status:     v1alpha1.DatabaseStatus{ObservedGeneration: 3},
+		}
+	}
+	rel := Related{
+		StatefulSets: []appsv1.StatefulSet{{
+			ObjectMeta: metav1.ObjectMeta{Name: "orders", UID: "sts-uid", OwnerReferences: owned("db-uid")},
+			Spec:       appsv1.StatefulSetSpec{Replicas: ptr.To[int32](2)},
+			Status:     appsv1.StatefulSetStatus{ReadyReplicas: 1},
+		}},
+		Pods: []corev1.Pod{
+			{ObjectMeta: metav1.ObjectMeta{Name: "orders-1", OwnerReferences: owned("sts-uid")}, Status: corev1.PodStatus{Phase: corev1.PodPending}},
+			{ObjectMeta: metav1.ObjectMeta{Name: "orders-0", OwnerReferences: owned("sts-uid")}, Status: corev1.PodStatus{Phase: corev1.PodRunning,
+				Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}}},
+			{ObjectMeta: metav1.ObjectMeta{Name: "stranger"}},
+		},
+		Services: []corev1.Service{{ObjectMeta: metav1.ObjectMeta{Name: "orders", OwnerReferences: owned("db-uid")}, Spec: corev1.ServiceSpec{ClusterIP: "None"}}},
+		Secrets:  []metav1.PartialObjectMetadata{{ObjectMeta: metav1.ObjectMeta{Name: "orders-credentials", OwnerReferences: owned("db-uid")}}},
+		ConfigMaps: []corev1.ConfigMap{
+			{ObjectMeta: metav1.ObjectMeta{Name: "orders-final-snapshot"}, Data: map[string]string{"a": "1"}},
+		},
+		Events: []corev1.Event{
+			{InvolvedObject: corev1.ObjectReference{UID: "db-uid"}, Type: "Normal", Reason: "Created", Message: "second", LastTimestamp: metav1.NewTime(t0.Add(time.Minute)), Count: 2},
+			{InvolvedObject: corev1.ObjectReference{UID: "db-uid"}, Type: "Normal", Reason: "Created", Message: "first", EventTime: metav1.NewMicroTime(t0)},
+			{InvolvedObject: corev1.ObjectReference{UID: "other"}, Reason: "NotOurs"},
+		},
+	}
+	wantTree := []Node{
+		{Kind: "StatefulSet", Name: "orders", Summary: "1/2 ready", Children: []Node{
+			{Kind: "Pod", Name: "orders-0", Summary: "Running, ready", Children: []Node{}},
+			{Kind: "Pod", Name: "orders-1", Summary: "Pending, not ready", Children: []Node{}},
+		}},
+		{Kind: "Service", Name: "orders", Summary: "headless", Children: []Node{}},
+		{Kind: "Secret", Name: "orders-credentials", Summary: "data hidden", Children: []Node{}},
+	}
+	tests := []struct {
+		name  string
+		tweak func(*v1alpha1.Database)
+		check func(t *testing.T, v Database)
+	}{
+		{"tree follows ownerReferences", nil, func(t *testing.T, v Database) {
+			if diff := cmp.Diff(wantTree, v.Owned); diff != "" {
+				t.Errorf("owned tree (-want +got):\n%s", diff)
+			}
+			if len(v.Unowned) != 1 || v.Unowned[0].Name != "orders-final-snapshot" {
+				t.Errorf("unowned = %+v, want the snapshot ConfigMap", v.Unowned)
+			}
+		}},
+		{"events are ours, oldest first", nil, func(t *testing.T, v Database) {
+			want := []Event{
+				{Type: "Normal", Reason: "Created", Message: "first", Count: 1, Last: t0},
+				{Type: "Normal", Reason: "Created", Message: "second", Count: 2, Last: t0.Add(time.Minute)},
+			}
+			if diff := cmp.Diff(want, v.Events); diff != "" {
+				t.Errorf("events (-want +got):\n%s", diff)
+			}
+		}},
+		{"caught up is not stale", nil, func(t *testing.T, v Database) {
+			if v.Stale || v.Terminating {
+				t.Errorf("stale=%v terminating=%v, want both false", v.Stale, v.Terminating)
+			}
+		}},
+		{"generation ahead is stale", func(d *v1alpha1.Database) { d.Generation = 4 }, func(t *testing.T, v Database) {
+			if !v.Stale || v.Generation != 4 || v.ObservedGeneration != 3 {
+				t.Errorf("got stale=%v gen=%d observed=%d, want stale 4 vs 3", v.Stale, v.Generation, v.ObservedGeneration)
+			}
+		}},
+		{"terminating names the finalizer that holds it", func(d *v1alpha1.Database) {
+			d.Finalizers = []string{"db.oplab.dev/final-snapshot"}
+			d.DeletionTimestamp = ptr.To(metav1.NewTime(t0))
+		}, func(t *testing.T, v Database) {
+			if !v.Terminating || cmp.Diff([]string{"db.oplab.dev/final-snapshot"}, v.HeldBy) != "" {
+				t.Errorf("terminating=%v heldBy=%v", v.Terminating, v.HeldBy)
+			}
+		}},
+		{"pitfall annotation and spec yaml", func(d *v1alpha1.Database) {
+			d.Annotations = map[string]string{"db.oplab.dev/pitfall": "status-thrash"}
+		}, func(t *testing.T, v Database) {
+			if v.Pitfall != "status-thrash" {
+				t.Errorf("pitfall = %q", v.Pitfall)
+			}
+			want := "spec:\n  engine: postgres\n  replicas: 2\n  storage: 1Gi\n  version: \"17\"\n"
+			if v.SpecYAML != want {
+				t.Errorf("spec yaml = %q, want %q", v.SpecYAML, want)
+			}
+		}},
+		{"owned snapshot is in the tree, not unowned", nil, func(t *testing.T, v Database) {}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			db := base()
+			if tt.tweak != nil {
+				tt.tweak(db)
+			}
+			tt.check(t, build(db, rel, &history{}, names))
+		})
+	}
+
+	rel.ConfigMaps[0].OwnerReferences = owned("db-uid")
+	v := build(base(), rel, &history{}, names)
+	if len(v.Unowned) != 0 || v.Owned[len(v.Owned)-1].Kind != "ConfigMap" {
+		t.Errorf("owned snapshot: unowned=%+v owned=%+v; want it in the owned tree", v.Unowned, v.Owned)
+	}
+}

@@ -1,0 +1,111 @@
+// Package state turns what the cluster holds about a Database into the view
+// model the lab shows: its spec, generation against observedGeneration, its
+// conditions with every change seen, its finalizers, the tree of objects it
+// owns and its Kubernetes Events. The Watcher keeps that model current from
+// a controller-runtime cache and publishes it to the stream recorder.
+package state
+
+import "time"
+
+// Database is the view model of one Database, as sent to the browser in
+// "state" messages and rendered by the lab page. It never holds API objects
+// and never holds Secret data.
+type Database struct {
+	Namespace string `json:"namespace"`
+	Name      string `json:"name"`
+	UID       string `json:"uid"`
+
+	// The spec, field by field and as the YAML a learner would write.
+	Engine   string `json:"engine"`
+	Version  string `json:"version"`
+	Replicas int32  `json:"replicas"`
+	Storage  string `json:"storage"`
+	SpecYAML string `json:"specYAML"`
+	// Pitfall is the pitfall annotation's value, "" when none is on.
+	Pitfall string `json:"pitfall,omitempty"`
+
+	// Generation is metadata.generation; ObservedGeneration is
+	// status.observedGeneration. Stale is true while they differ: the status
+	// describes an older spec than the one stored.
+	Generation         int64 `json:"generation"`
+	ObservedGeneration int64 `json:"observedGeneration"`
+	Stale              bool  `json:"stale"`
+
+	ReadyReplicas int32  `json:"readyReplicas"`
+	Endpoint      string `json:"endpoint,omitempty"`
+	SecretName    string `json:"secretName,omitempty"`
+	LastSnapshot  string `json:"lastSnapshot,omitempty"`
+
+	Conditions []Condition `json:"conditions"`
+
+	Finalizers []string `json:"finalizers"`
+	// Terminating is true once metadata.deletionTimestamp is set; HeldBy
+	// lists the finalizers that still hold the object from going away.
+	Terminating       bool       `json:"terminating"`
+	DeletionTimestamp *time.Time `json:"deletionTimestamp,omitempty"`
+	HeldBy            []string   `json:"heldBy,omitempty"`
+
+	// Owned is the ownerReference tree below the Database; Unowned lists
+	// related objects it does not own (the final snapshot ConfigMap), which
+	// the garbage collector therefore leaves behind.
+	Owned   []Node `json:"owned"`
+	Unowned []Node `json:"unowned"`
+
+	// Events are the Kubernetes Events about the Database, oldest first.
+	Events []Event `json:"events"`
+}
+
+// Condition is one status condition with its history.
+type Condition struct {
+	Type               string    `json:"type"`
+	Status             string    `json:"status"`
+	Reason             string    `json:"reason"`
+	Message            string    `json:"message,omitempty"`
+	ObservedGeneration int64     `json:"observedGeneration"`
+	LastTransitionTime time.Time `json:"lastTransitionTime"`
+	// History is every distinct value of the condition seen through the
+	// watch, oldest first; the last entry is the current value.
+	History []Change `json:"history"`
+}
+
+// Change is one value of a condition as seen at one moment.
+type Change struct {
+	Seen               time.Time `json:"seen"`
+	Status             string    `json:"status"`
+	Reason             string    `json:"reason"`
+	Message            string    `json:"message,omitempty"`
+	ObservedGeneration int64     `json:"observedGeneration"`
+	// Transition is true when the status flipped, which is when
+	// lastTransitionTime moves; reason or message changes alone do not.
+	Transition bool `json:"transition"`
+}
+
+// Node is one object in the ownerReference tree.
+type Node struct {
+	Kind    string `json:"kind"`
+	Name    string `json:"name"`
+	Summary string `json:"summary"`
+	// Deleting is true while the object has a deletionTimestamp.
+	Deleting bool   `json:"deleting,omitempty"`
+	Note     string `json:"note,omitempty"`
+	Children []Node `json:"children,omitempty"`
+}
+
+// Event is one Kubernetes Event about the Database.
+type Event struct {
+	Type    string    `json:"type"`
+	Reason  string    `json:"reason"`
+	Message string    `json:"message"`
+	Count   int32     `json:"count"`
+	Last    time.Time `json:"last"`
+}
+
+// Ready reports the Ready condition's status, "" when there is none.
+func (d Database) Ready() string {
+	for _, c := range d.Conditions {
+		if c.Type == "Ready" {
+			return c.Status
+		}
+	}
+	return ""
+}

@@ -1,0 +1,350 @@
+package state
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/go-logr/logr"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	toolscache "k8s.io/client-go/tools/cache"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/oplab-dev/oplab/controller"
+	"github.com/oplab-dev/oplab/controller/api/v1alpha1"
+)
+
+// Publisher receives the view model of a Database whenever it changes, and
+// nil when the Database is gone. The stream recorder implements it.
+type Publisher interface {
+	PublishState(obj controller.ObjectRef, state any)
+}
+
+// Options configures a Watcher.
+type Options struct {
+	// Cache is the informer cache to watch. The Watcher registers its
+	// informers; the caller starts the cache.
+	Cache cache.Cache
+	// Publisher receives every changed view model.
+	Publisher Publisher
+	// Names are the conventions shared with the controller.
+	Names Names
+	// Watched filters namespaces; nil watches all of them.
+	Watched func(namespace string) bool
+	// Now is the clock used to stamp condition history; nil means time.Now.
+	Now    func() time.Time
+	Logger logr.Logger
+}
+
+// signal is what an informer handler hands to the owner goroutine: either a
+// Database as one watch event carried it, or a namespace whose other objects
+// changed.
+type signal struct {
+	db        *v1alpha1.Database
+	gone      types.NamespacedName
+	namespace string
+}
+
+type query struct {
+	namespace string
+	reply     chan []Database
+}
+
+// Watcher keeps each Database's view model current. One goroutine owns the
+// condition histories and the latest view models; informer handlers and
+// page handlers reach it through channels.
+type Watcher struct {
+	opts    Options
+	signals chan signal
+	queries chan query
+	done    <-chan struct{}
+}
+
+// NewWatcher registers the informers Start needs on opts.Cache.
+func NewWatcher(ctx context.Context, opts Options) (*Watcher, error) {
+	if opts.Cache == nil || opts.Publisher == nil {
+		return nil, errors.New("state watcher options: Cache and Publisher are required")
+	}
+	if opts.Watched == nil {
+		opts.Watched = func(string) bool { return true }
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	w := &Watcher{opts: opts, signals: make(chan signal, 1024), queries: make(chan query), done: ctx.Done()}
+	if err := w.register(ctx); err != nil {
+		return nil, err
+	}
+	return w, nil
+}
+
+// Watched lists the kinds the watcher reads. Secrets are metadata only, so
+// their data never enters this process.
+func Watched() []client.Object {
+	return []client.Object{
+		&v1alpha1.Database{}, &appsv1.StatefulSet{}, &corev1.Pod{}, &corev1.Service{},
+		secretMeta(), &corev1.ConfigMap{}, &corev1.Event{},
+	}
+}
+
+func secretMeta() *metav1.PartialObjectMetadata {
+	m := &metav1.PartialObjectMetadata{}
+	m.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Secret"))
+	return m
+}
+
+func (w *Watcher) register(ctx context.Context) error {
+	for _, obj := range Watched() {
+		inf, err := w.opts.Cache.GetInformer(ctx, obj, cache.BlockUntilSynced(false))
+		if err != nil {
+			return fmt.Errorf("get informer for %T: %w", obj, err)
+		}
+		h := w.childHandler()
+		if _, ok := obj.(*v1alpha1.Database); ok {
+			h = w.databaseHandler()
+		}
+		if _, err := inf.AddEventHandler(h); err != nil {
+			return fmt.Errorf("add event handler for %T: %w", obj, err)
+		}
+	}
+	return nil
+}
+
+// databaseHandler forwards each Database exactly as its watch event carried
+// it, in order, because the condition history must see every version.
+func (w *Watcher) databaseHandler() toolscache.ResourceEventHandler {
+	send := func(obj any) {
+		db, ok := obj.(*v1alpha1.Database)
+		if ok && w.opts.Watched(db.Namespace) {
+			w.send(signal{db: db})
+		}
+	}
+	return toolscache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { send(obj) },
+		UpdateFunc: func(_, obj any) { send(obj) },
+		DeleteFunc: func(obj any) {
+			if t, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
+				obj = t.Obj
+			}
+			if o, ok := obj.(client.Object); ok && w.opts.Watched(o.GetNamespace()) {
+				w.send(signal{gone: client.ObjectKeyFromObject(o)})
+			}
+		},
+	}
+}
+
+// childHandler marks the namespace of any other changed object: a lab
+// namespace holds at most a handful of Databases, so rebuilding them all is
+// cheaper than working out which one a Pod or an Event belongs to.
+func (w *Watcher) childHandler() toolscache.ResourceEventHandler {
+	send := func(obj any) {
+		if t, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
+			obj = t.Obj
+		}
+		if o, ok := obj.(client.Object); ok && w.opts.Watched(o.GetNamespace()) {
+			w.send(signal{namespace: o.GetNamespace()})
+		}
+	}
+	return toolscache.ResourceEventHandlerFuncs{
+		AddFunc:    send,
+		UpdateFunc: func(_, obj any) { send(obj) },
+		DeleteFunc: send,
+	}
+}
+
+// send blocks only while the owner goroutine is busy; informers buffer
+// their notifications, so a slow rebuild delays the view, never the cache.
+func (w *Watcher) send(s signal) {
+	select {
+	case w.signals <- s:
+	case <-w.done:
+	}
+}
+
+// Databases returns the current view models of the Databases in namespace,
+// sorted by name.
+func (w *Watcher) Databases(ctx context.Context, namespace string) ([]Database, error) {
+	q := query{namespace: namespace, reply: make(chan []Database, 1)}
+	select {
+	case w.queries <- q:
+	case <-ctx.Done():
+		return nil, fmt.Errorf("query lab state: %w", ctx.Err())
+	case <-w.done:
+		return nil, errors.New("query lab state: watcher stopped")
+	}
+	return <-q.reply, nil
+}
+
+// owner is the goroutine state: histories and the latest views by Database.
+type owner struct {
+	w         *Watcher
+	histories map[types.NamespacedName]*history
+	views     map[types.NamespacedName]Database
+	published map[types.NamespacedName][]byte
+	dirtyDB   map[types.NamespacedName]bool
+	dirtyNS   map[string]bool
+}
+
+// Run owns the watcher's state until ctx is done.
+func (w *Watcher) Run(ctx context.Context) {
+	o := &owner{
+		w: w, histories: map[types.NamespacedName]*history{}, views: map[types.NamespacedName]Database{},
+		published: map[types.NamespacedName][]byte{}, dirtyDB: map[types.NamespacedName]bool{}, dirtyNS: map[string]bool{},
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case s := <-w.signals:
+			o.take(s)
+			o.drain()
+			o.flush(ctx)
+		case q := <-w.queries:
+			q.reply <- o.list(q.namespace)
+		}
+	}
+}
+
+// drain takes every signal already waiting, so a burst of events costs one
+// rebuild.
+func (o *owner) drain() {
+	for {
+		select {
+		case s := <-o.w.signals:
+			o.take(s)
+		default:
+			return
+		}
+	}
+}
+
+func (o *owner) take(s signal) {
+	switch {
+	case s.db != nil:
+		key := client.ObjectKeyFromObject(s.db)
+		h := o.histories[key]
+		if h == nil {
+			h = &history{}
+			o.histories[key] = h
+		}
+		h.observe(string(s.db.UID), s.db.Status.Conditions, o.w.opts.Now())
+		o.dirtyDB[key] = true
+	case s.gone.Name != "":
+		o.dirtyDB[s.gone] = true
+	default:
+		o.dirtyNS[s.namespace] = true
+	}
+}
+
+// flush rebuilds every dirty Database from the cache and publishes those
+// whose view changed.
+func (o *owner) flush(ctx context.Context) {
+	for ns := range o.dirtyNS {
+		var list v1alpha1.DatabaseList
+		if err := o.w.opts.Cache.List(ctx, &list, client.InNamespace(ns)); err != nil {
+			o.w.opts.Logger.Error(err, "Failed to list Databases", "namespace", ns)
+			continue
+		}
+		for _, db := range list.Items {
+			o.dirtyDB[client.ObjectKeyFromObject(&db)] = true
+		}
+	}
+	clear(o.dirtyNS)
+	related := map[string]*Related{}
+	for key := range o.dirtyDB {
+		o.rebuild(ctx, key, related)
+	}
+	clear(o.dirtyDB)
+}
+
+func (o *owner) rebuild(ctx context.Context, key types.NamespacedName, related map[string]*Related) {
+	ref := controller.ObjectRef{Kind: "Database", Namespace: key.Namespace, Name: key.Name}
+	var db v1alpha1.Database
+	err := o.w.opts.Cache.Get(ctx, key, &db)
+	if apierrors.IsNotFound(err) {
+		o.forget(key, ref)
+		return
+	}
+	if err != nil {
+		o.w.opts.Logger.Error(err, "Failed to read Database", "database", key)
+		return
+	}
+	rel := related[key.Namespace]
+	if rel == nil {
+		r, err := o.related(ctx, key.Namespace)
+		if err != nil {
+			o.w.opts.Logger.Error(err, "Failed to read Database children", "database", key)
+			return
+		}
+		rel, related[key.Namespace] = r, r
+	}
+	view := build(&db, *rel, o.histories[key], o.w.opts.Names)
+	o.publish(key, ref, view)
+}
+
+func (o *owner) forget(key types.NamespacedName, ref controller.ObjectRef) {
+	delete(o.histories, key)
+	delete(o.views, key)
+	if _, ok := o.published[key]; !ok {
+		return
+	}
+	delete(o.published, key)
+	o.w.opts.Publisher.PublishState(ref, nil)
+}
+
+// publish sends view unless it is what was sent last: Pod and Event churn
+// often changes nothing the lab shows.
+func (o *owner) publish(key types.NamespacedName, ref controller.ObjectRef, view Database) {
+	o.views[key] = view
+	b, err := json.Marshal(view)
+	if err != nil {
+		o.w.opts.Logger.Error(err, "Failed to encode Database state", "database", key)
+		return
+	}
+	if string(b) == string(o.published[key]) {
+		return
+	}
+	o.published[key] = b
+	o.w.opts.Publisher.PublishState(ref, view)
+}
+
+func (o *owner) related(ctx context.Context, ns string) (*Related, error) {
+	var (
+		sts  appsv1.StatefulSetList
+		pods corev1.PodList
+		svcs corev1.ServiceList
+		cms  corev1.ConfigMapList
+		evs  corev1.EventList
+	)
+	secrets := &metav1.PartialObjectMetadataList{}
+	secrets.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("SecretList"))
+	for _, l := range []client.ObjectList{&sts, &pods, &svcs, secrets, &cms, &evs} {
+		if err := o.w.opts.Cache.List(ctx, l, client.InNamespace(ns)); err != nil {
+			return nil, fmt.Errorf("list %T in %s: %w", l, ns, err)
+		}
+	}
+	return &Related{
+		StatefulSets: sts.Items, Pods: pods.Items, Services: svcs.Items,
+		Secrets: secrets.Items, ConfigMaps: cms.Items, Events: evs.Items,
+	}, nil
+}
+
+func (o *owner) list(ns string) []Database {
+	out := []Database{}
+	for key, v := range o.views {
+		if key.Namespace == ns {
+			out = append(out, v)
+		}
+	}
+	slices.SortFunc(out, func(a, b Database) int { return strings.Compare(a.Name, b.Name) })
+	return out
+}

@@ -1,0 +1,171 @@
+package lab
+
+import (
+	"fmt"
+	"net/url"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/util/validation"
+)
+
+// MaxNameLength is the longest Database name the lab accepts. DNS labels may
+// have 63 characters, but the controller derives child names (Pods get
+// "-N", the Secret "-credentials", the snapshot "-final-snapshot"), and
+// those must still fit.
+const MaxNameLength = 40
+
+// FieldError is bad input, naming the form field it came from.
+type FieldError struct {
+	Field   string
+	Message string
+}
+
+func (e *FieldError) Error() string { return e.Field + ": " + e.Message }
+
+func fieldErr(field, format string, args ...any) error {
+	return &FieldError{Field: field, Message: fmt.Sprintf(format, args...)}
+}
+
+// CreateInput is a validated "create a Database" form.
+type CreateInput struct {
+	Name     string
+	Engine   string
+	Version  string
+	Replicas int32
+	Pitfall  string
+}
+
+// EditInput is a validated "edit the spec" form.
+type EditInput struct {
+	Replicas int32
+	Version  string
+}
+
+// ChildKind is a kind of child the lab lets a learner delete by hand.
+type ChildKind string
+
+// The children a learner may delete to cause drift.
+const (
+	ChildStatefulSet ChildKind = "statefulset"
+	ChildService     ChildKind = "service"
+	ChildSecret      ChildKind = "secret"
+)
+
+// ChildKinds lists the ChildKind values, in display order.
+var ChildKinds = []ChildKind{ChildStatefulSet, ChildService, ChildSecret}
+
+// Engines lists the engines the CRD accepts.
+var Engines = []string{"postgres", "mysql"}
+
+// versionPattern mirrors the CRD's pattern for spec.version.
+var versionPattern = regexp.MustCompile(`^[0-9A-Za-z][0-9A-Za-z._-]*$`)
+
+// validName checks a Database name: a DNS-1123 label of at most
+// MaxNameLength characters.
+func validName(field, name string) error {
+	if name == "" {
+		return fieldErr(field, "required: give the Database a name such as orders")
+	}
+	if len(name) > MaxNameLength {
+		return fieldErr(field, "%q is %d characters long; the lab allows at most %d", name, len(name), MaxNameLength)
+	}
+	if errs := validation.IsDNS1123Label(name); len(errs) > 0 {
+		return fieldErr(field, "%q is not a valid name: %s", name, strings.Join(errs, "; "))
+	}
+	return nil
+}
+
+// parseReplicas reads a whole number in [lo, hi]. The bounds here only catch
+// nonsense; the Database's own limits are left to the API server on purpose,
+// so that a learner who types 7 sees the CRD's schema reject it.
+func parseReplicas(field, s string, lo, hi int) (int32, error) {
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return 0, fieldErr(field, "required: give a whole number")
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil {
+		return 0, fieldErr(field, "%q is not a whole number", s)
+	}
+	if n < lo || n > hi {
+		return 0, fieldErr(field, "%d is out of range: want %d to %d", n, lo, hi)
+	}
+	return int32(n), nil
+}
+
+// validVersion checks an engine version; empty means the engine's default.
+func validVersion(field, v string) error {
+	if v == "" {
+		return nil
+	}
+	if len(v) > 32 {
+		return fieldErr(field, "%q is longer than 32 characters", v)
+	}
+	if !versionPattern.MatchString(v) {
+		return fieldErr(field, "%q is not a version: use letters, digits, '.', '_' or '-', starting with a letter or digit (e.g. 17 or 8.4)", v)
+	}
+	return nil
+}
+
+// validPitfall checks a pitfall name against the known list; empty means none.
+func validPitfall(field, name string, known []Pitfall) error {
+	if name == "" {
+		return nil
+	}
+	names := make([]string, 0, len(known))
+	for _, p := range known {
+		if p.Name == name {
+			return nil
+		}
+		names = append(names, p.Name)
+	}
+	return fieldErr(field, "unknown pitfall %q: want one of %s, or none", name, strings.Join(names, ", "))
+}
+
+func parseCreate(form url.Values, known []Pitfall) (CreateInput, error) {
+	in := CreateInput{
+		Name:    strings.TrimSpace(form.Get("name")),
+		Engine:  strings.TrimSpace(form.Get("engine")),
+		Version: strings.TrimSpace(form.Get("version")),
+		Pitfall: strings.TrimSpace(form.Get("pitfall")),
+	}
+	if err := validName("name", in.Name); err != nil {
+		return in, err
+	}
+	if in.Engine == "" {
+		in.Engine = "postgres"
+	}
+	if !slices.Contains(Engines, in.Engine) {
+		return in, fieldErr("engine", "%q is not an engine: want %s", in.Engine, strings.Join(Engines, " or "))
+	}
+	if err := validVersion("version", in.Version); err != nil {
+		return in, err
+	}
+	n, err := parseReplicas("replicas", form.Get("replicas"), 1, 99)
+	if err != nil {
+		return in, err
+	}
+	in.Replicas = n
+	return in, validPitfall("pitfall", in.Pitfall, known)
+}
+
+func parseEdit(form url.Values) (EditInput, error) {
+	in := EditInput{Version: strings.TrimSpace(form.Get("version"))}
+	n, err := parseReplicas("replicas", form.Get("replicas"), 1, 99)
+	if err != nil {
+		return in, err
+	}
+	in.Replicas = n
+	return in, validVersion("version", in.Version)
+}
+
+func parseChildKind(s string) (ChildKind, error) {
+	k := ChildKind(strings.ToLower(s))
+	if !slices.Contains(ChildKinds, k) {
+		return "", fieldErr("kind", "%q is not a child the lab can delete: want statefulset, service or secret", s)
+	}
+	return k, nil
+}

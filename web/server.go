@@ -1,0 +1,219 @@
+// Package web is oplab's HTTP server: the lab, the course pages, the trace
+// stream and the static assets, all served from this process. The browser
+// talks only to this server; it never reaches the Kubernetes API server.
+package web
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/go-logr/logr"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/oplab-dev/oplab/controller"
+	"github.com/oplab-dev/oplab/controller/api/v1alpha1"
+	"github.com/oplab-dev/oplab/web/lab"
+	"github.com/oplab-dev/oplab/web/lab/state"
+	"github.com/oplab-dev/oplab/web/learn"
+	"github.com/oplab-dev/oplab/web/session"
+	"github.com/oplab-dev/oplab/web/static"
+	"github.com/oplab-dev/oplab/web/stream"
+)
+
+// ControllerSwitch is the part of controller.Runner the lab uses (defined
+// here, where consumed).
+type ControllerSwitch interface {
+	Start(ctx context.Context) error
+	Stop() error
+	Running() bool
+}
+
+// Options configures the server.
+type Options struct {
+	// Config reaches the API server; the server builds its own cache and
+	// client from it, so the lab keeps working while the controller is
+	// stopped.
+	Config *rest.Config
+	// Recorder is the trace recorder the controller emits to.
+	Recorder *stream.Recorder
+	// Controller is stopped and started from the lab page.
+	Controller ControllerSwitch
+	// Ready is an extra readiness check for /readyz (API reachable, CRD
+	// established, controller running); nil means none.
+	Ready func(ctx context.Context) error
+	// MaxDatabasesPerNamespace caps each learner's Databases; default 5.
+	MaxDatabasesPerNamespace int
+	// SessionIdleTimeout ends sessions without requests for this long and
+	// deletes their namespaces; default 2h.
+	SessionIdleTimeout time.Duration
+	Logger             logr.Logger
+}
+
+// Server is oplab's HTTP server and the background work behind the lab.
+type Server struct {
+	opts     Options
+	cache    cache.Cache
+	watcher  *state.Watcher
+	sessions *session.Manager
+	handler  http.Handler
+	cacheErr chan error
+}
+
+// sweepInterval is how often idle sessions are looked for.
+const sweepInterval = time.Minute
+
+// New builds the server. It starts the informer cache and the goroutines
+// that own the session table and the lab state (all ending with ctx), and
+// returns once the cache has synced.
+func New(ctx context.Context, opts Options) (*Server, error) {
+	if err := check(opts); err != nil {
+		return nil, err
+	}
+	if opts.MaxDatabasesPerNamespace <= 0 {
+		opts.MaxDatabasesPerNamespace = 5
+	}
+	if opts.SessionIdleTimeout <= 0 {
+		opts.SessionIdleTimeout = 2 * time.Hour
+	}
+	scheme, err := newScheme()
+	if err != nil {
+		return nil, err
+	}
+	direct, err := client.New(opts.Config, client.Options{Scheme: scheme})
+	if err != nil {
+		return nil, fmt.Errorf("create API client: %w", err)
+	}
+	c, err := cache.New(opts.Config, cache.Options{Scheme: scheme, DefaultTransform: cache.TransformStripManagedFields()})
+	if err != nil {
+		return nil, fmt.Errorf("create informer cache: %w", err)
+	}
+	s := &Server{opts: opts, cache: c, cacheErr: make(chan error, 1)}
+	s.watcher, err = state.NewWatcher(ctx, state.Options{
+		Cache: c, Publisher: opts.Recorder, Watched: session.IsLabNamespace,
+		Names:  state.Names{PitfallAnnotation: controller.PitfallAnnotation, SnapshotName: controller.SnapshotName},
+		Logger: opts.Logger.WithName("state"),
+	})
+	if err != nil {
+		return nil, err
+	}
+	s.sessions, err = session.New(ctx, session.Options{
+		Namespaces: lab.KubeNamespaces{Client: direct}, IdleTimeout: opts.SessionIdleTimeout,
+		OnExpire: opts.Recorder.Forget, Logger: opts.Logger.WithName("session"),
+	})
+	if err != nil {
+		return nil, err
+	}
+	go func() { s.cacheErr <- c.Start(ctx) }()
+	go s.watcher.Run(ctx)
+	if !c.WaitForCacheSync(ctx) {
+		return nil, errors.New("informer cache did not sync: is the API server reachable and the Database CRD installed?")
+	}
+	s.handler = s.routes(ctx, direct)
+	return s, nil
+}
+
+func check(opts Options) error {
+	switch {
+	case opts.Config == nil:
+		return errors.New("web options: Config is required")
+	case opts.Recorder == nil:
+		return errors.New("web options: Recorder is required")
+	case opts.Controller == nil:
+		return errors.New("web options: Controller is required")
+	case opts.MaxDatabasesPerNamespace < 0:
+		return fmt.Errorf("web options: MaxDatabasesPerNamespace %d is negative", opts.MaxDatabasesPerNamespace)
+	}
+	return nil
+}
+
+func newScheme() (*runtime.Scheme, error) {
+	s := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(s); err != nil {
+		return nil, fmt.Errorf("register core types: %w", err)
+	}
+	if err := v1alpha1.AddToScheme(s); err != nil {
+		return nil, fmt.Errorf("register Database types: %w", err)
+	}
+	return s, nil
+}
+
+func (s *Server) routes(ctx context.Context, direct client.Client) http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("GET /static/", http.StripPrefix("/static/", staticFiles()))
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok")) })
+	mux.HandleFunc("GET /readyz", s.readyz)
+	mux.Handle("GET /ws", s.opts.Recorder.Handler(s.sessions.NamespaceOf))
+	lab.New(ctx, lab.Options{
+		Store: lab.KubeStore{Client: direct}, Sessions: s.sessions, States: s.watcher,
+		Controller: s.opts.Controller, Exporter: s.opts.Recorder,
+		MaxDatabases: s.opts.MaxDatabasesPerNamespace, Logger: s.opts.Logger.WithName("lab"),
+	}).Register(mux)
+	learn.Register(mux)
+	return protect(mux)
+}
+
+// protect rejects cross-origin state-changing requests: a page on another
+// site must not be able to make a learner's browser delete their Databases
+// or stop the controller.
+func protect(h http.Handler) http.Handler {
+	return http.NewCrossOriginProtection().Handler(h)
+}
+
+// staticFiles serves the embedded assets. They change only with the binary,
+// but a short cache lifetime keeps a development rebuild visible.
+func staticFiles() http.Handler {
+	files := http.FileServerFS(static.FS)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if _, err := fs.Stat(static.FS, strings.TrimPrefix(r.URL.Path, "/")); err != nil {
+			http.NotFound(w, r)
+			return
+		}
+		w.Header().Set("Cache-Control", "public, max-age=60")
+		files.ServeHTTP(w, r)
+	})
+}
+
+func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
+	if s.opts.Ready != nil {
+		if err := s.opts.Ready(r.Context()); err != nil {
+			http.Error(w, "not ready: "+err.Error(), http.StatusServiceUnavailable)
+			return
+		}
+	}
+	_, _ = w.Write([]byte("ok"))
+}
+
+// Handler returns every route: /static/, /healthz, /readyz, /ws, /lab... and
+// the course pages.
+func (s *Server) Handler() http.Handler { return s.handler }
+
+// Run ends idle sessions (deleting their namespaces) until ctx is done, and
+// returns the cache's error if the cache stops early.
+func (s *Server) Run(ctx context.Context) error {
+	t := time.NewTicker(sweepInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case err := <-s.cacheErr:
+			if err != nil {
+				return fmt.Errorf("informer cache stopped: %w", err)
+			}
+			return nil
+		case <-t.C:
+			if _, err := s.sessions.Sweep(ctx); err != nil {
+				s.opts.Logger.Error(err, "Failed to end idle lab sessions")
+			}
+		}
+	}
+}

@@ -1,0 +1,105 @@
+package web
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"k8s.io/client-go/rest"
+
+	"github.com/oplab-dev/oplab/web/stream"
+)
+
+func TestCrossOriginWritesAreRefused(t *testing.T) {
+	var reached int
+	h := protect(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { reached++ }))
+	tests := []struct {
+		name    string
+		method  string
+		headers map[string]string
+		want    int
+	}{
+		{"same-origin fetch", "POST", map[string]string{"Sec-Fetch-Site": "same-origin"}, 200},
+		{"cross-site form post", "POST", map[string]string{"Sec-Fetch-Site": "cross-site"}, 403},
+		{"cross-site by Origin only", "POST", map[string]string{"Origin": "http://evil.example"}, 403},
+		{"same host by Origin", "POST", map[string]string{"Origin": "http://oplab.test"}, 200},
+		{"cross-site GET is harmless", "GET", map[string]string{"Sec-Fetch-Site": "cross-site"}, 200},
+		{"non-browser client", "POST", nil, 200},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			reached = 0
+			r := httptest.NewRequest(tt.method, "http://oplab.test/lab/databases", nil)
+			for k, v := range tt.headers {
+				r.Header.Set(k, v)
+			}
+			w := httptest.NewRecorder()
+			h.ServeHTTP(w, r)
+			if w.Code != tt.want || (tt.want == 200) != (reached == 1) {
+				t.Errorf("got %d (handler reached %d times), want %d", w.Code, reached, tt.want)
+			}
+		})
+	}
+}
+
+func TestReadyz(t *testing.T) {
+	tests := []struct {
+		name     string
+		ready    func(context.Context) error
+		wantCode int
+		wantBody string
+	}{
+		{"no checks", nil, 200, "ok"},
+		{"checks pass", func(context.Context) error { return nil }, 200, "ok"},
+		{"check fails", func(context.Context) error { return errors.New("controller stopped") }, 503, "not ready: controller stopped"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := &Server{opts: Options{Ready: tt.ready}}
+			w := httptest.NewRecorder()
+			s.readyz(w, httptest.NewRequest("GET", "/readyz", nil))
+			if w.Code != tt.wantCode || !strings.Contains(w.Body.String(), tt.wantBody) {
+				t.Errorf("got %d %q, want %d %q", w.Code, w.Body, tt.wantCode, tt.wantBody)
+			}
+		})
+	}
+}
+
+func TestStaticAssetsAreEmbedded(t *testing.T) {
+	h := staticFiles()
+	for path, want := range map[string]int{"lab.js": 200, "lab.css": 200, "base.css": 200, "static.go": 404, "nope.js": 404} {
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, httptest.NewRequest("GET", "/"+path, nil))
+		if w.Code != want {
+			t.Errorf("GET /static/%s = %d, want %d", path, w.Code, want)
+		}
+	}
+}
+
+func TestNewRefusesIncompleteOptions(t *testing.T) {
+	rec := stream.NewRecorder(stream.Options{})
+	tests := []struct {
+		name string
+		opts Options
+		want string
+	}{
+		{"no config", Options{Recorder: rec}, "Config is required"},
+		{"no recorder", Options{Config: &rest.Config{}}, "Recorder is required"},
+		{"no controller", Options{Config: &rest.Config{}, Recorder: rec}, "Controller is required"},
+		{"negative cap", Options{Config: &rest.Config{}, Recorder: rec, Controller: stubSwitch{}, MaxDatabasesPerNamespace: -1}, "negative"},
+	}
+	for _, tt := range tests {
+		if _, err := New(t.Context(), tt.opts); err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("%s: New err = %v, want %q", tt.name, err, tt.want)
+		}
+	}
+}
+
+type stubSwitch struct{}
+
+func (stubSwitch) Start(context.Context) error { return nil }
+func (stubSwitch) Stop() error                 { return nil }
+func (stubSwitch) Running() bool               { return true }
