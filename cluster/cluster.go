@@ -62,9 +62,10 @@ type Cluster struct {
 	cfg     *rest.Config
 	log     *logger
 
-	env      *envtest.Environment
-	spawner  *spawner
-	children []*child // kcm, scheduler and kwok, in start order
+	env         *envtest.Environment
+	envtestPIDs []procRef // etcd and kube-apiserver, found after envtest started them
+	spawner     *spawner
+	children    []*child // kcm, scheduler and kwok, in start order
 
 	stopOnce sync.Once
 	stopErr  error
@@ -83,8 +84,10 @@ const (
 
 // Start starts a cluster and returns once the API server serves requests
 // (with opts.CRDs established) and, in full mode, the kwok Node is Ready and
-// untainted, so a Pod created next is scheduled at once. Cancelling ctx stops
-// the cluster, during Start as well as after it.
+// untainted, so a Pod created next is scheduled at once. Cancelling ctx
+// stops the cluster. During Start, envtest cannot be interrupted, so a
+// cancelled Start returns once etcd and kube-apiserver are up, after
+// stopping them again.
 func Start(ctx context.Context, opts Options) (_ *Cluster, retErr error) {
 	if opts.Mode == "" {
 		opts.Mode = ModeFull
@@ -101,6 +104,15 @@ func Start(ctx context.Context, opts Options) (_ *Cluster, retErr error) {
 	} else if missing := MissingBinaries(assets); len(missing) > 0 {
 		return nil, fmt.Errorf("%w: %s missing %v", ErrNotProvisioned, assets, missing)
 	}
+
+	// envtest writes the created objects back into the CRDs it installs;
+	// copies leave the caller's CRDs untouched, so clusters started at the
+	// same time (by parallel tests, say) can share them without a data race.
+	crds := make([]*apiextensionsv1.CustomResourceDefinition, len(opts.CRDs))
+	for i, crd := range opts.CRDs {
+		crds[i] = crd.DeepCopy()
+	}
+	opts.CRDs = crds
 
 	log := newLogger(opts.Log)
 	if reclaimed, err := Reclaim(); err != nil {
@@ -168,11 +180,12 @@ func (c *Cluster) startAPIServer(assets string, opts Options) error {
 			return fmt.Errorf("creating cluster dir: %w", err)
 		}
 	}
-	etcdPath, err := writeWrapper(c.dir, filepath.Join(assets, "etcd"))
+	binDir := filepath.Join(c.dir, "bin")
+	etcdPath, err := writeWrapper(binDir, filepath.Join(assets, "etcd"))
 	if err != nil {
 		return err
 	}
-	apiserverPath, err := writeWrapper(c.dir, filepath.Join(assets, "kube-apiserver"))
+	apiserverPath, err := writeWrapper(binDir, filepath.Join(assets, "kube-apiserver"))
 	if err != nil {
 		return err
 	}
@@ -198,6 +211,7 @@ func (c *Cluster) startAPIServer(assets string, opts Options) error {
 			},
 			KubectlPath: c.kubectl,
 		},
+		ControlPlaneStopTimeout: childStopGrace,
 	}
 	if opts.Mode == ModeMinimal {
 		// Full mode installs the CRDs itself, while kwok starts.
@@ -233,7 +247,7 @@ func (c *Cluster) startLifecycle(ctx context.Context, assets string, crds []*api
 		return err
 	}
 	for _, cmd := range cmds {
-		ch, err := c.spawner.start(cmd.name, cmd.path, cmd.args, cmd.env, c.log.prefixed(cmd.name))
+		ch, err := c.spawner.start(cmd.name, cmd.path, cmd.args, cmd.env, c.log)
 		if err != nil {
 			return err
 		}
@@ -277,17 +291,21 @@ func (c *Cluster) Mode() Mode {
 
 // Stop stops every child process (SIGTERM, then SIGKILL after a grace
 // period) and removes the cluster's temp dir. kcm, the scheduler and kwok
-// stop first so they do not log errors about an API server going away.
+// stop first so they do not log errors about an API server going away, then
+// kube-apiserver, then etcd.
 // Calling Stop again returns the first call's result.
 func (c *Cluster) Stop() error {
 	c.stopOnce.Do(func() {
 		defer close(c.stopped)
-		var errs []error
-		for i := len(c.children) - 1; i >= 0; i-- {
-			if err := c.children[i].stop(childStopGrace); err != nil {
-				errs = append(errs, err)
-			}
+		began := time.Now()
+		// kcm, the scheduler and kwok depend on nothing but the API
+		// server, so they stop side by side.
+		errs := make([]error, len(c.children))
+		var wg sync.WaitGroup
+		for i, ch := range c.children {
+			wg.Go(func() { errs[i] = ch.stop(childStopGrace) })
 		}
+		wg.Wait()
 		if c.env != nil {
 			if err := c.env.Stop(); err != nil {
 				errs = append(errs, fmt.Errorf("stopping etcd and kube-apiserver: %w", err))
@@ -299,8 +317,11 @@ func (c *Cluster) Stop() error {
 		if err := os.RemoveAll(c.dir); err != nil {
 			errs = append(errs, fmt.Errorf("removing cluster dir: %w", err))
 		}
-		c.log.flush()
 		c.stopErr = errors.Join(errs...)
+		if c.stopErr == nil {
+			c.log.printf("Stopped the cluster in %s", since(began))
+		}
+		c.log.flush()
 	})
 	return c.stopErr
 }

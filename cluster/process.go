@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -10,6 +11,7 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 )
@@ -63,18 +65,21 @@ func (s *spawner) close() {
 
 // child is a process the cluster execs itself (kcm, scheduler, kwok).
 type child struct {
-	name string
-	cmd  *exec.Cmd
-	done chan struct{} // closed once the process has exited and been reaped
-	err  error         // cmd.Wait's result, valid once done is closed
+	name     string
+	cmd      *exec.Cmd
+	done     chan struct{} // closed once the process has exited and been reaped
+	err      error         // cmd.Wait's result, valid once done is closed
+	stopping atomic.Bool   // set by stop, so an exit is no surprise
 }
 
 // start execs path on the spawner's thread in its own process group (so a
 // terminal's Ctrl-C reaches oplab only, which then stops children in order)
-// with a parent-death signal.
-func (s *spawner) start(name, path string, args, env []string, out io.Writer) (*child, error) {
+// with a parent-death signal. Its output goes to log, prefixed with name, as
+// does a note if it exits before stop is called.
+func (s *spawner) start(name, path string, args, env []string, log *logger) (*child, error) {
 	cmd := exec.Command(path, args...)
 	cmd.Env = append(os.Environ(), env...)
+	out := log.prefixed(name)
 	cmd.Stdout, cmd.Stderr = out, out
 	cmd.SysProcAttr = childProcAttr()
 	var err error
@@ -85,6 +90,9 @@ func (s *spawner) start(name, path string, args, env []string, out io.Writer) (*
 	ch := &child{name: name, cmd: cmd, done: make(chan struct{})}
 	go func() {
 		ch.err = cmd.Wait()
+		if !ch.stopping.Load() {
+			log.printf("%s exited unexpectedly: %v", name, ch.err)
+		}
 		close(ch.done)
 	}()
 	return ch, nil
@@ -106,6 +114,7 @@ func (ch *child) exited() (bool, error) {
 // stop sends SIGTERM to the child's process group, then SIGKILL if it has
 // not exited after grace, and waits until it is reaped.
 func (ch *child) stop(grace time.Duration) error {
+	ch.stopping.Store(true)
 	pgid := -ch.cmd.Process.Pid
 	if err := syscall.Kill(pgid, syscall.SIGTERM); err != nil && !errors.Is(err, syscall.ESRCH) {
 		return fmt.Errorf("stopping %s: %w", ch.name, err)
@@ -135,6 +144,9 @@ func writeWrapper(dir, bin string) (string, error) {
 	line := "exec " + shellQuote(bin) + ` "$@"`
 	if _, err := os.Stat(setprivPath); err == nil {
 		line = "exec " + setprivPath + " --pdeathsig KILL -- " + shellQuote(bin) + ` "$@"`
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return "", fmt.Errorf("writing %s wrapper: %w", filepath.Base(bin), err)
 	}
 	path := filepath.Join(dir, filepath.Base(bin))
 	if err := os.WriteFile(path, []byte("#!/bin/sh\n"+line+"\n"), 0o700); err != nil {
@@ -207,7 +219,7 @@ func (pw *prefixWriter) Write(p []byte) (int, error) {
 	defer pw.l.mu.Unlock()
 	pw.buf = append(pw.buf, p...)
 	for {
-		i := strings.IndexByte(string(pw.buf), '\n')
+		i := bytes.IndexByte(pw.buf, '\n')
 		if i < 0 {
 			break
 		}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -83,6 +84,8 @@ func (c *Cluster) recordEnvtestChildren() error {
 	for _, pid := range procsMentioning(c.dir, os.Getpid()) {
 		c.envtestPIDs = append(c.envtestPIDs, procRef{Name: procName(pid), PID: pid})
 	}
+	// Start order (etcd before kube-apiserver) happens to be name order.
+	slices.SortFunc(c.envtestPIDs, func(a, b procRef) int { return strings.Compare(a.Name, b.Name) })
 	return c.writeState()
 }
 

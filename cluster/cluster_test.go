@@ -1,0 +1,638 @@
+package cluster
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/hex"
+	"fmt"
+	"net"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/utils/ptr"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+)
+
+// deadline bounds every wait in these tests. It is generous on purpose: the
+// tests check that things happen, never how fast.
+const deadline = 2 * time.Minute
+
+// helperEnv switches the test binary into a helper that starts a cluster of
+// the mode it names, prints its dir and child pids, and waits to be killed.
+const helperEnv = "OPLAB_CLUSTER_TEST_HELPER"
+
+func TestMain(m *testing.M) {
+	// envtest logs through controller-runtime's logger, which complains
+	// (with a stack trace) when nobody ever sets one.
+	ctrllog.SetLogger(logr.Discard())
+	if mode := os.Getenv(helperEnv); mode != "" {
+		os.Exit(runHelper(Mode(mode)))
+	}
+	code := m.Run()
+	if shared != nil {
+		if err := shared.Stop(); err != nil {
+			fmt.Fprintln(os.Stderr, "stopping the shared cluster:", err)
+			code = 1
+		}
+	}
+	os.Exit(code)
+}
+
+// runHelper is the helper process of TestChildrenDieWithKilledParent.
+func runHelper(mode Mode) int {
+	c, err := Start(context.Background(), Options{Mode: mode})
+	if err != nil {
+		fmt.Println("ERROR", err)
+		return 1
+	}
+	var pids []string
+	for _, p := range c.pids() {
+		pids = append(pids, strconv.Itoa(p.PID))
+	}
+	fmt.Println("DIR", c.dir)
+	fmt.Println("PIDS", strings.Join(pids, " "))
+	select {} // until the test kills us
+}
+
+// needAssets skips the test when the control plane is not provisioned,
+// unless on CI, where a missing control plane is a failure.
+func needAssets(t testing.TB) {
+	t.Helper()
+	if _, err := FindAssets(); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("CI=%s and %v", os.Getenv("CI"), err)
+		}
+		t.Skipf("skipping: %v (unset CI allows the skip)", err)
+	}
+}
+
+var (
+	shared     *Cluster
+	sharedErr  error
+	sharedOnce sync.Once
+)
+
+// sharedCluster returns the full-mode cluster the tests share, starting it
+// on first use; TestMain stops it.
+func sharedCluster(t *testing.T) *Cluster {
+	t.Helper()
+	needAssets(t)
+	sharedOnce.Do(func() {
+		var log *os.File
+		if os.Getenv("OPLAB_CLUSTER_LOG") != "" {
+			log = os.Stderr
+		}
+		opts := Options{Mode: ModeFull, CRDs: widgetCRD}
+		if log != nil {
+			opts.Log = log
+		}
+		shared, sharedErr = Start(context.Background(), opts)
+	})
+	if sharedErr != nil {
+		t.Fatalf("starting the shared cluster: %v", sharedErr)
+	}
+	return shared
+}
+
+// widgetCRD is a minimal CRD every test cluster installs, the same objects
+// each time, as callers of Start do.
+var widgetCRD = []*apiextensionsv1.CustomResourceDefinition{{
+	ObjectMeta: metav1.ObjectMeta{Name: "widgets.test.oplab.dev"},
+	Spec: apiextensionsv1.CustomResourceDefinitionSpec{
+		Group: "test.oplab.dev",
+		Names: apiextensionsv1.CustomResourceDefinitionNames{Plural: "widgets", Kind: "Widget", ListKind: "WidgetList", Singular: "widget"},
+		Scope: apiextensionsv1.NamespaceScoped,
+		Versions: []apiextensionsv1.CustomResourceDefinitionVersion{{
+			Name: "v1", Served: true, Storage: true,
+			Schema: &apiextensionsv1.CustomResourceValidation{OpenAPIV3Schema: &apiextensionsv1.JSONSchemaProps{
+				Type: "object", XPreserveUnknownFields: ptr.To(true),
+			}},
+		}},
+	},
+}}
+
+// expectWidgetsServed checks that Start returned with widgetCRD installed.
+func expectWidgetsServed(t *testing.T, c *Cluster) {
+	t.Helper()
+	dyn, err := dynamic.NewForConfig(c.Config())
+	if err != nil {
+		t.Fatal(err)
+	}
+	gvr := schema.GroupVersionResource{Group: "test.oplab.dev", Version: "v1", Resource: "widgets"}
+	if _, err := dyn.Resource(gvr).Namespace("default").List(context.Background(), metav1.ListOptions{}); err != nil {
+		t.Errorf("listing Widgets right after Start: %v", err)
+	}
+}
+
+// startCluster starts a cluster for one test and stops it when the test
+// ends (the test may stop it earlier).
+func startCluster(t *testing.T, ctx context.Context, mode Mode) *Cluster {
+	t.Helper()
+	needAssets(t)
+	c, err := Start(ctx, Options{Mode: mode, Log: &testLog{t: t}, CRDs: widgetCRD})
+	if err != nil {
+		t.Fatalf("Start(%s): %v", mode, err)
+	}
+	t.Cleanup(func() {
+		if err := c.Stop(); err != nil {
+			t.Errorf("Stop: %v", err)
+		}
+	})
+	return c
+}
+
+// testLog passes progress lines to t.Log and, unless OPLAB_CLUSTER_LOG is
+// set, drops the children's output, which would bury them.
+type testLog struct {
+	t   *testing.T
+	buf []byte
+}
+
+func (l *testLog) Write(p []byte) (int, error) {
+	l.buf = append(l.buf, p...)
+	for {
+		i := bytes.IndexByte(l.buf, '\n')
+		if i < 0 {
+			return len(p), nil
+		}
+		line := string(l.buf[:i])
+		l.buf = l.buf[i+1:]
+		if !strings.HasPrefix(line, "[") || os.Getenv("OPLAB_CLUSTER_LOG") != "" {
+			l.t.Log(line)
+		}
+	}
+}
+
+func clientset(t *testing.T, c *Cluster) *kubernetes.Clientset {
+	t.Helper()
+	cs, err := kubernetes.NewForConfig(c.Config())
+	if err != nil {
+		t.Fatalf("creating a client: %v", err)
+	}
+	return cs
+}
+
+// pids returns the cluster's child processes, for tests.
+func (c *Cluster) pids() []procRef {
+	var refs []procRef
+	refs = append(refs, c.envtestPIDs...)
+	for _, ch := range c.children {
+		refs = append(refs, procRef{Name: ch.name, PID: ch.cmd.Process.Pid})
+	}
+	return refs
+}
+
+// running reports whether pid is a live (not zombie) process.
+func running(pid int) bool {
+	return alive(pid, 0)
+}
+
+// expectChildren checks that c runs exactly the named processes, each one
+// live and with the cluster's dir on its command line.
+func expectChildren(t *testing.T, c *Cluster, names ...string) []procRef {
+	t.Helper()
+	refs := c.pids()
+	var got []string
+	for _, r := range refs {
+		got = append(got, r.Name)
+		if !running(r.PID) || !mentions(r.PID, c.dir) {
+			t.Errorf("%s (pid %d) is not running as a child of %s", r.Name, r.PID, c.dir)
+		}
+	}
+	if strings.Join(got, ",") != strings.Join(names, ",") {
+		t.Errorf("children = %v, want %v", got, names)
+	}
+	return refs
+}
+
+// expectGone waits until none of refs runs and, unless dir is "", dir does
+// not exist.
+func expectGone(t *testing.T, refs []procRef, dir string) {
+	t.Helper()
+	until := time.Now().Add(deadline)
+	for {
+		var left []string
+		for _, r := range refs {
+			if running(r.PID) {
+				left = append(left, fmt.Sprintf("%s (pid %d)", r.Name, r.PID))
+			}
+		}
+		var statErr error
+		if dir != "" {
+			_, statErr = os.Stat(dir)
+		}
+		if len(left) == 0 && (dir == "" || os.IsNotExist(statErr)) {
+			return
+		}
+		if time.Now().After(until) {
+			t.Fatalf("still running after %s: %v; dir %s stat: %v", deadline, left, dir, statErr)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func TestMinimalStartsAndStopsCleanly(t *testing.T) {
+	c := startCluster(t, context.Background(), ModeMinimal)
+	if c.Mode() != ModeMinimal {
+		t.Errorf("Mode() = %q, want %q", c.Mode(), ModeMinimal)
+	}
+	u, err := url.Parse(c.Config().Host)
+	if err != nil {
+		t.Fatalf("parsing host: %v", err)
+	}
+	if ip := net.ParseIP(u.Hostname()); ip == nil || !ip.IsLoopback() {
+		t.Errorf("API server at %s, want a loopback address", u.Host)
+	}
+
+	expectWidgetsServed(t, c)
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "minimal"}}
+	if _, err := clientset(t, c).CoreV1().Namespaces().Create(context.Background(), ns, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("creating a namespace: %v", err)
+	}
+
+	refs := expectChildren(t, c, nameEtcd, nameAPIServer)
+	if err := c.Stop(); err != nil {
+		t.Fatalf("Stop: %v", err)
+	}
+	// Stop waits for every child to exit, so no polling is needed here.
+	for _, r := range refs {
+		if running(r.PID) {
+			t.Errorf("%s (pid %d) still runs after Stop", r.Name, r.PID)
+		}
+	}
+	if _, err := os.Stat(c.dir); !os.IsNotExist(err) {
+		t.Errorf("cluster dir %s still there after Stop (stat: %v)", c.dir, err)
+	}
+	if err := c.Stop(); err != nil {
+		t.Errorf("second Stop: %v", err)
+	}
+}
+
+func TestFullStopEndsEveryProcess(t *testing.T) {
+	c := startCluster(t, context.Background(), ModeFull)
+	refs := expectChildren(t, c, nameEtcd, nameAPIServer, nameKCM, nameScheduler, nameKwok)
+	expectWidgetsServed(t, c)
+	expectLoopbackListenersOnly(t, refs)
+	var total int
+	for _, r := range refs {
+		rss := rssKiB(r.PID)
+		total += rss
+		t.Logf("RSS %-24s %6d MiB", r.Name, rss/1024)
+	}
+	t.Logf("RSS %-24s %6d MiB", "total", total/1024)
+
+	if err := c.Stop(); err != nil {
+		t.Fatalf("Stop: %v", err)
+	}
+	for _, r := range refs {
+		if running(r.PID) {
+			t.Errorf("%s (pid %d) still runs after Stop", r.Name, r.PID)
+		}
+	}
+	if _, err := os.Stat(c.dir); !os.IsNotExist(err) {
+		t.Errorf("cluster dir %s still there after Stop (stat: %v)", c.dir, err)
+	}
+}
+
+// expectLoopbackListenersOnly checks that every socket the processes listen
+// on (TCP or UDP, IPv4 or IPv6) is bound to a loopback address. It maps the
+// processes' socket inodes (from /proc/<pid>/fd) to /proc/net's tables.
+func expectLoopbackListenersOnly(t *testing.T, refs []procRef) {
+	t.Helper()
+	owner := map[string]string{} // socket inode → process name
+	for _, r := range refs {
+		fds, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", r.PID))
+		if err != nil {
+			t.Fatalf("listing %s's fds: %v", r.Name, err)
+		}
+		for _, fd := range fds {
+			link, _ := os.Readlink(fmt.Sprintf("/proc/%d/fd/%s", r.PID, fd.Name()))
+			if inode, ok := strings.CutPrefix(link, "socket:["); ok {
+				owner[strings.TrimSuffix(inode, "]")] = r.Name
+			}
+		}
+	}
+	listeners := 0
+	for _, table := range []string{"tcp", "tcp6", "udp", "udp6"} {
+		data, err := os.ReadFile("/proc/net/" + table)
+		if err != nil {
+			continue // no IPv6, say
+		}
+		for _, line := range strings.Split(string(data), "\n")[1:] {
+			f := strings.Fields(line)
+			// local_address is f[1], st f[3] (0A: TCP LISTEN; 07: UDP unconnected), inode f[9].
+			if len(f) < 10 || owner[f[9]] == "" || (f[3] != "0A" && !(strings.HasPrefix(table, "udp") && f[3] == "07")) {
+				continue
+			}
+			listeners++
+			if ip := procNetIP(f[1]); !ip.IsLoopback() {
+				t.Errorf("%s listens on %s (%s), want loopback only", owner[f[9]], ip, table)
+			}
+		}
+	}
+	if listeners == 0 {
+		t.Errorf("found no listening sockets at all; is /proc/net readable?")
+	}
+}
+
+// procNetIP decodes the address part of /proc/net/tcp's "0100007F:83DD":
+// 32-bit words in host (little-endian) byte order.
+func procNetIP(hexAddr string) net.IP {
+	h, _, _ := strings.Cut(hexAddr, ":")
+	raw, err := hex.DecodeString(h)
+	if err != nil || len(raw)%4 != 0 {
+		return nil
+	}
+	for i := 0; i < len(raw); i += 4 {
+		raw[i], raw[i+1], raw[i+2], raw[i+3] = raw[i+3], raw[i+2], raw[i+1], raw[i]
+	}
+	return net.IP(raw)
+}
+
+// rssKiB reads a process's resident set size from /proc.
+func rssKiB(pid int) int {
+	data, _ := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	for line := range strings.SplitSeq(string(data), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			n, _ := strconv.Atoi(strings.TrimSuffix(strings.TrimSpace(v), " kB"))
+			return n
+		}
+	}
+	return 0
+}
+
+func TestCancelledContextStopsCluster(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	c := startCluster(t, ctx, ModeMinimal)
+	refs := expectChildren(t, c, nameEtcd, nameAPIServer)
+	cancel()
+	expectGone(t, refs, c.dir)
+}
+
+func TestChildrenDieWithKilledParent(t *testing.T) {
+	needAssets(t)
+	for _, mode := range []Mode{ModeMinimal, ModeFull} {
+		t.Run(string(mode), func(t *testing.T) {
+			cmd := exec.Command(os.Args[0], "-test.run=^$")
+			cmd.Env = append(os.Environ(), helperEnv+"="+string(mode))
+			cmd.Stderr = os.Stderr
+			out, err := cmd.StdoutPipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := cmd.Start(); err != nil {
+				t.Fatalf("starting the helper: %v", err)
+			}
+			// Kill the helper however the test ends.
+			t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+
+			var dir string
+			var refs []procRef
+			sc := bufio.NewScanner(out)
+			for refs == nil && sc.Scan() {
+				fields := strings.Fields(sc.Text())
+				switch {
+				case len(fields) == 0:
+				case fields[0] == "ERROR":
+					t.Fatalf("helper: %s", sc.Text())
+				case fields[0] == "DIR" && len(fields) == 2:
+					dir = fields[1]
+				case fields[0] == "PIDS":
+					for _, f := range fields[1:] {
+						pid, _ := strconv.Atoi(f)
+						refs = append(refs, procRef{Name: procName(pid), PID: pid})
+					}
+				}
+			}
+			want := map[Mode]int{ModeMinimal: 2, ModeFull: 5}[mode]
+			if dir == "" || len(refs) != want {
+				t.Fatalf("helper printed dir %q and %d pids, want %d (scan: %v)", dir, len(refs), want, sc.Err())
+			}
+			for _, r := range refs {
+				if !running(r.PID) {
+					t.Fatalf("%s (pid %d) not running before the kill", r.Name, r.PID)
+				}
+			}
+
+			if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+				t.Fatalf("killing the helper: %v", err)
+			}
+			_ = cmd.Wait()
+			// The parent-death signal ends the children; Reclaim then
+			// finds the dead owner's dir and removes it.
+			expectGone(t, refs, "")
+			if _, err := Reclaim(); err != nil {
+				t.Errorf("Reclaim: %v", err)
+			}
+			if _, err := os.Stat(dir); !os.IsNotExist(err) {
+				t.Errorf("Reclaim left %s (stat: %v)", dir, err)
+			}
+		})
+	}
+}
+
+func TestReclaimKillsLeftoversOfDeadOwnersOnly(t *testing.T) {
+	// A pid that certainly belongs to no live process: a child that exited.
+	dead := exec.Command("true")
+	if err := dead.Run(); err != nil {
+		t.Fatal(err)
+	}
+	deadDir, err := os.MkdirTemp("", fmt.Sprintf("%s%d-*", dirPrefix, dead.Process.Pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	liveDir, err := newStateDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(deadDir); os.RemoveAll(liveDir) })
+
+	// Stand-ins for a dead oplab's etcd and for a live cluster's: each
+	// names its dir on its command line, as the real children do.
+	leftover := exec.Command("sh", "-c", "while :; do sleep 0.1; done", filepath.Join(deadDir, "etcd"))
+	keep := exec.Command("sh", "-c", "while :; do sleep 0.1; done", filepath.Join(liveDir, "etcd"))
+	for _, cmd := range []*exec.Cmd{leftover, keep} {
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	}
+	// The dead dir's state file lists the leftover; leave the pid unchecked
+	// otherwise, as Reclaim must verify it.
+	data := fmt.Sprintf(`{"pid":%d,"startTime":1,"children":[{"name":"etcd","pid":%d}]}`, dead.Process.Pid, leftover.Process.Pid)
+	if err := os.WriteFile(filepath.Join(deadDir, stateFile), []byte(data), 0o600); err != nil {
+		t.Fatal(err)
+	}
+
+	removed, err := Reclaim()
+	if err != nil {
+		t.Errorf("Reclaim: %v", err)
+	}
+	// Leftovers of earlier, killed test runs may be removed as well.
+	if !slices.Contains(removed, deadDir) || slices.Contains(removed, liveDir) {
+		t.Errorf("Reclaim removed %v, want %s and not %s", removed, deadDir, liveDir)
+	}
+	// Reclaim sent SIGKILL; Wait returns once the process is gone.
+	waitErr := make(chan error, 1)
+	go func() { waitErr <- leftover.Wait() }()
+	select {
+	case <-waitErr:
+	case <-time.After(deadline):
+		t.Errorf("leftover process %d survived Reclaim", leftover.Process.Pid)
+	}
+	if !running(keep.Process.Pid) {
+		t.Errorf("Reclaim killed a live cluster's process")
+	}
+	if _, err := os.Stat(liveDir); err != nil {
+		t.Errorf("Reclaim removed a live cluster's dir: %v", err)
+	}
+}
+
+func TestFullRunsStatefulSetAndCollectsGarbage(t *testing.T) {
+	c := sharedCluster(t)
+	cs := clientset(t, c)
+	ctx := context.Background()
+
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "sts"}}
+	if _, err := cs.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("creating a namespace: %v", err)
+	}
+	labels := map[string]string{"app": "db"}
+	sts := &appsv1.StatefulSet{
+		ObjectMeta: metav1.ObjectMeta{Name: "db", Namespace: ns.Name},
+		Spec: appsv1.StatefulSetSpec{
+			Replicas: ptr.To[int32](2),
+			Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec: corev1.PodSpec{
+					Containers: []corev1.Container{{Name: "postgres", Image: "postgres:16"}},
+				},
+			},
+		},
+	}
+	if _, err := cs.AppsV1().StatefulSets(ns.Name).Create(ctx, sts, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("creating the StatefulSet: %v", err)
+	}
+
+	// The scheduler binds both Pods to the kwok Node, kwok marks them
+	// Ready, and the StatefulSet controller counts them.
+	waitFor(t, "readyReplicas=2", func() (bool, error) {
+		got, err := cs.AppsV1().StatefulSets(ns.Name).Get(ctx, sts.Name, metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		return got.Status.ReadyReplicas == 2, nil
+	})
+	pods, err := cs.CoreV1().Pods(ns.Name).List(ctx, metav1.ListOptions{LabelSelector: "app=db"})
+	if err != nil {
+		t.Fatalf("listing Pods: %v", err)
+	}
+	for _, p := range pods.Items {
+		if p.Spec.NodeName != NodeName {
+			t.Errorf("Pod %s on node %q, want %s", p.Name, p.Spec.NodeName, NodeName)
+		}
+	}
+
+	// Background propagation deletes the StatefulSet at once and leaves its
+	// Pods to the garbage collector, which follows their ownerReferences.
+	bg := metav1.DeletePropagationBackground
+	if err := cs.AppsV1().StatefulSets(ns.Name).Delete(ctx, sts.Name, metav1.DeleteOptions{PropagationPolicy: &bg}); err != nil {
+		t.Fatalf("deleting the StatefulSet: %v", err)
+	}
+	waitFor(t, "the Pods garbage-collected", func() (bool, error) {
+		pods, err := cs.CoreV1().Pods(ns.Name).List(ctx, metav1.ListOptions{LabelSelector: "app=db"})
+		if err != nil {
+			return false, err
+		}
+		return len(pods.Items) == 0, nil
+	})
+	if _, err := cs.AppsV1().StatefulSets(ns.Name).Get(ctx, sts.Name, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("StatefulSet still there after delete: %v", err)
+	}
+}
+
+func TestWriteKubeconfigWorksWithKubectl(t *testing.T) {
+	c := sharedCluster(t)
+	path := filepath.Join(t.TempDir(), "nested", "dir", "kubeconfig")
+	if err := c.WriteKubeconfig(path); err != nil {
+		t.Fatalf("WriteKubeconfig: %v", err)
+	}
+	fi, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi.Mode().Perm() != 0o600 {
+		t.Errorf("kubeconfig mode %v, want 0600", fi.Mode().Perm())
+	}
+
+	cfg, err := clientcmd.BuildConfigFromFlags("", path)
+	if err != nil {
+		t.Fatalf("loading the kubeconfig: %v", err)
+	}
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cs.CoreV1().Nodes().Get(context.Background(), NodeName, metav1.GetOptions{}); err != nil {
+		t.Errorf("getting the node through the kubeconfig: %v", err)
+	}
+
+	out, err := exec.Command(c.KubectlPath(), "--kubeconfig="+path, "get", "node", NodeName, "-o", "name").CombinedOutput()
+	if err != nil || strings.TrimSpace(string(out)) != "node/"+NodeName {
+		t.Errorf("kubectl get node: %v: %s", err, out)
+	}
+}
+
+func TestDefaultKubeconfigPath(t *testing.T) {
+	t.Setenv("XDG_RUNTIME_DIR", "/run/user/1234")
+	if got, want := DefaultKubeconfigPath(), "/run/user/1234/oplab/kubeconfig"; got != want {
+		t.Errorf("DefaultKubeconfigPath() = %q, want %q", got, want)
+	}
+	t.Setenv("XDG_RUNTIME_DIR", "")
+	t.Setenv("XDG_CACHE_HOME", "/cache")
+	if got, want := DefaultKubeconfigPath(), "/cache/oplab/kubeconfig"; got != want {
+		t.Errorf("DefaultKubeconfigPath() = %q, want %q", got, want)
+	}
+}
+
+// waitFor polls cond until it holds, failing the test after deadline.
+func waitFor(t *testing.T, what string, cond func() (bool, error)) {
+	t.Helper()
+	until := time.Now().Add(deadline)
+	var last error
+	for {
+		ok, err := cond()
+		if ok {
+			return
+		}
+		if err != nil {
+			last = err
+		}
+		if time.Now().After(until) {
+			t.Fatalf("no %s after %s (last error: %v)", what, deadline, last)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
