@@ -46,9 +46,13 @@ type Options struct {
 	Mode Mode
 	// AssetsDir holds the control-plane binaries; "" means FindAssets().
 	AssetsDir string
-	// Log receives progress lines and the child processes' output, each
-	// output line prefixed with the process name. nil discards both.
+	// Log receives progress lines and, unless ChildLog is set, the child
+	// processes' output, each output line prefixed with the process name.
+	// nil discards both.
 	Log io.Writer
+	// ChildLog, when set, receives the child processes' output instead of
+	// Log, so a terminal can show progress while a file keeps the noise.
+	ChildLog io.Writer
 	// CRDs are installed (by envtest) before Start returns.
 	CRDs []*apiextensionsv1.CustomResourceDefinition
 }
@@ -114,7 +118,7 @@ func Start(ctx context.Context, opts Options) (_ *Cluster, retErr error) {
 	}
 	opts.CRDs = crds
 
-	log := newLogger(opts.Log)
+	log := newLogger(opts.Log, opts.ChildLog)
 	if reclaimed, err := Reclaim(); err != nil {
 		// A leftover we cannot remove is no reason not to start.
 		log.printf("Could not reclaim every leftover cluster: %v", err)

@@ -160,16 +160,20 @@ func shellQuote(s string) string {
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
-// logger serialises progress lines and the children's output onto one
-// writer, a line at a time, so lines from different processes never mix.
+// logger serialises progress lines and the children's output, a line at a
+// time, so lines from different processes never mix. Children's output goes
+// to cw, which is w unless the caller gave a separate writer.
 type logger struct {
 	mu      sync.Mutex
-	w       io.Writer
+	w, cw   io.Writer
 	writers []*prefixWriter
 }
 
-func newLogger(w io.Writer) *logger {
-	return &logger{w: w}
+func newLogger(w, childW io.Writer) *logger {
+	if childW == nil {
+		childW = w
+	}
+	return &logger{w: w, cw: childW}
 }
 
 // printf writes one progress line.
@@ -185,7 +189,7 @@ func (l *logger) printf(format string, args ...any) {
 // prefixed returns a writer for one child's output, or nil (which exec and
 // envtest turn into /dev/null) when there is no log.
 func (l *logger) prefixed(name string) io.Writer {
-	if l.w == nil {
+	if l.cw == nil {
 		return nil
 	}
 	l.mu.Lock()
@@ -201,7 +205,7 @@ func (l *logger) flush() {
 	defer l.mu.Unlock()
 	for _, pw := range l.writers {
 		if len(pw.buf) > 0 {
-			fmt.Fprintf(l.w, "%s%s\n", pw.prefix, pw.buf)
+			fmt.Fprintf(l.cw, "%s%s\n", pw.prefix, pw.buf)
 			pw.buf = nil
 		}
 	}
@@ -223,7 +227,7 @@ func (pw *prefixWriter) Write(p []byte) (int, error) {
 		if i < 0 {
 			break
 		}
-		fmt.Fprintf(pw.l.w, "%s%s\n", pw.prefix, pw.buf[:i])
+		fmt.Fprintf(pw.l.cw, "%s%s\n", pw.prefix, pw.buf[:i])
 		pw.buf = pw.buf[i+1:]
 	}
 	return len(p), nil

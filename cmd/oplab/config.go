@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/oplab-dev/oplab/cluster"
@@ -18,6 +19,7 @@ type config struct {
 	installCRDs     bool
 	mode            cluster.Mode
 	writeKubeconfig string
+	controlPlaneLog string
 	resync          time.Duration
 	maxDatabases    int
 	sessionIdle     time.Duration
@@ -37,6 +39,7 @@ func parseFlags(args []string, errOut io.Writer) (config, error) {
 	fs.BoolVar(&c.installCRDs, "install-crds", true, "with --kubeconfig: install or update the Database CRD in that cluster")
 	fs.StringVar(&mode, "mode", mode, "embedded cluster mode: full (etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kwok: Pods run and garbage collection works) or minimal (etcd and kube-apiserver only)")
 	fs.StringVar(&c.writeKubeconfig, "write-kubeconfig", cluster.DefaultKubeconfigPath(), "embedded cluster: write a kubeconfig for kubectl here (empty: don't)")
+	fs.StringVar(&c.controlPlaneLog, "control-plane-log", defaultControlPlaneLog(), "embedded cluster: file that receives the control-plane processes' output (empty: the terminal)")
 	fs.DurationVar(&c.resync, "resync", 30*time.Second, "periodic resync: how long after a successful reconcile the controller looks again")
 	fs.IntVar(&c.maxDatabases, "max-databases", 5, "the most Databases one learner's namespace may hold")
 	fs.DurationVar(&c.sessionIdle, "session-idle", 2*time.Hour, "a learner's namespace is deleted after this long without a request")
@@ -78,4 +81,14 @@ func (c config) validate() error {
 		}
 	}
 	return nil
+}
+
+// defaultControlPlaneLog keeps the control plane's chatty output out of the
+// terminal, next to the kubeconfig in the user's cache folder.
+func defaultControlPlaneLog() string {
+	dir, err := os.UserCacheDir()
+	if err != nil {
+		return ""
+	}
+	return filepath.Join(dir, "oplab", "control-plane.log")
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/cookiejar"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -158,6 +159,44 @@ func TestHealthAndReadiness(t *testing.T) {
 	if resp.StatusCode != http.StatusOK {
 		t.Errorf("/healthz = %d %s", resp.StatusCode, body)
 	}
+
+	// Stopping the controller from the lab makes oplab not ready, and says why;
+	// starting it again makes it ready.
+	jar, _ := cookiejar.New(nil)
+	hc := &http.Client{Jar: jar}
+	post := func(path string) {
+		t.Helper()
+		resp, err := hc.Post(p.url+path, "application/x-www-form-urlencoded", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode >= 400 {
+			t.Fatalf("POST %s = %d", path, resp.StatusCode)
+		}
+	}
+	if resp, err := hc.Get(p.url + "/lab"); err == nil {
+		resp.Body.Close()
+	}
+	post("/lab/controller/stop")
+	resp, err = http.Get(p.url + "/readyz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ = io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusServiceUnavailable || !strings.Contains(string(body), "controller") {
+		t.Errorf("/readyz with the controller stopped = %d %q, want 503 naming the controller", resp.StatusCode, body)
+	}
+	post("/lab/controller/start")
+	waitFor(t, time.Minute, "/readyz to answer 200 again", func() bool {
+		resp, err := http.Get(p.url + "/readyz")
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	})
 }
 
 // TestChildrenStopWithOplab checks that no process of the control plane

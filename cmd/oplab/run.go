@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -139,14 +140,20 @@ func connect(ctx context.Context, c config, out io.Writer) (*rest.Config, string
 	if err != nil {
 		return nil, "", nil, err
 	}
-	cl, err := cluster.Start(ctx, cluster.Options{Mode: c.mode, Log: out, CRDs: crds})
+	childLog, closeLog, err := openControlPlaneLog(c.controlPlaneLog, out)
 	if err != nil {
+		return nil, "", nil, err
+	}
+	cl, err := cluster.Start(ctx, cluster.Options{Mode: c.mode, Log: out, ChildLog: childLog, CRDs: crds})
+	if err != nil {
+		closeLog()
 		return nil, "", nil, fmt.Errorf("starting the embedded cluster: %w", err)
 	}
 	stop := func() {
 		if err := cl.Stop(); err != nil {
 			fmt.Fprintln(os.Stderr, "oplab: stopping the embedded cluster:", err)
 		}
+		closeLog()
 	}
 	line := ""
 	if c.writeKubeconfig != "" {
@@ -157,6 +164,23 @@ func connect(ctx context.Context, c config, out io.Writer) (*rest.Config, string
 		line = fmt.Sprintf("%s --kubeconfig %s get databases -A -w", cl.KubectlPath(), c.writeKubeconfig)
 	}
 	return cl.Config(), line, stop, nil
+}
+
+// openControlPlaneLog opens (truncating) the file that receives the control
+// plane's output; with no path, the output goes to out like the progress.
+func openControlPlaneLog(path string, out io.Writer) (io.Writer, func(), error) {
+	if path == "" {
+		return out, func() {}, nil
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return nil, nil, fmt.Errorf("creating the folder of --control-plane-log %s: %w", path, err)
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, nil, fmt.Errorf("opening --control-plane-log: %w", err)
+	}
+	fmt.Fprintf(out, "Control-plane output goes to %s\n", path)
+	return f, func() { f.Close() }, nil
 }
 
 // readiness answers /readyz: the API server answers, the CRD is
