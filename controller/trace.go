@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"fmt"
 	"time"
 )
 
@@ -140,3 +141,62 @@ type DiscardSink struct{}
 
 // Emit drops s.
 func (DiscardSink) Emit(Step) {}
+
+// tracer stamps steps with the injected clock and hands them to the sink.
+type tracer struct {
+	sink  Sink
+	clock Clock
+}
+
+func (t tracer) emit(s Step) {
+	if s.Time.IsZero() {
+		s.Time = t.clock.Now()
+	}
+	t.sink.Emit(s)
+}
+
+func (t tracer) now() time.Time { return t.clock.Now() }
+
+// reconcileTrace is the tracer of one reconcile: every step it emits carries
+// the reconcile's ID and the Database it is about.
+type reconcileTrace struct {
+	tracer
+	id       string
+	database ObjectRef
+	pitfall  string
+}
+
+func (rt *reconcileTrace) step(s Step) {
+	s.ReconcileID = rt.id
+	if s.Object.Name == "" {
+		s.Object = rt.database
+	}
+	s.Database = rt.database.Name
+	if s.Pitfall == "" {
+		s.Pitfall = rt.pitfall
+	}
+	rt.emit(s)
+}
+
+// action reports one change attempted on the cluster and its outcome.
+func (rt *reconcileTrace) action(verb string, target ObjectRef, outcome Outcome, began time.Time, err error, msg string) {
+	s := Step{Type: StepAction, Action: verb, Target: &target, Outcome: outcome, Message: msg, Duration: rt.now().Sub(began)}
+	if err != nil {
+		s.Error = err.Error()
+	}
+	rt.step(s)
+}
+
+// diff reports what differs between desired and actual for one child.
+func (rt *reconcileTrace) diff(target ObjectRef, differences []string) {
+	msg := "in sync"
+	if len(differences) > 0 {
+		msg = fmt.Sprintf("%d difference(s)", len(differences))
+	}
+	rt.step(Step{Type: StepDiff, Target: &target, Differences: differences, Message: msg})
+}
+
+// finalizer reports one phase of deletion.
+func (rt *reconcileTrace) finalizer(phase, msg string) {
+	rt.step(Step{Type: StepFinalizer, Phase: phase, Message: msg})
+}

@@ -40,10 +40,12 @@ type DatabaseSpec struct {
 
 	// Storage is the size of each replica's data volume. The embedded
 	// cluster has no storage provisioner, so it sizes an emptyDir.
+	// omitzero, not omitempty: a Quantity is a struct, which omitempty never
+	// omits, so an unset Storage would be sent as "0" and refused.
 	// +kubebuilder:default="1Gi"
 	// +kubebuilder:validation:XValidation:rule="quantity(string(self)).isGreaterThan(quantity('0'))",message="spec.storage must be greater than zero"
 	// +optional
-	Storage resource.Quantity `json:"storage,omitempty"`
+	Storage resource.Quantity `json:"storage,omitzero"`
 }
 
 // SnapshotReference points at the ConfigMap written by the final snapshot.
@@ -98,6 +100,9 @@ type Database struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 
+	// Spec defaults to {} so that the API server fills in every field's
+	// default even when a learner omits spec altogether.
+	// +kubebuilder:default={}
 	// +optional
 	Spec DatabaseSpec `json:"spec,omitempty"`
 	// +optional

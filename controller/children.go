@@ -1,0 +1,315 @@
+package controller
+
+import (
+	"crypto/rand"
+	"fmt"
+	"maps"
+	"slices"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	dbv1 "github.com/oplab-dev/oplab/controller/api/v1alpha1"
+)
+
+// Labels every child carries. The selector labels are immutable on a
+// StatefulSet, so they hold only what never changes: the Database's name.
+const (
+	LabelDatabase  = "db.oplab.dev/database"
+	labelName      = "app.kubernetes.io/name"
+	labelInstance  = "app.kubernetes.io/instance"
+	labelManagedBy = "app.kubernetes.io/managed-by"
+	managedBy      = "oplab"
+)
+
+// SecretName is the name of the Secret holding a Database's credentials.
+func SecretName(db string) string { return db + "-credentials" }
+
+// SnapshotName is the name of the ConfigMap the final snapshot writes.
+func SnapshotName(db string) string { return db + "-final-snapshot" }
+
+// Endpoint is the host:port the Database's headless Service answers on.
+func Endpoint(db *dbv1.Database) string {
+	return fmt.Sprintf("%s.%s.svc:%d", db.Name, db.Namespace, enginePort(db.Spec.Engine))
+}
+
+func engine(db *dbv1.Database) dbv1.Engine {
+	if db.Spec.Engine == "" {
+		return dbv1.EnginePostgres
+	}
+	return db.Spec.Engine
+}
+
+func enginePort(e dbv1.Engine) int32 {
+	if e == dbv1.EngineMySQL {
+		return 3306
+	}
+	return 5432
+}
+
+// image is the container image for the Database's engine and version.
+// kwok fakes the kubelet, so the image is never pulled in the embedded cluster.
+func image(db *dbv1.Database) string {
+	e := engine(db)
+	v := db.Spec.Version
+	if v == "" {
+		v = dbv1.DefaultVersion(e)
+	}
+	return fmt.Sprintf("%s:%s", e, v)
+}
+
+func replicas(db *dbv1.Database) int32 {
+	if db.Spec.Replicas == 0 {
+		return 1
+	}
+	return db.Spec.Replicas
+}
+
+func storage(db *dbv1.Database) resource.Quantity {
+	if db.Spec.Storage.IsZero() {
+		return resource.MustParse("1Gi")
+	}
+	return db.Spec.Storage
+}
+
+func selectorLabels(db *dbv1.Database) map[string]string {
+	return map[string]string{LabelDatabase: db.Name}
+}
+
+func childLabels(db *dbv1.Database) map[string]string {
+	return map[string]string{
+		LabelDatabase:  db.Name,
+		labelName:      string(engine(db)),
+		labelInstance:  db.Name,
+		labelManagedBy: managedBy,
+	}
+}
+
+// desiredSecret holds freshly generated credentials. It is only ever used to
+// create the Secret: an existing Secret's data is never regenerated, or every
+// client holding the old password would break.
+func desiredSecret(db *dbv1.Database) *corev1.Secret {
+	return &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: SecretName(db.Name), Namespace: db.Namespace, Labels: childLabels(db)},
+		Type:       corev1.SecretTypeOpaque,
+		StringData: map[string]string{
+			"username": "oplab",
+			"password": rand.Text(),
+			"database": db.Name,
+		},
+	}
+}
+
+// desiredService is the headless Service that gives each replica a stable
+// DNS name; the Database's endpoint is its name.
+func desiredService(db *dbv1.Database) *corev1.Service {
+	return &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Name: db.Name, Namespace: db.Namespace, Labels: childLabels(db)},
+		Spec: corev1.ServiceSpec{
+			ClusterIP: corev1.ClusterIPNone,
+			Selector:  selectorLabels(db),
+			Ports: []corev1.ServicePort{{
+				Name:     string(engine(db)),
+				Port:     enginePort(engine(db)),
+				Protocol: corev1.ProtocolTCP,
+			}},
+		},
+	}
+}
+
+// desiredStatefulSet runs the engine's image. Its data volume is an emptyDir
+// sized from spec.storage rather than a PersistentVolumeClaim: the embedded
+// cluster has no storage provisioner, so a claim would stay Pending forever.
+func desiredStatefulSet(db *dbv1.Database) *appsv1.StatefulSet {
+	e := engine(db)
+	size := storage(db)
+	return &appsv1.StatefulSet{
+		ObjectMeta: metav1.ObjectMeta{Name: db.Name, Namespace: db.Namespace, Labels: childLabels(db)},
+		Spec: appsv1.StatefulSetSpec{
+			Replicas:    ptr.To(replicas(db)),
+			ServiceName: db.Name,
+			Selector:    &metav1.LabelSelector{MatchLabels: selectorLabels(db)},
+			// Parallel: replicas of a learning database need no ordered start,
+			// and scaling to zero on deletion drains every Pod at once.
+			PodManagementPolicy: appsv1.ParallelPodManagement,
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: childLabels(db)},
+				Spec: corev1.PodSpec{
+					Containers: []corev1.Container{{
+						Name:  string(e),
+						Image: image(db),
+						Ports: []corev1.ContainerPort{{Name: string(e), ContainerPort: enginePort(e)}},
+						Env:   engineEnv(db),
+						VolumeMounts: []corev1.VolumeMount{{
+							Name: "data", MountPath: dataDir(e),
+						}},
+					}},
+					Volumes: []corev1.Volume{{
+						Name:         "data",
+						VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{SizeLimit: &size}},
+					}},
+				},
+			},
+		},
+	}
+}
+
+func dataDir(e dbv1.Engine) string {
+	if e == dbv1.EngineMySQL {
+		return "/var/lib/mysql"
+	}
+	return "/var/lib/postgresql/data"
+}
+
+// engineEnv passes the generated password to the engine's entrypoint.
+func engineEnv(db *dbv1.Database) []corev1.EnvVar {
+	pw := &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
+		LocalObjectReference: corev1.LocalObjectReference{Name: SecretName(db.Name)},
+		Key:                  "password",
+	}}
+	if engine(db) == dbv1.EngineMySQL {
+		return []corev1.EnvVar{{Name: "MYSQL_ROOT_PASSWORD", ValueFrom: pw}}
+	}
+	return []corev1.EnvVar{{Name: "POSTGRES_PASSWORD", ValueFrom: pw}}
+}
+
+// A childKind knows how to build one kind of child and how to compare and
+// correct the fields the controller manages. Only those fields are compared:
+// everything else (defaults the API server filled in, annotations other
+// tools added) is left alone, or the controller would fight them forever.
+type childKind struct {
+	kind    string
+	empty   func() client.Object
+	desired func(db *dbv1.Database) client.Object
+	// diff lists what differs in actual from desired, in words; nil means in sync.
+	diff func(actual, desired client.Object) []string
+	// correct copies the managed fields of desired into actual.
+	correct func(actual, desired client.Object)
+}
+
+// children lists the kinds in the order they are created: the Secret first
+// because the StatefulSet's Pods read it, the Service before the StatefulSet
+// because the StatefulSet names it as its governing Service.
+var children = []childKind{
+	{
+		kind:    "Secret",
+		empty:   func() client.Object { return &corev1.Secret{} },
+		desired: func(db *dbv1.Database) client.Object { return desiredSecret(db) },
+		diff:    func(a, d client.Object) []string { return diffLabels(a, d) },
+		correct: func(a, d client.Object) { correctLabels(a, d) },
+	},
+	{
+		kind:    "Service",
+		empty:   func() client.Object { return &corev1.Service{} },
+		desired: func(db *dbv1.Database) client.Object { return desiredService(db) },
+		diff:    func(a, d client.Object) []string { return diffService(a.(*corev1.Service), d.(*corev1.Service)) },
+		correct: func(a, d client.Object) { correctService(a.(*corev1.Service), d.(*corev1.Service)) },
+	},
+	{
+		kind:    "StatefulSet",
+		empty:   func() client.Object { return &appsv1.StatefulSet{} },
+		desired: func(db *dbv1.Database) client.Object { return desiredStatefulSet(db) },
+		diff: func(a, d client.Object) []string {
+			return diffStatefulSet(a.(*appsv1.StatefulSet), d.(*appsv1.StatefulSet))
+		},
+		correct: func(a, d client.Object) { correctStatefulSet(a.(*appsv1.StatefulSet), d.(*appsv1.StatefulSet)) },
+	},
+}
+
+// diffLabels reports our labels that are missing or changed; labels others
+// added are not ours to remove.
+func diffLabels(actual, desired client.Object) []string {
+	var out []string
+	have := actual.GetLabels()
+	for _, k := range slices.Sorted(maps.Keys(desired.GetLabels())) {
+		want := desired.GetLabels()[k]
+		got, ok := have[k]
+		switch {
+		case !ok:
+			out = append(out, fmt.Sprintf("label %s missing", k))
+		case got != want:
+			out = append(out, fmt.Sprintf("label %s %q → %q", k, got, want))
+		}
+	}
+	return out
+}
+
+func correctLabels(actual, desired client.Object) {
+	labels := actual.GetLabels()
+	if labels == nil {
+		labels = map[string]string{}
+	}
+	maps.Copy(labels, desired.GetLabels())
+	actual.SetLabels(labels)
+}
+
+func diffService(actual, desired *corev1.Service) []string {
+	out := diffLabels(actual, desired)
+	if !maps.Equal(actual.Spec.Selector, desired.Spec.Selector) {
+		out = append(out, fmt.Sprintf("selector %v → %v", actual.Spec.Selector, desired.Spec.Selector))
+	}
+	if got, want := portsOf(actual.Spec.Ports), portsOf(desired.Spec.Ports); !slices.Equal(got, want) {
+		out = append(out, fmt.Sprintf("ports %v → %v", got, want))
+	}
+	return out
+}
+
+func portsOf(ports []corev1.ServicePort) []string {
+	out := make([]string, 0, len(ports))
+	for _, p := range ports {
+		out = append(out, fmt.Sprintf("%s:%d", p.Name, p.Port))
+	}
+	return out
+}
+
+func correctService(actual, desired *corev1.Service) {
+	correctLabels(actual, desired)
+	actual.Spec.Selector = desired.Spec.Selector
+	actual.Spec.Ports = desired.Spec.Ports
+}
+
+func diffStatefulSet(actual, desired *appsv1.StatefulSet) []string {
+	out := diffLabels(actual, desired)
+	if got, want := ptr.Deref(actual.Spec.Replicas, 1), ptr.Deref(desired.Spec.Replicas, 1); got != want {
+		out = append(out, fmt.Sprintf("replicas %d → %d", got, want))
+	}
+	if got, want := containerImage(actual), containerImage(desired); got != want {
+		out = append(out, fmt.Sprintf("image %s → %s", got, want))
+	}
+	if got, want := dataSize(actual), dataSize(desired); got != want {
+		out = append(out, fmt.Sprintf("storage %s → %s", got, want))
+	}
+	return out
+}
+
+// containerImage is the image of the first container: the engine's.
+func containerImage(s *appsv1.StatefulSet) string {
+	if len(s.Spec.Template.Spec.Containers) == 0 {
+		return "(none)"
+	}
+	return s.Spec.Template.Spec.Containers[0].Image
+}
+
+func dataSize(s *appsv1.StatefulSet) string {
+	for _, v := range s.Spec.Template.Spec.Volumes {
+		if v.Name == "data" && v.EmptyDir != nil && v.EmptyDir.SizeLimit != nil {
+			return v.EmptyDir.SizeLimit.String()
+		}
+	}
+	return "(none)"
+}
+
+// correctStatefulSet puts back the managed fields. The pod template is
+// replaced only when it differs, so a replica change alone does not restart
+// Pods.
+func correctStatefulSet(actual, desired *appsv1.StatefulSet) {
+	correctLabels(actual, desired)
+	actual.Spec.Replicas = desired.Spec.Replicas
+	if containerImage(actual) != containerImage(desired) || dataSize(actual) != dataSize(desired) {
+		actual.Spec.Template = desired.Spec.Template
+	}
+}

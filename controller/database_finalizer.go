@@ -1,0 +1,207 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/yaml"
+
+	dbv1 "github.com/oplab-dev/oplab/controller/api/v1alpha1"
+)
+
+// Finalizer holds a Database's deletion until the controller has drained its
+// Pods and written the final snapshot.
+const Finalizer = "db.oplab.dev/final-snapshot"
+
+// drainPoll is how soon a draining Database is looked at again. The
+// StatefulSet's status updates usually wake the reconciler first; the poll is
+// the level-triggered safety net.
+const drainPoll = time.Second
+
+// lesson:begin finalizer
+
+// ensureFinalizer adds the finalizer to a live Database. The patch carries
+// the resourceVersion (optimistic lock): the finalizers list is replaced as a
+// whole, and another controller's finalizer added meanwhile must not be lost.
+func (r *reconciler) ensureFinalizer(ctx context.Context, rt *reconcileTrace, db *dbv1.Database) error {
+	if rt.pitfall == PitfallNoFinalizer {
+		return r.removeFinalizer(ctx, rt, db, "skipped",
+			"pitfall no-finalizer: nothing will hold a delete for the final snapshot")
+	}
+	if controllerutil.ContainsFinalizer(db, Finalizer) {
+		return nil
+	}
+	patch := client.MergeFromWithOptions(db.DeepCopy(), client.MergeFromWithOptimisticLock{})
+	controllerutil.AddFinalizer(db, Finalizer)
+	if err := r.client.Patch(ctx, db, patch); err != nil {
+		return fmt.Errorf("adding finalizer: %w", err)
+	}
+	rt.finalizer("added", "finalizer "+Finalizer+" added: a delete will now wait for the final snapshot")
+	return nil
+}
+
+// finalize runs the deletion of a Database, one phase per reconcile when a
+// phase has to wait: 1. drop connections (scale to zero, wait for the Pods
+// to go), 2. snapshot the data, 3. remove the finalizer. The garbage
+// collector then deletes the children through their ownerReferences.
+func (r *reconciler) finalize(ctx context.Context, rt *reconcileTrace, db *dbv1.Database) (ctrl.Result, error) {
+	if !controllerutil.ContainsFinalizer(db, Finalizer) {
+		rt.finalizer("skipped", "no finalizer of ours: the API server deletes the Database without us")
+		return ctrl.Result{}, nil
+	}
+	if rt.pitfall == PitfallNoFinalizer {
+		err := r.removeFinalizer(ctx, rt, db, "skipped", "pitfall no-finalizer: deleted without a snapshot")
+		return ctrl.Result{}, err
+	}
+
+	// 1. Drop connections: scale the StatefulSet to zero and wait, across
+	//    reconciles, until its Pods are gone.
+	remaining, err := r.drain(ctx, rt, db)
+	if err != nil {
+		return r.finish(ctx, rt, db, observation{err: err, deleting: ReasonDrainingConnections, message: "Draining failed."})
+	}
+	if remaining > 0 {
+		msg := fmt.Sprintf("Waiting for %d Pod(s) to terminate.", remaining)
+		if _, err := r.finish(ctx, rt, db, observation{deleting: ReasonDrainingConnections, message: msg}); err != nil {
+			return ctrl.Result{}, err
+		}
+		return ctrl.Result{RequeueAfter: drainPoll}, nil
+	}
+
+	// 2. Snapshot the data into a ConfigMap that outlives the Database.
+	snap, err := r.snapshot(ctx, rt, db)
+	obs := observation{err: err, deleting: ReasonTakingSnapshot, message: "Final snapshot written.", snapshot: snap}
+	if err != nil {
+		return r.finish(ctx, rt, db, obs)
+	}
+	if _, err := r.finish(ctx, rt, db, obs); err != nil {
+		return ctrl.Result{}, err
+	}
+
+	// 3. Let go: with the finalizer gone the API server deletes the
+	//    Database, and the garbage collector its children.
+	if err := r.removeFinalizer(ctx, rt, db, "removed", "finalizer removed: the API server deletes the Database, the garbage collector its children"); err != nil {
+		return ctrl.Result{}, err
+	}
+	return ctrl.Result{}, nil
+}
+
+// lesson:end finalizer
+
+// removeFinalizer removes our finalizer, if present, and reports phase.
+func (r *reconciler) removeFinalizer(ctx context.Context, rt *reconcileTrace, db *dbv1.Database, phase, msg string) error {
+	if !controllerutil.ContainsFinalizer(db, Finalizer) {
+		return nil
+	}
+	patch := client.MergeFromWithOptions(db.DeepCopy(), client.MergeFromWithOptimisticLock{})
+	controllerutil.RemoveFinalizer(db, Finalizer)
+	if err := r.client.Patch(ctx, db, patch); err != nil {
+		return fmt.Errorf("removing finalizer: %w", err)
+	}
+	rt.finalizer(phase, msg)
+	ctrl.LoggerFrom(ctx).Info("Removed finalizer", "phase", phase)
+	return nil
+}
+
+// drain scales the StatefulSet to zero and returns how many of its Pods
+// still exist. Pods are listed from the API server rather than a cache: the
+// controller watches no Pods, and this read happens only during deletion.
+func (r *reconciler) drain(ctx context.Context, rt *reconcileTrace, db *dbv1.Database) (int, error) {
+	var sts appsv1.StatefulSet
+	err := r.client.Get(ctx, client.ObjectKey{Namespace: db.Namespace, Name: db.Name}, &sts)
+	if err != nil && !apierrors.IsNotFound(err) {
+		return 0, fmt.Errorf("reading statefulset for draining: %w", err)
+	}
+	if err == nil && ptr.Deref(sts.Spec.Replicas, 1) != 0 {
+		if err := r.scaleToZero(ctx, rt, db, &sts); err != nil {
+			return 0, err
+		}
+	}
+	var pods corev1.PodList
+	if err := r.apiReader.List(ctx, &pods, client.InNamespace(db.Namespace), client.MatchingLabels(selectorLabels(db))); err != nil {
+		return 0, fmt.Errorf("listing pods for draining: %w", err)
+	}
+	rt.finalizer("draining", fmt.Sprintf("dropping connections: %d Pod(s) left", len(pods.Items)))
+	return len(pods.Items), nil
+}
+
+func (r *reconciler) scaleToZero(ctx context.Context, rt *reconcileTrace, db *dbv1.Database, sts *appsv1.StatefulSet) error {
+	target := refOf("StatefulSet", sts)
+	began := rt.now()
+	patch := client.MergeFrom(sts.DeepCopy())
+	sts.Spec.Replicas = ptr.To[int32](0)
+	if err := r.client.Patch(ctx, sts, patch); err != nil {
+		rt.action("scale", target, OutcomeError, began, err, "")
+		return fmt.Errorf("scaling statefulset to zero: %w", err)
+	}
+	rt.action("scale", target, OutcomeUpdated, began, nil, "scaled to 0 to drop connections")
+	r.recorder.Eventf(db, sts, corev1.EventTypeNormal, "DrainingConnections", "Delete", "Scaled StatefulSet %s to 0", sts.Name)
+	return nil
+}
+
+// snapshot writes the final snapshot: a ConfigMap with the spec, generation
+// and time. It has no ownerReference on purpose: the garbage collector
+// deletes every object whose owner is gone, and the snapshot must outlive
+// the Database. Writing it twice (a retry after a failure further on)
+// overwrites it, so the step is idempotent.
+func (r *reconciler) snapshot(ctx context.Context, rt *reconcileTrace, db *dbv1.Database) (*dbv1.SnapshotReference, error) {
+	now := rt.now()
+	spec, err := yaml.Marshal(db.Spec)
+	if err != nil {
+		return nil, fmt.Errorf("encoding spec for snapshot: %w", err)
+	}
+	cm := &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: SnapshotName(db.Name), Namespace: db.Namespace,
+			Labels: map[string]string{LabelDatabase: db.Name, labelManagedBy: managedBy},
+		},
+		Data: map[string]string{
+			"spec":       string(spec),
+			"generation": strconv.FormatInt(db.Generation, 10),
+			"time":       now.UTC().Format(time.RFC3339),
+			"uid":        string(db.UID),
+		},
+	}
+	target := refOf("ConfigMap", cm)
+	outcome, err := r.writeSnapshot(ctx, cm)
+	rt.action("create", target, outcome, now, err, "final snapshot")
+	if err != nil {
+		return nil, err
+	}
+	rt.finalizer("snapshot", "final snapshot written to ConfigMap "+cm.Name)
+	r.recorder.Eventf(db, cm, corev1.EventTypeNormal, "SnapshotTaken", "Snapshot", "Wrote final snapshot to ConfigMap %s", cm.Name)
+	ctrl.LoggerFrom(ctx).Info("Took final snapshot", "configmap", cm.Name)
+	return &dbv1.SnapshotReference{Name: cm.Name, Time: metav1.NewTime(now.Truncate(time.Second))}, nil
+}
+
+// writeSnapshot creates cm, or overwrites the data of an existing one (from
+// an earlier attempt, or an earlier Database of the same name).
+func (r *reconciler) writeSnapshot(ctx context.Context, cm *corev1.ConfigMap) (Outcome, error) {
+	err := r.client.Create(ctx, cm)
+	if err == nil {
+		return OutcomeCreated, nil
+	}
+	if !apierrors.IsAlreadyExists(err) {
+		return OutcomeError, fmt.Errorf("creating snapshot configmap: %w", err)
+	}
+	var existing corev1.ConfigMap
+	if err := r.apiReader.Get(ctx, client.ObjectKeyFromObject(cm), &existing); err != nil {
+		return OutcomeError, fmt.Errorf("reading snapshot configmap: %w", err)
+	}
+	existing.Data = cm.Data
+	existing.Labels = cm.Labels
+	if err := r.client.Update(ctx, &existing); err != nil {
+		return OutcomeError, fmt.Errorf("updating snapshot configmap: %w", err)
+	}
+	return OutcomeUpdated, nil
+}

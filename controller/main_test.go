@@ -1,0 +1,325 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/oplab-dev/oplab/cluster"
+	dbv1 "github.com/oplab-dev/oplab/controller/api/v1alpha1"
+)
+
+// deadline bounds every wait. It is generous on purpose: the tests check
+// that things happen, never how fast.
+const deadline = 3 * time.Minute
+
+func TestMain(m *testing.M) {
+	// controller-runtime complains, with a stack trace, when no logger is set.
+	ctrllog.SetLogger(logr.Discard())
+	code := m.Run()
+	if shared != nil {
+		if err := shared.Stop(); err != nil {
+			fmt.Fprintln(os.Stderr, "stopping the shared cluster:", err)
+			code = 1
+		}
+	}
+	os.Exit(code)
+}
+
+var (
+	shared     *cluster.Cluster
+	sharedErr  error
+	sharedOnce sync.Once
+	testScheme = newTestScheme()
+)
+
+func newTestScheme() *runtime.Scheme {
+	s := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(s); err != nil {
+		panic(err)
+	}
+	if err := dbv1.AddToScheme(s); err != nil {
+		panic(err)
+	}
+	return s
+}
+
+// sharedCluster returns the full-mode cluster the package's tests share,
+// started on first use with the Database CRD installed; TestMain stops it.
+// Without provisioned binaries it skips, unless CI is set.
+func sharedCluster(t testing.TB) *cluster.Cluster {
+	t.Helper()
+	if _, err := cluster.FindAssets(); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("CI=%s and %v", os.Getenv("CI"), err)
+		}
+		t.Skipf("skipping: needs the embedded cluster: %v (unset CI allows the skip)", err)
+	}
+	sharedOnce.Do(func() {
+		crds, err := CRDs()
+		if err != nil {
+			sharedErr = err
+			return
+		}
+		opts := cluster.Options{Mode: cluster.ModeFull, CRDs: crds}
+		if os.Getenv("OPLAB_CLUSTER_LOG") != "" {
+			opts.Log = os.Stderr
+		}
+		shared, sharedErr = cluster.Start(context.Background(), opts)
+	})
+	if sharedErr != nil {
+		t.Fatalf("starting the shared cluster: %v", sharedErr)
+	}
+	return shared
+}
+
+// env is one test's slice of the shared cluster: its own namespace, a direct
+// (uncached) client, and optionally a controller restricted to the namespace.
+type env struct {
+	t      testing.TB
+	ctx    context.Context
+	cfg    *rest.Config
+	c      client.Client
+	ns     string
+	sink   *recordingSink
+	runner *Runner
+}
+
+// newEnv creates a namespace; it does not start a controller.
+func newEnv(t testing.TB) *env {
+	t.Helper()
+	cl := sharedCluster(t)
+	cfg := rest.CopyConfig(cl.Config())
+	cfg.QPS, cfg.Burst = 200, 400
+	c, err := client.New(cfg, client.Options{Scheme: testScheme})
+	if err != nil {
+		t.Fatalf("creating client: %v", err)
+	}
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "ctl-"}}
+	ctx := context.Background()
+	if err := c.Create(ctx, ns); err != nil {
+		t.Fatalf("creating namespace: %v", err)
+	}
+	return &env{t: t, ctx: ctx, cfg: cfg, c: c, ns: ns.Name, sink: &recordingSink{}}
+}
+
+// testOptions are the shipped options with a short resync, so tests about
+// resyncs do not wait 30 s, and the test's recording sink.
+func (e *env) testOptions() Options {
+	o := DefaultOptions()
+	o.ResyncPeriod = 2 * time.Second
+	o.Sink = e.sink
+	o.Namespaces = []string{e.ns}
+	return o
+}
+
+// startController starts a controller for the namespace and stops it when
+// the test ends.
+func (e *env) startController(opts Options) *Runner {
+	e.t.Helper()
+	r := NewRunner(e.cfg, opts)
+	if err := r.Start(e.ctx); err != nil {
+		e.t.Fatalf("starting controller: %v", err)
+	}
+	e.t.Cleanup(func() {
+		if err := r.Stop(); err != nil {
+			e.t.Errorf("stopping controller: %v", err)
+		}
+	})
+	e.runner = r
+	return r
+}
+
+func newDB(name string, replicas int32, pitfall string) *dbv1.Database {
+	db := &dbv1.Database{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec:       dbv1.DatabaseSpec{Replicas: replicas},
+	}
+	if pitfall != "" {
+		db.Annotations = map[string]string{PitfallAnnotation: pitfall}
+	}
+	return db
+}
+
+// mustCreate creates obj in the test's namespace.
+func (e *env) mustCreate(obj client.Object) {
+	e.t.Helper()
+	obj.SetNamespace(e.ns)
+	if err := e.c.Create(e.ctx, obj); err != nil {
+		e.t.Fatalf("creating %T %s: %v", obj, obj.GetName(), err)
+	}
+}
+
+func (e *env) key(name string) client.ObjectKey { return client.ObjectKey{Namespace: e.ns, Name: name} }
+
+func (e *env) getDB(name string) *dbv1.Database {
+	e.t.Helper()
+	var db dbv1.Database
+	if err := e.c.Get(e.ctx, e.key(name), &db); err != nil {
+		e.t.Fatalf("getting database %s: %v", name, err)
+	}
+	return &db
+}
+
+// waitFor polls cond until it holds or the deadline passes.
+func (e *env) waitFor(what string, cond func() (bool, error)) {
+	e.t.Helper()
+	end := time.Now().Add(deadline)
+	var lastErr error
+	for time.Now().Before(end) {
+		ok, err := cond()
+		if ok {
+			return
+		}
+		lastErr = err
+		time.Sleep(100 * time.Millisecond)
+	}
+	e.t.Fatalf("timed out after %s waiting for %s (last error: %v)", deadline, what, lastErr)
+}
+
+// expectReady waits until the Database is Ready for its current generation.
+func (e *env) expectReady(name string) *dbv1.Database {
+	e.t.Helper()
+	var db dbv1.Database
+	e.waitFor("database "+name+" Ready", func() (bool, error) {
+		if err := e.c.Get(e.ctx, e.key(name), &db); err != nil {
+			return false, err
+		}
+		return isReady(&db), nil
+	})
+	return &db
+}
+
+func isReady(db *dbv1.Database) bool {
+	c := meta.FindStatusCondition(db.Status.Conditions, ConditionReady)
+	return c != nil && c.Status == metav1.ConditionTrue && c.ObservedGeneration == db.Generation &&
+		db.Status.ObservedGeneration == db.Generation
+}
+
+// expectGone waits until obj no longer exists.
+func (e *env) expectGone(obj client.Object, name string) {
+	e.t.Helper()
+	e.waitFor(fmt.Sprintf("%T %s gone", obj, name), func() (bool, error) {
+		err := e.c.Get(e.ctx, e.key(name), obj)
+		return apierrors.IsNotFound(err), err
+	})
+}
+
+// expectSettled waits until the last reconcile of name found nothing to do:
+// it ended with a skipped status write and no reconcile is running.
+func (e *env) expectSettled(name string) {
+	e.t.Helper()
+	e.waitFor("database "+name+" settled", func() (bool, error) {
+		steps := e.sink.forDatabase(name)
+		var lastStart, lastStatus, lastResult int = -1, -1, -1
+		for i, s := range steps {
+			switch s.Type {
+			case StepReconcileStart:
+				lastStart = i
+			case StepStatus:
+				if s.Skipped {
+					lastStatus = i
+				} else {
+					lastStatus = -1
+				}
+			case StepResult:
+				lastResult = i
+			}
+		}
+		return lastStart >= 0 && lastStatus > lastStart && lastResult > lastStatus, nil
+	})
+}
+
+// recordingSink keeps every step. Emit takes a mutex for an append, which
+// is as close to never blocking as a test needs.
+type recordingSink struct {
+	mu    sync.Mutex
+	steps []Step
+}
+
+func (s *recordingSink) Emit(st Step) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.steps = append(s.steps, st)
+}
+
+func (s *recordingSink) all() []Step {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.steps)
+}
+
+func (s *recordingSink) len() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.steps)
+}
+
+// forDatabase returns the steps about the Database name (its own and its
+// children's), in order.
+func (s *recordingSink) forDatabase(name string) []Step {
+	var out []Step
+	for _, st := range s.all() {
+		if st.Database == name {
+			out = append(out, st)
+		}
+	}
+	return out
+}
+
+// since returns the steps about name emitted after the first n steps.
+func (s *recordingSink) since(n int, name string) []Step {
+	all := s.all()
+	var out []Step
+	for _, st := range all[min(n, len(all)):] {
+		if st.Database == name {
+			out = append(out, st)
+		}
+	}
+	return out
+}
+
+func describe(steps []Step) string {
+	var b strings.Builder
+	for _, s := range steps {
+		fmt.Fprintf(&b, "  %s %s/%s", s.Type, s.Object.Kind, s.Object.Name)
+		if s.Target != nil {
+			fmt.Fprintf(&b, " → %s/%s", s.Target.Kind, s.Target.Name)
+		}
+		for _, kv := range [][2]string{
+			{"event", s.Event}, {"trigger", s.Trigger}, {"found", s.Found}, {"action", s.Action}, {"outcome", string(s.Outcome)},
+			{"phase", s.Phase}, {"result", s.Result}, {"msg", s.Message}, {"err", s.Error},
+		} {
+			if kv[1] != "" {
+				fmt.Fprintf(&b, " %s=%q", kv[0], kv[1])
+			}
+		}
+		if s.Skipped {
+			b.WriteString(" skipped")
+		}
+		if s.Ignored {
+			b.WriteString(" ignored")
+		}
+		if len(s.Differences) > 0 {
+			fmt.Fprintf(&b, " diff=%q", s.Differences)
+		}
+		b.WriteString("\n")
+	}
+	return b.String()
+}

@@ -1,0 +1,154 @@
+package controller
+
+import (
+	"fmt"
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// PitfallAnnotation switches a pitfall on for one Database. Pitfalls are set
+// per object, never globally, so one learner's deliberately broken Database
+// cannot break anyone else's.
+const PitfallAnnotation = "db.oplab.dev/pitfall"
+
+// The pitfalls a learner can switch on with PitfallAnnotation.
+const (
+	// PitfallNonIdempotentCreate makes the controller create its children
+	// blindly on every reconcile and treat AlreadyExists as an error.
+	PitfallNonIdempotentCreate = "non-idempotent-create"
+	// PitfallStatusThrash makes the controller write status on every
+	// reconcile with a fresh timestamp, so each write triggers the next
+	// reconcile.
+	PitfallStatusThrash = "status-thrash"
+	// PitfallNoFinalizer makes the controller run without its finalizer, so
+	// a delete skips the final snapshot.
+	PitfallNoFinalizer = "no-finalizer"
+	// PitfallDropEvents makes the event handlers ignore every watch event
+	// about the object and its children, so only the periodic resync
+	// converges it.
+	PitfallDropEvents = "drop-events"
+)
+
+// ThrashInterval is the least time between two status writes of a Database
+// with the status-thrash pitfall. The storm stays visible on the timeline
+// (about one reconcile a second, each triggered by the previous write) but
+// cannot overload the API server. One second also guarantees that each write
+// carries a different timestamp, since metav1.Time has second precision.
+const ThrashInterval = time.Second
+
+// PitfallInfo describes one pitfall for the UI and the docs.
+type PitfallInfo struct {
+	// Name is the annotation value that switches the pitfall on.
+	Name string
+	// Title is a short human name.
+	Title string
+	// Description says what breaks and what to watch for on the timeline.
+	Description string
+}
+
+// Pitfalls lists every pitfall, in the order the course introduces them.
+var Pitfalls = []PitfallInfo{
+	{
+		Name:  PitfallNonIdempotentCreate,
+		Title: "Non-idempotent create",
+		Description: "The controller calls Create for every child on every reconcile and returns the " +
+			"AlreadyExists error instead of treating it as convergence. Watch the timeline: each reconcile " +
+			"ends in an error, the Database turns Degraded, and the retries come further and further apart " +
+			"as the work queue's exponential backoff grows.",
+	},
+	{
+		Name:  PitfallStatusThrash,
+		Title: "Status thrash",
+		Description: "The controller writes status on every reconcile with a fresh lastTransitionTime, even " +
+			"when nothing changed. Each write is a watch event, and each event triggers another reconcile: " +
+			"a self-inflicted reconcile storm. oplab caps it at one write a second per Database so it stays " +
+			"visible but cheap.",
+	},
+	{
+		Name:  PitfallNoFinalizer,
+		Title: "No finalizer",
+		Description: "The controller never adds its finalizer (and removes it if present). Deleting the " +
+			"Database then succeeds at once: the garbage collector removes the StatefulSet and its Pods, " +
+			"and no final snapshot ConfigMap is written. The data is gone.",
+	},
+	{
+		Name:  PitfallDropEvents,
+		Title: "Dropped events",
+		Description: "The event handlers ignore every watch event about this Database and its children, as an " +
+			"edge-triggered controller that missed them would. Nothing happens until the periodic resync: " +
+			"a level-triggered reconcile then converges everything at once, proving the loop does not need " +
+			"the events to be right.",
+	},
+}
+
+// PitfallOf returns the pitfall switched on for obj, or "" when none or when
+// the annotation names no known pitfall (an unknown name is ignored rather
+// than breaking the Database; ValidatePitfall reports it).
+func PitfallOf(obj client.Object) string {
+	name := obj.GetAnnotations()[PitfallAnnotation]
+	if ValidatePitfall(name) != nil {
+		return ""
+	}
+	return name
+}
+
+// ValidatePitfall returns an error naming the value when name is neither
+// empty nor a known pitfall. The web layer uses it to refuse bad input.
+func ValidatePitfall(name string) error {
+	if name == "" {
+		return nil
+	}
+	for _, p := range Pitfalls {
+		if p.Name == name {
+			return nil
+		}
+	}
+	return fmt.Errorf("unknown pitfall %q in annotation %s: want one of %s", name, PitfallAnnotation, pitfallNames())
+}
+
+func pitfallNames() string {
+	s := ""
+	for i, p := range Pitfalls {
+		if i > 0 {
+			s += ", "
+		}
+		s += p.Name
+	}
+	return s
+}
+
+// thrashLimiter bounds the status-thrash pitfall: it remembers when each
+// Database's status was last force-written. Reconciles of different objects
+// run concurrently, hence the mutex; it guards a map and nothing else.
+type thrashLimiter struct {
+	mu   sync.Mutex
+	last map[types.NamespacedName]time.Time
+}
+
+func newThrashLimiter() *thrashLimiter {
+	return &thrashLimiter{last: map[types.NamespacedName]time.Time{}}
+}
+
+// wait returns how long to wait before the next forced write of key may
+// happen, and reserves the slot (records now) when it may happen at once.
+func (l *thrashLimiter) wait(key types.NamespacedName, now time.Time) time.Duration {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if last, ok := l.last[key]; ok {
+		if next := last.Add(ThrashInterval); now.Before(next) {
+			return next.Sub(now)
+		}
+	}
+	l.last[key] = now
+	return 0
+}
+
+// forget drops key once its Database is gone.
+func (l *thrashLimiter) forget(key types.NamespacedName) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	delete(l.last, key)
+}
