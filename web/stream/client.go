@@ -1,0 +1,197 @@
+package stream
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/gorilla/websocket"
+)
+
+// client is one websocket viewer. Run owns its membership and closes send
+// to tell the writer to say goodbye; the reader and the writer are the only
+// goroutines that touch conn (gorilla allows one of each).
+type client struct {
+	r         *Recorder
+	conn      *websocket.Conn
+	namespace string
+	resume    bool   // the viewer asked for ?since
+	since     uint64 // the last seq it has
+	// catchup receives, once, the frames to write before any live frame.
+	catchup chan []frame
+	send    chan *frame
+	// closeCode and closeReason are set by Run before it closes send; the
+	// close happens before the writer sees it, so the writer may read them.
+	closeCode   int
+	closeReason string
+}
+
+// Handler returns the /ws endpoint. namespaceOf resolves the viewer's
+// namespace from its session; an error, or an empty namespace, is answered
+// with 403. The query ?since=SEQ resumes after the last seq a viewer has.
+// A cross-origin request is answered with 403 before upgrading.
+func (r *Recorder) Handler(namespaceOf func(*http.Request) (string, error)) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		ns, err := namespaceOf(req)
+		if err == nil && ns == "" {
+			err = errors.New("the session has no namespace")
+		}
+		if err != nil {
+			http.Error(w, fmt.Sprintf("no trace stream for this session: %v", err), http.StatusForbidden)
+			return
+		}
+		since, resume, err := parseSince(req.URL.Query())
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		conn, err := r.upgrader.Upgrade(w, req, nil)
+		if err != nil {
+			return // the upgrader has answered the request
+		}
+		c := &client{
+			r:         r,
+			conn:      conn,
+			namespace: ns,
+			resume:    resume,
+			since:     since,
+			catchup:   make(chan []frame, 1),
+			send:      make(chan *frame, r.opts.ClientBuffer),
+		}
+		select {
+		case r.register <- c:
+		case <-r.done:
+			_ = conn.WriteControl(websocket.CloseMessage,
+				websocket.FormatCloseMessage(websocket.CloseGoingAway, "oplab is shutting down"),
+				time.Now().Add(time.Second))
+			_ = conn.Close()
+		}
+	})
+}
+
+func parseSince(q url.Values) (since uint64, resume bool, err error) {
+	if !q.Has("since") {
+		return 0, false, nil
+	}
+	v := q.Get("since")
+	since, err = strconv.ParseUint(v, 10, 64)
+	if err != nil {
+		return 0, false, fmt.Errorf("query parameter since=%q: want the last seq received, a non-negative integer", v)
+	}
+	return since, true, nil
+}
+
+// checkOrigin accepts requests without an Origin (not from a browser), from
+// the request's own host, or from an allowed origin.
+func (r *Recorder) checkOrigin(req *http.Request) bool {
+	if r.opts.CheckOrigin != nil {
+		return r.opts.CheckOrigin(req)
+	}
+	origin := req.Header.Get("Origin")
+	if origin == "" {
+		return true
+	}
+	u, err := url.Parse(origin)
+	if err != nil {
+		return false
+	}
+	if strings.EqualFold(u.Host, req.Host) {
+		return true
+	}
+	for _, allowed := range r.opts.AllowedOrigins {
+		if strings.EqualFold(allowed, origin) || strings.EqualFold(allowed, u.Host) {
+			return true
+		}
+	}
+	return false
+}
+
+// readPump reads (and discards) what the viewer sends, so that pongs and
+// close frames are processed, until the connection fails; then it asks Run
+// to let the viewer go.
+func (c *client) readPump() {
+	defer func() {
+		select {
+		case c.r.unregister <- c:
+		case <-c.r.done:
+		}
+		_ = c.conn.Close()
+	}()
+	c.conn.SetReadLimit(c.r.opts.ReadLimit)
+	_ = c.conn.SetReadDeadline(time.Now().Add(c.r.opts.PongWait))
+	c.conn.SetPongHandler(func(string) error {
+		return c.conn.SetReadDeadline(time.Now().Add(c.r.opts.PongWait))
+	})
+	for {
+		if _, _, err := c.conn.ReadMessage(); err != nil {
+			return
+		}
+	}
+}
+
+// writePump writes the catch-up frames, then live frames and pings, until Run
+// closes send; a viewer that fell behind gets its backlog in one frame.
+func (c *client) writePump() {
+	ping := time.NewTicker(c.r.opts.PongWait * 9 / 10)
+	defer func() {
+		ping.Stop()
+		_ = c.conn.Close()
+	}()
+	for _, f := range <-c.catchup {
+		if err := c.write(&f); err != nil {
+			return
+		}
+	}
+	for {
+		select {
+		case f, ok := <-c.send:
+			if !ok {
+				c.sayGoodbye()
+				return
+			}
+			if err := c.write(c.coalesce(f)); err != nil {
+				return
+			}
+		case <-ping.C:
+			_ = c.conn.SetWriteDeadline(time.Now().Add(c.r.opts.WriteWait))
+			if err := c.conn.WriteMessage(websocket.PingMessage, nil); err != nil {
+				return
+			}
+		}
+	}
+}
+
+// coalesce joins f with the frames already queued behind it. It only costs
+// a copy when the viewer is behind, which is when fewer writes help most.
+func (c *client) coalesce(f *frame) *frame {
+	n := len(c.send)
+	if n == 0 {
+		return f
+	}
+	batches := [][]byte{f.data}
+	for range n {
+		next, ok := <-c.send
+		if !ok {
+			break // closed: the goodbye comes on the next receive
+		}
+		batches = append(batches, next.data)
+	}
+	return &frame{data: joinBatches(batches)}
+}
+
+func (c *client) write(f *frame) error {
+	_ = c.conn.SetWriteDeadline(time.Now().Add(c.r.opts.WriteWait))
+	if f.pm != nil {
+		return c.conn.WritePreparedMessage(f.pm)
+	}
+	return c.conn.WriteMessage(websocket.TextMessage, f.data)
+}
+
+func (c *client) sayGoodbye() {
+	msg := websocket.FormatCloseMessage(c.closeCode, c.closeReason)
+	_ = c.conn.WriteControl(websocket.CloseMessage, msg, time.Now().Add(c.r.opts.WriteWait))
+}

@@ -1,0 +1,79 @@
+// Package stream records the controller's trace and streams it to browsers.
+//
+// The Recorder is the controller's trace sink (controller.Sink): Emit stamps
+// each step with a global, monotonic seq and never blocks. One goroutine
+// (Recorder.Run) owns everything shared: a ring of recent messages per
+// namespace, the latest state of every object, and the connected viewers. It
+// follows gorilla/websocket's chat example: one reader and one writer
+// goroutine per connection, ping/pong deadlines, a read limit, and a viewer
+// whose buffer is full is disconnected rather than waited for.
+//
+// # The /ws protocol
+//
+// Connect to /ws (Recorder.Handler). The server resolves the viewer's
+// namespace from its session (403 when it cannot) and checks the Origin
+// header: the request's own host or an allowed origin (403 otherwise).
+//
+// Every websocket text frame the server sends is a JSON array of one or more
+// messages, in seq order. The server sends nothing else; the viewer sends
+// nothing but pongs and a close (frames over 512 bytes close the
+// connection with 1009).
+//
+//   - Without ?since: the latest state snapshots of the namespace's objects,
+//     then the recent history (ring), then live messages.
+//   - With ?since=S, S still covered by the ring: only messages with seq > S,
+//     then live messages. No duplicates, no gaps.
+//   - With ?since=S older than the ring (or newer than the server's last seq,
+//     as after a restart): a "reset" message first, then snapshots, then the
+//     ring, then live messages. On "reset" a viewer clears its timeline.
+//
+// A viewer sees only the messages of its namespace (a step's namespace is
+// object.namespace) plus global messages, whose object has no namespace
+// (for example type "controller": started/stopped, or "dropped").
+// Messages are coalesced: a frame carries what arrived within a short window
+// that grows with the number of viewers, at most Options.BatchInterval.
+//
+// A viewer that falls behind by Options.ClientBuffer frames is closed with
+// code 1013 (try again later), or cut off (1006) if a write to it was stuck;
+// on any close a viewer should reconnect with ?since=<last seq it received>.
+// At shutdown viewers are closed with 1001 (going away). A viewer that
+// receives "reset" should also forget its last seq, since the messages that
+// follow may have smaller ones (after a restart, seq starts again at 1).
+//
+// # Message schema
+//
+// A message is a controller.Step, flattened, plus an optional state:
+//
+//	{
+//	  "seq": 42,                              // global, strictly increasing (0 only on "reset")
+//	  "time": "2026-11-30T09:41:07.123456Z",  // RFC 3339, when emitted
+//	  "type": "action",                       // see below
+//	  "object": {"kind": "Database", "namespace": "learner-1", "name": "db"},
+//	  ...                                     // the fields of the type, omitted when empty
+//	  "state": {...}                          // type "state" only
+//	}
+//
+// Types: the controller's step types ("event", "reconcile.start", "fetch",
+// "diff", "action", "finalizer", "status", "result", "controller"; their
+// fields are documented on controller.Step) and the stream's own:
+//
+//   - "state": the latest view model of object, as published by the lab
+//     page's watcher (Recorder.PublishState). Without "state" the object
+//     was deleted.
+//   - "reset": control message, seq 0, object {"kind": "Namespace", "name":
+//     the viewer's namespace}; "message" says why.
+//   - "dropped": global; the recorder's inbox was full and it dropped steps
+//     rather than slow the controller; "message" says how many.
+//
+// # Exported timelines
+//
+// Recorder.Export returns a namespace's recorded timeline (the snapshots of
+// objects whose history left the ring, then the ring, merged with global
+// messages) in the same schema:
+//
+//	{"version": 1, "exportedAt": "...", "namespace": "learner-1", "messages": [ ... ]}
+//
+// Replaying an export is reading it with ReadExport, which checks the
+// version, that seq strictly increases, and that every message has a type,
+// a time and an object of the export's namespace (or none).
+package stream

@@ -1,0 +1,218 @@
+package stream
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gorilla/websocket"
+
+	"github.com/oplab-dev/oplab/controller"
+)
+
+// deadline is generous: tests poll until something happens or this passes,
+// and never assert on how long anything took.
+const deadline = 20 * time.Second
+
+// harness is a Recorder running behind an httptest server on 127.0.0.1. A
+// viewer's namespace is its ?ns= query parameter.
+type harness struct {
+	t      *testing.T
+	rec    *Recorder
+	srv    *httptest.Server
+	cancel context.CancelFunc
+	done   chan struct{} // closed when Run has returned
+}
+
+func newHarness(t *testing.T, opts Options) *harness {
+	t.Helper()
+	return newHarnessSndbuf(t, opts, 0)
+}
+
+// newHarnessSndbuf is newHarness with the server's socket send buffer set to
+// sndbuf bytes (when > 0), so that a viewer that does not read blocks the
+// server's writes after kilobytes rather than megabytes.
+func newHarnessSndbuf(t *testing.T, opts Options, sndbuf int) *harness {
+	t.Helper()
+	rec := NewRecorder(opts)
+	ctx, cancel := context.WithCancel(context.Background())
+	h := &harness{t: t, rec: rec, cancel: cancel, done: make(chan struct{})}
+	go func() { defer close(h.done); rec.Run(ctx) }()
+	h.srv = httptest.NewUnstartedServer(rec.Handler(func(r *http.Request) (string, error) {
+		return r.URL.Query().Get("ns"), nil
+	}))
+	if sndbuf > 0 {
+		h.srv.Listener = smallSendBuffers{Listener: h.srv.Listener, size: sndbuf}
+	}
+	h.srv.Start()
+	t.Cleanup(h.stop)
+	return h
+}
+
+type smallSendBuffers struct {
+	net.Listener
+	size int
+}
+
+func (l smallSendBuffers) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if tc, ok := c.(*net.TCPConn); ok {
+		_ = tc.SetWriteBuffer(l.size)
+	}
+	return c, err
+}
+
+func (h *harness) stop() {
+	h.cancel()
+	<-h.done
+	h.srv.Close()
+}
+
+func (h *harness) url(query string) string {
+	return "ws" + strings.TrimPrefix(h.srv.URL, "http") + "/ws?" + query
+}
+
+// dial connects a viewer of ns; since < 0 means no ?since.
+func (h *harness) dial(ns string, since int64) *viewer {
+	h.t.Helper()
+	q := "ns=" + ns
+	if since >= 0 {
+		q += fmt.Sprintf("&since=%d", since)
+	}
+	conn, resp, err := websocket.DefaultDialer.Dial(h.url(q), nil)
+	if err != nil {
+		h.t.Fatalf("dialling %s: %v (response %v)", q, err, resp)
+	}
+	h.t.Cleanup(func() { _ = conn.Close() })
+	return &viewer{t: h.t, conn: conn}
+}
+
+// waitClients polls until the recorder has n viewers.
+func (h *harness) waitClients(n int) {
+	h.t.Helper()
+	waitFor(h.t, fmt.Sprintf("%d viewers", n), func() bool { return h.rec.Stats().Clients == n })
+}
+
+// viewer is a websocket client that reads batches of messages.
+type viewer struct {
+	t    *testing.T
+	conn *websocket.Conn
+	// frames counts frames read, to check that batches are arrays.
+	frames int
+}
+
+// read returns the messages of the next frame.
+func (v *viewer) read() ([]Message, error) {
+	_ = v.conn.SetReadDeadline(time.Now().Add(deadline))
+	typ, data, err := v.conn.ReadMessage()
+	if err != nil {
+		return nil, err
+	}
+	if typ != websocket.TextMessage {
+		return nil, fmt.Errorf("frame type %d, want text", typ)
+	}
+	var batch []Message
+	if err := json.Unmarshal(data, &batch); err != nil {
+		return nil, fmt.Errorf("frame is not a JSON array of messages: %w: %s", err, data)
+	}
+	if len(batch) == 0 {
+		return nil, errors.New("empty batch")
+	}
+	v.frames++
+	return batch, nil
+}
+
+// readUntil reads messages until one satisfies stop, returning all of them.
+func (v *viewer) readUntil(stop func(Message) bool) []Message {
+	v.t.Helper()
+	var all []Message
+	for {
+		batch, err := v.read()
+		if err != nil {
+			v.t.Fatalf("reading after %d messages: %v", len(all), err)
+		}
+		for _, m := range batch {
+			all = append(all, m)
+			if stop(m) {
+				return all
+			}
+		}
+	}
+}
+
+// readN reads exactly n messages (failing if a frame overshoots).
+func (v *viewer) readN(n int) []Message {
+	v.t.Helper()
+	var all []Message
+	for len(all) < n {
+		batch, err := v.read()
+		if err != nil {
+			v.t.Fatalf("reading message %d of %d: %v", len(all), n, err)
+		}
+		all = append(all, batch...)
+	}
+	if len(all) != n {
+		v.t.Fatalf("read %d messages, want exactly %d: %v", len(all), n, seqs(all))
+	}
+	return all
+}
+
+// closeCode reads until the connection ends and returns its close code.
+func (v *viewer) closeCode() int {
+	v.t.Helper()
+	for {
+		_, err := v.read()
+		if err == nil {
+			continue
+		}
+		var ce *websocket.CloseError
+		if errors.As(err, &ce) {
+			return ce.Code
+		}
+		v.t.Fatalf("connection ended without a close frame: %v", err)
+	}
+}
+
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	end := time.Now().Add(deadline)
+	for !cond() {
+		if time.Now().After(end) {
+			t.Fatalf("gave up waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func step(ns, name string, typ controller.StepType) controller.Step {
+	return controller.Step{Type: typ, Object: controller.ObjectRef{Kind: "Database", Namespace: ns, Name: name}}
+}
+
+// marker is a step a test emits last, so viewers know when to stop reading.
+func marker(ns string) controller.Step {
+	s := step(ns, "marker", controller.StepResult)
+	s.Message = "marker"
+	return s
+}
+
+func isMarker(m Message) bool { return m.Message == "marker" }
+
+func seqs(ms []Message) []uint64 {
+	out := make([]uint64, len(ms))
+	for i, m := range ms {
+		out[i] = m.Seq
+	}
+	return out
+}
+
+// fixedClock is a controller.Clock that always says the same time.
+type fixedClock struct{ t time.Time }
+
+func (c fixedClock) Now() time.Time { return c.t }

@@ -1,0 +1,153 @@
+package stream
+
+import (
+	"encoding/json"
+	"fmt"
+	"sort"
+
+	"github.com/oplab-dev/oplab/controller"
+)
+
+// catchupChunk is how many messages one catch-up frame carries at most, so
+// a viewer resuming from an old seq gets several frames of bounded size.
+const catchupChunk = 512
+
+// space is the recorded state of one namespace ("" holds global messages).
+type space struct {
+	ring    *ring
+	states  map[stateKey]*entry
+	clients map[*client]struct{}
+	pending []*entry // recorded, not yet sent to this namespace's viewers
+	// catchup caches the frames a fresh viewer gets, valid while seq is
+	// unchanged, so a classroom connecting at once is encoded once.
+	catchup    []frame
+	catchupSeq uint64
+}
+
+// stateKey names an object within its namespace.
+type stateKey struct{ kind, name string }
+
+// space returns the recorded state of ns, creating it on first use.
+func (r *Recorder) space(ns string) *space {
+	s, ok := r.spaces[ns]
+	if !ok {
+		s = &space{ring: newRing(r.opts.RingSize), states: map[stateKey]*entry{}, clients: map[*client]struct{}{}}
+		r.spaces[ns] = s
+	}
+	return s
+}
+
+// lookup is space without creating one: exporting a namespace nobody
+// recorded must not make the recorder remember it.
+func (r *Recorder) lookup(ns string) *space {
+	if s, ok := r.spaces[ns]; ok {
+		return s
+	}
+	return &space{ring: newRing(1), states: map[stateKey]*entry{}}
+}
+
+// catchup builds the frames a connecting viewer gets first: with a resume
+// point still covered by the rings, the messages after it; otherwise (a
+// "reset" first if it asked to resume) the snapshots and the rings.
+func (r *Recorder) catchup(c *client) []frame {
+	s, g := r.space(c.namespace), r.space("")
+	if c.resume && c.since <= r.seq && c.since >= s.ring.floor && c.since >= g.ring.floor {
+		return r.chunkFrames(mergeBySeq(s.ring.after(c.since), g.ring.after(c.since)))
+	}
+	if c.resume {
+		reset := r.resetEntry(c)
+		return append(r.chunkFrames([]*entry{reset}), r.freshFrames(s, g)...)
+	}
+	return r.freshFrames(s, g)
+}
+
+func (r *Recorder) freshFrames(s, g *space) []frame {
+	if s.catchup != nil && s.catchupSeq == r.seq {
+		return s.catchup
+	}
+	s.catchup = r.chunkFrames(r.timeline(s, g))
+	s.catchupSeq = r.seq
+	return s.catchup
+}
+
+// timeline is what a fresh viewer or an export gets for a namespace: the
+// states no longer in the rings, then the rings, in seq order.
+func (r *Recorder) timeline(s, g *space) []*entry {
+	return mergeBySeq(
+		append(s.snapshot(), s.ring.after(0)...),
+		append(g.snapshot(), g.ring.after(0)...),
+	)
+}
+
+// snapshot returns the latest states older than the ring, in seq order; the
+// newer ones are replayed from the ring itself, so the result stays sorted.
+func (s *space) snapshot() []*entry {
+	var out []*entry
+	for _, e := range s.states {
+		if e.seq <= s.ring.floor {
+			out = append(out, e)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].seq < out[j].seq })
+	return out
+}
+
+func (r *Recorder) resetEntry(c *client) *entry {
+	m := Message{Step: controller.Step{
+		Type:    TypeReset,
+		Time:    r.opts.Clock.Now(),
+		Object:  controller.ObjectRef{Kind: "Namespace", Name: c.namespace},
+		Message: fmt.Sprintf("resume point %d is no longer in the recent history; snapshots and recent history follow", c.since),
+	}}
+	raw, _ := json.Marshal(m) // plain data: cannot fail
+	return &entry{raw: raw}
+}
+
+// chunkFrames splits es into catch-up frames of at most catchupChunk messages.
+func (r *Recorder) chunkFrames(es []*entry) []frame {
+	var out []frame
+	for len(es) > 0 {
+		n := min(len(es), catchupChunk)
+		out = append(out, *r.newFrame(es[:n]))
+		es = es[n:]
+	}
+	return out
+}
+
+func (r *Recorder) export(ns string) Export {
+	e := Export{Version: ExportVersion, ExportedAt: r.opts.Clock.Now().UTC(), Namespace: ns, Messages: []Message{}}
+	var es []*entry
+	if ns == "" {
+		g := r.lookup("")
+		es = append(g.snapshot(), g.ring.after(0)...)
+	} else {
+		es = r.timeline(r.lookup(ns), r.lookup(""))
+	}
+	for _, en := range es {
+		var m Message
+		if err := json.Unmarshal(en.json(), &m); err != nil {
+			r.opts.Logger.Error(err, "Skipped a recorded message in an export", "seq", en.seq)
+			continue
+		}
+		e.Messages = append(e.Messages, m)
+	}
+	return e
+}
+
+// forget drops a namespace's history. Its viewers keep their place, with a
+// floor that makes any older resume point start from a fresh snapshot.
+func (r *Recorder) forget(ns string) {
+	s, ok := r.spaces[ns]
+	if !ok || ns == "" {
+		return
+	}
+	if len(s.clients) == 0 {
+		delete(r.spaces, ns)
+		return
+	}
+	s.ring = newRing(r.opts.RingSize)
+	s.ring.floor = r.seq
+	s.states = map[stateKey]*entry{}
+	s.pending = nil
+	s.catchup = nil
+}

@@ -1,0 +1,70 @@
+package stream
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestReadExportRejectsBadFiles(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		file    string
+		wantErr []string // substrings the error must contain
+	}{
+		{"not json", `{"version":`, []string{"decoding json"}},
+		{"unknown version", `{"version":2,"namespace":"a","messages":[]}`, []string{"version 2"}},
+		{"missing version", `{"namespace":"a","messages":[]}`, []string{"version 0"}},
+		{"seq missing", `{"version":1,"namespace":"a","messages":[{"time":"2026-11-30T09:00:00Z","type":"event","object":{"kind":"Database","name":"db"}}]}`,
+			[]string{"messages[0]", "seq"}},
+		{"seq not increasing", `{"version":1,"namespace":"a","messages":[` +
+			`{"seq":5,"time":"2026-11-30T09:00:00Z","type":"event","object":{"kind":"Database","name":"db"}},` +
+			`{"seq":7,"time":"2026-11-30T09:00:00Z","type":"event","object":{"kind":"Database","name":"db"}},` +
+			`{"seq":7,"time":"2026-11-30T09:00:00Z","type":"event","object":{"kind":"Database","name":"db"}}]}`,
+			[]string{"messages[2]", "seq", "7"}},
+		{"type missing", `{"version":1,"namespace":"a","messages":[{"seq":1,"time":"2026-11-30T09:00:00Z","object":{"kind":"Database","name":"db"}}]}`,
+			[]string{"messages[0]", "type"}},
+		{"time missing", `{"version":1,"namespace":"a","messages":[{"seq":1,"type":"event","object":{"kind":"Database","name":"db"}}]}`,
+			[]string{"messages[0]", "time"}},
+		{"object missing", `{"version":1,"namespace":"a","messages":[{"seq":1,"time":"2026-11-30T09:00:00Z","type":"event"}]}`,
+			[]string{"messages[0]", "object"}},
+		{"object of another namespace", `{"version":1,"namespace":"a","messages":[{"seq":1,"time":"2026-11-30T09:00:00Z","type":"event","object":{"kind":"Database","namespace":"b","name":"db"}}]}`,
+			[]string{"messages[0]", "object.namespace", `"b"`}},
+		{"time not a time", `{"version":1,"namespace":"a","messages":[{"seq":1,"time":"yesterday","type":"event","object":{"kind":"Database","name":"db"}}]}`,
+			[]string{"decoding json", "time"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := ReadExport(strings.NewReader(tc.file))
+			if err == nil {
+				t.Fatal("ReadExport accepted a bad file")
+			}
+			for _, want := range tc.wantErr {
+				if !strings.Contains(err.Error(), want) {
+					t.Errorf("error %q does not mention %q", err, want)
+				}
+			}
+		})
+	}
+}
+
+func TestReadExportAcceptsGoodFile(t *testing.T) {
+	file := `{"version":1,"exportedAt":"2026-11-30T10:00:00Z","namespace":"a","messages":[
+		{"seq":1,"time":"2026-11-30T09:00:00Z","type":"state","object":{"kind":"Database","namespace":"a","name":"db"},"state":{"replicas":1}},
+		{"seq":4,"time":"2026-11-30T09:00:01Z","type":"controller","object":{"kind":"Controller","name":"database"},"message":"started"},
+		{"seq":9,"time":"2026-11-30T09:00:02Z","type":"action","object":{"kind":"Database","namespace":"a","name":"db"},"action":"create","outcome":"Created","target":{"kind":"StatefulSet","namespace":"a","name":"db"}}
+	]}`
+	e, err := ReadExport(strings.NewReader(file))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]uint64{1, 4, 9}, seqs(e.Messages)); diff != "" {
+		t.Errorf("seqs (-want +got):\n%s", diff)
+	}
+	if got := string(e.Messages[0].State); got != `{"replicas":1}` {
+		t.Errorf("state = %s", got)
+	}
+	if e.Messages[2].Target == nil || e.Messages[2].Target.Kind != "StatefulSet" {
+		t.Errorf("action target = %+v", e.Messages[2].Target)
+	}
+}

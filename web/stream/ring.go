@@ -1,0 +1,132 @@
+package stream
+
+import (
+	"encoding/json"
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/oplab-dev/oplab/controller"
+)
+
+// entry is one recorded message. It is encoded to JSON when first sent or
+// exported, and kept encoded, so that a batch is a concatenation and nothing
+// is encoded twice; steps of namespaces nobody watches are never encoded
+// until someone asks. Only Run touches entries.
+type entry struct {
+	seq uint64
+	// obj is the object a state entry describes; it keys the latest states.
+	obj   controller.ObjectRef
+	state bool
+	msg   *Message // until encoded
+	raw   []byte
+}
+
+// json returns the entry's JSON, encoding it on first use.
+func (e *entry) json() []byte {
+	if e.raw != nil {
+		return e.raw
+	}
+	raw, err := json.Marshal(e.msg)
+	if err != nil {
+		// Only a time outside years 0-9999 fails to encode. Keep the seq
+		// (viewers must see no gap) and say what went wrong.
+		raw, _ = json.Marshal(Message{Step: controller.Step{
+			Seq: e.msg.Seq, Time: time.Unix(0, 0).UTC(), Type: e.msg.Type, Object: e.msg.Object,
+			Error: fmt.Sprintf("the recorder could not encode this step: %v", err),
+		}})
+	}
+	e.raw, e.msg = raw, nil
+	return e.raw
+}
+
+// ring holds the most recent entries of one namespace in seq order. floor is
+// the seq of the newest entry it has evicted: a viewer whose resume point is
+// below floor has missed something and must start again from a snapshot.
+type ring struct {
+	buf   []*entry
+	start int // index of the oldest entry
+	n     int
+	floor uint64
+}
+
+func newRing(size int) *ring { return &ring{buf: make([]*entry, size)} }
+
+// push appends e, evicting the oldest entry when full.
+func (r *ring) push(e *entry) {
+	if r.n < len(r.buf) {
+		r.buf[(r.start+r.n)%len(r.buf)] = e
+		r.n++
+		return
+	}
+	r.floor = r.buf[r.start].seq
+	r.buf[r.start] = e
+	r.start = (r.start + 1) % len(r.buf)
+}
+
+func (r *ring) at(i int) *entry { return r.buf[(r.start+i)%len(r.buf)] }
+
+// after returns the entries with seq > since, oldest first.
+func (r *ring) after(since uint64) []*entry {
+	i := sort.Search(r.n, func(i int) bool { return r.at(i).seq > since })
+	out := make([]*entry, 0, r.n-i)
+	for ; i < r.n; i++ {
+		out = append(out, r.at(i))
+	}
+	return out
+}
+
+// mergeBySeq merges two slices that are each in seq order.
+func mergeBySeq(a, b []*entry) []*entry {
+	if len(a) == 0 {
+		return b
+	}
+	if len(b) == 0 {
+		return a
+	}
+	out := make([]*entry, 0, len(a)+len(b))
+	for len(a) > 0 && len(b) > 0 {
+		if a[0].seq < b[0].seq {
+			out, a = append(out, a[0]), a[1:]
+			continue
+		}
+		out, b = append(out, b[0]), b[1:]
+	}
+	out = append(out, a...)
+	return append(out, b...)
+}
+
+// encodeBatch renders entries as the JSON array a websocket frame carries.
+func encodeBatch(es []*entry) []byte {
+	size := 2 + len(es)
+	for _, e := range es {
+		size += len(e.json())
+	}
+	out := make([]byte, 0, size)
+	out = append(out, '[')
+	for i, e := range es {
+		if i > 0 {
+			out = append(out, ',')
+		}
+		out = append(out, e.json()...)
+	}
+	return append(out, ']')
+}
+
+// joinBatches concatenates JSON arrays of messages into one array; a viewer
+// that fell behind gets its backlog in one frame instead of many.
+func joinBatches(bs [][]byte) []byte {
+	size := 1
+	for _, b := range bs {
+		size += len(b) - 1
+	}
+	out := make([]byte, 0, size)
+	out = append(out, '[')
+	for i, b := range bs {
+		if i > 0 {
+			out = append(out, ',')
+		}
+		out = append(out, b[1:len(b)-1]...)
+	}
+	return append(out, ']')
+}
