@@ -34,7 +34,7 @@ generate: ## regenerate deepcopy, CRD, RBAC and templ files
 	$(GO) tool controller-gen object paths=./controller/api/...
 	$(GO) tool controller-gen crd rbac:roleName=oplab-controller paths=./controller/... \
 		output:crd:artifacts:config=controller/config/crd output:rbac:artifacts:config=controller/config/rbac
-	$(GO) tool templ generate -path web
+	$(GO) tool templ generate
 
 vet: ## gofmt and go vet
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
