@@ -362,7 +362,7 @@
   function handle(m) {
     if (m.seq > lastSeq) lastSeq = m.seq;
     switch (m.type) {
-      case "reset": reset(m); return;
+      case "reset": lastSeq = 0; reset(m); return;  // the server restarted or our resume point fell out of its ring
       case "state": onState(m); return;
       case "controller": onController(m); return;
       case "dropped":

@@ -30,8 +30,11 @@
 // A viewer sees only the messages of its namespace (a step's namespace is
 // object.namespace) plus global messages, whose object has no namespace
 // (for example type "controller": started/stopped, or "dropped").
-// Messages are coalesced: a frame carries what arrived within a short window
-// that grows with the number of viewers, at most Options.BatchInterval.
+// Messages are coalesced: a frame carries what arrived within a window that
+// grows with the square of the number of viewers (with the defaults: none
+// for a few viewers, 5ms at 500, 80ms from 2,000 on); the first message after
+// a quiet spell goes out at once. Each batch is encoded and framed once per
+// namespace and shared by all its viewers.
 //
 // A viewer that falls behind by Options.ClientBuffer frames is closed with
 // code 1013 (try again later), or cut off (1006) if a write to it was stuck;
