@@ -40,7 +40,8 @@ vet: ## gofmt and go vet
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 
-verify: vet generate ## fail when generated files are stale or code is unformatted
+verify: vet generate ## fail when generated files are stale, go.mod is untidy or code is unformatted
+	$(GO) mod tidy -diff
 	@git diff --exit-code -- . || { echo "generated files are stale: run 'make generate' and commit"; exit 1; }
 	@test -z "$$(git status --porcelain --untracked-files=all -- controller/config web)" || \
 		{ git status --short -- controller/config web; echo "generation created untracked files"; exit 1; }
@@ -49,6 +50,6 @@ build: ## build the oplab binary into bin/
 	$(GO) build -o bin/oplab ./cmd/oplab
 
 bench: controlplane ## print the benchmarks' figures (cluster start, controller throughput, websocket fan-out)
-	$(GO) test -run '^$$' -bench BenchmarkTimeToReady -benchtime 3x ./cluster/
+	$(GO) test -run '^$$' -bench BenchmarkTimeToReady -benchtime 1x ./cluster/
 	$(GO) test -run '^$$' -bench . -benchtime 1x ./controller/ -args -dbs=$(BENCH_DBS)
 	$(GO) run ./web/stream/loadtest -viewers 500,2000 -rate 100 -duration 10s

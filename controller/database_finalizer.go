@@ -80,6 +80,13 @@ func (r *reconciler) finalize(ctx context.Context, rt *reconcileTrace, db *dbv1.
 
 	// 2. Snapshot the data into a ConfigMap that outlives the Database.
 	snap, err := r.snapshot(ctx, rt, db)
+	if apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause) {
+		// The whole namespace is being deleted: the API server creates
+		// nothing in it any more, and a snapshot there would go with it.
+		// Waiting would hold the namespace in Terminating forever, so let go.
+		err := r.removeFinalizer(ctx, rt, db, "skipped", "namespace terminating: no snapshot can be written or kept")
+		return ctrl.Result{}, err
+	}
 	obs := observation{err: err, deleting: ReasonTakingSnapshot, message: "Final snapshot written.", snapshot: snap}
 	if err != nil {
 		return r.finish(ctx, rt, db, obs)

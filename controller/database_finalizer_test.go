@@ -152,3 +152,37 @@ func TestControllerStoppedDuringDelete(t *testing.T) {
 		t.Errorf("snapshot of the force-deleted Database: err %v, want NotFound (the escape hatch skips it)", err)
 	}
 }
+
+// TestDeletingTheNamespaceDoesNotHang deletes a whole namespace holding a
+// Ready Database: no snapshot can be created in a terminating namespace, so
+// the controller must let go instead of holding the namespace forever.
+func TestDeletingTheNamespaceDoesNotHang(t *testing.T) {
+	e := newEnv(t)
+	e.startController(e.testOptions())
+	e.mustCreate(newDB("tenant", 1, ""))
+	e.expectReady("tenant")
+
+	ns := &corev1.Namespace{}
+	if err := e.c.Get(e.ctx, client.ObjectKey{Name: e.ns}, ns); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.c.Delete(e.ctx, ns); err != nil {
+		t.Fatal(err)
+	}
+	e.waitFor("namespace "+e.ns+" gone", func() (bool, error) {
+		err := e.c.Get(e.ctx, client.ObjectKey{Name: e.ns}, &corev1.Namespace{})
+		if apierrors.IsNotFound(err) {
+			return true, nil
+		}
+		return false, client.IgnoreNotFound(err)
+	})
+	skipped := false
+	for _, s := range e.sink.forDatabase("tenant") {
+		if s.Type == StepFinalizer && s.Phase == "skipped" && strings.Contains(s.Message, "namespace terminating") {
+			skipped = true
+		}
+	}
+	if !skipped {
+		t.Errorf("no finalizer step said the snapshot was skipped for the terminating namespace:\n%s", describe(e.sink.forDatabase("tenant")))
+	}
+}

@@ -8,7 +8,9 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"net"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -55,7 +57,10 @@ type Options struct {
 	// SessionIdleTimeout ends sessions without requests for this long and
 	// deletes their namespaces; default 2h.
 	SessionIdleTimeout time.Duration
-	Logger             logr.Logger
+	// AllowedHosts are the host names (without port) the server answers to
+	// besides IP literals and localhost; see checkHost.
+	AllowedHosts []string
+	Logger       logr.Logger
 }
 
 // Server is oplab's HTTP server and the background work behind the lab.
@@ -158,7 +163,28 @@ func (s *Server) routes(ctx context.Context, direct client.Client) http.Handler 
 		MaxDatabases: s.opts.MaxDatabasesPerNamespace, Logger: s.opts.Logger.WithName("lab"),
 	}).Register(mux)
 	learn.Register(mux)
-	return protect(mux)
+	return checkHost(s.opts.AllowedHosts, protect(mux))
+}
+
+// checkHost refuses requests whose Host header names a host oplab was not
+// told about. Without it, a site whose DNS name is re-pointed at 127.0.0.1
+// (DNS rebinding) would be same-origin with the lab and could drive it.
+// IP literals and localhost are always accepted.
+func checkHost(allowed []string, h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		host := r.Host
+		if hh, _, err := net.SplitHostPort(host); err == nil {
+			host = hh
+		}
+		host = strings.TrimSuffix(strings.Trim(host, "[]"), ".")
+		if net.ParseIP(host) != nil || strings.EqualFold(host, "localhost") || slices.ContainsFunc(allowed, func(a string) bool {
+			return strings.EqualFold(a, host)
+		}) {
+			h.ServeHTTP(w, r)
+			return
+		}
+		http.Error(w, fmt.Sprintf("host %q is not served here (start oplab with --allowed-hosts %s to allow it)", host, host), http.StatusMisdirectedRequest)
+	})
 }
 
 // protect rejects cross-origin state-changing requests: a page on another

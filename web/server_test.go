@@ -103,3 +103,33 @@ type stubSwitch struct{}
 func (stubSwitch) Start(context.Context) error { return nil }
 func (stubSwitch) Stop() error                 { return nil }
 func (stubSwitch) Running() bool               { return true }
+
+func TestCheckHostRefusesUnknownNames(t *testing.T) {
+	ok := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusNoContent) })
+	h := checkHost([]string{"lab.example.test"}, ok)
+	tests := []struct {
+		host string
+		want int
+	}{
+		{"127.0.0.1:8080", http.StatusNoContent},
+		{"[::1]:8080", http.StatusNoContent},
+		{"localhost:8080", http.StatusNoContent},
+		{"LOCALHOST", http.StatusNoContent},
+		{"lab.example.test:443", http.StatusNoContent},
+		{"lab.example.test.", http.StatusNoContent},
+		{"attacker.example.test:8080", http.StatusMisdirectedRequest},
+		{"localhost.attacker.test", http.StatusMisdirectedRequest},
+	}
+	for _, tt := range tests {
+		r := httptest.NewRequest(http.MethodGet, "/lab", nil)
+		r.Host = tt.host
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, r)
+		if w.Code != tt.want {
+			t.Errorf("Host %q: status %d, want %d", tt.host, w.Code, tt.want)
+		}
+		if tt.want != http.StatusNoContent && !strings.Contains(w.Body.String(), "attacker") {
+			t.Errorf("Host %q: body %q does not name the refused host", tt.host, w.Body.String())
+		}
+	}
+}

@@ -1,12 +1,14 @@
 package main
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"net"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/oplab-dev/oplab/cluster"
@@ -23,6 +25,7 @@ type config struct {
 	resync          time.Duration
 	maxDatabases    int
 	sessionIdle     time.Duration
+	allowedHosts    []string
 }
 
 // parseFlags reads the command line. Errors name the flag at fault; they and
@@ -31,7 +34,20 @@ func parseFlags(args []string, errOut io.Writer) (config, error) {
 	fs := flag.NewFlagSet("oplab", flag.ContinueOnError)
 	fs.SetOutput(errOut)
 	fs.Usage = usage(fs, errOut)
+	c, err := parseFlagsInto(fs, args)
+	var bad invalidFlagError
+	if errors.As(err, &bad) {
+		// The flag package prints its own parse errors; ours are printed here.
+		fmt.Fprintln(errOut, err)
+	}
+	return c, err
+}
 
+// invalidFlagError is a flag value that parsed but makes no sense.
+type invalidFlagError struct{ error }
+
+// parseFlagsInto defines every flag on fs, parses args and validates them.
+func parseFlagsInto(fs *flag.FlagSet, args []string) (config, error) {
 	var c config
 	mode := string(cluster.ModeFull)
 	fs.StringVar(&c.addr, "addr", "127.0.0.1:8080", "address the web UI listens on (host:port; port 0 picks a free one)")
@@ -43,18 +59,23 @@ func parseFlags(args []string, errOut io.Writer) (config, error) {
 	fs.DurationVar(&c.resync, "resync", 30*time.Second, "periodic resync: how long after a successful reconcile the controller looks again")
 	fs.IntVar(&c.maxDatabases, "max-databases", 5, "the most Databases one learner's namespace may hold")
 	fs.DurationVar(&c.sessionIdle, "session-idle", 2*time.Hour, "a learner's namespace is deleted after this long without a request")
+	fs.Func("allowed-hosts", "comma-separated host names the web UI answers to besides IP addresses and localhost (for a self-hosted oplab behind a name)", func(v string) error {
+		for _, h := range strings.Split(v, ",") {
+			if h = strings.TrimSpace(h); h != "" {
+				c.allowedHosts = append(c.allowedHosts, h)
+			}
+		}
+		return nil
+	})
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}
 	if fs.NArg() > 0 {
-		err := fmt.Errorf("unexpected argument %q (oplab takes flags only; see --help)", fs.Arg(0))
-		fmt.Fprintln(errOut, err)
-		return c, err
+		return c, invalidFlagError{fmt.Errorf("unexpected argument %q (oplab takes flags only; see --help)", fs.Arg(0))}
 	}
 	c.mode = cluster.Mode(mode)
 	if err := c.validate(); err != nil {
-		fmt.Fprintln(errOut, err)
-		return c, err
+		return c, invalidFlagError{err}
 	}
 	return c, nil
 }
@@ -76,8 +97,18 @@ func (c config) validate() error {
 		return fmt.Errorf("invalid --session-idle %s: must be at least 1m", c.sessionIdle)
 	}
 	if c.kubeconfig != "" {
-		if _, err := os.Stat(c.kubeconfig); err != nil {
-			return fmt.Errorf("invalid --kubeconfig: %w", err)
+		// Like KUBECONFIG, the value may list several files; at least one must exist.
+		var firstErr error
+		found := false
+		for _, p := range filepath.SplitList(c.kubeconfig) {
+			if _, err := os.Stat(p); err == nil {
+				found = true
+			} else if firstErr == nil {
+				firstErr = err
+			}
+		}
+		if !found {
+			return fmt.Errorf("invalid --kubeconfig: %w", firstErr)
 		}
 	}
 	return nil

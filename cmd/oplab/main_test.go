@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"context"
+	"flag"
 	"fmt"
 	"io"
 	"net/http"
@@ -11,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -86,10 +88,26 @@ func TestHelpDocumentsEveryFlag(t *testing.T) {
 	if err != nil {
 		t.Fatalf("oplab --help: %v\n%s", err, out)
 	}
-	for _, f := range []string{"-addr", "-kubeconfig", "-install-crds", "-mode", "-write-kubeconfig", "-resync", "-max-databases", "-session-idle"} {
-		if !strings.Contains(string(out), f) {
-			t.Errorf("--help does not document %s:\n%s", f, out)
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Every flag the program defines must be in --help and in the README's table.
+	fs := flag.NewFlagSet("oplab", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	_, _ = parseFlagsInto(fs, nil)
+	n := 0
+	fs.VisitAll(func(f *flag.Flag) {
+		n++
+		if !strings.Contains(string(out), "-"+f.Name+" ") && !strings.Contains(string(out), "-"+f.Name+"\n") {
+			t.Errorf("--help does not document -%s:\n%s", f.Name, out)
 		}
+		if !strings.Contains(string(readme), "`--"+f.Name+"`") {
+			t.Errorf("README's flag table lacks --%s", f.Name)
+		}
+	})
+	if n < 9 {
+		t.Errorf("only %d flags defined; the flag set was not built", n)
 	}
 }
 
@@ -107,6 +125,9 @@ func startOplab(t *testing.T, args ...string) *oplabProc {
 	t.Helper()
 	requireAssets(t)
 	cmd := exec.Command(oplabBin, append([]string{"--addr", "127.0.0.1:0"}, args...)...)
+	// A developer's KUBECONFIG would turn these runs into external mode
+	// against a real cluster; tests that want external mode pass --kubeconfig.
+	cmd.Env = slices.DeleteFunc(os.Environ(), func(kv string) bool { return strings.HasPrefix(kv, "KUBECONFIG=") })
 	logs := &syncWriter{w: &strings.Builder{}}
 	cmd.Stderr = logs
 	stdout, err := cmd.StdoutPipe()
@@ -242,7 +263,8 @@ func TestExternalMode(t *testing.T) {
 	if err := cl.WriteKubeconfig(kubeconfig); err != nil {
 		t.Fatal(err)
 	}
-	p := startOplab(t, "--kubeconfig", kubeconfig)
+	// Like KUBECONFIG, --kubeconfig may list files; a missing one is skipped.
+	p := startOplab(t, "--kubeconfig", "/nonexistent/first.kubeconfig:"+kubeconfig)
 	if kids := descendants(p.cmd.Process.Pid); len(kids) != 0 {
 		t.Errorf("external mode started processes %v; it must use the given cluster", kids)
 	}

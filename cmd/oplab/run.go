@@ -75,6 +75,7 @@ func run(ctx context.Context, c config, out io.Writer) error {
 		Ready:                    checker.check,
 		MaxDatabasesPerNamespace: c.maxDatabases,
 		SessionIdleTimeout:       c.sessionIdle,
+		AllowedHosts:             c.allowedHosts,
 		Logger:                   log.WithName("web"),
 	})
 	if err != nil {
@@ -123,7 +124,8 @@ func serve(ctx context.Context, addr string, srv *web.Server, kubectlLine string
 // learner, and a function that stops whatever connect started.
 func connect(ctx context.Context, c config, out io.Writer) (*rest.Config, string, func(), error) {
 	if c.kubeconfig != "" {
-		cfg, err := clientcmd.BuildConfigFromFlags("", c.kubeconfig)
+		rules := &clientcmd.ClientConfigLoadingRules{Precedence: filepath.SplitList(c.kubeconfig)}
+		cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).ClientConfig()
 		if err != nil {
 			return nil, "", nil, fmt.Errorf("reading --kubeconfig %s: %w", c.kubeconfig, err)
 		}
@@ -144,7 +146,10 @@ func connect(ctx context.Context, c config, out io.Writer) (*rest.Config, string
 	if err != nil {
 		return nil, "", nil, err
 	}
-	cl, err := cluster.Start(ctx, cluster.Options{Mode: c.mode, Log: out, ChildLog: childLog, CRDs: crds})
+	// The cluster outlives ctx on purpose: a signal cancels ctx, and the
+	// returned stop function, deferred by run, stops the cluster only after
+	// the web server and the controller, so nothing talks to a dead API server.
+	cl, err := cluster.Start(context.WithoutCancel(ctx), cluster.Options{Mode: c.mode, Log: out, ChildLog: childLog, CRDs: crds})
 	if err != nil {
 		closeLog()
 		return nil, "", nil, fmt.Errorf("starting the embedded cluster: %w", err)
