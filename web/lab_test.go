@@ -10,8 +10,12 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/cdproto/emulation"
@@ -19,6 +23,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -52,7 +57,7 @@ func (e *testEnv) latestState(ns, name string) (state.Database, bool) {
 	var d state.Database
 	found := false
 	for _, m := range e.recorder.Export(ns).Messages {
-		if m.Type != "state" || m.Object.Name != name {
+		if m.Type != "state" || m.Object.Kind != "Database" || m.Object.Name != name {
 			continue
 		}
 		found = m.State != nil
@@ -161,6 +166,89 @@ func TestIdleSessionLosesItsNamespace(t *testing.T) {
 	}
 }
 
+// scopedNamespaces is the real cluster's lab namespaces as Reclaim sees
+// them, narrowed to the ones a test made: other tests' namespaces in the
+// shared cluster must not be reclaimed under them.
+type scopedNamespaces struct {
+	lab.KubeNamespaces
+	mu    sync.Mutex
+	names map[string]bool
+}
+
+func (s *scopedNamespaces) add(name string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.names[name] = true
+}
+
+func (s *scopedNamespaces) List(ctx context.Context) ([]session.Namespace, error) {
+	all, err := s.KubeNamespaces.List(ctx)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.DeleteFunc(all, func(n session.Namespace) bool { return !s.names[n.Name] }), err
+}
+
+func TestRestartReclaimsOrphanedNamespaces(t *testing.T) {
+	e := needEnv(t)
+	ctx := t.Context()
+	suffix := strconv.FormatInt(time.Now().UnixNano(), 36)
+	orphan, plain := "lab-orphan-"+suffix, "plain-"+suffix
+	scoped := &scopedNamespaces{KubeNamespaces: lab.KubeNamespaces{Client: e.client}, names: map[string]bool{orphan: true, plain: true}}
+	t.Cleanup(func() {
+		for _, n := range []string{orphan, plain} {
+			_ = scoped.Delete(context.Background(), n)
+		}
+	})
+	// The orphan: labelled, as an earlier oplab left it. The plain one is not
+	// a lab namespace at all.
+	if err := scoped.Create(ctx, orphan); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: plain}}); err != nil {
+		t.Fatal(err)
+	}
+	var skew atomic.Int64 // how far the manager's clock runs ahead
+	m, err := session.New(ctx, session.Options{
+		Namespaces: scoped, IdleTimeout: time.Hour, Now: func() time.Time { return time.Now().Add(time.Duration(skew.Load())) },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A namespace this manager's own session owns.
+	w := httptestRecorder()
+	s, err := m.Begin(w, mustRequest(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := mustRequest(t)
+	r.AddCookie(w.Result().Cookies()[0])
+	if _, err := m.Namespace(r); err != nil {
+		t.Fatalf("create the owned namespace: %v", err)
+	}
+	scoped.add(s.Namespace)
+	t.Cleanup(func() { _ = scoped.Delete(context.Background(), s.Namespace) })
+
+	alive := func(name string) bool {
+		t.Helper()
+		var ns corev1.Namespace
+		err := e.client.Get(ctx, types.NamespacedName{Name: name}, &ns)
+		return err == nil && ns.DeletionTimestamp == nil
+	}
+	// Fresh: another oplab sharing the cluster may be using it.
+	if n, err := m.Reclaim(ctx); n != 0 || err != nil || !alive(orphan) {
+		t.Fatalf("Reclaim of a fresh orphan = %d, %v (alive %v); want it kept", n, err, alive(orphan))
+	}
+	// Older than the idle timeout: deleted; the owned and the unlabelled stay.
+	skew.Store(int64(2 * time.Hour))
+	if n, err := m.Reclaim(ctx); n != 1 || err != nil {
+		t.Fatalf("Reclaim of an old orphan = %d, %v; want 1 deleted", n, err)
+	}
+	eventually(t, "the orphan terminating or gone", func() (bool, error) { return !alive(orphan), nil })
+	if !alive(s.Namespace) || !alive(plain) {
+		t.Errorf("after Reclaim: owned %s alive %v, unlabelled %s alive %v; want both kept", s.Namespace, alive(s.Namespace), plain, alive(plain))
+	}
+}
+
 // ---- browser tests ----------------------------------------------------------
 
 func TestBrowserCreateScaleDelete(t *testing.T) {
@@ -223,6 +311,22 @@ func TestBrowserCreateScaleDelete(t *testing.T) {
 	var cm corev1.ConfigMap
 	if err := e.client.Get(t.Context(), types.NamespacedName{Namespace: ns, Name: controller.SnapshotName("shop")}, &cm); err != nil {
 		t.Errorf("snapshot ConfigMap: %v; want it left behind (not owned)", err)
+	}
+
+	// The data survived the delete: the kept snapshot appears live, through
+	// the stream, and stays on the server-rendered page after a reload.
+	const kept = `(() => { const s = document.getElementById("kept"), li = document.getElementById("snap-shop-final-snapshot");
+		return !!(s && !s.hidden && li && /from Database shop, generation [1-9]\d*, taken \d/.test(li.textContent)
+			&& li.textContent.includes("nothing owns it")); })()`
+	poll(t, ctx, "the kept snapshot shown live", kept)
+	screenshot(t, ctx, "04b-snapshot-kept")
+	if err := chromedp.Do(ctx, noScript(), chromedp.Navigate(e.http.URL+"/lab"), chromedp.WaitVisible(chromedp.CSS("#create-form"))); err != nil {
+		t.Fatal(err)
+	}
+	shown, err := chromedp.Run(ctx, chromedp.Evaluate[bool](kept))
+	if err != nil || !shown {
+		screenshot(t, ctx, "failed-snapshot-kept-no-js")
+		t.Errorf("after a reload without JavaScript the kept snapshot is not shown (%v)", err)
 	}
 }
 

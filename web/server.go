@@ -55,7 +55,9 @@ type Options struct {
 	// MaxDatabasesPerNamespace caps each learner's Databases; default 5.
 	MaxDatabasesPerNamespace int
 	// SessionIdleTimeout ends sessions without requests for this long and
-	// deletes their namespaces; default 2h.
+	// deletes their namespaces; default 2h. At start, New also deletes the
+	// labelled lab namespaces older than this, which an earlier run left
+	// behind (see session.Manager.Reclaim).
 	SessionIdleTimeout time.Duration
 	// AllowedHosts are the host names (without port) the server answers to
 	// besides IP literals and localhost; see checkHost.
@@ -104,7 +106,10 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 	s := &Server{opts: opts, cache: c, cacheErr: make(chan error, 1)}
 	s.watcher, err = state.NewWatcher(ctx, state.Options{
 		Cache: c, Publisher: opts.Recorder, Watched: session.IsLabNamespace,
-		Names:  state.Names{PitfallAnnotation: controller.PitfallAnnotation, SnapshotName: controller.SnapshotName},
+		Names: state.Names{
+			PitfallAnnotation: controller.PitfallAnnotation, SnapshotName: controller.SnapshotName,
+			DatabaseLabel: controller.LabelDatabase,
+		},
 		Logger: opts.Logger.WithName("state"),
 	})
 	if err != nil {
@@ -116,6 +121,13 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 	})
 	if err != nil {
 		return nil, err
+	}
+	// Sessions live in memory: the namespaces of an earlier run are orphans.
+	// Cleaning up is best effort; a failure must not keep the lab down.
+	if n, err := s.sessions.Reclaim(ctx); err != nil {
+		opts.Logger.Error(err, "Failed to delete orphaned lab namespaces", "deleted", n)
+	} else if n > 0 {
+		opts.Logger.Info("Deleted orphaned lab namespaces from an earlier run", "count", n)
 	}
 	go func() { s.cacheErr <- c.Start(ctx) }()
 	go s.watcher.Run(ctx)

@@ -44,9 +44,11 @@ type Sessions interface {
 	TakeFlash(r *http.Request) *session.Flash
 }
 
-// States reads the current view models of a namespace's Databases.
+// States reads the current view models of a namespace's Databases, and of
+// the final snapshots that outlived theirs.
 type States interface {
 	Databases(ctx context.Context, namespace string) ([]state.Database, error)
+	Snapshots(ctx context.Context, namespace string) ([]state.Snapshot, error)
 }
 
 // Controller is the switch that stops and starts the controller.
@@ -438,6 +440,9 @@ func (h *Handler) page(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	p.Databases, err = h.opts.States.Databases(r.Context(), sess.Namespace)
+	if err == nil {
+		p.Kept, err = h.opts.States.Snapshots(r.Context(), sess.Namespace)
+	}
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusServiceUnavailable)
 		return

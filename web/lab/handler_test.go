@@ -72,10 +72,17 @@ type noNamespaces struct{}
 
 func (noNamespaces) Create(context.Context, string) error { return nil }
 func (noNamespaces) Delete(context.Context, string) error { return nil }
+func (noNamespaces) List(context.Context) ([]session.Namespace, error) {
+	return nil, nil
+}
 
 type fixedStates []state.Database
 
 func (f fixedStates) Databases(context.Context, string) ([]state.Database, error) { return f, nil }
+
+func (f fixedStates) Snapshots(context.Context, string) ([]state.Snapshot, error) {
+	return []state.Snapshot{}, nil
+}
 
 type fakeController struct{ running bool }
 
@@ -99,13 +106,27 @@ type harness struct {
 
 func newHarness(t *testing.T, dbs ...state.Database) *harness {
 	t.Helper()
+	return newHarnessWith(t, fixedStates(dbs))
+}
+
+// keptStates is a lab with no Databases left, only their kept snapshots.
+type keptStates []state.Snapshot
+
+func (keptStates) Databases(context.Context, string) ([]state.Database, error) {
+	return []state.Database{}, nil
+}
+
+func (k keptStates) Snapshots(context.Context, string) ([]state.Snapshot, error) { return k, nil }
+
+func newHarnessWith(t *testing.T, states States) *harness {
+	t.Helper()
 	sessions, err := session.New(t.Context(), session.Options{Namespaces: noNamespaces{}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	h := &harness{store: &recordingStore{}, ctrl: &fakeController{running: true}, mux: http.NewServeMux()}
 	New(t.Context(), Options{
-		Store: h.store, Sessions: sessions, States: fixedStates(dbs), Controller: h.ctrl, Exporter: fakeExporter{},
+		Store: h.store, Sessions: sessions, States: states, Controller: h.ctrl, Exporter: fakeExporter{},
 	}).Register(h.mux)
 	// Open the page once to get a session cookie, as a browser would.
 	w := httptest.NewRecorder()
@@ -380,5 +401,48 @@ func TestExportAndReplay(t *testing.T) {
 	h.mux.ServeHTTP(w, r)
 	if w.Code != 400 || !strings.Contains(w.Body.String(), "choose an exported timeline") {
 		t.Errorf("no file: got %d", w.Code)
+	}
+}
+
+func TestPageRendersKeptSnapshots(t *testing.T) {
+	tests := []struct {
+		name   string
+		kept   []state.Snapshot
+		want   []string
+		absent []string
+	}{
+		{
+			name:   "none: the section is there for the stream, hidden",
+			want:   []string{`id="kept"`, `hidden`, `id="snapshots"`},
+			absent: []string{`class="snapshot"`},
+		},
+		{
+			name: "one: name, Database, generation and the note",
+			kept: []state.Snapshot{{Name: "shop-final-snapshot", Database: "shop", Generation: 2, Time: time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC), Note: "nothing owns it <b>"}},
+			want: []string{
+				`id="snap-shop-final-snapshot"`, "Snapshots kept after delete", "shop-final-snapshot",
+				"from Database <code>shop</code>, generation 2", "nothing owns it &lt;b&gt;",
+			},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			page := newHarnessWith(t, keptStates(tt.kept)).get("/lab").Body.String()
+			section := page[strings.Index(page, `<section id="kept"`):]
+			section = section[:strings.Index(section, "</section>")]
+			for _, want := range tt.want {
+				if !strings.Contains(section, want) {
+					t.Errorf("kept section lacks %q:\n%s", want, section)
+				}
+			}
+			for _, bad := range tt.absent {
+				if strings.Contains(section, bad) {
+					t.Errorf("kept section has %q:\n%s", bad, section)
+				}
+			}
+			if len(tt.kept) > 0 && strings.Contains(section[:strings.Index(section, ">")], "hidden") {
+				t.Errorf("kept section hidden with %d snapshots", len(tt.kept))
+			}
+		})
 	}
 }

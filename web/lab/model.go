@@ -35,10 +35,12 @@ type CreateForm struct {
 
 // Page is the view model of /lab.
 type Page struct {
-	Namespace         string
-	Flash             *Flash
-	Form              CreateForm
-	Databases         []state.Database
+	Namespace string
+	Flash     *Flash
+	Form      CreateForm
+	Databases []state.Database
+	// Kept are the final snapshots whose Database is gone.
+	Kept              []state.Snapshot
 	ControllerRunning bool
 	Pitfalls          []Pitfall
 	Engines           []string

@@ -33,14 +33,23 @@ const LabLabel = "oplab.dev/lab"
 // ErrNoSession is returned when a request carries no known session cookie.
 var ErrNoSession = errors.New("no lab session: open /lab first")
 
-// Namespaces creates and deletes lab namespaces in the cluster. It is the only
-// part of Kubernetes this package needs.
+// Namespaces creates, finds and deletes lab namespaces in the cluster. It is
+// the only part of Kubernetes this package needs.
 type Namespaces interface {
 	// Create creates the namespace, labelled LabLabel=true; it succeeds if the
 	// namespace already exists.
 	Create(ctx context.Context, name string) error
 	// Delete deletes the namespace; it succeeds if it is already gone.
 	Delete(ctx context.Context, name string) error
+	// List returns the namespaces labelled LabLabel=true that are not
+	// already being deleted.
+	List(ctx context.Context) ([]Namespace, error)
+}
+
+// Namespace is a lab namespace found in the cluster.
+type Namespace struct {
+	Name    string
+	Created time.Time
 }
 
 // Options configures a Manager.
@@ -302,6 +311,45 @@ func (m *Manager) Sweep(ctx context.Context) (int, error) {
 		errs = append(errs, m.end(ctx, e))
 	}
 	return len(expired), errors.Join(errs...)
+}
+
+// Reclaim deletes the lab namespaces no session of this Manager owns that
+// were created longer than the idle timeout ago, and returns how many it
+// deleted. Sessions live only in memory, so after a restart every lab
+// namespace left in a long-lived cluster is an orphan; the age check spares
+// the fresh namespaces of another oplab sharing the cluster. Such a
+// neighbour's session older than the idle timeout is still deleted: a
+// namespace's age is all the cluster tells us, and a learner active for that
+// long merely gets a new namespace on their next write.
+func (m *Manager) Reclaim(ctx context.Context) (int, error) {
+	found, err := m.opts.Namespaces.List(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("list lab namespaces: %w", err)
+	}
+	owned := map[string]bool{}
+	err = m.do(ctx, func(t map[string]*entry) {
+		for _, e := range t {
+			owned[e.namespace] = true
+		}
+	})
+	if err != nil {
+		return 0, err
+	}
+	cutoff := m.opts.Now().Add(-m.opts.IdleTimeout)
+	var errs []error
+	n := 0
+	for _, ns := range found {
+		if owned[ns.Name] || !ns.Created.Before(cutoff) {
+			continue
+		}
+		if err := m.opts.Namespaces.Delete(ctx, ns.Name); err != nil {
+			errs = append(errs, fmt.Errorf("delete orphaned lab namespace %s: %w", ns.Name, err))
+			continue
+		}
+		n++
+		m.opts.Logger.Info("Deleted orphaned lab namespace", "namespace", ns.Name, "created", ns.Created)
+	}
+	return n, errors.Join(errs...)
 }
 
 // end deletes an expired session's namespace. Deleting happens outside the

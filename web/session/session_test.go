@@ -18,6 +18,15 @@ type fakeNamespaces struct {
 	created []string
 	deleted []string
 	fail    error
+	// existing is what List finds in the "cluster".
+	existing []Namespace
+	listErr  error
+}
+
+func (f *fakeNamespaces) List(context.Context) ([]Namespace, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.existing, f.listErr
 }
 
 func (f *fakeNamespaces) Create(_ context.Context, name string) error {
@@ -186,5 +195,58 @@ func TestNamespaceCreationErrorIsReported(t *testing.T) {
 	_, err := m.Namespace(r)
 	if err == nil || !regexp.MustCompile(s.Namespace+`.*apiserver down`).MatchString(err.Error()) {
 		t.Errorf("Namespace err = %v, want it to name %s and the cause", err, s.Namespace)
+	}
+}
+
+func TestReclaimDeletesOldOrphansOnly(t *testing.T) {
+	start := time.Unix(10000, 0)
+	tests := []struct {
+		name     string
+		existing []Namespace
+		owned    bool // a session owns the first namespace
+		listErr  error
+		want     []string
+		wantErr  string
+	}{
+		{
+			name:     "older than the idle timeout and not owned: deleted",
+			existing: []Namespace{{Name: "lab-old", Created: start.Add(-2 * time.Hour)}},
+			want:     []string{"lab-old"},
+		},
+		{
+			name:     "fresh (another oplab may be using it): kept",
+			existing: []Namespace{{Name: "lab-fresh", Created: start.Add(-time.Minute)}},
+		},
+		{
+			name:     "owned by a session of this manager: kept however old",
+			existing: []Namespace{{Name: "", Created: start.Add(-24 * time.Hour)}},
+			owned:    true,
+		},
+		{
+			name:    "the list fails: the error says what failed",
+			listErr: errors.New("apiserver down"),
+			wantErr: "list lab namespaces: apiserver down",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ns, clk, expired := &fakeNamespaces{listErr: tt.listErr}, &clock{now: start}, []string{}
+			m := newManager(t, ns, clk, &expired)
+			ns.existing = tt.existing
+			if tt.owned {
+				_, s := begin(t, m)
+				ns.existing[0].Name = s.Namespace
+			}
+			n, err := m.Reclaim(t.Context())
+			if tt.wantErr != "" {
+				if err == nil || err.Error() != tt.wantErr {
+					t.Fatalf("Reclaim err = %v, want %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil || n != len(tt.want) || len(ns.deleted) != len(tt.want) || (len(tt.want) > 0 && ns.deleted[0] != tt.want[0]) {
+				t.Errorf("Reclaim = %d, %v, deleted %v; want %v", n, err, ns.deleted, tt.want)
+			}
+		})
 	}
 }

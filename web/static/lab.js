@@ -316,10 +316,39 @@
       n.deleting ? h("span", { class: "pill warn small" }, "deleting") : "", tree(n.children))));
   }
 
-  const dbList = $("#databases");
-  function onState(m) {
+  // snapshotItem mirrors keptSnapshot in view.templ.
+  function snapshotItem(s) {
+    return h("li", { class: "snapshot", id: "snap-" + s.name, "data-name": s.name },
+      h("span", { class: "kind" }, "ConfigMap"), " ", h("b", {}, s.name), " ",
+      h("span", { class: "from" }, "from Database ", h("code", {}, s.database), `, generation ${s.generation}, taken ${clock(s.time)}`), " ",
+      h("span", { class: "muted small note" }, s.note || ""));
+  }
+  // onSnapshot keeps "Snapshots kept after delete" current: a state names a
+  // final snapshot whose Database is gone; a nil state removes it.
+  function onSnapshot(m) {
+    const list = $("#snapshots");
+    if (!list) return;
     const name = m.object.name;
-    if (m.object.kind !== "Database" || !dbList) return;
+    document.getElementById("snap-" + name)?.remove();
+    if (m.state) {
+      const after = $$("li.snapshot", list).find((li) => li.dataset.name > name);
+      list.insertBefore(snapshotItem(m.state), after || null);
+    }
+    const section = $("#kept");
+    if (section) section.hidden = list.children.length === 0;
+  }
+
+  const dbList = $("#databases");
+  // onState renders a state message by the kind of object it describes.
+  function onState(m) {
+    switch (m.object.kind) {
+      case "Database": onDatabase(m); return;
+      case "ConfigMap": onSnapshot(m); return;
+    }
+  }
+  function onDatabase(m) {
+    const name = m.object.name;
+    if (!dbList) return;
     knowObject(name);
     let card = document.getElementById("db-" + name);
     if (!m.state) {
@@ -480,7 +509,13 @@
       timer = setTimeout(step, gap);
     }
     function start() {
-      if (i >= msgs.length) { i = 0; lastSeq = 0; reset({ message: "replaying from the start" }); $("#databases").replaceChildren(); }
+      if (i >= msgs.length) {
+        i = 0; lastSeq = 0; reset({ message: "replaying from the start" });
+        $("#databases").replaceChildren();
+        $("#snapshots")?.replaceChildren();
+        const kept = $("#kept");
+        if (kept) kept.hidden = true;
+      }
       play.textContent = "Pause";
       step();
     }

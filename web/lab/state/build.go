@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"slices"
+	"strconv"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -35,6 +36,44 @@ type Names struct {
 	PitfallAnnotation string
 	// SnapshotName returns the name of a Database's final snapshot ConfigMap.
 	SnapshotName func(database string) string
+	// DatabaseLabel is the label key naming the Database a child (the final
+	// snapshot among them) was made for. It is how a snapshot whose
+	// Database is gone is traced back to it; "" shows no kept snapshots.
+	DatabaseLabel string
+}
+
+// keptNote is what the lab says about a snapshot that outlived its Database.
+const keptNote = "nothing owns it (no ownerReference), so the garbage collector left it when its Database was deleted"
+
+// keptSnapshots picks the final snapshot ConfigMaps whose Database is gone,
+// sorted by name. A ConfigMap counts as a snapshot only when it carries the
+// Database label and is named as that Database's snapshot, so a learner's
+// own ConfigMaps are never mistaken for one.
+func keptSnapshots(cms []corev1.ConfigMap, databases map[string]bool, names Names) []Snapshot {
+	out := []Snapshot{}
+	if names.SnapshotName == nil || names.DatabaseLabel == "" {
+		return out
+	}
+	for _, cm := range cms {
+		db := cm.Labels[names.DatabaseLabel]
+		if db == "" || cm.Name != names.SnapshotName(db) || databases[db] {
+			continue
+		}
+		out = append(out, snapshotView(cm, db))
+	}
+	slices.SortFunc(out, func(a, b Snapshot) int { return cmp.Compare(a.Name, b.Name) })
+	return out
+}
+
+func snapshotView(cm corev1.ConfigMap, db string) Snapshot {
+	s := Snapshot{Namespace: cm.Namespace, Name: cm.Name, Database: db, Note: keptNote}
+	if g, err := strconv.ParseInt(cm.Data["generation"], 10, 64); err == nil {
+		s.Generation = g
+	}
+	if t, err := time.Parse(time.RFC3339, cm.Data["time"]); err == nil {
+		s.Time = t
+	}
+	return s
 }
 
 // build makes the view model of db from the objects around it.

@@ -207,3 +207,67 @@ func TestBuild(t *testing.T) {
 		t.Errorf("owned snapshot: unowned=%+v owned=%+v; want it in the owned tree", v.Unowned, v.Owned)
 	}
 }
+
+func TestKeptSnapshotsAreThoseWhoseDatabaseIsGone(t *testing.T) {
+	names := Names{SnapshotName: func(n string) string { return n + "-final-snapshot" }, DatabaseLabel: "db.oplab.dev/database"}
+	cm := func(name, db string, data map[string]string) corev1.ConfigMap {
+		c := corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "lab-x", Name: name}, Data: data}
+		if db != "" {
+			c.Labels = map[string]string{names.DatabaseLabel: db}
+		}
+		return c
+	}
+	data := map[string]string{"generation": "3", "time": "2026-11-30T10:00:00Z"}
+	tests := []struct {
+		name    string
+		cms     []corev1.ConfigMap
+		present map[string]bool
+		names   Names
+		want    []Snapshot
+	}{
+		{
+			name:  "Database gone: kept, with generation and time from the data",
+			cms:   []corev1.ConfigMap{cm("shop-final-snapshot", "shop", data)},
+			names: names,
+			want:  []Snapshot{{Namespace: "lab-x", Name: "shop-final-snapshot", Database: "shop", Generation: 3, Time: t0, Note: keptNote}},
+		},
+		{
+			name:    "Database still there: shown in its owner tree instead",
+			cms:     []corev1.ConfigMap{cm("shop-final-snapshot", "shop", data)},
+			present: map[string]bool{"shop": true},
+			names:   names,
+			want:    []Snapshot{},
+		},
+		{
+			name: "not a snapshot: no label, or not named for its Database",
+			cms: []corev1.ConfigMap{
+				cm("shop-final-snapshot", "", data), cm("settings", "shop", data),
+			},
+			names: names,
+			want:  []Snapshot{},
+		},
+		{
+			name:  "unreadable data: zero generation and time, still kept",
+			cms:   []corev1.ConfigMap{cm("b-final-snapshot", "b", map[string]string{"generation": "x"}), cm("a-final-snapshot", "a", nil)},
+			names: names,
+			want: []Snapshot{
+				{Namespace: "lab-x", Name: "a-final-snapshot", Database: "a", Note: keptNote},
+				{Namespace: "lab-x", Name: "b-final-snapshot", Database: "b", Note: keptNote},
+			},
+		},
+		{
+			name:  "no Database label configured: nothing is traced back",
+			cms:   []corev1.ConfigMap{cm("shop-final-snapshot", "shop", data)},
+			names: Names{SnapshotName: names.SnapshotName},
+			want:  []Snapshot{},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := keptSnapshots(tt.cms, tt.present, tt.names)
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("keptSnapshots (-want +got):\n%s", diff)
+			}
+		})
+	}
+}

@@ -109,3 +109,21 @@ func (d Database) Ready() string {
 	}
 	return ""
 }
+
+// Snapshot is the view model of a final snapshot ConfigMap whose Database is
+// gone, as sent in "state" messages (kind ConfigMap) and rendered under
+// "Snapshots kept after delete". While its Database exists the snapshot is
+// shown in that Database's owner tree instead (Database.Unowned).
+type Snapshot struct {
+	Namespace string `json:"namespace"`
+	Name      string `json:"name"`
+	// Database is the Database the snapshot was taken from.
+	Database string `json:"database"`
+	// Generation and Time are read from the snapshot's data: the Database's
+	// metadata.generation and the moment the finalizer wrote it. Zero when
+	// the data does not hold them.
+	Generation int64     `json:"generation"`
+	Time       time.Time `json:"time"`
+	// Note says why it is still here.
+	Note string `json:"note"`
+}

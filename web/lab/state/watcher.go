@@ -56,10 +56,17 @@ type signal struct {
 
 type query struct {
 	namespace string
-	reply     chan []Database
+	reply     chan listing
 }
 
-// Watcher keeps each Database's view model current. One goroutine owns the
+// listing is what the lab shows of one namespace.
+type listing struct {
+	databases []Database
+	snapshots []Snapshot
+}
+
+// Watcher keeps each Database's view model current, and the view models of
+// the final snapshots that outlived their Database. One goroutine owns the
 // condition histories and the latest view models; informer handlers and
 // page handlers reach it through channels.
 type Watcher struct {
@@ -173,13 +180,25 @@ func (w *Watcher) send(s signal) {
 // Databases returns the current view models of the Databases in namespace,
 // sorted by name.
 func (w *Watcher) Databases(ctx context.Context, namespace string) ([]Database, error) {
-	q := query{namespace: namespace, reply: make(chan []Database, 1)}
+	l, err := w.query(ctx, namespace)
+	return l.databases, err
+}
+
+// Snapshots returns the final snapshots in namespace whose Database is gone,
+// sorted by name.
+func (w *Watcher) Snapshots(ctx context.Context, namespace string) ([]Snapshot, error) {
+	l, err := w.query(ctx, namespace)
+	return l.snapshots, err
+}
+
+func (w *Watcher) query(ctx context.Context, namespace string) (listing, error) {
+	q := query{namespace: namespace, reply: make(chan listing, 1)}
 	select {
 	case w.queries <- q:
 	case <-ctx.Done():
-		return nil, fmt.Errorf("query lab state: %w", ctx.Err())
+		return listing{}, fmt.Errorf("query lab state: %w", ctx.Err())
 	case <-w.done:
-		return nil, errors.New("query lab state: watcher stopped")
+		return listing{}, errors.New("query lab state: watcher stopped")
 	}
 	return <-q.reply, nil
 }
@@ -192,6 +211,11 @@ type owner struct {
 	published map[types.NamespacedName][]byte
 	dirtyDB   map[types.NamespacedName]bool
 	dirtyNS   map[string]bool
+	// kept and keptJSON are the snapshots whose Database is gone, as last
+	// published; dirtyKept marks the namespaces to look at again.
+	kept      map[types.NamespacedName]Snapshot
+	keptJSON  map[types.NamespacedName][]byte
+	dirtyKept map[string]bool
 }
 
 // Run owns the watcher's state until ctx is done.
@@ -199,6 +223,7 @@ func (w *Watcher) Run(ctx context.Context) {
 	o := &owner{
 		w: w, histories: map[types.NamespacedName]*history{}, views: map[types.NamespacedName]Database{},
 		published: map[types.NamespacedName][]byte{}, dirtyDB: map[types.NamespacedName]bool{}, dirtyNS: map[string]bool{},
+		kept: map[types.NamespacedName]Snapshot{}, keptJSON: map[types.NamespacedName][]byte{}, dirtyKept: map[string]bool{},
 	}
 	for {
 		select {
@@ -209,7 +234,7 @@ func (w *Watcher) Run(ctx context.Context) {
 			o.drain()
 			o.flush(ctx)
 		case q := <-w.queries:
-			q.reply <- o.list(q.namespace)
+			q.reply <- listing{databases: o.list(q.namespace), snapshots: o.listKept(q.namespace)}
 		}
 	}
 }
@@ -238,10 +263,15 @@ func (o *owner) take(s signal) {
 		}
 		h.observe(string(s.db.UID), s.db.Status.Conditions, o.w.opts.Now())
 		o.dirtyDB[key] = true
+		o.dirtyKept[key.Namespace] = true
 	case s.gone.Name != "":
+		// A snapshot whose Database just went is what the lab must now show
+		// on its own.
 		o.dirtyDB[s.gone] = true
+		o.dirtyKept[s.gone.Namespace] = true
 	default:
 		o.dirtyNS[s.namespace] = true
+		o.dirtyKept[s.namespace] = true
 	}
 }
 
@@ -264,6 +294,76 @@ func (o *owner) flush(ctx context.Context) {
 		o.rebuild(ctx, key, related)
 	}
 	clear(o.dirtyDB)
+	for ns := range o.dirtyKept {
+		o.refreshKept(ctx, ns)
+	}
+	clear(o.dirtyKept)
+}
+
+// refreshKept publishes the snapshots of ns whose Database is gone, and a
+// nil state for those no longer kept (deleted, or their Database is back,
+// which shows the snapshot in its owner tree again).
+func (o *owner) refreshKept(ctx context.Context, ns string) {
+	if o.w.opts.Names.DatabaseLabel == "" {
+		return
+	}
+	var cms corev1.ConfigMapList
+	if err := o.w.opts.Cache.List(ctx, &cms, client.InNamespace(ns), client.HasLabels{o.w.opts.Names.DatabaseLabel}); err != nil {
+		o.w.opts.Logger.Error(err, "Failed to list ConfigMaps", "namespace", ns)
+		return
+	}
+	var dbs v1alpha1.DatabaseList
+	if err := o.w.opts.Cache.List(ctx, &dbs, client.InNamespace(ns)); err != nil {
+		o.w.opts.Logger.Error(err, "Failed to list Databases", "namespace", ns)
+		return
+	}
+	present := map[string]bool{}
+	for _, db := range dbs.Items {
+		present[db.Name] = true
+	}
+	now := map[types.NamespacedName]bool{}
+	for _, s := range keptSnapshots(cms.Items, present, o.w.opts.Names) {
+		key := types.NamespacedName{Namespace: ns, Name: s.Name}
+		now[key] = true
+		o.publishKept(key, s)
+	}
+	for key := range o.kept {
+		if key.Namespace == ns && !now[key] {
+			delete(o.kept, key)
+			delete(o.keptJSON, key)
+			o.w.opts.Publisher.PublishState(snapshotRef(key), nil)
+		}
+	}
+}
+
+func snapshotRef(key types.NamespacedName) controller.ObjectRef {
+	return controller.ObjectRef{Kind: "ConfigMap", Namespace: key.Namespace, Name: key.Name}
+}
+
+// publishKept sends s unless it is what was sent last.
+func (o *owner) publishKept(key types.NamespacedName, s Snapshot) {
+	o.kept[key] = s
+	b, err := json.Marshal(s)
+	if err != nil {
+		o.w.opts.Logger.Error(err, "Failed to encode snapshot state", "configmap", key)
+		return
+	}
+	if string(b) == string(o.keptJSON[key]) {
+		return
+	}
+	o.keptJSON[key] = b
+	o.w.opts.Publisher.PublishState(snapshotRef(key), s)
+}
+
+func (o *owner) listKept(ns string) []Snapshot {
+	out := []Snapshot{}
+	for key, s := range o.kept {
+		if key.Namespace == ns {
+			out = append(out, s)
+		}
+	}
+	slices.SortFunc(out, func(a, b Snapshot) int { return strings.Compare(a.Name, b.Name) })
+	return out
 }
 
 func (o *owner) rebuild(ctx context.Context, key types.NamespacedName, related map[string]*Related) {
