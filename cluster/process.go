@@ -139,12 +139,19 @@ func (ch *child) stop(grace time.Duration) error {
 // this they would outlive an oplab killed with SIGKILL. The script execs
 // (never forks), so envtest's pid, signals and health checks all reach the
 // real binary. Without setpriv the script runs the plain binary, and Reclaim
-// at the next Start is the only cleanup after a SIGKILL.
-func writeWrapper(dir, bin string) (string, error) {
+// at the next Start is the only cleanup after a SIGKILL. env (KEY=value)
+// is exported first.
+func writeWrapper(dir, bin string, env ...string) (string, error) {
 	line := "exec " + shellQuote(bin) + ` "$@"`
 	if _, err := os.Stat(setprivPath); err == nil {
 		line = "exec " + setprivPath + " --pdeathsig KILL -- " + shellQuote(bin) + ` "$@"`
 	}
+	exports := ""
+	for _, kv := range env {
+		k, v, _ := strings.Cut(kv, "=")
+		exports += "export " + k + "=" + shellQuote(v) + "\n"
+	}
+	line = exports + line
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return "", fmt.Errorf("writing %s wrapper: %w", filepath.Base(bin), err)
 	}
