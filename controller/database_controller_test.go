@@ -256,19 +256,7 @@ func TestDriftIsPutBack(t *testing.T) {
 	e.expectReady("drift")
 
 	// A deleted child comes back.
-	var svc corev1.Service
-	if err := e.c.Get(e.ctx, e.key("drift"), &svc); err != nil {
-		t.Fatal(err)
-	}
-	oldUID := svc.UID
-	if err := e.c.Delete(e.ctx, &svc); err != nil {
-		t.Fatal(err)
-	}
-	e.waitFor("the Service recreated", func() (bool, error) {
-		var got corev1.Service
-		err := e.c.Get(e.ctx, e.key("drift"), &got)
-		return err == nil && got.UID != oldUID, client.IgnoreNotFound(err)
-	})
+	e.deleteServiceAndWaitForIt("drift")
 
 	// Replicas changed by hand are put back.
 	var sts appsv1.StatefulSet

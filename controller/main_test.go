@@ -323,3 +323,22 @@ func describe(steps []Step) string {
 	}
 	return b.String()
 }
+
+// deleteServiceAndWaitForIt deletes the Database's Service behind the
+// controller's back and waits until a new one (another UID) stands in its place.
+func (e *env) deleteServiceAndWaitForIt(name string) {
+	e.t.Helper()
+	var svc corev1.Service
+	if err := e.c.Get(e.ctx, e.key(name), &svc); err != nil {
+		e.t.Fatal(err)
+	}
+	oldUID := svc.UID
+	if err := e.c.Delete(e.ctx, &svc); err != nil {
+		e.t.Fatal(err)
+	}
+	e.waitFor("the Service recreated", func() (bool, error) {
+		var got corev1.Service
+		err := e.c.Get(e.ctx, e.key(name), &got)
+		return err == nil && got.UID != oldUID, client.IgnoreNotFound(err)
+	})
+}

@@ -269,19 +269,7 @@ func TestPitfallDropEventsOnlyResyncConverges(t *testing.T) {
 	e.mustCreate(newDB("deaf", 1, PitfallDropEvents))
 	e.expectReady("deaf")
 
-	var svc corev1.Service
-	if err := e.c.Get(e.ctx, e.key("deaf"), &svc); err != nil {
-		t.Fatal(err)
-	}
-	oldUID := svc.UID
-	if err := e.c.Delete(e.ctx, &svc); err != nil {
-		t.Fatal(err)
-	}
-	e.waitFor("the Service recreated", func() (bool, error) {
-		var got corev1.Service
-		err := e.c.Get(e.ctx, e.key("deaf"), &got)
-		return err == nil && got.UID != oldUID, client.IgnoreNotFound(err)
-	})
+	e.deleteServiceAndWaitForIt("deaf")
 
 	steps := e.sink.forDatabase("deaf")
 	for _, s := range steps {
