@@ -83,6 +83,8 @@ type Handler struct {
 	// base outlives requests: the controller started from a request must
 	// keep running after the request is answered.
 	base context.Context
+	// creating makes each namespace's count-then-create one step.
+	creating nsLocks
 }
 
 // New returns the lab handler. ctx bounds everything started on a
@@ -243,14 +245,21 @@ func writeJSON(w http.ResponseWriter, code int, v any) {
 }
 
 // create is the one path by which the lab creates a Database: the form and
-// the scenarios both go through the per-namespace cap.
+// the scenarios both go through the per-namespace cap. The count and the
+// create happen under the namespace's lock, so concurrent creates cannot
+// all count below the cap and all create.
 func (h *Handler) create(ctx context.Context, ns string, in CreateInput) error {
+	unlock, err := h.creating.lock(ctx, ns)
+	if err != nil {
+		return err
+	}
+	defer unlock()
 	n, err := h.opts.Store.CountDatabases(ctx, ns)
 	if err != nil {
 		return err
 	}
 	if n >= h.opts.MaxDatabases {
-		return &FieldError{Field: "name", Message: fmt.Sprintf("your lab already has %d Databases, the most it may hold: delete one first", n)}
+		return &FieldError{Field: "name", Message: fmt.Sprintf("your lab already has %d Databases and may hold at most %d: delete one first", n, h.opts.MaxDatabases)}
 	}
 	return h.opts.Store.CreateDatabase(ctx, ns, in)
 }

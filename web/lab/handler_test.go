@@ -120,14 +120,28 @@ func (k keptStates) Snapshots(context.Context, string) ([]state.Snapshot, error)
 
 func newHarnessWith(t *testing.T, states States) *harness {
 	t.Helper()
+	return newHarnessOpts(t, Options{States: states})
+}
+
+// newHarnessOpts is a lab over opts, with a recordingStore (as h.store)
+// unless opts has a Store, fakes for the sessions' namespaces, the
+// controller and the exporter, and no Databases unless opts has States.
+func newHarnessOpts(t *testing.T, opts Options) *harness {
+	t.Helper()
 	sessions, err := session.New(t.Context(), session.Options{Namespaces: noNamespaces{}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := &harness{store: &recordingStore{}, ctrl: &fakeController{running: true}, mux: http.NewServeMux()}
-	New(t.Context(), Options{
-		Store: h.store, Sessions: sessions, States: states, Controller: h.ctrl, Exporter: fakeExporter{},
-	}).Register(h.mux)
+	h := &harness{ctrl: &fakeController{running: true}, mux: http.NewServeMux()}
+	if opts.Store == nil {
+		h.store = &recordingStore{}
+		opts.Store = h.store
+	}
+	if opts.States == nil {
+		opts.States = fixedStates(nil)
+	}
+	opts.Sessions, opts.Controller, opts.Exporter = sessions, h.ctrl, fakeExporter{}
+	New(t.Context(), opts).Register(h.mux)
 	// Open the page once to get a session cookie, as a browser would.
 	w := httptest.NewRecorder()
 	h.mux.ServeHTTP(w, httptest.NewRequest("GET", "/lab", nil))

@@ -136,7 +136,7 @@ func (c *client) readPump() {
 // writePump writes the catch-up frames, then live frames and pings, until Run
 // closes send; a viewer that fell behind gets its backlog in one frame.
 func (c *client) writePump() {
-	ping := time.NewTicker(c.r.opts.PongWait * 9 / 10)
+	ping := time.NewTicker(c.r.opts.PingPeriod)
 	defer func() {
 		ping.Stop()
 		_ = c.conn.Close()

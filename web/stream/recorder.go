@@ -57,8 +57,12 @@ type Options struct {
 	// viewers only answer pings, so anything bigger is misbehaviour.
 	ReadLimit int64
 	// PongWait is how long a viewer may stay silent before it is considered
-	// gone (default 60s); pings go out at 9/10 of it.
+	// gone (default 60s).
 	PongWait time.Duration
+	// PingPeriod is how often viewers are pinged (default 9/10 of PongWait).
+	// It must be shorter than PongWait, or a viewer that answers every ping
+	// would still time out; a longer one is replaced by the default.
+	PingPeriod time.Duration
 	// WriteWait bounds one write to a viewer (default 10s).
 	WriteWait time.Duration
 	// Clock stamps steps emitted without a time (default the wall clock).
@@ -76,6 +80,9 @@ func (o Options) withDefaults() Options {
 	o.ReadLimit = orDefault(o.ReadLimit, DefaultReadLimit)
 	o.PongWait = orDefault(o.PongWait, DefaultPongWait)
 	o.WriteWait = orDefault(o.WriteWait, DefaultWriteWait)
+	if o.PingPeriod <= 0 || o.PingPeriod >= o.PongWait {
+		o.PingPeriod = o.PongWait * 9 / 10
+	}
 	if o.Clock == nil {
 		o.Clock = controller.RealClock{}
 	}
