@@ -263,12 +263,22 @@ func TestExternalMode(t *testing.T) {
 	if err := cl.WriteKubeconfig(kubeconfig); err != nil {
 		t.Fatal(err)
 	}
+	// With --install-crds=false oplab must not install the CRD, and must say
+	// clearly that it is missing instead of serving a lab that cannot work.
+	out, err := exec.Command(oplabBin, "--addr", "127.0.0.1:0", "--kubeconfig", kubeconfig, "--install-crds=false").CombinedOutput()
+	if err == nil {
+		t.Fatalf("oplab ran against a cluster without the CRD and --install-crds=false:\n%s", out)
+	}
+	if !strings.Contains(string(out), "CRD") && !strings.Contains(string(out), "databases.db.oplab.dev") {
+		t.Errorf("the failure does not name the missing CRD:\n%s", out)
+	}
+
 	// Like KUBECONFIG, --kubeconfig may list files; a missing one is skipped.
 	p := startOplab(t, "--kubeconfig", "/nonexistent/first.kubeconfig:"+kubeconfig)
 	if kids := descendants(p.cmd.Process.Pid); len(kids) != 0 {
 		t.Errorf("external mode started processes %v; it must use the given cluster", kids)
 	}
-	out, err := exec.Command(cl.KubectlPath(), "--kubeconfig", kubeconfig, "get", "crd", "databases.db.oplab.dev",
+	out, err = exec.Command(cl.KubectlPath(), "--kubeconfig", kubeconfig, "get", "crd", "databases.db.oplab.dev",
 		"-o", "jsonpath={.status.conditions[?(@.type=='Established')].status}").CombinedOutput()
 	if err != nil || strings.TrimSpace(string(out)) != "True" {
 		t.Errorf("CRD not established in the external cluster: %v %s", err, out)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/go-logr/logr"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/rest"
@@ -47,6 +48,16 @@ func run(ctx context.Context, c config, out io.Writer) error {
 	go func() { defer close(recDone); rec.Run(recCtx) }()
 	defer func() { stopRec(); <-recDone }()
 
+	// The CRD must be there before the controller starts, or its informer
+	// fails with a discovery error that names neither the CRD nor the fix.
+	checker, err := newReadiness(restCfg, nil)
+	if err != nil {
+		return err
+	}
+	if err := checker.checkCRD(ctx); err != nil {
+		return fmt.Errorf("%w; install it (run without --install-crds=false, or kubectl apply -f controller/config/crd)", err)
+	}
+
 	// 3. The controller. It runs in its own manager so the lab can really
 	// stop it and start a fresh one.
 	opts := controller.DefaultOptions()
@@ -64,10 +75,7 @@ func run(ctx context.Context, c config, out io.Writer) error {
 	}()
 
 	// 4. The web server.
-	checker, err := newReadiness(restCfg, runner)
-	if err != nil {
-		return err
-	}
+	checker.runner = runner
 	srv, err := web.New(ctx, web.Options{
 		Config:                   restCfg,
 		Recorder:                 rec,
@@ -216,18 +224,32 @@ func (r *readiness) check(ctx context.Context) error {
 	if _, err := r.disco.ServerVersion(); err != nil {
 		return fmt.Errorf("api server unreachable: %w", err)
 	}
-	var crd apiextensionsv1.CustomResourceDefinition
-	if err := r.client.Get(ctx, client.ObjectKey{Name: "databases.db.oplab.dev"}, &crd); err != nil {
-		return fmt.Errorf("database crd: %w", err)
-	}
-	if !crdEstablished(&crd) {
-		return errors.New("database crd not established yet")
+	if err := r.checkCRD(ctx); err != nil {
+		return err
 	}
 	if !r.runner.Running() {
 		return errors.New("controller stopped")
 	}
 	return nil
 }
+
+// checkCRD reports whether the Database CRD is installed and established.
+func (r *readiness) checkCRD(ctx context.Context) error {
+	var crd apiextensionsv1.CustomResourceDefinition
+	if err := r.client.Get(ctx, client.ObjectKey{Name: databasesCRD}, &crd); err != nil {
+		if apierrors.IsNotFound(err) {
+			return fmt.Errorf("the Database CRD %s is not installed", databasesCRD)
+		}
+		return fmt.Errorf("reading the Database CRD %s: %w", databasesCRD, err)
+	}
+	if !crdEstablished(&crd) {
+		return fmt.Errorf("the Database CRD %s is not established yet", databasesCRD)
+	}
+	return nil
+}
+
+// databasesCRD is the name of oplab's CRD.
+const databasesCRD = "databases.db.oplab.dev"
 
 func crdEstablished(crd *apiextensionsv1.CustomResourceDefinition) bool {
 	for _, c := range crd.Status.Conditions {
