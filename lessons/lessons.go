@@ -223,7 +223,7 @@ func (fm frontMatter) validate() error {
 		return errors.New("front matter: title is empty")
 	case fm.Summary == "":
 		return errors.New("front matter: summary is empty")
-	case !validSlug(fm.Slug):
+	case !ValidSlug(fm.Slug):
 		return fmt.Errorf("front matter: slug %q must be lowercase letters, digits and dashes", fm.Slug)
 	case fm.Order <= 0:
 		return fmt.Errorf("front matter: order %d must be a positive number", fm.Order)
@@ -233,7 +233,9 @@ func (fm frontMatter) validate() error {
 	return nil
 }
 
-func validSlug(s string) bool {
+// ValidSlug reports whether s is a slug or ID as the course uses them: lower-case
+// letters, digits and inner hyphens. Lessons and quiz data share the rule.
+func ValidSlug(s string) bool {
 	if s == "" || s[0] == '-' || s[len(s)-1] == '-' {
 		return false
 	}

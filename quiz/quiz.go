@@ -13,6 +13,8 @@ import (
 	"strings"
 
 	"sigs.k8s.io/yaml"
+
+	"github.com/oplab-dev/oplab/lessons"
 )
 
 //go:embed questions.yaml
@@ -110,7 +112,7 @@ func ParseQuestions(data []byte) ([]Question, error) {
 
 func (q Question) validate() error {
 	switch {
-	case !validID(q.ID):
+	case !lessons.ValidSlug(q.ID):
 		return fmt.Errorf("id %q must be lowercase letters, digits and dashes", q.ID)
 	case strings.TrimSpace(q.Prompt) == "":
 		return errors.New("prompt is empty")
@@ -124,7 +126,7 @@ func (q Question) validate() error {
 		return errors.New("explanation is empty")
 	case !strings.HasPrefix(q.Lesson, "/lessons/"):
 		return fmt.Errorf("lesson link %q must start with /lessons/", q.Lesson)
-	case !validID(q.Demo):
+	case !lessons.ValidSlug(q.Demo):
 		return fmt.Errorf("demo %q must name a lab scenario", q.Demo)
 	}
 	for i, c := range q.Choices {
@@ -147,7 +149,7 @@ func ParseCards(data []byte) ([]Card, error) {
 	seen := map[string]bool{}
 	for i, c := range cs {
 		switch {
-		case !validID(c.ID):
+		case !lessons.ValidSlug(c.ID):
 			return nil, fmt.Errorf("card %d: id %q must be lowercase letters, digits and dashes", i+1, c.ID)
 		case seen[c.ID]:
 			return nil, fmt.Errorf("card %d: id %q is used twice", i+1, c.ID)
@@ -159,18 +161,6 @@ func ParseCards(data []byte) ([]Card, error) {
 		seen[c.ID] = true
 	}
 	return cs, nil
-}
-
-func validID(s string) bool {
-	if s == "" || s[0] == '-' || s[len(s)-1] == '-' {
-		return false
-	}
-	for _, r := range s {
-		if (r < 'a' || r > 'z') && (r < '0' || r > '9') && r != '-' {
-			return false
-		}
-	}
-	return true
 }
 
 // Select returns the questions with the given IDs, in quiz order, so a
