@@ -271,18 +271,7 @@ func TestMinimalStartsAndStopsCleanly(t *testing.T) {
 	}
 
 	refs := expectChildren(t, c, nameEtcd, nameAPIServer)
-	if err := c.Stop(); err != nil {
-		t.Fatalf("Stop: %v", err)
-	}
-	// Stop waits for every child to exit, so no polling is needed here.
-	for _, r := range refs {
-		if running(r.PID) {
-			t.Errorf("%s (pid %d) still runs after Stop", r.Name, r.PID)
-		}
-	}
-	if _, err := os.Stat(c.dir); !os.IsNotExist(err) {
-		t.Errorf("cluster dir %s still there after Stop (stat: %v)", c.dir, err)
-	}
+	expectStopLeavesNothing(t, c, refs)
 	if err := c.Stop(); err != nil {
 		t.Errorf("second Stop: %v", err)
 	}
@@ -301,17 +290,7 @@ func TestFullStopEndsEveryProcess(t *testing.T) {
 	}
 	t.Logf("RSS %-24s %6d MiB", "total", total/1024)
 
-	if err := c.Stop(); err != nil {
-		t.Fatalf("Stop: %v", err)
-	}
-	for _, r := range refs {
-		if running(r.PID) {
-			t.Errorf("%s (pid %d) still runs after Stop", r.Name, r.PID)
-		}
-	}
-	if _, err := os.Stat(c.dir); !os.IsNotExist(err) {
-		t.Errorf("cluster dir %s still there after Stop (stat: %v)", c.dir, err)
-	}
+	expectStopLeavesNothing(t, c, refs)
 }
 
 // expectLoopbackListenersOnly checks that every socket the processes listen
@@ -634,5 +613,23 @@ func waitFor(t *testing.T, what string, cond func() (bool, error)) {
 			t.Fatalf("no %s after %s (last error: %v)", what, deadline, last)
 		}
 		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// expectStopLeavesNothing stops c and checks that none of refs still runs
+// and that the cluster's temp dir is gone. Stop waits for every child to
+// exit, so no polling is needed.
+func expectStopLeavesNothing(t *testing.T, c *Cluster, refs []procRef) {
+	t.Helper()
+	if err := c.Stop(); err != nil {
+		t.Fatalf("Stop: %v", err)
+	}
+	for _, r := range refs {
+		if running(r.PID) {
+			t.Errorf("%s (pid %d) still runs after Stop", r.Name, r.PID)
+		}
+	}
+	if _, err := os.Stat(c.dir); !os.IsNotExist(err) {
+		t.Errorf("cluster dir %s still there after Stop (stat: %v)", c.dir, err)
 	}
 }

@@ -143,16 +143,7 @@ func TestIdleSessionLosesItsNamespace(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w := httptestRecorder()
-	s, err := m.Begin(w, mustRequest(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := mustRequest(t)
-	r.AddCookie(w.Result().Cookies()[0])
-	if _, err := m.Namespace(r); err != nil {
-		t.Fatalf("create namespace: %v", err)
-	}
+	s := mustSessionWithNamespace(t, m)
 	if n, err := m.Sweep(t.Context()); n != 1 || err != nil {
 		t.Fatalf("Sweep = %d, %v; want the idle session ended", n, err)
 	}
@@ -215,16 +206,7 @@ func TestRestartReclaimsOrphanedNamespaces(t *testing.T) {
 		t.Fatal(err)
 	}
 	// A namespace this manager's own session owns.
-	w := httptestRecorder()
-	s, err := m.Begin(w, mustRequest(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := mustRequest(t)
-	r.AddCookie(w.Result().Cookies()[0])
-	if _, err := m.Namespace(r); err != nil {
-		t.Fatalf("create the owned namespace: %v", err)
-	}
+	s := mustSessionWithNamespace(t, m)
 	scoped.add(s.Namespace)
 	t.Cleanup(func() { _ = scoped.Delete(context.Background(), s.Namespace) })
 
@@ -561,4 +543,21 @@ func TestBrowserWithoutJavaScript(t *testing.T) {
 		t.Errorf("dark mode background = %q (%v), want base.css's dark --bg", bg, err)
 	}
 	screenshot(t, dark, "09-dark-mode")
+}
+
+// mustSessionWithNamespace begins a session on m, as a browser's first
+// visit would, and has it create its namespace, as its first write would.
+func mustSessionWithNamespace(t *testing.T, m *session.Manager) session.Session {
+	t.Helper()
+	w := httptestRecorder()
+	s, err := m.Begin(w, mustRequest(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := mustRequest(t)
+	r.AddCookie(w.Result().Cookies()[0])
+	if _, err := m.Namespace(r); err != nil {
+		t.Fatalf("create the session's namespace: %v", err)
+	}
+	return s
 }
