@@ -10,12 +10,14 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -40,8 +42,13 @@ import (
 var (
 	benchDBs     = flag.Int("dbs", 100, "how many Databases BenchmarkControllerWithViewers creates at once per phase")
 	benchViewers = flag.Int("viewers", 2000, "how many websocket viewers BenchmarkControllerWithViewers connects in its with-viewers phase")
+	benchMeasure = flag.Int("measure", 50, "how many of BenchmarkControllerWithViewers's viewers, spread evenly, inflate and scan frames to measure delays; the others only count them")
 	benchInProc  = flag.Bool("inproc", false, "run BenchmarkControllerWithViewers's viewers in the benchmark's own process instead of a child process")
 )
+
+// drainWait bounds how long a phase waits, once all Databases are Ready, for
+// the viewers to receive everything queued to them until then.
+const drainWait = 30 * time.Second
 
 // phaseDeadline bounds one phase: creating the Databases, waiting for them
 // to turn Ready and for the viewers to drain. Generous; it is a safety net,
@@ -58,12 +65,19 @@ const phaseDeadline = 5 * time.Minute
 // the delivery delay from a step's emission (Step.Time) to its receipt, and
 // the process's memory. It asserts nothing about time. Run it once:
 //
-//	go test ./web -run '^$' -bench ControllerWithViewers -benchtime 1x [-dbs 100] [-viewers 2000]
+//	go test ./web -run '^$' -bench ControllerWithViewers -benchtime 1x [-dbs 100] [-viewers 2000] [-measure 50]
 //
 // The viewers run in a child process (this test binary again, running
 // TestViewersChild), so oplab's CPU and memory figures are its own; the
 // child's CPU is printed too, since on one machine the viewers compete with
 // oplab and the cluster for the same cores. -inproc keeps them in-process.
+//
+// Every viewer offers permessage-deflate, as browsers do, so the recorder
+// does exactly the work it would for browsers. Browsers would run on other
+// machines, though, so the viewers here cost as little as they can: only
+// -measure of them inflate and scan frames for the delays; the others count
+// frames without inflating them. Delay percentiles come from the measuring
+// viewers; completeness is checked for all of them by frames.
 func BenchmarkControllerWithViewers(b *testing.B) {
 	if _, err := cluster.FindAssets(); err != nil {
 		if os.Getenv("CI") != "" {
@@ -179,20 +193,15 @@ func (idleSwitch) Running() bool               { return true }
 type phaseResult struct {
 	viewers        int
 	took           time.Duration
-	drain          time.Duration // from all Ready until every viewer had every step (or gave up)
+	drain          time.Duration // from all Ready until every viewer had every frame and step (or gave up)
 	steps          int64         // steps the controller emitted until all were Ready
 	cpu            time.Duration
-	frames, msgs   float64 // received per viewer, on average
-	bytes          float64
-	lagging        int           // viewers that had not received the last step when the phase ended
-	broken         int           // viewers that got a frame they could not decode
-	viewerCPU      time.Duration // the viewers' process, from the start of the measure to the end of the drain
-	viewerRSS      uint64        // the viewers' process's peak RSS (0 when in-process)
-	delays         *histogram
+	queued         uint64       // frames the recorder queued to the viewers from the start until all were Ready
+	recv           viewerTotals // what the viewers received, and their process's cost
+	progress       progress     // when the drain ended
 	droppedClients uint64
 	droppedSteps   uint64
-	heapInuse, sys uint64 // the largest sampled during the phase
-	rss            uint64
+	peaks          // sampled during the phase
 }
 
 // phase runs one measured phase in a fresh namespace with its own
@@ -217,30 +226,26 @@ func (be *benchEnv) phase(b *testing.B, i, dbs, viewers int) phaseResult {
 		}
 	}()
 
+	// Stats().Frames counts the frames of every viewer: an earlier phase's
+	// viewers, still unregistering, must not add theirs to this phase's.
+	waitUntil(b, "the previous phase's viewers to leave", ctx, func() bool { return be.recorder.Stats().Clients == 0 })
 	before := be.recorder.Stats()
-	url := "ws" + strings.TrimPrefix(be.http.URL, "http") + "/?ns=" + ns
-	var vs viewerPool
-	var err error
-	if *benchInProc || viewers == 0 {
-		vs, err = connectViewers(ctx, url, viewers)
-	} else {
-		vs, err = startViewerProc(ctx, url, viewers)
-	}
-	if err != nil {
-		b.Fatal(err)
-	}
+	vs := be.connect(b, ctx, ns, viewers)
 	defer vs.close()
 	waitUntil(b, fmt.Sprintf("%d viewers registered", viewers), ctx, func() bool {
 		return be.recorder.Stats().Clients >= viewers
 	})
 
 	runtime.GC()
-	mem := startSampling()
+	mem := startSampling(be.recorder)
 	cpu0, steps0 := cpuTime(), sink.steps.Load()
 	began := time.Now()
 	if err := vs.start(began); err != nil {
 		b.Fatal(err)
 	}
+	// Read once the viewers count: every frame queued from here on is one
+	// they count when it arrives.
+	frames0 := be.recorder.Stats().Frames
 	createDatabases(b, ctx, be.client, ns, dbs)
 	select {
 	case <-sink.allReady:
@@ -250,32 +255,65 @@ func (be *benchEnv) phase(b *testing.B, i, dbs, viewers int) phaseResult {
 	took := time.Since(began)
 	cpu := cpuTime() - cpu0
 	steps := sink.steps.Load() - steps0
+	queued := be.recorder.Stats().Frames - frames0
 
-	// Every step emitted so far must reach every viewer; wait (bounded) for
-	// them, then count who is still behind.
-	drainBy := time.Now().Add(30 * time.Second)
-	lagging := 0
-	for {
-		if lagging, err = vs.behind(steps); err != nil {
-			b.Fatal(err)
-		}
-		if lagging == 0 || time.Now().After(drainBy) {
-			break
-		}
-		time.Sleep(100 * time.Millisecond)
+	prog, err := awaitViewers(vs, steps, queued, viewers)
+	if err != nil {
+		b.Fatal(err)
 	}
 	drain := time.Since(began) - took
-	heap, sys, rss := mem.stop()
+	peaks := mem.stop()
 	after := be.recorder.Stats()
 	t, err := vs.totals()
 	if err != nil {
 		b.Fatal(err)
 	}
 	return phaseResult{
-		viewers: viewers, took: took, drain: drain, steps: steps, cpu: cpu, lagging: lagging,
+		viewers: viewers, took: took, drain: drain, steps: steps, cpu: cpu, queued: queued, recv: t, progress: prog,
 		droppedClients: after.DroppedClients - before.DroppedClients, droppedSteps: after.DroppedSteps - before.DroppedSteps,
-		heapInuse: heap, sys: sys, rss: rss,
-		frames: t.Frames, msgs: t.Msgs, bytes: t.Bytes, delays: t.histogram(), broken: t.Broken, viewerCPU: t.CPU, viewerRSS: t.RSS,
+		peaks: peaks,
+	}
+}
+
+// connect connects a phase's viewers of ns: in a child process unless
+// -inproc, or there are none.
+func (be *benchEnv) connect(b *testing.B, ctx context.Context, ns string, viewers int) viewerPool {
+	url := "ws" + strings.TrimPrefix(be.http.URL, "http") + "/?ns=" + ns
+	measure := max(0, min(*benchMeasure, viewers))
+	var vs viewerPool
+	var err error
+	if *benchInProc || viewers == 0 {
+		vs, err = connectViewers(ctx, url, viewers, measure)
+	} else {
+		vs, err = startViewerProc(ctx, url, viewers, measure)
+	}
+	if err != nil {
+		b.Fatal(err)
+	}
+	return vs
+}
+
+// awaitViewers waits, at most drainWait, until the measuring viewers have
+// received every step emitted and all viewers every frame queued to them
+// (queued in all) from the start until all Databases were Ready, and returns
+// how far they got. Every live frame goes to every viewer of the namespace,
+// so each viewer's share is queued/viewers.
+func awaitViewers(vs viewerPool, steps int64, queued uint64, viewers int) (progress, error) {
+	each := int64(0)
+	if viewers > 0 {
+		each = int64(queued) / int64(viewers)
+	}
+	by := time.Now().Add(drainWait)
+	for {
+		p, err := vs.behind(steps, each)
+		if err != nil {
+			return p, err
+		}
+		p.Missing = max(0, int64(queued)-p.Frames)
+		if p.caughtUp() || time.Now().After(by) {
+			return p, nil
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 }
 
@@ -363,40 +401,103 @@ type viewerSet struct {
 	cpu0 time.Duration
 }
 
-// viewer is one websocket client. Its reader goroutine owns the counters
-// and the histogram until close has waited for it; steps is read live.
+// viewer is one websocket client. Its reader goroutine owns broken and the
+// histogram until close has waited for it; the counters are read live.
 type viewer struct {
-	conn   *websocket.Conn
-	steps  atomic.Int64 // controller steps received
-	from   *atomic.Int64
-	probe  bool // decodes with encoding/json
-	broken bool // a frame did not decode; the viewer stopped reading
-	frames int64
-	bytes  int64
-	msgs   int64
-	delays histogram
+	conn     *websocket.Conn
+	role     role
+	from     *atomic.Int64
+	broken   bool // a frame did not decode; the viewer stopped reading
+	delays   histogram
+	steps    atomic.Int64 // controller steps received since the start (measuring viewers)
+	frames   atomic.Int64
+	msgs     atomic.Int64 // messages, counted by measuring viewers only
+	inflated atomic.Int64 // bytes of JSON, counted by measuring viewers only
+	wire     atomic.Int64 // bytes read off the socket, counted by wireConn
+	at0      tally        // the counters when the measure started
+}
+
+// role is what a viewer does with the frames it receives.
+type role uint8
+
+const (
+	// roleSkim counts frames without inflating them: the load generator's
+	// own CPU is CPU the controller does not get on this machine.
+	roleSkim role = iota
+	// roleScan inflates and scans every frame, recording each step's delay.
+	roleScan
+	// roleProbe is roleScan decoding with encoding/json, as a check on the scanner.
+	roleProbe
+)
+
+// probeEvery picks which measuring viewers probe.
+const probeEvery = 10
+
+// roles gives measure of n viewers, spread evenly over them (the k-th is
+// viewer k·n/measure), roleScan, every probeEvery-th of those roleProbe; the
+// others roleSkim.
+func roles(n, measure int) []role {
+	rs := make([]role, n)
+	measure = max(0, min(measure, n))
+	for k := range measure {
+		r := roleScan
+		if k%probeEvery == 0 {
+			r = roleProbe
+		}
+		rs[k*n/measure] = r // distinct, since n ≥ measure
+	}
+	return rs
+}
+
+// tally is a viewer's counters at one moment.
+type tally struct{ frames, msgs, inflated, wire int64 }
+
+func (v *viewer) tally() tally {
+	return tally{v.frames.Load(), v.msgs.Load(), v.inflated.Load(), v.wire.Load()}
+}
+
+func (t tally) sub(o tally) tally {
+	return tally{t.frames - o.frames, t.msgs - o.msgs, t.inflated - o.inflated, t.wire - o.wire}
 }
 
 // viewerPool is a phase's viewers, in this process or in a child.
 type viewerPool interface {
 	// start says the measure began at t: steps stamped earlier, such as
-	// the history sent on connecting, are not counted.
+	// the history sent on connecting, are not counted, nor anything
+	// received before.
 	start(t time.Time) error
-	// behind counts the viewers that have received fewer than steps steps.
-	behind(steps int64) (int, error)
+	// behind says how far the viewers got: the measuring viewers against
+	// steps controller steps, every viewer against each frames.
+	behind(steps, each int64) (progress, error)
 	// totals disconnects the viewers and sums what they received.
 	totals() (viewerTotals, error)
 	close()
 }
 
-// viewerTotals is what a pool's viewers received, as the child reports it.
+// progress is how far a pool's viewers got since the start.
+type progress struct {
+	Lagging int   // measuring viewers that received fewer steps than were emitted
+	Behind  int   // viewers that received fewer frames than their share
+	Frames  int64 // frames all viewers received
+	Missing int64 // frames queued that no viewer has received (set by the benchmark)
+}
+
+// caughtUp says whether every viewer has everything it was sent.
+func (p progress) caughtUp() bool { return p.Lagging == 0 && p.Behind == 0 && p.Missing == 0 }
+
+// viewerTotals is what a pool's viewers received since the start, as the
+// child reports it.
 type viewerTotals struct {
-	Frames, Msgs, Bytes float64 // per viewer, on average
-	Counts              []uint32
-	Total               uint64
-	CPU                 time.Duration // since start
-	RSS                 uint64        // peak, bytes; 0 in-process
-	Broken              int           // viewers that got a frame they could not decode
+	Viewers, Measured int
+	Frames, Wire      float64 // per viewer, on average; Wire in bytes off the socket
+	// Per measuring viewer, on average: messages, inflated JSON bytes and
+	// their bytes off the socket, for the compression ratio.
+	Msgs, JSON, MeasuredWire float64
+	Counts                   []uint32
+	Total                    uint64
+	CPU                      time.Duration // since start
+	RSS                      uint64        // peak, bytes; 0 in-process
+	Broken                   int           // measuring viewers that got a frame they could not decode
 }
 
 func (t viewerTotals) histogram() *histogram {
@@ -405,27 +506,26 @@ func (t viewerTotals) histogram() *histogram {
 	return h
 }
 
-// connectViewers dials n viewers at url, 64 at a time, and starts a reader
-// per connection that drains it continuously.
-func connectViewers(ctx context.Context, url string, n int) (*viewerSet, error) {
+// connectViewers dials n viewers at url, 64 at a time, measure of them
+// measuring (see roles), and starts a reader per connection that drains it
+// continuously.
+func connectViewers(ctx context.Context, url string, n, measure int) (*viewerSet, error) {
 	vs := &viewerSet{viewers: make([]*viewer, n)}
 	vs.from.Store(math.MaxInt64) // nothing counts until start
-	dialer := websocket.Dialer{HandshakeTimeout: 30 * time.Second, ReadBufferSize: 4096}
+	rs := roles(n, measure)
 	var next atomic.Int64
 	var wg sync.WaitGroup
 	errs := make(chan error, 64)
 	for range min(64, n) {
 		wg.Go(func() {
 			for i := int(next.Add(1)) - 1; i < n; i = int(next.Add(1)) - 1 {
-				conn, resp, err := dialer.DialContext(ctx, url, nil)
-				if resp != nil && resp.Body != nil {
-					_ = resp.Body.Close()
-				}
+				v := &viewer{role: rs[i], from: &vs.from}
+				conn, err := dialViewer(ctx, url, &v.wire)
 				if err != nil {
 					errs <- fmt.Errorf("connect viewer %d: %w", i, err)
 					return
 				}
-				v := &viewer{conn: conn, from: &vs.from, probe: i%probeEvery == 0}
+				v.conn = conn
 				vs.viewers[i] = v
 				vs.wg.Go(v.read)
 			}
@@ -440,8 +540,49 @@ func connectViewers(ctx context.Context, url string, n int) (*viewerSet, error) 
 	return vs, nil
 }
 
+// dialViewer connects one viewer, counting the bytes it reads into wire.
+func dialViewer(ctx context.Context, url string, wire *atomic.Int64) (*websocket.Conn, error) {
+	dialer := websocket.Dialer{
+		HandshakeTimeout: 30 * time.Second,
+		ReadBufferSize:   4096,
+		// Browsers always offer permessage-deflate, so the recorder
+		// compresses for them; the benchmark must make it do the same.
+		EnableCompression: true,
+		NetDialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+			c, err := (&net.Dialer{}).DialContext(ctx, network, addr)
+			if err != nil {
+				return nil, err
+			}
+			return &wireConn{Conn: c, n: wire}, nil
+		},
+	}
+	conn, resp, err := dialer.DialContext(ctx, url, nil)
+	if resp != nil && resp.Body != nil {
+		_ = resp.Body.Close()
+	}
+	return conn, err
+}
+
+// wireConn counts the bytes read from a connection: with permessage-deflate,
+// the compressed frames, which is what the recorder's sockets carry.
+type wireConn struct {
+	net.Conn
+	n *atomic.Int64
+}
+
+func (c *wireConn) Read(p []byte) (int, error) {
+	n, err := c.Conn.Read(p)
+	c.n.Add(int64(n))
+	return n, err
+}
+
+// start snapshots every viewer's counters, so totals and behind count only
+// what arrives from now on.
 func (vs *viewerSet) start(t time.Time) error {
 	vs.cpu0 = cpuTime()
+	for _, v := range vs.viewers {
+		v.at0 = v.tally()
+	}
 	vs.from.Store(t.UnixNano())
 	return nil
 }
@@ -452,16 +593,32 @@ type wireMessage struct {
 	Type controller.StepType `json:"type"`
 }
 
-// probeEvery picks the viewers that decode frames with encoding/json, as a
-// check on the others' scanner; the others scan, so that the benchmark's
-// own clients, which a real deployment would not have on its machine, take
-// as little CPU as possible from oplab.
-const probeEvery = 100
-
-// read decodes every frame (a JSON array of messages) until the connection
-// closes, recording each controller step's delay since it was emitted
-// (Step.Time, stamped by the controller's tracer as it called Emit).
+// read drains the connection until it closes, as its role says.
 func (v *viewer) read() {
+	if v.role == roleSkim {
+		v.skim()
+		return
+	}
+	v.scan()
+}
+
+// skim counts frames without reading them: NextReader skips the unread,
+// still compressed payload of the previous frame without inflating it (and
+// answers pings on the way), so a skimming viewer costs little more than
+// its socket reads.
+func (v *viewer) skim() {
+	for {
+		if _, _, err := v.conn.NextReader(); err != nil {
+			return
+		}
+		v.frames.Add(1)
+	}
+}
+
+// scan inflates and scans every frame (a JSON array of messages) until the
+// connection closes, recording each controller step's delay since it was
+// emitted (Step.Time, stamped by the controller's tracer as it called Emit).
+func (v *viewer) scan() {
 	var buf bytes.Buffer
 	var batch []wireMessage
 	for {
@@ -474,26 +631,29 @@ func (v *viewer) read() {
 			return
 		}
 		now := time.Now()
-		batch = batch[:0]
-		if v.probe {
-			err = json.Unmarshal(buf.Bytes(), &batch)
-		} else {
-			batch, err = scanBatch(buf.Bytes(), batch)
-		}
-		if err != nil {
+		if batch, err = v.decode(buf.Bytes(), batch[:0]); err != nil {
 			v.broken = true
 			return
 		}
-		v.frames++
-		v.bytes += int64(buf.Len())
-		v.msgs += int64(len(batch))
+		v.frames.Add(1)
+		v.inflated.Add(int64(buf.Len()))
+		v.msgs.Add(int64(len(batch)))
+		from := v.from.Load()
 		for _, m := range batch {
-			if m.Type != stream.TypeState && m.Type != stream.TypeReset && m.Type != stream.TypeDropped && m.Time.UnixNano() >= v.from.Load() {
+			if m.Type != stream.TypeState && m.Type != stream.TypeReset && m.Type != stream.TypeDropped && m.Time.UnixNano() >= from {
 				v.delays.add(now.Sub(m.Time))
 				v.steps.Add(1)
 			}
 		}
 	}
+}
+
+func (v *viewer) decode(frame []byte, batch []wireMessage) ([]wireMessage, error) {
+	if v.role == roleProbe {
+		err := json.Unmarshal(frame, &batch)
+		return batch, err
+	}
+	return scanBatch(frame, batch)
 }
 
 // scanBatch reads the time and type of each message of a frame without
@@ -576,16 +736,22 @@ func stringField(obj []byte, key string) ([]byte, error) {
 	return v[:j], nil
 }
 
-// behind counts the viewers that have received fewer than steps
-// controller steps.
-func (vs *viewerSet) behind(steps int64) (int, error) {
-	n := 0
+// behind counts, since the start, the measuring viewers that received
+// fewer than steps controller steps, the viewers that received fewer than
+// each frames, and the frames received in all.
+func (vs *viewerSet) behind(steps, each int64) (progress, error) {
+	var p progress
 	for _, v := range vs.viewers {
-		if v != nil && v.steps.Load() < steps {
-			n++
+		got := v.frames.Load() - v.at0.frames
+		p.Frames += got
+		if got < each {
+			p.Behind++
+		}
+		if v.role != roleSkim && v.steps.Load() < steps {
+			p.Lagging++
 		}
 	}
-	return n, nil
+	return p, nil
 }
 
 // close closes every connection and waits for the readers.
@@ -598,26 +764,37 @@ func (vs *viewerSet) close() {
 	vs.wg.Wait()
 }
 
-// totals closes the viewers and sums what they received: frames and
-// messages per viewer, and the merged delays.
+// totals closes the viewers and sums what they received since the start:
+// frames and wire bytes over all viewers, messages, JSON and delays over
+// the measuring ones.
 func (vs *viewerSet) totals() (viewerTotals, error) {
 	vs.close()
 	if len(vs.viewers) == 0 {
 		return viewerTotals{}, nil
 	}
-	t := viewerTotals{CPU: cpuTime() - vs.cpu0}
+	t := viewerTotals{Viewers: len(vs.viewers), CPU: cpuTime() - vs.cpu0}
+	var all, measured tally
 	var h histogram
 	for _, v := range vs.viewers {
-		t.Frames += float64(v.frames)
-		t.Bytes += float64(v.bytes)
-		t.Msgs += float64(v.msgs)
+		got := v.tally().sub(v.at0)
+		all.frames += got.frames
+		all.wire += got.wire
+		if v.role == roleSkim {
+			continue
+		}
+		t.Measured++
+		measured.msgs += got.msgs
+		measured.inflated += got.inflated
+		measured.wire += got.wire
 		h.merge(&v.delays)
 		if v.broken {
 			t.Broken++
 		}
 	}
-	n := float64(len(vs.viewers))
-	t.Frames, t.Msgs, t.Bytes, t.Counts, t.Total = t.Frames/n, t.Msgs/n, t.Bytes/n, h.counts[:], h.total
+	n, m := float64(t.Viewers), float64(max(1, t.Measured))
+	t.Frames, t.Wire = float64(all.frames)/n, float64(all.wire)/n
+	t.Msgs, t.JSON, t.MeasuredWire = float64(measured.msgs)/m, float64(measured.inflated)/m, float64(measured.wire)/m
+	t.Counts, t.Total = h.counts[:], h.total
 	return t, nil
 }
 
@@ -667,15 +844,26 @@ func (h *histogram) quantile(q float64) time.Duration {
 	return time.Duration(float64(histBase) * math.Pow(histGrowth, histBuckets))
 }
 
-// sampler records the process's peak memory every 200ms until stopped.
+// sampler records the process's peak memory, and the recorder's busiest
+// step rate and widest coalescing window, every 200ms until stopped.
 type sampler struct {
-	stopc                chan struct{}
-	done                 chan struct{}
-	heap, sys, rss, runs uint64 // owned by the sampling goroutine until done
+	recorder *stream.Recorder
+	stopc    chan struct{}
+	done     chan struct{}
+	peak     peaks // owned by the sampling goroutine until done
 }
 
-func startSampling() *sampler {
-	s := &sampler{stopc: make(chan struct{}), done: make(chan struct{})}
+// peaks are the largest values sampled during a phase.
+type peaks struct {
+	heap, sys, rss uint64 // HeapInuse, Sys and VmRSS, in bytes
+	// The recorder measures its step rate, and picks its window, only
+	// when it sends to viewers: without viewers both stay as they were.
+	window   time.Duration
+	stepRate float64
+}
+
+func startSampling(r *stream.Recorder) *sampler {
+	s := &sampler{recorder: r, stopc: make(chan struct{}), done: make(chan struct{})}
 	go func() {
 		defer close(s.done)
 		t := time.NewTicker(200 * time.Millisecond)
@@ -695,14 +883,17 @@ func startSampling() *sampler {
 func (s *sampler) sample() {
 	var m runtime.MemStats
 	runtime.ReadMemStats(&m)
-	s.heap, s.sys, s.rss = max(s.heap, m.HeapInuse), max(s.sys, m.Sys), max(s.rss, vmRSS())
+	st := s.recorder.Stats()
+	p := &s.peak
+	p.heap, p.sys, p.rss = max(p.heap, m.HeapInuse), max(p.sys, m.Sys), max(p.rss, vmRSS())
+	p.window, p.stepRate = max(p.window, st.Window), max(p.stepRate, st.StepRate)
 }
 
-// stop returns the peaks: HeapInuse, Sys and VmRSS, in bytes.
-func (s *sampler) stop() (heap, sys, rss uint64) {
+// stop returns the peaks.
+func (s *sampler) stop() peaks {
 	close(s.stopc)
 	<-s.done
-	return s.heap, s.sys, s.rss
+	return s.peak
 }
 
 // vmRSS reads the resident set size from /proc/self/status (0 if unknown).
@@ -741,35 +932,81 @@ func waitUntil(b *testing.B, what string, ctx context.Context, cond func() bool)
 	}
 }
 
-// printPhases prints the table and reports the headline metrics: the
-// throughput ratio is against the mean of the two phases without viewers.
+// printPhases prints a table of oplab's side and one of the viewers' side,
+// and reports the headline metrics: the throughput ratio is against the mean
+// of the two phases without viewers.
 func printPhases(b *testing.B, dbs int, rs []phaseResult) {
-	mib := func(v uint64) float64 { return float64(v) / (1 << 20) }
-	w := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintf(w, "\n%d Databases\tviewers\tall Ready\tDB/s\tsteps\tCPU\tframes/viewer\tmsgs/viewer\tMiB/viewer\tcaught up after\tdelay p50\tp99\tmax≤\tlagging\tbroken\tdropped viewers\tdropped steps\theap inuse\tsys\tRSS\tviewers' CPU\tviewers' RSS\t\n", dbs)
-	for i, r := range rs {
-		name := fmt.Sprintf("phase %d", i)
-		if i == 0 {
-			name = "warm-up"
-		}
-		fmt.Fprintf(w, "%s\t%d\t%.2fs\t%.1f\t%d\t%.1fs\t%.0f\t%.0f\t%.2f\t%.2fs\t%s\t%s\t%s\t%d\t%d\t%d\t%d\t%.0fMiB\t%.0fMiB\t%.0fMiB\t%.1fs\t%.0fMiB\t\n",
-			name, r.viewers, r.took.Seconds(), float64(dbs)/r.took.Seconds(), r.steps, r.cpu.Seconds(), r.frames, r.msgs, r.bytes/(1<<20), r.drain.Seconds(),
-			fmtDelay(r.delays, 0.5), fmtDelay(r.delays, 0.99), fmtDelay(r.delays, 1), r.lagging, r.broken,
-			r.droppedClients, r.droppedSteps, mib(r.heapInuse), mib(r.sys), mib(r.rss), r.viewerCPU.Seconds(), mib(r.viewerRSS))
-	}
-	_ = w.Flush()
+	printOplab(dbs, rs)
+	printViewers(rs)
 	without := (rs[1].took.Seconds() + rs[3].took.Seconds()) / 2
 	with := rs[2]
 	ratio := without / with.took.Seconds()
 	fmt.Printf("throughput with %d viewers / without = %.3f (vs phase 1 alone %.3f, phase 3 alone %.3f; noise between the two without: %.1f%%; target ≥ 0.95)\n\n",
 		with.viewers, ratio, rs[1].took.Seconds()/with.took.Seconds(), rs[3].took.Seconds()/with.took.Seconds(),
 		100*math.Abs(rs[1].took.Seconds()-rs[3].took.Seconds())/without)
+	delays := with.recv.histogram()
 	b.ReportMetric(without, "without-s")
 	b.ReportMetric(with.took.Seconds(), "with-s")
 	b.ReportMetric(ratio, "ratio")
-	b.ReportMetric(with.delays.quantile(0.5).Seconds()*1000, "p50-ms")
-	b.ReportMetric(with.delays.quantile(0.99).Seconds()*1000, "p99-ms")
+	b.ReportMetric(delays.quantile(0.5).Seconds()*1000, "p50-ms")
+	b.ReportMetric(delays.quantile(0.99).Seconds()*1000, "p99-ms")
 	b.ReportMetric(mib(with.rss), "rss-MiB")
+}
+
+func mib[T uint64 | float64](v T) float64 { return float64(v) / (1 << 20) }
+
+func phaseName(i int) string {
+	if i == 0 {
+		return "warm-up"
+	}
+	return fmt.Sprintf("phase %d", i)
+}
+
+// printOplab prints what each phase cost oplab's process and how busy its
+// recorder got.
+func printOplab(dbs int, rs []phaseResult) {
+	w := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintf(w, "\n%d Databases\tviewers\tall Ready\tDB/s\tsteps\tCPU\tmax steps/s\tmax window\tdropped viewers\tdropped steps\theap inuse\tsys\tRSS\t\n", dbs)
+	for i, r := range rs {
+		// Without viewers the recorder measures no rate and picks no
+		// window: what Stats says is left over from an earlier phase.
+		rate, window := "-", "-"
+		if r.viewers > 0 {
+			rate, window = fmt.Sprintf("%.0f", r.stepRate), r.window.String()
+		}
+		fmt.Fprintf(w, "%s\t%d\t%.2fs\t%.1f\t%d\t%.1fs\t%s\t%s\t%d\t%d\t%.0fMiB\t%.0fMiB\t%.0fMiB\t\n",
+			phaseName(i), r.viewers, r.took.Seconds(), float64(dbs)/r.took.Seconds(), r.steps, r.cpu.Seconds(), rate, window,
+			r.droppedClients, r.droppedSteps, mib(r.heap), mib(r.sys), mib(r.rss))
+	}
+	_ = w.Flush()
+}
+
+// printViewers prints, for the phases with viewers, what the viewers
+// received since the start: frames and wire bytes from all of them; messages,
+// inflated JSON and delays from the measuring ones; who or what was still
+// missing when the drain ended; and what the viewers' process cost.
+func printViewers(rs []phaseResult) {
+	w := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprint(w, "\nviewers\tviewers\tmeasured\tframes queued/viewer\tframes/viewer\twire MiB/viewer\tmsgs/measured\tJSON MiB/measured\tJSON/wire\tcaught up after\tdelay p50\tp99\tmax≤\tlagging\tbehind\tframes missing\tbroken\tviewers' CPU\tviewers' RSS\t\n")
+	for i, r := range rs {
+		if r.viewers == 0 {
+			continue
+		}
+		t, h := r.recv, r.recv.histogram()
+		fmt.Fprintf(w, "%s\t%d\t%d\t%.0f\t%.0f\t%.3f\t%.0f\t%.2f\t%s\t%.2fs\t%s\t%s\t%s\t%d\t%d\t%d\t%d\t%.1fs\t%.0fMiB\t\n",
+			phaseName(i), r.viewers, t.Measured, float64(r.queued)/float64(r.viewers), t.Frames, mib(t.Wire), t.Msgs, mib(t.JSON), ratioOf(t.JSON, t.MeasuredWire), r.drain.Seconds(),
+			fmtDelay(h, 0.5), fmtDelay(h, 0.99), fmtDelay(h, 1), r.progress.Lagging, r.progress.Behind, r.progress.Missing, t.Broken,
+			t.CPU.Seconds(), mib(t.RSS))
+	}
+	_ = w.Flush()
+}
+
+// ratioOf formats a/b, or "-" when b is 0.
+func ratioOf(a, b float64) string {
+	if b == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.1f×", a/b)
 }
 
 func fmtDelay(h *histogram, q float64) string {
@@ -783,6 +1020,7 @@ func fmtDelay(h *histogram, q float64) string {
 const (
 	childURLEnv     = "OPLAB_BENCH_VIEWERS_URL"
 	childViewersEnv = "OPLAB_BENCH_VIEWERS"
+	childMeasureEnv = "OPLAB_BENCH_MEASURE"
 	childPrefix     = "VIEWERS "
 )
 
@@ -796,10 +1034,11 @@ type viewerProc struct {
 }
 
 // startViewerProc starts this test binary again as TestViewersChild, which
-// connects n viewers to url, and waits until they are connected.
-func startViewerProc(ctx context.Context, url string, n int) (*viewerProc, error) {
+// connects n viewers to url, measure of them measuring, and waits until
+// they are connected.
+func startViewerProc(ctx context.Context, url string, n, measure int) (*viewerProc, error) {
 	cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^TestViewersChild$", "-test.count=1")
-	cmd.Env = append(os.Environ(), childURLEnv+"="+url, childViewersEnv+"="+strconv.Itoa(n))
+	cmd.Env = append(os.Environ(), childURLEnv+"="+url, childViewersEnv+"="+strconv.Itoa(n), childMeasureEnv+"="+strconv.Itoa(measure))
 	cmd.Stderr = os.Stderr
 	in, err := cmd.StdinPipe()
 	if err != nil {
@@ -847,25 +1086,31 @@ func (p *viewerProc) start(t time.Time) error {
 	return err
 }
 
-func (p *viewerProc) behind(steps int64) (int, error) {
-	line, err := p.do(fmt.Sprintf("behind %d", steps))
-	if err != nil {
-		return 0, err
-	}
-	return strconv.Atoi(line)
+func (p *viewerProc) behind(steps, each int64) (progress, error) {
+	var pr progress
+	err := p.ask(fmt.Sprintf("behind %d %d", steps, each), &pr)
+	return pr, err
 }
 
 func (p *viewerProc) totals() (viewerTotals, error) {
 	var t viewerTotals
-	line, err := p.do("totals")
-	if err != nil {
+	if err := p.ask("totals", &t); err != nil {
 		return t, err
-	}
-	if err := json.Unmarshal([]byte(line), &t); err != nil {
-		return t, fmt.Errorf("viewer process totals %q: %w", line, err)
 	}
 	p.close()
 	return t, nil
+}
+
+// ask sends cmd and decodes the child's JSON reply into v.
+func (p *viewerProc) ask(cmd string, v any) error {
+	line, err := p.do(cmd)
+	if err != nil {
+		return err
+	}
+	if err := json.Unmarshal([]byte(line), v); err != nil {
+		return fmt.Errorf("viewer process: %s: reply %q: %w", cmd, line, err)
+	}
+	return nil
 }
 
 func (p *viewerProc) close() {
@@ -889,9 +1134,13 @@ func TestViewersChild(t *testing.T) {
 	if err != nil {
 		t.Fatalf("%s=%q: want a number of viewers", childViewersEnv, os.Getenv(childViewersEnv))
 	}
+	measure, err := strconv.Atoi(os.Getenv(childMeasureEnv))
+	if err != nil {
+		t.Fatalf("%s=%q: want a number of measuring viewers", childMeasureEnv, os.Getenv(childMeasureEnv))
+	}
 	raiseFileLimit(t, n)
 	say := func(format string, args ...any) { fmt.Printf(childPrefix+format+"\n", args...) }
-	vs, err := connectViewers(t.Context(), url, n)
+	vs, err := connectViewers(t.Context(), url, n, measure)
 	if err != nil {
 		say("error %v", err)
 		return
@@ -900,26 +1149,70 @@ func TestViewersChild(t *testing.T) {
 	say("connected")
 	in := bufio.NewScanner(os.Stdin)
 	for in.Scan() {
-		verb, arg, _ := strings.Cut(in.Text(), " ")
-		v, _ := strconv.ParseInt(arg, 10, 64)
-		switch verb {
-		case "start":
-			_ = vs.start(time.Unix(0, v))
-			say("ok")
-		case "behind":
-			k, _ := vs.behind(v)
-			say("%d", k)
-		case "totals":
-			tot, _ := vs.totals()
-			var ru syscall.Rusage
-			_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-			tot.RSS = uint64(ru.Maxrss) << 10
-			raw, _ := json.Marshal(tot)
-			say("%s", raw)
-		default:
-			say("error unknown command %q", in.Text())
+		reply, err := vs.answer(in.Text())
+		if err != nil {
+			say("error %v", err)
+			continue
 		}
+		say("%s", reply)
 	}
+}
+
+// answer runs one of the benchmark's commands in the child and returns the
+// reply line:
+//
+//	start <unix ns>          → ok
+//	behind <steps> <frames>  → progress, as JSON
+//	totals                   → viewerTotals, as JSON, with the process's peak RSS
+func (vs *viewerSet) answer(line string) (string, error) {
+	verb, args, err := parseCommand(line)
+	switch {
+	case err != nil:
+		return "", err
+	case verb == "start" && len(args) == 1:
+		return "ok", vs.start(time.Unix(0, args[0]))
+	case verb == "behind" && len(args) == 2:
+		p, err := vs.behind(args[0], args[1])
+		return jsonLine(p, err)
+	case verb == "totals" && len(args) == 0:
+		t, err := vs.totals()
+		t.RSS = peakRSS()
+		return jsonLine(t, err)
+	}
+	return "", fmt.Errorf("unknown command %q", line)
+}
+
+// parseCommand splits a command line into its verb and integer arguments.
+func parseCommand(line string) (verb string, args []int64, err error) {
+	fields := strings.Fields(line)
+	if len(fields) == 0 {
+		return "", nil, errors.New("empty command")
+	}
+	for _, f := range fields[1:] {
+		v, err := strconv.ParseInt(f, 10, 64)
+		if err != nil {
+			return "", nil, fmt.Errorf("command %q: %w", line, err)
+		}
+		args = append(args, v)
+	}
+	return fields[0], args, nil
+}
+
+func jsonLine(v any, err error) (string, error) {
+	if err != nil {
+		return "", err
+	}
+	raw, err := json.Marshal(v)
+	return string(raw), err
+}
+
+// peakRSS is this process's peak resident set size, in bytes.
+func peakRSS() uint64 {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return uint64(ru.Maxrss) << 10
 }
 
 // TestScanBatchAgreesWithEncodingJSON checks the benchmark viewers' scanner
@@ -955,5 +1248,121 @@ func TestScanBatchAgreesWithEncodingJSON(t *testing.T) {
 		if _, err := scanBatch([]byte(bad), nil); err == nil {
 			t.Errorf("scanBatch(%q) = nil error; want one", bad)
 		}
+	}
+}
+
+// TestParseCommand checks the viewer process's reading of the benchmark's
+// commands.
+func TestParseCommand(t *testing.T) {
+	for _, c := range []struct {
+		line string
+		verb string
+		args []int64
+	}{
+		{"totals", "totals", nil},
+		{"start 1767000000123456789", "start", []int64{1767000000123456789}},
+		{"behind 812 24", "behind", []int64{812, 24}},
+		{"  behind  0   -1 ", "behind", []int64{0, -1}},
+	} {
+		verb, args, err := parseCommand(c.line)
+		if err != nil || verb != c.verb || !slices.Equal(args, c.args) {
+			t.Errorf("parseCommand(%q) = %q, %v, %v; want %q, %v", c.line, verb, args, err, c.verb, c.args)
+		}
+	}
+	for _, bad := range []string{"", "   ", "behind 1 x", "start 1.5"} {
+		if _, _, err := parseCommand(bad); err == nil {
+			t.Errorf("parseCommand(%q) = nil error; want one", bad)
+		}
+	}
+}
+
+// TestRolesSpreadTheMeasuringViewers checks that exactly measure viewers
+// measure, evenly spread, and that some of them probe.
+func TestRolesSpreadTheMeasuringViewers(t *testing.T) {
+	for _, c := range []struct{ n, measure, want int }{
+		{2000, 50, 50}, {2000, 300, 300}, {7, 3, 3}, {10, 10, 10}, {5, 50, 5}, {5, 0, 0}, {0, 50, 0}, {5, -1, 0},
+	} {
+		var measuring []int
+		probes := 0
+		for i, r := range roles(c.n, c.measure) {
+			if r != roleSkim {
+				measuring = append(measuring, i)
+			}
+			if r == roleProbe {
+				probes++
+			}
+		}
+		if len(measuring) != c.want {
+			t.Errorf("roles(%d, %d): %d measure; want %d", c.n, c.measure, len(measuring), c.want)
+			continue
+		}
+		if c.want > 0 && probes == 0 {
+			t.Errorf("roles(%d, %d): none probes", c.n, c.measure)
+		}
+		// Evenly: consecutive measuring viewers are ⌊n/measure⌋ or
+		// ⌈n/measure⌉ apart.
+		for k := 1; k < len(measuring); k++ {
+			if gap := measuring[k] - measuring[k-1]; gap < c.n/c.want || gap > (c.n+c.want-1)/c.want {
+				t.Errorf("roles(%d, %d): viewers %d and %d measure, %d apart", c.n, c.measure, measuring[k-1], measuring[k], gap)
+			}
+		}
+	}
+}
+
+// TestViewerPoolCountsWhatTheRecorderQueued runs a few viewers, two of them
+// measuring, against a real recorder, without a cluster: compression must be
+// negotiated, the skimming viewers must count every frame queued to them,
+// and the measuring ones every step.
+func TestViewerPoolCountsWhatTheRecorderQueued(t *testing.T) {
+	const viewers, measure, steps = 8, 2, 40
+	rec := stream.NewRecorder(stream.Options{})
+	go rec.Run(t.Context())
+	srv := httptest.NewServer(rec.Handler(func(*http.Request) (string, error) { return "ns", nil }))
+	defer srv.Close()
+	vs, err := connectViewers(t.Context(), "ws"+strings.TrimPrefix(srv.URL, "http")+"/", viewers, measure)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer vs.close()
+	for rec.Stats().Clients < viewers {
+		time.Sleep(10 * time.Millisecond)
+	}
+	_ = vs.start(time.Now())
+	frames0 := rec.Stats().Frames
+	for i := range steps {
+		rec.Emit(controller.Step{Type: controller.StepAction, Object: controller.ObjectRef{Kind: "Database", Namespace: "ns", Name: "db"},
+			Message: fmt.Sprintf("step %d %s", i, strings.Repeat("compressible ", 20))})
+		time.Sleep(2 * time.Millisecond) // several frames, not one
+	}
+	for rec.Stats().Messages < steps {
+		time.Sleep(10 * time.Millisecond)
+	}
+	var p progress
+	var queued uint64
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		queued = rec.Stats().Frames - frames0
+		if p, err = awaitViewers(vs, steps, queued, viewers); err != nil {
+			t.Fatal(err)
+		}
+		if p.caughtUp() {
+			break
+		}
+	}
+	if !p.caughtUp() || queued < viewers {
+		t.Fatalf("viewers did not catch up: %+v of %d frames queued", p, queued)
+	}
+	tot, err := vs.totals()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tot.Measured != measure || tot.Broken != 0 || tot.Total != measure*steps || tot.Msgs != steps {
+		t.Errorf("totals = %+v; want %d measuring, none broken, %d steps each", tot, measure, steps)
+	}
+	if tot.Frames < float64(queued)/viewers {
+		t.Errorf("%.1f frames per viewer; want at least %d/%d", tot.Frames, queued, viewers)
+	}
+	// Compressed frames are smaller on the wire than their JSON.
+	if tot.MeasuredWire <= 0 || tot.JSON <= tot.MeasuredWire || tot.Wire <= 0 {
+		t.Errorf("wire %.0f B (measuring %.0f B), JSON %.0f B: want compressed frames", tot.Wire, tot.MeasuredWire, tot.JSON)
 	}
 }

@@ -134,7 +134,7 @@ func (c *client) readPump() {
 }
 
 // writePump writes the catch-up frames, then live frames and pings, until Run
-// closes send; a viewer that fell behind gets its small queued frames joined.
+// closes send.
 func (c *client) writePump() {
 	ping := time.NewTicker(c.r.opts.PingPeriod)
 	defer func() {
@@ -153,7 +153,11 @@ func (c *client) writePump() {
 				c.sayGoodbye()
 				return
 			}
-			if err := c.writeQueued(f); err != nil {
+			// Frames are written one by one, never joined: each is
+			// shared by every viewer of the namespace, framed and
+			// compressed once, and joining would make a private copy
+			// per viewer to compress again.
+			if err := c.write(f); err != nil {
 				return
 			}
 		case <-ping.C:
@@ -163,47 +167,6 @@ func (c *client) writePump() {
 			}
 		}
 	}
-}
-
-// maxJoined bounds the copy a lagging viewer makes of its backlog. Frames
-// are shared by every viewer of a namespace (one PreparedMessage each);
-// joining them gives each viewer a private copy, which with 2,000 lagging
-// viewers once grew the heap to 2.8 GiB. So only small frames are joined,
-// into at most maxJoined bytes, and large ones are written as shared.
-const maxJoined = 32 << 10
-
-// writeQueued writes f, joined with the small frames queued behind it, so a
-// viewer that fell behind needs fewer writes without holding much memory.
-func (c *client) writeQueued(f *frame) error { return c.writeQueuedTo(f, c.write) }
-
-func (c *client) writeQueuedTo(f *frame, write func(*frame) error) error {
-	if len(c.send) == 0 || len(f.data) >= maxJoined {
-		return write(f)
-	}
-	batches, size := [][]byte{f.data}, len(f.data)
-	for len(c.send) > 0 {
-		next, ok := <-c.send
-		if !ok {
-			break // closed: the goodbye comes on the next receive
-		}
-		if size+len(next.data) > maxJoined {
-			if err := writeJoined(f, batches, write); err != nil {
-				return err
-			}
-			return c.writeQueuedTo(next, write)
-		}
-		batches, size = append(batches, next.data), size+len(next.data)
-	}
-	return writeJoined(f, batches, write)
-}
-
-// writeJoined writes batches as one frame; a single batch is f itself,
-// written shared.
-func writeJoined(f *frame, batches [][]byte, write func(*frame) error) error {
-	if len(batches) == 1 {
-		return write(f)
-	}
-	return write(&frame{data: joinBatches(batches)})
 }
 
 func (c *client) write(f *frame) error {

@@ -2,6 +2,7 @@ package stream
 
 import (
 	"encoding/json"
+	"math"
 	"net/http"
 	"sync"
 	"sync/atomic"
@@ -19,6 +20,9 @@ const (
 	DefaultClientBuffer  = 64
 	DefaultBatchInterval = 80 * time.Millisecond
 	DefaultFullBatch     = 2000
+	DefaultBusyStepRate  = 200
+	DefaultBusyFrameRate = 4000
+	DefaultMaxBatch      = time.Second
 	DefaultInboxSize     = 8192
 	DefaultReadLimit     = 512
 	DefaultPongWait      = 60 * time.Second
@@ -45,6 +49,27 @@ type Options struct {
 	// CPU. With the defaults: 100 viewers 0.2ms, 500 5ms, 1,000 20ms,
 	// 2,000 and more 80ms.
 	FullBatchViewers int
+	// BusyStepRate is the rate of recorded messages, all namespaces
+	// together, above which the controller counts as busy (default 200 a
+	// second; one Database's reconcile burst stays below it, a hundred
+	// Databases created at once go far above).
+	BusyStepRate float64
+	// BusyFrameRate caps the frames written per second, all viewers
+	// together, while the controller is busy (default 4,000): the window
+	// widens to viewers / BusyFrameRate, up to MaxBatchInterval. On one
+	// machine every frame written to a viewer is CPU the controller and its
+	// API server do not get; while they are busy, viewers get the same
+	// steps in fewer, larger frames (2,000 viewers: 2 frames a second
+	// instead of 12).
+	BusyFrameRate int
+	// MaxBatchInterval bounds the window while busy (default 1s).
+	MaxBatchInterval time.Duration
+	// DisableCompression turns off permessage-deflate. By default a viewer
+	// that offers it (browsers do) gets frames compressed, each compressed
+	// once and shared by all viewers of a namespace: trace JSON shrinks
+	// about tenfold, and bytes copied through sockets are the larger part
+	// of a busy stream's cost.
+	DisableCompression bool
 	// InboxSize is how many steps may wait for Run (default 8192); Emit
 	// drops and counts steps beyond it.
 	InboxSize int
@@ -76,6 +101,9 @@ func (o Options) withDefaults() Options {
 	o.ClientBuffer = orDefault(o.ClientBuffer, DefaultClientBuffer)
 	o.BatchInterval = orDefault(o.BatchInterval, DefaultBatchInterval)
 	o.FullBatchViewers = orDefault(o.FullBatchViewers, DefaultFullBatch)
+	o.BusyStepRate = orDefault(o.BusyStepRate, DefaultBusyStepRate)
+	o.BusyFrameRate = orDefault(o.BusyFrameRate, DefaultBusyFrameRate)
+	o.MaxBatchInterval = max(orDefault(o.MaxBatchInterval, DefaultMaxBatch), o.BatchInterval)
 	o.InboxSize = orDefault(o.InboxSize, DefaultInboxSize)
 	o.ReadLimit = orDefault(o.ReadLimit, DefaultReadLimit)
 	o.PongWait = orDefault(o.PongWait, DefaultPongWait)
@@ -89,7 +117,7 @@ func (o Options) withDefaults() Options {
 	return o
 }
 
-func orDefault[T int | int64 | time.Duration](v, def T) T {
+func orDefault[T int | int64 | float64 | time.Duration](v, def T) T {
 	if v <= 0 {
 		return def
 	}
@@ -111,6 +139,11 @@ type Stats struct {
 	Frames uint64 `json:"frames"`
 	// Seq is the last seq assigned.
 	Seq uint64 `json:"seq"`
+	// StepRate is the rate of recorded messages a second, measured over
+	// the last rateInterval; above Options.BusyStepRate frames get fewer.
+	StepRate float64 `json:"stepRate"`
+	// Window is the coalescing window last used.
+	Window time.Duration `json:"windowNs"`
 }
 
 // input is one item of the inbox: a step, or a state (isState) whose JSON
@@ -142,6 +175,8 @@ type Recorder struct {
 	messages       atomic.Uint64
 	frames         atomic.Uint64
 	lastSeq        atomic.Uint64
+	stepRate       atomic.Uint64 // float64 bits
+	lastWindow     atomic.Int64
 
 	// Owned by Run.
 	seq          uint64
@@ -153,6 +188,7 @@ type Recorder struct {
 	armed        bool
 	dirty        bool // some namespace has pending messages
 	lastFlush    time.Time
+	meter        rateMeter
 	clientWG     sync.WaitGroup
 }
 
@@ -185,8 +221,9 @@ func NewRecorder(opts Options) *Recorder {
 		clients:    map[*client]struct{}{},
 	}
 	r.upgrader = websocket.Upgrader{
-		ReadBufferSize:  1024,
-		WriteBufferSize: 4096,
+		ReadBufferSize:    1024,
+		WriteBufferSize:   4096,
+		EnableCompression: !opts.DisableCompression,
 		// Viewers mostly sit idle between frames, so they share write
 		// buffers instead of holding 4 KiB each.
 		WriteBufferPool: &sync.Pool{},
@@ -242,6 +279,8 @@ func (r *Recorder) Stats() Stats {
 		Messages:       r.messages.Load(),
 		Frames:         r.frames.Load(),
 		Seq:            r.lastSeq.Load(),
+		StepRate:       math.Float64frombits(r.stepRate.Load()),
+		Window:         time.Duration(r.lastWindow.Load()),
 	}
 }
 

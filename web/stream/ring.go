@@ -112,21 +112,3 @@ func encodeBatch(es []*entry) []byte {
 	}
 	return append(out, ']')
 }
-
-// joinBatches concatenates JSON arrays of messages into one array; a viewer
-// that fell behind gets its backlog in one frame instead of many.
-func joinBatches(bs [][]byte) []byte {
-	size := 1
-	for _, b := range bs {
-		size += len(b) - 1
-	}
-	out := make([]byte, 0, size)
-	out = append(out, '[')
-	for i, b := range bs {
-		if i > 0 {
-			out = append(out, ',')
-		}
-		out = append(out, b[1:len(b)-1]...)
-	}
-	return append(out, ']')
-}

@@ -74,30 +74,66 @@ func TestBatchEncoding(t *testing.T) {
 	if got := string(encodeBatch(entries(1, 2, 3))); got != "[1,2,3]" {
 		t.Errorf("encodeBatch = %s", got)
 	}
-	if got := string(joinBatches([][]byte{[]byte("[1]"), []byte("[2,3]"), []byte("[4]")})); got != "[1,2,3,4]" {
-		t.Errorf("joinBatches = %s", got)
+}
+
+func TestWindowGrowsWithViewersAndLoad(t *testing.T) {
+	opts := Options{}.withDefaults()
+	for _, tc := range []struct {
+		viewers int
+		rate    float64 // recorded messages a second
+		want    time.Duration
+	}{
+		{0, 0, 0},
+		{1, 0, 20 * time.Nanosecond},
+		{100, 0, 200 * time.Microsecond},
+		{500, 0, 5 * time.Millisecond},
+		{1000, 0, 20 * time.Millisecond},
+		{2000, 0, 80 * time.Millisecond},
+		{10000, 0, 80 * time.Millisecond}, // capped at BatchInterval
+		// At or below BusyStepRate the load changes nothing.
+		{2000, 100, 80 * time.Millisecond},
+		{2000, 200, 80 * time.Millisecond},
+		// Busy: at least viewers / BusyFrameRate (4,000 frames a second).
+		{1, 900, 250 * time.Microsecond},
+		{100, 900, 25 * time.Millisecond},
+		{500, 900, 125 * time.Millisecond},
+		{2000, 900, 500 * time.Millisecond},
+		{2000, 30000, 500 * time.Millisecond},
+		{10000, 900, time.Second}, // capped at MaxBatchInterval
+	} {
+		if got := coalesceWindow(opts, tc.viewers, tc.rate); got != tc.want {
+			t.Errorf("window with %d viewers at %.0f messages/s = %v, want %v", tc.viewers, tc.rate, got, tc.want)
+		}
 	}
 }
 
-func TestWindowGrowsWithViewers(t *testing.T) {
-	for _, tc := range []struct {
-		viewers int
-		want    time.Duration
-	}{
-		{0, 0},
-		{1, 20 * time.Nanosecond},
-		{100, 200 * time.Microsecond},
-		{500, 5 * time.Millisecond},
-		{1000, 20 * time.Millisecond},
-		{2000, 80 * time.Millisecond},
-		{10000, 80 * time.Millisecond}, // capped at BatchInterval
-	} {
-		r := NewRecorder(Options{})
-		for range tc.viewers {
-			r.clients[&client{}] = struct{}{}
-		}
-		if got := r.window(); got != tc.want {
-			t.Errorf("window with %d viewers = %v, want %v", tc.viewers, got, tc.want)
-		}
+func TestMaxBatchIntervalIsNeverBelowBatchInterval(t *testing.T) {
+	o := Options{BatchInterval: 3 * time.Second}.withDefaults()
+	if o.MaxBatchInterval != 3*time.Second {
+		t.Errorf("MaxBatchInterval = %v, want BatchInterval's 3s", o.MaxBatchInterval)
+	}
+	if got := coalesceWindow(o, o.FullBatchViewers, 1e6); got != 3*time.Second {
+		t.Errorf("busy window = %v, want 3s", got)
+	}
+}
+
+func TestRateMeterMeasuresWholeIntervals(t *testing.T) {
+	t0 := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	m := rateMeter{start: t0}
+	m.n = 450
+	if got := m.at(t0.Add(rateInterval / 2)); got != 0 {
+		t.Errorf("rate before the first interval ends = %v, want 0", got)
+	}
+	m.n += 50 // 500 messages in the first interval
+	if got, want := m.at(t0.Add(rateInterval)), 500/rateInterval.Seconds(); got != want {
+		t.Errorf("rate after one interval = %v, want %v", got, want)
+	}
+	if m.n != 0 {
+		t.Errorf("count after rolling over = %d, want 0", m.n)
+	}
+	// A quiet spell: one message after ten intervals reads as a low rate.
+	m.n = 1
+	if got, want := m.at(t0.Add(11*rateInterval)), 1/(10*rateInterval).Seconds(); got != want {
+		t.Errorf("rate after a quiet spell = %v, want %v", got, want)
 	}
 }

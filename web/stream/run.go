@@ -3,6 +3,7 @@ package stream
 import (
 	"context"
 	"fmt"
+	"math"
 	"runtime"
 	"time"
 
@@ -118,6 +119,7 @@ func (r *Recorder) record(in input) {
 		s.pending = append(s.pending, e)
 		r.dirty = true
 	}
+	r.meter.n++
 	r.messages.Add(1)
 	r.lastSeq.Store(r.seq)
 }
@@ -141,12 +143,48 @@ func (r *Recorder) hasViewers(ns string) bool {
 	return ok && len(s.clients) > 0
 }
 
-// window is how long to coalesce: BatchInterval × (viewers /
-// FullBatchViewers)², capped at BatchInterval (see Options).
-func (r *Recorder) window() time.Duration {
-	v, full := float64(len(r.clients)), float64(r.opts.FullBatchViewers)
-	w := time.Duration(float64(r.opts.BatchInterval) * (v / full) * (v / full))
-	return min(w, r.opts.BatchInterval)
+// rateInterval is how long the recorded-message rate is measured over.
+const rateInterval = 500 * time.Millisecond
+
+// rateMeter counts recorded messages and turns the count into a rate once
+// per rateInterval. Run owns it.
+type rateMeter struct {
+	start time.Time
+	n     int
+	rate  float64
+}
+
+// at returns the rate measured over the last full interval before now,
+// starting a new interval when the current one is over. A quiet spell ends
+// with one long interval holding few messages, so its rate is low.
+func (m *rateMeter) at(now time.Time) float64 {
+	if d := now.Sub(m.start); d >= rateInterval {
+		m.rate = float64(m.n) / d.Seconds()
+		m.start, m.n = now, 0
+	}
+	return m.rate
+}
+
+// window is how long to coalesce now (see coalesceWindow).
+func (r *Recorder) window(now time.Time) time.Duration {
+	rate := r.meter.at(now)
+	w := coalesceWindow(r.opts, len(r.clients), rate)
+	r.stepRate.Store(math.Float64bits(rate))
+	r.lastWindow.Store(int64(w))
+	return w
+}
+
+// coalesceWindow is BatchInterval × (viewers / FullBatchViewers)², capped at
+// BatchInterval; while messages arrive faster than BusyStepRate it is at
+// least viewers / BusyFrameRate, capped at MaxBatchInterval (see Options).
+func coalesceWindow(o Options, viewers int, rate float64) time.Duration {
+	v, full := float64(viewers), float64(o.FullBatchViewers)
+	w := min(time.Duration(float64(o.BatchInterval)*(v/full)*(v/full)), o.BatchInterval)
+	if rate > o.BusyStepRate {
+		busy := time.Duration(v / float64(o.BusyFrameRate) * float64(time.Second))
+		w = max(w, min(busy, o.MaxBatchInterval))
+	}
+	return w
 }
 
 // scheduleFlush sends pending messages now if the last flush was at least a
@@ -156,7 +194,8 @@ func (r *Recorder) scheduleFlush() {
 	if r.armed || !r.dirty {
 		return
 	}
-	wait := time.Until(r.lastFlush.Add(r.window()))
+	now := time.Now()
+	wait := r.lastFlush.Add(r.window(now)).Sub(now)
 	if wait < 500*time.Microsecond {
 		r.flush()
 		return

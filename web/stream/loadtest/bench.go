@@ -54,7 +54,7 @@ func (b *bench) phase(design string, n int, withController bool) (result, error)
 		return result{}, err
 	}
 	res := result{design: design, viewers: n, controller: withController}
-	droppedBefore := b.dropped(design)
+	droppedBefore, queuedBefore := b.dropped(design), b.queued(design)
 
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
@@ -77,20 +77,38 @@ func (b *bench) phase(design string, n int, withController bool) (result, error)
 	wg.Wait()
 	res.seconds = elapsed.Seconds()
 
-	rep, err := b.viewers.do(request{Op: "collect", Sent: sent})
+	res.queued = b.queued(design) - queuedBefore
+	rep, err := b.viewers.do(request{Op: "collect", Sent: sent, Queued: res.queued})
 	if err != nil {
 		return result{}, err
 	}
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
 	res.heapInuse, res.sys = ms.HeapInuse, ms.Sys
-	res.expected = sent * int64(n)
+	res.expected = sent * int64(rep.Measured)
 	res.p50, res.p99, res.max = rep.P50, rep.P99, rep.Max
-	res.received, res.frames, res.viewerCores = rep.Received, rep.Frames, rep.Cores
+	res.measured, res.received, res.frames, res.viewerCores = rep.Measured, rep.Received, rep.Frames, rep.Cores
+	res.wire, res.decoded = rep.Wire, rep.Decoded
 	res.dropped = b.dropped(design) - droppedBefore
-	fmt.Fprintf(b.out, "  measured %-9s viewers=%-5d controller=%-5v sent=%d delivered=%d/%d\n",
-		design, n, withController, sent, res.received, res.expected)
+	fmt.Fprintf(b.out, "  measured %-9s viewers=%-5d controller=%-5v sent=%d steps to %d measuring viewers: %d/%d; frames to all: %d/%d; window %v\n",
+		design, n, withController, sent, res.measured, res.received, res.expected, res.frames, res.queued, b.window(design))
 	return res, nil
+}
+
+// queued is how many frames the design has queued to viewers so far.
+func (b *bench) queued(design string) int64 {
+	if design == "plain hub" {
+		return b.hub.queued.Load()
+	}
+	return int64(b.rec.Stats().Frames)
+}
+
+// window is the recorder's coalescing window last used.
+func (b *bench) window(design string) time.Duration {
+	if design == "plain hub" {
+		return 0
+	}
+	return b.rec.Stats().Window
 }
 
 func (b *bench) dropped(design string) int64 {
@@ -214,7 +232,7 @@ func calibrate(d time.Duration) int {
 // server counts them all.
 func (b *bench) connect(n int, url string, clients func() int) error {
 	before := clients()
-	if _, err := b.viewers.do(request{Op: "connect", N: n, URL: url}); err != nil {
+	if _, err := b.viewers.do(request{Op: "connect", N: n, Measure: b.cfg.measure, URL: url}); err != nil {
 		return err
 	}
 	end := time.Now().Add(time.Minute)

@@ -17,6 +17,7 @@ type plainHub struct {
 	unregister chan *hubClient
 	clients    atomic.Int64
 	dropped    atomic.Int64
+	queued     atomic.Int64 // frames queued to viewers
 	upgrader   websocket.Upgrader
 }
 
@@ -55,6 +56,7 @@ func (h *plainHub) run(done <-chan struct{}) {
 			for c := range clients {
 				select {
 				case c.send <- msg:
+					h.queued.Add(1)
 				default:
 					close(c.send)
 					delete(clients, c)

@@ -39,6 +39,7 @@ type config struct {
 	rounds    int // sha256 rounds that take about work, calibrated at start
 	batch     time.Duration
 	fullBatch int
+	measure   int
 	skipHub   bool
 	profile   string
 	role      string
@@ -61,6 +62,7 @@ func parseFlags(args []string) (config, error) {
 	fs.DurationVar(&c.work, "work", 250*time.Microsecond, "CPU time of one fake reconcile (decode, compare, encode); 7 trace steps each")
 	fs.DurationVar(&c.batch, "batch", 0, "Recorder BatchInterval (0: the default)")
 	fs.IntVar(&c.fullBatch, "full-batch", 0, "Recorder FullBatchViewers (0: the default)")
+	fs.IntVar(&c.measure, "measure", 50, "viewers that inflate and decode frames to measure delay; the rest only count frames")
 	fs.BoolVar(&c.skipHub, "skip-hub", false, "skip the plain-hub baseline")
 	fs.StringVar(&c.profile, "cpuprofile", "", "write a CPU profile of the whole run to this file")
 	fs.StringVar(&c.role, "role", "", `"viewers" runs the viewer process (the load tool starts it itself)`)
@@ -89,10 +91,14 @@ type result struct {
 	viewers       int
 	controller    bool // the fake controller ran during the phase
 	p50, p99, max time.Duration
-	expected      int64   // steps sent × viewers
-	received      int64   // steps the viewers received
+	measured      int     // viewers that decoded frames and measured delay
+	expected      int64   // steps sent × measuring viewers
+	received      int64   // steps the measuring viewers received
 	dropped       int64   // viewers dropped for falling behind
-	frames        int64   // frames the viewers read
+	queued        int64   // frames the server queued to all viewers
+	frames        int64   // frames all viewers read
+	wire          int64   // bytes all viewers read off the wire
+	decoded       int64   // bytes of JSON the measuring viewers decoded
 	reconciles    float64 // the controller's rate while the viewers were streamed to
 	// idleReconciles is its rate in the interleaved slices without stream.
 	idleReconciles float64
@@ -225,11 +231,16 @@ func loadAverage() string {
 func printResults(out io.Writer, results []result) {
 	fmt.Fprintln(out)
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "design\tviewers\tcontroller\tp50\tp99\tmax\tdelivered\tframes/s\tdropped viewers\treconciles/s streaming\tidle\tratio\toplab cores\tviewer cores\theap inuse\tsys\tload avg\t")
+	fmt.Fprintln(tw, "design\tviewers\tcontroller\tp50\tp99\tmax\tdelivered\tframes/s\twire MB/s\tcompression\tdropped viewers\treconciles/s streaming\tidle\tratio\toplab cores\tviewer cores\theap inuse\tsys\tload avg\t")
 	for _, r := range results {
-		delivered := "-"
-		if r.expected > 0 {
-			delivered = fmt.Sprintf("%.2f%%", 100*float64(r.received)/float64(r.expected))
+		delivered, compression := "-", "-"
+		if r.expected > 0 && r.queued > 0 {
+			// Both must be whole: steps to the measuring viewers, and
+			// frames to every viewer.
+			delivered = fmt.Sprintf("%.2f%%", 100*min(float64(r.received)/float64(r.expected), float64(r.frames)/float64(r.queued)))
+		}
+		if perViewer := float64(r.wire) / float64(max(r.viewers, 1)); r.decoded > 0 && perViewer > 0 {
+			compression = fmt.Sprintf("%.1f×", float64(r.decoded)/float64(max(r.measured, 1))/perViewer)
 		}
 		ctl, recs, idle, ratio := "no", "-", "-", "-"
 		if r.controller {
@@ -238,9 +249,9 @@ func printResults(out io.Writer, results []result) {
 			idle = fmt.Sprintf("%.0f", r.idleReconciles)
 			ratio = fmt.Sprintf("%.3f×", r.reconciles/r.idleReconciles)
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s\t%.0f\t%d\t%s\t%s\t%s\t%.2f\t%.2f\t%s\t%s\t%s\t\n",
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s\t%.0f\t%.1f\t%s\t%d\t%s\t%s\t%s\t%.2f\t%.2f\t%s\t%s\t%s\t\n",
 			r.design, r.viewers, ctl, ms(r.p50), ms(r.p99), ms(r.max),
-			delivered, float64(r.frames)/r.seconds, r.dropped, recs, idle, ratio,
+			delivered, float64(r.frames)/r.seconds, float64(r.wire)/r.seconds/1e6, compression, r.dropped, recs, idle, ratio,
 			r.cores, r.viewerCores, mib(r.heapInuse), mib(r.sys), r.load)
 	}
 	_ = tw.Flush()

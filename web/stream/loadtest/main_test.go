@@ -1,11 +1,17 @@
 package main
 
 import (
+	"context"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/oplab-dev/oplab/controller"
+	"github.com/oplab-dev/oplab/web/stream"
 )
 
 func TestParseFlags(t *testing.T) {
@@ -50,5 +56,57 @@ func TestEachStepFindsEventTimes(t *testing.T) {
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("times (-want +got):\n%s", diff)
+	}
+}
+
+func TestViewersMeasureASampleAndCountEveryFrame(t *testing.T) {
+	rec := stream.NewRecorder(stream.Options{})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); rec.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+	srv := httptest.NewServer(rec.Handler(func(r *http.Request) (string, error) { return "ns", nil }))
+	defer srv.Close()
+
+	vs, err := dialViewers(10, 2, "ws"+strings.TrimPrefix(srv.URL, "http"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		for _, v := range vs {
+			_ = v.conn.Close()
+		}
+	}()
+	for rec.Stats().Clients < 10 {
+		time.Sleep(5 * time.Millisecond)
+	}
+	for _, v := range vs {
+		v.reset()
+	}
+	queued0 := rec.Stats().Frames
+	const sent = 5
+	for range sent {
+		rec.Emit(controller.Step{Type: controller.StepEvent, Object: controller.ObjectRef{Kind: "Database", Namespace: "ns", Name: "db"}})
+		time.Sleep(2 * time.Millisecond)
+	}
+	for rec.Stats().Frames-queued0 < 10 { // at least one frame each
+		time.Sleep(5 * time.Millisecond)
+	}
+	queued := int64(rec.Stats().Frames - queued0)
+	rep := collect(vs, sent, queued)
+	if rep.Measured != 2 {
+		t.Errorf("%d measuring viewers, want 2", rep.Measured)
+	}
+	if rep.Received != 2*sent {
+		t.Errorf("measuring viewers received %d steps, want %d", rep.Received, 2*sent)
+	}
+	if rep.Frames != queued {
+		t.Errorf("viewers read %d frames, the recorder queued %d", rep.Frames, queued)
+	}
+	if rep.Wire <= 0 || rep.Decoded <= 0 {
+		t.Errorf("wire %d bytes, decoded %d bytes: want both counted", rep.Wire, rep.Decoded)
+	}
+	if rep.P99 <= 0 {
+		t.Errorf("p99 %v: want delays measured", rep.P99)
 	}
 }

@@ -3,10 +3,12 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -22,10 +24,14 @@ import (
 
 // request is what the parent asks of the viewer process.
 type request struct {
-	Op   string `json:"op"` // "connect", "reset", "collect", "disconnect"
-	N    int    `json:"n,omitempty"`
-	URL  string `json:"url,omitempty"`
-	Sent int64  `json:"sent,omitempty"` // collect: steps emitted since reset
+	Op      string `json:"op"` // "connect", "reset", "collect", "disconnect"
+	N       int    `json:"n,omitempty"`
+	Measure int    `json:"measure,omitempty"` // connect: how many of the n decode and measure
+	URL     string `json:"url,omitempty"`
+	Sent    int64  `json:"sent,omitempty"` // collect: steps emitted since reset
+	// Queued is, for collect, the frames the server queued to the viewers
+	// since reset: collect waits until they have all arrived (bounded).
+	Queued int64 `json:"queued,omitempty"`
 }
 
 // reply is the viewer process's answer.
@@ -34,9 +40,12 @@ type reply struct {
 	P50      time.Duration `json:"p50,omitempty"`
 	P99      time.Duration `json:"p99,omitempty"`
 	Max      time.Duration `json:"max,omitempty"`
-	Received int64         `json:"received,omitempty"`
-	Frames   int64         `json:"frames,omitempty"`
-	Cores    float64       `json:"cores,omitempty"` // CPU the viewers used per second since reset
+	Measured int           `json:"measured,omitempty"` // viewers that decode and measure
+	Received int64         `json:"received,omitempty"` // steps the measuring viewers received
+	Frames   int64         `json:"frames,omitempty"`   // frames all viewers received
+	Wire     int64         `json:"wire,omitempty"`     // bytes all viewers read off the wire
+	Decoded  int64         `json:"decoded,omitempty"`  // bytes of JSON the measuring viewers decoded
+	Cores    float64       `json:"cores,omitempty"`    // CPU the viewers used per second since reset
 }
 
 // serveViewers runs the viewer process until its stdin closes.
@@ -54,7 +63,7 @@ func serveViewers(in io.Reader, out io.Writer) error {
 		var rep reply
 		switch req.Op {
 		case "connect":
-			more, err := dialViewers(req.N, req.URL)
+			more, err := dialViewers(req.N, req.Measure, req.URL)
 			if err != nil {
 				rep.Err = err.Error()
 			}
@@ -65,7 +74,7 @@ func serveViewers(in io.Reader, out io.Writer) error {
 			}
 			since, cpu0 = time.Now(), cpuTime()
 		case "collect":
-			rep = collect(vs, req.Sent)
+			rep = collect(vs, req.Sent, req.Queued)
 			rep.Cores = (cpuTime() - cpu0).Seconds() / time.Since(since).Seconds()
 		case "disconnect":
 			for _, v := range vs {
@@ -83,19 +92,20 @@ func serveViewers(in io.Reader, out io.Writer) error {
 }
 
 // collect waits (bounded) for the last frames, then summarises the delays.
-func collect(vs []*viewer, sent int64) reply {
-	want := sent * int64(len(vs))
+func collect(vs []*viewer, sent, queued int64) reply {
+	var rep reply
 	settle := time.Now().Add(3 * time.Second)
-	for time.Now().Before(settle) && received(vs) < want {
+	for time.Now().Before(settle) {
+		rep = totals(vs)
+		if rep.Frames >= queued && rep.Received >= sent*int64(rep.Measured) {
+			break
+		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	var rep reply
 	var all []time.Duration
 	for _, v := range vs {
 		v.mu.Lock()
 		all = append(all, v.latency...)
-		rep.Received += v.received
-		rep.Frames += v.frames
 		v.mu.Unlock()
 	}
 	slices.Sort(all)
@@ -103,32 +113,65 @@ func collect(vs []*viewer, sent int64) reply {
 	return rep
 }
 
-// viewer is one websocket client measuring the delay of each step.
+// totals sums the viewers' counters since the last reset.
+func totals(vs []*viewer) reply {
+	var rep reply
+	for _, v := range vs {
+		v.mu.Lock()
+		if v.measures {
+			rep.Measured++
+		}
+		rep.Received += v.received
+		rep.Frames += v.frames
+		rep.Decoded += v.decoded
+		v.mu.Unlock()
+		rep.Wire += v.wire.Load() - v.wire0.Load()
+	}
+	return rep
+}
+
+// viewer is one websocket client. Like a browser it offers compression. A
+// measuring viewer inflates and scans every frame for the delay of each
+// step; the others only count frames, letting gorilla skip the payload
+// unread. oplab's work is the same for both; the viewers share this
+// machine's cores with it, so they should cost as little as they can.
 type viewer struct {
-	conn *websocket.Conn
-	mu   sync.Mutex
+	conn     *websocket.Conn
+	measures bool
+	wire     atomic.Int64 // bytes read off the wire
+	wire0    atomic.Int64 // wire at the last reset
+	mu       sync.Mutex
 	// Since the last reset:
 	latency  []time.Duration
 	received int64
 	frames   int64
-	measure  atomic.Bool
+	decoded  int64
+	started  atomic.Bool // counting since a reset
 }
 
 func (v *viewer) reset() {
 	v.mu.Lock()
-	v.latency, v.received, v.frames = v.latency[:0], 0, 0
+	v.latency, v.received, v.frames, v.decoded = v.latency[:0], 0, 0, 0
+	v.wire0.Store(v.wire.Load())
 	v.mu.Unlock()
-	v.measure.Store(true)
+	v.started.Store(true)
 }
 
 func (v *viewer) read() {
-	// One buffer per viewer, reused: viewers stand in for browsers, so
-	// their own cost should disturb the measurement as little as it can.
+	// One buffer per viewer, reused.
 	var buf bytes.Buffer
 	for {
 		_, r, err := v.conn.NextReader()
 		if err != nil {
 			return
+		}
+		if !v.measures {
+			if v.started.Load() {
+				v.mu.Lock()
+				v.frames++
+				v.mu.Unlock()
+			}
+			continue
 		}
 		buf.Reset()
 		if _, err := buf.ReadFrom(r); err != nil {
@@ -136,11 +179,12 @@ func (v *viewer) read() {
 		}
 		data := buf.Bytes()
 		now := time.Now()
-		if !v.measure.Load() {
+		if !v.started.Load() {
 			continue
 		}
 		v.mu.Lock()
 		v.frames++
+		v.decoded += int64(len(data))
 		eachStep(data, func(t time.Time) {
 			v.latency = append(v.latency, now.Sub(t))
 			v.received++
@@ -176,35 +220,40 @@ func eachStep(data []byte, fn func(time.Time)) {
 	}
 }
 
-func received(vs []*viewer) int64 {
-	var n int64
-	for _, v := range vs {
-		v.mu.Lock()
-		n += v.received
-		v.mu.Unlock()
-	}
-	return n
-}
-
-// dialViewers connects n viewers to url, 64 at a time.
-func dialViewers(n int, url string) ([]*viewer, error) {
+// dialViewers connects n viewers to url, 64 at a time; measure of them,
+// spread evenly, decode and measure.
+func dialViewers(n, measure int, url string) ([]*viewer, error) {
 	vs := make([]*viewer, n)
 	errs := make(chan error, n)
 	sem := make(chan struct{}, 64)
 	var wg sync.WaitGroup
-	dialer := websocket.Dialer{HandshakeTimeout: 30 * time.Second, ReadBufferSize: 4096}
+	measure = min(max(measure, 1), n)
 	for i := range n {
 		wg.Add(1)
 		sem <- struct{}{}
 		go func() {
 			defer func() { <-sem; wg.Done() }()
+			v := &viewer{measures: i%(n/measure) == 0 && i/(n/measure) < measure}
+			dialer := websocket.Dialer{
+				HandshakeTimeout:  30 * time.Second,
+				ReadBufferSize:    16 << 10,
+				EnableCompression: true,
+				NetDialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+					c, err := (&net.Dialer{}).DialContext(ctx, network, addr)
+					if err != nil {
+						return nil, err
+					}
+					return countingConn{Conn: c, n: &v.wire}, nil
+				},
+			}
 			conn, _, err := dialer.Dial(url, nil)
 			if err != nil {
 				errs <- fmt.Errorf("dialling viewer %d: %w", i, err)
 				return
 			}
-			vs[i] = &viewer{conn: conn}
-			go vs[i].read()
+			v.conn = conn
+			vs[i] = v
+			go v.read()
 		}()
 	}
 	wg.Wait()
@@ -217,6 +266,19 @@ func dialViewers(n int, url string) ([]*viewer, error) {
 		return slices.DeleteFunc(vs, func(v *viewer) bool { return v == nil }), err
 	}
 	return vs, nil
+}
+
+// countingConn counts the bytes read from the network, before gorilla
+// inflates them.
+type countingConn struct {
+	net.Conn
+	n *atomic.Int64
+}
+
+func (c countingConn) Read(p []byte) (int, error) {
+	n, err := c.Conn.Read(p)
+	c.n.Add(int64(n))
+	return n, err
 }
 
 func percentile(sorted []time.Duration, p float64) time.Duration {

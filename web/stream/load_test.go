@@ -1,0 +1,123 @@
+package stream
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/gorilla/websocket"
+
+	"github.com/oplab-dev/oplab/controller"
+)
+
+// countingConn counts the bytes read from the network, before any
+// decompression.
+type countingConn struct {
+	net.Conn
+	n *atomic.Int64
+}
+
+func (c countingConn) Read(p []byte) (int, error) {
+	n, err := c.Conn.Read(p)
+	c.n.Add(int64(n))
+	return n, err
+}
+
+// dialCompressed connects a viewer of ns that offers permessage-deflate, as
+// browsers do, and counts the bytes it reads off the wire.
+func (h *harness) dialCompressed(ns string) (*viewer, *atomic.Int64, string) {
+	h.t.Helper()
+	var wire atomic.Int64
+	d := websocket.Dialer{
+		EnableCompression: true,
+		NetDialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+			c, err := (&net.Dialer{}).DialContext(ctx, network, addr)
+			if err != nil {
+				return nil, err
+			}
+			return countingConn{Conn: c, n: &wire}, nil
+		},
+	}
+	conn, resp, err := d.Dial(h.url("ns="+ns), nil)
+	if err != nil {
+		h.t.Fatalf("dialling %s: %v", ns, err)
+	}
+	h.t.Cleanup(func() { _ = conn.Close() })
+	return &viewer{t: h.t, conn: conn}, &wire, resp.Header.Get("Sec-WebSocket-Extensions")
+}
+
+func TestFramesAreCompressedForViewersThatOfferIt(t *testing.T) {
+	for _, disabled := range []bool{false, true} {
+		t.Run(fmt.Sprintf("DisableCompression=%v", disabled), func(t *testing.T) {
+			h := newHarness(t, Options{DisableCompression: disabled})
+			v, wire, ext := h.dialCompressed("a")
+			h.waitClients(1)
+			if got := strings.Contains(ext, "permessage-deflate"); got == disabled {
+				t.Fatalf("Sec-WebSocket-Extensions = %q; compression negotiated %v, want %v", ext, got, !disabled)
+			}
+			// Trace JSON repeats itself: 200 steps of the same object.
+			before := wire.Load()
+			for i := range 200 {
+				s := step("a", "orders", controller.StepAction)
+				s.Message = fmt.Sprintf("created StatefulSet orders (%d)", i)
+				h.rec.Emit(s)
+			}
+			h.rec.Emit(marker("a"))
+			got := v.readUntil(isMarker)
+			if len(got) != 201 {
+				t.Fatalf("got %d messages, want 201", len(got))
+			}
+			var plain int
+			for _, m := range got {
+				plain += len(m.Message) + 150 // a step's JSON is at least this long
+			}
+			onWire := int(wire.Load() - before)
+			if compressed := onWire < plain/3; compressed == disabled {
+				t.Errorf("%d bytes on the wire for at least %d bytes of JSON; compressed %v, want %v", onWire, plain, compressed, !disabled)
+			}
+		})
+	}
+}
+
+func TestBusyControllerWidensTheWindow(t *testing.T) {
+	// One viewer and a frame budget of 10 a second: once messages arrive
+	// faster than 100 a second, frames go out at most every 100ms.
+	h := newHarness(t, Options{BusyStepRate: 100, BusyFrameRate: 10})
+	v := h.dial("a", -1)
+	h.waitClients(1)
+	if w := h.rec.Stats().Window; w >= 100*time.Millisecond {
+		t.Fatalf("window before any load = %v, want below 100ms", w)
+	}
+	// About 2,000 messages a second for a little over three rate intervals.
+	read := make(chan []Message)
+	go func() { read <- v.readUntil(isMarker) }()
+	const steps = 1600
+	for i := range steps {
+		h.rec.Emit(step("a", "db", controller.StepEvent))
+		if i%20 == 19 {
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	st := h.rec.Stats()
+	h.rec.Emit(marker("a"))
+	got := <-read
+	if len(got) != steps+1 {
+		t.Fatalf("viewer got %d messages, want %d: busy or not, nothing is dropped", len(got), steps+1)
+	}
+	if st.StepRate <= 100 {
+		t.Errorf("measured rate %.0f messages/s, want above BusyStepRate 100", st.StepRate)
+	}
+	if st.Window != 100*time.Millisecond {
+		t.Errorf("window while busy = %v, want 1 viewer / 10 frames/s = 100ms", st.Window)
+	}
+	// 80 sleeps of 10ms: unbatched that is 80 frames or more; busy, the
+	// first interval (500ms) is not yet known to be busy, then at most 10
+	// frames a second.
+	if v.frames >= 80 {
+		t.Errorf("viewer got %d frames for %d messages, want fewer than 80", v.frames, steps+1)
+	}
+}
