@@ -35,7 +35,7 @@
 // for a few viewers, 5ms at 500, 80ms from 2,000 on); the first message after
 // a quiet spell goes out at once. While the controller is busy (over 200
 // messages a second) the window widens so that all viewers together get at
-// most 4,000 frames a second (125ms at 500 viewers, 500ms at 2,000): the
+// most 2,000 frames a second (250ms at 500 viewers, 1s at 2,000): the
 // same messages, in fewer frames, leaving the CPU to the controller. Each
 // batch is encoded, framed and compressed once per namespace and shared by
 // all its viewers; frames are compressed (permessage-deflate, without

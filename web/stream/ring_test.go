@@ -93,12 +93,12 @@ func TestWindowGrowsWithViewersAndLoad(t *testing.T) {
 		// At or below BusyStepRate the load changes nothing.
 		{2000, 100, 80 * time.Millisecond},
 		{2000, 200, 80 * time.Millisecond},
-		// Busy: at least viewers / BusyFrameRate (4,000 frames a second).
-		{1, 900, 250 * time.Microsecond},
-		{100, 900, 25 * time.Millisecond},
-		{500, 900, 125 * time.Millisecond},
-		{2000, 900, 500 * time.Millisecond},
-		{2000, 30000, 500 * time.Millisecond},
+		// Busy: at least viewers / BusyFrameRate (2,000 frames a second).
+		{1, 900, 500 * time.Microsecond},
+		{100, 900, 50 * time.Millisecond},
+		{500, 900, 250 * time.Millisecond},
+		{1000, 30000, 500 * time.Millisecond},
+		{2000, 900, time.Second},
 		{10000, 900, time.Second}, // capped at MaxBatchInterval
 	} {
 		if got := coalesceWindow(opts, tc.viewers, tc.rate); got != tc.want {
@@ -120,20 +120,27 @@ func TestMaxBatchIntervalIsNeverBelowBatchInterval(t *testing.T) {
 func TestRateMeterMeasuresWholeIntervals(t *testing.T) {
 	t0 := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 	m := rateMeter{start: t0}
-	m.n = 450
+	// 500 messages spread over the first interval.
+	for i := range 500 {
+		m.add(t0.Add(time.Duration(i) * rateInterval / 500))
+	}
 	if got := m.at(t0.Add(rateInterval / 2)); got != 0 {
 		t.Errorf("rate before the first interval ends = %v, want 0", got)
 	}
-	m.n += 50 // 500 messages in the first interval
 	if got, want := m.at(t0.Add(rateInterval)), 500/rateInterval.Seconds(); got != want {
 		t.Errorf("rate after one interval = %v, want %v", got, want)
 	}
 	if m.n != 0 {
 		t.Errorf("count after rolling over = %d, want 0", m.n)
 	}
-	// A quiet spell: one message after ten intervals reads as a low rate.
-	m.n = 1
-	if got, want := m.at(t0.Add(11*rateInterval)), 1/(10*rateInterval).Seconds(); got != want {
-		t.Errorf("rate after a quiet spell = %v, want %v", got, want)
+	// A burst in the first half of the next interval, then a quiet spell:
+	// the next message must not read the burst as current.
+	t1 := t0.Add(rateInterval)
+	for i := range 1000 {
+		m.add(t1.Add(time.Duration(i) * rateInterval / 2000))
+	}
+	m.add(t1.Add(3 * rateInterval))
+	if got := m.at(t1.Add(3 * rateInterval)); got != 0 {
+		t.Errorf("rate after a quiet spell = %v, want 0", got)
 	}
 }

@@ -119,7 +119,7 @@ func (r *Recorder) record(in input) {
 		s.pending = append(s.pending, e)
 		r.dirty = true
 	}
-	r.meter.n++
+	r.meter.add(time.Now())
 	r.messages.Add(1)
 	r.lastSeq.Store(r.seq)
 }
@@ -154,11 +154,23 @@ type rateMeter struct {
 	rate  float64
 }
 
-// at returns the rate measured over the last full interval before now,
-// starting a new interval when the current one is over. A quiet spell ends
-// with one long interval holding few messages, so its rate is low.
+// add counts one message recorded at now.
+func (m *rateMeter) add(now time.Time) {
+	m.at(now)
+	m.n++
+}
+
+// at returns the rate measured over the last interval before now, starting
+// a new interval when the current one is over. Every message passes through
+// here, so an interval that lasted twice as long as it should had nothing
+// in its second half: whatever came before is over, and the rate is zero.
+// (Else the first message after a burst would still read as busy.)
 func (m *rateMeter) at(now time.Time) float64 {
-	if d := now.Sub(m.start); d >= rateInterval {
+	switch d := now.Sub(m.start); {
+	case d >= 2*rateInterval:
+		m.rate = 0
+		m.start, m.n = now, 0
+	case d >= rateInterval:
 		m.rate = float64(m.n) / d.Seconds()
 		m.start, m.n = now, 0
 	}

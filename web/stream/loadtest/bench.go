@@ -17,6 +17,9 @@ import (
 	"github.com/oplab-dev/oplab/web/stream"
 )
 
+// settle is the pause before each phase.
+const settle = 1500 * time.Millisecond
+
 // bench runs the measured phases against one oplab (this process).
 type bench struct {
 	cfg     config
@@ -49,6 +52,11 @@ func (b *bench) measure(design string, n int, url string, clients func() int) ([
 // phase emits cfg.rate steps a second for cfg.duration to the design's n
 // viewers, optionally with the fake controller running, and measures.
 func (b *bench) phase(design string, n int, withController bool) (result, error) {
+	// Let the last phase's load die down first: the recorder judges how
+	// busy the controller is over the last half second or so, and a phase
+	// that began while the previous one still counted would start with
+	// the busy window.
+	time.Sleep(settle)
 	runtime.GC()
 	if _, err := b.viewers.do(request{Op: "reset"}); err != nil {
 		return result{}, err
