@@ -2,6 +2,7 @@ package stream
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net"
 	"strings"
@@ -119,5 +120,34 @@ func TestBusyControllerWidensTheWindow(t *testing.T) {
 	// frames a second.
 	if v.frames >= 80 {
 		t.Errorf("viewer got %d frames for %d messages, want fewer than 80", v.frames, steps+1)
+	}
+}
+
+func TestFramesOfOneStepGoUncompressed(t *testing.T) {
+	h := newHarness(t, Options{})
+	v, wire, ext := h.dialCompressed("a")
+	h.waitClients(1)
+	if !strings.Contains(ext, "permessage-deflate") {
+		t.Fatalf("Sec-WebSocket-Extensions = %q, want permessage-deflate", ext)
+	}
+	before := wire.Load()
+	// A step's JSON repeats itself enough that deflate would shrink it.
+	s := marker("a")
+	s.ReconcileID = strings.Repeat("ab", 40)
+	h.rec.Emit(s)
+	got := v.readUntil(isMarker)
+	if len(got) != 1 {
+		t.Fatalf("got %d messages, want 1", len(got))
+	}
+	raw, err := json.Marshal([]Message{got[0]})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(raw) >= compressMin {
+		t.Fatalf("test frame is %d bytes, want it under compressMin %d", len(raw), compressMin)
+	}
+	// Uncompressed, the wire carries the JSON itself plus a frame header.
+	if onWire := int(wire.Load() - before); onWire < len(raw) {
+		t.Errorf("%d bytes on the wire for a %d-byte frame: it was compressed", onWire, len(raw))
 	}
 }

@@ -120,12 +120,15 @@ func TestMaxBatchIntervalIsNeverBelowBatchInterval(t *testing.T) {
 func TestRateMeterMeasuresWholeIntervals(t *testing.T) {
 	t0 := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 	m := rateMeter{start: t0}
-	// 500 messages spread over the first interval.
+	// 500 messages spread over the first interval: halfway through, the
+	// 250 so far already count, over the whole interval.
 	for i := range 500 {
 		m.add(t0.Add(time.Duration(i) * rateInterval / 500))
-	}
-	if got := m.at(t0.Add(rateInterval / 2)); got != 0 {
-		t.Errorf("rate before the first interval ends = %v, want 0", got)
+		if i == 249 {
+			if got, want := m.at(t0.Add(rateInterval/2)), 250/rateInterval.Seconds(); got != want {
+				t.Errorf("rate halfway through the first interval = %v, want %v", got, want)
+			}
+		}
 	}
 	if got, want := m.at(t0.Add(rateInterval)), 500/rateInterval.Seconds(); got != want {
 		t.Errorf("rate after one interval = %v, want %v", got, want)
@@ -139,8 +142,11 @@ func TestRateMeterMeasuresWholeIntervals(t *testing.T) {
 	for i := range 1000 {
 		m.add(t1.Add(time.Duration(i) * rateInterval / 2000))
 	}
-	m.add(t1.Add(3 * rateInterval))
 	if got := m.at(t1.Add(3 * rateInterval)); got != 0 {
 		t.Errorf("rate after a quiet spell = %v, want 0", got)
+	}
+	m.add(t1.Add(3 * rateInterval))
+	if got, want := m.at(t1.Add(3*rateInterval)), 1/rateInterval.Seconds(); got != want {
+		t.Errorf("rate with one message after a quiet spell = %v, want %v", got, want)
 	}
 }

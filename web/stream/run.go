@@ -165,6 +165,12 @@ func (m *rateMeter) add(now time.Time) {
 // here, so an interval that lasted twice as long as it should had nothing
 // in its second half: whatever came before is over, and the rate is zero.
 // (Else the first message after a burst would still read as busy.)
+//
+// A burst is seen sooner: the messages of the interval under way, counted
+// over the whole interval, are a lower bound of the current rate. So the
+// rate rises within tens of milliseconds of a burst's start, while the
+// first frames of the burst are still to be written, and falls an interval
+// or two after its end.
 func (m *rateMeter) at(now time.Time) float64 {
 	switch d := now.Sub(m.start); {
 	case d >= 2*rateInterval:
@@ -174,7 +180,7 @@ func (m *rateMeter) at(now time.Time) float64 {
 		m.rate = float64(m.n) / d.Seconds()
 		m.start, m.n = now, 0
 	}
-	return m.rate
+	return max(m.rate, float64(m.n)/rateInterval.Seconds())
 }
 
 // window is how long to coalesce now (see coalesceWindow).
