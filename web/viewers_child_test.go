@@ -13,7 +13,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -31,6 +30,7 @@ import (
 
 	"github.com/oplab-dev/oplab/controller"
 	"github.com/oplab-dev/oplab/web/stream"
+	"github.com/oplab-dev/oplab/web/stream/streamtest"
 )
 
 // viewerPool is a phase's viewers, in this process or in a child.
@@ -184,38 +184,8 @@ func connectViewers(ctx context.Context, url string, n, measure int) (*viewerSet
 
 // dialViewer connects one viewer, counting the bytes it reads into wire.
 func dialViewer(ctx context.Context, url string, wire *atomic.Int64) (*websocket.Conn, error) {
-	dialer := websocket.Dialer{
-		HandshakeTimeout: 30 * time.Second,
-		ReadBufferSize:   4096,
-		// Browsers always offer permessage-deflate, so the recorder
-		// compresses for them; the benchmark must make it do the same.
-		EnableCompression: true,
-		NetDialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
-			c, err := (&net.Dialer{}).DialContext(ctx, network, addr)
-			if err != nil {
-				return nil, err
-			}
-			return &wireConn{Conn: c, n: wire}, nil
-		},
-	}
-	conn, resp, err := dialer.DialContext(ctx, url, nil)
-	if resp != nil && resp.Body != nil {
-		_ = resp.Body.Close()
-	}
+	conn, _, err := streamtest.Dial(ctx, url, wire)
 	return conn, err
-}
-
-// wireConn counts the bytes read from a connection: with permessage-deflate,
-// the compressed frames, which is what the recorder's sockets carry.
-type wireConn struct {
-	net.Conn
-	n *atomic.Int64
-}
-
-func (c *wireConn) Read(p []byte) (int, error) {
-	n, err := c.Conn.Read(p)
-	c.n.Add(int64(n))
-	return n, err
 }
 
 // start snapshots every viewer's counters, so totals and behind count only
@@ -818,7 +788,7 @@ func TestViewerPoolCountsWhatTheRecorderQueued(t *testing.T) {
 	frames0 := rec.Stats().Frames
 	for i := range steps {
 		rec.Emit(controller.Step{Type: controller.StepAction, Object: controller.ObjectRef{Kind: "Database", Namespace: "ns", Name: "db"},
-			Message: fmt.Sprintf("step %d %s", i, strings.Repeat("compressible ", 20))})
+			Message: fmt.Sprintf("step %d %s", i, strings.Repeat("compressible ", 100))}) // over 1 KiB, so compressed
 		time.Sleep(2 * time.Millisecond) // several frames, not one
 	}
 	waitUntil(t, "the steps recorded", ctx, func() bool { return rec.Stats().Messages >= steps })

@@ -4,46 +4,21 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/gorilla/websocket"
-
 	"github.com/oplab-dev/oplab/controller"
+	"github.com/oplab-dev/oplab/web/stream/streamtest"
 )
-
-// countingConn counts the bytes read from the network, before any
-// decompression.
-type countingConn struct {
-	net.Conn
-	n *atomic.Int64
-}
-
-func (c countingConn) Read(p []byte) (int, error) {
-	n, err := c.Conn.Read(p)
-	c.n.Add(int64(n))
-	return n, err
-}
 
 // dialCompressed connects a viewer of ns that offers permessage-deflate, as
 // browsers do, and counts the bytes it reads off the wire.
 func (h *harness) dialCompressed(ns string) (*viewer, *atomic.Int64, string) {
 	h.t.Helper()
 	var wire atomic.Int64
-	d := websocket.Dialer{
-		EnableCompression: true,
-		NetDialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
-			c, err := (&net.Dialer{}).DialContext(ctx, network, addr)
-			if err != nil {
-				return nil, err
-			}
-			return countingConn{Conn: c, n: &wire}, nil
-		},
-	}
-	conn, resp, err := d.Dial(h.url("ns="+ns), nil)
+	conn, resp, err := streamtest.Dial(context.Background(), h.url("ns="+ns), &wire)
 	if err != nil {
 		h.t.Fatalf("dialling %s: %v", ns, err)
 	}

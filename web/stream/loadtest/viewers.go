@@ -8,13 +8,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/gorilla/websocket"
+
+	"github.com/oplab-dev/oplab/web/stream/streamtest"
 )
 
 // The viewers run in a child process, as browsers would run apart from
@@ -234,19 +235,7 @@ func dialViewers(n, measure int, url string) ([]*viewer, error) {
 		go func() {
 			defer func() { <-sem; wg.Done() }()
 			v := &viewer{measures: i%(n/measure) == 0 && i/(n/measure) < measure}
-			dialer := websocket.Dialer{
-				HandshakeTimeout:  30 * time.Second,
-				ReadBufferSize:    16 << 10,
-				EnableCompression: true,
-				NetDialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
-					c, err := (&net.Dialer{}).DialContext(ctx, network, addr)
-					if err != nil {
-						return nil, err
-					}
-					return countingConn{Conn: c, n: &v.wire}, nil
-				},
-			}
-			conn, _, err := dialer.Dial(url, nil)
+			conn, _, err := streamtest.Dial(context.Background(), url, &v.wire)
 			if err != nil {
 				errs <- fmt.Errorf("dialling viewer %d: %w", i, err)
 				return
@@ -266,19 +255,6 @@ func dialViewers(n, measure int, url string) ([]*viewer, error) {
 		return slices.DeleteFunc(vs, func(v *viewer) bool { return v == nil }), err
 	}
 	return vs, nil
-}
-
-// countingConn counts the bytes read from the network, before gorilla
-// inflates them.
-type countingConn struct {
-	net.Conn
-	n *atomic.Int64
-}
-
-func (c countingConn) Read(p []byte) (int, error) {
-	n, err := c.Conn.Read(p)
-	c.n.Add(int64(n))
-	return n, err
 }
 
 func percentile(sorted []time.Duration, p float64) time.Duration {
