@@ -41,6 +41,11 @@ func newHarness(t *testing.T, opts Options) *harness {
 // server's writes after kilobytes rather than megabytes.
 func newHarnessSndbuf(t *testing.T, opts Options, sndbuf int) *harness {
 	t.Helper()
+	if opts.CPU == nil {
+		// Tests run beside others on a busy machine: the CPU must not
+		// change the window under them unless a test asks.
+		opts.CPU = fixedCPU(0)
+	}
 	rec := NewRecorder(opts)
 	ctx, cancel := context.WithCancel(context.Background())
 	h := &harness{t: t, rec: rec, cancel: cancel, done: make(chan struct{})}

@@ -66,6 +66,13 @@ type Options struct {
 	BusyFrameRate int
 	// MaxBatchInterval bounds the window while busy (default 1s).
 	MaxBatchInterval time.Duration
+	// CPU reports how busy the machine is (default: /proc/stat where it
+	// can be read). From BusyCPU on (default 0.9), until it falls 0.3
+	// below, the controller counts as busy too, whatever its message rate.
+	CPU CPUMeter
+	// BusyCPU is the busy fraction of the CPU (0 to 1) from which the
+	// machine counts as busy; above 1 the CPU is never looked at.
+	BusyCPU float64
 	// DisableCompression turns off permessage-deflate. By default a viewer
 	// that offers it (browsers do) gets frames compressed, each compressed
 	// once and shared by all viewers of a namespace: trace JSON shrinks
@@ -106,6 +113,10 @@ func (o Options) withDefaults() Options {
 	o.BusyStepRate = orDefault(o.BusyStepRate, DefaultBusyStepRate)
 	o.BusyFrameRate = orDefault(o.BusyFrameRate, DefaultBusyFrameRate)
 	o.MaxBatchInterval = max(orDefault(o.MaxBatchInterval, DefaultMaxBatch), o.BatchInterval)
+	o.BusyCPU = orDefault(o.BusyCPU, DefaultBusyCPU)
+	if o.CPU == nil && o.BusyCPU <= 1 {
+		o.CPU = newProcStat("/proc/stat")
+	}
 	o.InboxSize = orDefault(o.InboxSize, DefaultInboxSize)
 	o.ReadLimit = orDefault(o.ReadLimit, DefaultReadLimit)
 	o.PongWait = orDefault(o.PongWait, DefaultPongWait)
@@ -146,6 +157,8 @@ type Stats struct {
 	StepRate float64 `json:"stepRate"`
 	// Window is the coalescing window last used.
 	Window time.Duration `json:"windowNs"`
+	// CPU is the machine's busy fraction last read (0 to 1).
+	CPU float64 `json:"cpu"`
 }
 
 // input is one item of the inbox: a step, or a state (isState) whose JSON
@@ -178,6 +191,7 @@ type Recorder struct {
 	frames         atomic.Uint64
 	lastSeq        atomic.Uint64
 	stepRate       atomic.Uint64 // float64 bits
+	cpuBusy        atomic.Uint64 // float64 bits
 	lastWindow     atomic.Int64
 
 	// Owned by Run.
@@ -191,6 +205,7 @@ type Recorder struct {
 	dirty        bool // some namespace has pending messages
 	lastFlush    time.Time
 	meter        rateMeter
+	cpu          cpuGauge
 	clientWG     sync.WaitGroup
 }
 
@@ -221,6 +236,7 @@ func NewRecorder(opts Options) *Recorder {
 		done:       make(chan struct{}),
 		spaces:     map[string]*space{},
 		clients:    map[*client]struct{}{},
+		cpu:        cpuGauge{meter: opts.CPU, enter: opts.BusyCPU},
 	}
 	r.upgrader = websocket.Upgrader{
 		ReadBufferSize:    1024,
@@ -283,6 +299,7 @@ func (r *Recorder) Stats() Stats {
 		Seq:            r.lastSeq.Load(),
 		StepRate:       math.Float64frombits(r.stepRate.Load()),
 		Window:         time.Duration(r.lastWindow.Load()),
+		CPU:            math.Float64frombits(r.cpuBusy.Load()),
 	}
 }
 

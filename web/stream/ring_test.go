@@ -101,7 +101,7 @@ func TestWindowGrowsWithViewersAndLoad(t *testing.T) {
 		{2000, 900, time.Second},
 		{10000, 900, time.Second}, // capped at MaxBatchInterval
 	} {
-		if got := coalesceWindow(opts, tc.viewers, tc.rate); got != tc.want {
+		if got := coalesceWindow(opts, tc.viewers, tc.rate > opts.BusyStepRate); got != tc.want {
 			t.Errorf("window with %d viewers at %.0f messages/s = %v, want %v", tc.viewers, tc.rate, got, tc.want)
 		}
 	}
@@ -112,7 +112,7 @@ func TestMaxBatchIntervalIsNeverBelowBatchInterval(t *testing.T) {
 	if o.MaxBatchInterval != 3*time.Second {
 		t.Errorf("MaxBatchInterval = %v, want BatchInterval's 3s", o.MaxBatchInterval)
 	}
-	if got := coalesceWindow(o, o.FullBatchViewers, 1e6); got != 3*time.Second {
+	if got := coalesceWindow(o, o.FullBatchViewers, true); got != 3*time.Second {
 		t.Errorf("busy window = %v, want 3s", got)
 	}
 }

@@ -183,22 +183,28 @@ func (m *rateMeter) at(now time.Time) float64 {
 	return max(m.rate, float64(m.n)/rateInterval.Seconds())
 }
 
-// window is how long to coalesce now (see coalesceWindow).
+// window is how long to coalesce now (see coalesceWindow). The controller
+// is busy when messages arrive faster than BusyStepRate, or when the
+// machine's processors are busy (its API server's work shows there first:
+// a hundred Databases created at once saturate the CPU before the
+// controller has traced much).
 func (r *Recorder) window(now time.Time) time.Duration {
 	rate := r.meter.at(now)
-	w := coalesceWindow(r.opts, len(r.clients), rate)
+	busy := r.cpu.busyAt(now) || rate > r.opts.BusyStepRate
+	w := coalesceWindow(r.opts, len(r.clients), busy)
 	r.stepRate.Store(math.Float64bits(rate))
+	r.cpuBusy.Store(math.Float64bits(r.cpu.latest))
 	r.lastWindow.Store(int64(w))
 	return w
 }
 
 // coalesceWindow is BatchInterval × (viewers / FullBatchViewers)², capped at
-// BatchInterval; while messages arrive faster than BusyStepRate it is at
-// least viewers / BusyFrameRate, capped at MaxBatchInterval (see Options).
-func coalesceWindow(o Options, viewers int, rate float64) time.Duration {
+// BatchInterval; while the controller is busy it is at least viewers /
+// BusyFrameRate, capped at MaxBatchInterval (see Options).
+func coalesceWindow(o Options, viewers int, busy bool) time.Duration {
 	v, full := float64(viewers), float64(o.FullBatchViewers)
 	w := min(time.Duration(float64(o.BatchInterval)*(v/full)*(v/full)), o.BatchInterval)
-	if rate > o.BusyStepRate {
+	if busy {
 		busy := time.Duration(v / float64(o.BusyFrameRate) * float64(time.Second))
 		w = max(w, min(busy, o.MaxBatchInterval))
 	}
