@@ -18,8 +18,9 @@ type space struct {
 	states  map[stateKey]*entry
 	clients map[*client]struct{}
 	pending []*entry // recorded, not yet sent to this namespace's viewers
-	// catchup caches the frames a fresh viewer gets, valid while seq is
-	// unchanged, so a classroom connecting at once is encoded once.
+	// catchup caches the frames a fresh viewer gets, as of catchupSeq, so
+	// a classroom connecting at once is encoded and compressed once, even
+	// while messages keep arriving (see freshFrames).
 	catchup    []frame
 	catchupSeq uint64
 }
@@ -61,9 +62,21 @@ func (r *Recorder) catchup(c *client) []frame {
 	return r.freshFrames(s, g)
 }
 
+// freshFrames is the cached timeline of the namespace and, after it, what
+// was recorded since the cache was built: no gap and no duplicate, since
+// both are in seq order and split at catchupSeq. A message the ring has
+// evicted since may still be in the cache; a fresh viewer then gets a
+// little more history, never less. Once the messages since would fill a
+// frame, or have left the ring, the cache is built again.
 func (r *Recorder) freshFrames(s, g *space) []frame {
-	if s.catchup != nil && s.catchupSeq == r.seq {
-		return s.catchup
+	if s.catchup != nil && s.catchupSeq >= s.ring.floor && s.catchupSeq >= g.ring.floor {
+		since := mergeBySeq(s.ring.after(s.catchupSeq), g.ring.after(s.catchupSeq))
+		if len(since) == 0 {
+			return s.catchup
+		}
+		if len(since) < catchupChunk {
+			return append(s.catchup[:len(s.catchup):len(s.catchup)], *r.newFrame(since))
+		}
 	}
 	s.catchup = r.chunkFrames(r.timeline(s, g))
 	s.catchupSeq = r.seq

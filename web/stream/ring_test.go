@@ -1,10 +1,14 @@
 package stream
 
 import (
+	"encoding/json"
+	"slices"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/oplab-dev/oplab/controller"
 )
 
 func entries(seqs ...uint64) []*entry {
@@ -148,5 +152,61 @@ func TestRateMeterMeasuresWholeIntervals(t *testing.T) {
 	m.add(t1.Add(3 * rateInterval))
 	if got, want := m.at(t1.Add(3*rateInterval)), 1/rateInterval.Seconds(); got != want {
 		t.Errorf("rate with one message after a quiet spell = %v, want %v", got, want)
+	}
+}
+
+func TestFreshViewersShareTheCatchupWhileMessagesArrive(t *testing.T) {
+	r := NewRecorder(Options{RingSize: 2000})
+	emit := func(n int) {
+		for range n {
+			r.record(input{step: step("a", "db", controller.StepEvent)})
+		}
+	}
+	// seqs reads back what a viewer would receive.
+	seqsOf := func(fs []frame) []uint64 {
+		var out []uint64
+		for _, f := range fs {
+			var ms []Message
+			if err := json.Unmarshal(f.data, &ms); err != nil {
+				t.Fatal(err)
+			}
+			for _, m := range ms {
+				out = append(out, m.Seq)
+			}
+		}
+		return out
+	}
+	upTo := func(n uint64) []uint64 {
+		var out []uint64
+		for i := uint64(1); i <= n; i++ {
+			out = append(out, i)
+		}
+		return out
+	}
+	emit(1000)
+	first := r.catchup(&client{namespace: "a"})
+	if diff := cmp.Diff(upTo(1000), seqsOf(first)); diff != "" {
+		t.Fatalf("first viewer's catch-up (-want +got):\n%s", diff)
+	}
+	emit(10)
+	r.record(input{step: step("b", "db", controller.StepEvent)}) // another namespace's
+	second := r.catchup(&client{namespace: "a"})
+	if diff := cmp.Diff(upTo(1010), seqsOf(second)); diff != "" {
+		t.Fatalf("second viewer's catch-up (-want +got):\n%s", diff)
+	}
+	for i := range first {
+		if second[i].pm != first[i].pm {
+			t.Fatalf("frame %d was built again; want the cached frames shared", i)
+		}
+	}
+	// Enough since the cache to fill a frame: built again, still whole.
+	emit(catchupChunk)
+	third := r.catchup(&client{namespace: "a"})
+	want := slices.DeleteFunc(upTo(1011+catchupChunk), func(s uint64) bool { return s == 1011 }) // 1011 is b's
+	if diff := cmp.Diff(want, seqsOf(third)); diff != "" {
+		t.Fatalf("third viewer's catch-up (-want +got):\n%s", diff)
+	}
+	if third[0].pm == first[0].pm {
+		t.Error("the cache was not built again after a frame's worth of messages")
 	}
 }
