@@ -478,7 +478,7 @@ type viewerProc struct {
 // connects n viewers to url, measure of them measuring, and waits until
 // they are connected.
 func startViewerProc(ctx context.Context, url string, n, measure int) (*viewerProc, error) {
-	cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^TestViewersChild$", "-test.count=1")
+	cmd := streamtest.Command(ctx, *benchViewerNice, os.Args[0], "-test.run=^TestViewersChild$", "-test.count=1")
 	cmd.Env = append(os.Environ(), childURLEnv+"="+url, childViewersEnv+"="+strconv.Itoa(n), childMeasureEnv+"="+strconv.Itoa(measure))
 	cmd.Stderr = os.Stderr
 	in, err := cmd.StdinPipe()

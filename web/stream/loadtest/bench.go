@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/json"
 	"fmt"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/oplab-dev/oplab/controller"
 	"github.com/oplab-dev/oplab/web/stream"
+	"github.com/oplab-dev/oplab/web/stream/streamtest"
 )
 
 // settle is the pause before each phase.
@@ -271,13 +273,14 @@ type viewerProc struct {
 	dec   *json.Decoder
 }
 
-// startViewers runs this program again as the viewer process.
-func startViewers(args []string) (*viewerProc, error) {
+// startViewers runs this program again as the viewer process, at niceness
+// nice (see streamtest.ViewerNice).
+func startViewers(args []string, nice int) (*viewerProc, error) {
 	exe, err := os.Executable()
 	if err != nil {
 		return nil, fmt.Errorf("finding this program to start the viewers: %w", err)
 	}
-	cmd := exec.Command(exe, append(slices.Clone(args), "-role", "viewers")...)
+	cmd := streamtest.Command(context.Background(), nice, exe, append(slices.Clone(args), "-role", "viewers")...)
 	cmd.Stderr = os.Stderr
 	stdin, err := cmd.StdinPipe()
 	if err != nil {

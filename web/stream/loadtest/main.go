@@ -28,21 +28,23 @@ import (
 	"time"
 
 	"github.com/oplab-dev/oplab/web/stream"
+	"github.com/oplab-dev/oplab/web/stream/streamtest"
 )
 
 type config struct {
-	viewers   []int
-	rate      int
-	duration  time.Duration
-	slice     time.Duration
-	work      time.Duration
-	rounds    int // sha256 rounds that take about work, calibrated at start
-	batch     time.Duration
-	fullBatch int
-	measure   int
-	skipHub   bool
-	profile   string
-	role      string
+	viewers    []int
+	rate       int
+	duration   time.Duration
+	slice      time.Duration
+	work       time.Duration
+	rounds     int // sha256 rounds that take about work, calibrated at start
+	batch      time.Duration
+	fullBatch  int
+	measure    int
+	viewerNice int
+	skipHub    bool
+	profile    string
+	role       string
 }
 
 func main() {
@@ -62,6 +64,7 @@ func parseFlags(args []string) (config, error) {
 	fs.DurationVar(&c.work, "work", 250*time.Microsecond, "CPU time of one fake reconcile (decode, compare, encode); 7 trace steps each")
 	fs.DurationVar(&c.batch, "batch", 0, "Recorder BatchInterval (0: the default)")
 	fs.IntVar(&c.fullBatch, "full-batch", 0, "Recorder FullBatchViewers (0: the default)")
+	fs.IntVar(&c.viewerNice, "viewer-nice", streamtest.ViewerNice, "niceness of the viewer process (0: the same priority as oplab)")
 	fs.IntVar(&c.measure, "measure", 50, "viewers that inflate and decode frames to measure delay; the rest only count frames")
 	fs.BoolVar(&c.skipHub, "skip-hub", false, "skip the plain-hub baseline")
 	fs.StringVar(&c.profile, "cpuprofile", "", "write a CPU profile of the whole run to this file")
@@ -155,7 +158,7 @@ func run(args []string, out io.Writer) error {
 
 	fmt.Fprintf(out, "loadtest: %d cores, GOMAXPROCS %d, %d steps/s, %v per phase, viewers %v, fake reconcile %v (%d sha256 rounds), load average %s\n",
 		runtime.NumCPU(), runtime.GOMAXPROCS(0), cfg.rate, cfg.duration, cfg.viewers, cfg.work, cfg.rounds, loadAverage())
-	viewers, err := startViewers(args)
+	viewers, err := startViewers(args, cfg.viewerNice)
 	if err != nil {
 		return err
 	}

@@ -89,8 +89,12 @@ func TestViewersMeasureASampleAndCountEveryFrame(t *testing.T) {
 		rec.Emit(controller.Step{Type: controller.StepEvent, Object: controller.ObjectRef{Kind: "Database", Namespace: "ns", Name: "db"}})
 		time.Sleep(2 * time.Millisecond)
 	}
-	for rec.Stats().Frames-queued0 < 10 { // at least one frame each
-		time.Sleep(5 * time.Millisecond)
+	// Once the measuring viewers have every step, every frame is queued:
+	// a flush queues a frame to all viewers of the namespace at once.
+	for end := time.Now().Add(10 * time.Second); totals(vs).Received < 2*sent; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(end) {
+			t.Fatalf("measuring viewers received %d of %d steps", totals(vs).Received, 2*sent)
+		}
 	}
 	queued := int64(rec.Stats().Frames - queued0)
 	rep := collect(vs, sent, queued)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -42,5 +43,17 @@ func TestDialOffersCompressionAndCountsWireBytes(t *testing.T) {
 	// The handshake's response and the message may arrive in one read.
 	if got, want := wire.Load(), int64(len("HTTP/1.1 101 Switching Protocols\r\n")+len(msg)); got < want {
 		t.Errorf("%d bytes counted, want at least the handshake status line and the message, %d", got, want)
+	}
+}
+
+func TestCommandRunsAtTheNicenessAsked(t *testing.T) {
+	for _, nice := range []int{0, 7} {
+		out, err := Command(context.Background(), nice, "sh", "-c", "cut -d' ' -f19 /proc/self/stat").Output()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := strings.TrimSpace(string(out)); got != strconv.Itoa(nice) {
+			t.Errorf("niceness %s, want %d", got, nice)
+		}
 	}
 }
