@@ -53,4 +53,4 @@ bench: controlplane ## print the benchmarks' figures (cluster start, controller 
 	$(GO) test -run '^$$' -bench BenchmarkTimeToReady -benchtime 1x ./cluster/
 	$(GO) test -run '^$$' -bench . -benchtime 1x ./controller/ -args -dbs=$(BENCH_DBS)
 	$(GO) run ./web/stream/loadtest -viewers 500,2000 -rate 100 -duration 10s
-	$(GO) test -run '^$$' -bench ControllerWithViewers -benchtime 1x ./web/ -dbs $(BENCH_DBS) -viewers 2000
+	$(GO) test -run '^$$' -bench ControllerWithViewers -benchtime 1x ./web/ -dbs 100 -viewers 2000 -rounds 5
