@@ -77,7 +77,8 @@ func (r *Recorder) Handler(namespaceOf func(*http.Request) (string, error)) http
 
 // compressionLevel is flate's default, not gorilla's fastest (1): a frame is
 // compressed once for all viewers of a namespace, so the CPU is spent once,
-// while the bytes saved (about a fifth of trace JSON, measured) are saved
+// while the bytes saved (a fifth more than at level 1, measured on trace
+// JSON) are saved
 // for every viewer.
 const compressionLevel = 6
 

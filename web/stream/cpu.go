@@ -25,8 +25,9 @@ const (
 	// busy.
 	DefaultBusyCPU = 0.9
 	// cpuCalm is how far below BusyCPU the machine must fall to stop
-	// counting as busy: with fewer frames the stream's own load drops, and
-	// without the gap the window would flap at each reading.
+	// counting as busy (or to half of BusyCPU, if that is higher, so that a
+	// low BusyCPU can still end): with fewer frames the stream's own load
+	// drops, and without the gap the window would flap at each reading.
 	cpuCalm = 0.3
 	// cpuEvery is how often, at most, the meter is read.
 	cpuEvery = 100 * time.Millisecond
@@ -57,7 +58,7 @@ func (g *cpuGauge) busyAt(now time.Time) bool {
 	switch {
 	case f >= g.enter:
 		g.busy = true
-	case f < g.enter-cpuCalm:
+	case f < max(g.enter-cpuCalm, g.enter/2):
 		g.busy = false
 	}
 	return g.busy

@@ -104,14 +104,26 @@ func TestCPUGaugeHysteresis(t *testing.T) {
 	if len(meter.readings) != 0 {
 		t.Errorf("%d readings left unread, want every reading taken", len(meter.readings))
 	}
+
+	// A low BusyCPU still ends: calm again below half of it.
+	low := cpuGauge{meter: &scriptedCPU{readings: []float64{0.25, 0.12, 0.09}}, enter: 0.2}
+	for i, want := range []bool{true, true, false} {
+		if got := low.busyAt(t0.Add(time.Duration(i+1) * cpuEvery)); got != want {
+			t.Errorf("BusyCPU 0.2, reading %d: busy %v, want %v", i, got, want)
+		}
+	}
 }
 
 func TestBusyMachineWidensTheWindow(t *testing.T) {
 	// A saturated machine, the controller quiet: one viewer and a budget
-	// of 10 frames a second give a 100ms window.
+	// of 10 frames a second give a 100ms window. Nine viewers of another
+	// namespace, which gets nothing, do not widen it.
 	h := newHarness(t, Options{CPU: fixedCPU(1), BusyFrameRate: 10})
 	v := h.dial("a", -1)
-	h.waitClients(1)
+	for range 9 {
+		h.dial("b", -1)
+	}
+	h.waitClients(10)
 	h.rec.Emit(step("a", "db", controller.StepEvent))
 	h.rec.Emit(marker("a"))
 	v.readUntil(isMarker)

@@ -34,12 +34,14 @@
 // grows with the square of the number of viewers (with the defaults: none
 // for a few viewers, 5ms at 500, 80ms from 2,000 on); the first message after
 // a quiet spell goes out at once. While the controller is busy (over 200
-// messages a second) the window widens so that all viewers together get at
-// most 2,000 frames a second (250ms at 500 viewers, 1s at 2,000): the
-// same messages, in fewer frames, leaving the CPU to the controller. Each
-// batch is encoded, framed and compressed once per namespace and shared by
-// all its viewers; frames are compressed (permessage-deflate, without
-// context takeover) for viewers that offer it, as browsers do.
+// messages a second, or the machine's CPU 90% busy until it falls below
+// 60%) the window widens so that the viewers a frame goes to get about
+// 2,000 frames a second together (250ms at 500 viewers, 1s, the most, at
+// 2,000): the same messages, in fewer frames, leaving the CPU to the
+// controller. Each batch is encoded, framed and compressed once per
+// namespace and shared by all its viewers; frames of 1 KiB and more are
+// compressed (permessage-deflate, without context takeover) for viewers
+// that offer it, as browsers do.
 //
 // A viewer that falls behind by Options.ClientBuffer frames is closed with
 // code 1013 (try again later), or cut off (1006) if a write to it was stuck;

@@ -23,6 +23,10 @@ type space struct {
 	// while messages keep arriving (see freshFrames).
 	catchup    []frame
 	catchupSeq uint64
+	// since is catchup followed by the frame of what came after it, as of
+	// seq sinceSeq: viewers connecting between two messages share it too.
+	since    []frame
+	sinceSeq uint64
 }
 
 // stateKey names an object within its namespace.
@@ -75,7 +79,11 @@ func (r *Recorder) freshFrames(s, g *space) []frame {
 			return s.catchup
 		}
 		if len(since) < catchupChunk {
-			return append(s.catchup[:len(s.catchup):len(s.catchup)], *r.newFrame(since))
+			if s.sinceSeq != r.seq {
+				s.since = append(s.catchup[:len(s.catchup):len(s.catchup)], *r.newFrame(since))
+				s.sinceSeq = r.seq
+			}
+			return s.since
 		}
 	}
 	s.catchup = r.chunkFrames(r.timeline(s, g))

@@ -54,9 +54,12 @@ type Options struct {
 	// second; one Database's reconcile burst stays below it, a hundred
 	// Databases created at once go far above).
 	BusyStepRate float64
-	// BusyFrameRate caps the frames written per second, all viewers
-	// together, while the controller is busy (default 2,000): the window
-	// widens to viewers / BusyFrameRate, up to MaxBatchInterval. On one
+	// BusyFrameRate is the frames a second, all viewers together, that the
+	// stream aims at while the controller is busy (default 2,000): the
+	// window widens to receivers / BusyFrameRate, where receivers are the
+	// viewers of the namespaces the flush goes to, up to MaxBatchInterval
+	// (so beyond BusyFrameRate × MaxBatchInterval viewers, more frames go
+	// out; catch-up frames are not counted). On one
 	// machine every frame written to a viewer is CPU the controller and its
 	// API server do not get; while they are busy, viewers get the same
 	// steps in fewer, larger frames (2,000 viewers: 1 frame a second
@@ -67,17 +70,20 @@ type Options struct {
 	// MaxBatchInterval bounds the window while busy (default 1s).
 	MaxBatchInterval time.Duration
 	// CPU reports how busy the machine is (default: /proc/stat where it
-	// can be read). From BusyCPU on (default 0.9), until it falls 0.3
-	// below, the controller counts as busy too, whatever its message rate.
+	// can be read: the whole machine, so other tenants' load counts too).
+	// From BusyCPU on (default 0.9), until it falls 0.3 below it (or below
+	// half of it), the controller counts as busy too, whatever its message
+	// rate.
 	CPU CPUMeter
 	// BusyCPU is the busy fraction of the CPU (0 to 1) from which the
 	// machine counts as busy; above 1 the CPU is never looked at.
 	BusyCPU float64
 	// DisableCompression turns off permessage-deflate. By default a viewer
 	// that offers it (browsers do) gets frames compressed, each compressed
-	// once and shared by all viewers of a namespace: trace JSON shrinks
-	// about tenfold, and bytes copied through sockets are the larger part
-	// of a busy stream's cost.
+	// once and shared by all viewers of a namespace. Batches of trace JSON
+	// shrink 7 to 14 times (measured); frames under compressMin (1 KiB, a
+	// step or two) go uncompressed. Bytes copied through sockets are the
+	// larger part of a busy stream's cost.
 	DisableCompression bool
 	// InboxSize is how many steps may wait for Run (default 8192); Emit
 	// drops and counts steps beyond it.
@@ -152,8 +158,10 @@ type Stats struct {
 	Frames uint64 `json:"frames"`
 	// Seq is the last seq assigned.
 	Seq uint64 `json:"seq"`
-	// StepRate is the rate of recorded messages a second, measured over
-	// the last rateInterval; above Options.BusyStepRate frames get fewer.
+	// StepRate, Window and CPU are as of the last flush scheduled (they are
+	// only worked out when there is something to send, so after traffic
+	// stops they keep their last values). StepRate is recorded messages a
+	// second; above Options.BusyStepRate frames get fewer.
 	StepRate float64 `json:"stepRate"`
 	// Window is the coalescing window last used.
 	Window time.Duration `json:"windowNs"`
@@ -203,6 +211,7 @@ type Recorder struct {
 	timer        *time.Timer
 	armed        bool
 	dirty        bool // some namespace has pending messages
+	receivers    int  // viewers of the namespaces with pending messages
 	lastFlush    time.Time
 	meter        rateMeter
 	cpu          cpuGauge

@@ -199,6 +199,12 @@ func TestFreshViewersShareTheCatchupWhileMessagesArrive(t *testing.T) {
 			t.Fatalf("frame %d was built again; want the cached frames shared", i)
 		}
 	}
+	// Another viewer before the next message shares the frame of what
+	// came since, too.
+	again := r.catchup(&client{namespace: "a"})
+	if again[len(again)-1].pm != second[len(second)-1].pm {
+		t.Error("the frame of what came since the cache was built again for the next viewer")
+	}
 	// Enough since the cache to fill a frame: built again, still whole.
 	emit(catchupChunk)
 	third := r.catchup(&client{namespace: "a"})
@@ -208,5 +214,50 @@ func TestFreshViewersShareTheCatchupWhileMessagesArrive(t *testing.T) {
 	}
 	if third[0].pm == first[0].pm {
 		t.Error("the cache was not built again after a frame's worth of messages")
+	}
+
+	// A global message since the cache is in the delta, in seq order; and
+	// once the ring has evicted past the cache, the cache is built again.
+	r.record(input{step: controller.Step{Type: controller.StepController, Object: controller.ObjectRef{Kind: "Controller", Name: "database"}}})
+	g := r.seq
+	emit(3)
+	fourth := r.catchup(&client{namespace: "a"})
+	if got := seqsOf(fourth); !slices.Contains(got, g) || !slices.IsSorted(got) || got[len(got)-1] != r.seq {
+		t.Errorf("catch-up after a global message: seq %d missing, or out of order, or not up to %d", g, r.seq)
+	}
+	emit(2000) // more than the ring holds
+	fifth := seqsOf(r.catchup(&client{namespace: "a"}))
+	if len(fifth) > 2000+1 || fifth[len(fifth)-1] != r.seq || !slices.IsSorted(fifth) {
+		t.Errorf("after the ring evicted past the cache: %d messages up to %d, want the ring's 2,000 (and the global one) up to %d", len(fifth), fifth[len(fifth)-1], r.seq)
+	}
+}
+
+func TestCatchupIsBuiltAgainOnceTheRingEvictedPastIt(t *testing.T) {
+	r := NewRecorder(Options{RingSize: 100})
+	emit := func(n int) {
+		for range n {
+			r.record(input{step: step("a", "db", controller.StepEvent)})
+		}
+	}
+	emit(50)
+	r.catchup(&client{namespace: "a"}) // caches seqs 1..50
+	emit(120)                          // the ring now holds 71..170: fewer than a frame's worth since, but 51..70 are gone
+	var got []uint64
+	for _, f := range r.catchup(&client{namespace: "a"}) {
+		var ms []Message
+		if err := json.Unmarshal(f.data, &ms); err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range ms {
+			got = append(got, m.Seq)
+		}
+	}
+	for i := 1; i < len(got); i++ {
+		if got[i] != got[i-1]+1 {
+			t.Fatalf("catch-up jumps from seq %d to %d: a cache older than the ring was joined to it", got[i-1], got[i])
+		}
+	}
+	if len(got) == 0 || got[len(got)-1] != 170 {
+		t.Errorf("catch-up ends at %v, want 170", got[len(got)-1:])
 	}
 }

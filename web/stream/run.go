@@ -115,13 +115,25 @@ func (r *Recorder) record(in input) {
 	if in.isState {
 		s.keepState(e, in.state == nil)
 	}
-	if r.hasViewers(in.step.Object.Namespace) {
+	if ns := in.step.Object.Namespace; r.hasViewers(ns) {
+		if len(s.pending) == 0 {
+			r.receivers += r.viewersOf(ns)
+		}
 		s.pending = append(s.pending, e)
 		r.dirty = true
 	}
 	r.meter.add(time.Now())
 	r.messages.Add(1)
 	r.lastSeq.Store(r.seq)
+}
+
+// viewersOf is how many viewers receive a message of ns: its own, or all
+// for a global message.
+func (r *Recorder) viewersOf(ns string) int {
+	if ns == "" {
+		return len(r.clients)
+	}
+	return len(r.spaces[ns].clients)
 }
 
 func (s *space) keepState(e *entry, deleted bool) {
@@ -191,7 +203,10 @@ func (m *rateMeter) at(now time.Time) float64 {
 func (r *Recorder) window(now time.Time) time.Duration {
 	rate := r.meter.at(now)
 	busy := r.cpu.busyAt(now) || rate > r.opts.BusyStepRate
-	w := coalesceWindow(r.opts, len(r.clients), busy)
+	// Sized by the viewers this flush goes to, not all that are connected:
+	// one learner's burst is not held back for the sake of 500 others who
+	// would get nothing. A global message goes to everyone.
+	w := coalesceWindow(r.opts, min(r.receivers, len(r.clients)), busy)
 	r.stepRate.Store(math.Float64bits(rate))
 	r.cpuBusy.Store(math.Float64bits(r.cpu.latest))
 	r.lastWindow.Store(int64(w))
@@ -236,6 +251,7 @@ func (r *Recorder) flush() {
 		return
 	}
 	r.dirty = false
+	r.receivers = 0
 	r.lastFlush = time.Now()
 	global := r.space("")
 	var globalOnly *frame

@@ -96,6 +96,13 @@ func TestViewersMeasureASampleAndCountEveryFrame(t *testing.T) {
 			t.Fatalf("measuring viewers received %d of %d steps", totals(vs).Received, 2*sent)
 		}
 	}
+	// Run may still be handing that last frame to the other viewers: wait
+	// until what they read is what it queued.
+	for end := time.Now().Add(10 * time.Second); totals(vs).Frames != int64(rec.Stats().Frames-queued0); time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(end) {
+			t.Fatalf("viewers read %d frames, the recorder queued %d", totals(vs).Frames, rec.Stats().Frames-queued0)
+		}
+	}
 	queued := int64(rec.Stats().Frames - queued0)
 	rep := collect(vs, sent, queued)
 	if rep.Measured != 2 {

@@ -13,8 +13,8 @@ import (
 // is left over, and what they measure is an upper bound of the delay.
 const ViewerNice = 19
 
-// Command is exec.CommandContext run at niceness nice (through nice(1)),
-// or as it is when nice is 0.
+// Command is exec.CommandContext run nice steps nicer than this process
+// (through nice(1), which caps niceness at 19), or as it is when nice is 0.
 func Command(ctx context.Context, nice int, name string, args ...string) *exec.Cmd {
 	if nice == 0 {
 		return exec.CommandContext(ctx, name, args...)
