@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"runtime/metrics"
 	"slices"
 	"strconv"
 	"strings"
@@ -279,9 +280,10 @@ type phaseResult struct {
 	steps          int64         // steps the controller emitted until all were Ready
 	fed            int64         // steps the feed emitted until all were Ready
 	cpu            time.Duration
-	queued         uint64       // frames the recorder queued to the viewers from the start until all were Ready
-	recv           viewerTotals // what the viewers received, and their process's cost
-	progress       progress     // when the drain ended
+	gcCPU          time.Duration // of cpu, the garbage collector's
+	queued         uint64        // frames the recorder queued to the viewers from the start until all were Ready
+	recv           viewerTotals  // what the viewers received, and their process's cost
+	progress       progress      // when the drain ended
 	droppedClients uint64
 	droppedSteps   uint64
 	peaks          // sampled during the phase
@@ -350,7 +352,7 @@ func (be *benchEnv) startController(b *testing.B, ctx context.Context, ns string
 // creates the phase's Databases and times until all are Ready, counting
 // what the controller, the feed and the recorder did meanwhile.
 func (be *benchEnv) untilReady(b *testing.B, ctx context.Context, p phasePlan, ns string, sink *readySink, vs viewerPool) phaseResult {
-	cpu0, steps0 := cpuTime(), sink.steps.Load()
+	cpu0, gc0, steps0 := cpuTime(), gcCPU(), sink.steps.Load()
 	fed0, began := be.feed.mark()
 	if err := vs.start(began); err != nil {
 		b.Fatal(err)
@@ -370,7 +372,7 @@ func (be *benchEnv) untilReady(b *testing.B, ctx context.Context, p phasePlan, n
 	}
 	fed1, ended := be.feed.mark()
 	return phaseResult{
-		phasePlan: p, took: ended.Sub(t0), create: created.Sub(t0), cpu: cpuTime() - cpu0,
+		phasePlan: p, took: ended.Sub(t0), create: created.Sub(t0), cpu: cpuTime() - cpu0, gcCPU: gcCPU() - gc0,
 		steps: sink.steps.Load() - steps0, fed: fed1 - fed0, queued: be.recorder.Stats().Frames - frames0,
 	}
 }
@@ -674,4 +676,16 @@ func TestPlanAndNeighbours(t *testing.T) {
 			t.Errorf("neighbours(%v, %d) = %d, %d, %t; want %d, %d, %t", c.watch, c.i, before, after, ok, c.before, c.after, c.ok)
 		}
 	}
+}
+
+// gcCPU is the CPU time the garbage collector has used in this process, as
+// the runtime estimates it: with thousands of viewers connected there are
+// thousands more goroutines and buffers to scan.
+func gcCPU() time.Duration {
+	s := []metrics.Sample{{Name: "/cpu/classes/gc/total:cpu-seconds"}}
+	metrics.Read(s)
+	if s[0].Value.Kind() != metrics.KindFloat64 {
+		return 0
+	}
+	return time.Duration(s[0].Value.Float64() * float64(time.Second))
 }

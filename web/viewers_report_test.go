@@ -179,7 +179,7 @@ func phaseName(i int) string {
 // recorder got.
 func printOplab(rs []phaseResult) {
 	w := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprint(w, "\nphase\tDatabases\tviewers\twatching\tall Ready\tcreated in\tDB/s\tsteps\tfeed steps/s\tCPU\tmax steps/s\tmax window\tdropped viewers\tdropped steps\theap inuse\tsys\tRSS\t\n")
+	fmt.Fprint(w, "\nphase\tDatabases\tviewers\twatching\tall Ready\tcreated in\tDB/s\tsteps\tfeed steps/s\tCPU\tGC CPU\tmax steps/s\tmax window\tdropped viewers\tdropped steps\theap inuse\tsys\tRSS\t\n")
 	for i, r := range rs {
 		// Without viewers the recorder measures no rate and picks no
 		// window: what Stats says is left over from an earlier phase.
@@ -193,8 +193,8 @@ func printOplab(rs []phaseResult) {
 		if r.fed > 0 {
 			fed = fmt.Sprintf("%.1f", float64(r.fed)/r.took.Seconds())
 		}
-		fmt.Fprintf(w, "%s\t%d\t%d\t%s\t%.2fs\t%.2fs\t%.1f\t%d\t%s\t%.1fs\t%s\t%s\t%d\t%d\t%.0fMiB\t%.0fMiB\t%.0fMiB\t\n",
-			phaseName(i), r.dbs, r.viewers, r.watch, r.took.Seconds(), r.create.Seconds(), float64(r.dbs)/r.took.Seconds(), r.steps, fed, r.cpu.Seconds(), rate, window,
+		fmt.Fprintf(w, "%s\t%d\t%d\t%s\t%.2fs\t%.2fs\t%.1f\t%d\t%s\t%.1fs\t%.2fs\t%s\t%s\t%d\t%d\t%.0fMiB\t%.0fMiB\t%.0fMiB\t\n",
+			phaseName(i), r.dbs, r.viewers, r.watch, r.took.Seconds(), r.create.Seconds(), float64(r.dbs)/r.took.Seconds(), r.steps, fed, r.cpu.Seconds(), r.gcCPU.Seconds(), rate, window,
 			r.droppedClients, r.droppedSteps, mib(r.heap), mib(r.sys), mib(r.rss))
 	}
 	_ = w.Flush()
