@@ -78,8 +78,7 @@ func (r *Recorder) Handler(namespaceOf func(*http.Request) (string, error)) http
 // compressionLevel is flate's default, not gorilla's fastest (1): a frame is
 // compressed once for all viewers of a namespace, so the CPU is spent once,
 // while the bytes saved (a fifth more than at level 1, measured on trace
-// JSON) are saved
-// for every viewer.
+// JSON) are saved for every viewer.
 const compressionLevel = 6
 
 func parseSince(q url.Values) (since uint64, resume bool, err error) {

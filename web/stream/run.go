@@ -220,8 +220,8 @@ func coalesceWindow(o Options, viewers int, busy bool) time.Duration {
 	v, full := float64(viewers), float64(o.FullBatchViewers)
 	w := min(time.Duration(float64(o.BatchInterval)*(v/full)*(v/full)), o.BatchInterval)
 	if busy {
-		busy := time.Duration(v / float64(o.BusyFrameRate) * float64(time.Second))
-		w = max(w, min(busy, o.MaxBatchInterval))
+		budget := time.Duration(v / float64(o.BusyFrameRate) * float64(time.Second))
+		w = max(w, min(budget, o.MaxBatchInterval))
 	}
 	return w
 }
