@@ -17,8 +17,9 @@ import (
 // watcher does on every change in its namespace), and reports the size of
 // the state message it becomes.
 func BenchmarkBuild(b *testing.B) {
-	for _, pods := range []int{1, 5} {
-		b.Run(fmt.Sprintf("pods=%d", pods), func(b *testing.B) {
+	for _, tc := range []struct{ pods, neighbours int }{{1, 0}, {5, 0}, {1, 99}} {
+		pods := tc.pods
+		b.Run(fmt.Sprintf("pods=%d/neighbours=%d", pods, tc.neighbours), func(b *testing.B) {
 			db := &v1alpha1.Database{ObjectMeta: metav1.ObjectMeta{Name: "orders", UID: "db"}}
 			h := &history{}
 			for i := range 20 {
@@ -29,6 +30,15 @@ func BenchmarkBuild(b *testing.B) {
 			for i := range pods {
 				rel.Pods = append(rel.Pods, corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprint("orders-", i), UID: types.UID(fmt.Sprint("p", i)), OwnerReferences: owned("sts")}})
 			}
+			// Other Databases of the namespace, each with a StatefulSet,
+			// a Pod, a Service and a Secret: what a burst of 100 looks like.
+			for i := range tc.neighbours {
+				uid := types.UID(fmt.Sprint("n", i))
+				rel.StatefulSets = append(rel.StatefulSets, appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprint("db-", i), UID: uid + "-sts", OwnerReferences: owned(uid)}})
+				rel.Pods = append(rel.Pods, corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprint("db-", i, "-0"), UID: uid + "-pod", OwnerReferences: owned(uid + "-sts")}})
+				rel.Services = append(rel.Services, corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprint("db-", i), UID: uid + "-svc", OwnerReferences: owned(uid)}})
+				rel.Secrets = append(rel.Secrets, metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprint("db-", i), UID: uid + "-sec", OwnerReferences: owned(uid)}})
+			}
 			for i := range 20 {
 				rel.Events = append(rel.Events, corev1.Event{InvolvedObject: corev1.ObjectReference{UID: "db"}, Reason: "Created", Message: fmt.Sprint("event ", i)})
 			}
@@ -36,7 +46,7 @@ func BenchmarkBuild(b *testing.B) {
 			var size int
 			b.ReportAllocs()
 			for b.Loop() {
-				v := build(db, rel, h, names)
+				v := build(db, rel, h, names, "spec:\n  replicas: 1\n") // the watcher keeps it per generation
 				j, _ := json.Marshal(v)
 				size = len(j)
 			}

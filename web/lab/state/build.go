@@ -76,13 +76,14 @@ func snapshotView(cm corev1.ConfigMap, db string) Snapshot {
 	return s
 }
 
-// build makes the view model of db from the objects around it.
-func build(db *v1alpha1.Database, rel Related, h *history, names Names) Database {
+// build makes the view model of db from the objects around it; spec is
+// db's spec as YAML (specYAML), which the watcher keeps per generation.
+func build(db *v1alpha1.Database, rel Related, h *history, names Names, spec string) Database {
 	v := Database{
 		Namespace: db.Namespace, Name: db.Name, UID: string(db.UID),
 		Engine: string(db.Spec.Engine), Version: db.Spec.Version, Replicas: db.Spec.Replicas,
 		Storage:            db.Spec.Storage.String(),
-		SpecYAML:           specYAML(db.Spec),
+		SpecYAML:           spec,
 		Pitfall:            db.Annotations[names.PitfallAnnotation],
 		Generation:         db.Generation,
 		ObservedGeneration: db.Status.ObservedGeneration,
@@ -153,27 +154,31 @@ func isOwnedBy(refs []metav1.OwnerReference, uid types.UID) bool {
 // ownedTree builds the ownerReference tree below the object with uid. It
 // follows references rather than names, so it shows what the garbage
 // collector would actually delete.
+//
+// Every Database of a namespace is rebuilt from the same children, so the
+// nodes are made, summaries and all, only for the children it owns: a
+// hundred Databases created at once made this quadratic in Sprintf calls.
 func ownedTree(uid types.UID, rel Related) []Node {
 	type item struct {
-		node Node
-		uid  types.UID
-		refs []metav1.OwnerReference
+		meta *metav1.ObjectMeta
+		kind string
+		i    int // index in rel's slice of that kind
 	}
-	var all []item
-	for _, o := range rel.StatefulSets {
-		all = append(all, item{Node{Kind: "StatefulSet", Name: o.Name, Summary: statefulSetSummary(o), Deleting: o.DeletionTimestamp != nil}, o.UID, o.OwnerReferences})
+	all := make([]item, 0, len(rel.StatefulSets)+len(rel.Services)+len(rel.Secrets)+len(rel.ConfigMaps)+len(rel.Pods))
+	for i := range rel.StatefulSets {
+		all = append(all, item{&rel.StatefulSets[i].ObjectMeta, "StatefulSet", i})
 	}
-	for _, o := range rel.Services {
-		all = append(all, item{Node{Kind: "Service", Name: o.Name, Summary: serviceSummary(o), Deleting: o.DeletionTimestamp != nil}, o.UID, o.OwnerReferences})
+	for i := range rel.Services {
+		all = append(all, item{&rel.Services[i].ObjectMeta, "Service", i})
 	}
-	for _, o := range rel.Secrets {
-		all = append(all, item{Node{Kind: "Secret", Name: o.Name, Summary: "data hidden", Deleting: o.DeletionTimestamp != nil}, o.UID, o.OwnerReferences})
+	for i := range rel.Secrets {
+		all = append(all, item{&rel.Secrets[i].ObjectMeta, "Secret", i})
 	}
-	for _, o := range rel.ConfigMaps {
-		all = append(all, item{Node{Kind: "ConfigMap", Name: o.Name, Summary: fmt.Sprintf("%d keys", len(o.Data)), Deleting: o.DeletionTimestamp != nil}, o.UID, o.OwnerReferences})
+	for i := range rel.ConfigMaps {
+		all = append(all, item{&rel.ConfigMaps[i].ObjectMeta, "ConfigMap", i})
 	}
-	for _, o := range rel.Pods {
-		all = append(all, item{Node{Kind: "Pod", Name: o.Name, Summary: podSummary(o), Deleting: o.DeletionTimestamp != nil}, o.UID, o.OwnerReferences})
+	for i := range rel.Pods {
+		all = append(all, item{&rel.Pods[i].ObjectMeta, "Pod", i})
 	}
 	var below func(owner types.UID, depth int) []Node
 	below = func(owner types.UID, depth int) []Node {
@@ -182,11 +187,11 @@ func ownedTree(uid types.UID, rel Related) []Node {
 			return nodes
 		}
 		for _, it := range all {
-			if !isOwnedBy(it.refs, owner) {
+			if !isOwnedBy(it.meta.OwnerReferences, owner) {
 				continue
 			}
-			n := it.node
-			n.Children = below(it.uid, depth+1)
+			n := Node{Kind: it.kind, Name: it.meta.Name, Summary: summary(rel, it.kind, it.i), Deleting: it.meta.DeletionTimestamp != nil}
+			n.Children = below(it.meta.UID, depth+1)
 			nodes = append(nodes, n)
 		}
 		slices.SortFunc(nodes, func(a, b Node) int {
@@ -195,6 +200,21 @@ func ownedTree(uid types.UID, rel Related) []Node {
 		return nodes
 	}
 	return below(uid, 0)
+}
+
+// summary is the one-line state of the i-th child of kind in rel.
+func summary(rel Related, kind string, i int) string {
+	switch kind {
+	case "StatefulSet":
+		return statefulSetSummary(rel.StatefulSets[i])
+	case "Service":
+		return serviceSummary(rel.Services[i])
+	case "ConfigMap":
+		return fmt.Sprintf("%d keys", len(rel.ConfigMaps[i].Data))
+	case "Pod":
+		return podSummary(rel.Pods[i])
+	}
+	return "data hidden" // a Secret: only its metadata is ever read
 }
 
 func kindOrder(kind string) int {

@@ -1,6 +1,7 @@
 package state
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -197,12 +198,13 @@ func TestBuild(t *testing.T) {
 			if tt.tweak != nil {
 				tt.tweak(db)
 			}
-			tt.check(t, build(db, rel, &history{}, names))
+			tt.check(t, build(db, rel, &history{}, names, specYAML(db.Spec)))
 		})
 	}
 
 	rel.ConfigMaps[0].OwnerReferences = owned("db-uid")
-	v := build(base(), rel, &history{}, names)
+	db := base()
+	v := build(db, rel, &history{}, names, specYAML(db.Spec))
 	if len(v.Unowned) != 0 || v.Owned[len(v.Owned)-1].Kind != "ConfigMap" {
 		t.Errorf("owned snapshot: unowned=%+v owned=%+v; want it in the owned tree", v.Unowned, v.Owned)
 	}
@@ -269,5 +271,29 @@ func TestKeptSnapshotsAreThoseWhoseDatabaseIsGone(t *testing.T) {
 				t.Errorf("keptSnapshots (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+func TestSpecTextIsKeptPerGeneration(t *testing.T) {
+	o := &owner{specs: map[types.NamespacedName]specCache{}}
+	key := types.NamespacedName{Namespace: "lab", Name: "orders"}
+	db := &v1alpha1.Database{ObjectMeta: metav1.ObjectMeta{Name: "orders", UID: "a", Generation: 1}, Spec: v1alpha1.DatabaseSpec{Replicas: 2}}
+	if got := o.specText(key, db); !strings.Contains(got, "replicas: 2") {
+		t.Fatalf("spec text %q, want replicas: 2", got)
+	}
+	// The API server moves generation whenever the spec changes; without
+	// a new generation the text kept is the one shown.
+	db.Spec.Replicas = 3
+	if got := o.specText(key, db); !strings.Contains(got, "replicas: 2") {
+		t.Errorf("same generation: spec text %q, want the kept one (replicas: 2)", got)
+	}
+	db.Generation = 2
+	if got := o.specText(key, db); !strings.Contains(got, "replicas: 3") {
+		t.Errorf("new generation: spec text %q, want replicas: 3", got)
+	}
+	// Deleted and created again under the same name: another object.
+	other := &v1alpha1.Database{ObjectMeta: metav1.ObjectMeta{Name: "orders", UID: "b", Generation: 2}, Spec: v1alpha1.DatabaseSpec{Replicas: 5}}
+	if got := o.specText(key, other); !strings.Contains(got, "replicas: 5") {
+		t.Errorf("new object, same name and generation: spec text %q, want replicas: 5", got)
 	}
 }
