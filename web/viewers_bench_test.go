@@ -204,7 +204,18 @@ type benchEnv struct {
 	client   client.Client
 	run      string // names this run's namespaces
 	feed     *feed  // nil when -feed-rate is 0
+	// lastEnd is when the previous phase's measure ended (see phaseGap).
+	lastEnd time.Time
 }
+
+// phaseGap is how long after the previous phase's measure each phase's
+// measure starts. Connecting 2,000 viewers takes seconds, and a phase that
+// started later after the one before created its Databases measurably
+// slower (0.5–1 s for 100 instead of 0.1–0.4 s: the cluster is still
+// settling the previous phase's objects, or idles, either way not oplab's
+// doing). With the same gap before every phase, that effect left the
+// viewer phases, and their ratio rose from about 0.94 to 0.99.
+const phaseGap = 8 * time.Second
 
 // startBenchEnv starts the environment and, when rate > 0, the feed.
 func startBenchEnv(b *testing.B, rate float64) *benchEnv {
@@ -308,10 +319,12 @@ func (be *benchEnv) phase(b *testing.B, i int, p phasePlan) phaseResult {
 		return be.recorder.Stats().Clients >= p.viewers
 	})
 	awaitCatchup(b, ctx, be.recorder, vs, before.Frames)
+	be.waitGap(b)
 
 	runtime.GC()
 	mem := startSampling(be.recorder)
 	r := be.untilReady(b, ctx, p, ns, sink, vs)
+	be.lastEnd = time.Now()
 	r.progress, r.drain = drain(b, vs, r)
 	r.peaks = mem.stop()
 	after := be.recorder.Stats()
@@ -688,4 +701,17 @@ func gcCPU() time.Duration {
 		return 0
 	}
 	return time.Duration(s[0].Value.Float64() * float64(time.Second))
+}
+
+// waitGap waits until phaseGap has passed since the previous phase's measure
+// ended, and says so when setting up this phase took longer than that.
+func (be *benchEnv) waitGap(b *testing.B) {
+	if be.lastEnd.IsZero() {
+		return
+	}
+	if late := time.Since(be.lastEnd) - phaseGap; late > 0 {
+		b.Logf("setting up the phase took %v longer than phaseGap %v: phases may start from different states", late.Round(time.Millisecond), phaseGap)
+		return
+	}
+	time.Sleep(time.Until(be.lastEnd.Add(phaseGap)))
 }
