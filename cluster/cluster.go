@@ -15,6 +15,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"sync"
 	"time"
 
@@ -339,13 +340,29 @@ func (c *Cluster) Stop() error {
 	return c.stopErr
 }
 
-// childGOGC lets every control-plane process's heap grow to three times
-// its live size before a collection (Go's default is twice): under load the
-// processes share two cores, and collecting less often left more of them
-// for the work. 1,000 new Databases were Ready in 29 s rather than 31 s; the
-// price is memory: kube-apiserver peaked at ~840 MB RSS rather than ~650 MB,
-// the whole control plane at ~1.4 GB rather than ~1.2 GB.
-const childGOGC = "GOGC=200"
+// GCPercent lets the heaps of oplab's processes, the control plane's and
+// oplab's own (see TuneGC), grow to three times their live size before a
+// collection (Go's default is twice): under load the processes share two
+// cores, and collecting less often left more of them for the work.
+//   - Control plane: 1,000 new Databases were Ready in 29 s rather than
+//     31 s; kube-apiserver peaked at ~840 MB RSS rather than ~650 MB, the
+//     whole control plane at ~1.4 GB rather than ~1.2 GB.
+//   - oplab: its collector's CPU during 100 new Databases fell from about
+//     1.0 s to 0.45 s, the Databases were Ready about 15% sooner, and 2,000
+//     connected viewers no longer cost the collector more.
+const GCPercent = 200
+
+var childGOGC = fmt.Sprintf("GOGC=%d", GCPercent)
+
+// TuneGC sets this process's collector to GCPercent, unless the GOGC
+// environment variable chose otherwise; it says whether it did.
+func TuneGC() bool {
+	if os.Getenv("GOGC") != "" {
+		return false
+	}
+	debug.SetGCPercent(GCPercent)
+	return true
+}
 
 // since formats the time elapsed since t for progress lines.
 func since(t time.Time) time.Duration {

@@ -219,6 +219,7 @@ const phaseGap = 8 * time.Second
 
 // startBenchEnv starts the environment and, when rate > 0, the feed.
 func startBenchEnv(b *testing.B, rate float64) *benchEnv {
+	cluster.TuneGC() // as oplab's main does: this process stands for oplab
 	ctx, cancel := context.WithCancel(context.Background())
 	be := &benchEnv{ctx: ctx, cancel: cancel, run: strconv.FormatInt(time.Now().Unix()%100000, 10)}
 	fail := func(what string, err error) {

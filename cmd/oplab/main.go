@@ -12,9 +12,12 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+
+	"github.com/oplab-dev/oplab/cluster"
 )
 
 func main() {
+	cluster.TuneGC()
 	os.Exit(runMain())
 }
 
