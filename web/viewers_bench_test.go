@@ -211,10 +211,11 @@ type benchEnv struct {
 // phaseGap is how long after the previous phase's measure each phase's
 // measure starts. Connecting 2,000 viewers takes seconds, and a phase that
 // started later after the one before created its Databases measurably
-// slower (0.5–1 s for 100 instead of 0.1–0.4 s: the cluster is still
-// settling the previous phase's objects, or idles, either way not oplab's
-// doing). With the same gap before every phase, that effect left the
-// viewer phases, and their ratio rose from about 0.94 to 0.99.
+// slower (0.5–1 s for 100 instead of 0.1–0.4 s; phases without viewers
+// do the same after as long a gap, so it is not the viewers, and why is
+// not known). With the same gap before every phase, the effect is the
+// same in every phase, and the viewer phases' ratio rose from about 0.94
+// to 0.99 in one run of three rounds.
 const phaseGap = 8 * time.Second
 
 // startBenchEnv starts the environment and, when rate > 0, the feed.
