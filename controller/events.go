@@ -35,14 +35,30 @@ const (
 // show several events coalescing into one reconcile, or a reconcile that no
 // event caused. Handlers and workers run on different goroutines, so a mutex
 // guards the two maps and nothing else.
+//
+// It also counts each Database's status writes, so that a status step can
+// say which write it is.
 type triggerBook struct {
-	mu      sync.Mutex
-	pending map[types.NamespacedName]int
-	lastEnd map[types.NamespacedName]string // TriggerRequeue or TriggerResync
+	mu           sync.Mutex
+	pending      map[types.NamespacedName]int
+	lastEnd      map[types.NamespacedName]string // TriggerRequeue or TriggerResync
+	statusWrites map[types.NamespacedName]int
 }
 
 func newTriggerBook() *triggerBook {
-	return &triggerBook{pending: map[types.NamespacedName]int{}, lastEnd: map[types.NamespacedName]string{}}
+	return &triggerBook{
+		pending:      map[types.NamespacedName]int{},
+		lastEnd:      map[types.NamespacedName]string{},
+		statusWrites: map[types.NamespacedName]int{},
+	}
+}
+
+// statusWritten counts a status write of key and returns how many there have been.
+func (b *triggerBook) statusWritten(key types.NamespacedName) int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.statusWrites[key]++
+	return b.statusWrites[key]
 }
 
 // eventArrived counts an enqueued event for key.
@@ -83,6 +99,7 @@ func (b *triggerBook) forget(key types.NamespacedName) {
 	defer b.mu.Unlock()
 	delete(b.pending, key)
 	delete(b.lastEnd, key)
+	delete(b.statusWrites, key)
 }
 
 // pitfallFunc returns the pitfall of the Database an event maps to.
