@@ -63,13 +63,11 @@ type Options struct {
 // DefaultOptions are the settings oplab ships: enough client throughput and
 // workers that the API server, not the client's rate limiter, sets the pace.
 //
-// A reconcile of a new Database is a chain of ~6 sequential API writes, each
-// waiting tens of milliseconds on a busy API server, so the workers spend
-// most of their time waiting: with 8 of them, 1,000 new Databases got their
-// children only ~38 s in, though the cluster still had idle CPU. 32 keep
-// the API server busy (all children created ~25 s in); 64 made it slower,
-// since the informer cache then lags our own writes and reconciles repeat
-// them (a conflicting finalizer patch, status patches, AlreadyExists).
+// A reconcile of a new Database is a chain of about six sequential API
+// writes, each waiting on a busy API server, so the workers spend most of
+// their time waiting: enough of them keep the API server busy. More than
+// that only adds reconciles that run ahead of the informer cache. The
+// figures behind these numbers are in the README (BenchmarkAllReady).
 func DefaultOptions() Options {
 	return Options{
 		Sink:                    DiscardSink{},
