@@ -138,7 +138,7 @@ func pitfallNames() string {
 //   - status-thrash changes one step: finish calls thrashStatus instead of
 //     writeStatus;
 //   - drop-events changes no reconciler code at all: the event handlers
-//     ignore the events (events.go).
+//     call dropEvent instead of queueing the request.
 
 // pitfallReconciler is the reconciler the controller runs: the plain one,
 // unless the Database's pitfall replaces the whole loop.
@@ -217,6 +217,17 @@ func (r *reconciler) thrashStatus(ctx context.Context, db *dbv1.Database, obs ob
 		return ctrl.Result{}, obs.err
 	}
 	return ctrl.Result{RequeueAfter: r.resync}, nil
+}
+
+// dropEvent is the drop-events pitfall: the event is traced as ignored and
+// not queued. An edge-triggered controller that missed the event would
+// never act. Ours is level-triggered: the periodic resync still comes.
+// AddAfter keeps the earliest due time, so repeated drops do not postpone it.
+func (h *traceHandler) dropEvent(s Step, req reconcile.Request, q queue) {
+	s.Ignored, s.Pitfall = true, PitfallDropEvents
+	s.Message = fmt.Sprintf("ignored (drop-events); the resync in %s will reconcile", h.resync)
+	h.tr.emit(s)
+	q.AddAfter(req, h.resync)
 }
 
 // thrash stamps every condition with a fresh lastTransitionTime.
