@@ -1,7 +1,7 @@
 package stream
 
 import (
-	"bufio"
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -60,44 +60,18 @@ func (e Export) WriteTo(w io.Writer) (int64, error) {
 		return 0, fmt.Errorf("write export: exportedAt: %w", err)
 	}
 	ns, _ := json.Marshal(e.Namespace) // a string: cannot fail
-	bw := bufio.NewWriter(w)
-	cw := &countingWriter{w: bw}
-	fmt.Fprintf(cw, `{"version":%d,"exportedAt":%s,"namespace":%s,"messages":[`, e.Version, at, ns)
+	var b bytes.Buffer
+	fmt.Fprintf(&b, `{"version":%d,"exportedAt":%s,"namespace":%s,"messages":[`, e.Version, at, ns)
 	for i, m := range e.Messages {
 		if i > 0 {
-			cw.write(",")
+			b.WriteByte(',')
 		}
-		cw.write("\n")
-		_, _ = cw.Write(m)
+		b.WriteByte('\n')
+		b.Write(m)
 	}
-	cw.write("\n]}\n")
-	if cw.err == nil {
-		cw.err = bw.Flush()
-	}
-	if cw.err != nil {
-		return cw.n, fmt.Errorf("write export: %w", cw.err)
-	}
-	return cw.n, nil
+	b.WriteString("\n]}\n")
+	return b.WriteTo(w)
 }
-
-// countingWriter counts what it writes and keeps the first error.
-type countingWriter struct {
-	w   io.Writer
-	n   int64
-	err error
-}
-
-func (c *countingWriter) Write(p []byte) (int, error) {
-	if c.err != nil {
-		return 0, c.err
-	}
-	n, err := c.w.Write(p)
-	c.n += int64(n)
-	c.err = err
-	return n, err
-}
-
-func (c *countingWriter) write(s string) { _, _ = c.Write([]byte(s)) }
 
 // ReadExport reads and validates an exported timeline of at most limit bytes
 // (no limit when limit <= 0): one JSON object and nothing after it but

@@ -20,8 +20,9 @@ type entry struct {
 }
 
 // ring holds the most recent entries of one namespace in seq order. floor is
-// the seq of the newest entry it has evicted: a viewer whose resume point is
-// below floor has missed something and must start again from a snapshot.
+// the seq of the newest entry it has evicted (at first, the seq when the
+// ring was made): a viewer whose resume point is below floor may have
+// missed something and must start again from a snapshot.
 type ring struct {
 	buf   []*entry
 	start int // index of the oldest entry
