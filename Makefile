@@ -52,5 +52,5 @@ build: ## build the oplab binary into bin/
 bench: controlplane ## print the benchmarks' figures (cluster start, controller throughput, websocket fan-out)
 	$(GO) test -run '^$$' -bench BenchmarkTimeToReady -benchtime 1x ./cluster/
 	$(GO) test -run '^$$' -bench . -benchtime 1x ./controller/ -args -dbs=$(BENCH_DBS)
-	$(GO) run ./web/stream/loadtest -viewers 500,2000 -rate 100 -duration 10s
-	$(GO) test -run '^$$' -bench ControllerWithViewers -benchtime 1x ./web/ -dbs 100 -viewers 2000 -rounds 5
+	$(GO) run ./cmd/loadtest -viewers 500,2000 -rate 100 -duration 10s
+	$(GO) test -run '^$$' -bench ControllerWithViewers -benchtime 1x ./cmd/benchviewers/ -dbs 100 -viewers 2000 -rounds 5

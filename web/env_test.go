@@ -101,8 +101,10 @@ func startEnv() (_ *testEnv, err error) {
 	if e.cluster, err = cluster.Start(ctx, cluster.Options{Mode: cluster.ModeFull, CRDs: crds, Log: logFile}); err != nil {
 		return e, err
 	}
-	e.recorder = stream.NewRecorder(stream.Options{})
+	e.recorder = stream.NewRecorder(stream.RecorderOptions{})
+	hub := stream.NewHub(e.recorder, stream.HubOptions{})
 	go e.recorder.Run(ctx)
+	go hub.Run(ctx)
 	opts := controller.DefaultOptions()
 	opts.Sink, opts.ResyncPeriod = e.recorder, 10*time.Second
 	e.runner = controller.NewRunner(e.cluster.Config(), opts)
@@ -110,7 +112,7 @@ func startEnv() (_ *testEnv, err error) {
 		return e, err
 	}
 	e.server, err = New(ctx, Options{
-		Config: e.cluster.Config(), Recorder: e.recorder, Controller: e.runner, Logger: testLogger(logFile),
+		Config: e.cluster.Config(), Recorder: e.recorder, Hub: hub, Controller: e.runner, Logger: testLogger(logFile),
 	})
 	if err != nil {
 		return e, err

@@ -31,6 +31,7 @@ import (
 	"github.com/oplab-dev/oplab/web/lab"
 	"github.com/oplab-dev/oplab/web/lab/state"
 	"github.com/oplab-dev/oplab/web/session"
+	"github.com/oplab-dev/oplab/web/stream"
 )
 
 // postForm sends a form as lab.js does (asking for JSON) and decodes the answer.
@@ -56,7 +57,11 @@ func postForm(t *testing.T, c *http.Client, base, path string, form url.Values) 
 func (e *testEnv) latestState(ns, name string) (state.Database, bool) {
 	var d state.Database
 	found := false
-	for _, m := range e.recorder.Export(ns).Messages {
+	for _, raw := range e.recorder.Export(ns).Messages {
+		var m stream.Message
+		if err := json.Unmarshal(raw, &m); err != nil {
+			continue
+		}
 		if m.Type != "state" || m.Object.Kind != "Database" || m.Object.Name != name {
 			continue
 		}

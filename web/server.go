@@ -47,6 +47,8 @@ type Options struct {
 	Config *rest.Config
 	// Recorder is the trace recorder the controller emits to.
 	Recorder *stream.Recorder
+	// Hub streams the Recorder to the browsers on /ws.
+	Hub *stream.Hub
 	// Controller is stopped and started from the lab page.
 	Controller ControllerSwitch
 	// Ready is an extra readiness check for /readyz (API reachable, CRD
@@ -144,6 +146,8 @@ func check(opts Options) error {
 		return errors.New("web options: Config is required")
 	case opts.Recorder == nil:
 		return errors.New("web options: Recorder is required")
+	case opts.Hub == nil:
+		return errors.New("web options: Hub is required")
 	case opts.Controller == nil:
 		return errors.New("web options: Controller is required")
 	case opts.MaxDatabasesPerNamespace < 0:
@@ -168,7 +172,7 @@ func (s *Server) routes(ctx context.Context, direct client.Client) http.Handler 
 	mux.Handle("GET /static/", http.StripPrefix("/static/", staticFiles()))
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok")) })
 	mux.HandleFunc("GET /readyz", s.readyz)
-	mux.Handle("GET /ws", s.opts.Recorder.Handler(s.sessions.NamespaceOf))
+	mux.Handle("GET /ws", s.opts.Hub.Handler(s.sessions.NamespaceOf))
 	lab.New(ctx, lab.Options{
 		Store: lab.KubeStore{Client: direct}, Sessions: s.sessions, States: s.watcher,
 		Controller: s.opts.Controller, Exporter: s.opts.Recorder,

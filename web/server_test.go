@@ -80,7 +80,8 @@ func TestStaticAssetsAreEmbedded(t *testing.T) {
 }
 
 func TestNewRefusesIncompleteOptions(t *testing.T) {
-	rec := stream.NewRecorder(stream.Options{})
+	rec := stream.NewRecorder(stream.RecorderOptions{})
+	hub := stream.NewHub(rec, stream.HubOptions{})
 	tests := []struct {
 		name string
 		opts Options
@@ -88,8 +89,9 @@ func TestNewRefusesIncompleteOptions(t *testing.T) {
 	}{
 		{"no config", Options{Recorder: rec}, "Config is required"},
 		{"no recorder", Options{Config: &rest.Config{}}, "Recorder is required"},
-		{"no controller", Options{Config: &rest.Config{}, Recorder: rec}, "Controller is required"},
-		{"negative cap", Options{Config: &rest.Config{}, Recorder: rec, Controller: stubSwitch{}, MaxDatabasesPerNamespace: -1}, "negative"},
+		{"no hub", Options{Config: &rest.Config{}, Recorder: rec}, "Hub is required"},
+		{"no controller", Options{Config: &rest.Config{}, Recorder: rec, Hub: hub}, "Controller is required"},
+		{"negative cap", Options{Config: &rest.Config{}, Recorder: rec, Hub: hub, Controller: stubSwitch{}, MaxDatabasesPerNamespace: -1}, "negative"},
 	}
 	for _, tt := range tests {
 		if _, err := New(t.Context(), tt.opts); err == nil || !strings.Contains(err.Error(), tt.want) {

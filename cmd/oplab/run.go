@@ -41,12 +41,15 @@ func run(ctx context.Context, c config, out io.Writer) error {
 	}
 	defer stopCluster()
 
-	// 2. The trace recorder, which the controller reports to and browsers read from.
-	rec := stream.NewRecorder(stream.Options{})
-	recDone := make(chan struct{})
+	// 2. The trace recorder, which the controller reports to, and the hub
+	// that streams it to browsers.
+	rec := stream.NewRecorder(stream.RecorderOptions{})
+	hub := stream.NewHub(rec, stream.HubOptions{})
+	recDone, hubDone := make(chan struct{}), make(chan struct{})
 	recCtx, stopRec := context.WithCancel(context.Background())
 	go func() { defer close(recDone); rec.Run(recCtx) }()
-	defer func() { stopRec(); <-recDone }()
+	go func() { defer close(hubDone); hub.Run(recCtx) }()
+	defer func() { stopRec(); <-recDone; <-hubDone }()
 
 	// The CRD must be there before the controller starts, or its informer
 	// fails with a discovery error that names neither the CRD nor the fix.
@@ -79,6 +82,7 @@ func run(ctx context.Context, c config, out io.Writer) error {
 	srv, err := web.New(ctx, web.Options{
 		Config:                   restCfg,
 		Recorder:                 rec,
+		Hub:                      hub,
 		Controller:               runner,
 		Ready:                    checker.check,
 		MaxDatabasesPerNamespace: c.maxDatabases,

@@ -523,9 +523,7 @@ func (h *Handler) export(w http.ResponseWriter, r *http.Request) {
 	name := fmt.Sprintf("oplab-timeline-%s-%s.json", ns, time.Now().UTC().Format("20060102-150405"))
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Content-Disposition", fmt.Sprintf("attachment; filename=%q", name))
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", " ")
-	_ = enc.Encode(e)
+	_, _ = e.WriteTo(w) // the messages as recorded, one a line
 }
 
 func (h *Handler) replayForm(w http.ResponseWriter, r *http.Request) {
@@ -550,7 +548,7 @@ func (h *Handler) replay(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer f.Close()
-	e, err := stream.ReadExport(f)
+	e, err := stream.ReadExport(f, maxExportBytes)
 	if err != nil {
 		fail(http.StatusUnprocessableEntity, "%s is not an oplab timeline: %v", hdr.Filename, err)
 		return

@@ -93,7 +93,7 @@ func (c *fakeController) Running() bool               { return c.running }
 type fakeExporter struct{}
 
 func (fakeExporter) Export(ns string) stream.Export {
-	return stream.Export{Version: stream.ExportVersion, Namespace: ns, ExportedAt: time.Unix(0, 0).UTC(), Messages: []stream.Message{}}
+	return stream.Export{Version: stream.ExportVersion, Namespace: ns, ExportedAt: time.Unix(0, 0).UTC(), Messages: []json.RawMessage{}}
 }
 
 type harness struct {

@@ -10,7 +10,7 @@ import (
 // BenchmarkEmit is the controller's cost of tracing one step while Run
 // records it: a channel send, never a wait.
 func BenchmarkEmit(b *testing.B) {
-	rec := NewRecorder(Options{})
+	rec := NewRecorder(RecorderOptions{})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); rec.Run(ctx) }()

@@ -12,11 +12,11 @@ import (
 	"github.com/gorilla/websocket"
 )
 
-// client is one websocket viewer. Run owns its membership and closes send
-// to tell the writer to say goodbye; the reader and the writer are the only
-// goroutines that touch conn (gorilla allows one of each).
+// client is one websocket viewer. The Hub's Run owns its membership and
+// closes send to tell the writer to say goodbye; the reader and the writer
+// are the only goroutines that touch conn (gorilla allows one of each).
 type client struct {
-	r         *Recorder
+	h         *Hub
 	conn      *websocket.Conn
 	namespace string
 	resume    bool   // the viewer asked for ?since
@@ -24,7 +24,7 @@ type client struct {
 	// catchup receives, once, the frames to write before any live frame.
 	catchup chan []frame
 	send    chan *frame
-	// closeCode and closeReason are set by Run before it closes send; the
+	// closeCode and closeReason are set by the Hub before it closes send; the
 	// close happens before the writer sees it, so the writer may read them.
 	closeCode   int
 	closeReason string
@@ -33,8 +33,10 @@ type client struct {
 // Handler returns the /ws endpoint. namespaceOf resolves the viewer's
 // namespace from its session; an error, or an empty namespace, is answered
 // with 403. The query ?since=SEQ resumes after the last seq a viewer has.
-// A cross-origin request is answered with 403 before upgrading.
-func (r *Recorder) Handler(namespaceOf func(*http.Request) (string, error)) http.Handler {
+// A cross-origin request is answered with 403 before upgrading. The viewer
+// goes to the Recorder first, which works out what it has missed, and from
+// there to the Hub.
+func (h *Hub) Handler(namespaceOf func(*http.Request) (string, error)) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		ns, err := namespaceOf(req)
 		if err == nil && ns == "" {
@@ -49,30 +51,37 @@ func (r *Recorder) Handler(namespaceOf func(*http.Request) (string, error)) http
 			http.Error(w, err.Error(), http.StatusBadRequest)
 			return
 		}
-		conn, err := r.upgrader.Upgrade(w, req, nil)
+		conn, err := h.upgrader.Upgrade(w, req, nil)
 		if err != nil {
 			return // the upgrader has answered the request
 		}
 		// A no-op when the viewer did not offer compression.
 		_ = conn.SetCompressionLevel(compressionLevel)
 		c := &client{
-			r:         r,
+			h:         h,
 			conn:      conn,
 			namespace: ns,
 			resume:    resume,
 			since:     since,
 			catchup:   make(chan []frame, 1),
-			send:      make(chan *frame, r.opts.ClientBuffer),
+			send:      make(chan *frame, h.opts.ClientBuffer),
 		}
 		select {
-		case r.register <- c:
-		case <-r.done:
-			_ = conn.WriteControl(websocket.CloseMessage,
-				websocket.FormatCloseMessage(websocket.CloseGoingAway, "oplab is shutting down"),
-				time.Now().Add(time.Second))
-			_ = conn.Close()
+		case h.rec.joins <- &join{client: c}:
+		case <-h.rec.done:
+			c.refuse()
+		case <-h.done:
+			c.refuse()
 		}
 	})
+}
+
+// refuse closes a viewer that was never attached: the stream is stopping.
+func (c *client) refuse() {
+	_ = c.conn.WriteControl(websocket.CloseMessage,
+		websocket.FormatCloseMessage(websocket.CloseGoingAway, "oplab is shutting down"),
+		time.Now().Add(time.Second))
+	_ = c.conn.Close()
 }
 
 // compressionLevel is flate's default, not gorilla's fastest (1): a frame is
@@ -95,9 +104,9 @@ func parseSince(q url.Values) (since uint64, resume bool, err error) {
 
 // checkOrigin accepts requests without an Origin (not from a browser), from
 // the request's own host, or from an allowed origin.
-func (r *Recorder) checkOrigin(req *http.Request) bool {
-	if r.opts.CheckOrigin != nil {
-		return r.opts.CheckOrigin(req)
+func (h *Hub) checkOrigin(req *http.Request) bool {
+	if h.opts.CheckOrigin != nil {
+		return h.opts.CheckOrigin(req)
 	}
 	origin := req.Header.Get("Origin")
 	if origin == "" {
@@ -110,7 +119,7 @@ func (r *Recorder) checkOrigin(req *http.Request) bool {
 	if strings.EqualFold(u.Host, req.Host) {
 		return true
 	}
-	for _, allowed := range r.opts.AllowedOrigins {
+	for _, allowed := range h.opts.AllowedOrigins {
 		if strings.EqualFold(allowed, origin) || strings.EqualFold(allowed, u.Host) {
 			return true
 		}
@@ -119,20 +128,20 @@ func (r *Recorder) checkOrigin(req *http.Request) bool {
 }
 
 // readPump reads (and discards) what the viewer sends, so that pongs and
-// close frames are processed, until the connection fails; then it asks Run
-// to let the viewer go.
+// close frames are processed, until the connection fails; then it asks the
+// Hub to let the viewer go.
 func (c *client) readPump() {
 	defer func() {
 		select {
-		case c.r.unregister <- c:
-		case <-c.r.done:
+		case c.h.unregister <- c:
+		case <-c.h.done:
 		}
 		_ = c.conn.Close()
 	}()
-	c.conn.SetReadLimit(c.r.opts.ReadLimit)
-	_ = c.conn.SetReadDeadline(time.Now().Add(c.r.opts.PongWait))
+	c.conn.SetReadLimit(c.h.opts.ReadLimit)
+	_ = c.conn.SetReadDeadline(time.Now().Add(c.h.opts.PongWait))
 	c.conn.SetPongHandler(func(string) error {
-		return c.conn.SetReadDeadline(time.Now().Add(c.r.opts.PongWait))
+		return c.conn.SetReadDeadline(time.Now().Add(c.h.opts.PongWait))
 	})
 	for {
 		if _, _, err := c.conn.ReadMessage(); err != nil {
@@ -141,10 +150,10 @@ func (c *client) readPump() {
 	}
 }
 
-// writePump writes the catch-up frames, then live frames and pings, until Run
-// closes send.
+// writePump writes the catch-up frames, then live frames and pings, until the
+// Hub closes send.
 func (c *client) writePump() {
-	ping := time.NewTicker(c.r.opts.PingPeriod)
+	ping := time.NewTicker(c.h.opts.PingPeriod)
 	defer func() {
 		ping.Stop()
 		_ = c.conn.Close()
@@ -169,7 +178,7 @@ func (c *client) writePump() {
 				return
 			}
 		case <-ping.C:
-			_ = c.conn.SetWriteDeadline(time.Now().Add(c.r.opts.WriteWait))
+			_ = c.conn.SetWriteDeadline(time.Now().Add(c.h.opts.WriteWait))
 			if err := c.conn.WriteMessage(websocket.PingMessage, nil); err != nil {
 				return
 			}
@@ -183,7 +192,7 @@ func (c *client) writePump() {
 const compressMin = 1024
 
 func (c *client) write(f *frame) error {
-	_ = c.conn.SetWriteDeadline(time.Now().Add(c.r.opts.WriteWait))
+	_ = c.conn.SetWriteDeadline(time.Now().Add(c.h.opts.WriteWait))
 	// A no-op when the viewer did not offer compression.
 	c.conn.EnableWriteCompression(len(f.data) >= compressMin)
 	if f.pm != nil {
@@ -194,5 +203,5 @@ func (c *client) write(f *frame) error {
 
 func (c *client) sayGoodbye() {
 	msg := websocket.FormatCloseMessage(c.closeCode, c.closeReason)
-	_ = c.conn.WriteControl(websocket.CloseMessage, msg, time.Now().Add(c.r.opts.WriteWait))
+	_ = c.conn.WriteControl(websocket.CloseMessage, msg, time.Now().Add(c.h.opts.WriteWait))
 }

@@ -1,16 +1,28 @@
 // Package stream records the controller's trace and streams it to browsers.
 //
-// The Recorder is the controller's trace sink (controller.Sink): Emit stamps
-// each step with a global, monotonic seq and never blocks. One goroutine
-// (Recorder.Run) owns everything shared: a ring of recent messages per
-// namespace, the latest state of every object, and the connected viewers. It
-// follows gorilla/websocket's chat example: one reader and one writer
-// goroutine per connection, ping/pong deadlines, a read limit, and a viewer
-// whose buffer is full is disconnected rather than waited for.
+// Two types, each owning its state in one goroutine:
+//
+//   - The Recorder is the controller's trace sink (controller.Sink): Emit
+//     never blocks. Recorder.Run stamps each step with a global, monotonic
+//     seq, encodes it to JSON (once: everything after shares those bytes),
+//     and keeps a ring of recent messages per namespace and the latest state
+//     of every object (PublishState takes it already encoded). It answers
+//     exports, and works out what a connecting viewer has missed.
+//   - The Hub streams what the Recorder records to websocket viewers.
+//     Hub.Run owns the viewers and the pending batches, as the hub of
+//     gorilla/websocket's chat example owns its clients: one reader and one
+//     writer goroutine per connection, ping/pong deadlines, a read limit,
+//     and a viewer whose buffer is full is disconnected rather than waited
+//     for.
+//
+// The Recorder hands the Hub, on one channel and in seq order, what it has
+// recorded and each viewer that joins with its catch-up, so a viewer's
+// catch-up and the live messages after it meet with no gap and no
+// duplicate. The Hub never waits on the Recorder.
 //
 // # The /ws protocol
 //
-// Connect to /ws (Recorder.Handler). The server resolves the viewer's
+// Connect to /ws (Hub.Handler). The server resolves the viewer's
 // namespace from its session (403 when it cannot) and checks the Origin
 // header: the request's own host or an allowed origin (403 otherwise).
 //
@@ -34,16 +46,15 @@
 // grows with the square of the number of viewers (with the defaults: none
 // for a few viewers, 5ms at 500, 80ms from 2,000 on); the first message after
 // a quiet spell goes out at once. While the controller is busy (over 200
-// messages a second, or the machine's CPU 90% busy until it falls below
-// 60%) the window widens so that the viewers a frame goes to get about
-// 2,000 frames a second together (250ms at 500 viewers, 1s, the most, at
-// 2,000): the same messages, in fewer frames, leaving the CPU to the
-// controller. Each batch is encoded, framed and compressed once per
+// messages a second: the stream's own rate, never the machine's load) the
+// window widens so that the viewers a frame goes to get about 2,000 frames
+// a second together (250ms at 500 viewers, 1s, the most, at 2,000): the
+// same messages, in fewer frames, leaving the CPU to the controller. Each batch is encoded, framed and compressed once per
 // namespace and shared by all its viewers; frames of 1 KiB and more are
 // compressed (permessage-deflate, without context takeover) for viewers
 // that offer it, as browsers do.
 //
-// A viewer that falls behind by Options.ClientBuffer frames is closed with
+// A viewer that falls behind by HubOptions.ClientBuffer frames is closed with
 // code 1013 (try again later), or cut off (1006) if a write to it was stuck;
 // on any close a viewer should reconnect with ?since=<last seq it received>.
 // At shutdown viewers are closed with 1001 (going away). A viewer that
@@ -68,8 +79,8 @@
 // fields are documented on controller.Step) and the stream's own:
 //
 //   - "state": the latest view model of object, as published by the lab
-//     page's watcher (Recorder.PublishState). Without "state" the object
-//     was deleted.
+//     page's watcher (Recorder.PublishState), its JSON as published.
+//     Without "state" the object was deleted.
 //   - "reset": control message, seq 0, object {"kind": "Namespace", "name":
 //     the viewer's namespace}; "message" says why.
 //   - "dropped": global; the recorder's inbox was full and it dropped steps
@@ -79,11 +90,14 @@
 //
 // Recorder.Export returns a namespace's recorded timeline (the snapshots of
 // objects whose history left the ring, then the ring, merged with global
-// messages) in the same schema:
+// messages) in the same schema, each message as the bytes recorded;
+// Export.WriteTo writes them as they are:
 //
 //	{"version": 1, "exportedAt": "...", "namespace": "learner-1", "messages": [ ... ]}
 //
-// Replaying an export is reading it with ReadExport, which checks the
-// version, that seq strictly increases, and that every message has a type,
-// a time and an object of the export's namespace (or none).
+// Replaying an export is reading it with ReadExport, which refuses a file
+// over its size limit or with anything after the JSON object, and checks
+// the version, that seq strictly increases, and that every message has a
+// type, a time and an object of the export's namespace (or none). It
+// returns the messages as they were in the file, not encoded again.
 package stream

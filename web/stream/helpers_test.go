@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -21,36 +22,37 @@ import (
 // and never assert on how long anything took.
 const deadline = 20 * time.Second
 
-// harness is a Recorder running behind an httptest server on 127.0.0.1. A
-// viewer's namespace is its ?ns= query parameter.
+// harness is a Recorder and its Hub running behind an httptest server on
+// 127.0.0.1. A viewer's namespace is its ?ns= query parameter.
 type harness struct {
 	t      *testing.T
 	rec    *Recorder
+	hub    *Hub
 	srv    *httptest.Server
 	cancel context.CancelFunc
-	done   chan struct{} // closed when Run has returned
+	done   chan struct{} // closed when both Runs have returned
 }
 
-func newHarness(t *testing.T, opts Options) *harness {
+func newHarness(t *testing.T, ro RecorderOptions, ho HubOptions) *harness {
 	t.Helper()
-	return newHarnessSndbuf(t, opts, 0)
+	return newHarnessSndbuf(t, ro, ho, 0)
 }
 
 // newHarnessSndbuf is newHarness with the server's socket send buffer set to
 // sndbuf bytes (when > 0), so that a viewer that does not read blocks the
 // server's writes after kilobytes rather than megabytes.
-func newHarnessSndbuf(t *testing.T, opts Options, sndbuf int) *harness {
+func newHarnessSndbuf(t *testing.T, ro RecorderOptions, ho HubOptions, sndbuf int) *harness {
 	t.Helper()
-	if opts.CPU == nil {
-		// Tests run beside others on a busy machine: the CPU must not
-		// change the window under them unless a test asks.
-		opts.CPU = fixedCPU(0)
-	}
-	rec := NewRecorder(opts)
+	rec := NewRecorder(ro)
+	hub := NewHub(rec, ho)
 	ctx, cancel := context.WithCancel(context.Background())
-	h := &harness{t: t, rec: rec, cancel: cancel, done: make(chan struct{})}
-	go func() { defer close(h.done); rec.Run(ctx) }()
-	h.srv = httptest.NewUnstartedServer(rec.Handler(func(r *http.Request) (string, error) {
+	h := &harness{t: t, rec: rec, hub: hub, cancel: cancel, done: make(chan struct{})}
+	var runs sync.WaitGroup
+	runs.Add(2)
+	go func() { defer runs.Done(); rec.Run(ctx) }()
+	go func() { defer runs.Done(); hub.Run(ctx) }()
+	go func() { runs.Wait(); close(h.done) }()
+	h.srv = httptest.NewUnstartedServer(hub.Handler(func(r *http.Request) (string, error) {
 		return r.URL.Query().Get("ns"), nil
 	}))
 	if sndbuf > 0 {
@@ -99,10 +101,10 @@ func (h *harness) dial(ns string, since int64) *viewer {
 	return &viewer{t: h.t, conn: conn}
 }
 
-// waitClients polls until the recorder has n viewers.
+// waitClients polls until the hub has n viewers.
 func (h *harness) waitClients(n int) {
 	h.t.Helper()
-	waitFor(h.t, fmt.Sprintf("%d viewers", n), func() bool { return h.rec.Stats().Clients == n })
+	waitFor(h.t, fmt.Sprintf("%d viewers", n), func() bool { return h.hub.Stats().Clients == n })
 }
 
 // viewer is a websocket client that reads batches of messages.
@@ -221,3 +223,25 @@ func seqs(ms []Message) []uint64 {
 type fixedClock struct{ t time.Time }
 
 func (c fixedClock) Now() time.Time { return c.t }
+
+// decoded decodes exported messages, failing the test on one that does not.
+func decoded(t *testing.T, raws []json.RawMessage) []Message {
+	t.Helper()
+	out := make([]Message, len(raws))
+	for i, raw := range raws {
+		if err := json.Unmarshal(raw, &out[i]); err != nil {
+			t.Fatalf("exported message %d does not decode: %v: %s", i, err, raw)
+		}
+	}
+	return out
+}
+
+// state encodes v as a state's JSON, as the lab's watcher does.
+func state(t *testing.T, v any) json.RawMessage {
+	t.Helper()
+	raw, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return raw
+}

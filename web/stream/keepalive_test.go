@@ -18,7 +18,7 @@ const (
 )
 
 func TestViewerThatAnswersPingsStaysConnected(t *testing.T) {
-	h := newHarness(t, Options{PongWait: testPongWait, PingPeriod: testPingPeriod})
+	h := newHarness(t, RecorderOptions{}, HubOptions{PongWait: testPongWait, PingPeriod: testPingPeriod})
 	v := h.dial("a", -1)
 	h.waitClients(1)
 	// Count pings, then let gorilla's default handler answer them.
@@ -44,7 +44,7 @@ func TestViewerThatAnswersPingsStaysConnected(t *testing.T) {
 		time.Sleep(testPingPeriod)
 	}
 
-	if st := h.rec.Stats(); st.Clients != 1 || st.DroppedClients != 0 {
+	if st := h.hub.Stats(); st.Clients != 1 || st.DroppedClients != 0 {
 		t.Errorf("stats %+v; want the viewer still connected and none dropped", st)
 	}
 	h.rec.Emit(marker("a"))
@@ -53,11 +53,11 @@ func TestViewerThatAnswersPingsStaysConnected(t *testing.T) {
 
 func TestViewerThatDoesNotAnswerPingsIsClosed(t *testing.T) {
 	t.Run("never reads", func(t *testing.T) {
-		h := newHarness(t, Options{PongWait: testPongWait, PingPeriod: testPingPeriod})
+		h := newHarness(t, RecorderOptions{}, HubOptions{PongWait: testPongWait, PingPeriod: testPingPeriod})
 		v := h.dial("a", -1) // never reads, so never answers a ping
 		h.waitClients(1)
 		h.waitClients(0)
-		if st := h.rec.Stats(); st.DroppedClients != 0 {
+		if st := h.hub.Stats(); st.DroppedClients != 0 {
 			t.Errorf("stats %+v; want the viewer timed out, not dropped as slow", st)
 		}
 		// Whatever was queued for it, the connection then ends.
@@ -69,7 +69,7 @@ func TestViewerThatDoesNotAnswerPingsIsClosed(t *testing.T) {
 	})
 
 	t.Run("ignores pings", func(t *testing.T) {
-		h := newHarness(t, Options{PongWait: testPongWait, PingPeriod: testPingPeriod})
+		h := newHarness(t, RecorderOptions{}, HubOptions{PongWait: testPongWait, PingPeriod: testPingPeriod})
 		v := h.dial("a", -1)
 		var pings atomic.Int64
 		v.conn.SetPingHandler(func(string) error { pings.Add(1); return nil })
@@ -109,7 +109,7 @@ func TestPingPeriodDefaults(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := Options{PongWait: tt.pongWait, PingPeriod: tt.ping}.withDefaults().PingPeriod
+			got := HubOptions{PongWait: tt.pongWait, PingPeriod: tt.ping}.withDefaults().PingPeriod
 			if got != tt.want {
 				t.Errorf("PingPeriod = %v, want %v", got, tt.want)
 			}

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/oplab-dev/oplab/controller"
-	"github.com/oplab-dev/oplab/web/stream/streamtest"
+	"github.com/oplab-dev/oplab/internal/wsviewer"
 )
 
 // dialCompressed connects a viewer of ns that offers permessage-deflate, as
@@ -18,7 +18,7 @@ import (
 func (h *harness) dialCompressed(ns string) (*viewer, *atomic.Int64, string) {
 	h.t.Helper()
 	var wire atomic.Int64
-	conn, resp, err := streamtest.Dial(context.Background(), h.url("ns="+ns), &wire)
+	conn, resp, err := wsviewer.Dial(context.Background(), h.url("ns="+ns), &wire)
 	if err != nil {
 		h.t.Fatalf("dialling %s: %v", ns, err)
 	}
@@ -29,7 +29,7 @@ func (h *harness) dialCompressed(ns string) (*viewer, *atomic.Int64, string) {
 func TestFramesAreCompressedForViewersThatOfferIt(t *testing.T) {
 	for _, disabled := range []bool{false, true} {
 		t.Run(fmt.Sprintf("DisableCompression=%v", disabled), func(t *testing.T) {
-			h := newHarness(t, Options{DisableCompression: disabled})
+			h := newHarness(t, RecorderOptions{}, HubOptions{DisableCompression: disabled})
 			v, wire, ext := h.dialCompressed("a")
 			h.waitClients(1)
 			if got := strings.Contains(ext, "permessage-deflate"); got == disabled {
@@ -62,10 +62,10 @@ func TestFramesAreCompressedForViewersThatOfferIt(t *testing.T) {
 func TestBusyControllerWidensTheWindow(t *testing.T) {
 	// One viewer and a frame budget of 10 a second: once messages arrive
 	// faster than 100 a second, frames go out at most every 100ms.
-	h := newHarness(t, Options{BusyStepRate: 100, BusyFrameRate: 10})
+	h := newHarness(t, RecorderOptions{}, HubOptions{BusyStepRate: 100, BusyFrameRate: 10})
 	v := h.dial("a", -1)
 	h.waitClients(1)
-	if w := h.rec.Stats().Window; w >= 100*time.Millisecond {
+	if w := h.hub.Stats().Window; w >= 100*time.Millisecond {
 		t.Fatalf("window before any load = %v, want below 100ms", w)
 	}
 	// About 2,000 messages a second for a little over three rate intervals.
@@ -78,7 +78,7 @@ func TestBusyControllerWidensTheWindow(t *testing.T) {
 			time.Sleep(10 * time.Millisecond)
 		}
 	}
-	st := h.rec.Stats()
+	st := h.hub.Stats()
 	h.rec.Emit(marker("a"))
 	got := <-read
 	if len(got) != steps+1 {
@@ -98,8 +98,31 @@ func TestBusyControllerWidensTheWindow(t *testing.T) {
 	}
 }
 
+func TestQuietStreamKeepsTheWindowNarrow(t *testing.T) {
+	// Only the stream's own rate paces it: one viewer of a quiet namespace,
+	// with a budget of 10 frames a second, gets no window of 100ms, and
+	// nine viewers of another namespace, which gets nothing, do not widen
+	// it either.
+	h := newHarness(t, RecorderOptions{}, HubOptions{BusyFrameRate: 10})
+	v := h.dial("a", -1)
+	for range 9 {
+		h.dial("b", -1)
+	}
+	h.waitClients(10)
+	h.rec.Emit(step("a", "db", controller.StepEvent))
+	h.rec.Emit(marker("a"))
+	v.readUntil(isMarker)
+	st := h.hub.Stats()
+	if st.StepRate > DefaultBusyStepRate {
+		t.Fatalf("message rate %.0f: the test wants a quiet controller", st.StepRate)
+	}
+	if st.Window >= 100*time.Millisecond {
+		t.Errorf("window %v for one viewer of a quiet stream, want below 100ms", st.Window)
+	}
+}
+
 func TestFramesOfOneStepGoUncompressed(t *testing.T) {
-	h := newHarness(t, Options{})
+	h := newHarness(t, RecorderOptions{}, HubOptions{})
 	v, wire, ext := h.dialCompressed("a")
 	h.waitClients(1)
 	if !strings.Contains(ext, "permessage-deflate") {

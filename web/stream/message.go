@@ -1,10 +1,12 @@
 package stream
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"time"
 
 	"github.com/oplab-dev/oplab/controller"
@@ -39,28 +41,83 @@ type Message struct {
 }
 
 // Export is the recorded timeline of one namespace, in the same schema as
-// the stream, so replaying a file is just reading it.
+// the stream, so replaying a file is just reading it. Each message is kept
+// as its JSON, as recorded: an export is written and read without decoding
+// and encoding the messages again. The messages may share the recorder's
+// bytes; do not modify them.
 type Export struct {
-	Version    int       `json:"version"`
-	ExportedAt time.Time `json:"exportedAt"`
-	Namespace  string    `json:"namespace"`
-	Messages   []Message `json:"messages"`
+	Version    int               `json:"version"`
+	ExportedAt time.Time         `json:"exportedAt"`
+	Namespace  string            `json:"namespace"`
+	Messages   []json.RawMessage `json:"messages"`
 }
 
-// ReadExport decodes and validates an exported timeline: the version is
-// known, seq is strictly increasing, and every message has a type, a time and
-// an object in the export's namespace (or none, for global messages). Errors
-// name the offending message index and field.
-func ReadExport(r io.Reader) (Export, error) {
+// WriteTo writes e as JSON, one message a line, each message's bytes as they
+// are.
+func (e Export) WriteTo(w io.Writer) (int64, error) {
+	at, err := json.Marshal(e.ExportedAt)
+	if err != nil {
+		return 0, fmt.Errorf("write export: exportedAt: %w", err)
+	}
+	ns, _ := json.Marshal(e.Namespace) // a string: cannot fail
+	var b bytes.Buffer
+	fmt.Fprintf(&b, `{"version":%d,"exportedAt":%s,"namespace":%s,"messages":[`, e.Version, at, ns)
+	for i, m := range e.Messages {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteByte('\n')
+		b.Write(m)
+	}
+	b.WriteString("\n]}\n")
+	return b.WriteTo(w)
+}
+
+// ReadExport reads and validates an exported timeline of at most limit bytes
+// (no limit when limit <= 0): one JSON object and nothing after it but
+// spaces, a known version, seq strictly increasing, and every message with a
+// type, a time and an object in the export's namespace (or none, for global
+// messages). The messages are returned as they were in the file, not
+// encoded again. Errors name what was wrong: the size, the JSON, or the
+// offending message's index and field.
+func ReadExport(r io.Reader, limit int64) (Export, error) {
+	lr := &io.LimitedReader{R: r, N: math.MaxInt64}
+	if limit > 0 {
+		lr.N = limit + 1
+	}
+	tooBig := func() bool { return limit > 0 && lr.N <= 0 }
 	var e Export
-	dec := json.NewDecoder(r)
+	dec := json.NewDecoder(lr)
 	if err := dec.Decode(&e); err != nil {
+		if tooBig() {
+			return Export{}, fmt.Errorf("read export: larger than the %d-byte limit", limit)
+		}
 		return Export{}, fmt.Errorf("read export: decoding json: %w", err)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		if tooBig() {
+			return Export{}, fmt.Errorf("read export: larger than the %d-byte limit", limit)
+		}
+		return Export{}, fmt.Errorf("read export: unexpected data after the timeline's JSON object (at byte %d)", dec.InputOffset())
+	}
+	if tooBig() {
+		return Export{}, fmt.Errorf("read export: larger than the %d-byte limit", limit)
 	}
 	if err := validateExport(e); err != nil {
 		return Export{}, fmt.Errorf("read export: %w", err)
 	}
+	if e.Messages == nil {
+		e.Messages = []json.RawMessage{}
+	}
 	return e, nil
+}
+
+// messageHead is what validating a message reads of it.
+type messageHead struct {
+	Seq    uint64               `json:"seq"`
+	Time   time.Time            `json:"time"`
+	Type   controller.StepType  `json:"type"`
+	Object controller.ObjectRef `json:"object"`
 }
 
 func validateExport(e Export) error {
@@ -68,7 +125,11 @@ func validateExport(e Export) error {
 		return fmt.Errorf("unsupported version %d (want %d)", e.Version, ExportVersion)
 	}
 	var prev uint64
-	for i, m := range e.Messages {
+	for i, raw := range e.Messages {
+		var m messageHead
+		if err := json.Unmarshal(raw, &m); err != nil {
+			return fmt.Errorf("messages[%d]: decoding json: %w", i, err)
+		}
 		if err := validateMessage(m, e.Namespace, prev); err != nil {
 			return fmt.Errorf("messages[%d]: %w", i, err)
 		}
@@ -77,7 +138,7 @@ func validateExport(e Export) error {
 	return nil
 }
 
-func validateMessage(m Message, namespace string, prev uint64) error {
+func validateMessage(m messageHead, namespace string, prev uint64) error {
 	switch {
 	case m.Seq == 0:
 		return errors.New("seq: missing or zero")

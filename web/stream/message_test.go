@@ -31,11 +31,14 @@ func TestReadExportRejectsBadFiles(t *testing.T) {
 			[]string{"messages[0]", "object"}},
 		{"object of another namespace", `{"version":1,"namespace":"a","messages":[{"seq":1,"time":"2026-11-30T09:00:00Z","type":"event","object":{"kind":"Database","namespace":"b","name":"db"}}]}`,
 			[]string{"messages[0]", "object.namespace", `"b"`}},
+		{"message not an object", `{"version":1,"namespace":"a","messages":[5]}`, []string{"messages[0]", "decoding json"}},
+		{"data after the object", `{"version":1,"namespace":"a","messages":[]} {"x":1}`, []string{"after the timeline's JSON object"}},
+		{"garbage after the object", `{"version":1,"namespace":"a","messages":[]}]`, []string{"after the timeline's JSON object"}},
 		{"time not a time", `{"version":1,"namespace":"a","messages":[{"seq":1,"time":"yesterday","type":"event","object":{"kind":"Database","name":"db"}}]}`,
 			[]string{"decoding json", "time"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := ReadExport(strings.NewReader(tc.file))
+			_, err := ReadExport(strings.NewReader(tc.file), 1<<20)
 			if err == nil {
 				t.Fatal("ReadExport accepted a bad file")
 			}
@@ -48,23 +51,50 @@ func TestReadExportRejectsBadFiles(t *testing.T) {
 	}
 }
 
+func TestReadExportRefusesFilesOverTheLimit(t *testing.T) {
+	file := `{"version":1,"namespace":"a","messages":[]}`
+	for _, tc := range []struct {
+		name  string
+		file  string
+		limit int64
+	}{
+		{"the object itself", file, int64(len(file)) - 1},
+		{"spaces after it", file + strings.Repeat(" ", 20), int64(len(file)) + 5},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := ReadExport(strings.NewReader(tc.file), tc.limit)
+			if err == nil || !strings.Contains(err.Error(), "limit") {
+				t.Errorf("ReadExport of %d bytes with limit %d: error %v, want one naming the limit", len(tc.file), tc.limit, err)
+			}
+		})
+	}
+	if _, err := ReadExport(strings.NewReader(file+"\n"), int64(len(file))+1); err != nil {
+		t.Errorf("ReadExport of a file exactly at the limit: %v", err)
+	}
+}
+
 func TestReadExportAcceptsGoodFile(t *testing.T) {
 	file := `{"version":1,"exportedAt":"2026-11-30T10:00:00Z","namespace":"a","messages":[
 		{"seq":1,"time":"2026-11-30T09:00:00Z","type":"state","object":{"kind":"Database","namespace":"a","name":"db"},"state":{"replicas":1}},
 		{"seq":4,"time":"2026-11-30T09:00:01Z","type":"controller","object":{"kind":"Controller","name":"database"},"message":"started"},
 		{"seq":9,"time":"2026-11-30T09:00:02Z","type":"action","object":{"kind":"Database","namespace":"a","name":"db"},"action":"create","outcome":"Created","target":{"kind":"StatefulSet","namespace":"a","name":"db"}}
 	]}`
-	e, err := ReadExport(strings.NewReader(file))
+	e, err := ReadExport(strings.NewReader(file), 1<<20)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff([]uint64{1, 4, 9}, seqs(e.Messages)); diff != "" {
+	if diff := cmp.Diff([]uint64{1, 4, 9}, seqs(decoded(t, e.Messages))); diff != "" {
 		t.Errorf("seqs (-want +got):\n%s", diff)
 	}
-	if got := string(e.Messages[0].State); got != `{"replicas":1}` {
+	// Read as they are in the file, not encoded again.
+	if got, want := string(e.Messages[1]), `{"seq":4,"time":"2026-11-30T09:00:01Z","type":"controller","object":{"kind":"Controller","name":"database"},"message":"started"}`; got != want {
+		t.Errorf("message 1 = %s, want the file's bytes %s", got, want)
+	}
+	ms := decoded(t, e.Messages)
+	if got := string(ms[0].State); got != `{"replicas":1}` {
 		t.Errorf("state = %s", got)
 	}
-	if e.Messages[2].Target == nil || e.Messages[2].Target.Kind != "StatefulSet" {
-		t.Errorf("action target = %+v", e.Messages[2].Target)
+	if ms[2].Target == nil || ms[2].Target.Kind != "StatefulSet" {
+		t.Errorf("action target = %+v", ms[2].Target)
 	}
 }

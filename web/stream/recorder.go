@@ -1,135 +1,41 @@
 package stream
 
 import (
+	"context"
 	"encoding/json"
-	"math"
-	"net/http"
-	"sync"
+	"errors"
+	"fmt"
 	"sync/atomic"
 	"time"
 
 	"github.com/go-logr/logr"
-	"github.com/gorilla/websocket"
 
 	"github.com/oplab-dev/oplab/controller"
 )
 
-// Defaults for the zero Options.
+// Defaults for the zero RecorderOptions.
 const (
-	DefaultRingSize      = 4096
-	DefaultClientBuffer  = 64
-	DefaultBatchInterval = 80 * time.Millisecond
-	DefaultFullBatch     = 2000
-	DefaultBusyStepRate  = 200
-	DefaultBusyFrameRate = 2000
-	DefaultMaxBatch      = time.Second
-	DefaultInboxSize     = 8192
-	DefaultReadLimit     = 512
-	DefaultPongWait      = 60 * time.Second
-	DefaultWriteWait     = 10 * time.Second
+	DefaultRingSize  = 4096
+	DefaultInboxSize = 8192
 )
 
-// Options configure a Recorder. The zero value is usable.
-type Options struct {
+// RecorderOptions configure a Recorder. The zero value is usable.
+type RecorderOptions struct {
 	// RingSize is how many recent messages are kept per namespace (default
 	// 4096). Older ones survive only as the latest state per object.
 	RingSize int
-	// ClientBuffer is how many frames may wait for one viewer (default 64).
-	// A viewer that falls further behind is disconnected, never waited for.
-	ClientBuffer int
-	// BatchInterval is the longest a message waits to be coalesced with
-	// others into one frame (default 80ms), reached at FullBatchViewers.
-	// A message arriving after a quiet window goes out at once.
-	BatchInterval time.Duration
-	// FullBatchViewers is the number of viewers at which the coalescing
-	// window reaches BatchInterval (default 2,000). Below it the window
-	// shrinks with the square of the viewer count: a few hundred viewers
-	// get nearly every step at once, while the frames written per second,
-	// viewers / window, fall as viewers grow, leaving the controller its
-	// CPU. With the defaults: 100 viewers 0.2ms, 500 5ms, 1,000 20ms,
-	// 2,000 and more 80ms.
-	FullBatchViewers int
-	// BusyStepRate is the rate of recorded messages, all namespaces
-	// together, above which the controller counts as busy (default 200 a
-	// second; one Database's reconcile burst stays below it, a hundred
-	// Databases created at once go far above).
-	BusyStepRate float64
-	// BusyFrameRate is the frames a second, all viewers together, that the
-	// stream aims at while the controller is busy (default 2,000): the
-	// window widens to receivers / BusyFrameRate, where receivers are the
-	// viewers of the namespaces the flush goes to, up to MaxBatchInterval
-	// (so beyond BusyFrameRate × MaxBatchInterval viewers, more frames go
-	// out; catch-up frames are not counted). On one
-	// machine every frame written to a viewer is CPU the controller and its
-	// API server do not get; while they are busy, viewers get the same
-	// steps in fewer, larger frames (2,000 viewers: 1 frame a second
-	// instead of 12). Measured, a frame costs about 12µs of CPU to write
-	// and as much to read on loopback, so 2,000 a second is about 2.5% of
-	// two cores.
-	BusyFrameRate int
-	// MaxBatchInterval bounds the window while busy (default 1s).
-	MaxBatchInterval time.Duration
-	// CPU reports how busy the machine is (default: /proc/stat where it
-	// can be read: the whole machine, so other tenants' load counts too).
-	// From BusyCPU on (default 0.9), until it falls 0.3 below it (or below
-	// half of it), the controller counts as busy too, whatever its message
-	// rate.
-	CPU CPUMeter
-	// BusyCPU is the busy fraction of the CPU (0 to 1) from which the
-	// machine counts as busy; above 1 the CPU is never looked at.
-	BusyCPU float64
-	// DisableCompression turns off permessage-deflate. By default a viewer
-	// that offers it (browsers do) gets frames compressed, each compressed
-	// once and shared by all viewers of a namespace. Batches of trace JSON
-	// shrink 7 to 14 times (measured); frames under compressMin (1 KiB, a
-	// step or two) go uncompressed. Bytes copied through sockets are the
-	// larger part of a busy stream's cost.
-	DisableCompression bool
 	// InboxSize is how many steps may wait for Run (default 8192); Emit
 	// drops and counts steps beyond it.
 	InboxSize int
-	// AllowedOrigins lists browser origins ("http://host:port" or
-	// "host:port") allowed besides the request's own host.
-	AllowedOrigins []string
-	// CheckOrigin, when set, replaces the same-host-or-allowed check.
-	CheckOrigin func(*http.Request) bool
-	// ReadLimit is the largest frame a viewer may send (default 512 bytes);
-	// viewers only answer pings, so anything bigger is misbehaviour.
-	ReadLimit int64
-	// PongWait is how long a viewer may stay silent before it is considered
-	// gone (default 60s).
-	PongWait time.Duration
-	// PingPeriod is how often viewers are pinged (default 9/10 of PongWait).
-	// It must be shorter than PongWait, or a viewer that answers every ping
-	// would still time out; a longer one is replaced by the default.
-	PingPeriod time.Duration
-	// WriteWait bounds one write to a viewer (default 10s).
-	WriteWait time.Duration
 	// Clock stamps steps emitted without a time (default the wall clock).
 	Clock controller.Clock
 	// Logger receives the recorder's few log lines (default discard).
 	Logger logr.Logger
 }
 
-func (o Options) withDefaults() Options {
+func (o RecorderOptions) withDefaults() RecorderOptions {
 	o.RingSize = orDefault(o.RingSize, DefaultRingSize)
-	o.ClientBuffer = orDefault(o.ClientBuffer, DefaultClientBuffer)
-	o.BatchInterval = orDefault(o.BatchInterval, DefaultBatchInterval)
-	o.FullBatchViewers = orDefault(o.FullBatchViewers, DefaultFullBatch)
-	o.BusyStepRate = orDefault(o.BusyStepRate, DefaultBusyStepRate)
-	o.BusyFrameRate = orDefault(o.BusyFrameRate, DefaultBusyFrameRate)
-	o.MaxBatchInterval = max(orDefault(o.MaxBatchInterval, DefaultMaxBatch), o.BatchInterval)
-	o.BusyCPU = orDefault(o.BusyCPU, DefaultBusyCPU)
-	if o.CPU == nil && o.BusyCPU <= 1 {
-		o.CPU = newProcStat("/proc/stat")
-	}
 	o.InboxSize = orDefault(o.InboxSize, DefaultInboxSize)
-	o.ReadLimit = orDefault(o.ReadLimit, DefaultReadLimit)
-	o.PongWait = orDefault(o.PongWait, DefaultPongWait)
-	o.WriteWait = orDefault(o.WriteWait, DefaultWriteWait)
-	if o.PingPeriod <= 0 || o.PingPeriod >= o.PongWait {
-		o.PingPeriod = o.PongWait * 9 / 10
-	}
 	if o.Clock == nil {
 		o.Clock = controller.RealClock{}
 	}
@@ -143,31 +49,24 @@ func orDefault[T int | int64 | float64 | time.Duration](v, def T) T {
 	return v
 }
 
-// Stats are the recorder's counters, for introspection and benchmarks.
-type Stats struct {
-	// Clients is the number of connected viewers.
-	Clients int `json:"clients"`
-	// DroppedClients counts viewers disconnected for falling behind.
-	DroppedClients uint64 `json:"droppedClients"`
+// RecorderStats are the recorder's counters.
+type RecorderStats struct {
 	// DroppedSteps counts steps and states Emit or PublishState dropped
 	// because the inbox was full.
 	DroppedSteps uint64 `json:"droppedSteps"`
 	// Messages counts messages recorded (each got a seq).
 	Messages uint64 `json:"messages"`
-	// Frames counts frames queued to viewers, catch-up frames included.
-	Frames uint64 `json:"frames"`
 	// Seq is the last seq assigned.
 	Seq uint64 `json:"seq"`
-	// StepRate, Window and CPU are as of the last flush scheduled (they are
-	// only worked out when there is something to send, so after traffic
-	// stops they keep their last values). StepRate is recorded messages a
-	// second; above Options.BusyStepRate frames get fewer.
-	StepRate float64 `json:"stepRate"`
-	// Window is the coalescing window last used.
-	Window time.Duration `json:"windowNs"`
-	// CPU is the machine's busy fraction last read (0 to 1).
-	CPU float64 `json:"cpu"`
 }
+
+// dropNoticeEvery is how often, at most, the stream says that steps were
+// dropped.
+const dropNoticeEvery = time.Second
+
+// drainMax bounds how many inbox items Run takes in one go before it looks
+// at its other channels again.
+const drainMax = 1024
 
 // input is one item of the inbox: a step, or a state (isState) whose JSON
 // is state (nil when the object was deleted).
@@ -177,45 +76,31 @@ type input struct {
 	state   json.RawMessage
 }
 
-// Recorder stamps trace steps with a sequence number, keeps recent history
-// per namespace, and streams it to the websocket viewers of each namespace.
-// One goroutine, Run, owns the history, the latest states and the viewers;
-// everything else talks to it through channels.
+// Recorder stamps trace steps with a sequence number, keeps the recent
+// history of each namespace and the latest state of each object, and hands
+// what it records, in seq order, to its Hub. One goroutine, Run, owns all of
+// it; everything else talks to it through channels.
 type Recorder struct {
-	opts     Options
-	upgrader websocket.Upgrader
+	opts RecorderOptions
 
-	inbox      chan input
-	register   chan *client
-	unregister chan *client
-	exports    chan exportReq
-	forgets    chan string
-	done       chan struct{} // closed when Run has stopped accepting work
+	inbox   chan input
+	joins   chan *join
+	exports chan exportReq
+	forgets chan string
+	done    chan struct{} // closed when Run has stopped accepting work
+	// hub receives what is recorded; set by NewHub before Run starts.
+	hub     *Hub
+	running atomic.Bool
 
-	clientCount    atomic.Int64
-	droppedClients atomic.Uint64
-	droppedSteps   atomic.Uint64
-	messages       atomic.Uint64
-	frames         atomic.Uint64
-	lastSeq        atomic.Uint64
-	stepRate       atomic.Uint64 // float64 bits
-	cpuBusy        atomic.Uint64 // float64 bits
-	lastWindow     atomic.Int64
+	droppedSteps atomic.Uint64
+	messages     atomic.Uint64
+	lastSeq      atomic.Uint64
 
 	// Owned by Run.
 	seq          uint64
 	reportedDrop uint64
 	reportedAt   time.Time
 	spaces       map[string]*space
-	clients      map[*client]struct{}
-	timer        *time.Timer
-	armed        bool
-	dirty        bool // some namespace has pending messages
-	receivers    int  // viewers of the namespaces with pending messages
-	lastFlush    time.Time
-	meter        rateMeter
-	cpu          cpuGauge
-	clientWG     sync.WaitGroup
 }
 
 type exportReq struct {
@@ -223,42 +108,21 @@ type exportReq struct {
 	reply     chan Export
 }
 
-// frame is one websocket message: the JSON array, and its framing shared by
-// every viewer of a namespace.
-type frame struct {
-	data []byte
-	pm   *websocket.PreparedMessage
-}
-
 var _ controller.Sink = (*Recorder)(nil)
 
 // NewRecorder returns a Recorder; nothing is recorded until Run runs.
-func NewRecorder(opts Options) *Recorder {
+func NewRecorder(opts RecorderOptions) *Recorder {
 	opts = opts.withDefaults()
 	r := &Recorder{
-		opts:       opts,
-		inbox:      make(chan input, opts.InboxSize),
-		register:   make(chan *client),
-		unregister: make(chan *client),
-		exports:    make(chan exportReq),
-		forgets:    make(chan string),
-		done:       make(chan struct{}),
-		spaces:     map[string]*space{},
-		clients:    map[*client]struct{}{},
-		cpu:        cpuGauge{meter: opts.CPU, enter: opts.BusyCPU},
+		opts:    opts,
+		inbox:   make(chan input, opts.InboxSize),
+		joins:   make(chan *join),
+		exports: make(chan exportReq),
+		forgets: make(chan string),
+		done:    make(chan struct{}),
+		spaces:  map[string]*space{},
 	}
-	r.upgrader = websocket.Upgrader{
-		ReadBufferSize:    1024,
-		WriteBufferSize:   4096,
-		EnableCompression: !opts.DisableCompression,
-		// Viewers mostly sit idle between frames, so they share write
-		// buffers instead of holding 4 KiB each.
-		WriteBufferPool: &sync.Pool{},
-		CheckOrigin:     r.checkOrigin,
-		Error: func(w http.ResponseWriter, _ *http.Request, status int, reason error) {
-			http.Error(w, reason.Error(), status)
-		},
-	}
+	r.space("") // global messages: a resume point is good from seq 0 on
 	return r
 }
 
@@ -272,21 +136,17 @@ func (r *Recorder) Emit(s controller.Step) {
 	r.send(input{step: s})
 }
 
-// PublishState records the latest view model of obj, which must marshal to
-// JSON. Viewers receive it as a "state" message, and fresh viewers get the
-// latest state of every object as a snapshot. A nil state says the object
-// was deleted and removes it from snapshots. It never blocks.
-func (r *Recorder) PublishState(obj controller.ObjectRef, state any) {
-	in := input{isState: true, step: controller.Step{Type: TypeState, Object: obj, Time: r.opts.Clock.Now()}}
-	if state != nil {
-		raw, err := json.Marshal(state)
-		if err != nil {
-			r.opts.Logger.Error(err, "Dropped a state that does not marshal", "kind", obj.Kind, "namespace", obj.Namespace, "name", obj.Name)
-			return
-		}
-		in.state = raw
+// PublishState records the latest view model of obj, already encoded as
+// JSON: it is stored and sent as it is, never decoded. Viewers receive it as
+// a "state" message, and fresh viewers get the latest state of every object
+// as a snapshot. A nil state says the object was deleted and removes it from
+// snapshots. It never blocks.
+func (r *Recorder) PublishState(obj controller.ObjectRef, state json.RawMessage) {
+	if state != nil && !json.Valid(state) {
+		r.opts.Logger.Error(errors.New("not valid JSON"), "Dropped a state", "kind", obj.Kind, "namespace", obj.Namespace, "name", obj.Name)
+		return
 	}
-	r.send(in)
+	r.send(input{isState: true, step: controller.Step{Type: TypeState, Object: obj, Time: r.opts.Clock.Now()}, state: state})
 }
 
 func (r *Recorder) send(in input) {
@@ -298,39 +158,150 @@ func (r *Recorder) send(in input) {
 }
 
 // Stats returns the current counters; safe from any goroutine.
-func (r *Recorder) Stats() Stats {
-	return Stats{
-		Clients:        int(r.clientCount.Load()),
-		DroppedClients: r.droppedClients.Load(),
-		DroppedSteps:   r.droppedSteps.Load(),
-		Messages:       r.messages.Load(),
-		Frames:         r.frames.Load(),
-		Seq:            r.lastSeq.Load(),
-		StepRate:       math.Float64frombits(r.stepRate.Load()),
-		Window:         time.Duration(r.lastWindow.Load()),
-		CPU:            math.Float64frombits(r.cpuBusy.Load()),
+func (r *Recorder) Stats() RecorderStats {
+	return RecorderStats{
+		DroppedSteps: r.droppedSteps.Load(),
+		Messages:     r.messages.Load(),
+		Seq:          r.lastSeq.Load(),
 	}
 }
 
 // Export returns the recorded timeline of namespace: the states of objects
 // whose history fell out of the ring, then the ring, merged in seq order with
-// the global messages. It waits for Run; after Run has returned it returns
-// an export without messages.
+// the global messages, each as the bytes recorded. It waits for Run; after
+// Run has returned it returns an export without messages.
 func (r *Recorder) Export(namespace string) Export {
 	req := exportReq{namespace: namespace, reply: make(chan Export, 1)}
 	select {
 	case r.exports <- req:
 		return <-req.reply
 	case <-r.done:
-		return Export{Version: ExportVersion, ExportedAt: time.Now().UTC(), Namespace: namespace, Messages: []Message{}}
+		return Export{Version: ExportVersion, ExportedAt: time.Now().UTC(), Namespace: namespace, Messages: []json.RawMessage{}}
 	}
 }
 
 // Forget drops the recorded history and states of namespace, as when a
-// learner's namespace is cleaned up. Its viewers, if any, stay connected.
+// learner's namespace is cleaned up. Its viewers, if any, stay connected; a
+// resume point from before it gets a "reset".
 func (r *Recorder) Forget(namespace string) {
 	select {
 	case r.forgets <- namespace:
 	case <-r.done:
 	}
+}
+
+// Run is the goroutine that owns the sequence, the history and the latest
+// states. It returns when ctx is done. Call it once.
+func (r *Recorder) Run(ctx context.Context) {
+	r.running.Store(true)
+	defer close(r.done)
+	// Drops held back by noteDrops' once-a-second limit are announced by
+	// this tick even when no further step arrives.
+	dropTick := time.NewTicker(dropNoticeEvery)
+	defer dropTick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-dropTick.C:
+			r.pass(ctx, update{entries: r.noteDrops(nil)})
+		case in := <-r.inbox:
+			r.pass(ctx, update{entries: r.drain(r.record(nil, in))})
+		case j := <-r.joins:
+			j.catchup = r.catchup(j.client)
+			r.pass(ctx, update{join: j})
+		case req := <-r.exports:
+			req.reply <- r.export(req.namespace)
+		case ns := <-r.forgets:
+			r.forget(ns)
+		}
+	}
+}
+
+// pass hands u to the hub, in order. It waits while the hub is busy writing
+// a frame out: Emit's inbox takes up the slack, so the controller does not.
+func (r *Recorder) pass(ctx context.Context, u update) {
+	if r.hub == nil || (len(u.entries) == 0 && u.join == nil) {
+		return
+	}
+	select {
+	case r.hub.feed <- u:
+	case <-r.hub.done:
+		u.refuse()
+	case <-ctx.Done():
+		u.refuse()
+	}
+}
+
+// drain records whatever else is already waiting, so a burst becomes one
+// update, then says so in the stream if Emit had to drop steps.
+func (r *Recorder) drain(out []*entry) []*entry {
+	for range drainMax {
+		select {
+		case in := <-r.inbox:
+			out = r.record(out, in)
+		default:
+			return r.noteDrops(out)
+		}
+	}
+	return r.noteDrops(out)
+}
+
+func (r *Recorder) noteDrops(out []*entry) []*entry {
+	dropped := r.droppedSteps.Load()
+	if dropped == r.reportedDrop {
+		return out
+	}
+	// While the inbox overflows, say so once a second, not after every
+	// drain: the notice goes to every viewer.
+	now := r.opts.Clock.Now()
+	if now.Sub(r.reportedAt) < dropNoticeEvery {
+		return out
+	}
+	n := dropped - r.reportedDrop
+	r.reportedDrop, r.reportedAt = dropped, now
+	return r.record(out, input{step: controller.Step{
+		Type:    TypeDropped,
+		Time:    now,
+		Object:  controller.ObjectRef{Kind: "Recorder", Name: "trace"},
+		Message: fmt.Sprintf("the trace recorder was full and dropped %d steps rather than slow the controller", n),
+	}})
+}
+
+// record stamps the next seq on in, encodes it (the only time it is), keeps
+// it, and appends it to out for the hub.
+func (r *Recorder) record(out []*entry, in input) []*entry {
+	s := r.space(in.step.Object.Namespace)
+	r.seq++
+	in.step.Seq = r.seq
+	e := &entry{seq: r.seq, obj: in.step.Object, raw: encodeMessage(in.step, in.state)}
+	s.ring.push(e)
+	if in.isState {
+		s.keepState(e, in.state == nil)
+	}
+	r.messages.Add(1)
+	r.lastSeq.Store(r.seq)
+	return append(out, e)
+}
+
+// encodeMessage is the JSON of a message: the step, flattened, and after it
+// the state's JSON as it was published.
+func encodeMessage(s controller.Step, state json.RawMessage) []byte {
+	raw, err := json.Marshal(s)
+	if err != nil {
+		// Only a time outside years 0-9999 fails to encode. Keep the seq
+		// (viewers must see no gap) and say what went wrong.
+		raw, _ = json.Marshal(controller.Step{
+			Seq: s.Seq, Time: time.Unix(0, 0).UTC(), Type: s.Type, Object: s.Object,
+			Error: fmt.Sprintf("the recorder could not encode this step: %v", err),
+		})
+	}
+	if state == nil {
+		return raw
+	}
+	out := make([]byte, 0, len(raw)+len(`,"state":`)+len(state))
+	out = append(out, raw[:len(raw)-1]...) // without the closing brace
+	out = append(out, `,"state":`...)
+	out = append(out, state...)
+	return append(out, '}')
 }

@@ -21,7 +21,7 @@ import (
 func TestEmitStampsSeqAndTime(t *testing.T) {
 	now := time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC)
 	given := now.Add(-time.Hour)
-	h := newHarness(t, Options{Clock: fixedClock{now}})
+	h := newHarness(t, RecorderOptions{Clock: fixedClock{now}}, HubOptions{})
 	v := h.dial("a", -1)
 	h.waitClients(1)
 
@@ -46,14 +46,14 @@ func TestEmitStampsSeqAndTime(t *testing.T) {
 }
 
 func TestNamespaceIsolation(t *testing.T) {
-	h := newHarness(t, Options{})
+	h := newHarness(t, RecorderOptions{}, HubOptions{})
 	va, vb := h.dial("a", -1), h.dial("b", -1)
 	h.waitClients(2)
 
 	h.rec.Emit(step("a", "one", controller.StepEvent))
 	h.rec.Emit(step("b", "two", controller.StepEvent))
 	h.rec.Emit(controller.Step{Type: controller.StepController, Object: controller.ObjectRef{Kind: "Controller", Name: "database"}, Message: "started"})
-	h.rec.PublishState(controller.ObjectRef{Kind: "Database", Namespace: "b", Name: "two"}, map[string]int{"replicas": 3})
+	h.rec.PublishState(controller.ObjectRef{Kind: "Database", Namespace: "b", Name: "two"}, state(t, map[string]int{"replicas": 3}))
 	h.rec.Emit(step("a", "three", controller.StepAction))
 	h.rec.Emit(marker("a"))
 	h.rec.Emit(marker("b"))
@@ -79,14 +79,14 @@ func TestNamespaceIsolation(t *testing.T) {
 }
 
 func TestFreshViewerGetsSnapshotThenRing(t *testing.T) {
-	h := newHarness(t, Options{RingSize: 3})
+	h := newHarness(t, RecorderOptions{RingSize: 3}, HubOptions{})
 	obj := func(name string) controller.ObjectRef {
 		return controller.ObjectRef{Kind: "Database", Namespace: "a", Name: name}
 	}
-	h.rec.PublishState(obj("gone"), map[string]string{"phase": "Ready"}) // 1
-	h.rec.PublishState(obj("kept"), map[string]string{"phase": "Ready"}) // 2
-	h.rec.PublishState(obj("gone"), nil)                                 // 3: deleted
-	h.rec.Emit(step("b", "other", controller.StepEvent))                 // 4: other namespace
+	h.rec.PublishState(obj("gone"), state(t, map[string]string{"phase": "Ready"})) // 1
+	h.rec.PublishState(obj("kept"), state(t, map[string]string{"phase": "Ready"})) // 2
+	h.rec.PublishState(obj("gone"), nil)                                           // 3: deleted
+	h.rec.Emit(step("b", "other", controller.StepEvent))                           // 4: other namespace
 	for range 3 {
 		h.rec.Emit(step("a", "kept", controller.StepEvent)) // 5, 6, 7: ring of a is now 5..7
 	}
@@ -102,7 +102,7 @@ func TestFreshViewerGetsSnapshotThenRing(t *testing.T) {
 }
 
 func TestResumeInsideRing(t *testing.T) {
-	h := newHarness(t, Options{})
+	h := newHarness(t, RecorderOptions{}, HubOptions{})
 	v := h.dial("a", -1)
 	h.waitClients(1)
 	for range 5 {
@@ -128,8 +128,8 @@ func TestResumeInsideRing(t *testing.T) {
 }
 
 func TestResumeOutsideRingResets(t *testing.T) {
-	h := newHarness(t, Options{RingSize: 2})
-	h.rec.PublishState(controller.ObjectRef{Kind: "Database", Namespace: "a", Name: "db"}, map[string]int{"replicas": 1}) // 1
+	h := newHarness(t, RecorderOptions{RingSize: 2}, HubOptions{})
+	h.rec.PublishState(controller.ObjectRef{Kind: "Database", Namespace: "a", Name: "db"}, state(t, map[string]int{"replicas": 1})) // 1
 	for range 4 {
 		h.rec.Emit(step("a", "db", controller.StepEvent)) // 2..5; ring keeps 4, 5
 	}
@@ -158,7 +158,7 @@ func TestResumeOutsideRingResets(t *testing.T) {
 }
 
 func TestSlowViewerIsDroppedAndNeverBlocksEmit(t *testing.T) {
-	h := newHarnessSndbuf(t, Options{ClientBuffer: 64, RingSize: 16, InboxSize: 1 << 14}, 16<<10)
+	h := newHarnessSndbuf(t, RecorderOptions{RingSize: 16, InboxSize: 1 << 14}, HubOptions{ClientBuffer: 64}, 16<<10)
 	// The slow viewer never reads; with small socket buffers on both ends
 	// the server's writes to it block after some tens of kilobytes.
 	dialer := websocket.Dialer{NetDialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
@@ -203,7 +203,7 @@ func TestSlowViewerIsDroppedAndNeverBlocksEmit(t *testing.T) {
 		_ = fast.conn.SetReadDeadline(time.Now().Add(deadline))
 		_, data, err := fast.conn.ReadMessage()
 		if err != nil {
-			t.Fatalf("fast viewer after %d frames, %d bytes: %v (stats %+v)", frames, size, err, h.rec.Stats())
+			t.Fatalf("fast viewer after %d frames, %d bytes: %v (stats %+v)", frames, size, err, h.hub.Stats())
 		}
 		frames++
 		size += len(data)
@@ -216,8 +216,8 @@ func TestSlowViewerIsDroppedAndNeverBlocksEmit(t *testing.T) {
 	case <-time.After(deadline):
 		t.Fatal("Emit blocked")
 	}
-	waitFor(t, "the slow viewer to be dropped", func() bool { return h.rec.Stats().DroppedClients == 1 })
-	if c := h.rec.Stats().Clients; c != 1 {
+	waitFor(t, "the slow viewer to be dropped", func() bool { return h.hub.Stats().DroppedClients == 1 })
+	if c := h.hub.Stats().Clients; c != 1 {
 		t.Errorf("clients after the drop = %d, want 1 (the fast one)", c)
 	}
 	// The slow viewer's connection ends: with 1013 (try again later) when
@@ -240,7 +240,7 @@ func TestSlowViewerIsDroppedAndNeverBlocksEmit(t *testing.T) {
 }
 
 func TestHandshakeRejections(t *testing.T) {
-	h := newHarness(t, Options{AllowedOrigins: []string{"http://teacher.localhost:9000"}})
+	h := newHarness(t, RecorderOptions{}, HubOptions{AllowedOrigins: []string{"http://teacher.localhost:9000"}})
 	host := strings.TrimPrefix(h.srv.URL, "http://")
 	for _, tc := range []struct {
 		name       string
@@ -286,7 +286,7 @@ func TestHandshakeRejections(t *testing.T) {
 }
 
 func TestReadLimitClosesConnection(t *testing.T) {
-	h := newHarness(t, Options{ReadLimit: 256})
+	h := newHarness(t, RecorderOptions{}, HubOptions{ReadLimit: 256})
 	v := h.dial("a", -1)
 	h.waitClients(1)
 	if err := v.conn.WriteMessage(websocket.TextMessage, bytes.Repeat([]byte("x"), 1024)); err != nil {
@@ -299,7 +299,7 @@ func TestReadLimitClosesConnection(t *testing.T) {
 }
 
 func TestSmallMessagesFromViewerAreIgnored(t *testing.T) {
-	h := newHarness(t, Options{ReadLimit: 256})
+	h := newHarness(t, RecorderOptions{}, HubOptions{ReadLimit: 256})
 	v := h.dial("a", -1)
 	h.waitClients(1)
 	if err := v.conn.WriteMessage(websocket.TextMessage, []byte("hello")); err != nil {
@@ -313,7 +313,7 @@ func TestSmallMessagesFromViewerAreIgnored(t *testing.T) {
 
 func TestRunCancelClosesViewersAndEndsGoroutines(t *testing.T) {
 	before := runtime.NumGoroutine()
-	h := newHarness(t, Options{})
+	h := newHarness(t, RecorderOptions{}, HubOptions{})
 	vs := []*viewer{h.dial("a", -1), h.dial("a", -1), h.dial("b", -1)}
 	h.waitClients(3)
 
@@ -343,7 +343,7 @@ func TestRunCancelClosesViewersAndEndsGoroutines(t *testing.T) {
 }
 
 func TestDroppedStepsAreAnnounced(t *testing.T) {
-	rec := NewRecorder(Options{InboxSize: 4})
+	rec := NewRecorder(RecorderOptions{InboxSize: 4})
 	// Run is not running yet, so the inbox fills: Emit must drop, not wait.
 	for range 10 {
 		rec.Emit(step("a", "db", controller.StepEvent))
@@ -358,16 +358,16 @@ func TestDroppedStepsAreAnnounced(t *testing.T) {
 
 	var e Export
 	waitFor(t, "the drop to be recorded", func() bool { e = rec.Export("a"); return len(e.Messages) == 5 })
-	last := e.Messages[4]
+	last := decoded(t, e.Messages)[4]
 	if last.Type != TypeDropped || last.Object.Namespace != "" || !strings.Contains(last.Message, "dropped 6 steps") {
 		t.Errorf("last message = %+v, want a global dropped message saying 6", last)
 	}
 }
 
 func TestForgetDropsHistory(t *testing.T) {
-	h := newHarness(t, Options{})
+	h := newHarness(t, RecorderOptions{}, HubOptions{})
 	h.rec.Emit(step("a", "db", controller.StepEvent))
-	h.rec.PublishState(controller.ObjectRef{Kind: "Database", Namespace: "a", Name: "db"}, map[string]int{"replicas": 1})
+	h.rec.PublishState(controller.ObjectRef{Kind: "Database", Namespace: "a", Name: "db"}, state(t, map[string]int{"replicas": 1}))
 	h.rec.Emit(step("b", "db", controller.StepEvent))
 	waitFor(t, "3 messages", func() bool { return h.rec.Stats().Seq == 3 })
 
@@ -381,9 +381,9 @@ func TestForgetDropsHistory(t *testing.T) {
 }
 
 func TestExportRoundTrip(t *testing.T) {
-	h := newHarness(t, Options{RingSize: 3})
+	h := newHarness(t, RecorderOptions{RingSize: 3}, HubOptions{})
 	ref := controller.ObjectRef{Kind: "Database", Namespace: "a", Name: "db"}
-	h.rec.PublishState(ref, map[string]int{"replicas": 1})                                                                                       // 1, snapshot
+	h.rec.PublishState(ref, state(t, map[string]int{"replicas": 1}))                                                                             // 1, snapshot
 	h.rec.Emit(controller.Step{Type: controller.StepController, Object: controller.ObjectRef{Kind: "Controller", Name: "database"}})             // 2, global
 	h.rec.Emit(step("b", "db", controller.StepEvent))                                                                                            // 3, other namespace
 	h.rec.Emit(controller.Step{Type: controller.StepStatus, Object: ref, Conditions: []controller.ConditionChange{{Type: "Ready", To: "True"}}}) // 4
@@ -392,26 +392,36 @@ func TestExportRoundTrip(t *testing.T) {
 	waitFor(t, "6 messages", func() bool { return h.rec.Stats().Seq == 6 })
 
 	exp := h.rec.Export("a")
-	if diff := cmp.Diff([]uint64{1, 2, 4, 5, 6}, seqs(exp.Messages)); diff != "" {
+	if diff := cmp.Diff([]uint64{1, 2, 4, 5, 6}, seqs(decoded(t, exp.Messages))); diff != "" {
 		t.Errorf("exported seqs (-want +got):\n%s", diff)
 	}
-	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(exp); err != nil {
+	if got := decoded(t, exp.Messages)[0]; got.Type != TypeState || string(got.State) != `{"replicas":1}` {
+		t.Errorf("first exported message = %+v, want the state as published", got)
+	}
+	// Written as the recorder stored it, or by encoding/json: either reads
+	// back the same.
+	var written, encoded bytes.Buffer
+	if _, err := exp.WriteTo(&written); err != nil {
 		t.Fatal(err)
 	}
-	back, err := ReadExport(&buf)
-	if err != nil {
-		t.Fatalf("ReadExport of an export: %v", err)
+	if err := json.NewEncoder(&encoded).Encode(exp); err != nil {
+		t.Fatal(err)
 	}
-	if diff := cmp.Diff(exp, back); diff != "" {
-		t.Errorf("round trip (-exported +read):\n%s", diff)
+	for name, buf := range map[string]*bytes.Buffer{"WriteTo": &written, "encoding/json": &encoded} {
+		back, err := ReadExport(buf, 1<<20)
+		if err != nil {
+			t.Fatalf("ReadExport of an export written by %s: %v", name, err)
+		}
+		if diff := cmp.Diff(exp, back); diff != "" {
+			t.Errorf("round trip through %s (-exported +read):\n%s", name, diff)
+		}
 	}
 }
 
 func TestFramesAreBatchedAndShared(t *testing.T) {
 	// With many viewers the window opens; here 100 viewers are the full
 	// batch, so the window is 100ms.
-	h := newHarness(t, Options{FullBatchViewers: 100, BatchInterval: 100 * time.Millisecond})
+	h := newHarness(t, RecorderOptions{}, HubOptions{FullBatchViewers: 100, BatchInterval: 100 * time.Millisecond})
 	var vs []*viewer
 	for range 100 {
 		vs = append(vs, h.dial("a", -1))
@@ -435,7 +445,7 @@ func TestFramesAreBatchedAndShared(t *testing.T) {
 func TestRunReturnsWithAViewerThatDoesNotRead(t *testing.T) {
 	// A long WriteWait and a buffer that never fills: only cutting the
 	// stuck write lets Run return before the test's deadline.
-	h := newHarnessSndbuf(t, Options{ClientBuffer: 1 << 14, WriteWait: 10 * time.Minute}, 16<<10)
+	h := newHarnessSndbuf(t, RecorderOptions{}, HubOptions{ClientBuffer: 1 << 14, WriteWait: 10 * time.Minute}, 16<<10)
 	stuck := h.dial("a", -1) // never reads
 	h.waitClients(1)
 	big := strings.Repeat("x", 4<<10)
@@ -457,7 +467,7 @@ func TestRunReturnsWithAViewerThatDoesNotRead(t *testing.T) {
 }
 
 func TestStepThatCannotBeEncodedKeepsItsSeq(t *testing.T) {
-	h := newHarness(t, Options{})
+	h := newHarness(t, RecorderOptions{}, HubOptions{})
 	v := h.dial("a", -1)
 	h.waitClients(1)
 	bad := step("a", "db", controller.StepEvent)

@@ -1,48 +1,28 @@
 package stream
 
 import (
-	"encoding/json"
-	"fmt"
 	"sort"
-	"time"
+
+	"github.com/gorilla/websocket"
 
 	"github.com/oplab-dev/oplab/controller"
 )
 
-// entry is one recorded message. It is encoded to JSON when first sent or
-// exported, and kept encoded, so that a batch is a concatenation and nothing
-// is encoded twice; steps of namespaces nobody watches are never encoded
-// until someone asks. Only Run touches entries.
+// entry is one recorded message, encoded once when recorded and never
+// changed after: the Recorder's rings, the Hub's batches and exports share
+// its bytes.
 type entry struct {
 	seq uint64
-	// obj is the object a state entry describes; it keys the latest states.
-	obj   controller.ObjectRef
-	state bool
-	msg   *Message // until encoded
-	raw   []byte
-}
-
-// json returns the entry's JSON, encoding it on first use.
-func (e *entry) json() []byte {
-	if e.raw != nil {
-		return e.raw
-	}
-	raw, err := json.Marshal(e.msg)
-	if err != nil {
-		// Only a time outside years 0-9999 fails to encode. Keep the seq
-		// (viewers must see no gap) and say what went wrong.
-		raw, _ = json.Marshal(Message{Step: controller.Step{
-			Seq: e.msg.Seq, Time: time.Unix(0, 0).UTC(), Type: e.msg.Type, Object: e.msg.Object,
-			Error: fmt.Sprintf("the recorder could not encode this step: %v", err),
-		}})
-	}
-	e.raw, e.msg = raw, nil
-	return e.raw
+	// obj is the object the message concerns: its namespace routes it, and
+	// for a state it keys the latest states.
+	obj controller.ObjectRef
+	raw []byte
 }
 
 // ring holds the most recent entries of one namespace in seq order. floor is
-// the seq of the newest entry it has evicted: a viewer whose resume point is
-// below floor has missed something and must start again from a snapshot.
+// the seq of the newest entry it has evicted (at first, the seq when the
+// ring was made): a viewer whose resume point is below floor may have
+// missed something and must start again from a snapshot.
 type ring struct {
 	buf   []*entry
 	start int // index of the oldest entry
@@ -100,7 +80,7 @@ func mergeBySeq(a, b []*entry) []*entry {
 func encodeBatch(es []*entry) []byte {
 	size := 2 + len(es)
 	for _, e := range es {
-		size += len(e.json())
+		size += len(e.raw)
 	}
 	out := make([]byte, 0, size)
 	out = append(out, '[')
@@ -108,7 +88,24 @@ func encodeBatch(es []*entry) []byte {
 		if i > 0 {
 			out = append(out, ',')
 		}
-		out = append(out, e.json()...)
+		out = append(out, e.raw...)
 	}
 	return append(out, ']')
+}
+
+// frame is one websocket message: the JSON array, and its framing shared by
+// every viewer it goes to (gorilla frames and compresses a PreparedMessage
+// once per kind of connection, on first write).
+type frame struct {
+	data []byte
+	pm   *websocket.PreparedMessage
+}
+
+// newFrame encodes es as one frame. Preparing an uncompressed text frame
+// does not fail; if it ever does, the frame is still written, framed for
+// each viewer.
+func newFrame(es []*entry) (frame, error) {
+	data := encodeBatch(es)
+	pm, err := websocket.NewPreparedMessage(websocket.TextMessage, data)
+	return frame{data: data, pm: pm}, err
 }

@@ -81,7 +81,7 @@ func TestBatchEncoding(t *testing.T) {
 }
 
 func TestWindowGrowsWithViewersAndLoad(t *testing.T) {
-	opts := Options{}.withDefaults()
+	opts := HubOptions{}.withDefaults()
 	for _, tc := range []struct {
 		viewers int
 		rate    float64 // recorded messages a second
@@ -112,7 +112,7 @@ func TestWindowGrowsWithViewersAndLoad(t *testing.T) {
 }
 
 func TestMaxBatchIntervalIsNeverBelowBatchInterval(t *testing.T) {
-	o := Options{BatchInterval: 3 * time.Second}.withDefaults()
+	o := HubOptions{BatchInterval: 3 * time.Second}.withDefaults()
 	if o.MaxBatchInterval != 3*time.Second {
 		t.Errorf("MaxBatchInterval = %v, want BatchInterval's 3s", o.MaxBatchInterval)
 	}
@@ -156,10 +156,10 @@ func TestRateMeterMeasuresWholeIntervals(t *testing.T) {
 }
 
 func TestFreshViewersShareTheCatchupWhileMessagesArrive(t *testing.T) {
-	r := NewRecorder(Options{RingSize: 2000})
+	r := NewRecorder(RecorderOptions{RingSize: 2000})
 	emit := func(n int) {
 		for range n {
-			r.record(input{step: step("a", "db", controller.StepEvent)})
+			r.record(nil, input{step: step("a", "db", controller.StepEvent)})
 		}
 	}
 	// seqs reads back what a viewer would receive.
@@ -189,7 +189,7 @@ func TestFreshViewersShareTheCatchupWhileMessagesArrive(t *testing.T) {
 		t.Fatalf("first viewer's catch-up (-want +got):\n%s", diff)
 	}
 	emit(10)
-	r.record(input{step: step("b", "db", controller.StepEvent)}) // another namespace's
+	r.record(nil, input{step: step("b", "db", controller.StepEvent)}) // another namespace's
 	second := r.catchup(&client{namespace: "a"})
 	if diff := cmp.Diff(upTo(1010), seqsOf(second)); diff != "" {
 		t.Fatalf("second viewer's catch-up (-want +got):\n%s", diff)
@@ -218,7 +218,7 @@ func TestFreshViewersShareTheCatchupWhileMessagesArrive(t *testing.T) {
 
 	// A global message since the cache is in the delta, in seq order; and
 	// once the ring has evicted past the cache, the cache is built again.
-	r.record(input{step: controller.Step{Type: controller.StepController, Object: controller.ObjectRef{Kind: "Controller", Name: "database"}}})
+	r.record(nil, input{step: controller.Step{Type: controller.StepController, Object: controller.ObjectRef{Kind: "Controller", Name: "database"}}})
 	g := r.seq
 	emit(3)
 	fourth := r.catchup(&client{namespace: "a"})
@@ -233,10 +233,10 @@ func TestFreshViewersShareTheCatchupWhileMessagesArrive(t *testing.T) {
 }
 
 func TestCatchupIsBuiltAgainOnceTheRingEvictedPastIt(t *testing.T) {
-	r := NewRecorder(Options{RingSize: 100})
+	r := NewRecorder(RecorderOptions{RingSize: 100})
 	emit := func(n int) {
 		for range n {
-			r.record(input{step: step("a", "db", controller.StepEvent)})
+			r.record(nil, input{step: step("a", "db", controller.StepEvent)})
 		}
 	}
 	emit(50)

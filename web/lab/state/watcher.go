@@ -23,10 +23,11 @@ import (
 	"github.com/oplab-dev/oplab/controller/api/v1alpha1"
 )
 
-// Publisher receives the view model of a Database whenever it changes, and
-// nil when the Database is gone. The stream recorder implements it.
+// Publisher receives the view model of a Database, encoded as JSON, whenever
+// it changes, and nil when the Database is gone. The stream recorder
+// implements it and keeps the bytes as they are.
 type Publisher interface {
-	PublishState(obj controller.ObjectRef, state any)
+	PublishState(obj controller.ObjectRef, state json.RawMessage)
 }
 
 // Options configures a Watcher.
@@ -375,7 +376,7 @@ func (o *owner) publishKept(key types.NamespacedName, s Snapshot) {
 		return
 	}
 	o.keptJSON[key] = b
-	o.w.opts.Publisher.PublishState(snapshotRef(key), s)
+	o.w.opts.Publisher.PublishState(snapshotRef(key), b)
 }
 
 func (o *owner) listKept(ns string) []Snapshot {
@@ -438,7 +439,7 @@ func (o *owner) publish(key types.NamespacedName, ref controller.ObjectRef, view
 		return
 	}
 	o.published[key] = b
-	o.w.opts.Publisher.PublishState(ref, view)
+	o.w.opts.Publisher.PublishState(ref, b)
 }
 
 func (o *owner) related(ctx context.Context, ns string) (*Related, error) {

@@ -1,4 +1,4 @@
-package web
+package benchviewers
 
 import (
 	"context"
@@ -26,15 +26,16 @@ import (
 	"github.com/oplab-dev/oplab/cluster"
 	"github.com/oplab-dev/oplab/controller"
 	dbv1 "github.com/oplab-dev/oplab/controller/api/v1alpha1"
+	"github.com/oplab-dev/oplab/internal/wsviewer"
+	"github.com/oplab-dev/oplab/web"
 	"github.com/oplab-dev/oplab/web/session"
 	"github.com/oplab-dev/oplab/web/stream"
-	"github.com/oplab-dev/oplab/web/stream/streamtest"
 )
 
 var (
 	benchDBs        = flag.Int("dbs", 100, "how many Databases BenchmarkControllerWithViewers creates at once per phase")
 	benchViewers    = flag.Int("viewers", 2000, "how many websocket viewers BenchmarkControllerWithViewers connects in each of its with-viewers phases")
-	benchViewerNice = flag.Int("viewer-nice", streamtest.ViewerNice, "niceness of BenchmarkControllerWithViewers's viewer process (0: the same priority as oplab and the cluster)")
+	benchViewerNice = flag.Int("viewer-nice", wsviewer.ViewerNice, "niceness of BenchmarkControllerWithViewers's viewer process (0: the same priority as oplab and the cluster)")
 	benchMeasure    = flag.Int("measure", 50, "how many of BenchmarkControllerWithViewers's viewers, spread evenly, inflate and scan frames to measure delays; the others only count them")
 	benchInProc     = flag.Bool("inproc", false, "run BenchmarkControllerWithViewers's viewers in the benchmark's own process instead of a child process")
 	benchFeed       = flag.Float64("feed-rate", 100, "steps/s BenchmarkControllerWithViewers's synthetic feed emits into its own namespace, in every phase; 0 turns the feed, and the phases whose viewers watch it, off")
@@ -52,7 +53,7 @@ const phaseDeadline = 5 * time.Minute
 
 // BenchmarkControllerWithViewers measures what websocket viewers cost the
 // controller, in one run on the real embedded cluster: the real controller
-// (DefaultOptions) traces to the real stream.Recorder, whose /ws handler is
+// (DefaultOptions) traces to the real stream.Recorder, whose Hub's /ws handler is
 // served on 127.0.0.1. Each phase creates -dbs Databases at once in a fresh
 // namespace and times until all are Ready.
 //
@@ -81,7 +82,7 @@ const phaseDeadline = 5 * time.Minute
 // noise between its neighbours, and the feed's ratio is the rounds' median.
 // Interleaved 1 s slices, the feed on in some and off in others, were
 // tried first, counting the controller's reconciles per slice as
-// web/stream/loadtest counts its own. The real controller's reconciles per
+// cmd/loadtest counts its own. The real controller's reconciles per
 // slice are too lumpy for that: with 2,000 viewers a noise check of
 // identical slices gave a ratio of 0.324 (IQR 0.27–0.49 over the pairs)
 // where 1 was due, and 6 of 13 slices overlapped the creation of the
@@ -200,6 +201,7 @@ type benchEnv struct {
 	cancel   context.CancelFunc
 	cluster  *cluster.Cluster
 	recorder *stream.Recorder
+	hub      *stream.Hub
 	http     *httptest.Server
 	client   client.Client
 	run      string // names this run's namespaces
@@ -238,19 +240,21 @@ func startBenchEnv(b *testing.B, rate float64) *benchEnv {
 	if be.cluster, err = cluster.Start(ctx, cluster.Options{Mode: cluster.ModeFull, CRDs: crds, Log: logFile}); err != nil {
 		fail("start the cluster", err)
 	}
-	be.recorder = stream.NewRecorder(stream.Options{})
+	be.recorder = stream.NewRecorder(stream.RecorderOptions{})
+	be.hub = stream.NewHub(be.recorder, stream.HubOptions{})
 	go be.recorder.Run(ctx)
+	go be.hub.Run(ctx)
 	// The server is started for its state watcher, which publishes to the
 	// recorder as in oplab; the viewers connect to the recorder's handler
 	// directly, naming their namespace in the query instead of a session.
-	server, err := New(ctx, Options{
-		Config: be.cluster.Config(), Recorder: be.recorder, Controller: idleSwitch{}, Logger: testLogger(logFile),
+	server, err := web.New(ctx, web.Options{
+		Config: be.cluster.Config(), Recorder: be.recorder, Hub: be.hub, Controller: idleSwitch{}, Logger: testLogger(logFile),
 	})
 	if err != nil {
 		fail("start the web server", err)
 	}
 	go func() { _ = server.Run(ctx) }()
-	be.http = httptest.NewServer(be.recorder.Handler(func(r *http.Request) (string, error) {
+	be.http = httptest.NewServer(be.hub.Handler(func(r *http.Request) (string, error) {
 		return r.URL.Query().Get("ns"), nil
 	}))
 	if be.client, err = client.New(be.cluster.Config(), client.Options{Scheme: mustScheme()}); err != nil {
@@ -313,24 +317,24 @@ func (be *benchEnv) phase(b *testing.B, i int, p phasePlan) phaseResult {
 
 	// Stats().Frames counts the frames of every viewer: an earlier phase's
 	// viewers, still unregistering, must not add theirs to this phase's.
-	waitUntil(b, "the previous phase's viewers to leave", ctx, func() bool { return be.recorder.Stats().Clients == 0 })
-	before := be.recorder.Stats()
+	waitUntil(b, "the previous phase's viewers to leave", ctx, func() bool { return be.hub.Stats().Clients == 0 })
+	before, beforeRec := be.hub.Stats(), be.recorder.Stats()
 	vs := be.connect(b, ctx, be.watched(p.watch, ns), p.viewers)
 	defer vs.close()
 	waitUntil(b, fmt.Sprintf("%d viewers registered", p.viewers), ctx, func() bool {
-		return be.recorder.Stats().Clients >= p.viewers
+		return be.hub.Stats().Clients >= p.viewers
 	})
-	awaitCatchup(b, ctx, be.recorder, vs, before.Frames)
+	awaitCatchup(b, ctx, be.hub, vs, before.Frames)
 	be.waitGap(b)
 
 	runtime.GC()
-	mem := startSampling(be.recorder)
+	mem := startSampling(be.hub)
 	r := be.untilReady(b, ctx, p, ns, sink, vs)
 	be.lastEnd = time.Now()
 	r.progress, r.drain = drain(b, vs, r)
 	r.peaks = mem.stop()
-	after := be.recorder.Stats()
-	r.droppedClients, r.droppedSteps = after.DroppedClients-before.DroppedClients, after.DroppedSteps-before.DroppedSteps
+	after, afterRec := be.hub.Stats(), be.recorder.Stats()
+	r.droppedClients, r.droppedSteps = after.DroppedClients-before.DroppedClients, afterRec.DroppedSteps-beforeRec.DroppedSteps
 	var err error
 	if r.recv, err = vs.totals(); err != nil {
 		b.Fatal(err)
@@ -374,7 +378,7 @@ func (be *benchEnv) untilReady(b *testing.B, ctx context.Context, p phasePlan, n
 	}
 	// Read once the viewers count: every frame queued from here on is one
 	// they count when it arrives.
-	frames0 := be.recorder.Stats().Frames
+	frames0 := be.hub.Stats().Frames
 	// The clock starts here, not at began: telling 2,000 viewers in
 	// another process to start takes a while, and it is no work of oplab's.
 	t0 := time.Now()
@@ -388,7 +392,7 @@ func (be *benchEnv) untilReady(b *testing.B, ctx context.Context, p phasePlan, n
 	fed1, ended := be.feed.mark()
 	return phaseResult{
 		phasePlan: p, took: ended.Sub(t0), create: created.Sub(t0), cpu: cpuTime() - cpu0, gcCPU: gcCPU() - gc0,
-		steps: sink.steps.Load() - steps0, fed: fed1 - fed0, queued: be.recorder.Stats().Frames - frames0,
+		steps: sink.steps.Load() - steps0, fed: fed1 - fed0, queued: be.hub.Stats().Frames - frames0,
 	}
 }
 
@@ -423,7 +427,7 @@ func (be *benchEnv) watched(w watching, ns string) string {
 // history, so each viewer joining it is sent up to a ring of catch-up
 // frames. Writing those must neither load the measured phase nor count as
 // frames it queued.
-func awaitCatchup(b *testing.B, ctx context.Context, r *stream.Recorder, vs viewerPool, frames0 uint64) {
+func awaitCatchup(b *testing.B, ctx context.Context, r *stream.Hub, vs viewerPool, frames0 uint64) {
 	waitUntil(b, "the viewers to receive their catch-up frames", ctx, func() bool {
 		queued := r.Stats().Frames - frames0
 		p, err := vs.behind(0, 0) // before start, behind counts every frame received
@@ -555,26 +559,26 @@ func createDatabases(b *testing.B, ctx context.Context, c client.Client, ns stri
 	}
 }
 
-// sampler records the process's peak memory, and the recorder's busiest
+// sampler records the process's peak memory, and the hub's busiest
 // step rate and widest coalescing window, every 200ms until stopped.
 type sampler struct {
-	recorder *stream.Recorder
-	stopc    chan struct{}
-	done     chan struct{}
-	peak     peaks // owned by the sampling goroutine until done
+	hub   *stream.Hub
+	stopc chan struct{}
+	done  chan struct{}
+	peak  peaks // owned by the sampling goroutine until done
 }
 
 // peaks are the largest values sampled during a phase.
 type peaks struct {
 	heap, sys, rss uint64 // HeapInuse, Sys and VmRSS, in bytes
-	// The recorder measures its step rate, and picks its window, only
+	// The hub measures its step rate, and picks its window, only
 	// when it sends to viewers: without viewers both stay as they were.
 	window   time.Duration
 	stepRate float64
 }
 
-func startSampling(r *stream.Recorder) *sampler {
-	s := &sampler{recorder: r, stopc: make(chan struct{}), done: make(chan struct{})}
+func startSampling(h *stream.Hub) *sampler {
+	s := &sampler{hub: h, stopc: make(chan struct{}), done: make(chan struct{})}
 	go func() {
 		defer close(s.done)
 		t := time.NewTicker(200 * time.Millisecond)
@@ -594,7 +598,7 @@ func startSampling(r *stream.Recorder) *sampler {
 func (s *sampler) sample() {
 	var m runtime.MemStats
 	runtime.ReadMemStats(&m)
-	st := s.recorder.Stats()
+	st := s.hub.Stats()
 	p := &s.peak
 	p.heap, p.sys, p.rss = max(p.heap, m.HeapInuse), max(p.sys, m.Sys), max(p.rss, vmRSS())
 	p.window, p.stepRate = max(p.window, st.Window), max(p.stepRate, st.StepRate)

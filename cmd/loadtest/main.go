@@ -4,7 +4,7 @@
 // throughput with and without viewers, and oplab's CPU and memory. It
 // compares the Recorder with a plain gorilla chat hub (the anchor design).
 //
-//	go run ./web/stream/loadtest -viewers 500,2000 -rate 100 -duration 10s
+//	go run ./cmd/loadtest -viewers 500,2000 -rate 100 -duration 10s
 //
 // The viewers run in a child process (this program again, with -role
 // viewers), as browsers run apart from oplab; both share this machine's cores.
@@ -27,8 +27,8 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/oplab-dev/oplab/internal/wsviewer"
 	"github.com/oplab-dev/oplab/web/stream"
-	"github.com/oplab-dev/oplab/web/stream/streamtest"
 )
 
 type config struct {
@@ -64,7 +64,7 @@ func parseFlags(args []string) (config, error) {
 	fs.DurationVar(&c.work, "work", 250*time.Microsecond, "CPU time of one fake reconcile (decode, compare, encode); 7 trace steps each")
 	fs.DurationVar(&c.batch, "batch", 0, "Recorder BatchInterval (0: the default)")
 	fs.IntVar(&c.fullBatch, "full-batch", 0, "Recorder FullBatchViewers (0: the default)")
-	fs.IntVar(&c.viewerNice, "viewer-nice", streamtest.ViewerNice, "niceness of the viewer process (0: the same priority as oplab)")
+	fs.IntVar(&c.viewerNice, "viewer-nice", wsviewer.ViewerNice, "niceness of the viewer process (0: the same priority as oplab)")
 	fs.IntVar(&c.measure, "measure", 50, "viewers that inflate and decode frames to measure delay; the rest only count frames")
 	fs.BoolVar(&c.skipHub, "skip-hub", false, "skip the plain-hub baseline")
 	fs.StringVar(&c.profile, "cpuprofile", "", "write a CPU profile of the whole run to this file")
@@ -139,13 +139,15 @@ func run(args []string, out io.Writer) error {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 
-	rec := stream.NewRecorder(stream.Options{BatchInterval: cfg.batch, FullBatchViewers: cfg.fullBatch})
+	rec := stream.NewRecorder(stream.RecorderOptions{})
+	streamHub := stream.NewHub(rec, stream.HubOptions{BatchInterval: cfg.batch, FullBatchViewers: cfg.fullBatch})
 	go rec.Run(ctx)
+	go streamHub.Run(ctx)
 	hub := newPlainHub()
 	go hub.run(ctx.Done())
 
 	mux := http.NewServeMux()
-	mux.Handle("/ws", rec.Handler(func(r *http.Request) (string, error) { return r.URL.Query().Get("ns"), nil }))
+	mux.Handle("/ws", streamHub.Handler(func(r *http.Request) (string, error) { return r.URL.Query().Get("ns"), nil }))
 	mux.Handle("/hub", hub)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -163,7 +165,7 @@ func run(args []string, out io.Writer) error {
 		return err
 	}
 	defer viewers.close()
-	b := &bench{cfg: cfg, rec: rec, hub: hub, out: out, viewers: viewers}
+	b := &bench{cfg: cfg, rec: rec, streamHub: streamHub, hub: hub, out: out, viewers: viewers}
 
 	// The controller alone, with the trace stream running but no viewers.
 	r0, err := b.phase("none", 0, true)
@@ -172,7 +174,7 @@ func run(args []string, out io.Writer) error {
 	}
 	results := []result{r0}
 	hubClients := func() int { return int(hub.clients.Load()) }
-	recClients := func() int { return rec.Stats().Clients }
+	recClients := func() int { return streamHub.Stats().Clients }
 	for _, n := range cfg.viewers {
 		if !cfg.skipHub {
 			rs, err := b.measure("plain hub", n, base+"/hub", hubClients)

@@ -60,12 +60,14 @@ func TestEachStepFindsEventTimes(t *testing.T) {
 }
 
 func TestViewersMeasureASampleAndCountEveryFrame(t *testing.T) {
-	rec := stream.NewRecorder(stream.Options{})
+	rec := stream.NewRecorder(stream.RecorderOptions{})
+	hub := stream.NewHub(rec, stream.HubOptions{})
 	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
+	done, hubDone := make(chan struct{}), make(chan struct{})
 	go func() { defer close(done); rec.Run(ctx) }()
-	defer func() { cancel(); <-done }()
-	srv := httptest.NewServer(rec.Handler(func(r *http.Request) (string, error) { return "ns", nil }))
+	go func() { defer close(hubDone); hub.Run(ctx) }()
+	defer func() { cancel(); <-done; <-hubDone }()
+	srv := httptest.NewServer(hub.Handler(func(r *http.Request) (string, error) { return "ns", nil }))
 	defer srv.Close()
 
 	vs, err := dialViewers(10, 2, "ws"+strings.TrimPrefix(srv.URL, "http"))
@@ -77,13 +79,13 @@ func TestViewersMeasureASampleAndCountEveryFrame(t *testing.T) {
 			_ = v.conn.Close()
 		}
 	}()
-	for rec.Stats().Clients < 10 {
+	for hub.Stats().Clients < 10 {
 		time.Sleep(5 * time.Millisecond)
 	}
 	for _, v := range vs {
 		v.reset()
 	}
-	queued0 := rec.Stats().Frames
+	queued0 := hub.Stats().Frames
 	const sent = 5
 	for range sent {
 		rec.Emit(controller.Step{Type: controller.StepEvent, Object: controller.ObjectRef{Kind: "Database", Namespace: "ns", Name: "db"}})
@@ -98,12 +100,12 @@ func TestViewersMeasureASampleAndCountEveryFrame(t *testing.T) {
 	}
 	// Run may still be handing that last frame to the other viewers: wait
 	// until what they read is what it queued.
-	for end := time.Now().Add(10 * time.Second); totals(vs).Frames != int64(rec.Stats().Frames-queued0); time.Sleep(5 * time.Millisecond) {
+	for end := time.Now().Add(10 * time.Second); totals(vs).Frames != int64(hub.Stats().Frames-queued0); time.Sleep(5 * time.Millisecond) {
 		if time.Now().After(end) {
-			t.Fatalf("viewers read %d frames, the recorder queued %d", totals(vs).Frames, rec.Stats().Frames-queued0)
+			t.Fatalf("viewers read %d frames, the recorder queued %d", totals(vs).Frames, hub.Stats().Frames-queued0)
 		}
 	}
-	queued := int64(rec.Stats().Frames - queued0)
+	queued := int64(hub.Stats().Frames - queued0)
 	rep := collect(vs, sent, queued)
 	if rep.Measured != 2 {
 		t.Errorf("%d measuring viewers, want 2", rep.Measured)

@@ -1,6 +1,6 @@
-// Package streamtest holds what the stream's tests and load tools share: a
+// Package wsviewer holds what the stream's tests and load tools share: a
 // viewer that connects the way a browser does.
-package streamtest
+package wsviewer
 
 import (
 	"context"

@@ -1,4 +1,4 @@
-package web
+package benchviewers
 
 // The viewers of BenchmarkControllerWithViewers: a set of websocket
 // clients, what they count and scan, and the child process that runs them
@@ -29,8 +29,8 @@ import (
 	"github.com/gorilla/websocket"
 
 	"github.com/oplab-dev/oplab/controller"
+	"github.com/oplab-dev/oplab/internal/wsviewer"
 	"github.com/oplab-dev/oplab/web/stream"
-	"github.com/oplab-dev/oplab/web/stream/streamtest"
 )
 
 // viewerPool is a phase's viewers, in this process or in a child.
@@ -184,7 +184,7 @@ func connectViewers(ctx context.Context, url string, n, measure int) (*viewerSet
 
 // dialViewer connects one viewer, counting the bytes it reads into wire.
 func dialViewer(ctx context.Context, url string, wire *atomic.Int64) (*websocket.Conn, error) {
-	conn, _, err := streamtest.Dial(ctx, url, wire)
+	conn, _, err := wsviewer.Dial(ctx, url, wire)
 	return conn, err
 }
 
@@ -478,7 +478,7 @@ type viewerProc struct {
 // connects n viewers to url, measure of them measuring, and waits until
 // they are connected.
 func startViewerProc(ctx context.Context, url string, n, measure int) (*viewerProc, error) {
-	cmd := streamtest.Command(ctx, *benchViewerNice, os.Args[0], "-test.run=^TestViewersChild$", "-test.count=1")
+	cmd := wsviewer.Command(ctx, *benchViewerNice, os.Args[0], "-test.run=^TestViewersChild$", "-test.count=1")
 	cmd.Env = append(os.Environ(), childURLEnv+"="+url, childViewersEnv+"="+strconv.Itoa(n), childMeasureEnv+"="+strconv.Itoa(measure))
 	cmd.Stderr = os.Stderr
 	in, err := cmd.StdinPipe()
@@ -772,9 +772,11 @@ func TestRolesSpreadTheMeasuringViewers(t *testing.T) {
 // and the measuring ones every step.
 func TestViewerPoolCountsWhatTheRecorderQueued(t *testing.T) {
 	const viewers, measure, steps = 8, 2, 40
-	rec := stream.NewRecorder(stream.Options{})
+	rec := stream.NewRecorder(stream.RecorderOptions{})
+	hub := stream.NewHub(rec, stream.HubOptions{})
 	go rec.Run(t.Context())
-	srv := httptest.NewServer(rec.Handler(func(*http.Request) (string, error) { return "ns", nil }))
+	go hub.Run(t.Context())
+	srv := httptest.NewServer(hub.Handler(func(*http.Request) (string, error) { return "ns", nil }))
 	defer srv.Close()
 	vs, err := connectViewers(t.Context(), "ws"+strings.TrimPrefix(srv.URL, "http")+"/", viewers, measure)
 	if err != nil {
@@ -783,9 +785,9 @@ func TestViewerPoolCountsWhatTheRecorderQueued(t *testing.T) {
 	defer vs.close()
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 	defer cancel()
-	waitUntil(t, "the viewers to register", ctx, func() bool { return rec.Stats().Clients >= viewers })
+	waitUntil(t, "the viewers to register", ctx, func() bool { return hub.Stats().Clients >= viewers })
 	_ = vs.start(time.Now())
-	frames0 := rec.Stats().Frames
+	frames0 := hub.Stats().Frames
 	for i := range steps {
 		rec.Emit(controller.Step{Type: controller.StepAction, Object: controller.ObjectRef{Kind: "Database", Namespace: "ns", Name: "db"},
 			Message: fmt.Sprintf("step %d %s", i, strings.Repeat("compressible ", 100))}) // over 1 KiB, so compressed
@@ -795,7 +797,7 @@ func TestViewerPoolCountsWhatTheRecorderQueued(t *testing.T) {
 	var p progress
 	var queued uint64
 	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-		queued = rec.Stats().Frames - frames0
+		queued = hub.Stats().Frames - frames0
 		if p, err = awaitViewers(vs, steps, queued, viewers); err != nil {
 			t.Fatal(err)
 		}

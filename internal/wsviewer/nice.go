@@ -1,4 +1,4 @@
-package streamtest
+package wsviewer
 
 import (
 	"context"

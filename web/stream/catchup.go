@@ -12,12 +12,11 @@ import (
 // a viewer resuming from an old seq gets several frames of bounded size.
 const catchupChunk = 512
 
-// space is the recorded state of one namespace ("" holds global messages).
+// space is the recorded history of one namespace ("" holds global
+// messages). The Recorder's Run owns it.
 type space struct {
-	ring    *ring
-	states  map[stateKey]*entry
-	clients map[*client]struct{}
-	pending []*entry // recorded, not yet sent to this namespace's viewers
+	ring   *ring
+	states map[stateKey]*entry
 	// catchup caches the frames a fresh viewer gets, as of catchupSeq, so
 	// a classroom connecting at once is encoded and compressed once, even
 	// while messages keep arriving (see freshFrames).
@@ -32,11 +31,14 @@ type space struct {
 // stateKey names an object within its namespace.
 type stateKey struct{ kind, name string }
 
-// space returns the recorded state of ns, creating it on first use.
+// space returns the recorded history of ns, creating it on first use. A new
+// space's floor is the current seq: nothing of ns was recorded before (or
+// it was forgotten), so an older resume point must start again.
 func (r *Recorder) space(ns string) *space {
 	s, ok := r.spaces[ns]
 	if !ok {
-		s = &space{ring: newRing(r.opts.RingSize), states: map[stateKey]*entry{}, clients: map[*client]struct{}{}}
+		s = &space{ring: newRing(r.opts.RingSize), states: map[stateKey]*entry{}}
+		s.ring.floor = r.seq
 		r.spaces[ns] = s
 	}
 	return s
@@ -51,6 +53,15 @@ func (r *Recorder) lookup(ns string) *space {
 	return &space{ring: newRing(1), states: map[stateKey]*entry{}}
 }
 
+func (s *space) keepState(e *entry, deleted bool) {
+	key := stateKey{e.obj.Kind, e.obj.Name}
+	if deleted {
+		delete(s.states, key)
+		return
+	}
+	s.states[key] = e
+}
+
 // catchup builds the frames a connecting viewer gets first: with a resume
 // point still covered by the rings, the messages after it; otherwise (a
 // "reset" first if it asked to resume) the snapshots and the rings.
@@ -60,8 +71,7 @@ func (r *Recorder) catchup(c *client) []frame {
 		return r.chunkFrames(mergeBySeq(s.ring.after(c.since), g.ring.after(c.since)))
 	}
 	if c.resume {
-		reset := r.resetEntry(c)
-		return append(r.chunkFrames([]*entry{reset}), r.freshFrames(s, g)...)
+		return append(r.chunkFrames([]*entry{r.resetEntry(c)}), r.freshFrames(s, g)...)
 	}
 	return r.freshFrames(s, g)
 }
@@ -80,20 +90,20 @@ func (r *Recorder) freshFrames(s, g *space) []frame {
 		}
 		if len(since) < catchupChunk {
 			if s.sinceSeq != r.seq {
-				s.since = append(s.catchup[:len(s.catchup):len(s.catchup)], *r.newFrame(since))
+				s.since = append(s.catchup[:len(s.catchup):len(s.catchup)], r.newFrame(since))
 				s.sinceSeq = r.seq
 			}
 			return s.since
 		}
 	}
-	s.catchup = r.chunkFrames(r.timeline(s, g))
+	s.catchup = r.chunkFrames(timeline(s, g))
 	s.catchupSeq = r.seq
 	return s.catchup
 }
 
 // timeline is what a fresh viewer or an export gets for a namespace: the
 // states no longer in the rings, then the rings, in seq order.
-func (r *Recorder) timeline(s, g *space) []*entry {
+func timeline(s, g *space) []*entry {
 	return mergeBySeq(
 		append(s.snapshot(), s.ring.after(0)...),
 		append(g.snapshot(), g.ring.after(0)...),
@@ -129,46 +139,39 @@ func (r *Recorder) chunkFrames(es []*entry) []frame {
 	var out []frame
 	for len(es) > 0 {
 		n := min(len(es), catchupChunk)
-		out = append(out, *r.newFrame(es[:n]))
+		out = append(out, r.newFrame(es[:n]))
 		es = es[n:]
 	}
 	return out
 }
 
+func (r *Recorder) newFrame(es []*entry) frame {
+	f, err := newFrame(es)
+	if err != nil {
+		r.opts.Logger.Error(err, "Prepared no shared frame")
+	}
+	return f
+}
+
 func (r *Recorder) export(ns string) Export {
-	e := Export{Version: ExportVersion, ExportedAt: r.opts.Clock.Now().UTC(), Namespace: ns, Messages: []Message{}}
+	e := Export{Version: ExportVersion, ExportedAt: r.opts.Clock.Now().UTC(), Namespace: ns, Messages: []json.RawMessage{}}
 	var es []*entry
 	if ns == "" {
 		g := r.lookup("")
 		es = append(g.snapshot(), g.ring.after(0)...)
 	} else {
-		es = r.timeline(r.lookup(ns), r.lookup(""))
+		es = timeline(r.lookup(ns), r.lookup(""))
 	}
 	for _, en := range es {
-		var m Message
-		if err := json.Unmarshal(en.json(), &m); err != nil {
-			r.opts.Logger.Error(err, "Skipped a recorded message in an export", "seq", en.seq)
-			continue
-		}
-		e.Messages = append(e.Messages, m)
+		e.Messages = append(e.Messages, en.raw)
 	}
 	return e
 }
 
-// forget drops a namespace's history. Its viewers keep their place, with a
-// floor that makes any older resume point start from a fresh snapshot.
+// forget drops a namespace's history. Should it be recorded again, its new
+// space starts from a floor that makes any older resume point reset.
 func (r *Recorder) forget(ns string) {
-	s, ok := r.spaces[ns]
-	if !ok || ns == "" {
-		return
-	}
-	if len(s.clients) == 0 {
+	if ns != "" {
 		delete(r.spaces, ns)
-		return
 	}
-	s.ring = newRing(r.opts.RingSize)
-	s.ring.floor = r.seq
-	s.states = map[stateKey]*entry{}
-	s.pending = nil
-	s.catchup = nil
 }

@@ -15,8 +15,8 @@ import (
 	"time"
 
 	"github.com/oplab-dev/oplab/controller"
+	"github.com/oplab-dev/oplab/internal/wsviewer"
 	"github.com/oplab-dev/oplab/web/stream"
-	"github.com/oplab-dev/oplab/web/stream/streamtest"
 )
 
 // settle is the pause before each phase.
@@ -24,13 +24,15 @@ const settle = 1500 * time.Millisecond
 
 // bench runs the measured phases against one oplab (this process).
 type bench struct {
-	cfg     config
-	rec     *stream.Recorder
-	hub     *plainHub
-	out     io.Writer
-	viewers *viewerProc
-	ns      int
-	seq     atomic.Uint64 // the plain hub's seq
+	cfg config
+	rec *stream.Recorder
+	// streamHub streams rec; hub is the plain chat hub it is compared with.
+	streamHub *stream.Hub
+	hub       *plainHub
+	out       io.Writer
+	viewers   *viewerProc
+	ns        int
+	seq       atomic.Uint64 // the plain hub's seq
 }
 
 // measure connects n viewers to url and measures the design without and
@@ -110,22 +112,22 @@ func (b *bench) queued(design string) int64 {
 	if design == "plain hub" {
 		return b.hub.queued.Load()
 	}
-	return int64(b.rec.Stats().Frames)
+	return int64(b.streamHub.Stats().Frames)
 }
 
-// window is the recorder's coalescing window last used.
+// window is the stream hub's coalescing window last used.
 func (b *bench) window(design string) time.Duration {
 	if design == "plain hub" {
 		return 0
 	}
-	return b.rec.Stats().Window
+	return b.streamHub.Stats().Window
 }
 
 func (b *bench) dropped(design string) int64 {
 	if design == "plain hub" {
 		return b.hub.dropped.Load()
 	}
-	return int64(b.rec.Stats().DroppedClients)
+	return int64(b.streamHub.Stats().DroppedClients)
 }
 
 // interleave runs while the fake controller reconciles: it alternates slices
@@ -274,13 +276,13 @@ type viewerProc struct {
 }
 
 // startViewers runs this program again as the viewer process, at niceness
-// nice (see streamtest.ViewerNice).
+// nice (see wsviewer.ViewerNice).
 func startViewers(args []string, nice int) (*viewerProc, error) {
 	exe, err := os.Executable()
 	if err != nil {
 		return nil, fmt.Errorf("finding this program to start the viewers: %w", err)
 	}
-	cmd := streamtest.Command(context.Background(), nice, exe, append(slices.Clone(args), "-role", "viewers")...)
+	cmd := wsviewer.Command(context.Background(), nice, exe, append(slices.Clone(args), "-role", "viewers")...)
 	cmd.Stderr = os.Stderr
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
