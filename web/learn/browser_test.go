@@ -136,10 +136,21 @@ func TestBrowserQuizGivesImmediateFeedback(t *testing.T) {
 	ctx := newTab(t)
 	do(t, ctx, chromedp.Navigate(srv.URL+"/quiz"), chromedp.WaitVisible(chromedp.CSS("#quiz-live")))
 
+	// Before answering, the page knows neither the answer nor its
+	// explanation: both come from the server with the verdict.
+	bank, err := quiz.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	lt, _ := quiz.Find(bank.Questions, "level-triggered")
+	eventually(t, ctx, text("#q-level-triggered .explanation"), "")
+	eventually(t, ctx, `String(document.querySelectorAll("[data-correct], .is-correct").length)`, "0")
+
 	// A right answer: feedback and score appear at once.
 	do(t, ctx, chromedp.Click(chromedp.CSS(`label[for="q-level-triggered-1"]`)))
 	eventually(t, ctx, isHidden("#q-level-triggered .feedback"), "false")
 	eventually(t, ctx, text("#q-level-triggered .verdict"), "Right.")
+	eventually(t, ctx, text("#q-level-triggered .explanation"), lt.Explanation)
 	eventually(t, ctx, text(`[data-live="score"]`)+"+'/'+"+text(`[data-live="answered"]`), "1/1")
 
 	// A wrong one: marked, explained, and offered for retry.
@@ -226,7 +237,8 @@ func TestBrowserFlashcardsFlipRateAndRemember(t *testing.T) {
 	eventually(t, ctx, isHidden("#card .face.back"), "true")
 	eventually(t, ctx, isHidden("#last-review"), "false")
 	eventually(t, ctx, `String(/^“.+”: Good\. Next review in 2 days \(.+\), when its predicted recall will be 91%\.$/.test(`+text("#last-review")+`))`, "true")
-	eventually(t, ctx, text(fmt.Sprintf(`[data-recall-for=%q]`, first.ID)), "Predicted recall now: 100% (due in 2 days).")
+	eventually(t, ctx, text(fmt.Sprintf(`[data-recall-for=%q]`, first.ID)), "Recall now 100% · due in 2 days")
+	eventually(t, ctx, isHidden(fmt.Sprintf(`[data-recall-for=%q]`, bank.Cards[1].ID)), "true")
 	eventually(t, ctx, text("#card-recall"), "New card: not reviewed yet.")
 
 	// The review is in the log kept in this browser.
@@ -272,7 +284,8 @@ func TestBrowserSM2ProgressCarriesOver(t *testing.T) {
 	eventually(t, ctx, text("#card-front"), due.Front)
 	eventually(t, ctx, text("#card-recall"), "Predicted recall now: 85% (due now).")
 	// S = 6 days, last review 3 days ago: R(3, 6) ≈ 94%.
-	eventually(t, ctx, text(fmt.Sprintf(`[data-recall-for=%q]`, known.ID)), "Predicted recall now: 94% (due in 3 days).")
+	eventually(t, ctx, text(fmt.Sprintf(`[data-recall-for=%q]`, known.ID)), "Recall now 94% · due in 3 days")
+	eventually(t, ctx, text(fmt.Sprintf(`[data-recall-for=%q]`, due.ID)), "Recall now 85% · due now")
 	eventually(t, ctx, fmt.Sprintf(`(() => { const s = JSON.parse(localStorage.getItem("oplab.cards"))[%q]; return [s.stability, s.interval, "ease" in s].join(" "); })()`, known.ID), "6 6 false")
 	eventually(t, ctx, fmt.Sprintf(`String(JSON.parse(localStorage.getItem("oplab.cards.sm2"))[%q].ease)`, known.ID), "2.5")
 
@@ -336,11 +349,26 @@ func TestBrowserWorksWithoutJavaScript(t *testing.T) {
 func TestBrowserScreenshots(t *testing.T) {
 	srv := newTestServer(t)
 	dir := artifactsDir(t)
-	pages := []struct{ name, path, prepare string }{
-		{"home", "/", ""},
-		{"lesson", "/lessons/status-owners-finalizers", ""},
-		{"quiz", "/quiz", `document.querySelector('label[for="q-level-triggered-1"]').click(); document.querySelector('label[for="q-already-exists-0"]').click();`},
-		{"flashcards", "/flashcards", `document.getElementById("card").click();`},
+	// Each page is prepared by a script, then waited on until it shows what
+	// the script did (answers and reviews come back from the server).
+	pages := []struct{ name, path, prepare, ready string }{
+		{"home", "/", "", ""},
+		{"lesson", "/lessons/status-owners-finalizers", "", ""},
+		{"quiz", "/quiz",
+			`document.querySelector('label[for="q-level-triggered-1"]').click(); document.querySelector('label[for="q-already-exists-0"]').click();`,
+			`String(document.querySelectorAll(".question .feedback:not([hidden]) .explanation:not(:empty)").length)`},
+		// Rate the first card Good, then flip the next one.
+		{"flashcards", "/flashcards",
+			`(async () => {
+				while (!document.getElementById("deck").dataset.ready) await new Promise((r) => setTimeout(r, 20));
+				const count = () => document.getElementById("review-count").textContent;
+				const before = count();
+				document.getElementById("card").click();
+				document.querySelector('#ratings button[data-rating="3"]').click();
+				while (count() === before) await new Promise((r) => setTimeout(r, 20));
+				document.getElementById("card").click();
+			})()`,
+			`String(!document.getElementById("last-review").hidden && document.getElementById("card").classList.contains("flipped") ? 2 : 0)`},
 	}
 	modes := []struct {
 		name          string
@@ -368,6 +396,7 @@ func TestBrowserScreenshots(t *testing.T) {
 				do(t, ctx, chromedp.Navigate(srv.URL+p.path), chromedp.WaitVisible(chromedp.CSS("main")))
 				if p.prepare != "" {
 					do(t, ctx, chromedp.Evaluate[chromedp.Void](p.prepare))
+					eventually(t, ctx, p.ready, "2")
 				}
 				wantBG := "rgb(253, 253, 252)"
 				if m.dark {

@@ -325,12 +325,13 @@
       card.setAttribute("aria-expanded", String(on));
     }
 
-    function recallText(id, now) {
+    // recallOf is a reviewed card's predicted recall and due time in
+    // words, or null for a new card.
+    function recallOf(id, now) {
       const st = load(KEY_CARDS, {})[id];
-      if (!st || !(id in recall)) return "New card: not reviewed yet.";
+      if (!st || !(id in recall)) return null;
       const due = Date.parse(st.due);
-      const when = due <= now ? "due now" : `due ${relative(due - now)}`;
-      return `Predicted recall now: ${pct(recall[id])} (${when}).`;
+      return { pct: pct(recall[id]), when: due <= now ? "due now" : `due ${relative(due - now)}` };
     }
 
     function show() {
@@ -344,8 +345,9 @@
         if (!li) continue;
         li.classList.toggle("is-due", dueIDs.has(c.id));
         const p = li.querySelector("[data-recall-for]");
-        p.textContent = recallText(c.id, now);
-        p.hidden = false;
+        const r = recallOf(c.id, now);
+        p.hidden = !r;
+        if (r) p.textContent = `Recall now ${r.pct} · ${r.when}`;
       }
       current = due[0] || null;
       ui.wrap.hidden = !current;
@@ -353,7 +355,8 @@
       if (!current) { scheduleNext(now); return; }
       ui.front.textContent = current.front;
       ui.back.textContent = current.back;
-      ui.recall.textContent = recallText(current.id, now);
+      const r = recallOf(current.id, now);
+      ui.recall.textContent = r ? `Predicted recall now: ${r.pct} (${r.when}).` : "New card: not reviewed yet.";
       const a = ui.lesson.querySelector("a");
       a.href = current.lessonURL;
       a.textContent = current.lessonTitle;
@@ -377,7 +380,7 @@
         const li = document.createElement("li");
         const c = byID.get(e.card);
         const before = e.recall === undefined ? "new card" : `recall was ${pct(e.recall)}`;
-        li.textContent = `${new Date(e.at).toLocaleString()} · ${c ? c.front : e.card} · ${RATING_NAMES[e.rating]} · ${before} · next ${e.interval ? e.interval + (e.interval === 1 ? " day" : " days") : "in a minute"}`;
+        li.textContent = `${when(Date.parse(e.at))} · ${c ? c.front : e.card} · ${RATING_NAMES[e.rating]} · ${before} · next ${e.interval ? e.interval + (e.interval === 1 ? " day" : " days") : "in a minute"}`;
         return li;
       }));
     }
@@ -409,7 +412,7 @@
       save(KEY_REVIEWS, log.slice(-MAX_LOG));
       const due = Date.parse(reply.state.due);
       ui.last.textContent = `“${reviewed.front}”: ${RATING_NAMES[rating]}. Next review ${relative(due - Date.now())}` +
-        ` (${new Date(due).toLocaleString()}), when its predicted recall will be ${pct(reply.recallAtDue)}.`;
+        ` (${when(due)}), when its predicted recall will be ${pct(reply.recallAtDue)}.`;
       ui.last.hidden = false;
       await refresh();
       showLog();
@@ -445,6 +448,11 @@
       deck.dataset.ready = "true";
       show();
     });
+  }
+
+  // when is a moment as a short local date and time.
+  function when(ms) {
+    return new Date(ms).toLocaleString(undefined, { dateStyle: "medium", timeStyle: "short" });
   }
 
   function relative(ms) {
