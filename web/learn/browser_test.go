@@ -367,6 +367,7 @@ func TestBrowserScreenshots(t *testing.T) {
 				document.querySelector('#ratings button[data-rating="3"]').click();
 				while (count() === before) await new Promise((r) => setTimeout(r, 20));
 				document.getElementById("card").click();
+				document.getElementById("review-log").open = true;
 			})()`,
 			`String(!document.getElementById("last-review").hidden && document.getElementById("card").classList.contains("flipped") ? 2 : 0)`},
 	}

@@ -380,7 +380,7 @@
         const li = document.createElement("li");
         const c = byID.get(e.card);
         const before = e.recall === undefined ? "new card" : `recall was ${pct(e.recall)}`;
-        li.textContent = `${when(Date.parse(e.at))} · ${c ? c.front : e.card} · ${RATING_NAMES[e.rating]} · ${before} · next ${e.interval ? e.interval + (e.interval === 1 ? " day" : " days") : "in a minute"}`;
+        li.textContent = `${when(Date.parse(e.at))} · ${c ? c.front : e.card} · ${RATING_NAMES[e.rating]} · ${before} · next ${e.interval ? "in " + e.interval + (e.interval === 1 ? " day" : " days") : "in a minute"}`;
         return li;
       }));
     }
