@@ -7,8 +7,8 @@ import (
 
 // BenchmarkSchedule measures one review, the work of POST /flashcards/review.
 func BenchmarkSchedule(b *testing.B) {
-	s := State{Reps: 3, Ease: 2.5, Interval: 15}
 	now := time.Date(2026, 9, 1, 10, 0, 0, 0, time.UTC)
+	s := State{Stability: 15, Difficulty: 5, Reps: 3, Interval: 15, Last: now.Add(-15 * 24 * time.Hour)}
 	for b.Loop() {
 		if _, err := Schedule(s, Good, now); err != nil {
 			b.Fatal(err)

@@ -1,6 +1,7 @@
 // Package quiz holds the course's quiz questions and flashcards as
-// embedded data, grades answers, and schedules card reviews with SM-2
-// (see srs.go). It knows nothing of the cluster or of HTTP.
+// embedded data, grades answers, and schedules card reviews with FSRS-6
+// (see fsrs.go; sm2.go carries over states of the SM-2 scheduler it
+// replaced). It knows nothing of the cluster or of HTTP.
 package quiz
 
 import (
@@ -41,6 +42,9 @@ type Question struct {
 	Lesson string `json:"lesson"`
 	// Demo names the lab scenario that shows it live.
 	Demo string `json:"demo"`
+	// Challenge optionally names the challenge that practises it, once
+	// challenges exist; it is kebab-case like every other ID.
+	Challenge string `json:"challenge,omitempty"`
 }
 
 // Correct returns the indexes of the correct choices, ascending.
@@ -128,6 +132,8 @@ func (q Question) validate() error {
 		return fmt.Errorf("lesson link %q must start with /lessons/", q.Lesson)
 	case !lessons.ValidSlug(q.Demo):
 		return fmt.Errorf("demo %q must name a lab scenario", q.Demo)
+	case q.Challenge != "" && !lessons.ValidSlug(q.Challenge):
+		return fmt.Errorf("challenge %q must be lowercase letters, digits and dashes", q.Challenge)
 	}
 	for i, c := range q.Choices {
 		if strings.TrimSpace(c.Text) == "" {
@@ -181,6 +187,29 @@ func Select(qs []Question, ids []string) ([]Question, error) {
 		}
 	}
 	return out, nil
+}
+
+// Find returns the question with the given ID.
+func Find(qs []Question, id string) (Question, error) {
+	i := slices.IndexFunc(qs, func(q Question) bool { return q.ID == id })
+	if i < 0 {
+		return Question{}, fmt.Errorf("no question has id %q", id)
+	}
+	return qs[i], nil
+}
+
+// GradeOne marks one answer, as Grade does each: right only when picked is
+// exactly the correct choices. Picking nothing is an error here, since a
+// single answer is only sent once the learner has chosen.
+func GradeOne(q Question, picked []int) (Graded, error) {
+	p, err := normalise(q, picked)
+	if err != nil {
+		return Graded{}, err
+	}
+	if len(p) == 0 {
+		return Graded{}, fmt.Errorf("no choice picked for question %q", q.ID)
+	}
+	return Graded{Question: q, Picked: p, Answered: true, Correct: slices.Equal(p, q.Correct())}, nil
 }
 
 // FieldPrefix starts the form field of each question: "q.<id>".

@@ -28,8 +28,8 @@ func TestDataIsValidAndLinksResolve(t *testing.T) {
 	if err != nil {
 		t.Fatalf("load lessons: %v", err)
 	}
-	if n := len(b.Questions); n < 15 {
-		t.Errorf("%d questions, want at least 15 (3 from the material + 12)", n)
+	if n := len(b.Questions); n < 30 {
+		t.Errorf("%d questions, want at least 30 (3 from the material + 27)", n)
 	}
 	if n := len(b.Cards); n < 12 {
 		t.Errorf("%d cards, want at least 12", n)
@@ -149,6 +149,41 @@ func TestGradeReportsEachItem(t *testing.T) {
 	}
 }
 
+func TestGradeOne(t *testing.T) {
+	tests := []struct {
+		name    string
+		q       Question
+		picked  []int
+		want    bool
+		wantErr string
+	}{
+		{name: "right", q: sample[0], picked: []int{1}, want: true},
+		{name: "wrong", q: sample[0], picked: []int{2}},
+		{name: "pick-all right in any order", q: sample[1], picked: []int{2, 0}, want: true},
+		{name: "pick-all partly", q: sample[1], picked: []int{0}},
+		{name: "nothing picked", q: sample[0], wantErr: `no choice picked for question "one"`},
+		{name: "out of range", q: sample[0], picked: []int{7}, wantErr: `question "one" has choices 0 to 2, not 7`},
+		{name: "two on a single", q: sample[0], picked: []int{0, 1}, wantErr: `question "one" takes one answer, got 2`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g, err := GradeOne(tt.q, tt.picked)
+			if !checkErr(t, err, tt.wantErr) {
+				return
+			}
+			if g.Correct != tt.want || !g.Answered {
+				t.Errorf("graded %+v, want correct %v", g, tt.want)
+			}
+		})
+	}
+	if _, err := Find(sample, "many"); err != nil {
+		t.Error(err)
+	}
+	if _, err := Find(sample, "zzz"); err == nil || !strings.Contains(err.Error(), `no question has id "zzz"`) {
+		t.Errorf("Find(zzz) = %v", err)
+	}
+}
+
 func TestParseForm(t *testing.T) {
 	tests := []struct {
 		name    string
@@ -224,6 +259,8 @@ func TestParseRejectsBadData(t *testing.T) {
 		{"bad lesson link", strings.Replace(good, "/lessons/x", "/quiz", 1), `lesson link "/quiz" must start with /lessons/`},
 		{"bad id", strings.Replace(good, "id: a", "id: A B", 1), `id "A B" must be lowercase`},
 		{"no demo", strings.Replace(good, "demo: finalizer", `demo: ""`, 1), `demo "" must name a lab scenario`},
+		{"bad challenge", good + "  challenge: Not A Slug\n", `challenge "Not A Slug" must be lowercase`},
+		{"good challenge", good + "  challenge: interview-walk-through\n", ""},
 		{"duplicate id", good + strings.Replace(good, "- id: a", "- id: a", 1), `question 2: id "a" is used twice`},
 	}
 	for _, tt := range tests {

@@ -136,10 +136,21 @@ func TestBrowserQuizGivesImmediateFeedback(t *testing.T) {
 	ctx := newTab(t)
 	do(t, ctx, chromedp.Navigate(srv.URL+"/quiz"), chromedp.WaitVisible(chromedp.CSS("#quiz-live")))
 
+	// Before answering, the page knows neither the answer nor its
+	// explanation: both come from the server with the verdict.
+	bank, err := quiz.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	lt, _ := quiz.Find(bank.Questions, "level-triggered")
+	eventually(t, ctx, text("#q-level-triggered .explanation"), "")
+	eventually(t, ctx, `String(document.querySelectorAll("[data-correct], .is-correct").length)`, "0")
+
 	// A right answer: feedback and score appear at once.
 	do(t, ctx, chromedp.Click(chromedp.CSS(`label[for="q-level-triggered-1"]`)))
 	eventually(t, ctx, isHidden("#q-level-triggered .feedback"), "false")
 	eventually(t, ctx, text("#q-level-triggered .verdict"), "Right.")
+	eventually(t, ctx, text("#q-level-triggered .explanation"), lt.Explanation)
 	eventually(t, ctx, text(`[data-live="score"]`)+"+'/'+"+text(`[data-live="answered"]`), "1/1")
 
 	// A wrong one: marked, explained, and offered for retry.
@@ -212,13 +223,29 @@ func TestBrowserFlashcardsFlipRateAndRemember(t *testing.T) {
 	do(t, ctx, chromedp.KeyEvent(" "))
 	eventually(t, ctx, isHidden("#card .face.back"), "false")
 
-	// Key 3 rates it Good: the Go scheduler gives it a day, and it leaves
-	// the due pile.
+	// A new card has no predicted recall yet.
+	eventually(t, ctx, text("#card-recall"), "New card: not reviewed yet.")
+
+	// Key 3 rates it Good: the Go FSRS scheduler gives a new card round(w2)
+	// = 2 days, and it leaves the due pile. The page says when it is due
+	// next and what its recall is predicted to be then; the card list shows
+	// its recall now.
 	do(t, ctx, chromedp.KeyEvent("3"))
 	eventually(t, ctx, text("#due-count"), fmt.Sprint(len(bank.Cards)-1))
-	eventually(t, ctx, fmt.Sprintf(`String(JSON.parse(localStorage.getItem("oplab.cards"))[%q].interval)`, first.ID), "1")
+	eventually(t, ctx, fmt.Sprintf(`String(JSON.parse(localStorage.getItem("oplab.cards"))[%q].interval)`, first.ID), "2")
 	eventually(t, ctx, text("#card-front"), bank.Cards[1].Front)
 	eventually(t, ctx, isHidden("#card .face.back"), "true")
+	eventually(t, ctx, isHidden("#last-review"), "false")
+	eventually(t, ctx, `String(/^“.+”: Good\. Next review in 2 days \(.+\), when its predicted recall will be 91%\.$/.test(`+text("#last-review")+`))`, "true")
+	eventually(t, ctx, text(fmt.Sprintf(`[data-recall-for=%q]`, first.ID)), "Recall now 100% · due in 2 days")
+	eventually(t, ctx, isHidden(fmt.Sprintf(`[data-recall-for=%q]`, bank.Cards[1].ID)), "true")
+	eventually(t, ctx, text("#card-recall"), "New card: not reviewed yet.")
+
+	// The review is in the log kept in this browser.
+	eventually(t, ctx, `(() => { const l = JSON.parse(localStorage.getItem("oplab.reviews")); return l.length + " " + l[0].card + " " + l[0].rating + " " + l[0].interval; })()`,
+		"1 "+first.ID+" 3 2")
+	eventually(t, ctx, isHidden("#review-log"), "false")
+	eventually(t, ctx, text("#review-count"), "1")
 
 	// Progress survives a reload, on this page and on the home page.
 	do(t, ctx, chromedp.Reload(), chromedp.WaitVisible(chromedp.CSS("#card")))
@@ -226,6 +253,46 @@ func TestBrowserFlashcardsFlipRateAndRemember(t *testing.T) {
 	eventually(t, ctx, text("#card-front"), bank.Cards[1].Front)
 	do(t, ctx, chromedp.Navigate(srv.URL+"/"), chromedp.WaitVisible(chromedp.CSS("#progress")))
 	eventually(t, ctx, text(`[data-stat="due"]`), fmt.Sprint(len(bank.Cards)-1))
+}
+
+// A browser that reviewed cards under SM-2 keeps its progress: the stored
+// states are converted by the server, stored in FSRS form (the SM-2 ones
+// kept aside), and the schedule is the one the learner had.
+func TestBrowserSM2ProgressCarriesOver(t *testing.T) {
+	srv := newTestServer(t)
+	bank, err := quiz.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	known, due := bank.Cards[0], bank.Cards[1]
+	ctx := newTab(t)
+	do(t, ctx, chromedp.Navigate(srv.URL+"/flashcards"), chromedp.WaitVisible(chromedp.CSS("#card")))
+	// The first card was seen 3 days ago with an SM-2 interval of 6 days;
+	// the second was due yesterday. This is the shape SM-2 stored.
+	do(t, ctx, chromedp.Evaluate[chromedp.Void](fmt.Sprintf(`(() => {
+		const day = 86400000, now = Date.now();
+		localStorage.setItem("oplab.cards", JSON.stringify({
+			%q: {reps: 2, lapses: 0, ease: 2.5, interval: 6, due: new Date(now + 3 * day).toISOString()},
+			%q: {reps: 1, lapses: 1, ease: 2.2, interval: 1, due: new Date(now - day).toISOString()},
+		}));
+	})()`, known.ID, due.ID)), chromedp.Reload(), chromedp.WaitVisible(chromedp.CSS("#card")))
+
+	eventually(t, ctx, `document.getElementById("deck").dataset.ready || ""`, "true")
+	eventually(t, ctx, text("#due-count"), fmt.Sprint(len(bank.Cards)-1))
+	// The overdue card comes first, with its recall predicted from the
+	// converted state: S = 1 day, last review 2 days ago.
+	eventually(t, ctx, text("#card-front"), due.Front)
+	eventually(t, ctx, text("#card-recall"), "Predicted recall now: 85% (due now).")
+	// S = 6 days, last review 3 days ago: R(3, 6) ≈ 94%.
+	eventually(t, ctx, text(fmt.Sprintf(`[data-recall-for=%q]`, known.ID)), "Recall now 94% · due in 3 days")
+	eventually(t, ctx, text(fmt.Sprintf(`[data-recall-for=%q]`, due.ID)), "Recall now 85% · due now")
+	eventually(t, ctx, fmt.Sprintf(`(() => { const s = JSON.parse(localStorage.getItem("oplab.cards"))[%q]; return [s.stability, s.interval, "ease" in s].join(" "); })()`, known.ID), "6 6 false")
+	eventually(t, ctx, fmt.Sprintf(`String(JSON.parse(localStorage.getItem("oplab.cards.sm2"))[%q].ease)`, known.ID), "2.5")
+
+	// Reviewing the converted card goes on from its converted state.
+	do(t, ctx, chromedp.Click(chromedp.CSS("#card")), chromedp.KeyEvent("3"))
+	eventually(t, ctx, fmt.Sprintf(`String(JSON.parse(localStorage.getItem("oplab.cards"))[%q].reps)`, due.ID), "2")
+	eventually(t, ctx, text("#due-count"), fmt.Sprint(len(bank.Cards)-2))
 }
 
 func TestBrowserLessonCountsAsReadAtItsEnd(t *testing.T) {
@@ -282,11 +349,27 @@ func TestBrowserWorksWithoutJavaScript(t *testing.T) {
 func TestBrowserScreenshots(t *testing.T) {
 	srv := newTestServer(t)
 	dir := artifactsDir(t)
-	pages := []struct{ name, path, prepare string }{
-		{"home", "/", ""},
-		{"lesson", "/lessons/status-owners-finalizers", ""},
-		{"quiz", "/quiz", `document.querySelector('label[for="q-level-triggered-1"]').click(); document.querySelector('label[for="q-already-exists-0"]').click();`},
-		{"flashcards", "/flashcards", `document.getElementById("card").click();`},
+	// Each page is prepared by a script, then waited on until it shows what
+	// the script did (answers and reviews come back from the server).
+	pages := []struct{ name, path, prepare, ready string }{
+		{"home", "/", "", ""},
+		{"lesson", "/lessons/status-owners-finalizers", "", ""},
+		{"quiz", "/quiz",
+			`document.querySelector('label[for="q-level-triggered-1"]').click(); document.querySelector('label[for="q-already-exists-0"]').click();`,
+			`String(document.querySelectorAll(".question .feedback:not([hidden]) .explanation:not(:empty)").length)`},
+		// Rate the first card Good, then flip the next one.
+		{"flashcards", "/flashcards",
+			`(async () => {
+				while (!document.getElementById("deck").dataset.ready) await new Promise((r) => setTimeout(r, 20));
+				const count = () => document.getElementById("review-count").textContent;
+				const before = count();
+				document.getElementById("card").click();
+				document.querySelector('#ratings button[data-rating="3"]').click();
+				while (count() === before) await new Promise((r) => setTimeout(r, 20));
+				document.getElementById("card").click();
+				document.getElementById("review-log").open = true;
+			})()`,
+			`String(!document.getElementById("last-review").hidden && document.getElementById("card").classList.contains("flipped") ? 2 : 0)`},
 	}
 	modes := []struct {
 		name          string
@@ -314,6 +397,7 @@ func TestBrowserScreenshots(t *testing.T) {
 				do(t, ctx, chromedp.Navigate(srv.URL+p.path), chromedp.WaitVisible(chromedp.CSS("main")))
 				if p.prepare != "" {
 					do(t, ctx, chromedp.Evaluate[chromedp.Void](p.prepare))
+					eventually(t, ctx, p.ready, "2")
 				}
 				wantBG := "rgb(253, 253, 252)"
 				if m.dark {

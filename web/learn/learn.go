@@ -3,9 +3,13 @@
 // fine without JavaScript; /static/learn.js adds immediate quiz feedback,
 // the flashcard deck and progress kept in the browser's localStorage.
 //
-// The server keeps no learner state. Flashcard scheduling runs here (the
-// Go SM-2 in package quiz) through POST /flashcards/review, which takes a
-// card's state from the browser and returns the next one.
+// The server keeps no learner state, and it alone knows the answers: the
+// quiz page carries no correct choices or explanations, which come back
+// from POST /quiz/answer (or the graded page) once the learner has
+// answered. Flashcard scheduling runs here too (the Go FSRS-6 in package
+// quiz): POST /flashcards/review takes a card's state from the browser and
+// returns the next one, and POST /flashcards/states converts states saved
+// under SM-2 and predicts each card's recall.
 package learn
 
 import (
@@ -29,8 +33,10 @@ import (
 //	GET  /lessons/{slug}      one page
 //	GET  /quiz                the quiz (?only=id,id retries a subset)
 //	POST /quiz                grades a submitted quiz (works without JS)
+//	POST /quiz/answer         grades one answer (JSON)
 //	GET  /flashcards          the flashcard deck
 //	POST /flashcards/review   schedules one review (JSON)
+//	POST /flashcards/states   reads the stored deck: converts, predicts recall (JSON)
 //
 // The content is compiled in, so a defect in it (bad front matter, a broken
 // link, an invalid question) is a build defect that the tests of lessons,
@@ -95,8 +101,10 @@ func (s *site) register(mux *http.ServeMux) {
 	mux.HandleFunc("GET /lessons/{slug}", s.lesson)
 	mux.HandleFunc("GET /quiz", s.quizForm)
 	mux.HandleFunc("POST /quiz", s.quizGrade)
+	mux.HandleFunc("POST /quiz/answer", s.answer)
 	mux.HandleFunc("GET /flashcards", s.flashcards)
 	mux.HandleFunc("POST /flashcards/review", s.review)
+	mux.HandleFunc("POST /flashcards/states", s.states)
 }
 
 func (s *site) home(w http.ResponseWriter, r *http.Request) {

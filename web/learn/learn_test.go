@@ -3,6 +3,7 @@ package learn
 import (
 	"encoding/json"
 	"io"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/oplab-dev/oplab/controller"
 	"github.com/oplab-dev/oplab/lessons"
@@ -292,26 +294,38 @@ func TestQuizRejectsBadInput(t *testing.T) {
 
 func TestReviewEndpoint(t *testing.T) {
 	srv := newTestServer(t)
+	w := quiz.DefaultWeights
+	oct1 := time.Date(2026, 10, 1, 0, 0, 0, 0, time.UTC)
 	tests := []struct {
-		name      string
-		body      string
-		wantCode  int
-		wantState *quiz.State
-		wantErr   string
+		name          string
+		body          string
+		wantCode      int
+		wantState     *quiz.State
+		wantRecall    float64 // 0: none (a new card)
+		wantConverted bool
+		wantErr       string
 	}{
-		{"new card, good, browser clock", `{"state":{},"rating":3,"now":"2026-10-01T00:00:00Z"}`, 200,
-			&quiz.State{Reps: 1, Ease: 2.5, Interval: 1, Due: time.Date(2026, 10, 2, 0, 0, 0, 0, time.UTC)}, ""},
-		{"no clock uses the server's", `{"rating":4}`, 200,
-			&quiz.State{Reps: 1, Ease: 2.65, Interval: 4, Due: fixedNow.Add(4 * 24 * time.Hour)}, ""},
-		{"again", `{"state":{"reps":2,"ease":2.5,"interval":6,"due":"2026-09-01T00:00:00Z"},"rating":1}`, 200,
-			&quiz.State{Lapses: 1, Ease: 2.3, Due: fixedNow.Add(quiz.AgainDelay)}, ""},
-		{"bad rating", `{"rating":7}`, 400, nil, "rating 7 is not 1 (again) to 4 (easy)"},
-		{"missing rating", `{"state":{}}`, 400, nil, "rating 0 is not 1 (again) to 4 (easy)"},
-		{"bad state", `{"state":{"ease":0.5},"rating":3}`, 400, nil, "card state: ease 0.5 is outside"},
-		{"not json", `rating=3`, 400, nil, "review body is not valid JSON"},
-		{"unknown field", `{"rating":3,"grade":1}`, 400, nil, `unknown field "grade"`},
-		{"bad time", `{"rating":3,"now":"yesterday"}`, 400, nil, "review body is not valid JSON"},
-		{"trailing data", `{"rating":3}{}`, 400, nil, "data after the JSON object"},
+		{name: "new card, good, browser clock", body: `{"state":{},"rating":3,"now":"2026-10-01T00:00:00Z"}`, wantCode: 200,
+			wantState: &quiz.State{Stability: w[2], Difficulty: 2.118103970459015, Reps: 1, Interval: 2, Last: oct1, Due: oct1.Add(2 * 24 * time.Hour)}},
+		{name: "no clock uses the server's", body: `{"rating":4}`, wantCode: 200,
+			wantState: &quiz.State{Stability: w[3], Difficulty: 1, Reps: 1, Interval: 8, Last: fixedNow, Due: fixedNow.Add(8 * 24 * time.Hour)}},
+		// An SM-2 state as browsers stored it before FSRS: converted (S 6
+		// days, last review 6 days before its due), then lapsed 10 hours late.
+		{name: "again on an SM-2 state", body: `{"state":{"reps":2,"ease":2.5,"interval":6,"due":"2026-09-01T00:00:00Z"},"rating":1}`, wantCode: 200,
+			wantState:  &quiz.State{Stability: 1.124437620646427, Difficulty: 7.394502741279718, Reps: 3, Lapses: 1, Last: fixedNow, Due: fixedNow.Add(quiz.AgainDelay)},
+			wantRecall: 0.8953214496653317, wantConverted: true},
+		{name: "good on an FSRS state", body: `{"state":{"stability":10,"difficulty":5,"reps":3,"lapses":0,"interval":10,"last":"2026-08-22T10:00:00Z","due":"2026-09-01T10:00:00Z"},"rating":3}`, wantCode: 200,
+			wantState:  &quiz.State{Stability: 32.02672948198673, Difficulty: 4.9902283692968386, Reps: 4, Interval: 32, Last: fixedNow, Due: fixedNow.Add(32 * 24 * time.Hour)},
+			wantRecall: 0.9},
+		{name: "bad rating", body: `{"rating":7}`, wantCode: 400, wantErr: "rating 7 is not 1 (again) to 4 (easy)"},
+		{name: "missing rating", body: `{"state":{}}`, wantCode: 400, wantErr: "rating 0 is not 1 (again) to 4 (easy)"},
+		{name: "bad state", body: `{"state":{"ease":0.5},"rating":3}`, wantCode: 400, wantErr: "card state: ease 0.5 is outside"},
+		{name: "bad fsrs state", body: `{"state":{"stability":-1,"difficulty":3},"rating":3}`, wantCode: 400, wantErr: "card state: stability -1 days is outside"},
+		{name: "not json", body: `rating=3`, wantCode: 400, wantErr: "review body is not valid JSON"},
+		{name: "unknown field", body: `{"rating":3,"grade":1}`, wantCode: 400, wantErr: `unknown field "grade"`},
+		{name: "bad time", body: `{"rating":3,"now":"yesterday"}`, wantCode: 400, wantErr: "review body is not valid JSON"},
+		{name: "trailing data", body: `{"rating":3}{}`, wantCode: 400, wantErr: "data after the JSON object"},
+		{name: "huge body", body: `{"rating":3,"state":{"reps":1` + strings.Repeat(" ", 8<<10) + `}}`, wantCode: 413, wantErr: "review body is larger than the limit of 4096 bytes"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -330,15 +344,193 @@ func TestReviewEndpoint(t *testing.T) {
 			if tt.wantErr != "" && !strings.Contains(got.Error, tt.wantErr) {
 				t.Errorf("error %q, want it to contain %q", got.Error, tt.wantErr)
 			}
-			if diff := cmp.Diff(tt.wantState, got.State); diff != "" {
+			if diff := cmp.Diff(tt.wantState, got.State, approx); diff != "" {
 				t.Errorf("state (-want +got):\n%s", diff)
+			}
+			if tt.wantState == nil {
+				return
+			}
+			switch {
+			case tt.wantRecall == 0 && got.Recall != nil:
+				t.Errorf("recall %g for a new card, want none", *got.Recall)
+			case tt.wantRecall != 0 && (got.Recall == nil || math.Abs(*got.Recall-tt.wantRecall) > 1e-9):
+				t.Errorf("recall %v, want %g", got.Recall, tt.wantRecall)
+			}
+			if got.Converted != tt.wantConverted {
+				t.Errorf("converted %v, want %v", got.Converted, tt.wantConverted)
+			}
+			// The predicted recall at the next due time is about the desired
+			// retention (rounding the interval to days moves it a little).
+			if r := got.RecallAtDue; r == nil || *r < 0.85 || *r > 1 {
+				t.Errorf("recall at due %v, want about 0.9 (or near 1 after Again)", r)
 			}
 		})
 	}
 }
 
+// POST /flashcards/states reads the deck as the browser stored it: SM-2
+// states come back converted, every reviewed card with its recall now.
+func TestStatesEndpoint(t *testing.T) {
+	srv := newTestServer(t)
+	post := func(body string) (int, statesResponse) {
+		t.Helper()
+		resp, err := http.Post(srv.URL+"/flashcards/states", "application/json", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var got statesResponse
+		if err := json.NewDecoder(resp.Body).Decode(&got); err != nil {
+			t.Fatalf("decode response: %v", err)
+		}
+		return resp.StatusCode, got
+	}
+	code, got := post(`{"states":{
+		"level-triggered":{"reps":1,"lapses":0,"ease":2.5,"interval":1,"due":"2026-09-02T10:00:00Z"},
+		"owner-references":{"stability":10,"difficulty":5,"reps":3,"lapses":0,"interval":10,"last":"2026-08-22T10:00:00Z","due":"2026-09-01T10:00:00Z"},
+		"observed-generation":{}
+	}}`)
+	if code != http.StatusOK {
+		t.Fatalf("status %d: %s", code, got.Error)
+	}
+	lt := got.Cards["level-triggered"]
+	if !lt.Converted || lt.State.Stability != 1 || !lt.State.Last.Equal(fixedNow) || lt.Recall == nil || *lt.Recall != 1 {
+		t.Errorf("SM-2 card: %+v, want converted, S 1, last %s, recall 1", lt, fixedNow)
+	}
+	or := got.Cards["owner-references"]
+	if or.Converted || or.Recall == nil || math.Abs(*or.Recall-0.9) > 1e-9 {
+		t.Errorf("FSRS card on its due day: %+v, want recall 0.9, not converted", or)
+	}
+	if og := got.Cards["observed-generation"]; og.Recall != nil || og.Converted || !og.State.IsNew() {
+		t.Errorf("new card: %+v", og)
+	}
+
+	for _, tt := range []struct {
+		name, body string
+		code       int
+		want       string
+	}{
+		{"bad card", `{"states":{"a":{"ease":9},"b":{}}}`, 400, `card "a": ease 9 is outside`},
+		{"not an object", `{"states":[1]}`, 400, "states body is not valid JSON"},
+		{"huge", `{"states":{"a":{}` + strings.Repeat(`,"x":{}`, 300<<10/7) + `}}`, 413, "states body is larger than the limit"},
+		{"too many", `{"states":{` + manyStates(maxStates+1) + `}}`, 400, "1001 card states sent, at most 1000 are read"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			code, got := post(tt.body)
+			if code != tt.code || !strings.Contains(got.Error, tt.want) {
+				t.Errorf("status %d, error %q; want %d and %q", code, got.Error, tt.code, tt.want)
+			}
+		})
+	}
+}
+
+func manyStates(n int) string {
+	parts := make([]string, n)
+	for i := range parts {
+		parts[i] = `"c` + itoa(i) + `":{}`
+	}
+	return strings.Join(parts, ",")
+}
+
+// approx compares floats in states to 1e-9.
+var approx = cmpopts.EquateApprox(0, 1e-9)
+
 func itoa(i int) string { return strconv.Itoa(i) }
 
 func htmlEscape(s string) string {
 	return strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;", `"`, "&#34;", "'", "&#39;").Replace(s)
+}
+
+// The quiz page must not give the answers away: before the learner has
+// answered, its source has no correct-answer marker and no explanation.
+func TestQuizPageCarriesNoAnswers(t *testing.T) {
+	srv := newTestServer(t)
+	bank, err := quiz.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, path := range []string{"/quiz", "/quiz?only=level-triggered,status-subresource"} {
+		code, body := get(t, srv, path)
+		if code != http.StatusOK {
+			t.Fatalf("GET %s: %d", path, code)
+		}
+		for _, marker := range []string{"data-correct", "is-correct", "correct answer", `"correct"`, "✓"} {
+			if strings.Contains(body, marker) {
+				t.Errorf("%s contains the correct-answer marker %q", path, marker)
+			}
+		}
+		for _, q := range bank.Questions {
+			if strings.Contains(body, htmlEscape(q.Explanation)) {
+				t.Errorf("%s carries the explanation of %s before it is answered", path, q.ID)
+			}
+		}
+	}
+	// The graded page (no-script fallback) does show them.
+	_, body := postForm(t, srv, "/quiz", url.Values{"q.level-triggered": {"0"}})
+	mustContain(t, "graded page", body, "is-correct", "✓ correct answer", htmlEscape(bank.Questions[0].Explanation))
+}
+
+func TestAnswerEndpoint(t *testing.T) {
+	srv := newTestServer(t)
+	bank, err := quiz.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	lt, _ := quiz.Find(bank.Questions, "level-triggered")
+	tests := []struct {
+		name        string
+		body        string
+		code        int
+		wantCorrect bool
+		wantErr     string
+	}{
+		{name: "right", body: `{"question":"level-triggered","choices":[1]}`, code: 200, wantCorrect: true},
+		{name: "wrong", body: `{"question":"level-triggered","choices":[0]}`, code: 200},
+		{name: "pick-all right", body: `{"question":"status-subresource","choices":[2,0]}`, code: 200, wantCorrect: true},
+		{name: "pick-all partly", body: `{"question":"status-subresource","choices":[0]}`, code: 200},
+		{name: "unknown question", body: `{"question":"nope","choices":[0]}`, code: 404, wantErr: `no question has id "nope"`},
+		{name: "choice out of range", body: `{"question":"level-triggered","choices":[9]}`, code: 400, wantErr: `question "level-triggered" has choices 0 to 3, not 9`},
+		{name: "two on a single", body: `{"question":"level-triggered","choices":[0,1]}`, code: 400, wantErr: `question "level-triggered" takes one answer, got 2`},
+		{name: "nothing picked", body: `{"question":"level-triggered","choices":[]}`, code: 400, wantErr: `no choice picked for question "level-triggered"`},
+		{name: "not json", body: `question=level-triggered`, code: 400, wantErr: "answer body is not valid JSON"},
+		{name: "unknown field", body: `{"question":"level-triggered","choice":[1]}`, code: 400, wantErr: `unknown field "choice"`},
+		{name: "huge body", body: `{"question":"level-triggered","choices":[` + strings.Repeat("1,", 4<<10) + `1]}`, code: 413, wantErr: "answer body is larger than the limit of 4096 bytes"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			resp, err := http.Post(srv.URL+"/quiz/answer", "application/json", strings.NewReader(tt.body))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			var got answerResponse
+			if err := json.NewDecoder(resp.Body).Decode(&got); err != nil {
+				t.Fatalf("decode response: %v", err)
+			}
+			if resp.StatusCode != tt.code {
+				t.Fatalf("status %d, want %d (%+v)", resp.StatusCode, tt.code, got)
+			}
+			if tt.wantErr != "" {
+				if !strings.Contains(got.Error, tt.wantErr) || got.Correct || got.Explanation != "" {
+					t.Errorf("got %+v, want only the error %q", got, tt.wantErr)
+				}
+				return
+			}
+			if got.Correct != tt.wantCorrect || got.Explanation == "" || len(got.CorrectChoices) == 0 || got.Error != "" {
+				t.Errorf("got %+v, want correct %v with the correct choices and an explanation", got, tt.wantCorrect)
+			}
+		})
+	}
+	// The verdict carries what the page lacked.
+	resp, err := http.Post(srv.URL+"/quiz/answer", "application/json", strings.NewReader(`{"question":"level-triggered","choices":[0]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var got answerResponse
+	_ = json.NewDecoder(resp.Body).Decode(&got)
+	want := answerResponse{Question: "level-triggered", CorrectChoices: lt.Correct(), Explanation: lt.Explanation}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("wrong answer's verdict (-want +got):\n%s", diff)
+	}
 }

@@ -160,32 +160,33 @@ type quizView struct {
 	Missed   int
 }
 
-// questionView is one question. Correct and the feedback are in the page
-// even before grading so the script can give immediate feedback; they are
-// hidden until then.
+// questionView is one question. Before grading it carries no correct
+// choices and no explanation, so the page's source gives nothing away: the
+// script asks POST /quiz/answer for the verdict, and the no-script form
+// gets a graded page from POST /quiz.
 type questionView struct {
 	ID, Number, Prompt string
 	Multi              bool
 	Choices            []choiceView
+	// Explanation is empty until graded.
 	Explanation        string
 	LessonURL          string
 	LessonTitle        string
 	DemoURL, DemoTitle string
-	// Correct lists the correct choice indexes, space-separated.
-	Correct string
 	// State is "", or after grading "right", "wrong" or "unanswered".
 	State string
 }
 
 type choiceView struct {
 	Value, InputID, Text string
-	Checked, Correct     bool
+	// Correct is only ever set on a graded page.
+	Checked, Correct bool
 }
 
 func newQuizView(b quiz.Bank, o outline, qs []quiz.Question, only []string) quizView {
 	v := quizView{Only: strings.Join(only, ","), FullTotal: len(b.Questions)}
 	for i, q := range qs {
-		v.Items = append(v.Items, newQuestionView(o, i+1, q, nil))
+		v.Items = append(v.Items, newQuestionView(o, i+1, q, nil, false))
 	}
 	return v
 }
@@ -193,7 +194,7 @@ func newQuizView(b quiz.Bank, o outline, qs []quiz.Question, only []string) quiz
 func newGradedView(b quiz.Bank, o outline, r quiz.Result, only []string) quizView {
 	v := quizView{Only: strings.Join(only, ","), FullTotal: len(b.Questions), Graded: true, Score: r.Score, Total: r.Total}
 	for i, g := range r.Items {
-		qv := newQuestionView(o, i+1, g.Question, g.Picked)
+		qv := newQuestionView(o, i+1, g.Question, g.Picked, true)
 		switch {
 		case g.Correct:
 			qv.State = "right"
@@ -215,24 +216,23 @@ func quizErrorView(b quiz.Bank, msg string) quizView {
 	return quizView{Error: msg, FullTotal: len(b.Questions)}
 }
 
-func newQuestionView(o outline, n int, q quiz.Question, picked []int) questionView {
+// newQuestionView builds one question; the answer and its explanation are
+// only put in when graded.
+func newQuestionView(o outline, n int, q quiz.Question, picked []int, graded bool) questionView {
 	v := questionView{
 		ID: q.ID, Number: strconv.Itoa(n), Prompt: q.Prompt, Multi: q.Multi(),
-		Explanation: q.Explanation,
-		LessonURL:   q.Lesson, LessonTitle: o.describe(q.Lesson),
+		LessonURL: q.Lesson, LessonTitle: o.describe(q.Lesson),
 		DemoURL: q.DemoURL(), DemoTitle: lessons.ScenarioTitle(q.Demo),
 	}
-	var correct []string
+	if graded {
+		v.Explanation = q.Explanation
+	}
 	for i, c := range q.Choices {
 		v.Choices = append(v.Choices, choiceView{
 			Value: strconv.Itoa(i), InputID: fmt.Sprintf("q-%s-%d", q.ID, i), Text: c.Text,
-			Checked: contains(picked, i), Correct: c.Correct,
+			Checked: contains(picked, i), Correct: graded && c.Correct,
 		})
-		if c.Correct {
-			correct = append(correct, strconv.Itoa(i))
-		}
 	}
-	v.Correct = strings.Join(correct, " ")
 	return v
 }
 

@@ -6,15 +6,25 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"time"
 
 	"github.com/oplab-dev/oplab/quiz"
 )
 
+// Body limits of the JSON endpoints: a review is one small state; the
+// deck's states are at most maxStates of them.
+const (
+	reviewLimit = 4 << 10
+	statesLimit = 256 << 10
+	maxStates   = 1000
+)
+
 // reviewRequest is the body of POST /flashcards/review.
 type reviewRequest struct {
-	// State is the card's stored state; omitted or zero for a new card.
-	State quiz.State `json:"state"`
+	// State is the card's stored state: FSRS, or SM-2 from before (it is
+	// converted); omitted or {} for a new card.
+	State json.RawMessage `json:"state"`
 	// Rating is 1 (again) to 4 (easy).
 	Rating quiz.Rating `json:"rating"`
 	// Now is the browser's clock, so due times compare against the same
@@ -25,40 +35,128 @@ type reviewRequest struct {
 // reviewResponse carries the card's next state, or what was wrong.
 type reviewResponse struct {
 	State *quiz.State `json:"state,omitempty"`
-	Error string      `json:"error,omitempty"`
+	// Recall was the predicted chance of recall at the review, before it;
+	// absent for a new card.
+	Recall *float64 `json:"recall,omitempty"`
+	// RecallAtDue is the predicted chance of recall when the card next
+	// falls due.
+	RecallAtDue *float64 `json:"recallAtDue,omitempty"`
+	// Converted says the state sent was an SM-2 one, converted first.
+	Converted bool   `json:"converted,omitempty"`
+	Error     string `json:"error,omitempty"`
 }
 
-// review runs the SM-2 scheduler for one card. It is stateless: the state
+// review runs the FSRS scheduler for one card. It is stateless: the state
 // lives in the browser, which sends it and stores what comes back.
 func (s *site) review(w http.ResponseWriter, r *http.Request) {
-	req, err := decodeReview(http.MaxBytesReader(w, r.Body, 4<<10))
+	var req reviewRequest
+	if status, err := decodeJSON(w, r, reviewLimit, &req, `{"state":{…},"rating":1-4,"now":"RFC 3339"}`); err != nil {
+		writeJSON(w, status, reviewResponse{Error: "review body " + err.Error()})
+		return
+	}
+	state, converted, err := quiz.DecodeState(req.State)
+	if err != nil {
+		writeJSON(w, http.StatusBadRequest, reviewResponse{Error: fmt.Sprintf("card state: %v", err)})
+		return
+	}
+	now := s.clock(req.Now)
+	next, err := quiz.Schedule(state, req.Rating, now)
 	if err != nil {
 		writeJSON(w, http.StatusBadRequest, reviewResponse{Error: err.Error()})
 		return
 	}
-	now := s.now()
-	if req.Now != nil {
-		now = *req.Now
-	}
-	next, err := quiz.Schedule(req.State, req.Rating, now)
-	if err != nil {
-		writeJSON(w, http.StatusBadRequest, reviewResponse{Error: err.Error()})
-		return
-	}
-	writeJSON(w, http.StatusOK, reviewResponse{State: &next})
+	resp := reviewResponse{State: &next, Converted: converted, RecallAtDue: recallAt(next, next.Due)}
+	resp.Recall = recallAt(state, now)
+	writeJSON(w, http.StatusOK, resp)
 }
 
-func decodeReview(body io.Reader) (reviewRequest, error) {
-	var req reviewRequest
-	dec := json.NewDecoder(body)
+// statesRequest is the body of POST /flashcards/states: every card state
+// the browser holds, by card ID.
+type statesRequest struct {
+	States map[string]json.RawMessage `json:"states"`
+	Now    *time.Time                 `json:"now,omitempty"`
+}
+
+// cardStatus is one card's state as the scheduler reads it.
+type cardStatus struct {
+	State quiz.State `json:"state"`
+	// Recall is the predicted chance of recall now; absent for a new card.
+	Recall *float64 `json:"recall,omitempty"`
+	// Converted says the stored state was SM-2's, and State is its FSRS
+	// conversion, which the browser should store instead.
+	Converted bool `json:"converted,omitempty"`
+}
+
+type statesResponse struct {
+	Cards map[string]cardStatus `json:"cards,omitempty"`
+	Error string                `json:"error,omitempty"`
+}
+
+// states reads the deck the browser keeps: it converts states saved under
+// SM-2 and predicts each card's recall now, so that neither the conversion
+// nor the forgetting curve has a second implementation in JavaScript.
+func (s *site) states(w http.ResponseWriter, r *http.Request) {
+	var req statesRequest
+	if status, err := decodeJSON(w, r, statesLimit, &req, `{"states":{"card-id":{…}},"now":"RFC 3339"}`); err != nil {
+		writeJSON(w, status, statesResponse{Error: "states body " + err.Error()})
+		return
+	}
+	if len(req.States) > maxStates {
+		writeJSON(w, http.StatusBadRequest, statesResponse{Error: fmt.Sprintf("%d card states sent, at most %d are read", len(req.States), maxStates)})
+		return
+	}
+	now := s.clock(req.Now)
+	out := map[string]cardStatus{}
+	// Sorted, so that the error named for a bad deck is always the same one.
+	ids := make([]string, 0, len(req.States))
+	for id := range req.States {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	for _, id := range ids {
+		st, converted, err := quiz.DecodeState(req.States[id])
+		if err != nil {
+			writeJSON(w, http.StatusBadRequest, statesResponse{Error: fmt.Sprintf("card %q: %v", id, err)})
+			return
+		}
+		out[id] = cardStatus{State: st, Recall: recallAt(st, now), Converted: converted}
+	}
+	writeJSON(w, http.StatusOK, statesResponse{Cards: out})
+}
+
+// clock is the browser's time when it sent one, else the server's.
+func (s *site) clock(sent *time.Time) time.Time {
+	if sent != nil && !sent.IsZero() {
+		return *sent
+	}
+	return s.now()
+}
+
+func recallAt(st quiz.State, at time.Time) *float64 {
+	r, ok := st.Recall(at)
+	if !ok {
+		return nil
+	}
+	return &r
+}
+
+// decodeJSON reads one JSON object of at most limit bytes into v, with no
+// unknown fields and nothing after it. The error, which completes "… body",
+// says what was wrong and shows form, the shape expected; the status is 413
+// for a body over the limit and 400 otherwise.
+func decodeJSON(w http.ResponseWriter, r *http.Request, limit int64, v any, form string) (int, error) {
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, limit))
 	dec.DisallowUnknownFields()
-	if err := dec.Decode(&req); err != nil {
-		return reviewRequest{}, fmt.Errorf("review body is not valid JSON of the form {\"state\":{…},\"rating\":1-4,\"now\":\"RFC 3339\"}: %w", err)
+	if err := dec.Decode(v); err != nil {
+		if mbe := (*http.MaxBytesError)(nil); errors.As(err, &mbe) {
+			return http.StatusRequestEntityTooLarge, fmt.Errorf("is larger than the limit of %d bytes", mbe.Limit)
+		}
+		return http.StatusBadRequest, fmt.Errorf("is not valid JSON of the form %s: %w", form, err)
 	}
-	if dec.More() {
-		return reviewRequest{}, errors.New("review body has data after the JSON object")
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return http.StatusBadRequest, errors.New("has data after the JSON object")
 	}
-	return req, nil
+	return 0, nil
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {

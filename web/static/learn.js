@@ -1,15 +1,19 @@
 // learn.js: enhancements for the course pages. Every page reads fine without
 // it; with it, the quiz answers at once, the flashcards become a deck, and the
 // learner's progress is kept in this browser's localStorage (the server keeps
-// none). Card scheduling is not done here: POST /flashcards/review runs the
-// Go SM-2 scheduler, so there is exactly one implementation of it.
+// none). Grading and card scheduling are not done here: the page does not
+// know the answers (POST /quiz/answer grades), and POST /flashcards/review
+// and /flashcards/states run the Go FSRS-6 scheduler, so there is exactly
+// one implementation of it.
 "use strict";
 
 (() => {
   // Storage keys. Each holds JSON.
   const KEY_READ = "oplab.read";   // [slug, ...] pages read to the end
   const KEY_QUIZ = "oplab.quiz";   // {results: {id: bool}, best: n}
-  const KEY_CARDS = "oplab.cards"; // {id: State} as returned by the server
+  const KEY_CARDS = "oplab.cards"; // {id: State} as returned by the server (FSRS)
+  const KEY_CARDS_SM2 = "oplab.cards.sm2"; // the SM-2 states, as they were before conversion
+  const KEY_REVIEWS = "oplab.reviews"; // [{card, rating, at, recall, interval, due, ...}], newest last
 
   // load and save tolerate a browser with storage switched off: progress
   // then lasts for the page only.
@@ -81,7 +85,7 @@
     stat("due").textContent = String(countDue(ids, Date.now()));
     box.querySelector('[data-action="reset-progress"]').addEventListener("click", () => {
       if (!window.confirm("Forget all progress kept in this browser?")) return;
-      for (const k of [KEY_READ, KEY_QUIZ, KEY_CARDS]) {
+      for (const k of [KEY_READ, KEY_QUIZ, KEY_CARDS, KEY_CARDS_SM2, KEY_REVIEWS]) {
         try { window.localStorage.removeItem(k); } catch { /* nothing stored */ }
         delete memory[k];
       }
@@ -140,6 +144,11 @@
           grade();
         }
       });
+      // Enter in a choice would also submit the whole form (implicit
+      // submission happens on keypress), so stop that too.
+      fs.addEventListener("keypress", (e) => {
+        if (e.key === "Enter" && e.target instanceof HTMLInputElement) e.preventDefault();
+      });
       if (fs.dataset.multi !== "true") {
         for (const input of inputs) input.addEventListener("change", () => { if (!browsing) grade(); });
       }
@@ -152,14 +161,32 @@
     });
   }
 
-  // check grades one question at once, the same way quiz.Grade does: right
-  // only when exactly the correct choices are picked.
-  function check(fs, inputs, answered, live) {
+  // check sends one answer to the server, which alone knows the correct
+  // choices (the page does not carry them), and shows its verdict.
+  async function check(fs, inputs, answered, live) {
     const picked = inputs.filter((i) => i.checked).map((i) => Number(i.value)).sort((a, b) => a - b);
-    if (picked.length === 0) return;
-    const correct = fs.dataset.correct.split(" ").map(Number).sort((a, b) => a - b);
-    const ok = picked.length === correct.length && picked.every((v, i) => v === correct[i]);
-
+    if (picked.length === 0 || fs.dataset.busy === "true" || fs.dataset.question in answered) return;
+    fs.dataset.busy = "true";
+    const feedback = fs.querySelector(".feedback");
+    let verdict;
+    try {
+      const res = await fetch("/quiz/answer", {
+        method: "POST",
+        headers: { "Content-Type": "application/json" },
+        body: JSON.stringify({ question: fs.dataset.question, choices: picked }),
+      });
+      verdict = await res.json();
+      if (!res.ok) throw new Error(verdict.error || `HTTP ${res.status}`);
+    } catch (err) {
+      feedback.querySelector(".verdict").textContent = "Could not check this answer: " + err.message;
+      feedback.querySelector(".verdict").className = "verdict error";
+      feedback.hidden = false;
+      return;
+    } finally {
+      delete fs.dataset.busy;
+    }
+    const ok = verdict.correct;
+    const correct = verdict.correctChoices || [];
     for (const input of inputs) {
       input.disabled = true;
       const li = input.closest("li");
@@ -176,8 +203,10 @@
     const btn = fs.querySelector("button.check");
     if (btn) btn.hidden = true;
     fs.classList.add(ok ? "right" : "wrong");
-    const feedback = fs.querySelector(".feedback");
-    feedback.querySelector(".verdict").innerHTML = ok ? '<b class="ok">Right.</b>' : '<b class="error">Not quite.</b>';
+    const v = feedback.querySelector(".verdict");
+    v.className = "verdict";
+    v.innerHTML = ok ? '<b class="ok">Right.</b>' : '<b class="error">Not quite.</b>';
+    feedback.querySelector(".explanation").textContent = verdict.explanation;
     feedback.hidden = false;
 
     answered[fs.dataset.question] = ok;
@@ -206,27 +235,85 @@
 
   // ---- Flashcards ----
 
+  const RATING_NAMES = { 1: "Again", 2: "Hard", 3: "Good", 4: "Easy" };
+  const MAX_LOG = 500; // reviews kept in the log, newest last
+
+  function pct(r) { return `${Math.round(r * 100)}%`; }
+
+  // postJSON sends body to the server and returns its JSON reply, throwing
+  // the server's own error message when it refuses.
+  async function postJSON(url, body) {
+    const res = await fetch(url, {
+      method: "POST",
+      headers: { "Content-Type": "application/json" },
+      body: JSON.stringify(body),
+    });
+    const reply = await res.json();
+    if (!res.ok) throw new Error(reply.error || `HTTP ${res.status}`);
+    return reply;
+  }
+
   function initDeck() {
     const deck = document.getElementById("deck");
     const data = document.getElementById("cards-data");
     if (!deck || !data) return;
     const cards = JSON.parse(data.textContent);
+    const byID = new Map(cards.map((c) => [c.id, c]));
     const el = (id) => document.getElementById(id);
     const card = el("card");
     const ui = {
       due: el("due-count"), wrap: el("deck-card"), front: el("card-front"), back: el("card-back"),
       backFace: card.querySelector(".face.back"), ratings: el("ratings"), lesson: el("card-lesson"),
-      done: el("deck-done"), nextDue: el("next-due"), error: el("deck-error"),
+      done: el("deck-done"), nextDue: el("next-due"), error: el("deck-error"), recall: el("card-recall"),
+      last: el("last-review"), log: el("review-log"), logCount: el("review-count"), logList: el("review-list"),
     };
     let current = null;
     let flipped = false;
     let busy = false;
     let timer = 0;
+    // recall is each reviewed card's predicted recall, as the server last
+    // worked it out; the forgetting curve is not computed here.
+    let recall = {};
+
+    function fail(what, err) {
+      ui.error.textContent = `${what}: ${err.message}`;
+      ui.error.hidden = false;
+    }
+
+    // refresh asks the server to read the stored deck: it predicts each
+    // card's recall now, and converts states saved under the old SM-2
+    // scheduler, which are then stored in their FSRS form. The SM-2 states
+    // are kept once under their own key, so nothing is lost.
+    async function refresh() {
+      const states = load(KEY_CARDS, {});
+      if (Object.keys(states).length === 0) { recall = {}; return; }
+      let reply;
+      try {
+        reply = await postJSON("/flashcards/states", { states, now: new Date().toISOString() });
+      } catch (err) {
+        fail("Could not read your saved progress", err);
+        return;
+      }
+      recall = {};
+      let converted = false;
+      for (const [id, st] of Object.entries(reply.cards || {})) {
+        if (st.recall !== undefined) recall[id] = st.recall;
+        if (st.converted) converted = true;
+      }
+      if (converted) {
+        if (load(KEY_CARDS_SM2, null) === null) save(KEY_CARDS_SM2, states);
+        const next = {};
+        for (const [id, st] of Object.entries(reply.cards)) next[id] = st.state;
+        save(KEY_CARDS, next);
+      }
+    }
 
     function dueCards(now) {
       const states = load(KEY_CARDS, {});
-      const dueAt = (c) => (states[c.id] && states[c.id].due ? Date.parse(states[c.id].due) : 0);
-      return cards.filter((c) => isDue(states[c.id], now)).sort((a, b) => dueAt(a) - dueAt(b));
+      // Reviews that fell due come first, longest overdue first, before
+      // new cards (in deck order): their predicted recall is falling.
+      const dueAt = (c) => (states[c.id] && states[c.id].due ? Date.parse(states[c.id].due) : Infinity);
+      return cards.filter((c) => isDue(states[c.id], now)).sort((a, b) => (dueAt(a) === dueAt(b) ? 0 : dueAt(a) < dueAt(b) ? -1 : 1));
     }
 
     function setFlipped(on) {
@@ -238,6 +325,15 @@
       card.setAttribute("aria-expanded", String(on));
     }
 
+    // recallOf is a reviewed card's predicted recall and due time in
+    // words, or null for a new card.
+    function recallOf(id, now) {
+      const st = load(KEY_CARDS, {})[id];
+      if (!st || !(id in recall)) return null;
+      const due = Date.parse(st.due);
+      return { pct: pct(recall[id]), when: due <= now ? "due now" : `due ${relative(due - now)}` };
+    }
+
     function show() {
       clearTimeout(timer);
       const now = Date.now();
@@ -246,7 +342,12 @@
       const dueIDs = new Set(due.map((c) => c.id));
       for (const c of cards) {
         const li = document.getElementById("card-" + c.id);
-        if (li) li.classList.toggle("is-due", dueIDs.has(c.id));
+        if (!li) continue;
+        li.classList.toggle("is-due", dueIDs.has(c.id));
+        const p = li.querySelector("[data-recall-for]");
+        const r = recallOf(c.id, now);
+        p.hidden = !r;
+        if (r) p.textContent = `Recall now ${r.pct} · ${r.when}`;
       }
       current = due[0] || null;
       ui.wrap.hidden = !current;
@@ -254,6 +355,8 @@
       if (!current) { scheduleNext(now); return; }
       ui.front.textContent = current.front;
       ui.back.textContent = current.back;
+      const r = recallOf(current.id, now);
+      ui.recall.textContent = r ? `Predicted recall now: ${r.pct} (${r.when}).` : "New card: not reviewed yet.";
       const a = ui.lesson.querySelector("a");
       a.href = current.lessonURL;
       a.textContent = current.lessonTitle;
@@ -263,34 +366,56 @@
     // scheduleNext says when the next card falls due and wakes the deck then.
     function scheduleNext(now) {
       const states = load(KEY_CARDS, {});
-      const next = Math.min(...cards.map((c) => (states[c.id] ? Date.parse(states[c.id].due) : now)));
+      const next = Math.min(...cards.map((c) => (states[c.id] && states[c.id].due ? Date.parse(states[c.id].due) : now)));
       ui.nextDue.textContent = relative(next - now);
       const wait = next - now;
-      if (wait < 24 * 3600 * 1000) timer = setTimeout(show, Math.max(1000, wait + 250));
+      if (wait < 24 * 3600 * 1000) timer = setTimeout(() => refresh().then(show), Math.max(1000, wait + 250));
+    }
+
+    function showLog() {
+      const log = load(KEY_REVIEWS, []);
+      ui.log.hidden = log.length === 0;
+      ui.logCount.textContent = String(log.length);
+      ui.logList.replaceChildren(...log.slice(-20).reverse().map((e) => {
+        const li = document.createElement("li");
+        const c = byID.get(e.card);
+        const before = e.recall === undefined ? "new card" : `recall was ${pct(e.recall)}`;
+        li.textContent = `${when(Date.parse(e.at))} · ${c ? c.front : e.card} · ${RATING_NAMES[e.rating]} · ${before} · next ${e.interval ? "in " + e.interval + (e.interval === 1 ? " day" : " days") : "in a minute"}`;
+        return li;
+      }));
     }
 
     async function rate(rating) {
       if (!current || !flipped || busy) return;
       busy = true;
       const states = load(KEY_CARDS, {});
+      const reviewed = current;
+      const at = new Date();
+      let reply;
       try {
-        const res = await fetch("/flashcards/review", {
-          method: "POST",
-          headers: { "Content-Type": "application/json" },
-          body: JSON.stringify({ state: states[current.id] || {}, rating, now: new Date().toISOString() }),
-        });
-        const body = await res.json();
-        if (!res.ok) throw new Error(body.error || `HTTP ${res.status}`);
-        states[current.id] = body.state;
-        save(KEY_CARDS, states);
-        ui.error.hidden = true;
+        reply = await postJSON("/flashcards/review", { state: states[reviewed.id] || {}, rating, now: at.toISOString() });
       } catch (err) {
-        ui.error.textContent = "Could not schedule the card: " + err.message;
-        ui.error.hidden = false;
+        fail("Could not schedule the card", err);
         return;
       } finally {
         busy = false;
       }
+      ui.error.hidden = true;
+      states[reviewed.id] = reply.state;
+      save(KEY_CARDS, states);
+      const log = load(KEY_REVIEWS, []);
+      log.push({
+        card: reviewed.id, rating, at: at.toISOString(), recall: reply.recall,
+        interval: reply.state.interval, due: reply.state.due,
+        stability: reply.state.stability, difficulty: reply.state.difficulty,
+      });
+      save(KEY_REVIEWS, log.slice(-MAX_LOG));
+      const due = Date.parse(reply.state.due);
+      ui.last.textContent = `“${reviewed.front}”: ${RATING_NAMES[rating]}. Next review ${relative(due - Date.now())}` +
+        ` (${when(due)}), when its predicted recall will be ${pct(reply.recallAtDue)}.`;
+      ui.last.hidden = false;
+      await refresh();
+      showLog();
       show();
       card.focus();
     }
@@ -317,8 +442,17 @@
       }
     });
 
-    deck.hidden = false;
-    show();
+    refresh().then(() => {
+      showLog();
+      deck.hidden = false;
+      deck.dataset.ready = "true";
+      show();
+    });
+  }
+
+  // when is a moment as a short local date and time.
+  function when(ms) {
+    return new Date(ms).toLocaleString(undefined, { dateStyle: "medium", timeStyle: "short" });
   }
 
   function relative(ms) {
