@@ -55,6 +55,7 @@ func TestParseFlagsRejectsBadInput(t *testing.T) {
 		{[]string{"--max-databases", "0"}, "--max-databases"},
 		{[]string{"--session-idle", "1s"}, "--session-idle"},
 		{[]string{"--kubeconfig", "/nonexistent/kubeconfig"}, "--kubeconfig"},
+		{[]string{"--data-dir", ""}, "--data-dir"},
 		{[]string{"--replicas", "3"}, "replicas"},
 		{[]string{"extra"}, `"extra"`},
 	}
@@ -115,7 +116,8 @@ func TestHelpDocumentsEveryFlag(t *testing.T) {
 type oplabProc struct {
 	cmd  *exec.Cmd
 	url  string
-	logs *syncWriter
+	logs *syncWriter // stderr
+	out  *syncWriter // stdout: progress and the control plane's own notes
 }
 
 var servingRe = regexp.MustCompile(`serving on (http://\S+)`)
@@ -137,7 +139,7 @@ func startOplab(t *testing.T, args ...string) *oplabProc {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	p := &oplabProc{cmd: cmd, logs: logs}
+	p := &oplabProc{cmd: cmd, logs: logs, out: &syncWriter{w: &strings.Builder{}}}
 	t.Cleanup(func() {
 		if p.cmd.ProcessState == nil {
 			_ = p.cmd.Process.Kill()
@@ -148,6 +150,7 @@ func startOplab(t *testing.T, args ...string) *oplabProc {
 	go func() {
 		sc := bufio.NewScanner(stdout)
 		for sc.Scan() {
+			fmt.Fprintln(p.out, sc.Text())
 			if m := servingRe.FindStringSubmatch(sc.Text()); m != nil {
 				urlc <- m[1]
 			}
@@ -156,7 +159,7 @@ func startOplab(t *testing.T, args ...string) *oplabProc {
 	select {
 	case p.url = <-urlc:
 	case <-time.After(3 * time.Minute):
-		t.Fatalf("oplab printed no URL; stderr:\n%s", logs.String())
+		t.Fatalf("oplab printed no URL; stdout:\n%s\nstderr:\n%s", p.out.String(), logs.String())
 	}
 	waitFor(t, 2*time.Minute, "/readyz to answer 200", func() bool {
 		resp, err := http.Get(p.url + "/readyz")
@@ -170,7 +173,7 @@ func startOplab(t *testing.T, args ...string) *oplabProc {
 }
 
 func TestHealthAndReadiness(t *testing.T) {
-	p := startOplab(t, "--mode", "minimal", "--write-kubeconfig", "")
+	p := startOplab(t, "--mode", "minimal", "--ephemeral", "--write-kubeconfig", "")
 	resp, err := http.Get(p.url + "/healthz")
 	if err != nil {
 		t.Fatal(err)
@@ -226,7 +229,7 @@ func TestChildrenStopWithOplab(t *testing.T) {
 	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGKILL} {
 		t.Run(sig.String(), func(t *testing.T) {
 			kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
-			p := startOplab(t, "--mode", "full", "--write-kubeconfig", kubeconfig)
+			p := startOplab(t, "--mode", "full", "--ephemeral", "--write-kubeconfig", kubeconfig)
 			if _, err := os.Stat(kubeconfig); err != nil {
 				t.Errorf("--write-kubeconfig: %v", err)
 			}
