@@ -189,10 +189,24 @@ done
 // exitStatus puts a wrapper's exit file, or a shell's $?, in words.
 func exitStatus(code int) string {
 	if code > 128 {
-		sig := syscall.Signal(code - 128)
-		return fmt.Sprintf("killed by signal %d (%s)", int(sig), sig)
+		return killedBy(syscall.Signal(code - 128))
 	}
 	return fmt.Sprintf("exit status %d", code)
+}
+
+// killedBy names the signal that ended a process, by its usual name when
+// it has one ("killed by signal 9 (SIGKILL)").
+func killedBy(sig syscall.Signal) string {
+	names := map[syscall.Signal]string{
+		syscall.SIGKILL: "SIGKILL", syscall.SIGTERM: "SIGTERM", syscall.SIGINT: "SIGINT",
+		syscall.SIGABRT: "SIGABRT", syscall.SIGSEGV: "SIGSEGV", syscall.SIGQUIT: "SIGQUIT",
+		syscall.SIGHUP: "SIGHUP", syscall.SIGBUS: "SIGBUS",
+	}
+	name, ok := names[sig]
+	if !ok {
+		name = sig.String()
+	}
+	return fmt.Sprintf("killed by signal %d (%s)", int(sig), name)
 }
 
 // waitStatus puts cmd.Wait's result in words.
@@ -200,7 +214,7 @@ func waitStatus(err error) string {
 	var ee *exec.ExitError
 	if errors.As(err, &ee) {
 		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-			return fmt.Sprintf("killed by signal %d (%s)", int(ws.Signal()), ws.Signal())
+			return killedBy(ws.Signal())
 		}
 		return fmt.Sprintf("exit status %d", ee.ExitCode())
 	}

@@ -55,7 +55,7 @@ func TestReadyzAnswersWhileAPIServerFrozen(t *testing.T) {
 	if resp.StatusCode != http.StatusServiceUnavailable {
 		t.Errorf("/readyz with kube-apiserver frozen = %d, want 503", resp.StatusCode)
 	}
-	// A correctness bound, far above the 1.5 s check timeout: before,
+	// A correctness bound, far above the 1 s check timeout: before,
 	// /readyz hung for 32 s.
 	if took > 10*time.Second {
 		t.Errorf("/readyz took %s with kube-apiserver frozen, want an answer within seconds", took)

@@ -242,7 +242,7 @@ func openControlPlaneLog(path string, out io.Writer) (io.Writer, func(), error) 
 // readyTimeout bounds a /readyz check: a frozen API server (SIGSTOP, or
 // one swapping) must read as not ready at once, not after the client's
 // own timeouts.
-const readyTimeout = 1500 * time.Millisecond
+const readyTimeout = time.Second
 
 // readiness answers /readyz: the API server answers, the CRD is
 // established, and the controller is running.
