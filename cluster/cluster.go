@@ -311,15 +311,8 @@ func (c *Cluster) startAPIServer(assets string, opts Options) error {
 		},
 		ControlPlaneStopTimeout: childStopGrace,
 	}
-	// Requests without credentials get the health endpoints (envtest's
-	// readiness probe is one) and nothing else: not even discovery.
-	authn := filepath.Join(c.dir, "authentication.yaml")
-	if err := os.WriteFile(authn, []byte(anonymousHealthOnly), 0o600); err != nil {
-		return fmt.Errorf("writing the authentication config: %w", err)
-	}
 	api := c.env.ControlPlane.APIServer.Configure()
-	api.Set("authentication-config", authn).
-		Set("etcd-servers", clientURL).
+	api.Set("etcd-servers", clientURL).
 		Set("etcd-cafile", c.etcdTLS.CA).
 		Set("etcd-certfile", c.etcdTLS.ClientCert).
 		Set("etcd-keyfile", c.etcdTLS.ClientKey).
@@ -352,19 +345,6 @@ func (c *Cluster) startAPIServer(assets string, opts Options) error {
 	}
 	return nil
 }
-
-// anonymousHealthOnly is kube-apiserver's authentication config: client
-// certificates (envtest's --client-ca-file) for everyone, and anonymous
-// requests for the health endpoints only.
-const anonymousHealthOnly = `apiVersion: apiserver.config.k8s.io/v1
-kind: AuthenticationConfiguration
-anonymous:
-  enabled: true
-  conditions:
-  - path: /livez
-  - path: /readyz
-  - path: /healthz
-`
 
 // exitFile is where name's wrapper writes how name exited.
 func (c *Cluster) exitFile(name string) string {
