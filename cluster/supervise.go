@@ -38,6 +38,8 @@ type Event struct {
 const (
 	restartLimit  = 5
 	restartWindow = time.Minute
+	// restartBackoff is the pause before another try after a failed restart.
+	restartBackoff = time.Second
 	// pollInterval is how often the supervisor checks that etcd and
 	// kube-apiserver still run (envtest reaps them, so no Wait of ours
 	// returns): 100 ms is 20 reads of /proc a second, and an exit is
@@ -170,21 +172,36 @@ func (c *Cluster) supervise(exits chan exit) {
 		c.emit(Event{Phase: PhaseDown, Process: e.name, PID: e.pid, Status: e.status,
 			Message: fmt.Sprintf("%s exited unexpectedly: %s; oplab is restarting it on the same data", e.name, e.status)})
 
-		now := time.Now()
-		times := append(recent[e.name], now)
-		for len(times) > 0 && now.Sub(times[0]) > restartWindow {
-			times = times[1:]
-		}
-		recent[e.name] = times
-		var err error
-		if len(times) > restartLimit {
-			err = fmt.Errorf("%s exited %d times within %s", e.name, len(times), restartWindow)
-		} else {
-			err = c.restart(e.name, exits)
-		}
-		if err != nil {
-			c.fail(e, err)
-			return
+		// A restart that fails (the new process died before it was
+		// ready, say) counts as one more exit and is tried again, until
+		// the budget is spent.
+		var lastErr error
+		for {
+			now := time.Now()
+			times := append(recent[e.name], now)
+			for len(times) > 0 && now.Sub(times[0]) > restartWindow {
+				times = times[1:]
+			}
+			recent[e.name] = times
+			if len(times) > restartLimit {
+				err := fmt.Errorf("%s exited or failed to start %d times within %s", e.name, len(times), restartWindow)
+				if lastErr != nil {
+					err = fmt.Errorf("%w, last: %w", err, lastErr)
+				}
+				c.fail(e, err)
+				return
+			}
+			err := c.restart(e.name, exits)
+			if err == nil {
+				break
+			}
+			lastErr = err
+			c.log.printf("Could not restart %s: %v; trying again", e.name, err)
+			select {
+			case <-c.quit:
+				return
+			case <-time.After(restartBackoff):
+			}
 		}
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"net/http"
 	"net/http/cookiejar"
@@ -184,7 +185,7 @@ func TestFaultSoak(t *testing.T) {
 				t.Fatal(err)
 			}
 			kills++
-			waitFor(t, time.Minute, "oplab ready again", func() bool { return readyz(p) == http.StatusOK })
+			waitReady(t, p)
 		}
 		expectCleanDeletes(t, cl, "soak-apiserver", names)
 		if got := strings.Count(p.out.String(), "Restarted kube-apiserver"); got != kills {
@@ -344,6 +345,31 @@ func procExe(pid int) string {
 	}
 	arg0, _, _ := strings.Cut(string(b), "\x00")
 	return filepath.Base(arg0)
+}
+
+// waitReady waits for /readyz to answer 200, and says why not on timeout.
+func waitReady(t *testing.T, p *oplabProc) {
+	t.Helper()
+	until := time.Now().Add(time.Minute)
+	for readyz(p) != http.StatusOK {
+		if time.Now().After(until) {
+			resp, err := http.Get(p.url + "/readyz")
+			var body strings.Builder
+			if err == nil {
+				_, _ = io.Copy(&body, resp.Body)
+				resp.Body.Close()
+			}
+			t.Fatalf("oplab not ready after a minute: %v %s\nstdout:\n%s\nstderr (tail):\n%s", err, body.String(), p.out.String(), tail(p.logs.String(), 3000))
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func tail(s string, n int) string {
+	if len(s) > n {
+		return s[len(s)-n:]
+	}
+	return s
 }
 
 func readyz(p *oplabProc) int {

@@ -19,6 +19,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+
 	"github.com/oplab-dev/oplab/cluster"
 )
 
@@ -30,6 +33,9 @@ func TestMain(m *testing.M) {
 }
 
 func testMain(m *testing.M) int {
+	// The soak's clients log through controller-runtime, which complains
+	// (with a stack trace) when nobody ever sets a logger.
+	ctrllog.SetLogger(logr.Discard())
 	dir, err := os.MkdirTemp("", "oplab-cmd-test-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
