@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/url"
 	"os"
 	"path/filepath"
 	"runtime/debug"
@@ -20,6 +21,7 @@ import (
 	"time"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
@@ -54,23 +56,52 @@ type Options struct {
 	// ChildLog, when set, receives the child processes' output instead of
 	// Log, so a terminal can show progress while a file keeps the noise.
 	ChildLog io.Writer
+	// LogPath names where ChildLog writes, for the messages that point a
+	// reader at a dead process's output ("" when it goes to Log).
+	LogPath string
 	// CRDs are installed (by envtest) before Start returns.
 	CRDs []*apiextensionsv1.CustomResourceDefinition
+	// DataDir keeps the cluster's data (etcd's above all) between runs:
+	// a cluster started again on the same DataDir has every object the
+	// last one had. One cluster at a time may use it (Start fails with
+	// ErrDataDirInUse otherwise). "" means ephemeral: the data lives in
+	// the runtime dir and is removed by Stop. See DefaultDataDir.
+	DataDir string
+	// OnEvent, when set, is told (from the supervisor's goroutine; it must
+	// not block) when a process exits after Start, is restarted, or cannot
+	// be, so that a viewer can be told the control plane is down.
+	OnEvent func(Event)
 }
 
 // Cluster is a running embedded control plane. Its methods are safe for
 // concurrent use.
 type Cluster struct {
 	mode    Mode
-	dir     string // this cluster's temp dir; holds every file it writes
+	dir     string // this cluster's runtime dir; holds every file it writes but the data
+	data    string // the data folder: DataDir, or a folder in dir when ephemeral
+	lock    *os.File
 	kubectl string
 	cfg     *rest.Config
 	log     *logger
+	logPath string
+	onEvent func(Event)
 
-	env         *envtest.Environment
+	env      *envtest.Environment
+	etcdTLS  etcdTLS
+	etcdURL  string // etcd's client port (TLS with client certificates)
+	spawner  *spawner
+	commands map[string]command // how to start kcm, the scheduler and kwok again
+
+	// mu guards the process lists, which the supervisor changes when it
+	// restarts a process.
+	mu          sync.Mutex
 	envtestPIDs []procRef // etcd and kube-apiserver, found after envtest started them
-	spawner     *spawner
-	children    []*child // kcm, scheduler and kwok, in start order
+	children    []*child  // kcm, scheduler and kwok, in start order
+
+	quit      chan struct{} // closed by Stop: the supervisor returns
+	superDone chan struct{} // closed when the supervisor has returned; nil until it runs
+	failed    chan struct{} // closed when a process died and could not be restarted
+	failErr   error         // why, set before failed is closed
 
 	stopOnce sync.Once
 	stopErr  error
@@ -134,16 +165,27 @@ func Start(ctx context.Context, opts Options) (_ *Cluster, retErr error) {
 	c := &Cluster{
 		mode:    opts.Mode,
 		dir:     dir,
+		data:    opts.DataDir,
 		kubectl: filepath.Join(assets, "kubectl"),
 		log:     log,
+		logPath: opts.LogPath,
+		onEvent: opts.OnEvent,
 		spawner: newSpawner(),
+		quit:    make(chan struct{}),
+		failed:  make(chan struct{}),
 		stopped: make(chan struct{}),
+	}
+	if c.data == "" {
+		c.data = filepath.Join(dir, "data")
 	}
 	defer func() {
 		if retErr != nil {
 			_ = c.Stop()
 		}
 	}()
+	if c.lock, err = lockDataDir(c.data); err != nil {
+		return nil, err
+	}
 
 	began := time.Now()
 	if err := c.startAPIServer(assets, opts); err != nil {
@@ -162,6 +204,8 @@ func Start(ctx context.Context, opts Options) (_ *Cluster, retErr error) {
 		log.printf("Started kube-controller-manager, kube-scheduler and kwok; node %s Ready in %s", NodeName, since(began))
 	}
 
+	c.superviseAll()
+
 	// Stop on ctx cancellation, and let the goroutine end with the cluster.
 	go func() {
 		select {
@@ -176,38 +220,87 @@ func Start(ctx context.Context, opts Options) (_ *Cluster, retErr error) {
 }
 
 // startAPIServer starts etcd and kube-apiserver through envtest, each behind
-// a wrapper script that gives it a parent-death signal.
+// a wrapper script that gives it a parent-death signal and records how it
+// exits. etcd serves its client and peer ports over TLS and accepts only
+// certificates of the cluster's own CA, which kube-apiserver presents.
 func (c *Cluster) startAPIServer(assets string, opts Options) error {
-	etcdDir := filepath.Join(c.dir, "etcd")
+	etcdDir := filepath.Join(c.data, etcdDataDir)
 	certDir := filepath.Join(c.dir, "apiserver")
 	for _, d := range []string{etcdDir, certDir} {
-		if err := os.Mkdir(d, 0o700); err != nil {
+		if err := os.MkdirAll(d, 0o700); err != nil {
 			return fmt.Errorf("creating cluster dir: %w", err)
 		}
 	}
-	binDir := filepath.Join(c.dir, "bin")
-	etcdPath, err := writeWrapper(binDir, filepath.Join(assets, "etcd"), childGOGC)
+	var err error
+	if c.etcdTLS, err = newEtcdTLS(filepath.Join(c.dir, "etcd-tls")); err != nil {
+		return err
+	}
+	saKey, saPub, err := serviceAccountKeys(c.data)
 	if err != nil {
 		return err
 	}
-	apiserverPath, err := writeWrapper(binDir, filepath.Join(assets, "kube-apiserver"), childGOGC)
+	binDir := filepath.Join(c.dir, "bin")
+	etcdPath, err := writeWrapper(binDir, filepath.Join(assets, nameEtcd), c.exitFile(nameEtcd), childGOGC)
 	if err != nil {
 		return err
+	}
+	apiserverPath, err := writeWrapper(binDir, filepath.Join(assets, nameAPIServer), c.exitFile(nameAPIServer), childGOGC)
+	if err != nil {
+		return err
+	}
+	var ports [3]int
+	for i := range ports {
+		if ports[i], err = freePort(); err != nil {
+			return err
+		}
+	}
+	clientURL := fmt.Sprintf("https://127.0.0.1:%d", ports[0])
+	c.etcdURL = clientURL
+	peerURL := fmt.Sprintf("https://127.0.0.1:%d", ports[1])
+
+	// Our own cert dir (rather than envtest's k8s_test_framework_* temp
+	// dirs) keeps every file under c.dir, which Stop and Reclaim remove,
+	// and puts c.dir on the children's command lines (etcd's through its
+	// certificates, even when its data lives elsewhere), which is how
+	// Reclaim recognises them.
+	etcd := &envtest.Etcd{
+		Path:    etcdPath,
+		DataDir: etcdDir,
+		// envtest waits for etcd with a plain HTTP GET of URL/health, and
+		// passes URL to kube-apiserver by default. So URL names etcd's
+		// metrics listener, which serves health and metrics but no keys,
+		// and the flags below move the client port to TLS.
+		URL: &url.URL{Scheme: "http", Host: fmt.Sprintf("127.0.0.1:%d", ports[2])},
+		Out: c.log.prefixed(nameEtcd),
+		Err: c.log.prefixed(nameEtcd),
+	}
+	etcd.Configure().
+		Set("listen-metrics-urls", etcd.URL.String()).
+		Set("listen-client-urls", clientURL).
+		Set("advertise-client-urls", clientURL).
+		Set("client-cert-auth", "true").
+		Set("trusted-ca-file", c.etcdTLS.CA).
+		Set("cert-file", c.etcdTLS.ServerCert).
+		Set("key-file", c.etcdTLS.ServerKey).
+		// A single member needs no peers, but etcd always listens for
+		// them: that port is closed the same way.
+		Set("listen-peer-urls", peerURL).
+		Set("initial-advertise-peer-urls", peerURL).
+		Set("initial-cluster", "default="+peerURL).
+		Set("peer-client-cert-auth", "true").
+		Set("peer-trusted-ca-file", c.etcdTLS.CA).
+		Set("peer-cert-file", c.etcdTLS.ServerCert).
+		Set("peer-key-file", c.etcdTLS.ServerKey)
+	if opts.DataDir != "" {
+		// envtest turns fsync off, which is fine for data removed at
+		// Stop; data meant to outlive a power cut needs it on.
+		etcd.Configure().Set("unsafe-no-fsync", "false")
 	}
 
-	// Our own data and cert dirs (rather than envtest's k8s_test_framework_*
-	// temp dirs) keep every file under c.dir, which Stop and Reclaim remove,
-	// and put c.dir on the children's command lines, which is how Reclaim
-	// recognises them.
 	c.env = &envtest.Environment{
 		BinaryAssetsDirectory: assets,
 		ControlPlane: envtest.ControlPlane{
-			Etcd: &envtest.Etcd{
-				Path:    etcdPath,
-				DataDir: etcdDir,
-				Out:     c.log.prefixed(nameEtcd),
-				Err:     c.log.prefixed(nameEtcd),
-			},
+			Etcd: etcd,
 			APIServer: &envtest.APIServer{
 				Path:    apiserverPath,
 				CertDir: certDir,
@@ -218,6 +311,16 @@ func (c *Cluster) startAPIServer(assets string, opts Options) error {
 		},
 		ControlPlaneStopTimeout: childStopGrace,
 	}
+	api := c.env.ControlPlane.APIServer.Configure()
+	api.Set("etcd-servers", clientURL).
+		Set("etcd-cafile", c.etcdTLS.CA).
+		Set("etcd-certfile", c.etcdTLS.ClientCert).
+		Set("etcd-keyfile", c.etcdTLS.ClientKey).
+		// The signing key and a fixed issuer live in the data folder, so
+		// a token issued before a restart is still accepted after it.
+		Set("service-account-key-file", saPub).
+		Set("service-account-signing-key-file", saKey).
+		Set("service-account-issuer", saIssuer)
 	// API Priority and Fairness classifies every request and queues it by
 	// flow: protection for a cluster shared by many tenants. This one has
 	// a single user and a handful of clients, and the plain in-flight
@@ -225,7 +328,7 @@ func (c *Cluster) startAPIServer(assets string, opts Options) error {
 	// overload. Off, the API server (the busiest process by far) spent
 	// ~10% less CPU on 1,000 new Databases, and all were Ready in 29 s
 	// rather than 31 s.
-	c.env.ControlPlane.APIServer.Configure().Set("enable-priority-and-fairness", "false")
+	api.Set("enable-priority-and-fairness", "false")
 	if opts.Mode == ModeMinimal {
 		// Full mode installs the CRDs itself, while kwok starts.
 		c.env.CRDs = opts.CRDs
@@ -243,6 +346,11 @@ func (c *Cluster) startAPIServer(assets string, opts Options) error {
 	return nil
 }
 
+// exitFile is where name's wrapper writes how name exited.
+func (c *Cluster) exitFile(name string) string {
+	return filepath.Join(c.dir, name+".exit")
+}
+
 // startLifecycle starts kcm, the scheduler and kwok, creates the kwok Node
 // and installs the CRDs meanwhile, and waits until the Node is schedulable.
 func (c *Cluster) startLifecycle(ctx context.Context, assets string, crds []*apiextensionsv1.CustomResourceDefinition) error {
@@ -256,16 +364,21 @@ func (c *Cluster) startLifecycle(ctx context.Context, assets string, crds []*api
 	}
 
 	// The Node goes in first so that kwok finds it in its first list.
-	if err := createNode(ctx, cs); err != nil {
+	if err := createNode(ctx, cs); err != nil && !apierrors.IsAlreadyExists(err) {
+		// A cluster started again on its data finds the Node it made.
 		return err
 	}
+	c.commands = map[string]command{}
 	for _, cmd := range cmds {
 		cmd.env = append(cmd.env, childGOGC)
+		c.commands[cmd.name] = cmd
 		ch, err := c.spawner.start(cmd.name, cmd.path, cmd.args, cmd.env, c.log)
 		if err != nil {
 			return err
 		}
+		c.mu.Lock()
 		c.children = append(c.children, ch)
+		c.mu.Unlock()
 		if err := c.writeState(); err != nil {
 			return err
 		}
@@ -293,6 +406,12 @@ func (c *Cluster) Config() *rest.Config {
 	return rest.CopyConfig(c.cfg)
 }
 
+// DataDir is the folder holding the cluster's data: Options.DataDir, or
+// one inside the runtime dir (removed by Stop) when that was "".
+func (c *Cluster) DataDir() string {
+	return c.data
+}
+
 // KubectlPath is the kubectl binary matching the control-plane version.
 func (c *Cluster) KubectlPath() string {
 	return c.kubectl
@@ -304,7 +423,8 @@ func (c *Cluster) Mode() Mode {
 }
 
 // Stop stops every child process (SIGTERM, then SIGKILL after a grace
-// period) and removes the cluster's temp dir. kcm, the scheduler and kwok
+// period), removes the cluster's runtime dir (and so an ephemeral cluster's
+// data) and releases the data folder. kcm, the scheduler and kwok
 // stop first so they do not log errors about an API server going away, then
 // kube-apiserver, then etcd.
 // Calling Stop again returns the first call's result.
@@ -312,6 +432,12 @@ func (c *Cluster) Stop() error {
 	c.stopOnce.Do(func() {
 		defer close(c.stopped)
 		began := time.Now()
+		// The supervisor goes first, so that nothing restarts what Stop
+		// is stopping, and no exit below reads as a surprise.
+		close(c.quit)
+		if c.superDone != nil {
+			<-c.superDone
+		}
 		// kcm, the scheduler and kwok depend on nothing but the API
 		// server, so they stop side by side.
 		errs := make([]error, len(c.children))
@@ -330,6 +456,10 @@ func (c *Cluster) Stop() error {
 		c.spawner.close()
 		if err := os.RemoveAll(c.dir); err != nil {
 			errs = append(errs, fmt.Errorf("removing cluster dir: %w", err))
+		}
+		// Only once etcd has stopped may another cluster open the data.
+		if c.lock != nil {
+			c.lock.Close()
 		}
 		c.stopErr = errors.Join(errs...)
 		if c.stopErr == nil {

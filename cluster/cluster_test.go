@@ -41,6 +41,9 @@ const deadline = 2 * time.Minute
 // the mode it names, prints its dir and child pids, and waits to be killed.
 const helperEnv = "OPLAB_CLUSTER_TEST_HELPER"
 
+// helperDataEnv, when set, names the helper cluster's data folder.
+const helperDataEnv = "OPLAB_CLUSTER_TEST_HELPER_DATA"
+
 func TestMain(m *testing.M) {
 	// envtest logs through controller-runtime's logger, which complains
 	// (with a stack trace) when nobody ever sets one.
@@ -60,7 +63,7 @@ func TestMain(m *testing.M) {
 
 // runHelper is the helper process of TestChildrenDieWithKilledParent.
 func runHelper(mode Mode) int {
-	c, err := Start(context.Background(), Options{Mode: mode})
+	c, err := Start(context.Background(), Options{Mode: mode, DataDir: os.Getenv(helperDataEnv)})
 	if err != nil {
 		fmt.Println("ERROR", err)
 		return 1
@@ -194,12 +197,7 @@ func clientset(t *testing.T, c *Cluster) *kubernetes.Clientset {
 
 // pids returns the cluster's child processes, for tests.
 func (c *Cluster) pids() []procRef {
-	var refs []procRef
-	refs = append(refs, c.envtestPIDs...)
-	for _, ch := range c.children {
-		refs = append(refs, procRef{Name: ch.name, PID: ch.cmd.Process.Pid})
-	}
-	return refs
+	return c.processes()
 }
 
 // running reports whether pid is a live (not zombie) process.
@@ -371,10 +369,20 @@ func TestCancelledContextStopsCluster(t *testing.T) {
 
 func TestChildrenDieWithKilledParent(t *testing.T) {
 	needAssets(t)
-	for _, mode := range []Mode{ModeMinimal, ModeFull} {
-		t.Run(string(mode), func(t *testing.T) {
+	for _, tc := range []struct {
+		mode       Mode
+		persistent bool
+	}{{ModeMinimal, false}, {ModeFull, false}, {ModeFull, true}} {
+		mode := tc.mode
+		name := string(mode)
+		var data string
+		if tc.persistent {
+			name += "-persistent"
+			data = t.TempDir()
+		}
+		t.Run(name, func(t *testing.T) {
 			cmd := exec.Command(os.Args[0], "-test.run=^$")
-			cmd.Env = append(os.Environ(), helperEnv+"="+string(mode))
+			cmd.Env = append(os.Environ(), helperEnv+"="+string(mode), helperDataEnv+"="+data)
 			cmd.Stderr = os.Stderr
 			out, err := cmd.StdoutPipe()
 			if err != nil {
@@ -426,6 +434,11 @@ func TestChildrenDieWithKilledParent(t *testing.T) {
 			}
 			if _, err := os.Stat(dir); !os.IsNotExist(err) {
 				t.Errorf("Reclaim left %s (stat: %v)", dir, err)
+			}
+			if data != "" {
+				// The dead owner's lock went with it, and its etcd left
+				// the data in a state the next one opens.
+				startClusterOn(t, data)
 			}
 		})
 	}

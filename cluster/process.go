@@ -89,10 +89,9 @@ func (s *spawner) start(name, path string, args, env []string, log *logger) (*ch
 	}
 	ch := &child{name: name, cmd: cmd, done: make(chan struct{})}
 	go func() {
+		// The supervisor (or, during Start, waitNodeSchedulable) says
+		// in the log how an unexpected exit ended.
 		ch.err = cmd.Wait()
-		if !ch.stopping.Load() {
-			log.printf("%s exited unexpectedly: %v", name, ch.err)
-		}
 		close(ch.done)
 	}()
 	return ch, nil
@@ -133,33 +132,96 @@ func (ch *child) stop(grace time.Duration) error {
 	return fmt.Errorf("%s ignored SIGTERM for %s and was killed", ch.name, grace)
 }
 
-// writeWrapper writes a script into dir that execs bin under setpriv with a
-// parent-death signal, and returns its path. envtest execs etcd and
-// kube-apiserver itself and offers no hook for their SysProcAttr, so without
-// this they would outlive an oplab killed with SIGKILL. The script execs
-// (never forks), so envtest's pid, signals and health checks all reach the
-// real binary. Without setpriv the script runs the plain binary, and Reclaim
-// at the next Start is the only cleanup after a SIGKILL. env (KEY=value)
-// is exported first.
-func writeWrapper(dir, bin string, env ...string) (string, error) {
-	line := "exec " + shellQuote(bin) + ` "$@"`
+// writeWrapper writes the scripts through which envtest starts bin (etcd or
+// kube-apiserver) into dir, and returns the path to give envtest. envtest
+// execs the binary itself, offers no hook for its SysProcAttr and reaps it
+// without telling anyone how it ended, so:
+//   - the first script execs a shell under setpriv with a parent-death
+//     signal, so nothing outlives an oplab killed with SIGKILL (without
+//     setpriv, Reclaim at the next Start is the only cleanup);
+//   - that shell runs bin under setpriv again (its parent is now the shell),
+//     waits for it and writes how it ended into exitFile.<bin's pid> ("0",
+//     "1", or 128 plus the signal number), which the supervisor reads.
+//
+// envtest signals the whole process group, so its SIGTERM reaches bin
+// directly; the shell only notes it (trap :) and keeps waiting until bin has
+// exited. env (KEY=value) is exported first.
+func writeWrapper(dir, bin, exitFile string, env ...string) (string, error) {
+	run := shellQuote(bin) + ` "$@" &`
 	if _, err := os.Stat(setprivPath); err == nil {
-		line = "exec " + setprivPath + " --pdeathsig KILL -- " + shellQuote(bin) + ` "$@"`
+		run = setprivPath + " --pdeathsig KILL -- " + run
 	}
-	exports := ""
+	var script strings.Builder
 	for _, kv := range env {
 		k, v, _ := strings.Cut(kv, "=")
-		exports += "export " + k + "=" + shellQuote(v) + "\n"
+		script.WriteString("export " + k + "=" + shellQuote(v) + "\n")
 	}
-	line = exports + line
+	script.WriteString("trap : TERM INT\n")
+	script.WriteString(run + "\npid=$!\n")
+	script.WriteString(`while :; do
+	wait "$pid"; status=$?
+	kill -0 "$pid" 2>/dev/null || break
+done
+`)
+	// Named by bin's pid: envtest also runs the wrapper with --help to
+	// probe bin's flags, and that run must not pass for the real one.
+	script.WriteString("echo \"$status\" > " + shellQuote(exitFile) + "\".$pid\"\nexit \"$status\"\n")
+
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return "", fmt.Errorf("writing %s wrapper: %w", filepath.Base(bin), err)
 	}
-	path := filepath.Join(dir, filepath.Base(bin))
+	name := filepath.Base(bin)
+	runPath := filepath.Join(dir, name+".run")
+	if err := os.WriteFile(runPath, []byte(script.String()), 0o600); err != nil {
+		return "", fmt.Errorf("writing %s wrapper: %w", name, err)
+	}
+	line := "exec /bin/sh " + shellQuote(runPath) + ` "$@"`
+	if _, err := os.Stat(setprivPath); err == nil {
+		line = "exec " + setprivPath + " --pdeathsig KILL -- /bin/sh " + shellQuote(runPath) + ` "$@"`
+	}
+	path := filepath.Join(dir, name)
 	if err := os.WriteFile(path, []byte("#!/bin/sh\n"+line+"\n"), 0o700); err != nil {
-		return "", fmt.Errorf("writing %s wrapper: %w", filepath.Base(bin), err)
+		return "", fmt.Errorf("writing %s wrapper: %w", name, err)
 	}
 	return path, nil
+}
+
+// exitStatus puts a wrapper's exit file, or a shell's $?, in words.
+func exitStatus(code int) string {
+	if code > 128 {
+		return killedBy(syscall.Signal(code - 128))
+	}
+	return fmt.Sprintf("exit status %d", code)
+}
+
+// killedBy names the signal that ended a process, by its usual name when
+// it has one ("killed by signal 9 (SIGKILL)").
+func killedBy(sig syscall.Signal) string {
+	names := map[syscall.Signal]string{
+		syscall.SIGKILL: "SIGKILL", syscall.SIGTERM: "SIGTERM", syscall.SIGINT: "SIGINT",
+		syscall.SIGABRT: "SIGABRT", syscall.SIGSEGV: "SIGSEGV", syscall.SIGQUIT: "SIGQUIT",
+		syscall.SIGHUP: "SIGHUP", syscall.SIGBUS: "SIGBUS",
+	}
+	name, ok := names[sig]
+	if !ok {
+		name = sig.String()
+	}
+	return fmt.Sprintf("killed by signal %d (%s)", int(sig), name)
+}
+
+// waitStatus puts cmd.Wait's result in words.
+func waitStatus(err error) string {
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			return killedBy(ws.Signal())
+		}
+		return fmt.Sprintf("exit status %d", ee.ExitCode())
+	}
+	if err != nil {
+		return err.Error()
+	}
+	return "exit status 0"
 }
 
 // shellQuote quotes s for /bin/sh.

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 )
 
 // Each cluster keeps its files in os.TempDir()/oplab-cluster-<owner pid>-<random>.
@@ -69,23 +70,36 @@ func writeStateFile(dir string, children []procRef) error {
 
 // writeState records every running child of c.
 func (c *Cluster) writeState() error {
+	return writeStateFile(c.dir, c.processes())
+}
+
+// processes lists the cluster's processes: etcd and kube-apiserver, then
+// kcm, the scheduler and kwok.
+func (c *Cluster) processes() []procRef {
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	refs := append([]procRef{}, c.envtestPIDs...)
 	for _, ch := range c.children {
 		refs = append(refs, procRef{Name: ch.name, PID: ch.cmd.Process.Pid})
 	}
-	return writeStateFile(c.dir, refs)
+	return refs
 }
 
 // recordEnvtestChildren finds etcd and kube-apiserver, which envtest started
-// and does not expose, among this process's children: they are the ones
-// whose command line names c.dir (their data and cert dirs are in it).
+// and does not expose: envtest's children are the wrapper shells whose
+// command line names c.dir, and each shell's child is the binary.
 func (c *Cluster) recordEnvtestChildren() error {
-	c.envtestPIDs = nil
-	for _, pid := range procsMentioning(c.dir, os.Getpid()) {
-		c.envtestPIDs = append(c.envtestPIDs, procRef{Name: procName(pid), PID: pid})
+	var refs []procRef
+	for _, shell := range procsMentioning(c.dir, os.Getpid()) {
+		for _, pid := range procsMentioning(c.dir, shell) {
+			refs = append(refs, procRef{Name: procName(pid), PID: pid})
+		}
 	}
 	// Start order (etcd before kube-apiserver) happens to be name order.
-	slices.SortFunc(c.envtestPIDs, func(a, b procRef) int { return strings.Compare(a.Name, b.Name) })
+	slices.SortFunc(refs, func(a, b procRef) int { return strings.Compare(a.Name, b.Name) })
+	c.mu.Lock()
+	c.envtestPIDs = refs
+	c.mu.Unlock()
 	return c.writeState()
 }
 
@@ -113,6 +127,7 @@ func Reclaim() ([]string, error) {
 		if st, err := readState(dir); err == nil {
 			pids = append(pids, pidsOf(st.Children)...)
 		}
+		var killed []int
 		for _, pid := range pids {
 			// The pid may since have been reused: kill only a process
 			// whose command line still names the dead cluster's dir.
@@ -120,8 +135,12 @@ func Reclaim() ([]string, error) {
 				if err := syscall.Kill(pid, syscall.SIGKILL); err != nil && !errors.Is(err, syscall.ESRCH) {
 					errs = append(errs, fmt.Errorf("killing leftover process %d: %w", pid, err))
 				}
+				killed = append(killed, pid)
 			}
 		}
+		// A leftover etcd holds its data folder's files until it is
+		// gone; the etcd started next must not find them locked.
+		waitGone(killed, reclaimWait)
 		if err := os.RemoveAll(dir); err != nil {
 			errs = append(errs, fmt.Errorf("removing leftover cluster dir: %w", err))
 			continue
@@ -129,6 +148,19 @@ func Reclaim() ([]string, error) {
 		removed = append(removed, dir)
 	}
 	return removed, errors.Join(errs...)
+}
+
+// reclaimWait bounds how long Reclaim waits for the processes it killed.
+const reclaimWait = 5 * time.Second
+
+// waitGone waits until none of pids runs (zombies count as gone), at most d.
+func waitGone(pids []int, d time.Duration) {
+	until := time.Now().Add(d)
+	for _, pid := range pids {
+		for alive(pid, 0) && time.Now().Before(until) {
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
 }
 
 // isStale reports whether dir is a cluster dir of ours whose owner has died.

@@ -22,6 +22,8 @@ type config struct {
 	mode            cluster.Mode
 	writeKubeconfig string
 	controlPlaneLog string
+	dataDir         string
+	ephemeral       bool
 	resync          time.Duration
 	maxDatabases    int
 	sessionIdle     time.Duration
@@ -56,6 +58,8 @@ func parseFlagsInto(fs *flag.FlagSet, args []string) (config, error) {
 	fs.StringVar(&mode, "mode", mode, "embedded cluster mode: full (etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kwok: Pods run and garbage collection works) or minimal (etcd and kube-apiserver only)")
 	fs.StringVar(&c.writeKubeconfig, "write-kubeconfig", cluster.DefaultKubeconfigPath(), "embedded cluster: write a kubeconfig for kubectl here (empty: don't)")
 	fs.StringVar(&c.controlPlaneLog, "control-plane-log", defaultControlPlaneLog(), "embedded cluster: file that receives the control-plane processes' output (empty: the terminal)")
+	fs.StringVar(&c.dataDir, "data-dir", defaultDataDir(), "embedded cluster: folder that keeps the cluster's data (etcd) between runs, so a restart finds every namespace and Database as it was")
+	fs.BoolVar(&c.ephemeral, "ephemeral", false, "embedded cluster: keep the data in a fresh temp folder removed at stop instead of --data-dir (every start begins empty)")
 	fs.DurationVar(&c.resync, "resync", 30*time.Second, "periodic resync: how long after a successful reconcile the controller looks again")
 	fs.IntVar(&c.maxDatabases, "max-databases", 5, "the most Databases one learner's namespace may hold")
 	fs.DurationVar(&c.sessionIdle, "session-idle", 2*time.Hour, "a learner's namespace is deleted after this long without a request")
@@ -96,6 +100,9 @@ func (c config) validate() error {
 	if c.sessionIdle < time.Minute {
 		return fmt.Errorf("invalid --session-idle %s: must be at least 1m", c.sessionIdle)
 	}
+	if c.kubeconfig == "" && !c.ephemeral && c.dataDir == "" {
+		return errors.New("invalid --data-dir \"\": name a folder, or pass --ephemeral to keep no data")
+	}
 	if c.kubeconfig != "" {
 		// Like KUBECONFIG, the value may list several files; at least one must exist.
 		var firstErr error
@@ -112,6 +119,16 @@ func (c config) validate() error {
 		}
 	}
 	return nil
+}
+
+// defaultDataDir is cluster.DefaultDataDir, or "" (which validate rejects
+// unless --ephemeral) when the home folder is unknown.
+func defaultDataDir() string {
+	dir, err := cluster.DefaultDataDir()
+	if err != nil {
+		return ""
+	}
+	return dir
 }
 
 // defaultControlPlaneLog keeps the control plane's chatty output out of the

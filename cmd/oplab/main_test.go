@@ -19,6 +19,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+
 	"github.com/oplab-dev/oplab/cluster"
 )
 
@@ -30,6 +33,9 @@ func TestMain(m *testing.M) {
 }
 
 func testMain(m *testing.M) int {
+	// The soak's clients log through controller-runtime, which complains
+	// (with a stack trace) when nobody ever sets a logger.
+	ctrllog.SetLogger(logr.Discard())
 	dir, err := os.MkdirTemp("", "oplab-cmd-test-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -55,6 +61,7 @@ func TestParseFlagsRejectsBadInput(t *testing.T) {
 		{[]string{"--max-databases", "0"}, "--max-databases"},
 		{[]string{"--session-idle", "1s"}, "--session-idle"},
 		{[]string{"--kubeconfig", "/nonexistent/kubeconfig"}, "--kubeconfig"},
+		{[]string{"--data-dir", ""}, "--data-dir"},
 		{[]string{"--replicas", "3"}, "replicas"},
 		{[]string{"extra"}, `"extra"`},
 	}
@@ -115,7 +122,8 @@ func TestHelpDocumentsEveryFlag(t *testing.T) {
 type oplabProc struct {
 	cmd  *exec.Cmd
 	url  string
-	logs *syncWriter
+	logs *syncWriter // stderr
+	out  *syncWriter // stdout: progress and the control plane's own notes
 }
 
 var servingRe = regexp.MustCompile(`serving on (http://\S+)`)
@@ -137,7 +145,7 @@ func startOplab(t *testing.T, args ...string) *oplabProc {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	p := &oplabProc{cmd: cmd, logs: logs}
+	p := &oplabProc{cmd: cmd, logs: logs, out: &syncWriter{w: &strings.Builder{}}}
 	t.Cleanup(func() {
 		if p.cmd.ProcessState == nil {
 			_ = p.cmd.Process.Kill()
@@ -148,6 +156,7 @@ func startOplab(t *testing.T, args ...string) *oplabProc {
 	go func() {
 		sc := bufio.NewScanner(stdout)
 		for sc.Scan() {
+			fmt.Fprintln(p.out, sc.Text())
 			if m := servingRe.FindStringSubmatch(sc.Text()); m != nil {
 				urlc <- m[1]
 			}
@@ -156,7 +165,7 @@ func startOplab(t *testing.T, args ...string) *oplabProc {
 	select {
 	case p.url = <-urlc:
 	case <-time.After(3 * time.Minute):
-		t.Fatalf("oplab printed no URL; stderr:\n%s", logs.String())
+		t.Fatalf("oplab printed no URL; stdout:\n%s\nstderr:\n%s", p.out.String(), logs.String())
 	}
 	waitFor(t, 2*time.Minute, "/readyz to answer 200", func() bool {
 		resp, err := http.Get(p.url + "/readyz")
@@ -170,7 +179,7 @@ func startOplab(t *testing.T, args ...string) *oplabProc {
 }
 
 func TestHealthAndReadiness(t *testing.T) {
-	p := startOplab(t, "--mode", "minimal", "--write-kubeconfig", "")
+	p := startOplab(t, "--mode", "minimal", "--ephemeral", "--write-kubeconfig", "")
 	resp, err := http.Get(p.url + "/healthz")
 	if err != nil {
 		t.Fatal(err)
@@ -226,7 +235,7 @@ func TestChildrenStopWithOplab(t *testing.T) {
 	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGKILL} {
 		t.Run(sig.String(), func(t *testing.T) {
 			kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
-			p := startOplab(t, "--mode", "full", "--write-kubeconfig", kubeconfig)
+			p := startOplab(t, "--mode", "full", "--ephemeral", "--write-kubeconfig", kubeconfig)
 			if _, err := os.Stat(kubeconfig); err != nil {
 				t.Errorf("--write-kubeconfig: %v", err)
 			}

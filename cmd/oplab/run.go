@@ -30,19 +30,13 @@ import (
 
 // run wires the cluster, the controller and the web server, serves until ctx
 // is done, then stops them in reverse order. Progress lines go to out.
-func run(ctx context.Context, c config, out io.Writer) error {
+func run(ctx context.Context, c config, out io.Writer) (retErr error) {
 	log := logr.FromSlogHandler(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	ctrl.SetLogger(log)
 
-	// 1. The API server: the embedded control plane, or the cluster of a kubeconfig.
-	restCfg, kubectlLine, stopCluster, err := connect(ctx, c, out)
-	if err != nil {
-		return err
-	}
-	defer stopCluster()
-
-	// 2. The trace recorder, which the controller reports to, and the hub
-	// that streams it to browsers.
+	// 1. The trace recorder, which the controller reports to, and the hub
+	// that streams it to browsers; they run first so that viewers hear of
+	// the control plane going down.
 	rec := stream.NewRecorder(stream.RecorderOptions{})
 	hub := stream.NewHub(rec, stream.HubOptions{})
 	recDone, hubDone := make(chan struct{}), make(chan struct{})
@@ -50,6 +44,22 @@ func run(ctx context.Context, c config, out io.Writer) error {
 	go func() { defer close(recDone); rec.Run(recCtx) }()
 	go func() { defer close(hubDone); hub.Run(recCtx) }()
 	defer func() { stopRec(); <-recDone; <-hubDone }()
+
+	// 2. The API server: the embedded control plane, or the cluster of a
+	// kubeconfig. A control plane that fails for good ends run with its
+	// reason, through ctx.
+	ctx, failed := context.WithCancelCause(ctx)
+	defer failed(nil)
+	restCfg, kubectlLine, stopCluster, err := connect(ctx, c, out, rec, failed)
+	if err != nil {
+		return err
+	}
+	defer stopCluster()
+	defer func() {
+		if cause := context.Cause(ctx); errors.Is(cause, cluster.ErrControlPlaneFailed) && retErr == nil {
+			retErr = cause
+		}
+	}()
 
 	// The CRD must be there before the controller starts, or its informer
 	// fails with a discovery error that names neither the CRD nor the fix.
@@ -133,8 +143,10 @@ func serve(ctx context.Context, addr string, srv *web.Server, kubectlLine string
 }
 
 // connect returns a config for the API server, a kubectl line for the
-// learner, and a function that stops whatever connect started.
-func connect(ctx context.Context, c config, out io.Writer) (*rest.Config, string, func(), error) {
+// learner, and a function that stops whatever connect started. An embedded
+// cluster's process exits and restarts go to sink as global controller
+// steps; if it fails for good, connect calls failed with the reason.
+func connect(ctx context.Context, c config, out io.Writer, sink controller.Sink, failed context.CancelCauseFunc) (*rest.Config, string, func(), error) {
 	if c.kubeconfig != "" {
 		rules := &clientcmd.ClientConfigLoadingRules{Precedence: filepath.SplitList(c.kubeconfig)}
 		cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).ClientConfig()
@@ -161,11 +173,26 @@ func connect(ctx context.Context, c config, out io.Writer) (*rest.Config, string
 	// The cluster outlives ctx on purpose: a signal cancels ctx, and the
 	// returned stop function, deferred by run, stops the cluster only after
 	// the web server and the controller, so nothing talks to a dead API server.
-	cl, err := cluster.Start(context.WithoutCancel(ctx), cluster.Options{Mode: c.mode, Log: out, ChildLog: childLog, CRDs: crds})
+	opts := cluster.Options{
+		Mode: c.mode, Log: out, ChildLog: childLog, LogPath: c.controlPlaneLog, CRDs: crds,
+		OnEvent: func(e cluster.Event) { sink.Emit(controlPlaneStep(e)) },
+	}
+	if !c.ephemeral {
+		opts.DataDir = c.dataDir
+		fmt.Fprintf(out, "Cluster data is kept in %s (--ephemeral to keep none)\n", c.dataDir)
+	}
+	cl, err := cluster.Start(context.WithoutCancel(ctx), opts)
 	if err != nil {
 		closeLog()
 		return nil, "", nil, fmt.Errorf("starting the embedded cluster: %w", err)
 	}
+	go func() {
+		select {
+		case <-cl.Failed():
+			failed(cl.Err())
+		case <-ctx.Done():
+		}
+	}()
 	stop := func() {
 		if err := cl.Stop(); err != nil {
 			fmt.Fprintln(os.Stderr, "oplab: stopping the embedded cluster:", err)
@@ -181,6 +208,21 @@ func connect(ctx context.Context, c config, out io.Writer) (*rest.Config, string
 		line = fmt.Sprintf("%s --kubeconfig %s get databases -A -w", cl.KubectlPath(), c.writeKubeconfig)
 	}
 	return cl.Config(), line, stop, nil
+}
+
+// controlPlaneStep turns a control-plane event into the global controller
+// step every viewer receives: object {kind ControlPlane, name: the process},
+// phase control-plane-down, -restarted or -failed, the sentence in message
+// and the exit status in error.
+func controlPlaneStep(e cluster.Event) controller.Step {
+	return controller.Step{
+		Time:    time.Now(),
+		Type:    controller.StepController,
+		Object:  controller.ObjectRef{Kind: "ControlPlane", Name: e.Process},
+		Phase:   string(e.Phase),
+		Message: e.Message,
+		Error:   e.Status,
+	}
 }
 
 // openControlPlaneLog opens (truncating) the file that receives the control
@@ -200,10 +242,15 @@ func openControlPlaneLog(path string, out io.Writer) (io.Writer, func(), error) 
 	return f, func() { f.Close() }, nil
 }
 
+// readyTimeout bounds a /readyz check: a frozen API server (SIGSTOP, or
+// one swapping) must read as not ready at once, not after the client's
+// own timeouts.
+const readyTimeout = time.Second
+
 // readiness answers /readyz: the API server answers, the CRD is
 // established, and the controller is running.
 type readiness struct {
-	disco  discovery.ServerVersionInterface
+	rest   rest.Interface
 	client client.Reader
 	runner interface{ Running() bool }
 }
@@ -221,11 +268,13 @@ func newReadiness(cfg *rest.Config, runner interface{ Running() bool }) (*readin
 	if err != nil {
 		return nil, fmt.Errorf("creating a client: %w", err)
 	}
-	return &readiness{disco: dc, client: cl, runner: runner}, nil
+	return &readiness{rest: dc.RESTClient(), client: cl, runner: runner}, nil
 }
 
 func (r *readiness) check(ctx context.Context) error {
-	if _, err := r.disco.ServerVersion(); err != nil {
+	ctx, cancel := context.WithTimeout(ctx, readyTimeout)
+	defer cancel()
+	if err := r.rest.Get().AbsPath("/version").Do(ctx).Error(); err != nil {
 		return fmt.Errorf("api server unreachable: %w", err)
 	}
 	if err := r.checkCRD(ctx); err != nil {

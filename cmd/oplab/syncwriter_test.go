@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"os"
 	"sync"
 )
 
@@ -23,4 +24,9 @@ func (s *syncWriter) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return fmt.Sprint(s.w)
+}
+
+// readProc reads /proc/<pid>/<file>.
+func readProc(pid int, file string) ([]byte, error) {
+	return os.ReadFile(fmt.Sprintf("/proc/%d/%s", pid, file))
 }

@@ -246,6 +246,15 @@
     pill.classList.toggle("bad", !running);
   }
   function onController(m) {
+    if (m.object && m.object.kind === "ControlPlane") {
+      // A control-plane process went down or came back: say so in the
+      // timeline, and leave the controller's own pill alone.
+      const up = m.phase === "control-plane-restarted";
+      addRow(h("li", { class: "row controller", "data-db": "" },
+        h("div", { class: "row-head" }, h("span", { class: "t" }, clock(m.time)), " ",
+          h("span", { class: "pill " + (up ? "ok" : "bad") }, m.object.name + (up ? " back" : " down")), " ", m.message || "")));
+      return;
+    }
     const running = m.phase === "started";
     showController(running);
     addRow(h("li", { class: "row controller", "data-db": "" },

@@ -1,0 +1,406 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"net/http/cookiejar"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/gorilla/websocket"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/oplab-dev/oplab/controller"
+	dbv1 "github.com/oplab-dev/oplab/controller/api/v1alpha1"
+)
+
+// TestReadyzAnswersWhileAPIServerFrozen freezes kube-apiserver (SIGSTOP)
+// and expects /readyz to say 503 at once rather than hang on the API
+// server, then to recover after SIGCONT.
+func TestReadyzAnswersWhileAPIServerFrozen(t *testing.T) {
+	p := startOplab(t, "--mode", "minimal", "--ephemeral", "--write-kubeconfig", "")
+	apiserver := descendantNamed(t, p, "kube-apiserver")
+	if err := syscall.Kill(apiserver, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = syscall.Kill(apiserver, syscall.SIGCONT) })
+
+	hc := &http.Client{Timeout: time.Minute}
+	began := time.Now()
+	resp, err := hc.Get(p.url + "/readyz")
+	took := time.Since(began)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	t.Logf("/readyz with kube-apiserver frozen: %d after %s", resp.StatusCode, took.Round(time.Millisecond))
+	if resp.StatusCode != http.StatusServiceUnavailable {
+		t.Errorf("/readyz with kube-apiserver frozen = %d, want 503", resp.StatusCode)
+	}
+	// A correctness bound, far above the 1 s check timeout: before,
+	// /readyz hung for 32 s.
+	if took > 10*time.Second {
+		t.Errorf("/readyz took %s with kube-apiserver frozen, want an answer within seconds", took)
+	}
+
+	if err := syscall.Kill(apiserver, syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, time.Minute, "/readyz to answer 200 after SIGCONT", func() bool { return readyz(p) == http.StatusOK })
+}
+
+// TestOplabNoticesKilledAPIServer kills kube-apiserver under a running
+// oplab and expects it said in the log and to viewers, then restarted.
+func TestOplabNoticesKilledAPIServer(t *testing.T) {
+	p := startOplab(t, "--mode", "minimal", "--ephemeral", "--write-kubeconfig", "")
+	ws := dialViewer(t, p)
+	steps := make(chan controller.Step, 64)
+	go func() {
+		for {
+			_, data, err := ws.ReadMessage()
+			if err != nil {
+				close(steps)
+				return
+			}
+			var batch []controller.Step
+			if json.Unmarshal(data, &batch) == nil {
+				for _, s := range batch {
+					if s.Object.Kind == "ControlPlane" {
+						steps <- s
+					}
+				}
+			}
+		}
+	}()
+
+	apiserver := descendantNamed(t, p, "kube-apiserver")
+	killed := time.Now()
+	if err := syscall.Kill(apiserver, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 10*time.Second, "the log to say kube-apiserver died", func() bool {
+		return strings.Contains(p.out.String(), fmt.Sprintf("kube-apiserver (pid %d) exited unexpectedly: killed by signal 9", apiserver))
+	})
+	t.Logf("logged %s after the kill", time.Since(killed).Round(time.Millisecond))
+
+	var phases []string
+	for len(phases) < 2 {
+		select {
+		case s, ok := <-steps:
+			if !ok {
+				t.Fatalf("the viewer's socket closed; phases so far %v", phases)
+			}
+			if s.Type != controller.StepController || s.Object.Name != "kube-apiserver" || s.Message == "" {
+				t.Errorf("control-plane step %+v, want a controller step naming kube-apiserver, with a message", s)
+			}
+			phases = append(phases, s.Phase)
+		case <-time.After(time.Minute):
+			t.Fatalf("viewer got phases %v, want control-plane-down then control-plane-restarted", phases)
+		}
+	}
+	if strings.Join(phases, ",") != "control-plane-down,control-plane-restarted" {
+		t.Errorf("viewer got phases %v, want control-plane-down then control-plane-restarted", phases)
+	}
+	waitFor(t, time.Minute, "/readyz to answer 200 after the restart", func() bool { return readyz(p) == http.StatusOK })
+	if p.cmd.ProcessState != nil {
+		t.Errorf("oplab exited: %v", p.cmd.ProcessState)
+	}
+}
+
+// TestDataDirLockedAgainstSecondOplab starts a second oplab on the data
+// folder of a running one: it must refuse, naming the folder.
+func TestDataDirLockedAgainstSecondOplab(t *testing.T) {
+	data := t.TempDir()
+	startOplab(t, "--mode", "minimal", "--data-dir", data, "--write-kubeconfig", "")
+	out, err := runOplab(t, "--addr", "127.0.0.1:0", "--mode", "minimal", "--data-dir", data, "--write-kubeconfig", "")
+	if err == nil {
+		t.Fatalf("a second oplab on the same --data-dir ran:\n%s", out)
+	}
+	if !strings.Contains(out, "in use") || !strings.Contains(out, data) {
+		t.Errorf("the second oplab's error does not say the data folder is in use:\n%s", out)
+	}
+}
+
+// TestFaultSoak deletes 20 Databases while killing oplab (SIGKILL) at
+// random points and restarting it on its data, then 20 more while killing
+// kube-apiserver under a running oplab, and counts what went wrong: lost
+// snapshots, orphaned children and Databases stuck in deletion. All must
+// be zero.
+func TestFaultSoak(t *testing.T) {
+	if testing.Short() {
+		t.Skip("the soak runs for about a minute")
+	}
+	seed := uint64(time.Now().UnixNano())
+	t.Logf("seed %d", seed)
+	rng := rand.New(rand.NewPCG(seed, 0))
+	data := t.TempDir()
+	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
+	args := []string{"--mode", "full", "--data-dir", data, "--write-kubeconfig", kubeconfig}
+	began := time.Now()
+
+	t.Run("oplab killed", func(t *testing.T) {
+		p := startOplab(t, args...)
+		cl := soakClient(t, kubeconfig)
+		names := createDatabases(t, cl, "soak-oplab", 20)
+		for batch := range 4 {
+			deleteDatabases(t, cl, "soak-oplab", names[batch*5:batch*5+5])
+			time.Sleep(time.Duration(rng.IntN(1500)) * time.Millisecond)
+			if err := p.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+				t.Fatal(err)
+			}
+			_ = p.cmd.Wait()
+			p = startOplab(t, args...)
+			cl = soakClient(t, kubeconfig)
+		}
+		expectCleanDeletes(t, cl, "soak-oplab", names)
+	})
+	t.Run("kube-apiserver killed", func(t *testing.T) {
+		p := startOplab(t, args...)
+		cl := soakClient(t, kubeconfig)
+		names := createDatabases(t, cl, "soak-apiserver", 20)
+		kills := 0
+		for batch := range 4 {
+			deleteDatabases(t, cl, "soak-apiserver", names[batch*5:batch*5+5])
+			time.Sleep(time.Duration(rng.IntN(1500)) * time.Millisecond)
+			if err := syscall.Kill(descendantNamed(t, p, "kube-apiserver"), syscall.SIGKILL); err != nil {
+				t.Fatal(err)
+			}
+			kills++
+			waitReady(t, p)
+		}
+		expectCleanDeletes(t, cl, "soak-apiserver", names)
+		if got := strings.Count(p.out.String(), "Restarted kube-apiserver"); got != kills {
+			t.Errorf("oplab restarted kube-apiserver %d times, want %d", got, kills)
+		}
+	})
+	t.Logf("soak took %s", time.Since(began).Round(time.Second))
+}
+
+// runOplab runs the binary to its end (bounded) and returns its output.
+func runOplab(t *testing.T, args ...string) (string, error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, oplabBin, args...)
+	cmd.Env = slices.DeleteFunc(os.Environ(), func(kv string) bool { return strings.HasPrefix(kv, "KUBECONFIG=") })
+	out, err := cmd.CombinedOutput()
+	return string(out), err
+}
+
+func soakClient(t *testing.T, kubeconfig string) client.Client {
+	t.Helper()
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	scheme := runtime.NewScheme()
+	_ = clientgoscheme.AddToScheme(scheme)
+	_ = dbv1.AddToScheme(scheme)
+	cl, err := client.New(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cl
+}
+
+// createDatabases creates n Databases in a new namespace and waits until
+// each is Ready, so that every delete goes through the whole finalizer.
+func createDatabases(t *testing.T, cl client.Client, ns string, n int) []string {
+	t.Helper()
+	ctx := context.Background()
+	if err := cl.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for i := range n {
+		db := &dbv1.Database{
+			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("db-%02d", i), Namespace: ns},
+			Spec:       dbv1.DatabaseSpec{Engine: dbv1.EnginePostgres, Replicas: 1},
+		}
+		if err := cl.Create(ctx, db); err != nil {
+			t.Fatal(err)
+		}
+		names = append(names, db.Name)
+	}
+	waitFor(t, 2*time.Minute, "every Database Ready", func() bool {
+		var list dbv1.DatabaseList
+		if err := cl.List(ctx, &list, client.InNamespace(ns)); err != nil {
+			return false
+		}
+		ready := 0
+		for _, db := range list.Items {
+			if meta.IsStatusConditionTrue(db.Status.Conditions, controller.ConditionReady) {
+				ready++
+			}
+		}
+		return ready == n
+	})
+	return names
+}
+
+func deleteDatabases(t *testing.T, cl client.Client, ns string, names []string) {
+	t.Helper()
+	for _, name := range names {
+		db := &dbv1.Database{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}}
+		if err := cl.Delete(context.Background(), db); err != nil && !apierrors.IsNotFound(err) {
+			t.Fatal(err)
+		}
+	}
+}
+
+// expectCleanDeletes waits (bounded) for the deleted Databases to be gone,
+// then counts lost snapshots, orphaned children and stuck Databases.
+func expectCleanDeletes(t *testing.T, cl client.Client, ns string, names []string) {
+	t.Helper()
+	ctx := context.Background()
+	var stuck, lost, orphans int
+	until := time.Now().Add(90 * time.Second)
+	for {
+		var list dbv1.DatabaseList
+		err := cl.List(ctx, &list, client.InNamespace(ns))
+		stuck = len(list.Items)
+		if err == nil && stuck == 0 || time.Now().After(until) {
+			break
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	for _, name := range names {
+		var cm corev1.ConfigMap
+		if err := cl.Get(ctx, client.ObjectKey{Namespace: ns, Name: controller.SnapshotName(name)}, &cm); err != nil {
+			lost++
+			t.Logf("snapshot of %s: %v", name, err)
+		}
+	}
+	// Children are garbage-collected once their Database is gone: allow
+	// the collector its time, then count what it left.
+	countOrphans := func() int {
+		n := 0
+		var sts appsv1.StatefulSetList
+		var svcs corev1.ServiceList
+		var secrets corev1.SecretList
+		var pods corev1.PodList
+		for _, l := range []client.ObjectList{&sts, &svcs, &secrets, &pods} {
+			if err := cl.List(ctx, l, client.InNamespace(ns)); err != nil {
+				return -1
+			}
+		}
+		n += len(sts.Items) + len(svcs.Items) + len(pods.Items)
+		for _, s := range secrets.Items {
+			if len(s.OwnerReferences) > 0 {
+				n++
+			}
+		}
+		return n
+	}
+	for until := time.Now().Add(time.Minute); ; {
+		orphans = countOrphans()
+		if orphans == 0 || time.Now().After(until) {
+			break
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	t.Logf("%s: %d deletes, %d lost snapshots, %d orphaned children, %d Databases stuck", ns, len(names), lost, orphans, stuck)
+	if lost != 0 || orphans != 0 || stuck != 0 {
+		t.Errorf("%d lost snapshots, %d orphaned children, %d Databases stuck; want 0 of each", lost, orphans, stuck)
+	}
+}
+
+// descendantNamed returns the pid of the one process below oplab whose
+// executable is name.
+func descendantNamed(t *testing.T, p *oplabProc, name string) int {
+	t.Helper()
+	for _, pid := range descendants(p.cmd.Process.Pid) {
+		if procExe(pid) == name {
+			return pid
+		}
+	}
+	t.Fatalf("no %s below oplab", name)
+	return 0
+}
+
+// procExe is the base name of pid's executable as its command line gives it.
+func procExe(pid int) string {
+	b, err := readProc(pid, "cmdline")
+	if err != nil {
+		return ""
+	}
+	arg0, _, _ := strings.Cut(string(b), "\x00")
+	return filepath.Base(arg0)
+}
+
+// waitReady waits for /readyz to answer 200, and says why not on timeout.
+func waitReady(t *testing.T, p *oplabProc) {
+	t.Helper()
+	until := time.Now().Add(time.Minute)
+	for readyz(p) != http.StatusOK {
+		if time.Now().After(until) {
+			resp, err := http.Get(p.url + "/readyz")
+			var body strings.Builder
+			if err == nil {
+				_, _ = io.Copy(&body, resp.Body)
+				resp.Body.Close()
+			}
+			t.Fatalf("oplab not ready after a minute: %v %s\nstdout:\n%s\nstderr (tail):\n%s", err, body.String(), p.out.String(), tail(p.logs.String(), 3000))
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func tail(s string, n int) string {
+	if len(s) > n {
+		return s[len(s)-n:]
+	}
+	return s
+}
+
+func readyz(p *oplabProc) int {
+	hc := &http.Client{Timeout: 10 * time.Second}
+	resp, err := hc.Get(p.url + "/readyz")
+	if err != nil {
+		return 0
+	}
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
+// dialViewer opens a lab session and its /ws stream, as a browser does.
+func dialViewer(t *testing.T, p *oplabProc) *websocket.Conn {
+	t.Helper()
+	jar, _ := cookiejar.New(nil)
+	hc := &http.Client{Jar: jar}
+	resp, err := hc.Get(p.url + "/lab")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	u, _ := url.Parse(p.url)
+	h := http.Header{"Origin": {p.url}}
+	for _, c := range jar.Cookies(u) {
+		h.Add("Cookie", c.String())
+	}
+	ws, resp, err := websocket.DefaultDialer.Dial("ws://"+u.Host+"/ws", h)
+	if err != nil {
+		t.Fatalf("dialing /ws: %v (%v)", err, resp)
+	}
+	t.Cleanup(func() { ws.Close() })
+	return ws
+}
