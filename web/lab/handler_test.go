@@ -70,8 +70,9 @@ func itoa(n int32) string { return strconv.Itoa(int(n)) }
 
 type noNamespaces struct{}
 
-func (noNamespaces) Create(context.Context, string) error { return nil }
-func (noNamespaces) Delete(context.Context, string) error { return nil }
+func (noNamespaces) Create(context.Context, string, string) error { return nil }
+func (noNamespaces) MarkActed(context.Context, string) error      { return nil }
+func (noNamespaces) Delete(context.Context, string) error         { return nil }
 func (noNamespaces) List(context.Context) ([]session.Namespace, error) {
 	return nil, nil
 }
