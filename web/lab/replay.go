@@ -160,7 +160,7 @@ var errValueTooLarge = fmt.Errorf("a single value is larger than %d KiB", maxMes
 // that messages came before the namespace, so their namespace was not
 // checked.
 func scanExport(r io.Reader, namespace *string) (sum exportSummary, late bool, err error) {
-	win := &windowReader{r: r, max: maxMessageBytes}
+	win := &windowReader{r: r, max: 2 * maxMessageBytes}
 	dec := json.NewDecoder(win)
 	win.dec = dec
 	fail := func(format string, args ...any) (exportSummary, bool, error) {
@@ -202,7 +202,9 @@ func scanExport(r io.Reader, namespace *string) (sum exportSummary, late bool, e
 			}
 		default:
 			var skip json.RawMessage
-			err = dec.Decode(&skip)
+			if err = dec.Decode(&skip); err == nil && len(skip) > maxMessageBytes {
+				err = errValueTooLarge
+			}
 		}
 		if err != nil {
 			return fail("%s: %w", key, err)
@@ -234,8 +236,12 @@ func scanMessages(dec *json.Decoder, ns string, anyNamespace bool) (int, error) 
 	n := 0
 	for ; dec.More(); n++ {
 		var m stream.Message
+		start := dec.InputOffset()
 		if err := dec.Decode(&m); err != nil {
 			return n, fmt.Errorf("messages[%d]: %w", n, err)
+		}
+		if dec.InputOffset()-start > maxMessageBytes {
+			return n, fmt.Errorf("messages[%d]: %w", n, errValueTooLarge)
 		}
 		want := ns
 		if anyNamespace {
@@ -258,14 +264,20 @@ func expectDelim(dec *json.Decoder, want json.Delim) error {
 		return fmt.Errorf("decoding json: %w", err)
 	}
 	if d, ok := tok.(json.Delim); !ok || d != want {
-		return fmt.Errorf("decoding json: want %q, found %v", want, tok)
+		what := "an object"
+		if want == '[' {
+			what = "an array"
+		}
+		return fmt.Errorf("decoding json: want %s, found %v", what, tok)
 	}
 	return nil
 }
 
-// windowReader keeps a json.Decoder from buffering more than max bytes
-// past what it has decoded: the decoder reads until a value is complete, so
-// without it one huge value would be held whole.
+// windowReader keeps a json.Decoder from buffering much more than max
+// bytes past what it has decoded: the decoder reads until a value is
+// complete, so without it one huge value would be held whole. (The exact
+// size of each value is checked after it is decoded; this bounds memory
+// before that.)
 type windowReader struct {
 	r    io.Reader
 	dec  *json.Decoder
