@@ -63,10 +63,10 @@ func (n KubeNamespaces) createQuota(ctx context.Context, ns string) error {
 		}
 		return fmt.Errorf("create quota %s: %w", QuotaName, err)
 	}
-	// The API server refuses every create a quota covers until the quota
-	// has a status ("status unknown for quota"); kube-controller-manager
-	// writes one within moments, but the learner's first kubectl apply may
-	// come sooner, and the minimal cluster has no such controller. An empty
+	// The API server enforces a quota only for what its status lists:
+	// until kube-controller-manager writes the status, creates pass
+	// unchecked (a learner's first burst of kubectl apply could exceed the
+	// cap), and the minimal cluster has no such controller at all. An empty
 	// namespace uses nothing, so the status can be written now; a conflict
 	// means the controller was first.
 	q.Status = corev1.ResourceQuotaStatus{Hard: hard, Used: corev1.ResourceList{DatabaseQuotaResource: resource.MustParse("0")}}
