@@ -143,7 +143,7 @@ func TestIdleSessionLosesItsNamespace(t *testing.T) {
 	e := needEnv(t)
 	var forgotten []string
 	m, err := session.New(t.Context(), session.Options{
-		Namespaces: lab.KubeNamespaces{Client: e.client}, IdleTimeout: 1, OnExpire: func(ns string) { forgotten = append(forgotten, ns) },
+		Namespaces: session.KubeNamespaces{Client: e.client}, IdleTimeout: 1, OnExpire: func(ns string) { forgotten = append(forgotten, ns) },
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -166,7 +166,7 @@ func TestIdleSessionLosesItsNamespace(t *testing.T) {
 // them, narrowed to the ones a test made: other tests' namespaces in the
 // shared cluster must not be reclaimed under them.
 type scopedNamespaces struct {
-	lab.KubeNamespaces
+	session.KubeNamespaces
 	mu    sync.Mutex
 	names map[string]bool
 }
@@ -189,7 +189,7 @@ func TestRestartReclaimsOrphanedNamespaces(t *testing.T) {
 	ctx := t.Context()
 	suffix := strconv.FormatInt(time.Now().UnixNano(), 36)
 	orphan, plain := "lab-orphan-"+suffix, "plain-"+suffix
-	scoped := &scopedNamespaces{KubeNamespaces: lab.KubeNamespaces{Client: e.client}, names: map[string]bool{orphan: true, plain: true}}
+	scoped := &scopedNamespaces{KubeNamespaces: session.KubeNamespaces{Client: e.client}, names: map[string]bool{orphan: true, plain: true}}
 	t.Cleanup(func() {
 		for _, n := range []string{orphan, plain} {
 			_ = scoped.Delete(context.Background(), n)
@@ -197,7 +197,7 @@ func TestRestartReclaimsOrphanedNamespaces(t *testing.T) {
 	})
 	// The orphan: labelled, as an earlier oplab left it. The plain one is not
 	// a lab namespace at all.
-	if err := scoped.Create(ctx, orphan); err != nil {
+	if err := scoped.Create(ctx, orphan, ""); err != nil {
 		t.Fatal(err)
 	}
 	if err := e.client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: plain}}); err != nil {

@@ -57,10 +57,19 @@ type Options struct {
 	// MaxDatabasesPerNamespace caps each learner's Databases; default 5.
 	MaxDatabasesPerNamespace int
 	// SessionIdleTimeout ends sessions without requests for this long and
-	// deletes their namespaces; default 2h. At start, New also deletes the
-	// labelled lab namespaces older than this, which an earlier run left
-	// behind (see session.Manager.Reclaim).
+	// deletes their namespaces; default 2h. At start, New rebuilds the
+	// sessions from the lab namespaces in the cluster (session.Manager.Restore),
+	// then deletes the labelled lab namespaces older than this that no
+	// session owns (session.Manager.Reclaim).
 	SessionIdleTimeout time.Duration
+	// SessionNewIdleTimeout ends sessions whose cookie never came back;
+	// default 10m.
+	SessionNewIdleTimeout time.Duration
+	// MaxSessions caps the sessions, and so the lab namespaces; default 200.
+	MaxSessions int
+	// MaxSessionsPerClient caps the sessions of one client address; 0 means
+	// no separate cap.
+	MaxSessionsPerClient int
 	// AllowedHosts are the host names (without port) the server answers to
 	// besides IP literals and localhost; see checkHost.
 	AllowedHosts []string
@@ -118,14 +127,20 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 		return nil, err
 	}
 	s.sessions, err = session.New(ctx, session.Options{
-		Namespaces: lab.KubeNamespaces{Client: direct}, IdleTimeout: opts.SessionIdleTimeout,
+		Namespaces:  session.KubeNamespaces{Client: direct, MaxDatabases: opts.MaxDatabasesPerNamespace},
+		IdleTimeout: opts.SessionIdleTimeout, NewIdleTimeout: opts.SessionNewIdleTimeout,
+		MaxSessions: opts.MaxSessions, MaxPerClient: opts.MaxSessionsPerClient,
 		OnExpire: opts.Recorder.Forget, Logger: opts.Logger.WithName("session"),
 	})
 	if err != nil {
 		return nil, err
 	}
-	// Sessions live in memory: the namespaces of an earlier run are orphans.
-	// Cleaning up is best effort; a failure must not keep the lab down.
+	// The learners of an earlier run find their namespaces again; what no
+	// session owns is an orphan. Both are best effort: a failure must not
+	// keep the lab down.
+	if _, err := s.sessions.Restore(ctx); err != nil {
+		opts.Logger.Error(err, "Failed to restore lab sessions from the cluster")
+	}
 	if n, err := s.sessions.Reclaim(ctx); err != nil {
 		opts.Logger.Error(err, "Failed to delete orphaned lab namespaces", "deleted", n)
 	} else if n > 0 {

@@ -27,6 +27,9 @@ type config struct {
 	resync          time.Duration
 	maxDatabases    int
 	sessionIdle     time.Duration
+	sessionIdleNew  time.Duration
+	maxSessions     int
+	maxPerClient    int
 	allowedHosts    []string
 }
 
@@ -63,6 +66,9 @@ func parseFlagsInto(fs *flag.FlagSet, args []string) (config, error) {
 	fs.DurationVar(&c.resync, "resync", 30*time.Second, "periodic resync: how long after a successful reconcile the controller looks again")
 	fs.IntVar(&c.maxDatabases, "max-databases", 5, "the most Databases one learner's namespace may hold")
 	fs.DurationVar(&c.sessionIdle, "session-idle", 2*time.Hour, "a learner's namespace is deleted after this long without a request")
+	fs.DurationVar(&c.sessionIdleNew, "session-idle-new", 10*time.Minute, "a session whose browser never came back (no page, stream or form after the first page) is deleted with its namespace after this long")
+	fs.IntVar(&c.maxSessions, "max-sessions", 200, "the most lab sessions, and so learner namespaces, at once; when full, the oldest session never used makes room")
+	fs.IntVar(&c.maxPerClient, "max-sessions-per-client", 20, "the most lab sessions one client IP address may hold (0: no limit besides --max-sessions)")
 	fs.Func("allowed-hosts", "comma-separated host names the web UI answers to besides IP addresses and localhost (for a self-hosted oplab behind a name)", func(v string) error {
 		for _, h := range strings.Split(v, ",") {
 			if h = strings.TrimSpace(h); h != "" {
@@ -102,6 +108,15 @@ func (c config) validate() error {
 	}
 	if c.kubeconfig == "" && !c.ephemeral && c.dataDir == "" {
 		return errors.New("invalid --data-dir \"\": name a folder, or pass --ephemeral to keep no data")
+	}
+	if c.sessionIdleNew < time.Minute || c.sessionIdleNew > c.sessionIdle {
+		return fmt.Errorf("invalid --session-idle-new %s: must be at least 1m and at most --session-idle (%s)", c.sessionIdleNew, c.sessionIdle)
+	}
+	if c.maxSessions < 1 {
+		return fmt.Errorf("invalid --max-sessions %d: must be at least 1", c.maxSessions)
+	}
+	if c.maxPerClient < 0 || c.maxPerClient > c.maxSessions {
+		return fmt.Errorf("invalid --max-sessions-per-client %d: must be 0 (no limit) to --max-sessions (%d)", c.maxPerClient, c.maxSessions)
 	}
 	if c.kubeconfig != "" {
 		// Like KUBECONFIG, the value may list several files; at least one must exist.

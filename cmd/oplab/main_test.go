@@ -60,6 +60,10 @@ func TestParseFlagsRejectsBadInput(t *testing.T) {
 		{[]string{"--resync", "0s"}, "--resync"},
 		{[]string{"--max-databases", "0"}, "--max-databases"},
 		{[]string{"--session-idle", "1s"}, "--session-idle"},
+		{[]string{"--session-idle-new", "3h"}, "--session-idle-new"},
+		{[]string{"--max-sessions", "0"}, "--max-sessions"},
+		{[]string{"--max-sessions-per-client", "-1"}, "--max-sessions-per-client"},
+		{[]string{"--max-sessions", "10", "--max-sessions-per-client", "11"}, "--max-sessions-per-client"},
 		{[]string{"--kubeconfig", "/nonexistent/kubeconfig"}, "--kubeconfig"},
 		{[]string{"--data-dir", ""}, "--data-dir"},
 		{[]string{"--replicas", "3"}, "replicas"},
@@ -87,6 +91,9 @@ func TestParseFlagsDefaults(t *testing.T) {
 	}
 	if c.addr != "127.0.0.1:8080" || c.mode != cluster.ModeFull || !c.installCRDs || c.resync != 30*time.Second || c.kubeconfig != "" {
 		t.Errorf("defaults = %+v", c)
+	}
+	if c.maxSessions != 200 || c.maxPerClient != 20 || c.sessionIdleNew != 10*time.Minute || c.sessionIdle != 2*time.Hour {
+		t.Errorf("session defaults = %d sessions, %d per client, idle %s / %s new", c.maxSessions, c.maxPerClient, c.sessionIdle, c.sessionIdleNew)
 	}
 }
 

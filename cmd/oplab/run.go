@@ -97,6 +97,9 @@ func run(ctx context.Context, c config, out io.Writer) (retErr error) {
 		Ready:                    checker.check,
 		MaxDatabasesPerNamespace: c.maxDatabases,
 		SessionIdleTimeout:       c.sessionIdle,
+		SessionNewIdleTimeout:    c.sessionIdleNew,
+		MaxSessions:              c.maxSessions,
+		MaxSessionsPerClient:     c.maxPerClient,
 		AllowedHosts:             c.allowedHosts,
 		Logger:                   log.WithName("web"),
 	})

@@ -16,7 +16,6 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
-	"time"
 
 	"github.com/a-h/templ"
 	"github.com/go-logr/logr"
@@ -27,12 +26,6 @@ import (
 	"github.com/oplab-dev/oplab/web/lab/state"
 	"github.com/oplab-dev/oplab/web/session"
 	"github.com/oplab-dev/oplab/web/stream"
-)
-
-// Body size limits: forms are tiny; an exported timeline can be large.
-const (
-	maxFormBytes   = 64 << 10
-	maxExportBytes = 32 << 20
 )
 
 // Sessions resolves the caller's lab namespace and carries flash messages.
@@ -131,28 +124,6 @@ type outcome struct {
 // action is a form handler: it gets the caller's namespace (created on
 // first use) and the parsed form, and reports an outcome.
 type action func(ctx context.Context, ns string, r *http.Request) outcome
-
-// form wraps an action with the body limit, form parsing, the session, and
-// the answer: JSON for lab.js's fetch, otherwise a flash and a redirect.
-func (h *Handler) form(act action) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
-		r.Body = http.MaxBytesReader(w, r.Body, maxFormBytes)
-		if err := r.ParseForm(); err != nil {
-			h.answer(w, r, outcome{err: &FieldError{Field: "form", Message: fmt.Sprintf("cannot read the form: %v", err)}})
-			return
-		}
-		ns, err := h.opts.Sessions.Namespace(r)
-		if err != nil {
-			h.answer(w, r, outcome{err: err})
-			return
-		}
-		out := act(r.Context(), ns, r)
-		if out.scenario == "" {
-			out.scenario = knownScenario(r.PostForm.Get("scenario"))
-		}
-		h.answer(w, r, out)
-	}
-}
 
 func knownScenario(name string) string {
 	if _, ok := FindScenario(name); ok {
@@ -510,55 +481,6 @@ func (h *Handler) ping(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.WriteHeader(http.StatusNoContent)
-}
-
-// export downloads the caller's recorded timeline.
-func (h *Handler) export(w http.ResponseWriter, r *http.Request) {
-	ns, err := h.opts.Sessions.NamespaceOf(r)
-	if err != nil {
-		http.Error(w, err.Error(), http.StatusForbidden)
-		return
-	}
-	e := h.opts.Exporter.Export(ns)
-	name := fmt.Sprintf("oplab-timeline-%s-%s.json", ns, time.Now().UTC().Format("20060102-150405"))
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Content-Disposition", fmt.Sprintf("attachment; filename=%q", name))
-	_, _ = e.WriteTo(w) // the messages as recorded, one a line
-}
-
-func (h *Handler) replayForm(w http.ResponseWriter, r *http.Request) {
-	render(w, r, http.StatusOK, ReplayView(ReplayPage{}))
-}
-
-// replay validates an uploaded export and plays it back, read-only: the
-// page it renders has no forms that write to the cluster.
-func (h *Handler) replay(w http.ResponseWriter, r *http.Request) {
-	r.Body = http.MaxBytesReader(w, r.Body, maxExportBytes)
-	fail := func(code int, format string, args ...any) {
-		render(w, r, code, ReplayView(ReplayPage{Error: fmt.Sprintf(format, args...)}))
-	}
-	f, hdr, err := r.FormFile("file")
-	if err != nil {
-		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
-			fail(http.StatusRequestEntityTooLarge, "file: larger than the %d MiB limit", maxExportBytes>>20)
-			return
-		}
-		fail(http.StatusBadRequest, "file: choose an exported timeline (.json) to open: %v", err)
-		return
-	}
-	defer f.Close()
-	e, err := stream.ReadExport(f, maxExportBytes)
-	if err != nil {
-		fail(http.StatusUnprocessableEntity, "%s is not an oplab timeline: %v", hdr.Filename, err)
-		return
-	}
-	b, err := json.Marshal(e)
-	if err != nil {
-		fail(http.StatusInternalServerError, "encode the timeline: %v", err)
-		return
-	}
-	render(w, r, http.StatusOK, ReplayView(ReplayPage{File: hdr.Filename, Namespace: e.Namespace, Messages: len(e.Messages), Export: b}))
 }
 
 func render(w http.ResponseWriter, r *http.Request, code int, c templ.Component) {

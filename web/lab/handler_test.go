@@ -70,8 +70,9 @@ func itoa(n int32) string { return strconv.Itoa(int(n)) }
 
 type noNamespaces struct{}
 
-func (noNamespaces) Create(context.Context, string) error { return nil }
-func (noNamespaces) Delete(context.Context, string) error { return nil }
+func (noNamespaces) Create(context.Context, string, string) error { return nil }
+func (noNamespaces) MarkActed(context.Context, string) error      { return nil }
+func (noNamespaces) Delete(context.Context, string) error         { return nil }
 func (noNamespaces) List(context.Context) ([]session.Namespace, error) {
 	return nil, nil
 }
@@ -299,8 +300,8 @@ func TestWritesNeedASession(t *testing.T) {
 func TestFormBodyLimit(t *testing.T) {
 	h := newHarness(t)
 	w := h.post("/lab/databases", url.Values{"name": {strings.Repeat("a", maxFormBytes)}}, true)
-	if w.Code != 422 || !strings.Contains(w.Body.String(), "cannot read the form") {
-		t.Errorf("got %d %s; want the oversized form refused", w.Code, w.Body)
+	if w.Code != http.StatusRequestEntityTooLarge || !strings.Contains(w.Body.String(), "larger than the 64 KiB") {
+		t.Errorf("got %d %s; want the oversized form refused with 413, in words", w.Code, w.Body)
 	}
 }
 

@@ -3,6 +3,8 @@ package lab
 import (
 	"time"
 
+	"github.com/a-h/templ"
+
 	"github.com/oplab-dev/oplab/web/lab/state"
 )
 
@@ -64,11 +66,12 @@ type ScenarioView struct {
 // export being played back.
 type ReplayPage struct {
 	Error string
-	// File names the uploaded file; Export is its JSON, already validated.
+	// File names the uploaded file; Export renders its JSON, already
+	// checked, as the player's data (a script element with id replay-data).
 	File      string
 	Namespace string
 	Messages  int
-	Export    []byte
+	Export    templ.Component
 }
 
 // FieldClass marks the input a flash error is about.

@@ -13,7 +13,6 @@ import (
 
 	"github.com/oplab-dev/oplab/controller"
 	"github.com/oplab-dev/oplab/controller/api/v1alpha1"
-	"github.com/oplab-dev/oplab/web/session"
 )
 
 // Store is every change the lab makes in the cluster. Each method acts in
@@ -185,40 +184,4 @@ func (s KubeStore) mergePatch(ctx context.Context, obj client.Object, patch map[
 		return fmt.Errorf("encode patch: %w", err)
 	}
 	return s.Client.Patch(ctx, obj, client.RawPatch(types.MergePatchType, b))
-}
-
-// KubeNamespaces creates and deletes lab namespaces; it is what the session
-// manager needs from the cluster.
-type KubeNamespaces struct {
-	Client client.Client
-}
-
-// Create creates the namespace, labelled as a lab namespace; an existing one
-// is fine.
-func (n KubeNamespaces) Create(ctx context.Context, name string) error {
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{session.LabLabel: "true"}}}
-	return client.IgnoreAlreadyExists(n.Client.Create(ctx, ns))
-}
-
-// List returns the lab namespaces (by label) that are not already being
-// deleted.
-func (n KubeNamespaces) List(ctx context.Context) ([]session.Namespace, error) {
-	var list corev1.NamespaceList
-	if err := n.Client.List(ctx, &list, client.MatchingLabels{session.LabLabel: "true"}); err != nil {
-		return nil, err
-	}
-	out := []session.Namespace{}
-	for _, ns := range list.Items {
-		if ns.DeletionTimestamp == nil {
-			out = append(out, session.Namespace{Name: ns.Name, Created: ns.CreationTimestamp.Time})
-		}
-	}
-	return out, nil
-}
-
-// Delete deletes the namespace and, with it, everything in it; one already
-// gone is fine.
-func (n KubeNamespaces) Delete(ctx context.Context, name string) error {
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
-	return client.IgnoreNotFound(n.Client.Delete(ctx, ns))
 }

@@ -1,6 +1,18 @@
 // Package session gives every browser its own lab namespace. A cookie holds a
 // random token; the token maps to a namespace named lab-<random>, created in
-// the cluster on the first write and deleted after the session goes idle.
+// the cluster when the session starts (so kubectl works from the first
+// second) and deleted after the session goes idle.
+//
+// Everything an anonymous request creates is bounded: sessions per client
+// address and in total, and a session whose cookie never came back (a
+// script, not a browser) ends after minutes with its namespace. When the
+// table is full, the oldest such session makes room, so a flood never locks
+// a learner out.
+//
+// The namespace records the SHA-256 of its session's cookie in an
+// annotation, so a restarted oplab rebuilds the table from the cluster
+// (Restore) and a learner who reloads finds their lab again. The table holds
+// only those hashes, never a cookie.
 //
 // One goroutine (started by New) owns the session table; every other
 // goroutine reaches it through a channel of operations, so the table needs no
@@ -10,9 +22,12 @@ package session
 import (
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/base32"
+	"encoding/hex"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"strings"
 	"time"
@@ -30,15 +45,33 @@ const NamespacePrefix = "lab-"
 // be found by label.
 const LabLabel = "oplab.dev/lab"
 
+// CookieHashAnnotation is the annotation on a lab namespace holding the
+// hex SHA-256 of its session's cookie: enough to recognise the cookie after
+// a restart, useless to anyone reading the namespace.
+const CookieHashAnnotation = "oplab.dev/session-sha256"
+
+// ActedAnnotation marks a lab namespace whose session has come back at
+// least once, so a restart keeps giving it the long idle timeout.
+const ActedAnnotation = "oplab.dev/session-acted"
+
 // ErrNoSession is returned when a request carries no known session cookie.
 var ErrNoSession = errors.New("no lab session: open /lab first")
 
+// ErrFull is returned by Begin when no new session can start: the table is
+// full of sessions in use, or the caller's address has its share. The
+// message says which and what to do.
+var ErrFull = errors.New("too many lab sessions")
+
 // Namespaces creates, finds and deletes lab namespaces in the cluster. It is
-// the only part of Kubernetes this package needs.
+// the only part of Kubernetes the Manager needs (KubeNamespaces is the real
+// one).
 type Namespaces interface {
-	// Create creates the namespace, labelled LabLabel=true; it succeeds if the
-	// namespace already exists.
-	Create(ctx context.Context, name string) error
+	// Create creates the namespace, labelled LabLabel=true and annotated
+	// with cookieHash, with what a learner's namespace holds besides (its
+	// Database quota); it succeeds if the namespace already exists.
+	Create(ctx context.Context, name, cookieHash string) error
+	// MarkActed records on the namespace that its session came back.
+	MarkActed(ctx context.Context, name string) error
 	// Delete deletes the namespace; it succeeds if it is already gone.
 	Delete(ctx context.Context, name string) error
 	// List returns the namespaces labelled LabLabel=true that are not
@@ -50,19 +83,34 @@ type Namespaces interface {
 type Namespace struct {
 	Name    string
 	Created time.Time
+	// CookieHash is the session's cookie hash (CookieHashAnnotation); empty
+	// for a namespace an older oplab made.
+	CookieHash string
+	// Acted is whether its session ever came back (ActedAnnotation).
+	Acted bool
 }
 
 // Options configures a Manager.
 type Options struct {
 	// Namespaces creates and deletes the lab namespaces.
 	Namespaces Namespaces
-	// IdleTimeout is how long a session lives without a request; default 2h.
+	// IdleTimeout is how long a session that has come back at least once
+	// lives without a request; default 2h.
 	IdleTimeout time.Duration
-	// MaxSessions caps the table so a flood of cookie-less requests cannot
-	// grow it without bound; default 10000.
+	// NewIdleTimeout is how long a session whose cookie never came back
+	// lives: a browser returns its cookie within seconds (the page's stream
+	// and ping), a flood of cookie-less requests never does; default 10m.
+	NewIdleTimeout time.Duration
+	// MaxSessions caps the table, and so the lab namespaces; default 200.
 	MaxSessions int
-	// OnExpire is called (by Sweep, after deleting the namespace) with the
-	// namespace of every session that expired; nil means nothing to do.
+	// MaxPerClient caps the sessions of one client address, so one client
+	// cannot take the whole table; 0 means no separate cap.
+	MaxPerClient int
+	// ClientOf names a request's client; nil means the remote IP address.
+	ClientOf func(r *http.Request) string
+	// OnExpire is called with the namespace of every session that ended
+	// (idle or evicted), after its namespace was deleted; nil means nothing
+	// to do.
 	OnExpire func(namespace string)
 	// Secure marks the cookie Secure (set it when served over HTTPS).
 	Secure bool
@@ -84,6 +132,14 @@ type Flash struct {
 	Form map[string]string
 }
 
+// Bounds on what a flash keeps: an anonymous POST must not park a large
+// body in memory for hours, and no form field is longer than these.
+const (
+	maxFlashMessage = 300
+	maxFlashValue   = 64
+	maxFlashFields  = 8
+)
+
 // Session is what a handler learns about the caller.
 type Session struct {
 	// Namespace is the session's lab namespace.
@@ -92,15 +148,54 @@ type Session struct {
 
 type entry struct {
 	namespace string
-	created   bool // the namespace exists in the cluster
+	client    string
+	started   time.Time
 	lastSeen  time.Time
-	flash     *Flash
+	// acted is whether the cookie ever came back.
+	acted bool
+	flash *Flash
+}
+
+// table is the session state the owner goroutine keeps, keyed by cookie
+// hash.
+type table struct {
+	sessions  map[string]*entry
+	perClient map[string]int
+}
+
+func (t *table) add(hash string, e *entry) {
+	t.sessions[hash] = e
+	t.perClient[e.client]++
+}
+
+func (t *table) remove(hash string) *entry {
+	e, ok := t.sessions[hash]
+	if !ok {
+		return nil
+	}
+	delete(t.sessions, hash)
+	if t.perClient[e.client]--; t.perClient[e.client] <= 0 {
+		delete(t.perClient, e.client)
+	}
+	return e
+}
+
+// oldestNew returns the hash of the oldest session that never came back.
+func (t *table) oldestNew() (string, bool) {
+	var hash string
+	var oldest time.Time
+	for h, e := range t.sessions {
+		if !e.acted && (hash == "" || e.started.Before(oldest)) {
+			hash, oldest = h, e.started
+		}
+	}
+	return hash, hash != ""
 }
 
 // Manager maps session cookies to lab namespaces.
 type Manager struct {
 	opts Options
-	ops  chan func(map[string]*entry)
+	ops  chan func(*table)
 	done <-chan struct{}
 }
 
@@ -112,34 +207,49 @@ func New(ctx context.Context, opts Options) (*Manager, error) {
 	if opts.IdleTimeout <= 0 {
 		opts.IdleTimeout = 2 * time.Hour
 	}
+	if opts.NewIdleTimeout <= 0 {
+		opts.NewIdleTimeout = 10 * time.Minute
+	}
 	if opts.MaxSessions <= 0 {
-		opts.MaxSessions = 10000
+		opts.MaxSessions = 200
+	}
+	if opts.ClientOf == nil {
+		opts.ClientOf = remoteIP
 	}
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	m := &Manager{opts: opts, ops: make(chan func(map[string]*entry)), done: ctx.Done()}
+	m := &Manager{opts: opts, ops: make(chan func(*table)), done: ctx.Done()}
 	go m.own(ctx)
 	return m, nil
 }
 
+// remoteIP is the request's remote address without its port.
+func remoteIP(r *http.Request) string {
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		return r.RemoteAddr
+	}
+	return host
+}
+
 // own is the goroutine that owns the table.
 func (m *Manager) own(ctx context.Context) {
-	table := map[string]*entry{}
+	t := &table{sessions: map[string]*entry{}, perClient: map[string]int{}}
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case op := <-m.ops:
-			op(table)
+			op(t)
 		}
 	}
 }
 
 // do runs op on the owner goroutine and waits for it.
-func (m *Manager) do(ctx context.Context, op func(map[string]*entry)) error {
+func (m *Manager) do(ctx context.Context, op func(*table)) error {
 	finished := make(chan struct{})
-	wrapped := func(t map[string]*entry) { op(t); close(finished) }
+	wrapped := func(t *table) { op(t); close(finished) }
 	select {
 	case m.ops <- wrapped:
 	case <-ctx.Done():
@@ -151,10 +261,18 @@ func (m *Manager) do(ctx context.Context, op func(map[string]*entry)) error {
 	return nil
 }
 
-// Begin returns the caller's session, starting one (and setting its cookie
-// on w) when the request has none. The namespace is only named here; it is
-// created in the cluster by Namespace, on the first write, so that merely
-// loading a page never creates cluster objects.
+// HashCookie returns the hex SHA-256 of a cookie value: the key of the
+// session table and the value of CookieHashAnnotation.
+func HashCookie(value string) string {
+	sum := sha256.Sum256([]byte(value))
+	return hex.EncodeToString(sum[:])
+}
+
+// Begin returns the caller's session, starting one (creating its namespace
+// and setting its cookie on w) when the request has none. When the table is
+// full it ends the oldest session whose cookie never came back to make
+// room; when every session is in use, or the caller's address has its
+// share, it returns an error wrapping ErrFull.
 func (m *Manager) Begin(w http.ResponseWriter, r *http.Request) (Session, error) {
 	if s, err := m.Lookup(r); err == nil {
 		return s, nil
@@ -167,43 +285,70 @@ func (m *Manager) Begin(w http.ResponseWriter, r *http.Request) (Session, error)
 	if err != nil {
 		return Session{}, err
 	}
-	ns := NamespacePrefix + suffix
-	var full bool
-	err = m.do(r.Context(), func(t map[string]*entry) {
-		if len(t) >= m.opts.MaxSessions {
-			full = true
+	hash, client := HashCookie(token), m.opts.ClientOf(r)
+	e := &entry{namespace: NamespacePrefix + suffix, client: client, started: m.opts.Now()}
+	e.lastSeen = e.started
+	var evicted *entry
+	var refused error
+	err = m.do(r.Context(), func(t *table) {
+		if m.opts.MaxPerClient > 0 && t.perClient[client] >= m.opts.MaxPerClient {
+			refused = fmt.Errorf("%w from your address (%d, the most one address may hold): close lab tabs you no longer use, or wait a few minutes (the limit is --max-sessions-per-client)", ErrFull, m.opts.MaxPerClient)
 			return
 		}
-		t[token] = &entry{namespace: ns, lastSeen: m.opts.Now()}
+		if len(t.sessions) >= m.opts.MaxSessions {
+			old, ok := t.oldestNew()
+			if !ok {
+				refused = fmt.Errorf("%w (%d, all in use): try again later, or restart oplab with a larger --max-sessions", ErrFull, m.opts.MaxSessions)
+				return
+			}
+			evicted = t.remove(old)
+		}
+		t.add(hash, e)
 	})
 	if err != nil {
 		return Session{}, err
 	}
-	if full {
-		return Session{}, fmt.Errorf("too many lab sessions (%d): try again later", m.opts.MaxSessions)
+	if refused != nil {
+		return Session{}, refused
+	}
+	if evicted != nil {
+		m.opts.Logger.Info("Evicted an unused lab session to make room", "namespace", evicted.namespace, "started", evicted.started)
+		if err := m.end(r.Context(), evicted); err != nil {
+			m.opts.Logger.Error(err, "Failed to delete an evicted session's namespace", "namespace", evicted.namespace)
+		}
+	}
+	if err := m.opts.Namespaces.Create(r.Context(), e.namespace, hash); err != nil {
+		_ = m.do(context.WithoutCancel(r.Context()), func(t *table) { t.remove(hash) })
+		// The create may have half-happened; deleting is idempotent.
+		_ = m.opts.Namespaces.Delete(context.WithoutCancel(r.Context()), e.namespace)
+		return Session{}, fmt.Errorf("create lab namespace %s: %w", e.namespace, err)
 	}
 	http.SetCookie(w, &http.Cookie{
 		Name: CookieName, Value: token, Path: "/",
 		HttpOnly: true, SameSite: http.SameSiteLaxMode, Secure: m.opts.Secure,
 	})
-	m.opts.Logger.Info("Started lab session", "namespace", ns)
-	return Session{Namespace: ns}, nil
+	m.opts.Logger.Info("Started lab session", "namespace", e.namespace)
+	return Session{Namespace: e.namespace}, nil
 }
 
 // Lookup returns the caller's session and marks it as seen, or ErrNoSession.
+// The first time a cookie comes back, the session counts as in use from
+// then on, in the table and on its namespace.
 func (m *Manager) Lookup(r *http.Request) (Session, error) {
 	c, err := r.Cookie(CookieName)
 	if err != nil {
 		return Session{}, ErrNoSession
 	}
+	hash := HashCookie(c.Value)
 	var s Session
-	var found bool
-	err = m.do(r.Context(), func(t map[string]*entry) {
-		e, ok := t[c.Value]
+	var found, first bool
+	err = m.do(r.Context(), func(t *table) {
+		e, ok := t.sessions[hash]
 		if !ok {
 			return
 		}
 		e.lastSeen = m.opts.Now()
+		first, e.acted = !e.acted, true
 		s, found = Session{Namespace: e.namespace}, true
 	})
 	if err != nil {
@@ -212,11 +357,18 @@ func (m *Manager) Lookup(r *http.Request) (Session, error) {
 	if !found {
 		return Session{}, ErrNoSession
 	}
+	if first {
+		// Only a restart reads the mark; failing to write it costs the
+		// learner nothing now, so it is logged, not returned.
+		if err := m.opts.Namespaces.MarkActed(r.Context(), s.Namespace); err != nil {
+			m.opts.Logger.Error(err, "Failed to mark a lab namespace in use", "namespace", s.Namespace)
+		}
+	}
 	return s, nil
 }
 
-// NamespaceOf returns the caller's namespace without creating anything; it
-// is what the websocket handler uses to pick the caller's stream.
+// NamespaceOf returns the caller's namespace; it is what the websocket
+// handler uses to pick the caller's stream.
 func (m *Manager) NamespaceOf(r *http.Request) (string, error) {
 	s, err := m.Lookup(r)
 	if err != nil {
@@ -225,54 +377,61 @@ func (m *Manager) NamespaceOf(r *http.Request) (string, error) {
 	return s.Namespace, nil
 }
 
-// Namespace returns the caller's namespace, creating it in the cluster the
-// first time; handlers that write call it before writing.
+// Namespace returns the caller's namespace, for handlers that write. The
+// namespace was created when the session began, so a refused write creates
+// nothing.
 func (m *Manager) Namespace(r *http.Request) (string, error) {
-	c, err := r.Cookie(CookieName)
-	if err != nil {
-		return "", ErrNoSession
-	}
-	var ns string
-	var created bool
-	err = m.do(r.Context(), func(t map[string]*entry) {
-		if e, ok := t[c.Value]; ok {
-			e.lastSeen = m.opts.Now()
-			ns, created = e.namespace, e.created
-		}
-	})
-	if err != nil {
-		return "", err
-	}
-	if ns == "" {
-		return "", ErrNoSession
-	}
-	if created {
-		return ns, nil
-	}
-	// Creating is idempotent, so two racing first writes both succeed.
-	if err := m.opts.Namespaces.Create(r.Context(), ns); err != nil {
-		return "", fmt.Errorf("create lab namespace %s: %w", ns, err)
-	}
-	m.opts.Logger.Info("Created lab namespace", "namespace", ns)
-	err = m.do(r.Context(), func(t map[string]*entry) {
-		if e, ok := t[c.Value]; ok {
-			e.created = true
-		}
-	})
-	return ns, err
+	return m.NamespaceOf(r)
 }
 
-// SetFlash stores f to be shown by the caller's next page.
+// SetFlash stores f to be shown by the caller's next page, cut to bounded
+// excerpts.
 func (m *Manager) SetFlash(r *http.Request, f Flash) {
 	c, err := r.Cookie(CookieName)
 	if err != nil {
 		return
 	}
-	_ = m.do(r.Context(), func(t map[string]*entry) {
-		if e, ok := t[c.Value]; ok {
+	f = boundFlash(f)
+	hash := HashCookie(c.Value)
+	_ = m.do(r.Context(), func(t *table) {
+		if e, ok := t.sessions[hash]; ok {
 			e.flash = &f
 		}
 	})
+}
+
+// boundFlash cuts a flash to what a page needs to show: the message and
+// the typed values as excerpts, a few fields.
+func boundFlash(f Flash) Flash {
+	f.Message = excerpt(f.Message, maxFlashMessage)
+	f.Field = excerpt(f.Field, maxFlashValue)
+	if f.Form == nil {
+		return f
+	}
+	form := make(map[string]string, min(len(f.Form), maxFlashFields))
+	for k, v := range f.Form {
+		if len(form) == maxFlashFields {
+			break
+		}
+		form[excerpt(k, maxFlashValue)] = excerpt(v, maxFlashValue)
+	}
+	f.Form = form
+	return f
+}
+
+// excerpt returns s cut to at most n runes, marked with "…" when cut.
+func excerpt(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	i := 0
+	for pos := range s {
+		if i == n {
+			return strings.ToValidUTF8(s[:pos], "") + "…"
+		}
+		i++
+	}
+	return s
 }
 
 // TakeFlash returns and clears the caller's flash, if any.
@@ -281,25 +440,30 @@ func (m *Manager) TakeFlash(r *http.Request) *Flash {
 	if err != nil {
 		return nil
 	}
+	hash := HashCookie(c.Value)
 	var f *Flash
-	_ = m.do(r.Context(), func(t map[string]*entry) {
-		if e, ok := t[c.Value]; ok {
+	_ = m.do(r.Context(), func(t *table) {
+		if e, ok := t.sessions[hash]; ok {
 			f, e.flash = e.flash, nil
 		}
 	})
 	return f
 }
 
-// Sweep ends every session idle for longer than the idle timeout: it deletes
-// its namespace and calls OnExpire. It returns how many sessions ended.
+// Sweep ends every session idle for longer than its timeout (IdleTimeout,
+// or NewIdleTimeout for one whose cookie never came back): it deletes its
+// namespace and calls OnExpire. It returns how many sessions ended.
 func (m *Manager) Sweep(ctx context.Context) (int, error) {
 	var expired []*entry
-	err := m.do(ctx, func(t map[string]*entry) {
-		cutoff := m.opts.Now().Add(-m.opts.IdleTimeout)
-		for token, e := range t {
-			if e.lastSeen.Before(cutoff) {
-				expired = append(expired, e)
-				delete(t, token)
+	err := m.do(ctx, func(t *table) {
+		now := m.opts.Now()
+		for hash, e := range t.sessions {
+			timeout := m.opts.IdleTimeout
+			if !e.acted {
+				timeout = m.opts.NewIdleTimeout
+			}
+			if e.lastSeen.Before(now.Add(-timeout)) {
+				expired = append(expired, t.remove(hash))
 			}
 		}
 	})
@@ -313,22 +477,50 @@ func (m *Manager) Sweep(ctx context.Context) (int, error) {
 	return len(expired), errors.Join(errs...)
 }
 
+// Restore rebuilds the table from the lab namespaces in the cluster that
+// record a cookie hash: after a restart, a learner's cookie finds their
+// namespace again. Restored sessions start a fresh idle period, and keep
+// whether they were ever used. It returns how many it restored.
+func (m *Manager) Restore(ctx context.Context) (int, error) {
+	found, err := m.opts.Namespaces.List(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("list lab namespaces: %w", err)
+	}
+	n := 0
+	err = m.do(ctx, func(t *table) {
+		now := m.opts.Now()
+		for _, ns := range found {
+			if ns.CookieHash == "" || t.sessions[ns.CookieHash] != nil {
+				continue
+			}
+			t.add(ns.CookieHash, &entry{namespace: ns.Name, started: ns.Created, lastSeen: now, acted: ns.Acted})
+			n++
+		}
+	})
+	if err != nil {
+		return 0, err
+	}
+	if n > 0 {
+		m.opts.Logger.Info("Restored lab sessions from the cluster", "count", n)
+	}
+	return n, nil
+}
+
 // Reclaim deletes the lab namespaces no session of this Manager owns that
 // were created longer than the idle timeout ago, and returns how many it
-// deleted. Sessions live only in memory, so after a restart every lab
-// namespace left in a long-lived cluster is an orphan; the age check spares
-// the fresh namespaces of another oplab sharing the cluster. Such a
-// neighbour's session older than the idle timeout is still deleted: a
-// namespace's age is all the cluster tells us, and a learner active for that
-// long merely gets a new namespace on their next write.
+// deleted. Run after Restore, what it finds are namespaces an older oplab
+// made without a cookie hash, or ones whose session this Manager already
+// ended; the age check spares the fresh namespaces of another oplab
+// sharing the cluster. Namespaces whose sessions are in the table are never
+// touched.
 func (m *Manager) Reclaim(ctx context.Context) (int, error) {
 	found, err := m.opts.Namespaces.List(ctx)
 	if err != nil {
 		return 0, fmt.Errorf("list lab namespaces: %w", err)
 	}
 	owned := map[string]bool{}
-	err = m.do(ctx, func(t map[string]*entry) {
-		for _, e := range t {
+	err = m.do(ctx, func(t *table) {
+		for _, e := range t.sessions {
 			owned[e.namespace] = true
 		}
 	})
@@ -352,15 +544,13 @@ func (m *Manager) Reclaim(ctx context.Context) (int, error) {
 	return n, errors.Join(errs...)
 }
 
-// end deletes an expired session's namespace. Deleting happens outside the
+// end deletes an ended session's namespace. Deleting happens outside the
 // owner goroutine so a slow API server never stalls page loads.
 func (m *Manager) end(ctx context.Context, e *entry) error {
-	if e.created {
-		if err := m.opts.Namespaces.Delete(ctx, e.namespace); err != nil {
-			return fmt.Errorf("delete idle lab namespace %s: %w", e.namespace, err)
-		}
-		m.opts.Logger.Info("Deleted idle lab namespace", "namespace", e.namespace)
+	if err := m.opts.Namespaces.Delete(ctx, e.namespace); err != nil {
+		return fmt.Errorf("delete idle lab namespace %s: %w", e.namespace, err)
 	}
+	m.opts.Logger.Info("Deleted idle lab namespace", "namespace", e.namespace, "used", e.acted)
 	if m.opts.OnExpire != nil {
 		m.opts.OnExpire(e.namespace)
 	}

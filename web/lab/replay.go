@@ -1,0 +1,364 @@
+package lab
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime/multipart"
+	"net/http"
+	"os"
+	"time"
+
+	"github.com/a-h/templ"
+
+	"github.com/oplab-dev/oplab/web/stream"
+)
+
+// Limits of a replay. An upload is read as it arrives and spooled to a
+// temporary file while it is checked, then streamed from that file into the
+// page, so a replay holds about one message in memory, not the file.
+const (
+	// maxExportBytes limits an uploaded export: a timeline can be large.
+	maxExportBytes = 32 << 20
+	// maxUploadBytes is the body limit: the export and its multipart
+	// envelope (the part's headers, the boundary lines).
+	maxUploadBytes = maxExportBytes + 64<<10
+	// maxMessageBytes limits one message of an export. The largest real
+	// ones, state snapshots, are a few KiB; the bound keeps a single value
+	// from making the decoder buffer the whole file.
+	maxMessageBytes = 1 << 20
+	// maxReplays is how many uploads are read at once.
+	maxReplays = 2
+	// replayWriteTimeout bounds writing the page, so a client that stops
+	// reading cannot hold a replay slot.
+	replayWriteTimeout = 2 * time.Minute
+)
+
+// replaySlots bounds the replays in progress. It is one for the process, not
+// per Handler, because what it protects is the process's memory and disk.
+var replaySlots = make(chan struct{}, maxReplays)
+
+// export downloads the caller's recorded timeline.
+func (h *Handler) export(w http.ResponseWriter, r *http.Request) {
+	ns, err := h.opts.Sessions.NamespaceOf(r)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusForbidden)
+		return
+	}
+	e := h.opts.Exporter.Export(ns)
+	name := fmt.Sprintf("oplab-timeline-%s-%s.json", ns, time.Now().UTC().Format("20060102-150405"))
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Content-Disposition", fmt.Sprintf("attachment; filename=%q", name))
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", " ")
+	_ = enc.Encode(e)
+}
+
+func (h *Handler) replayForm(w http.ResponseWriter, r *http.Request) {
+	render(w, r, http.StatusOK, ReplayView(ReplayPage{}))
+}
+
+// replay checks an uploaded export and plays it back, read-only: the page
+// it renders has no forms that write to the cluster.
+func (h *Handler) replay(w http.ResponseWriter, r *http.Request) {
+	fail := func(code int, format string, args ...any) {
+		render(w, r, code, ReplayView(ReplayPage{Error: fmt.Sprintf(format, args...)}))
+	}
+	select {
+	case replaySlots <- struct{}{}:
+		defer func() { <-replaySlots }()
+	default:
+		w.Header().Set("Retry-After", "5")
+		fail(http.StatusServiceUnavailable, "Too many replays at once, try again in a few seconds.")
+		return
+	}
+	_ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(replayWriteTimeout))
+	r.Body = http.MaxBytesReader(w, r.Body, maxUploadBytes)
+	part, err := filePart(r)
+	if err != nil {
+		if isTooLarge(err) {
+			fail(http.StatusRequestEntityTooLarge, "file: larger than the %d MiB limit", maxExportBytes>>20)
+			return
+		}
+		fail(http.StatusBadRequest, "file: choose an exported timeline (.json) to open: %v", err)
+		return
+	}
+	name := excerpt(part.FileName(), 80)
+	spool, err := os.CreateTemp("", "oplab-replay-*.json")
+	if err != nil {
+		fail(http.StatusInternalServerError, "keep the upload while it is checked: %v", err)
+		return
+	}
+	defer func() { spool.Close(); os.Remove(spool.Name()) }()
+	sum, err := checkExport(io.TeeReader(part, spool), spool)
+	if err != nil {
+		if isTooLarge(err) {
+			fail(http.StatusRequestEntityTooLarge, "file: larger than the %d MiB limit", maxExportBytes>>20)
+			return
+		}
+		fail(http.StatusUnprocessableEntity, "%s is not an oplab timeline: %v", name, err)
+		return
+	}
+	render(w, r, http.StatusOK, ReplayView(ReplayPage{File: name, Namespace: sum.namespace, Messages: sum.messages, Export: exportScript(spool)}))
+}
+
+// filePart returns the multipart part of the field "file", reading the
+// body as it arrives (r.FormFile would first hold or spool the whole form).
+func filePart(r *http.Request) (*multipart.Part, error) {
+	mr, err := r.MultipartReader()
+	if err != nil {
+		return nil, fmt.Errorf("send it as multipart/form-data, as the page's form does: %w", err)
+	}
+	for {
+		p, err := mr.NextPart()
+		if err == io.EOF {
+			return nil, errors.New(`the form has no field "file"`)
+		}
+		if err != nil {
+			return nil, err
+		}
+		if p.FormName() == "file" {
+			return p, nil
+		}
+	}
+}
+
+func isTooLarge(err error) bool {
+	var mbe *http.MaxBytesError
+	return errors.As(err, &mbe)
+}
+
+// exportSummary is what the page says about a checked export.
+type exportSummary struct {
+	namespace string
+	messages  int
+}
+
+// checkExport checks an export with the rules of stream.ReadExport, message
+// by message, and refuses anything after its JSON. An export whose
+// namespace comes after its messages (never one oplab wrote) is checked
+// again from the spool, once the namespace is known.
+func checkExport(r io.Reader, spool io.ReadSeeker) (exportSummary, error) {
+	sum, late, err := scanExport(r, nil)
+	if err != nil || !late {
+		return sum, err
+	}
+	if _, err := spool.Seek(0, io.SeekStart); err != nil {
+		return sum, fmt.Errorf("read export again: %w", err)
+	}
+	sum, _, err = scanExport(spool, &sum.namespace)
+	return sum, err
+}
+
+// errValueTooLarge is a single JSON value over maxMessageBytes.
+var errValueTooLarge = fmt.Errorf("a single value is larger than %d KiB", maxMessageBytes>>10)
+
+// scanExport decodes an export one message at a time. namespace, when not
+// nil, is the export's namespace, known from an earlier pass; late reports
+// that messages came before the namespace, so their namespace was not
+// checked.
+func scanExport(r io.Reader, namespace *string) (sum exportSummary, late bool, err error) {
+	win := &windowReader{r: r, max: 2 * maxMessageBytes}
+	dec := json.NewDecoder(win)
+	win.dec = dec
+	fail := func(format string, args ...any) (exportSummary, bool, error) {
+		return sum, false, fmt.Errorf("read export: "+format, args...)
+	}
+	if err := expectDelim(dec, '{'); err != nil {
+		return fail("%w", err)
+	}
+	var version int
+	seen := map[string]bool{}
+	ns, nsKnown := "", namespace != nil
+	if nsKnown {
+		ns = *namespace
+	}
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return fail("decoding json: %w", err)
+		}
+		key, _ := tok.(string)
+		if seen[key] {
+			return fail("%s: appears twice", key)
+		}
+		seen[key] = true
+		switch key {
+		case "version":
+			err = dec.Decode(&version)
+		case "namespace":
+			var v string
+			err = dec.Decode(&v)
+			if namespace == nil {
+				ns, nsKnown = v, true
+			}
+		case "messages":
+			late = !nsKnown
+			sum.messages, err = scanMessages(dec, ns, !nsKnown)
+			if err != nil {
+				return fail("%w", err)
+			}
+		default:
+			var skip json.RawMessage
+			if err = dec.Decode(&skip); err == nil && len(skip) > maxMessageBytes {
+				err = errValueTooLarge
+			}
+		}
+		if err != nil {
+			return fail("%s: %w", key, err)
+		}
+	}
+	if _, err := dec.Token(); err != nil { // the closing brace
+		return fail("decoding json: %w", err)
+	}
+	if version != stream.ExportVersion {
+		return fail("unsupported version %d (want %d)", version, stream.ExportVersion)
+	}
+	if tok, err := dec.Token(); err != io.EOF {
+		if err == nil {
+			err = fmt.Errorf("found %v", tok)
+		}
+		return fail("unexpected data after the timeline's JSON (byte %d): %w", dec.InputOffset(), err)
+	}
+	sum.namespace = ns
+	return sum, late && ns != "", nil
+}
+
+// scanMessages checks the messages array, one message at a time; with
+// anyNamespace, a message's namespace is not compared (it is not known yet).
+func scanMessages(dec *json.Decoder, ns string, anyNamespace bool) (int, error) {
+	if err := expectDelim(dec, '['); err != nil {
+		return 0, fmt.Errorf("messages: %w", err)
+	}
+	var prev uint64
+	n := 0
+	for ; dec.More(); n++ {
+		var raw json.RawMessage
+		start := dec.InputOffset()
+		if err := dec.Decode(&raw); err != nil {
+			return n, fmt.Errorf("messages[%d]: %w", n, err)
+		}
+		if dec.InputOffset()-start > maxMessageBytes {
+			return n, fmt.Errorf("messages[%d]: %w", n, errValueTooLarge)
+		}
+		want := ns
+		if anyNamespace {
+			want = ""
+		}
+		seq, err := stream.CheckMessage(raw, want, prev)
+		if err != nil {
+			return n, fmt.Errorf("messages[%d]: %w", n, err)
+		}
+		prev = seq
+	}
+	if _, err := dec.Token(); err != nil {
+		return n, fmt.Errorf("messages: %w", err)
+	}
+	return n, nil
+}
+
+func expectDelim(dec *json.Decoder, want json.Delim) error {
+	tok, err := dec.Token()
+	if err != nil {
+		return fmt.Errorf("decoding json: %w", err)
+	}
+	if d, ok := tok.(json.Delim); !ok || d != want {
+		what := "an object"
+		if want == '[' {
+			what = "an array"
+		}
+		return fmt.Errorf("decoding json: want %s, found %v", what, tok)
+	}
+	return nil
+}
+
+// windowReader keeps a json.Decoder from buffering much more than max
+// bytes past what it has decoded: the decoder reads until a value is
+// complete, so without it one huge value would be held whole. (The exact
+// size of each value is checked after it is decoded; this bounds memory
+// before that.)
+type windowReader struct {
+	r    io.Reader
+	dec  *json.Decoder
+	read int64
+	max  int64
+}
+
+func (w *windowReader) Read(p []byte) (int, error) {
+	if w.read-w.dec.InputOffset() > w.max {
+		return 0, errValueTooLarge
+	}
+	n, err := w.r.Read(p)
+	w.read += int64(n)
+	return n, err
+}
+
+// exportScript renders the checked export, streamed from its spool file,
+// as the script element the replay player reads (what templ.JSONScript
+// writes for a value held in memory).
+func exportScript(f io.ReadSeeker) templ.Component {
+	return templ.ComponentFunc(func(ctx context.Context, w io.Writer) error {
+		if _, err := f.Seek(0, io.SeekStart); err != nil {
+			return fmt.Errorf("read the checked export: %w", err)
+		}
+		open := `<script id="replay-data" type="application/json"`
+		if nonce := templ.GetNonce(ctx); nonce != "" {
+			open += ` nonce="` + templ.EscapeString(nonce) + `"`
+		}
+		if _, err := io.WriteString(w, open+">"); err != nil {
+			return err
+		}
+		if _, err := io.Copy(scriptSafe{w}, f); err != nil {
+			return err
+		}
+		_, err := io.WriteString(w, "</script>")
+		return err
+	})
+}
+
+// scriptSafe escapes <, > and & as JSON \u escapes, so no text in the
+// export can close the script element. In valid JSON those bytes occur only
+// inside strings, where the escapes mean the same characters.
+type scriptSafe struct{ w io.Writer }
+
+func (s scriptSafe) Write(p []byte) (int, error) {
+	start := 0
+	for i, c := range p {
+		var esc string
+		switch c {
+		case '<':
+			esc = `\u003c`
+		case '>':
+			esc = `\u003e`
+		case '&':
+			esc = `\u0026`
+		default:
+			continue
+		}
+		if _, err := s.w.Write(p[start:i]); err != nil {
+			return start, err
+		}
+		if _, err := io.WriteString(s.w, esc); err != nil {
+			return i, err
+		}
+		start = i + 1
+	}
+	if _, err := s.w.Write(p[start:]); err != nil {
+		return start, err
+	}
+	return len(p), nil
+}
+
+// excerpt returns s cut to at most n runes, marked with "…" when cut.
+func excerpt(s string, n int) string {
+	i := 0
+	for pos := range s {
+		if i == n {
+			return s[:pos] + "…"
+		}
+		i++
+	}
+	return s
+}

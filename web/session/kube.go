@@ -1,0 +1,114 @@
+package session
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strconv"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// QuotaName is the ResourceQuota in every lab namespace that caps its
+// Databases.
+const QuotaName = "databases"
+
+// DatabaseQuotaResource is the object-count quota resource of Databases
+// (count/<plural>.<group>).
+const DatabaseQuotaResource corev1.ResourceName = "count/databases.db.oplab.dev"
+
+// KubeNamespaces creates and deletes lab namespaces in the cluster: the
+// Namespaces a Manager needs.
+type KubeNamespaces struct {
+	Client client.Client
+	// MaxDatabases is the value of each namespace's Database quota; default 5.
+	MaxDatabases int
+}
+
+var _ Namespaces = KubeNamespaces{}
+
+// Create creates the namespace, labelled as a lab namespace and annotated
+// with the cookie hash, and its Database quota; existing ones are fine.
+// The cap is a ResourceQuota so that the API server enforces it for every
+// client, kubectl included, not only for the lab's forms.
+func (n KubeNamespaces) Create(ctx context.Context, name, cookieHash string) error {
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{
+		Name: name, Labels: map[string]string{LabLabel: "true"},
+		Annotations: map[string]string{CookieHashAnnotation: cookieHash},
+	}}
+	if err := client.IgnoreAlreadyExists(n.Client.Create(ctx, ns)); err != nil {
+		return err
+	}
+	return n.createQuota(ctx, name)
+}
+
+func (n KubeNamespaces) createQuota(ctx context.Context, ns string) error {
+	maxDBs := n.MaxDatabases
+	if maxDBs <= 0 {
+		maxDBs = 5
+	}
+	hard := corev1.ResourceList{DatabaseQuotaResource: resource.MustParse(strconv.Itoa(maxDBs))}
+	q := &corev1.ResourceQuota{
+		ObjectMeta: metav1.ObjectMeta{Name: QuotaName, Namespace: ns},
+		Spec:       corev1.ResourceQuotaSpec{Hard: hard},
+	}
+	if err := n.Client.Create(ctx, q); err != nil {
+		if apierrors.IsAlreadyExists(err) {
+			return nil
+		}
+		return fmt.Errorf("create quota %s: %w", QuotaName, err)
+	}
+	// The API server enforces a quota only for what its status lists:
+	// until kube-controller-manager writes the status, creates pass
+	// unchecked (a learner's first burst of kubectl apply could exceed the
+	// cap), and the minimal cluster has no such controller at all. An empty
+	// namespace uses nothing, so the status can be written now; a conflict
+	// means the controller was first.
+	q.Status = corev1.ResourceQuotaStatus{Hard: hard, Used: corev1.ResourceList{DatabaseQuotaResource: resource.MustParse("0")}}
+	if err := n.Client.Status().Update(ctx, q); err != nil && !apierrors.IsConflict(err) {
+		return fmt.Errorf("write the status of quota %s: %w", QuotaName, err)
+	}
+	return nil
+}
+
+// MarkActed annotates the namespace as used by its session.
+func (n KubeNamespaces) MarkActed(ctx context.Context, name string) error {
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{ActedAnnotation: "true"}}})
+	if err != nil {
+		return fmt.Errorf("encode patch: %w", err)
+	}
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	return client.IgnoreNotFound(n.Client.Patch(ctx, ns, client.RawPatch(types.MergePatchType, patch)))
+}
+
+// List returns the lab namespaces (by label) that are not already being
+// deleted.
+func (n KubeNamespaces) List(ctx context.Context) ([]Namespace, error) {
+	var list corev1.NamespaceList
+	if err := n.Client.List(ctx, &list, client.MatchingLabels{LabLabel: "true"}); err != nil {
+		return nil, err
+	}
+	out := []Namespace{}
+	for _, ns := range list.Items {
+		if ns.DeletionTimestamp != nil {
+			continue
+		}
+		out = append(out, Namespace{
+			Name: ns.Name, Created: ns.CreationTimestamp.Time,
+			CookieHash: ns.Annotations[CookieHashAnnotation], Acted: ns.Annotations[ActedAnnotation] == "true",
+		})
+	}
+	return out, nil
+}
+
+// Delete deletes the namespace and, with it, everything in it; one already
+// gone is fine.
+func (n KubeNamespaces) Delete(ctx context.Context, name string) error {
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	return client.IgnoreNotFound(n.Client.Delete(ctx, ns))
+}

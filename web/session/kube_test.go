@@ -1,0 +1,209 @@
+package session_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/oplab-dev/oplab/cluster"
+	"github.com/oplab-dev/oplab/controller"
+	"github.com/oplab-dev/oplab/controller/api/v1alpha1"
+	"github.com/oplab-dev/oplab/web/session"
+)
+
+// These tests are about what the API server does with a lab namespace (its
+// quota, its annotations, a second Manager reading them), so they run
+// against the real embedded cluster, one for the package.
+
+func TestMain(m *testing.M) {
+	ctrllog.SetLogger(logr.Discard())
+	code := m.Run()
+	if shared != nil {
+		if err := shared.Stop(); err != nil {
+			fmt.Fprintln(os.Stderr, "stopping the shared cluster:", err)
+			code = 1
+		}
+	}
+	os.Exit(code)
+}
+
+var (
+	shared     *cluster.Cluster
+	sharedErr  error
+	sharedOnce sync.Once
+)
+
+// kubeClient returns a client of the package's cluster, started on first
+// use with the Database CRD; without provisioned binaries it skips, unless
+// CI is set.
+func kubeClient(t *testing.T) client.Client {
+	t.Helper()
+	if _, err := cluster.FindAssets(); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("CI=%s and %v", os.Getenv("CI"), err)
+		}
+		t.Skipf("skipping: needs the embedded cluster: %v (unset CI allows the skip)", err)
+	}
+	sharedOnce.Do(func() {
+		crds, err := controller.CRDs()
+		if err != nil {
+			sharedErr = err
+			return
+		}
+		shared, sharedErr = cluster.Start(context.Background(), cluster.Options{Mode: cluster.ModeFull, CRDs: crds})
+	})
+	if sharedErr != nil {
+		t.Fatalf("starting the cluster: %v", sharedErr)
+	}
+	s := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(s); err != nil {
+		t.Fatal(err)
+	}
+	if err := v1alpha1.AddToScheme(s); err != nil {
+		t.Fatal(err)
+	}
+	c, err := client.New(shared.Config(), client.Options{Scheme: s})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// begin starts a session on m as a browser's first visit would and returns
+// its cookie.
+func begin(t *testing.T, m *session.Manager) (session.Session, *http.Cookie) {
+	t.Helper()
+	w := httptest.NewRecorder()
+	s, err := m.Begin(w, httptest.NewRequest("GET", "/lab", nil))
+	if err != nil {
+		t.Fatalf("Begin: %v", err)
+	}
+	return s, w.Result().Cookies()[0]
+}
+
+func withCookie(c *http.Cookie) *http.Request {
+	r := httptest.NewRequest("GET", "/lab", nil)
+	r.AddCookie(c)
+	return r
+}
+
+func newManager(t *testing.T, ctx context.Context, c client.Client, now func() time.Time) *session.Manager {
+	t.Helper()
+	m, err := session.New(ctx, session.Options{
+		Namespaces: session.KubeNamespaces{Client: c, MaxDatabases: 5}, IdleTimeout: time.Hour, Now: now,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+func deleteLater(t *testing.T, c client.Client, ns string) {
+	t.Cleanup(func() {
+		_ = c.Delete(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
+	})
+}
+
+func database(ns, name string) *v1alpha1.Database {
+	return &v1alpha1.Database{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec:       v1alpha1.DatabaseSpec{Engine: "postgres", Replicas: 1},
+	}
+}
+
+func TestNamespaceAndQuotaExistWhenTheSessionStarts(t *testing.T) {
+	c := kubeClient(t)
+	m := newManager(t, t.Context(), c, nil)
+	s, _ := begin(t, m)
+	deleteLater(t, c, s.Namespace)
+	// Right away, as kubectl apply would be, before anything else happens:
+	// five Databases are created and the sixth is refused by the API server.
+	for i := range 5 {
+		if err := c.Create(t.Context(), database(s.Namespace, fmt.Sprint("db-", i))); err != nil {
+			t.Fatalf("create Database %d right after the session started: %v", i, err)
+		}
+	}
+	err := c.Create(t.Context(), database(s.Namespace, "db-5"))
+	if !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), "exceeded quota: "+session.QuotaName) ||
+		!strings.Contains(err.Error(), string(session.DatabaseQuotaResource)) {
+		t.Fatalf("sixth create: %v; want 403 exceeded quota %s naming %s", err, session.QuotaName, session.DatabaseQuotaResource)
+	}
+	if session.DatabaseQuotaResource != corev1.ResourceName("count/databases."+v1alpha1.GroupVersion.Group) {
+		t.Errorf("quota resource %s does not name the Database CRD's group %s", session.DatabaseQuotaResource, v1alpha1.GroupVersion.Group)
+	}
+}
+
+func TestSessionsSurviveARestart(t *testing.T) {
+	c := kubeClient(t)
+	firstCtx, stopFirst := context.WithCancel(t.Context())
+	first := newManager(t, firstCtx, c, nil)
+	s, cookie := begin(t, first)
+	deleteLater(t, c, s.Namespace)
+	unused, _ := begin(t, first)
+	deleteLater(t, c, unused.Namespace)
+	if _, err := first.Lookup(withCookie(cookie)); err != nil {
+		t.Fatal(err)
+	}
+	var ns corev1.Namespace
+	if err := c.Get(t.Context(), types.NamespacedName{Name: s.Namespace}, &ns); err != nil {
+		t.Fatal(err)
+	}
+	if got := ns.Annotations[session.CookieHashAnnotation]; got != session.HashCookie(cookie.Value) || strings.Contains(got, cookie.Value) {
+		t.Errorf("namespace records %q; want the SHA-256 of the cookie, never the cookie", got)
+	}
+	stopFirst() // oplab stops; the cluster keeps its namespaces
+
+	// The next oplab starts three hours later: its idle cleanup and its
+	// reclaim of old namespaces must spare the sessions it restored.
+	var skew atomic.Int64
+	skew.Store(int64(3 * time.Hour))
+	now := func() time.Time { return time.Now().Add(time.Duration(skew.Load())) }
+	second := newManager(t, t.Context(), c, now)
+	if n, err := second.Restore(t.Context()); err != nil || n < 2 {
+		t.Fatalf("Restore = %d, %v; want at least the first oplab's 2 sessions", n, err)
+	}
+	got, err := second.Lookup(withCookie(cookie))
+	if err != nil || got != s {
+		t.Fatalf("after the restart the cookie finds %v, %v; want %v", got, err, s)
+	}
+	if _, err := second.Reclaim(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := second.Sweep(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	alive := func(name string) bool {
+		var ns corev1.Namespace
+		err := c.Get(t.Context(), types.NamespacedName{Name: name}, &ns)
+		return err == nil && ns.DeletionTimestamp == nil
+	}
+	if !alive(s.Namespace) || !alive(unused.Namespace) {
+		t.Errorf("after Reclaim and Sweep: used %s alive %v, unused %s alive %v; want both kept", s.Namespace, alive(s.Namespace), unused.Namespace, alive(unused.Namespace))
+	}
+	// A quarter of an hour on, the restored unused session has ended with
+	// its namespace (it keeps the short timeout), the used one has not.
+	skew.Add(int64(15 * time.Minute))
+	if _, err := second.Sweep(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if alive(unused.Namespace) || !alive(s.Namespace) {
+		t.Errorf("15 minutes on: unused %s alive %v, used %s alive %v; want only the used one kept", unused.Namespace, alive(unused.Namespace), s.Namespace, alive(s.Namespace))
+	}
+}
