@@ -6,10 +6,12 @@ GO       ?= go
 ARGS     ?=
 # Extra flags for `go test`, e.g. TESTFLAGS='-run TestLab -v'.
 TESTFLAGS ?=
+# The reference `make image` records in dist/oplab-image.tar.
+IMAGE    ?= oplab:dev
 # How many Databases the controller benchmark creates (1000 for the issue's target).
 BENCH_DBS ?= 100
 
-.PHONY: run test controlplane browser generate verify vet bench build help
+.PHONY: run test controlplane browser generate verify vet bench build image help
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
@@ -48,6 +50,9 @@ verify: vet generate ## fail when generated files are stale, go.mod is untidy or
 
 build: ## build the oplab binary into bin/
 	$(GO) build -o bin/oplab ./cmd/oplab
+
+image: ## build oplab's container image into dist/oplab-image.tar (no Docker needed; docker load, kind load image-archive or crane push it)
+	$(GO) run ./cmd/image -out dist/oplab-image.tar -tag $(IMAGE)
 
 bench: controlplane ## print the benchmarks' figures (cluster start, controller throughput, websocket fan-out)
 	$(GO) test -run '^$$' -bench BenchmarkTimeToReady -benchtime 1x ./cluster/

@@ -18,7 +18,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -146,25 +145,35 @@ func serve(ctx context.Context, addr string, srv *web.Server, kubectlLine string
 }
 
 // connect returns a config for the API server, a kubectl line for the
-// learner, and a function that stops whatever connect started. An embedded
-// cluster's process exits and restarts go to sink as global controller
-// steps; if it fails for good, connect calls failed with the reason.
+// learner, and a function that stops whatever connect started. Which API
+// server it is, chooseTarget decides; the progress output says which. An
+// embedded cluster's process exits and restarts go to sink as global
+// controller steps; if it fails for good, connect calls failed with the
+// reason.
 func connect(ctx context.Context, c config, out io.Writer, sink controller.Sink, failed context.CancelCauseFunc) (*rest.Config, string, func(), error) {
-	if c.kubeconfig != "" {
-		rules := &clientcmd.ClientConfigLoadingRules{Precedence: filepath.SplitList(c.kubeconfig)}
-		cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).ClientConfig()
-		if err != nil {
-			return nil, "", nil, fmt.Errorf("reading --kubeconfig %s: %w", c.kubeconfig, err)
-		}
-		if c.installCRDs {
-			if err := controller.InstallCRDs(ctx, cfg); err != nil {
-				return nil, "", nil, fmt.Errorf("installing the Database CRD: %w", err)
-			}
-			fmt.Fprintln(out, "Installed the Database CRD (databases.db.oplab.dev)")
-		}
-		return cfg, fmt.Sprintf("kubectl --kubeconfig %s get databases -A -w", c.kubeconfig), func() {}, nil
+	t, err := chooseTarget(c, os.Getenv, serviceAccountDir)
+	if err != nil {
+		return nil, "", nil, err
 	}
+	fmt.Fprintf(out, "Chose the %s API server: %s\n", t.kind, t.why)
+	if t.kind == targetEmbedded {
+		return startEmbedded(ctx, c, out, sink, failed)
+	}
+	if c.installCRDs {
+		if err := controller.InstallCRDs(ctx, t.cfg); err != nil {
+			return nil, "", nil, fmt.Errorf("installing the Database CRD: %w", err)
+		}
+		fmt.Fprintln(out, "Installed the Database CRD (databases.db.oplab.dev)")
+	}
+	line := ""
+	if t.kind == targetKubeconfig {
+		line = fmt.Sprintf("kubectl --kubeconfig %s get databases -A -w", c.kubeconfig)
+	}
+	return t.cfg, line, func() {}, nil
+}
 
+// startEmbedded starts the embedded control plane and writes its kubeconfig.
+func startEmbedded(ctx context.Context, c config, out io.Writer, sink controller.Sink, failed context.CancelCauseFunc) (*rest.Config, string, func(), error) {
 	crds, err := controller.CRDs()
 	if err != nil {
 		return nil, "", nil, err

@@ -1,0 +1,338 @@
+package config_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+	authenticationv1 "k8s.io/api/authentication/v1"
+	authorizationv1 "k8s.io/api/authorization/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/oplab-dev/oplab/controller"
+	dbv1 "github.com/oplab-dev/oplab/controller/api/v1alpha1"
+)
+
+// oplabIdentity mints a token for oplab's ServiceAccount with the
+// TokenRequest API, as the kubelet does for its Pod, and returns a config
+// that carries that token and nothing else of the admin's.
+func oplabIdentity(t *testing.T) *rest.Config {
+	t.Helper()
+	installed(t)
+	adminCfg := shared.cl.Config()
+	cs, err := kubernetes.NewForConfig(adminCfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr, err := cs.CoreV1().ServiceAccounts(ns).CreateToken(context.Background(), "oplab",
+		&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](3600)}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("minting a token for ServiceAccount %s/oplab: %v", ns, err)
+	}
+	cfg := &rest.Config{
+		Host:            adminCfg.Host,
+		TLSClientConfig: rest.TLSClientConfig{CAData: adminCfg.CAData},
+		BearerToken:     tr.Status.Token,
+		QPS:             200, Burst: 400,
+	}
+	// Prove who that is: the ServiceAccount, in no privileged group.
+	sa, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	review, err := sa.AuthenticationV1().SelfSubjectReviews().Create(context.Background(), &authenticationv1.SelfSubjectReview{}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("asking the API server who the token is: %v", err)
+	}
+	u := review.Status.UserInfo
+	if u.Username != "system:serviceaccount:"+ns+":oplab" {
+		t.Fatalf("the token is %q, want oplab's ServiceAccount", u.Username)
+	}
+	for _, g := range u.Groups {
+		if g == "system:masters" {
+			t.Fatalf("the token is in system:masters: %v", u.Groups)
+		}
+	}
+	return cfg
+}
+
+// TestOplabMayNotDoMore asks the API server what oplab's ServiceAccount may
+// do: the web side's needs are granted, and nothing that would let it take
+// over the cluster.
+func TestOplabMayNotDoMore(t *testing.T) {
+	cs, err := kubernetes.NewForConfig(oplabIdentity(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	canI := func(verb, group, resource, name, namespace string) bool {
+		t.Helper()
+		r, err := cs.AuthorizationV1().SelfSubjectAccessReviews().Create(context.Background(), &authorizationv1.SelfSubjectAccessReview{
+			Spec: authorizationv1.SelfSubjectAccessReviewSpec{ResourceAttributes: &authorizationv1.ResourceAttributes{
+				Verb: verb, Group: group, Resource: resource, Name: name, Namespace: namespace,
+			}},
+		}, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r.Status.Allowed
+	}
+	allowed := []struct{ verb, group, resource, name string }{
+		{"create", "", "namespaces", ""},
+		{"delete", "", "namespaces", ""},
+		{"create", "", "resourcequotas", ""},
+		{"create", "", "serviceaccounts/token", ""},
+		{"create", "rbac.authorization.k8s.io", "roles", ""},
+		{"create", "rbac.authorization.k8s.io", "rolebindings", ""},
+		{"get", "apiextensions.k8s.io", "customresourcedefinitions", "databases.db.oplab.dev"},
+		{"watch", "", "events", ""},
+	}
+	for _, a := range allowed {
+		if !canI(a.verb, a.group, a.resource, a.name, "lab-any") {
+			t.Errorf("oplab may not %s %s.%s %s", a.verb, a.resource, a.group, a.name)
+		}
+	}
+	denied := []struct{ verb, group, resource, name string }{
+		{"create", "apiextensions.k8s.io", "customresourcedefinitions", ""},
+		{"update", "apiextensions.k8s.io", "customresourcedefinitions", "databases.db.oplab.dev"},
+		{"get", "apiextensions.k8s.io", "customresourcedefinitions", "other.example.com"},
+		{"create", "rbac.authorization.k8s.io", "clusterroles", ""},
+		{"create", "rbac.authorization.k8s.io", "clusterrolebindings", ""},
+		{"escalate", "rbac.authorization.k8s.io", "roles", ""},
+		{"bind", "rbac.authorization.k8s.io", "clusterroles", "cluster-admin"},
+		{"impersonate", "", "users", ""},
+		{"delete", "", "nodes", ""},
+		{"create", "", "pods", ""},
+		{"create", "", "pods/exec", ""},
+		{"create", "apps", "deployments", ""},
+		{"delete", "apps", "deployments", ""},
+	}
+	for _, d := range denied {
+		if canI(d.verb, d.group, d.resource, d.name, "lab-any") {
+			t.Errorf("oplab may %s %s.%s %s, which it never needs", d.verb, d.resource, d.group, d.name)
+		}
+	}
+}
+
+// stepErrors keeps the controller's trace steps that carry an error.
+type stepErrors struct {
+	mu   sync.Mutex
+	errs []string
+}
+
+func (s *stepErrors) Emit(st controller.Step) {
+	if st.Error == "" {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.errs = append(s.errs, fmt.Sprintf("%s %s: %s", st.Type, st.Action, st.Error))
+}
+
+func (s *stepErrors) forbidden() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []string
+	for _, e := range s.errs {
+		if strings.Contains(e, "forbidden") {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// TestControllerRunsWithOnlyItsServiceAccount runs the real controller and
+// the lab's own calls with nothing but oplab's ServiceAccount token, through
+// a learner's whole round: a session namespace, the learner's kubectl
+// identity, create → Ready → edit → drift → delete with the final snapshot,
+// then the namespace's removal. Every call is refused unless the installed
+// ClusterRoles grant it, so this proves they suffice.
+func TestControllerRunsWithOnlyItsServiceAccount(t *testing.T) {
+	cfg := oplabIdentity(t)
+	ctx := context.Background()
+	c, err := client.New(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// What oplab checks at start and in /readyz: the CRD, by name.
+	var crd apiextensionsv1.CustomResourceDefinition
+	if err := c.Get(ctx, client.ObjectKey{Name: "databases.db.oplab.dev"}, &crd); err != nil {
+		t.Fatalf("reading the CRD as oplab: %v", err)
+	}
+
+	errs := &stepErrors{}
+	opts := controller.DefaultOptions()
+	opts.Sink = errs
+	runner := controller.NewRunner(cfg, opts)
+	if err := runner.Start(ctx); err != nil {
+		t.Fatalf("starting the controller as oplab: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := runner.Stop(); err != nil {
+			t.Error(err)
+		}
+	})
+
+	// A session: the lab namespace, as web/lab's KubeNamespaces makes it.
+	lab := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "lab-", Labels: map[string]string{"oplab.dev/lab": "true"}}}
+	if err := c.Create(ctx, lab); err != nil {
+		t.Fatalf("creating a lab namespace as oplab: %v", err)
+	}
+	var labs corev1.NamespaceList
+	if err := c.List(ctx, &labs, client.MatchingLabels{"oplab.dev/lab": "true"}); err != nil || len(labs.Items) == 0 {
+		t.Errorf("listing lab namespaces as oplab: %d, %v", len(labs.Items), err)
+	}
+	quota := &corev1.ResourceQuota{
+		ObjectMeta: metav1.ObjectMeta{Namespace: lab.Name, Name: "lab"},
+		Spec:       corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{"count/databases.db.oplab.dev": resource.MustParse("5")}},
+	}
+	if err := c.Create(ctx, quota); err != nil {
+		t.Errorf("creating the lab's ResourceQuota as oplab: %v", err)
+	}
+	learnerIdentity(t, c, lab.Name)
+
+	// create → Ready, as the lab's create form does.
+	db := &dbv1.Database{ObjectMeta: metav1.ObjectMeta{Namespace: lab.Name, Name: "shop"}, Spec: dbv1.DatabaseSpec{Engine: dbv1.EnginePostgres, Replicas: 1}}
+	if err := c.Create(ctx, db); err != nil {
+		t.Fatalf("creating a Database as oplab: %v", err)
+	}
+	waitReady(t, c, db)
+
+	// edit: scale to 2 (a merge patch, like the lab's edit form).
+	if err := c.Patch(ctx, db, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"replicas":2}}`))); err != nil {
+		t.Fatalf("editing the Database as oplab: %v", err)
+	}
+	waitReady(t, c, db)
+
+	// drift: scale the StatefulSet and delete the Service behind the
+	// controller's back; it puts both back.
+	sts := &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Namespace: lab.Name, Name: "shop"}}
+	if err := c.Patch(ctx, sts, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"replicas":4}}`))); err != nil {
+		t.Fatalf("scaling the StatefulSet as oplab: %v", err)
+	}
+	if err := c.Delete(ctx, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: lab.Name, Name: "shop"}}); err != nil {
+		t.Fatalf("deleting the Service as oplab: %v", err)
+	}
+	eventually(t, "the controller to undo the drift", func(ctx context.Context) error {
+		if err := c.Get(ctx, client.ObjectKeyFromObject(sts), sts); err != nil {
+			return err
+		}
+		if r := ptr.Deref(sts.Spec.Replicas, 0); r != 2 {
+			return fmt.Errorf("StatefulSet replicas %d", r)
+		}
+		return c.Get(ctx, client.ObjectKey{Namespace: lab.Name, Name: "shop"}, &corev1.Service{})
+	})
+
+	// What the lab's state watcher reads, cluster-wide: Secrets as metadata
+	// only, Pods, ConfigMaps, Events.
+	secrets := &metav1.PartialObjectMetadataList{}
+	secrets.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("SecretList"))
+	for _, l := range []client.ObjectList{secrets, &corev1.PodList{}, &corev1.ConfigMapList{}, &corev1.EventList{}} {
+		if err := c.List(ctx, l); err != nil {
+			t.Errorf("listing %T cluster-wide as oplab: %v", l, err)
+		}
+	}
+
+	// delete → the finalizer writes the final snapshot, then the Database goes.
+	if err := c.Delete(ctx, db); err != nil {
+		t.Fatalf("deleting the Database as oplab: %v", err)
+	}
+	eventually(t, "the Database to be gone", func(ctx context.Context) error {
+		err := c.Get(ctx, client.ObjectKeyFromObject(db), &dbv1.Database{})
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		return fmt.Errorf("still there (%v); controller errors: %v", err, errs.forbidden())
+	})
+	var snap corev1.ConfigMap
+	if err := c.Get(ctx, client.ObjectKey{Namespace: lab.Name, Name: controller.SnapshotName("shop")}, &snap); err != nil {
+		t.Errorf("the final snapshot: %v", err)
+	}
+	// The controller's Events (events.k8s.io) were recorded, not refused.
+	var core corev1.EventList
+	if err := c.List(ctx, &core, client.InNamespace(lab.Name)); err != nil {
+		t.Fatal(err)
+	}
+	recorded := false
+	for _, e := range core.Items {
+		if e.ReportingController == controller.RecorderName {
+			recorded = true
+		}
+	}
+	if !recorded {
+		t.Errorf("no Event from %s among %d in %s: were its Events refused?", controller.RecorderName, len(core.Items), lab.Name)
+	}
+	if f := errs.forbidden(); len(f) > 0 {
+		t.Errorf("the controller was refused:\n%s", strings.Join(f, "\n"))
+	}
+
+	// The session ends: its namespace is deleted.
+	if err := c.Delete(ctx, lab); err != nil {
+		t.Errorf("deleting the lab namespace as oplab: %v", err)
+	}
+}
+
+// learnerIdentity makes the learner's scoped kubectl identity as oplab
+// would: a ServiceAccount, a Role and RoleBinding in the lab namespace, and
+// a TokenRequest token. Kubernetes refuses a Role that grants more than
+// its creator holds, so this also shows oplab holds what it grants.
+func learnerIdentity(t *testing.T, c client.Client, labNS string) {
+	t.Helper()
+	ctx := context.Background()
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: labNS, Name: "learner"}}
+	role := &rbacv1.Role{
+		ObjectMeta: metav1.ObjectMeta{Namespace: labNS, Name: "learner"},
+		Rules: []rbacv1.PolicyRule{
+			{APIGroups: []string{"db.oplab.dev"}, Resources: []string{"databases"}, Verbs: []string{"get", "list", "watch", "create", "update", "patch", "delete"}},
+			{APIGroups: []string{"apps"}, Resources: []string{"statefulsets"}, Verbs: []string{"get", "list", "watch", "patch", "delete"}},
+			{APIGroups: []string{""}, Resources: []string{"pods", "services", "configmaps", "events"}, Verbs: []string{"get", "list", "watch"}},
+		},
+	}
+	binding := &rbacv1.RoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Namespace: labNS, Name: "learner"},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "learner"},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: "learner", Namespace: labNS}},
+	}
+	for _, obj := range []client.Object{sa, role, binding} {
+		if err := c.Create(ctx, obj); err != nil {
+			t.Fatalf("creating the learner's %T as oplab: %v", obj, err)
+		}
+	}
+	tr := &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](600)}}
+	if err := c.SubResource("token").Create(ctx, sa, tr); err != nil {
+		t.Fatalf("minting the learner's token as oplab: %v", err)
+	}
+	if tr.Status.Token == "" {
+		t.Error("the learner's TokenRequest returned no token")
+	}
+}
+
+// waitReady waits until the Database is Ready for its current generation.
+func waitReady(t *testing.T, c client.Client, db *dbv1.Database) {
+	t.Helper()
+	eventually(t, "Database "+db.Name+" to be Ready", func(ctx context.Context) error {
+		var got dbv1.Database
+		if err := c.Get(ctx, client.ObjectKeyFromObject(db), &got); err != nil {
+			return err
+		}
+		cond := meta.FindStatusCondition(got.Status.Conditions, controller.ConditionReady)
+		if cond == nil || cond.Status != metav1.ConditionTrue || cond.ObservedGeneration != got.Generation {
+			return fmt.Errorf("generation %d, Ready %+v", got.Generation, cond)
+		}
+		return nil
+	})
+}
