@@ -33,7 +33,8 @@ import (
 // environment and a service-account folder holding a token minted for
 // oplab's ServiceAccount. oplab must choose in-cluster mode, start no
 // control plane, and serve a learner's round — session namespace, create →
-// Ready, delete with the final snapshot — with only that identity.
+// Ready, edit, a pitfall, drift, a controller restart, delete with the
+// final snapshot — with only that identity.
 func TestInClusterModeAsItsServiceAccount(t *testing.T) {
 	requireAssets(t)
 	ctx := context.Background()
@@ -169,6 +170,59 @@ func TestInClusterModeAsItsServiceAccount(t *testing.T) {
 		}
 		return nil
 	})
+
+	// The lab's other actions, each a call oplab's roles must allow: edit
+	// (patch the Database), a pitfall (patch its annotations), drift (delete
+	// a child behind the controller's back, which it recreates), and
+	// stopping and starting the controller (a fresh manager, fresh caches).
+	post("/lab/databases/shop/edit", url.Values{"replicas": {"2"}})
+	waitForErr(t, time.Minute, "the edit to be Ready", page, func() error {
+		if err := admin.Get(ctx, client.ObjectKeyFromObject(db), db); err != nil {
+			return err
+		}
+		ready := meta.FindStatusCondition(db.Status.Conditions, controller.ConditionReady)
+		if db.Spec.Replicas != 2 || ready == nil || ready.Status != metav1.ConditionTrue || ready.ObservedGeneration != db.Generation {
+			return fmt.Errorf("replicas %d, generation %d, Ready %+v", db.Spec.Replicas, db.Generation, ready)
+		}
+		return nil
+	})
+	post("/lab/databases/shop/pitfall", url.Values{"pitfall": {"drop-events"}})
+	waitForErr(t, time.Minute, "the pitfall annotation", page, func() error {
+		if err := admin.Get(ctx, client.ObjectKeyFromObject(db), db); err != nil {
+			return err
+		}
+		if got := db.Annotations[controller.PitfallAnnotation]; got != "drop-events" {
+			return fmt.Errorf("annotation %q", got)
+		}
+		return nil
+	})
+	post("/lab/databases/shop/pitfall", url.Values{"pitfall": {""}})
+	var secret corev1.Secret
+	if err := admin.Get(ctx, client.ObjectKey{Namespace: labNS, Name: db.Status.SecretName}, &secret); err != nil {
+		t.Fatal(err)
+	}
+	post("/lab/databases/shop/children/secret/delete", nil)
+	waitForErr(t, time.Minute, "the controller to recreate the deleted Secret", page, func() error {
+		var now corev1.Secret
+		if err := admin.Get(ctx, client.ObjectKeyFromObject(&secret), &now); err != nil {
+			return err
+		}
+		if now.UID == secret.UID {
+			return fmt.Errorf("still the first Secret %s", now.UID)
+		}
+		return nil
+	})
+	post("/lab/controller/stop", nil)
+	post("/lab/controller/start", nil)
+	waitFor(t, time.Minute, "/readyz to answer 200 after a restart of the controller", func() bool {
+		resp, err := http.Get(base + "/readyz")
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	})
+
 	post("/lab/databases/shop/delete", nil)
 	waitForErr(t, time.Minute, "the final snapshot", page, func() error {
 		return admin.Get(ctx, client.ObjectKey{Namespace: labNS, Name: controller.SnapshotName("shop")}, &corev1.ConfigMap{})
