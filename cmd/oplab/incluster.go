@@ -13,8 +13,9 @@ import (
 )
 
 // serviceAccountDir is where Kubernetes mounts a Pod's service-account
-// token, CA and namespace (the folder rest.InClusterConfig reads).
-const serviceAccountDir = "/var/run/secrets/kubernetes.io/serviceaccount"
+// token, CA and namespace (the folder rest.InClusterConfig reads). A
+// variable only so that a test can run oplab as if in a Pod.
+var serviceAccountDir = "/var/run/secrets/kubernetes.io/serviceaccount"
 
 // target is the API server oplab runs against, chosen at start.
 type target struct {

@@ -3,6 +3,7 @@ package config_test
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -33,15 +34,23 @@ import (
 func oplabIdentity(t *testing.T) *rest.Config {
 	t.Helper()
 	installed(t)
+	return identity(t, "oplab")
+}
+
+// identity returns a config with only a fresh token of the ServiceAccount
+// sa in oplab's namespace, after checking with the API server that this is
+// who the token is, in no privileged group.
+func identity(t *testing.T, sa string) *rest.Config {
+	t.Helper()
 	adminCfg := shared.cl.Config()
 	cs, err := kubernetes.NewForConfig(adminCfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	tr, err := cs.CoreV1().ServiceAccounts(ns).CreateToken(context.Background(), "oplab",
+	tr, err := cs.CoreV1().ServiceAccounts(ns).CreateToken(context.Background(), sa,
 		&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](3600)}}, metav1.CreateOptions{})
 	if err != nil {
-		t.Fatalf("minting a token for ServiceAccount %s/oplab: %v", ns, err)
+		t.Fatalf("minting a token for ServiceAccount %s/%s: %v", ns, sa, err)
 	}
 	cfg := &rest.Config{
 		Host:            adminCfg.Host,
@@ -49,18 +58,17 @@ func oplabIdentity(t *testing.T) *rest.Config {
 		BearerToken:     tr.Status.Token,
 		QPS:             200, Burst: 400,
 	}
-	// Prove who that is: the ServiceAccount, in no privileged group.
-	sa, err := kubernetes.NewForConfig(cfg)
+	as, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	review, err := sa.AuthenticationV1().SelfSubjectReviews().Create(context.Background(), &authenticationv1.SelfSubjectReview{}, metav1.CreateOptions{})
+	review, err := as.AuthenticationV1().SelfSubjectReviews().Create(context.Background(), &authenticationv1.SelfSubjectReview{}, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatalf("asking the API server who the token is: %v", err)
 	}
 	u := review.Status.UserInfo
-	if u.Username != "system:serviceaccount:"+ns+":oplab" {
-		t.Fatalf("the token is %q, want oplab's ServiceAccount", u.Username)
+	if u.Username != "system:serviceaccount:"+ns+":"+sa {
+		t.Fatalf("the token is %q, want ServiceAccount %s", u.Username, sa)
 	}
 	for _, g := range u.Groups {
 		if g == "system:masters" {
@@ -147,7 +155,7 @@ func (s *stepErrors) forbidden() []string {
 	defer s.mu.Unlock()
 	var out []string
 	for _, e := range s.errs {
-		if strings.Contains(e, "forbidden") {
+		if strings.Contains(e, "forbidden") && !slices.Contains(out, e) {
 			out = append(out, e)
 		}
 	}
@@ -256,7 +264,10 @@ func TestControllerRunsWithOnlyItsServiceAccount(t *testing.T) {
 		if apierrors.IsNotFound(err) {
 			return nil
 		}
-		return fmt.Errorf("still there (%v); controller errors: %v", err, errs.forbidden())
+		if f := errs.forbidden(); len(f) > 0 {
+			t.Fatalf("the controller was refused, so the Database stays:\n%s", strings.Join(f, "\n"))
+		}
+		return fmt.Errorf("still there (%v)", err)
 	})
 	var snap corev1.ConfigMap
 	if err := c.Get(ctx, client.ObjectKey{Namespace: lab.Name, Name: controller.SnapshotName("shop")}, &snap); err != nil {
@@ -335,4 +346,86 @@ func waitReady(t *testing.T, c client.Client, db *dbv1.Database) {
 		}
 		return nil
 	})
+}
+
+// TestGeneratedRoleSufficesForTheController runs the controller as a
+// ServiceAccount bound to nothing but the ClusterRole controller-gen
+// generates from the reconciler's +kubebuilder:rbac markers, through
+// create → Ready → delete with the final snapshot. The web side's role is
+// left out on purpose: a marker the reconciler lacks shows up here as a
+// refused call, not hidden by a rule the web side happens to hold.
+func TestGeneratedRoleSufficesForTheController(t *testing.T) {
+	admin, _ := installed(t)
+	ctx := context.Background()
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, GenerateName: "controller-only-"}}
+	if err := admin.Create(ctx, sa); err != nil {
+		t.Fatal(err)
+	}
+	binding := &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: sa.Name},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "oplab-controller"},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: sa.Name, Namespace: ns}},
+	}
+	if err := admin.Create(ctx, binding); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = admin.Delete(ctx, binding)
+		_ = admin.Delete(ctx, sa)
+	})
+	cfg := identity(t, sa.Name)
+
+	errs := &stepErrors{}
+	opts := controller.DefaultOptions()
+	opts.Sink = errs
+	runner := controller.NewRunner(cfg, opts)
+	if err := runner.Start(ctx); err != nil {
+		t.Fatalf("starting the controller with only the generated role: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := runner.Stop(); err != nil {
+			t.Error(err)
+		}
+	})
+
+	lab := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "ctl-only-"}}
+	if err := admin.Create(ctx, lab); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = admin.Delete(ctx, lab) })
+	db := &dbv1.Database{ObjectMeta: metav1.ObjectMeta{Namespace: lab.Name, Name: "orders"}, Spec: dbv1.DatabaseSpec{Engine: dbv1.EnginePostgres, Replicas: 2}}
+	if err := admin.Create(ctx, db); err != nil {
+		t.Fatal(err)
+	}
+	waitReady(t, admin, db)
+	if err := admin.Delete(ctx, db); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the Database to be gone", func(ctx context.Context) error {
+		err := admin.Get(ctx, client.ObjectKeyFromObject(db), &dbv1.Database{})
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		if f := errs.forbidden(); len(f) > 0 {
+			t.Fatalf("the controller was refused, so the Database stays:\n%s", strings.Join(f, "\n"))
+		}
+		return fmt.Errorf("still there (%v)", err)
+	})
+	if err := admin.Get(ctx, client.ObjectKey{Namespace: lab.Name, Name: controller.SnapshotName("orders")}, &corev1.ConfigMap{}); err != nil {
+		t.Errorf("the final snapshot: %v", err)
+	}
+	var events corev1.EventList
+	if err := admin.List(ctx, &events, client.InNamespace(lab.Name)); err != nil {
+		t.Fatal(err)
+	}
+	recorded := false
+	for _, e := range events.Items {
+		recorded = recorded || e.ReportingController == controller.RecorderName
+	}
+	if !recorded {
+		t.Errorf("no Event from %s among %d: were its Events refused?", controller.RecorderName, len(events.Items))
+	}
+	if f := errs.forbidden(); len(f) > 0 {
+		t.Errorf("the controller was refused with only the generated role:\n%s", strings.Join(f, "\n"))
+	}
 }

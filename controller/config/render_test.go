@@ -14,6 +14,8 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
+
+	"github.com/oplab-dev/oplab/controller"
 )
 
 // wildcards lists every "*" in the rules of the rendered roles, as
@@ -244,5 +246,25 @@ func TestServiceAndIngressReachThePod(t *testing.T) {
 	// guard), so the Ingress's host must be among them.
 	if !slices.Contains(d.Spec.Template.Spec.Containers[0].Args, "--allowed-hosts="+rule.Host) {
 		t.Errorf("args %q do not allow the Ingress host %s", d.Spec.Template.Spec.Containers[0].Args, rule.Host)
+	}
+}
+
+// TestControllerEmbedsOnlyTheCRD guards the coupling between this tree and
+// the controller package, which embeds config/crd/*.yaml and installs each
+// file as a CRD: a kustomization.yaml there would break every start.
+func TestControllerEmbedsOnlyTheCRD(t *testing.T) {
+	crds, err := controller.CRDs()
+	if err != nil {
+		t.Fatalf("the controller's embedded CRDs: %v", err)
+	}
+	if len(crds) != 1 || crds[0].Name != "databases.db.oplab.dev" {
+		t.Errorf("the controller embeds %d CRDs, want only databases.db.oplab.dev", len(crds))
+	}
+	var rendered []string
+	for _, u := range render(t, "crd") {
+		rendered = append(rendered, u.GetKind()+"/"+u.GetName())
+	}
+	if !slices.Equal(rendered, []string{"CustomResourceDefinition/databases.db.oplab.dev"}) {
+		t.Errorf("crd/ renders %v", rendered)
 	}
 }
