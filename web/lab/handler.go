@@ -555,6 +555,10 @@ func (h *Handler) replay(w http.ResponseWriter, r *http.Request) {
 		fail(http.StatusUnprocessableEntity, "%s is not an oplab timeline: %v", hdr.Filename, err)
 		return
 	}
+	if e, err = ReplayFragments(e); err != nil {
+		fail(http.StatusUnprocessableEntity, "%s is not an oplab timeline: %v", hdr.Filename, err)
+		return
+	}
 	b, err := json.Marshal(e)
 	if err != nil {
 		fail(http.StatusInternalServerError, "encode the timeline: %v", err)

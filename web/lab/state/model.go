@@ -127,3 +127,18 @@ type Snapshot struct {
 	// Note says why it is still here.
 	Note string `json:"note"`
 }
+
+// PublishedDatabase is a Database's view model as "state" messages carry
+// it: the view model, and its card rendered by the lab's templates (HTML),
+// which the page swaps in. HTML is empty when the watcher has no Renderer.
+type PublishedDatabase struct {
+	Database
+	HTML string `json:"html,omitempty"`
+}
+
+// PublishedSnapshot is a kept snapshot's view model as "state" messages
+// carry it, with its rendered list entry.
+type PublishedSnapshot struct {
+	Snapshot
+	HTML string `json:"html,omitempty"`
+}

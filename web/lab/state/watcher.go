@@ -29,6 +29,14 @@ type Publisher interface {
 	PublishState(obj controller.ObjectRef, state any)
 }
 
+// Renderer draws view models as the HTML fragments the lab page swaps in
+// (lab.Fragments), so the page, the stream and the replay share one
+// renderer.
+type Renderer interface {
+	RenderDatabase(Database) (string, error)
+	RenderSnapshot(Snapshot) (string, error)
+}
+
 // Options configures a Watcher.
 type Options struct {
 	// Cache is the informer cache to watch. The Watcher registers its
@@ -36,6 +44,9 @@ type Options struct {
 	Cache cache.Cache
 	// Publisher receives every changed view model.
 	Publisher Publisher
+	// Render, when set, renders each changed view model, published with
+	// it (PublishedDatabase, PublishedSnapshot).
+	Render Renderer
 	// Names are the conventions shared with the controller.
 	Names Names
 	// Watched filters namespaces; nil watches all of them.
@@ -375,7 +386,13 @@ func (o *owner) publishKept(key types.NamespacedName, s Snapshot) {
 		return
 	}
 	o.keptJSON[key] = b
-	o.w.opts.Publisher.PublishState(snapshotRef(key), s)
+	p := PublishedSnapshot{Snapshot: s}
+	if r := o.w.opts.Render; r != nil {
+		if p.HTML, err = r.RenderSnapshot(s); err != nil {
+			o.w.opts.Logger.Error(err, "Failed to render snapshot", "configmap", key)
+		}
+	}
+	o.w.opts.Publisher.PublishState(snapshotRef(key), p)
 }
 
 func (o *owner) listKept(ns string) []Snapshot {
@@ -438,7 +455,14 @@ func (o *owner) publish(key types.NamespacedName, ref controller.ObjectRef, view
 		return
 	}
 	o.published[key] = b
-	o.w.opts.Publisher.PublishState(ref, view)
+	p := PublishedDatabase{Database: view}
+	if r := o.w.opts.Render; r != nil {
+		// Rendered only when the view changed: most rebuilds change nothing.
+		if p.HTML, err = r.RenderDatabase(view); err != nil {
+			o.w.opts.Logger.Error(err, "Failed to render Database card", "database", key)
+		}
+	}
+	o.w.opts.Publisher.PublishState(ref, p)
 }
 
 func (o *owner) related(ctx context.Context, ns string) (*Related, error) {
