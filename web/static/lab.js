@@ -527,8 +527,10 @@
     showWaiting();
     if (!player.queue.length && !player.timer && player.done) player.done();
   }
+  let shown = 0; // steps shown, for the tests and the counter
   function show(m) {
     handle(m);
+    if (takesTime(m)) root.dataset.shown = String(++shown);
     if (mode === "replay" && m.time) replayNow = new Date(m.time).getTime();
   }
   // stepOnce shows the next step (and the states before it), and pauses.
