@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/cdproto/emulation"
@@ -57,7 +58,8 @@ func checkPage(t *testing.T, ctx context.Context, src, name string) int {
 	t.Helper()
 	checked := 0
 	for _, scheme := range []string{"light", "dark"} {
-		if err := chromedp.Do(ctx, colorScheme(scheme)); err != nil {
+		// Let the colour transitions end, so axe reads the scheme's colours.
+		if err := chromedp.Do(ctx, colorScheme(scheme), chromedp.Sleep(300*time.Millisecond)); err != nil {
 			t.Fatal(err)
 		}
 		vs, err := runAxe(ctx, src)
