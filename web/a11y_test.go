@@ -123,7 +123,7 @@ func TestAccessibility(t *testing.T) {
 		}
 		checked += checkPage(t, tab, src, "/lab?scenario="+name)
 		if name == "stuck-finalizer" {
-			if err := chromedp.Do(tab, chromedp.Click(chromedp.CSS(`#db-stuck form[action$="/delete"] button`))); err != nil {
+			if err := chromedp.Do(tab, chromedp.Click(chromedp.CSS(`#db-stuck form[action="/lab/databases/stuck/delete"] button`))); err != nil {
 				t.Fatal(err)
 			}
 			poll(t, tab, "stuck Terminating", `document.querySelector("#db-stuck .terminating") !== null`)
@@ -133,18 +133,13 @@ func TestAccessibility(t *testing.T) {
 	t.Logf("axe-core %s: %d page checks (light and dark), %d tags", axeTags, checked, 5)
 }
 
-// colorScheme emulates prefers-color-scheme.
-func colorScheme(scheme string) chromedp.Action[chromedp.Void] {
-	if scheme == "dark" {
-		return darkMode()
-	}
-	return lightMode()
-}
 
-func lightMode() chromedp.Action[chromedp.Void] {
+// colorScheme emulates prefers-color-scheme, with reduced motion: the loop
+// diagram's lights fade, and axe must read the colours at rest, not halfway.
+func colorScheme(scheme string) chromedp.Action[chromedp.Void] {
 	return chromedp.Func(func(ctx context.Context, t *chromedp.Target) error {
 		_, err := cdp.Call(ctx, t, emulation.SetEmulatedMedia, emulation.SetEmulatedMediaParams{
-			Features: []*emulation.MediaFeature{{Name: "prefers-color-scheme", Value: "light"}},
+			Features: []*emulation.MediaFeature{{Name: "prefers-color-scheme", Value: scheme}, {Name: "prefers-reduced-motion", Value: "reduce"}},
 		})
 		return err
 	})

@@ -192,7 +192,7 @@ func TestBrowserLoopShowsPausedNamespace(t *testing.T) {
 	e.recorder.Emit(pausedStep("lab-someone-else", "paused"))
 	e.recorder.Emit(pausedStep(ns, "paused"))
 	poll(t, ctx, "the loop saying paused", `!`+hiddenExpr+` && document.getElementById("lab").dataset.paused === "true"`)
-	if text, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS("#loop-paused"))); err != nil || !strings.Contains(text, "paused") {
+	if text, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS("#loop-paused"))); err != nil || !strings.Contains(strings.ToLower(text), "paused") {
 		t.Errorf("paused note = %q (%v)", text, err)
 	}
 	viewShot(t, ctx, "13-namespace-paused")

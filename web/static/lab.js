@@ -337,6 +337,7 @@
     pill.textContent = running ? "Controller running" : "Controller stopped";
     pill.classList.toggle("ok", running);
     pill.classList.toggle("bad", !running);
+    showCountdown();
   }
   function onController(m) {
     const mine = m.object && m.object.namespace;
@@ -377,6 +378,10 @@
     el.hidden = !next;
     if (!next) return;
     if (root.dataset.paused === "true") { el.textContent = `${db}: held, your namespace is paused`; return; }
+    if (mode === "live" && $("#controller-status")?.classList.contains("bad")) {
+      el.textContent = `${db}: no ${next.kind} while the controller is stopped`;
+      return;
+    }
     const now = mode === "replay" ? replayNow : Date.now();
     const s = Math.ceil((next.at - now) / 1000);
     el.textContent = s > 0 ? `${db}: next ${next.kind} in ${s}s` : `${db}: ${next.kind} due now`;
