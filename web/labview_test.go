@@ -225,6 +225,7 @@ func TestBrowserNarrowAndProjectorLayouts(t *testing.T) {
 	e := needEnv(t)
 	ctx := e.tab(t)
 	openLab(t, ctx, "")
+	screenshot(t, ctx, "00-fresh-lab")
 	createInTab(t, ctx, "phone")
 	poll(t, ctx, "phone Ready", `document.querySelector("#db-phone .db-head .pill.ok")?.textContent === "Ready True"`)
 
