@@ -360,7 +360,7 @@
   const nextRun = new Map(); // database → {at, kind}
   function noteResult(db, m) {
     if (!m.requeueAfterNs) { nextRun.delete(db); return; }
-    nextRun.set(db, { at: new Date(m.time).getTime() + m.requeueAfterNs / 1e6, kind: m.result === "error" ? "retry" : "resync" });
+    nextRun.set(db, { at: new Date(m.time).getTime() + m.requeueAfterNs / 1e6, kind: m.result === "error" ? "retry" : m.result === "requeue" ? "requeue" : "resync" });
     showCountdown();
   }
   function selectedDB() {

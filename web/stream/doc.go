@@ -69,7 +69,8 @@
 //
 //   - "state": the latest view model of object, as published by the lab
 //     page's watcher (Recorder.PublishState). Without "state" the object
-//     was deleted.
+//     was deleted. The lab's states carry "html", the object's view as
+//     the lab page renders it, which the browser swaps in.
 //   - "reset": control message, seq 0, object {"kind": "Namespace", "name":
 //     the viewer's namespace}; "message" says why.
 //   - "dropped": global; the recorder's inbox was full and it dropped steps
