@@ -133,7 +133,6 @@ func TestAccessibility(t *testing.T) {
 	t.Logf("axe-core %s: %d page checks (light and dark), %d tags", axeTags, checked, 5)
 }
 
-
 // colorScheme emulates prefers-color-scheme, with reduced motion: the loop
 // diagram's lights fade, and axe must read the colours at rest, not halfway.
 func colorScheme(scheme string) chromedp.Action[chromedp.Void] {
