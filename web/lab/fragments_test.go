@@ -118,3 +118,23 @@ func TestPageShowsPausedAndKubectl(t *testing.T) {
 		}
 	}
 }
+
+func TestCardMarksStatusRewrites(t *testing.T) {
+	t0 := time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC)
+	d := shopView()
+	d.Conditions[0].History = []state.Change{
+		{Seen: t0, Status: "True", Reason: "Ready", LastTransitionTime: t0, Transition: true},
+		{Seen: t0.Add(time.Second), Status: "True", Reason: "Ready", LastTransitionTime: t0.Add(time.Second)},
+		{Seen: t0.Add(2 * time.Second), Status: "True", Reason: "Ready", LastTransitionTime: t0.Add(2 * time.Second)},
+	}
+	html, err := NewFragments().RenderDatabase(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(html, "rewritten: lastTransitionTime moved, status did not"); n != 2 {
+		t.Errorf("card marks %d rewrites, want 2:\n%s", n, html)
+	}
+	if !strings.Contains(html, "Ready: 3 values seen") {
+		t.Error("the history does not count the rewrites")
+	}
+}

@@ -75,8 +75,12 @@ type Change struct {
 	Reason             string    `json:"reason"`
 	Message            string    `json:"message,omitempty"`
 	ObservedGeneration int64     `json:"observedGeneration"`
+	// LastTransitionTime is the condition's lastTransitionTime as written.
+	LastTransitionTime time.Time `json:"lastTransitionTime"`
 	// Transition is true when the status flipped, which is when
-	// lastTransitionTime moves; reason or message changes alone do not.
+	// lastTransitionTime should move; reason or message changes alone do
+	// not. A lastTransitionTime that moves without a transition is a
+	// rewrite (status thrash).
 	Transition bool `json:"transition"`
 }
 
