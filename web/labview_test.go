@@ -130,7 +130,8 @@ func TestBrowserTimelinePauseStepSlowMotion(t *testing.T) {
 
 	// Step: one step at a time, from the keyboard and from the button.
 	before := evalInt(t, ctx, `document.getElementById("lab").dataset.shown || "0"`)
-	if err := chromedp.Do(ctx, chromedp.KeyEvent("n")); err != nil {
+	// The keys work where the focus is: in the timeline.
+	if err := chromedp.Do(ctx, chromedp.Evaluate[chromedp.Void](`document.getElementById("log").focus()`), chromedp.KeyEvent("n")); err != nil {
 		t.Fatal(err)
 	}
 	if after := evalInt(t, ctx, `document.getElementById("lab").dataset.shown || "0"`); after != before+1 {

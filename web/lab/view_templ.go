@@ -726,7 +726,7 @@ func timeline(replay bool) templ.Component {
 				return templ_7745c5c3_Err
 			}
 		}
-		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 60, "<span id=\"play-waiting\" class=\"pill warn\" hidden></span> <span class=\"muted small keys\">Keys: <kbd>P</kbd> pause, <kbd>N</kbd> next step</span></div><noscript><p class=\"muted\">The live timeline needs JavaScript. Everything else on this page works without it; reload to see the objects' latest state.</p></noscript><div id=\"log\" class=\"log\" role=\"log\" aria-live=\"polite\" aria-relevant=\"additions\" aria-labelledby=\"timeline-h\" tabindex=\"0\"><ol id=\"rows\" class=\"rows\"></ol></div></section>")
+		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 60, "<span id=\"play-waiting\" class=\"pill warn\" hidden></span> <span class=\"muted small keys\">In the timeline, keys <kbd>P</kbd> pause, <kbd>N</kbd> next step</span></div><noscript><p class=\"muted\">The live timeline needs JavaScript. Everything else on this page works without it; reload to see the objects' latest state.</p></noscript><div id=\"log\" class=\"log\" role=\"log\" aria-live=\"polite\" aria-relevant=\"additions\" aria-labelledby=\"timeline-h\" tabindex=\"0\"><ol id=\"rows\" class=\"rows\"></ol></div></section>")
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}

@@ -578,7 +578,10 @@
       if (stepBtn) stepBtn.disabled = !player.paused && !paced();
       if (!paced() && !player.paused) { clearTimeout(player.timer); player.timer = null; pump(); }
     });
-    document.addEventListener("keydown", (e) => {
+    // Single-key shortcuts work only while focus is in the timeline
+    // (WCAG 2.1.4), so they never fire while the learner types elsewhere
+    // or a screen reader uses letter keys to move around the page.
+    $(".timeline")?.addEventListener("keydown", (e) => {
       if (e.ctrlKey || e.metaKey || e.altKey || e.target.closest("input, select, textarea, [contenteditable]")) return;
       const k = e.key.toLowerCase();
       if (k === "p") { setPaused(!player.paused); e.preventDefault(); }
