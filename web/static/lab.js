@@ -385,6 +385,7 @@
     const now = mode === "replay" ? replayNow : Date.now();
     const s = Math.ceil((next.at - now) / 1000);
     el.textContent = s > 0 ? `${db}: next ${next.kind} in ${s}s` : `${db}: ${next.kind} due now`;
+    if (mode === "replay") el.textContent += ", as recorded";
   }
   if (mode === "live") setInterval(showCountdown, 1000);
 
