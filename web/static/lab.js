@@ -106,6 +106,8 @@
     root.dataset.paused = String(paused);
     const note = $("#loop-paused");
     if (note) note.hidden = !paused;
+    const cap = $("#loop-caption");
+    if (cap && paused) cap.textContent = "paused: reconciles of your namespace are held";
     showCountdown();
   }
 
@@ -344,10 +346,10 @@
     if (mine && mine !== namespace) return;
     if (mine) showPaused(m.phase === "paused");
     else showController(m.phase === "started");
-    const good = m.phase === "started" || m.phase === "resumed";
+    const cls = { started: "ok", resumed: "ok", paused: "warn" }[m.phase] || "bad";
     addRow(h("li", { class: "row controller", "data-db": "" },
       h("div", { class: "row-head" }, timeEl(m.time), " ",
-        h("span", { class: "pill " + (good ? "ok" : "bad") }, (mine ? "your namespace " : "controller ") + (m.phase || "")), " ", m.message || "")));
+        h("span", { class: "pill " + cls }, (mine ? "your namespace " : "controller ") + (m.phase || "")), " ", m.message || "")));
   }
 
   function reset(m) {
