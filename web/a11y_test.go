@@ -3,6 +3,8 @@ package web
 import (
 	"context"
 	"fmt"
+	"io"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,6 +15,7 @@ import (
 	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/chromedp"
 
+	"github.com/oplab-dev/oplab/controller"
 	"github.com/oplab-dev/oplab/web/lab"
 )
 
@@ -130,6 +133,52 @@ func TestAccessibility(t *testing.T) {
 			checked += checkPage(t, tab, src, "/lab?scenario=stuck-finalizer (Terminating)")
 		}
 	}
+	// The stuck finalizer stopped the controller; the rest needs it.
+	if !e.runner.Running() {
+		if err := e.runner.Start(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	// The lab while the learner's namespace is paused.
+	tab := e.tab(t)
+	ns := openLab(t, tab, "")
+	paused := controller.Step{Type: controller.StepController, Phase: "paused", Object: controller.ObjectRef{Kind: "Controller", Namespace: ns, Name: "database"}}
+	e.recorder.Emit(paused)
+	poll(t, tab, "the loop saying paused", `!document.getElementById("loop-paused").hidden`)
+	checked += checkPage(t, tab, src, "/lab (namespace paused)")
+	paused.Phase = "resumed"
+	e.recorder.Emit(paused)
+
+	// An export played back.
+	c, learnerNS := e.learner(t)
+	if code, res := postForm(t, c, e.http.URL, "/lab/databases", url.Values{"name": {"played"}, "replicas": {"1"}}); code != 200 {
+		t.Fatalf("create: %d %+v", code, res)
+	}
+	eventually(t, "played Ready", func() (bool, error) {
+		d, ok := e.latestState(learnerNS, "played")
+		return ok && d.Ready() == "True", nil
+	})
+	resp, err := c.Get(e.http.URL + "/lab/export")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	file := filepath.Join(t.TempDir(), "timeline.json")
+	if err := os.WriteFile(file, body, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := chromedp.Do(tab, chromedp.Navigate(e.http.URL+"/lab/replay"),
+		chromedp.SetUploadFiles(chromedp.CSS(`input[type="file"]`), []string{file}),
+		chromedp.Click(chromedp.CSS(`.replay-form button`)),
+		chromedp.WaitVisible(chromedp.CSS("#replay-all")),
+		chromedp.Click(chromedp.CSS("#replay-all"))); err != nil {
+		t.Fatal(err)
+	}
+	poll(t, tab, "the replayed card", `document.getElementById("db-played") !== null`)
+	checked += checkPage(t, tab, src, "/lab/replay (playing)")
+
 	t.Logf("axe-core %s: %d page checks (light and dark), %d tags", axeTags, checked, 5)
 }
 
