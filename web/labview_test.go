@@ -274,8 +274,22 @@ func TestBrowserNarrowAndProjectorLayouts(t *testing.T) {
 		t.Errorf("focused layout at 1280×720, 150%%: %s (%v)", what, err)
 	}
 	viewShot(t, ctx, "15-lab-1280x720-150pct-focused")
-	if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS("#layout-toggle")), chromedp.EmulateReset()); err != nil {
+	if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS("#layout-toggle")), chromedp.EmulateReset(),
+		darkMode(), chromedp.Navigate(e.http.URL+"/lab"), chromedp.WaitVisible(chromedp.CSS("#db-phone"))); err != nil {
 		t.Fatal(err)
+	}
+	poll(t, ctx, "a timeline row", `document.querySelector("#rows > li:not([hidden])") !== null`)
+	screenshot(t, ctx, "16-lab-dark-ready")
+	// Between the phone and the desktop, with the live timeline drawn.
+	for _, w := range []int64{800, 600} {
+		if err := chromedp.Do(ctx, chromedp.EmulateViewport(w, 900)); err != nil {
+			t.Fatal(err)
+		}
+		wide, err := chromedp.Run(ctx, chromedp.Evaluate[int](`document.documentElement.scrollWidth`))
+		if err != nil || int64(wide) > w {
+			what, _ := chromedp.Run(ctx, chromedp.Evaluate[string](overflowing))
+			t.Errorf("the live lab at %d px is %d px wide (%v): %s", w, wide, err, what)
+		}
 	}
 }
 
