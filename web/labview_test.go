@@ -324,3 +324,16 @@ func coursePages(t *testing.T) []string {
 	}
 	return append(pages, "/quiz", "/flashcards")
 }
+
+func TestBrowserRetriesNameTheirAttempt(t *testing.T) {
+	e := needEnv(t)
+	ctx := e.tab(t)
+	openLab(t, ctx, "?scenario=non-idempotent-create")
+	if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`.scenario form button`))); err != nil {
+		t.Fatal(err)
+	}
+	// Treating AlreadyExists as an error loops: each retry says which one it is.
+	poll(t, ctx, "a retry row", `[...document.querySelectorAll('#rows li.row[data-db="twice"] .pill.trigger')].some(p => /^retry [2-9]\d*$/.test(p.textContent))`)
+	poll(t, ctx, "its backoff", `[...document.querySelectorAll('#rows li.row.error[data-db="twice"] .pill.result')].some(p => /^error, backoff \d/.test(p.textContent))`)
+	screenshot(t, ctx, "17-retries")
+}
