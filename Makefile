@@ -25,12 +25,14 @@ test: controlplane browser ## run the whole test suite (real control plane, real
 controlplane: ## build the pinned control-plane binaries into the cache (seconds when warm)
 	$(GO) run ./cmd/provision
 
-browser: ## install Debian's Chromium for the browser tests when it is missing
+browser: ## install Debian's Chromium and the pinned axe-core (npm ci) for the browser tests when missing
 	@if ! command -v chromium >/dev/null 2>&1; then \
 		echo "Installing chromium and chromium-driver (Debian packages) for the browser tests"; \
 		SUDO=; [ "$$(id -u)" = 0 ] || SUDO=sudo; \
 		$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq chromium chromium-driver >/dev/null; \
 	fi
+	@# axe-core, pinned in web/a11y/package-lock.json, for the accessibility checks.
+	@if [ ! -f web/a11y/node_modules/axe-core/axe.min.js ]; then npm ci --prefix web/a11y --no-audit --no-fund --silent; fi
 
 generate: ## regenerate deepcopy, CRD, RBAC and templ files
 	$(GO) tool controller-gen object paths=./controller/api/...

@@ -190,12 +190,12 @@ func TestDirectivesRender(t *testing.T) {
 	for _, want := range []string{
 		`<figure class="code" data-region="cmp">`,
 		"controller/c.go, lines 5–7",
-		"<pre><code class=\"language-go\">if a &lt; b {\n\treturn\n}\n</code></pre>",
+		"<pre tabindex=\"0\"><code class=\"language-go\">if a &lt; b {\n\treturn\n}\n</code></pre>",
 		`The controller code “gone” is not marked`,
 		`<aside class="live" aria-label="Try it live">`,
 		"<p>Delete &lt;it&gt; and watch.</p>",
 		`href="/lab?scenario=finalizer"`,
-		"<pre><code class=\"language-sh\">echo &lt;hi&gt;\n</code></pre>",
+		"<pre tabindex=\"0\"><code class=\"language-sh\">echo &lt;hi&gt;\n</code></pre>",
 	} {
 		if !strings.Contains(l.HTML, want) {
 			t.Errorf("HTML lacks %q:\n%s", want, l.HTML)

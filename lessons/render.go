@@ -161,8 +161,10 @@ func writeLive(w util.BufWriter, scenario, body string) {
 		stdhtml.EscapeString(body), stdhtml.EscapeString(ScenarioURL(scenario)), stdhtml.EscapeString(ScenarioTitle(scenario)))
 }
 
+// writeCode writes a code block. It is focusable (tabindex 0) so that a
+// keyboard can scroll a line too wide for the screen.
 func writeCode(w util.BufWriter, lang, code string) {
-	_, _ = w.WriteString("<pre><code")
+	_, _ = w.WriteString("<pre tabindex=\"0\"><code")
 	if lang != "" {
 		fmt.Fprintf(w, " class=\"language-%s\"", stdhtml.EscapeString(lang))
 	}

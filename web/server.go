@@ -116,7 +116,7 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 	}
 	s := &Server{opts: opts, cache: c, cacheErr: make(chan error, 1)}
 	s.watcher, err = state.NewWatcher(ctx, state.Options{
-		Cache: c, Publisher: opts.Recorder, Watched: session.IsLabNamespace,
+		Cache: c, Publisher: opts.Recorder, Watched: session.IsLabNamespace, Render: lab.NewFragments(),
 		Names: state.Names{
 			PitfallAnnotation: controller.PitfallAnnotation, SnapshotName: controller.SnapshotName,
 			DatabaseLabel: controller.LabelDatabase,

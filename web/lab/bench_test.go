@@ -40,3 +40,26 @@ type countingWriter struct{ n int }
 func (c *countingWriter) Write(p []byte) (int, error) { c.n += len(p); return len(p), nil }
 
 var _ io.Writer = (*countingWriter)(nil)
+
+// BenchmarkCardFragment measures what the state watcher adds to each
+// published change of a Database: rendering its card, and the bytes the
+// card adds to the state message.
+func BenchmarkCardFragment(b *testing.B) {
+	d := state.Database{
+		Name: "shop", Replicas: 3, Generation: 2, ObservedGeneration: 2,
+		Conditions: []state.Condition{{Type: "Ready", Status: "True", History: make([]state.Change, 10)}, {Type: "Progressing"}, {Type: "Degraded"}},
+		Owned:      []state.Node{{Kind: "StatefulSet", Name: "x", Children: make([]state.Node, 3)}, {Kind: "Service"}, {Kind: "Secret"}},
+		Events:     make([]state.Event, 20),
+	}
+	f := NewFragments()
+	var n int
+	b.ReportAllocs()
+	for b.Loop() {
+		html, err := f.RenderDatabase(d)
+		if err != nil {
+			b.Fatal(err)
+		}
+		n = len(html)
+	}
+	b.ReportMetric(float64(n), "html-bytes")
+}

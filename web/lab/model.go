@@ -50,6 +50,32 @@ type Page struct {
 	Scenario          *ScenarioView
 	Scenarios         []ScenarioView
 	MaxDatabases      int
+	// Paused is true while the controller holds the reconciles of this
+	// namespace (the learner's Stop); the loop diagram says so.
+	Paused bool
+	// KubectlLine is the ready-to-paste kubectl command for this namespace,
+	// shown with a copy button; "" hides it.
+	KubectlLine string
+}
+
+// Card is what a Database card needs besides the Database: the choices its
+// forms offer and the scenario to come back to after a form without
+// JavaScript. The page, the stream's fragments and the replay all render
+// cards with dbCard; a read-only card (replay) has no forms.
+type Card struct {
+	Scenario   string
+	Pitfalls   []Pitfall
+	ChildKinds []ChildKind
+	ReadOnly   bool
+}
+
+// Card returns the card context of the page's Databases.
+func (p Page) Card() Card {
+	c := Card{Pitfalls: p.Pitfalls, ChildKinds: p.ChildKinds}
+	if p.Scenario != nil {
+		c.Scenario = p.Scenario.Name
+	}
+	return c
 }
 
 // ScenarioView is a "try it live" scenario as the banner shows it.
@@ -82,11 +108,17 @@ func (p Page) FieldClass(field string) string {
 	return ""
 }
 
+// clock is a moment as the server writes it: UTC, which lab.js rewrites in
+// the learner's own zone from the <time> element's datetime.
 func clock(t time.Time) string {
 	if t.IsZero() {
 		return ""
 	}
-	return t.Local().Format("15:04:05")
+	return t.UTC().Format("15:04:05") + " UTC"
+}
+
+func datetime(t time.Time) string {
+	return t.UTC().Format(time.RFC3339Nano)
 }
 
 func readyClass(status string) string {

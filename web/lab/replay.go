@@ -251,6 +251,11 @@ func scanMessages(dec *json.Decoder, ns string, anyNamespace bool) (int, error) 
 		if err != nil {
 			return n, fmt.Errorf("messages[%d]: %w", n, err)
 		}
+		// The page is streamed once the check passed, so a state that
+		// cannot be drawn must be found now.
+		if _, err := ReplayMessage(raw); err != nil {
+			return n, fmt.Errorf("messages[%d]%w", n, err)
+		}
 		prev = seq
 	}
 	if _, err := dec.Token(); err != nil {
@@ -297,7 +302,8 @@ func (w *windowReader) Read(p []byte) (int, error) {
 
 // exportScript renders the checked export, streamed from its spool file,
 // as the script element the replay player reads (what templ.JSONScript
-// writes for a value held in memory).
+// writes for a value held in memory), its states drawn read-only by the
+// lab's own components (ReplayMessage), one message at a time.
 func exportScript(f io.ReadSeeker) templ.Component {
 	return templ.ComponentFunc(func(ctx context.Context, w io.Writer) error {
 		if _, err := f.Seek(0, io.SeekStart); err != nil {
@@ -310,7 +316,7 @@ func exportScript(f io.ReadSeeker) templ.Component {
 		if _, err := io.WriteString(w, open+">"); err != nil {
 			return err
 		}
-		if _, err := io.Copy(scriptSafe{w}, f); err != nil {
+		if err := replayJSON(f, scriptSafe{w}); err != nil {
 			return err
 		}
 		_, err := io.WriteString(w, "</script>")
@@ -361,4 +367,77 @@ func excerpt(s string, n int) string {
 		i++
 	}
 	return s
+}
+
+// replayJSON copies a checked export from r to w, message by message, with
+// each message passed through ReplayMessage.
+func replayJSON(r io.Reader, w io.Writer) error {
+	dec := json.NewDecoder(r)
+	put := func(s string) error { _, err := io.WriteString(w, s); return err }
+	if err := expectDelim(dec, '{'); err != nil {
+		return err
+	}
+	if err := put("{"); err != nil {
+		return err
+	}
+	for first := true; dec.More(); first = false {
+		tok, err := dec.Token()
+		if err != nil {
+			return fmt.Errorf("read the checked export: %w", err)
+		}
+		key, _ := json.Marshal(tok)
+		sep := ","
+		if first {
+			sep = ""
+		}
+		if err := put(sep + string(key) + ":"); err != nil {
+			return err
+		}
+		if tok != "messages" {
+			var raw json.RawMessage
+			if err := dec.Decode(&raw); err != nil {
+				return fmt.Errorf("read the checked export: %w", err)
+			}
+			if _, err := w.Write(raw); err != nil {
+				return err
+			}
+			continue
+		}
+		if err := replayMessages(dec, w); err != nil {
+			return err
+		}
+	}
+	return put("}")
+}
+
+func replayMessages(dec *json.Decoder, w io.Writer) error {
+	if err := expectDelim(dec, '['); err != nil {
+		return err
+	}
+	if _, err := io.WriteString(w, "["); err != nil {
+		return err
+	}
+	for i := 0; dec.More(); i++ {
+		var raw json.RawMessage
+		if err := dec.Decode(&raw); err != nil {
+			return fmt.Errorf("read the checked export: %w", err)
+		}
+		out, err := ReplayMessage(raw)
+		if err != nil {
+			return fmt.Errorf("messages[%d]%w", i, err)
+		}
+		if i > 0 {
+			if _, err := io.WriteString(w, ","); err != nil {
+				return err
+			}
+		}
+		if _, err := w.Write(out); err != nil {
+			return err
+		}
+	}
+	if _, err := dec.Token(); err != nil {
+		return fmt.Errorf("read the checked export: %w", err)
+	}
+	_, err := io.WriteString(w, "]")
+	return err
 }

@@ -1,13 +1,18 @@
 // lab.js: makes /lab live. The page works without it (forms POST and
-// redirect); with it, forms are sent with fetch, and the timeline, the loop
-// diagram and the object panels follow the /ws stream. On /lab/replay it
-// plays an exported timeline back through the same drawing code.
+// redirect); with it, forms are sent with fetch, and the page follows the
+// /ws stream. The server renders every object view (a Database's card, a
+// kept snapshot) and sends it in the state message's "html"; this file only
+// swaps those in. What it draws itself is what must be live: the timeline
+// rows, the loop diagram's lights, the playback controls and the resync
+// countdown. On /lab/replay it plays an exported timeline through the same
+// code.
 "use strict";
 (function () {
   const root = document.getElementById("lab");
   if (!root) return;
   const mode = root.dataset.mode; // live | replay | upload
   if (mode === "upload") return;
+  const namespace = root.dataset.namespace || "";
 
   // ---- small DOM helpers: text always goes through textContent ----------
   function h(tag, attrs, ...kids) {
@@ -25,10 +30,14 @@
   }
   const $ = (sel, el) => (el || document).querySelector(sel);
   const $$ = (sel, el) => Array.from((el || document).querySelectorAll(sel));
+  const localize = (el) => window.oplab && window.oplab.localize(el);
   function clock(t) {
     if (!t || t.startsWith("0001-")) return "";
     const d = new Date(t);
     return isNaN(d) ? "" : d.toLocaleTimeString([], { hour12: false });
+  }
+  function timeEl(t) {
+    return h("time", { class: "t", datetime: t }, clock(t));
   }
   function dur(ns) {
     if (!ns) return "";
@@ -38,13 +47,6 @@
     const s = ms / 1000;
     if (s < 120) return (Math.round(s * 10) / 10) + "s";
     return Math.round(s / 60) + "m";
-  }
-  const readyClass = (s) => (s === "True" ? "ok" : s === "False" ? "bad" : "unknown");
-  // conditionClass mirrors the page's: Ready=True is good, Degraded=True bad.
-  function conditionClass(type, s) {
-    if (type === "Ready") return readyClass(s);
-    if (type === "Degraded") return s === "True" ? "bad" : s === "False" ? "ok" : "";
-    return "";
   }
 
   // ---- the loop diagram --------------------------------------------------
@@ -89,12 +91,24 @@
       case "reconcile.start": return `reconcile ${who} (${m.trigger || "?"})`;
       case "fetch": return `fetch ${who}: ${m.found}`;
       case "diff": return `diff: ${(m.differences || []).join(", ") || "in sync"}`;
-      case "action": return `${m.action} ${m.target ? m.target.kind + " " + m.target.name : ""}: ${m.outcome}`;
+      case "action": return m.outcome === "Unchanged" ? `${targetName(m)}: in sync` : `${m.action} ${targetName(m)}: ${m.outcome}`;
       case "finalizer": return `finalizer: ${m.phase}`;
       case "status": return m.skipped ? "status unchanged: write skipped" : `status written, observedGeneration ${m.observedGeneration || 0}`;
       case "result": return m.message || m.result;
     }
     return "";
+  }
+  const targetName = (s) => (s.target ? `${s.target.kind} ${s.target.name}` : "");
+
+  // showPaused follows the learner's namespace being paused: the controller
+  // holds its reconciles, so the loop stands still on purpose.
+  function showPaused(paused) {
+    root.dataset.paused = String(paused);
+    const note = $("#loop-paused");
+    if (note) note.hidden = !paused;
+    const cap = $("#loop-caption");
+    if (cap && paused) cap.textContent = "paused: reconciles of your namespace are held";
+    showCountdown();
   }
 
   // ---- the timeline --------------------------------------------------------
@@ -102,6 +116,7 @@
   const filterEl = $("#filter");
   const pending = new Map(); // database → events seen since its last reconcile
   const rows = new Map();    // reconcileID → row
+  const failures = new Map(); // database → errors in a row, for "retry N"
   const MAX_ROWS = 400;
 
   function addRow(el) {
@@ -113,7 +128,13 @@
     const want = filterEl ? filterEl.value : "";
     el.hidden = !!want && el.dataset.db !== want && el.dataset.db !== "";
   }
-  if (filterEl) filterEl.addEventListener("change", () => $$("#rows > li").forEach(applyFilter));
+  if (filterEl) {
+    filterEl.addEventListener("change", () => {
+      $$("#rows > li").forEach(applyFilter);
+      markSelected();
+      showCountdown();
+    });
+  }
   function knowObject(name) {
     if (!filterEl || !name || $$("option", filterEl).some((o) => o.value === name)) return;
     filterEl.append(h("option", { value: name }, name));
@@ -121,14 +142,14 @@
 
   function eventLine(m) {
     return h("li", { class: m.ignored ? "ev ignored" : "ev" },
-      h("span", { class: "t" }, clock(m.time)), " ",
+      timeEl(m.time), " ",
       h("span", { class: "kind" }, m.object.kind), ` ${m.object.name} `, h("b", {}, m.event),
       m.generation ? ` (generation ${m.generation})` : "",
       m.ignored ? h("span", { class: "pill warn small" }, "ignored: " + (m.pitfall || "dropped")) : "");
   }
 
-  // pendingRow shows events waiting for a reconcile (or ignored), so that
-  // dropped events and a stopped controller are visible as they happen.
+  // onEvent shows events waiting for a reconcile (or ignored), so that
+  // dropped events and a paused controller are visible as they happen.
   function onEvent(m) {
     const db = dbOf(m);
     knowObject(db);
@@ -142,7 +163,7 @@
     const ignored = p.events.filter((e) => e.ignored).length;
     p.el.replaceChildren(
       h("div", { class: "row-head" },
-        h("span", { class: "t" }, clock(p.events[0].time)), " ",
+        timeEl(p.events[0].time), " ",
         h("b", {}, db), " ",
         h("span", { class: "pill" }, `${p.events.length} event${p.events.length > 1 ? "s" : ""}`),
         ignored ? h("span", { class: "pill warn" }, `${ignored} ignored`) : h("span", { class: "muted small" }, " waiting for a reconcile…")),
@@ -155,49 +176,117 @@
     const p = pending.get(db);
     pending.delete(db);
     if (p) p.el.remove();
-    const events = p ? p.events : [];
     const row = {
-      db, start: m, steps: [], events,
+      db, start: m, steps: [], events: p ? p.events : [], retry: 0,
       el: h("li", { class: "row", "data-db": db, "data-reconcile": m.reconcileID }),
     };
+    if (m.trigger === "requeue") row.retry = failures.get(db) || 0;
     rows.set(m.reconcileID, row);
     if (rows.size > MAX_ROWS * 2) rows.delete(rows.keys().next().value);
     drawRow(row);
     addRow(row.el);
   }
 
+  const pastTense = { create: "created", update: "changed", delete: "deleted", generic: "poked" };
+  // triggerLabel names what made the reconcile run: the first object whose
+  // watch event queued it, the periodic resync, or the retry after an error.
   function triggerLabel(row) {
-    const used = row.events.filter((e) => !e.ignored).length;
-    if (row.start.trigger === "event" || used > 0) {
-      return used > 1 ? `${used} events → 1 reconcile` : "1 event → 1 reconcile";
+    const used = row.events.filter((e) => !e.ignored);
+    if (used.length) {
+      const e = used[0];
+      const what = `${e.object.kind} ${used.length > 1 ? "first " : ""}${pastTense[e.event] || e.event}`;
+      return `${what} · ${used.length > 1 ? used.length + " events" : "1 event"} → 1 reconcile`;
     }
-    return row.start.trigger || "requeue";
+    switch (row.start.trigger) {
+      case "event": return "event → 1 reconcile"; // its events came before we connected
+      case "resync": return "resync";
+      case "requeue": return row.retry ? `retry ${row.retry}` : "requeued";
+    }
+    return row.start.trigger || "requeued";
+  }
+
+  // isNoop: the reconcile found everything as it should be and changed
+  // nothing. Consecutive ones fold into one line.
+  function isNoop(row) {
+    const r = row.result;
+    if (!r || r.result !== "done" || r.error) return false;
+    return row.steps.every((s) => !s.error && (
+      (s.type === "fetch" && s.found === "found") ||
+      (s.type === "diff" && !(s.differences && s.differences.length)) ||
+      (s.type === "action" && s.outcome === "Unchanged") ||
+      (s.type === "status" && s.skipped)));
+  }
+
+  function resultPill(res) {
+    if (!res) return h("span", { class: "pill small running" }, "running…");
+    const cls = res.result === "error" ? "bad" : res.result === "requeue" ? "warn" : "ok";
+    let text = res.result;
+    if (res.requeueAfterNs) text += res.result === "error" ? `, backoff ${dur(res.requeueAfterNs)}` : ` · next in ${dur(res.requeueAfterNs)}`;
+    return h("span", { class: `pill ${cls} result` }, text);
   }
 
   function drawRow(row) {
+    if (row.group && row.group.members.length > 1) return drawGroup(row.group);
     const res = row.result;
-    let resultPill = h("span", { class: "pill small running" }, "running…");
-    if (res) {
-      const cls = res.result === "error" ? "bad" : res.result === "requeue" ? "warn" : "ok";
-      let text = res.result;
-      if (res.requeueAfterNs) text += res.result === "error" ? `, backoff ${dur(res.requeueAfterNs)}` : ` · next in ${dur(res.requeueAfterNs)}`;
-      resultPill = h("span", { class: `pill ${cls} result` }, text);
-    }
     const hasError = row.steps.some((s) => s.error || s.outcome === "Error") || (res && res.result === "error");
     row.el.classList.toggle("error", !!hasError);
     row.el.replaceChildren(
       h("div", { class: "row-head" },
-        h("span", { class: "t" }, clock(row.start.time)), " ",
+        timeEl(row.start.time), " ",
         h("b", { class: "db-name" }, row.db), " ",
         h("span", { class: "pill trigger" }, triggerLabel(row)),
         row.start.pitfall ? h("span", { class: "pill warn small" }, "pitfall: " + row.start.pitfall) : "",
-        " ", resultPill,
+        " ", resultPill(res),
         res && res.durationNs ? h("span", { class: "muted small" }, " " + dur(res.durationNs)) : ""),
       row.events.length ? h("details", { class: "coalesced" },
         h("summary", {}, `${row.events.length} watch event${row.events.length > 1 ? "s" : ""} before this reconcile`),
         h("ul", { class: "events" }, row.events.map(eventLine))) : "",
       h("ol", { class: "steps" }, row.steps.map(stepLine)),
       res && (res.message || res.error) ? h("p", { class: res.error ? "error small" : "muted small" }, res.error || res.message) : "");
+  }
+
+  // fold puts a finished no-op reconcile together with the no-op row just
+  // below it (the one before it on the timeline) when both are of the
+  // same Database: "3 reconciles · in sync".
+  function fold(row) {
+    if (!isNoop(row)) return;
+    row.el.classList.add("noop");
+    const below = row.el.nextElementSibling;
+    const group = below && below.classList.contains("noop") && below.dataset.db === row.db ? below._group : null;
+    if (!group) {
+      row.group = { members: [row], el: row.el };
+      row.el._group = row.group;
+      return;
+    }
+    group.members.push(row);
+    row.group = group;
+    row.el.remove();
+    row.el = group.el;
+    rowsEl.prepend(group.el); // the group is as new as its newest member
+    drawGroup(group);
+  }
+
+  function drawGroup(g) {
+    const last = g.members[g.members.length - 1];
+    const counts = new Map();
+    for (const r of g.members) {
+      const t = triggerLabel(r).replace(/ · .*/, "");
+      counts.set(t, (counts.get(t) || 0) + 1);
+    }
+    const why = [...counts].map(([t, n]) => (n > 1 ? `${t} ×${n}` : t)).join(", ");
+    g.el.classList.remove("error");
+    g.el.replaceChildren(
+      h("div", { class: "row-head" },
+        timeEl(last.start.time), " ",
+        h("b", { class: "db-name" }, last.db), " ",
+        h("span", { class: "pill ok" }, `${g.members.length} reconciles · in sync`), " ",
+        h("span", { class: "muted small" }, why), " ",
+        resultPill(last.result)),
+      h("details", { class: "coalesced" },
+        h("summary", {}, "each of them: fetched, compared, nothing to change, status write skipped"),
+        h("ul", { class: "events" }, g.members.slice().reverse().map((r) => h("li", {},
+          timeEl(r.start.time), ` ${triggerLabel(r)}`, r.result && r.result.durationNs ? ` · ${dur(r.result.durationNs)}` : "")))));
+    g.el.dataset.reconcile = last.start.reconcileID;
   }
 
   function stepLine(s) {
@@ -209,9 +298,9 @@
       case "diff":
         return li("", (s.differences && s.differences.length) ? s.differences.join("; ") : (s.message || "in sync: nothing to do"));
       case "action": {
-        const target = s.target ? `${s.target.kind} ${s.target.name}` : "";
-        const cls = s.outcome === "Error" ? "bad" : s.outcome === "Unchanged" || s.outcome === "AlreadyExists" ? "" : "ok";
-        return li("", `${s.action} ${target} → `, h("span", { class: "pill small " + cls }, s.outcome || "?"));
+        if (s.outcome === "Unchanged") return li("muted", `${targetName(s)}: `, h("span", { class: "pill small" }, "in sync"));
+        const cls = s.outcome === "Error" ? "bad" : s.outcome === "AlreadyExists" ? "" : "ok";
+        return li("", `${s.action} ${targetName(s)} → `, h("span", { class: "pill small " + cls }, s.outcome || "?"));
       }
       case "finalizer":
         return li("", h("b", {}, s.phase), s.message ? " — " + s.message : "");
@@ -233,9 +322,15 @@
       onStart(Object.assign({}, m, { type: "reconcile.start", trigger: "started earlier" }));
       row = rows.get(m.reconcileID);
     }
-    if (m.type === "result") row.result = m;
-    else row.steps.push(m);
+    if (m.type === "result") {
+      row.result = m;
+      failures.set(row.db, m.result === "error" ? (failures.get(row.db) || 0) + 1 : 0);
+      noteResult(row.db, m);
+    } else {
+      row.steps.push(m);
+    }
     drawRow(row);
+    if (m.type === "result") fold(row);
   }
 
   function showController(running) {
@@ -244,6 +339,7 @@
     pill.textContent = running ? "Controller running" : "Controller stopped";
     pill.classList.toggle("ok", running);
     pill.classList.toggle("bad", !running);
+    showCountdown();
   }
   function onController(m) {
     if (m.object && m.object.kind === "ControlPlane") {
@@ -251,15 +347,18 @@
       // timeline, and leave the controller's own pill alone.
       const up = m.phase === "control-plane-restarted";
       addRow(h("li", { class: "row controller", "data-db": "" },
-        h("div", { class: "row-head" }, h("span", { class: "t" }, clock(m.time)), " ",
+        h("div", { class: "row-head" }, timeEl(m.time), " ",
           h("span", { class: "pill " + (up ? "ok" : "bad") }, m.object.name + (up ? " back" : " down")), " ", m.message || "")));
       return;
     }
-    const running = m.phase === "started";
-    showController(running);
+    const mine = m.object && m.object.namespace;
+    if (mine && mine !== namespace) return;
+    if (mine) showPaused(m.phase === "paused");
+    else showController(m.phase === "started");
+    const cls = { started: "ok", resumed: "ok", paused: "warn" }[m.phase] || "bad";
     addRow(h("li", { class: "row controller", "data-db": "" },
-      h("div", { class: "row-head" }, h("span", { class: "t" }, clock(m.time)), " ",
-        h("span", { class: "pill " + (running ? "ok" : "bad") }, "controller " + (m.phase || "")), " ", m.message || "")));
+      h("div", { class: "row-head" }, timeEl(m.time), " ",
+        h("span", { class: "pill " + cls }, (mine ? "your namespace " : "controller ") + (m.phase || "")), " ", m.message || "")));
   }
 
   function reset(m) {
@@ -268,87 +367,72 @@
     rowsEl.replaceChildren(h("li", { class: "row notice", "data-db": "" }, "Timeline restarted: " + (m.message || "the resume point was lost") + "."));
   }
 
-  // ---- object panels ---------------------------------------------------------
-  function renderState(d) {
-    const kids = [];
-    kids.push(h("header", { class: "db-head" }, h("h3", {}, d.name),
-      h("span", { class: "pill " + readyClass(ready(d)) }, "Ready " + (ready(d) || "Unknown")),
-      d.terminating ? h("span", { class: "pill warn" }, "Terminating") : "",
-      d.pitfall ? h("span", { class: "pill warn" }, "pitfall: " + d.pitfall) : ""));
-    kids.push(h("div", { class: "gen" },
-      h("span", {}, "metadata.generation ", h("b", { class: "generation" }, d.generation)),
-      h("span", {}, "status.observedGeneration ", h("b", { class: "observed" }, d.observedGeneration)),
-      d.stale ? h("span", { class: "pill warn stale" }, `stale: the status describes generation ${d.observedGeneration}`)
-        : h("span", { class: "pill ok" }, "up to date")));
-    kids.push(h("p", { class: "spec small" }, `${d.engine} ${d.version || "(default version)"} · replicas ${d.replicas} · ready ${d.readyReplicas}`,
-      d.endpoint ? [" · endpoint ", h("code", {}, d.endpoint)] : ""));
-    if (d.terminating) {
-      kids.push(h("p", { class: "terminating" }, `Terminating since ${clock(d.deletionTimestamp)}. `,
-        d.heldBy && d.heldBy.length ? ["Held by the finalizer ", h("code", {}, d.heldBy[0]),
-          ": the API server will not remove the object until it is gone from metadata.finalizers."] : ""));
+  // ---- the next resync of the selected Database --------------------------------
+  const nextRun = new Map(); // database → {at, kind}
+  function noteResult(db, m) {
+    if (!m.requeueAfterNs) { nextRun.delete(db); return; }
+    nextRun.set(db, { at: new Date(m.time).getTime() + m.requeueAfterNs / 1e6, kind: m.result === "error" ? "retry" : m.result === "requeue" ? "requeue" : "resync" });
+    showCountdown();
+  }
+  function selectedDB() {
+    if (filterEl && filterEl.value) return filterEl.value;
+    const card = $("#databases article.db");
+    return card ? card.dataset.name : "";
+  }
+  // In a replay the clock is the replayed one.
+  let replayNow = 0;
+  function showCountdown() {
+    const el = $("#resync");
+    if (!el) return;
+    const db = selectedDB();
+    const next = nextRun.get(db);
+    el.hidden = !next;
+    if (!next) return;
+    if (root.dataset.paused === "true") { el.textContent = `${db}: held, your namespace is paused`; return; }
+    if (mode === "live" && $("#controller-status")?.classList.contains("bad")) {
+      el.textContent = `${db}: no ${next.kind} while the controller is stopped`;
+      return;
     }
-    kids.push(h("p", { class: "finalizers small" }, "Finalizers: ",
-      d.finalizers && d.finalizers.length ? d.finalizers.map((f) => h("code", {}, f)) : h("span", { class: "muted" }, "none")));
-    const body = [];
-    for (const c of d.conditions || []) {
-      body.push(h("tr", {}, h("td", {}, c.type), h("td", { class: conditionClass(c.type, c.status) }, c.status), h("td", {}, c.reason),
-        h("td", {}, c.message || ""), h("td", {}, clock(c.lastTransitionTime)), h("td", {}, c.observedGeneration)));
-      if (c.history && c.history.length > 1) {
-        body.push(h("tr", { class: "history" }, h("td", { colspan: "6" }, h("details", {},
-          h("summary", {}, `${c.type}: ${c.history.length} values seen`),
-          h("ol", {}, c.history.map((x) => h("li", {}, `${clock(x.seen)} `, h("b", {}, x.status), ` ${x.reason} (gen ${x.observedGeneration})`,
-            x.transition ? h("span", { class: "pill small" }, "transition") : "")))))));
+    const now = mode === "replay" ? replayNow : Date.now();
+    const s = Math.ceil((next.at - now) / 1000);
+    el.textContent = s > 0 ? `${db}: next ${next.kind} in ${s}s` : `${db}: ${next.kind} due now`;
+    if (mode === "replay") el.textContent += ", as recorded";
+  }
+  if (mode === "live") setInterval(showCountdown, 1000);
+
+  // ---- object views: server-rendered fragments, swapped in -----------------------
+  function fragment(html) {
+    const t = document.createElement("template");
+    t.innerHTML = html;
+    return t.content.firstElementChild;
+  }
+  // editing: the learner has typed into the part and not sent it, or is in
+  // one of its fields right now. That part keeps what they typed.
+  function editing(part) {
+    const a = document.activeElement;
+    if (a && part.contains(a) && a.matches("input, select, textarea")) return true;
+    return $$("input, select", part).some((el) => el.type !== "hidden" && (el.tagName === "SELECT"
+      ? $$("option", el).some((o) => o.selected !== o.defaultSelected)
+      : el.value !== el.defaultValue));
+  }
+  function swapCard(card, fresh) {
+    const open = new Set($$("details[open][id]", card).map((d) => d.id));
+    $(".db-state", card).replaceWith($(".db-state", fresh));
+    const actions = $(".db-actions", card);
+    const freshActions = $(".db-actions", fresh);
+    if (actions && freshActions) {
+      for (const part of $$(":scope > [data-part]", freshActions)) {
+        const old = $(`:scope > [data-part="${part.dataset.part}"]`, actions);
+        if (!old || editing(old)) continue;
+        old.replaceWith(part);
+        enhanceAll(part);
       }
     }
-    kids.push(h("table", { class: "conditions" },
-      h("thead", {}, h("tr", {}, ["Condition", "Status", "Reason", "Message", "Last transition", "Gen"].map((t) => h("th", {}, t)))),
-      h("tbody", {}, body)));
-    kids.push(h("div", { class: "tree-wrap" }, h("h4", {}, "Owner tree"),
-      h("ul", { class: "tree" },
-        h("li", {}, h("span", { class: "kind" }, "Database"), " " + d.name, tree(d.owned)),
-        (d.unowned || []).map((n) => h("li", { class: "unowned" }, h("span", { class: "kind" }, n.kind), ` ${n.name} `, h("span", { class: "muted small" }, n.note || ""))))));
-    if (d.events && d.events.length) {
-      kids.push(h("details", { class: "events" }, h("summary", {}, `Events (${d.events.length})`),
-        h("table", {}, d.events.map((e) => h("tr", { class: e.type === "Warning" ? "bad" : "" },
-          h("td", {}, clock(e.last)), h("td", {}, e.type), h("td", {}, e.reason), h("td", {}, e.message), h("td", {}, e.count > 1 ? "×" + e.count : ""))))));
-    }
-    return kids;
-  }
-  function ready(d) {
-    const c = (d.conditions || []).find((x) => x.type === "Ready");
-    return c ? c.status : "";
-  }
-  function tree(nodes) {
-    if (!nodes || !nodes.length) return "";
-    return h("ul", {}, nodes.map((n) => h("li", { class: n.deleting ? "deleting" : "" },
-      h("span", { class: "kind" }, n.kind), ` ${n.name} `, h("span", { class: "muted small" }, n.summary),
-      n.deleting ? h("span", { class: "pill warn small" }, "deleting") : "", tree(n.children))));
-  }
-
-  // snapshotItem mirrors keptSnapshot in view.templ.
-  function snapshotItem(s) {
-    return h("li", { class: "snapshot", id: "snap-" + s.name, "data-name": s.name },
-      h("span", { class: "kind" }, "ConfigMap"), " ", h("b", {}, s.name), " ",
-      h("span", { class: "from" }, "from Database ", h("code", {}, s.database), `, generation ${s.generation}, taken ${clock(s.time)}`), " ",
-      h("span", { class: "muted small note" }, s.note || ""));
-  }
-  // onSnapshot keeps "Snapshots kept after delete" current: a state names a
-  // final snapshot whose Database is gone; a nil state removes it.
-  function onSnapshot(m) {
-    const list = $("#snapshots");
-    if (!list) return;
-    const name = m.object.name;
-    document.getElementById("snap-" + name)?.remove();
-    if (m.state) {
-      const after = $$("li.snapshot", list).find((li) => li.dataset.name > name);
-      list.insertBefore(snapshotItem(m.state), after || null);
-    }
-    const section = $("#kept");
-    if (section) section.hidden = list.children.length === 0;
+    for (const id of open) document.getElementById(id)?.setAttribute("open", "");
+    localize(card);
   }
 
   const dbList = $("#databases");
-  // onState renders a state message by the kind of object it describes.
   function onState(m) {
     switch (m.object.kind) {
       case "Database": onDatabase(m); return;
@@ -364,43 +448,52 @@
       if (card) {
         card.classList.add("gone");
         $(".db-state", card).prepend(h("p", { class: "pill bad" }, "Deleted"));
-        setTimeout(() => card.remove(), 4000);
+        $$("button", card).forEach((b) => { b.disabled = true; });
+        setTimeout(() => { card.remove(); markSelected(); }, 4000);
       }
       return;
     }
-    if (!card || card.classList.contains("gone")) {
+    if (!m.state.html) return;
+    const fresh = fragment(m.state.html);
+    if (card && !card.classList.contains("gone")) {
+      swapCard(card, fresh);
+    } else {
       if (card) card.remove();
-      card = h("article", { class: "db", id: "db-" + name, "data-name": name }, h("div", { class: "db-state" }));
-      const tpl = document.getElementById("db-actions-template");
-      if (tpl && mode === "live") card.append(actionsFor(tpl, name, m.state));
+      enhanceAll(fresh);
+      localize(fresh);
       $(".empty", dbList)?.remove();
       const after = $$("article.db", dbList).find((a) => a.dataset.name > name);
-      dbList.insertBefore(card, after || null);
+      dbList.insertBefore(fresh, after || null);
     }
-    const open = new Set($$("details[open] > summary", card).map((s) => s.textContent.replace(/\d+/g, "")));
-    $(".db-state", card).replaceChildren(...renderState(m.state));
-    $$(".db-state details > summary", card).forEach((s) => { if (open.has(s.textContent.replace(/\d+/g, ""))) s.parentElement.open = true; });
+    markSelected();
   }
-  function actionsFor(tpl, name, d) {
-    const frag = tpl.content.cloneNode(true);
-    $$("form", frag).forEach((f) => f.setAttribute("action", f.getAttribute("action").replace("__NAME__", name)));
-    $$("code", frag).forEach((c) => { c.textContent = c.textContent.replace("__NAME__", name); });
-    const reps = $('input[name="replicas"]', frag);
-    if (reps) reps.value = d.replicas;
-    const ver = $('input[name="version"]', frag);
-    if (ver) ver.value = d.version || "";
-    const pf = $('select[name="pitfall"]', frag);
-    if (pf) pf.value = d.pitfall || "";
-    $$("form.act", frag).forEach(enhanceForm);
-    return frag;
+  // onSnapshot keeps "Snapshots kept after delete" current: a state names a
+  // final snapshot whose Database is gone; a nil state removes it.
+  function onSnapshot(m) {
+    const list = $("#snapshots");
+    if (!list) return;
+    const name = m.object.name;
+    document.getElementById("snap-" + name)?.remove();
+    if (m.state && m.state.html) {
+      const li = fragment(m.state.html);
+      localize(li);
+      const after = $$("li.snapshot", list).find((x) => x.dataset.name > name);
+      list.insertBefore(li, after || null);
+    }
+    const section = $("#kept");
+    if (section) section.hidden = list.children.length === 0;
+  }
+  // markSelected marks the card the focused layout shows: the one the
+  // timeline's filter names, else the first.
+  function markSelected() {
+    const want = selectedDB();
+    $$("#databases article.db").forEach((a) => a.classList.toggle("selected", a.dataset.name === want));
   }
 
   // ---- dispatch ----------------------------------------------------------------
-  let lastSeq = 0;
   function handle(m) {
-    if (m.seq > lastSeq) lastSeq = m.seq;
     switch (m.type) {
-      case "reset": lastSeq = 0; reset(m); return;  // the server restarted or our resume point fell out of its ring
+      case "reset": reset(m); return;
       case "state": onState(m); return;
       case "controller": onController(m); return;
       case "dropped":
@@ -414,7 +507,102 @@
     light(m);
   }
 
+  // ---- playback: pause, step, slow motion -------------------------------------
+  // Every message goes through the player's queue. Live at 1× it is shown
+  // the moment it arrives; paused, it waits (the counter says how many);
+  // in slow motion or in a replay each step is given time on screen.
+  const player = { queue: [], paused: false, speed: 1, timer: null, done: null };
+  const pauseBtn = $("#play-pause");
+  const stepBtn = $("#play-step");
+  const speedSel = $("#play-speed");
+  const waitingEl = $("#play-waiting");
+  const MAX_WAITING = 20000;
+  const takesTime = (m) => m.type !== "state" && m.type !== "reset";
+
+  function push(msgs) {
+    player.queue.push(...msgs);
+    if (player.queue.length > MAX_WAITING) {
+      // Paused for very long under a storm: catch up rather than hold it all.
+      while (player.queue.length) handle(player.queue.shift());
+    }
+    pump();
+  }
+  function paced() { return mode === "replay" || player.speed < 1; }
+  function gapAfter(m) {
+    const next = player.queue.find(takesTime);
+    let gap = next ? new Date(next.time) - new Date(m.time) : 0;
+    if (isNaN(gap)) gap = 200;
+    if (mode === "replay") return Math.max(30, Math.min(gap, 1500)) / player.speed;
+    return Math.max(200, Math.min(gap, 2000)) / player.speed;
+  }
+  function pump() {
+    while (!player.timer && !player.paused && player.queue.length) {
+      const m = player.queue.shift();
+      show(m);
+      if (paced() && takesTime(m)) player.timer = setTimeout(() => { player.timer = null; pump(); }, gapAfter(m));
+    }
+    showWaiting();
+    if (!player.queue.length && !player.timer && player.done) player.done();
+  }
+  let shown = 0; // steps shown, for the tests and the counter
+  function show(m) {
+    handle(m);
+    if (takesTime(m)) root.dataset.shown = String(++shown);
+    if (mode === "replay" && m.time) replayNow = new Date(m.time).getTime();
+  }
+  // stepOnce shows the next step (and the states before it), and pauses.
+  function stepOnce() {
+    setPaused(true);
+    clearTimeout(player.timer);
+    player.timer = null;
+    while (player.queue.length) {
+      const m = player.queue.shift();
+      show(m);
+      if (takesTime(m)) break;
+    }
+    showWaiting();
+  }
+  function setPaused(p) {
+    player.paused = p;
+    if (pauseBtn) {
+      pauseBtn.textContent = p ? "Resume" : "Pause";
+      pauseBtn.setAttribute("aria-pressed", String(p));
+    }
+    if (stepBtn) stepBtn.disabled = !p && !paced();
+    root.dataset.playback = p ? "paused" : "playing";
+    if (!p) pump();
+    showWaiting();
+  }
+  function showWaiting() {
+    if (!waitingEl) return;
+    const n = player.queue.filter(takesTime).length;
+    waitingEl.hidden = n === 0;
+    waitingEl.textContent = `${n} new step${n === 1 ? "" : "s"} waiting`;
+    root.dataset.waiting = String(n);
+  }
+  function setupPlayer() {
+    const bar = $(".player");
+    if (bar) bar.hidden = false;
+    pauseBtn?.addEventListener("click", () => setPaused(!player.paused));
+    stepBtn?.addEventListener("click", stepOnce);
+    speedSel?.addEventListener("change", () => {
+      player.speed = Number(speedSel.value) || 1;
+      if (stepBtn) stepBtn.disabled = !player.paused && !paced();
+      if (!paced() && !player.paused) { clearTimeout(player.timer); player.timer = null; pump(); }
+    });
+    // Single-key shortcuts work only while focus is in the timeline
+    // (WCAG 2.1.4), so they never fire while the learner types elsewhere
+    // or a screen reader uses letter keys to move around the page.
+    $(".timeline")?.addEventListener("keydown", (e) => {
+      if (e.ctrlKey || e.metaKey || e.altKey || e.target.closest("input, select, textarea, [contenteditable]")) return;
+      const k = e.key.toLowerCase();
+      if (k === "p") { setPaused(!player.paused); e.preventDefault(); }
+      if (k === "n") { stepOnce(); e.preventDefault(); }
+    });
+  }
+
   // ---- live: the websocket ---------------------------------------------------------
+  let lastSeq = 0;
   function connect() {
     const status = $("#stream-status");
     let delay = 1000;
@@ -426,8 +614,14 @@
       ws.onmessage = (e) => {
         let batch;
         try { batch = JSON.parse(e.data); } catch (err) { return; }
-        for (const m of Array.isArray(batch) ? batch : [batch]) handle(m);
+        batch = Array.isArray(batch) ? batch : [batch];
+        for (const m of batch) {
+          // After a reset the server may count from 1 again.
+          if (m.type === "reset") lastSeq = 0;
+          else if (m.seq > lastSeq) lastSeq = m.seq;
+        }
         root.dataset.seq = String(lastSeq);
+        push(batch);
       };
       ws.onclose = () => {
         root.dataset.stream = "closed";
@@ -450,7 +644,15 @@
       if (input) { input.classList.add("invalid"); input.focus(); }
     }
   }
+  // settle makes what was sent the form's new baseline, so the next
+  // fragment may replace it: the learner is no longer editing it.
+  function settle(form) {
+    $$("input", form).forEach((el) => { el.defaultValue = el.value; });
+    $$("option", form).forEach((o) => { o.defaultSelected = o.selected; });
+  }
   function enhanceForm(form) {
+    if (form.dataset.enhanced) return;
+    form.dataset.enhanced = "1";
     form.addEventListener("submit", async (e) => {
       if (e.submitter && e.submitter.getAttribute("formmethod") === "get") return; // preview without JS
       e.preventDefault();
@@ -466,6 +668,7 @@
         let res;
         try { res = await resp.json(); } catch (err) { res = { ok: false, message: `${resp.status} ${resp.statusText}` }; }
         flash(res.ok, res.message, res.field, form);
+        if (res.ok) settle(form);
         if (typeof res.controllerRunning === "boolean") showController(res.controllerRunning);
         if (res.ok && form.closest(".scenario")) {
           form.remove();
@@ -480,6 +683,11 @@
         buttons.forEach((b) => { b.disabled = false; });
       }
     });
+  }
+  function enhanceAll(el) {
+    if (mode !== "live") return;
+    if (el.matches && el.matches("form.act")) enhanceForm(el);
+    $$("form.act", el).forEach(enhanceForm);
   }
 
   // The YAML preview follows the create form as it is typed.
@@ -499,53 +707,66 @@
     });
   }
 
+  // ---- the focused layout: loop, selected card and newest rows on one screen -------
+  function setupLayout() {
+    const btn = $("#layout-toggle");
+    if (!btn) return;
+    btn.hidden = false;
+    const apply = (focus) => {
+      root.dataset.layout = focus ? "focus" : "";
+      btn.setAttribute("aria-pressed", String(focus));
+    };
+    const wanted = new URL(location.href).searchParams.get("layout");
+    let focus = wanted ? wanted === "focus" : localStorage.getItem("oplab.layout") === "focus";
+    apply(focus);
+    btn.addEventListener("click", () => {
+      focus = !focus;
+      apply(focus);
+      localStorage.setItem("oplab.layout", focus ? "focus" : "");
+    });
+  }
+
   // ---- replay ------------------------------------------------------------------------
   function replay() {
     const data = JSON.parse($("#replay-data").textContent);
     const msgs = data.messages || [];
-    let i = 0, timer = null, speed = 1;
-    const play = $("#replay-play");
     const status = $("#stream-status");
-    function show() { if (status) status.textContent = `${i} / ${msgs.length}`; root.dataset.seq = String(lastSeq); }
-    function step() {
-      if (i >= msgs.length) { timer = null; play.textContent = "Replay"; show(); return; }
-      const m = msgs[i++];
-      handle(m);
-      show();
-      const next = msgs[i];
-      let gap = next ? (new Date(next.time) - new Date(m.time)) : 0;
-      gap = Math.max(30, Math.min(isNaN(gap) ? 200 : gap, 1500)) / speed;
-      timer = setTimeout(step, gap);
+    let shown = 0;
+    const count = () => { if (status) status.textContent = `${shown} / ${msgs.length}`; };
+    const showOne = show;
+    show = (m) => { showOne(m); shown++; count(); root.dataset.seq = String(m.seq || 0); };
+    function restart() {
+      shown = 0;
+      reset({ message: "replaying from the start" });
+      dbList?.replaceChildren();
+      $("#snapshots")?.replaceChildren();
+      const kept = $("#kept");
+      if (kept) kept.hidden = true;
+      player.queue = msgs.slice();
+      setPaused(false);
     }
-    function start() {
-      if (i >= msgs.length) {
-        i = 0; lastSeq = 0; reset({ message: "replaying from the start" });
-        $("#databases").replaceChildren();
-        $("#snapshots")?.replaceChildren();
-        const kept = $("#kept");
-        if (kept) kept.hidden = true;
-      }
-      play.textContent = "Pause";
-      step();
-    }
-    play.addEventListener("click", () => {
-      if (timer) { clearTimeout(timer); timer = null; play.textContent = "Play"; } else start();
+    player.done = () => { if (pauseBtn) pauseBtn.textContent = "Replay"; };
+    pauseBtn?.addEventListener("click", (e) => {
+      if (!player.queue.length && !player.timer) { e.stopImmediatePropagation(); restart(); }
+    }, true);
+    $("#replay-all")?.addEventListener("click", () => {
+      clearTimeout(player.timer);
+      player.timer = null;
+      while (player.queue.length) show(player.queue.shift());
+      showWaiting();
+      player.done();
     });
-    $("#replay-all").addEventListener("click", () => {
-      clearTimeout(timer); timer = null;
-      while (i < msgs.length) handle(msgs[i++]);
-      play.textContent = "Replay";
-      show();
-    });
-    $("#replay-speed").addEventListener("change", (e) => { speed = Number(e.target.value) || 1; });
-    start();
+    restart();
   }
 
+  setupPlayer();
+  setupLayout();
   if (mode === "replay") {
     replay();
     return;
   }
-  $$("form.act").forEach(enhanceForm);
+  enhanceAll(document);
+  markSelected();
   livePreview();
   connect();
   // Watching is using: keep the session (and its namespace) alive while the

@@ -80,7 +80,9 @@
 //
 //   - "state": the latest view model of object, as published by the lab
 //     page's watcher (Recorder.PublishState), its JSON as published.
-//     Without "state" the object was deleted.
+//     Without "state" the object was deleted. The lab's states carry
+//     "html", the object's view as the lab page renders it, which the
+//     browser swaps in.
 //   - "reset": control message, seq 0, object {"kind": "Namespace", "name":
 //     the viewer's namespace}; "message" says why.
 //   - "dropped": global; the recorder's inbox was full and it dropped steps

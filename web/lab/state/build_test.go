@@ -56,6 +56,18 @@ func TestHistoryKeepsEveryDistinctValue(t *testing.T) {
 			},
 		},
 		{
+			name: "a rewrite that only moves lastTransitionTime is seen (status thrash)",
+			events: []event{
+				{"u1", []metav1.Condition{withLTT(cond("Ready", "True", "Ready", 1), t0)}},
+				{"u1", []metav1.Condition{withLTT(cond("Ready", "True", "Ready", 1), t0.Add(time.Second))}},
+				{"u1", []metav1.Condition{withLTT(cond("Ready", "True", "Ready", 1), t0.Add(time.Second))}},
+			},
+			want: []Change{
+				{Seen: t0, Status: "True", Reason: "Ready", ObservedGeneration: 1, LastTransitionTime: t0},
+				{Seen: t0.Add(time.Second), Status: "True", Reason: "Ready", ObservedGeneration: 1, LastTransitionTime: t0.Add(time.Second)},
+			},
+		},
+		{
 			name: "a new UID starts over",
 			events: []event{
 				{"u1", []metav1.Condition{cond("Ready", "True", "Ready", 1)}},
@@ -80,6 +92,11 @@ func TestHistoryKeepsEveryDistinctValue(t *testing.T) {
 			}
 		})
 	}
+}
+
+func withLTT(c metav1.Condition, t time.Time) metav1.Condition {
+	c.LastTransitionTime = metav1.NewTime(t)
+	return c
 }
 
 func TestHistoryIsBounded(t *testing.T) {

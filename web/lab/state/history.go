@@ -34,7 +34,7 @@ func (h *history) add(c metav1.Condition, seen time.Time) {
 	list := h.changes[c.Type]
 	next := Change{
 		Seen: seen, Status: string(c.Status), Reason: c.Reason, Message: c.Message,
-		ObservedGeneration: c.ObservedGeneration,
+		ObservedGeneration: c.ObservedGeneration, LastTransitionTime: c.LastTransitionTime.Time,
 	}
 	if len(list) > 0 {
 		last := list[len(list)-1]
@@ -50,9 +50,13 @@ func (h *history) add(c metav1.Condition, seen time.Time) {
 	h.changes[c.Type] = list
 }
 
+// sameValue compares every field a status write sets, lastTransitionTime
+// included: a controller that rewrites its conditions with a fresh
+// timestamp on every reconcile (status thrash) changes nothing else, and
+// each of those writes must show.
 func sameValue(a, b Change) bool {
 	return a.Status == b.Status && a.Reason == b.Reason && a.Message == b.Message &&
-		a.ObservedGeneration == b.ObservedGeneration
+		a.ObservedGeneration == b.ObservedGeneration && a.LastTransitionTime.Equal(b.LastTransitionTime)
 }
 
 // of returns the history of one condition type, oldest first.

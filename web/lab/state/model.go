@@ -75,8 +75,12 @@ type Change struct {
 	Reason             string    `json:"reason"`
 	Message            string    `json:"message,omitempty"`
 	ObservedGeneration int64     `json:"observedGeneration"`
+	// LastTransitionTime is the condition's lastTransitionTime as written.
+	LastTransitionTime time.Time `json:"lastTransitionTime"`
 	// Transition is true when the status flipped, which is when
-	// lastTransitionTime moves; reason or message changes alone do not.
+	// lastTransitionTime should move; reason or message changes alone do
+	// not. A lastTransitionTime that moves without a transition is a
+	// rewrite (status thrash).
 	Transition bool `json:"transition"`
 }
 
@@ -126,4 +130,19 @@ type Snapshot struct {
 	Time       time.Time `json:"time"`
 	// Note says why it is still here.
 	Note string `json:"note"`
+}
+
+// PublishedDatabase is a Database's view model as "state" messages carry
+// it: the view model, and its card rendered by the lab's templates (HTML),
+// which the page swaps in. HTML is empty when the watcher has no Renderer.
+type PublishedDatabase struct {
+	Database
+	HTML string `json:"html,omitempty"`
+}
+
+// PublishedSnapshot is a kept snapshot's view model as "state" messages
+// carry it, with its rendered list entry.
+type PublishedSnapshot struct {
+	Snapshot
+	HTML string `json:"html,omitempty"`
 }

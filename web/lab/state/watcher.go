@@ -30,6 +30,14 @@ type Publisher interface {
 	PublishState(obj controller.ObjectRef, state json.RawMessage)
 }
 
+// Renderer draws view models as the HTML fragments the lab page swaps in
+// (lab.Fragments), so the page, the stream and the replay share one
+// renderer.
+type Renderer interface {
+	RenderDatabase(Database) (string, error)
+	RenderSnapshot(Snapshot) (string, error)
+}
+
 // Options configures a Watcher.
 type Options struct {
 	// Cache is the informer cache to watch. The Watcher registers its
@@ -37,6 +45,9 @@ type Options struct {
 	Cache cache.Cache
 	// Publisher receives every changed view model.
 	Publisher Publisher
+	// Render, when set, renders each changed view model, published with
+	// it (PublishedDatabase, PublishedSnapshot).
+	Render Renderer
 	// Names are the conventions shared with the controller.
 	Names Names
 	// Watched filters namespaces; nil watches all of them.
@@ -376,7 +387,13 @@ func (o *owner) publishKept(key types.NamespacedName, s Snapshot) {
 		return
 	}
 	o.keptJSON[key] = b
-	o.w.opts.Publisher.PublishState(snapshotRef(key), b)
+	var html string
+	if r := o.w.opts.Render; r != nil {
+		if html, err = r.RenderSnapshot(s); err != nil {
+			o.w.opts.Logger.Error(err, "Failed to render snapshot", "configmap", key)
+		}
+	}
+	o.w.opts.Publisher.PublishState(snapshotRef(key), withHTML(b, html))
 }
 
 func (o *owner) listKept(ns string) []Snapshot {
@@ -439,7 +456,14 @@ func (o *owner) publish(key types.NamespacedName, ref controller.ObjectRef, view
 		return
 	}
 	o.published[key] = b
-	o.w.opts.Publisher.PublishState(ref, b)
+	var html string
+	if r := o.w.opts.Render; r != nil {
+		// Rendered only when the view changed: most rebuilds change nothing.
+		if html, err = r.RenderDatabase(view); err != nil {
+			o.w.opts.Logger.Error(err, "Failed to render Database card", "database", key)
+		}
+	}
+	o.w.opts.Publisher.PublishState(ref, withHTML(b, html))
 }
 
 func (o *owner) related(ctx context.Context, ns string) (*Related, error) {
@@ -472,4 +496,25 @@ func (o *owner) list(ns string) []Database {
 	}
 	slices.SortFunc(out, func(a, b Database) int { return strings.Compare(a.Name, b.Name) })
 	return out
+}
+
+// withHTML adds the rendered fragment to a view model's JSON object as its
+// "html" field (PublishedDatabase and PublishedSnapshot are that shape), so
+// the view model, already encoded for the dedupe above, is not encoded twice.
+func withHTML(view []byte, html string) json.RawMessage {
+	if html == "" || len(view) < 2 || view[len(view)-1] != '}' {
+		return view
+	}
+	h, err := json.Marshal(html)
+	if err != nil {
+		return view
+	}
+	out := make([]byte, 0, len(view)+len(h)+9)
+	out = append(out, view[:len(view)-1]...)
+	if len(view) > 2 {
+		out = append(out, ',')
+	}
+	out = append(out, `"html":`...)
+	out = append(out, h...)
+	return append(out, '}')
 }

@@ -1,0 +1,120 @@
+package lab
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/a-h/templ"
+
+	"github.com/oplab-dev/oplab/controller"
+	"github.com/oplab-dev/oplab/web/lab/state"
+	"github.com/oplab-dev/oplab/web/stream"
+)
+
+// Fragments renders the view models the state watcher publishes as the HTML
+// the lab page swaps in, with the same components as the page itself, so a
+// Database card is drawn in one place only. It implements state.Renderer.
+type Fragments struct {
+	// Card is the context of every card rendered: the stream's cards are
+	// shared by all viewers of a namespace, so they name no scenario.
+	Card Card
+}
+
+// NewFragments returns the renderer of the live lab's cards, offering the
+// controller's pitfalls and every child kind.
+func NewFragments() Fragments {
+	return Fragments{Card: Card{Pitfalls: defaultPitfalls(), ChildKinds: ChildKinds}}
+}
+
+func defaultPitfalls() []Pitfall {
+	var out []Pitfall
+	for _, p := range controller.Pitfalls {
+		out = append(out, Pitfall{Name: p.Name, Title: p.Title, Description: p.Description})
+	}
+	return out
+}
+
+// RenderDatabase renders d's card.
+func (f Fragments) RenderDatabase(d state.Database) (string, error) {
+	return renderString(DatabaseCard(f.Card, d))
+}
+
+// RenderSnapshot renders s as an entry of "Snapshots kept after delete".
+func (f Fragments) RenderSnapshot(s state.Snapshot) (string, error) {
+	return renderString(KeptSnapshot(s))
+}
+
+func renderString(c templ.Component) (string, error) {
+	var b bytes.Buffer
+	if err := c.Render(context.Background(), &b); err != nil {
+		return "", fmt.Errorf("render fragment: %w", err)
+	}
+	return b.String(), nil
+}
+
+// ReplayFragments renders every state of e again as the replay shows it
+// (see ReplayMessage).
+func ReplayFragments(e stream.Export) (stream.Export, error) {
+	out := e
+	out.Messages = make([]json.RawMessage, len(e.Messages))
+	for i, raw := range e.Messages {
+		m, err := ReplayMessage(raw)
+		if err != nil {
+			return e, fmt.Errorf("messages[%d]%w", i, err)
+		}
+		out.Messages[i] = m
+	}
+	return out, nil
+}
+
+// ReplayMessage renders one encoded message's state again as the replay
+// shows it: read-only cards, without forms. An export written before states
+// carried their HTML replays the same way. Other messages come back as they
+// are. An error begins with the message's seq, for the caller to place.
+func ReplayMessage(raw json.RawMessage) (json.RawMessage, error) {
+	var m stream.Message
+	if err := json.Unmarshal(raw, &m); err != nil {
+		return nil, fmt.Errorf(": decoding json: %w", err)
+	}
+	if m.Type != stream.TypeState || len(m.State) == 0 {
+		return raw, nil
+	}
+	st, err := Fragments{Card: Card{ReadOnly: true}}.rerender(m.Object.Kind, m.State)
+	if err != nil {
+		return nil, fmt.Errorf(" (seq %d): %w", m.Seq, err)
+	}
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &fields); err != nil {
+		return nil, fmt.Errorf(" (seq %d): decoding json: %w", m.Seq, err)
+	}
+	fields["state"] = st
+	return json.Marshal(fields)
+}
+
+func (f Fragments) rerender(kind string, raw json.RawMessage) (json.RawMessage, error) {
+	switch kind {
+	case "Database":
+		var d state.Database
+		if err := json.Unmarshal(raw, &d); err != nil {
+			return nil, fmt.Errorf("state: not a Database view: %w", err)
+		}
+		html, err := f.RenderDatabase(d)
+		if err != nil {
+			return nil, err
+		}
+		return json.Marshal(state.PublishedDatabase{Database: d, HTML: html})
+	case "ConfigMap":
+		var s state.Snapshot
+		if err := json.Unmarshal(raw, &s); err != nil {
+			return nil, fmt.Errorf("state: not a snapshot view: %w", err)
+		}
+		html, err := f.RenderSnapshot(s)
+		if err != nil {
+			return nil, err
+		}
+		return json.Marshal(state.PublishedSnapshot{Snapshot: s, HTML: html})
+	}
+	return raw, nil
+}
