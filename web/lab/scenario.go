@@ -3,7 +3,9 @@ package lab
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/oplab-dev/oplab/controller"
@@ -161,4 +163,28 @@ func (h *Handler) waitFor(ctx context.Context, ns, name string, ok func(state.Da
 		case <-tick.C:
 		}
 	}
+}
+func (h *Handler) setupScenario(ctx context.Context, ns string, r *http.Request) outcome {
+	name := r.PathValue("scenario")
+	s, ok := FindScenario(name)
+	if !ok {
+		return outcome{err: unknownScenario(name)}
+	}
+	msg, err := s.run(ctx, h, ns)
+	return outcome{message: msg, err: err, scenario: s.Name}
+}
+
+func unknownScenario(name string) error {
+	names := make([]string, len(Scenarios))
+	for i, s := range Scenarios {
+		names[i] = s.Name
+	}
+	return &FieldError{Field: "scenario", Message: fmt.Sprintf("unknown scenario %q: want one of %s", name, strings.Join(names, ", "))}
+}
+
+func knownScenario(name string) string {
+	if _, ok := FindScenario(name); ok {
+		return name
+	}
+	return ""
 }
