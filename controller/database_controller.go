@@ -18,7 +18,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	dbv1 "github.com/oplab-dev/oplab/controller/api/v1alpha1"
 )
@@ -53,6 +55,8 @@ type reconciler struct {
 	// only reads it, to report on the timeline how long a retry will wait.
 	backoff workqueue.TypedRateLimiter[reconcile.Request]
 	resync  time.Duration
+	// gate holds the requests of paused namespaces.
+	gate *pauseGate
 }
 
 var _ reconcile.Reconciler = &reconciler{}
@@ -60,6 +64,11 @@ var _ reconcile.Reconciler = &reconciler{}
 // Reconcile wraps one reconcile in its trace: a start step saying what
 // triggered it, and a result step saying how it ended and how long it took.
 func (r *reconciler) Reconcile(ctx context.Context, req reconcile.Request) (ctrl.Result, error) {
+	if r.gate.hold(req.NamespacedName) {
+		// A resync or retry came due while the namespace is paused: put it
+		// aside. Resuming reconciles every Database of the namespace.
+		return ctrl.Result{}, nil
+	}
 	rt := &reconcileTrace{
 		tracer:   r.tr,
 		id:       string(controller.ReconcileIDFromContext(ctx)),
@@ -344,10 +353,14 @@ const (
 // traceHandler, so the timeline sees each watch event before it is queued:
 // the Database's own events and its children's, mapped to their Database
 // through the controller ownerReference (what Owns() would do).
-func (r *reconciler) setupWithManager(mgr ctrl.Manager, workers int) error {
+func (r *reconciler) setupWithManager(mgr ctrl.Manager, workers int, resumed <-chan event.GenericEvent) error {
 	h := func(kind string, owner func(client.Object) (types.NamespacedName, bool), pitfall pitfallFunc) *traceHandler {
-		return &traceHandler{kind: kind, owner: owner, pitfall: pitfall, book: r.book, tr: r.tr, resync: r.resync}
+		return &traceHandler{kind: kind, owner: owner, pitfall: pitfall, book: r.book, tr: r.tr, resync: r.resync, gate: r.gate}
 	}
+	// A resumed namespace's Databases arrive as generic events, which the
+	// timeline shows like any other event.
+	resume := h("Database", selfKey, noPitfall)
+	resume.message = "namespace resumed: reconcile every Database in it"
 	ofOwner := pitfallOfOwner(mgr.GetCache())
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("database").
@@ -356,5 +369,6 @@ func (r *reconciler) setupWithManager(mgr ctrl.Manager, workers int) error {
 		Watches(&corev1.Secret{}, h("Secret", ownerKey, ofOwner)).
 		Watches(&corev1.Service{}, h("Service", ownerKey, ofOwner)).
 		Watches(&appsv1.StatefulSet{}, h("StatefulSet", ownerKey, ofOwner)).
+		WatchesRawSource(source.Channel(resumed, resume)).
 		Complete(r)
 }

@@ -307,7 +307,7 @@ func TestAlreadyExistsConverges(t *testing.T) {
 			client: c, apiReader: e.c, scheme: testScheme, recorder: &events.FakeRecorder{},
 			tr: tracer{sink: e.sink, clock: RealClock{}}, book: newTriggerBook(), thrash: newThrashLimiter(),
 			backoff: workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](backoffBase, backoffMax),
-			resync:  e.testOptions().ResyncPeriod,
+			resync:  e.testOptions().ResyncPeriod, gate: newPauseGate(),
 		}
 	}
 	req := reconcile.Request{NamespacedName: e.key("twice")}

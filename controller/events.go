@@ -103,6 +103,9 @@ type traceHandler struct {
 	book    *triggerBook
 	tr      tracer
 	resync  time.Duration
+	gate    *pauseGate
+	// message, when set, is said of every event (why a generic event came).
+	message string
 }
 
 var _ handler.EventHandler = &traceHandler{}
@@ -132,6 +135,19 @@ func (h *traceHandler) handle(ctx context.Context, kind string, obj client.Objec
 	if !ok {
 		return
 	}
+	if h.gate.hold(key) {
+		// Paused: the event is shown arriving and held. It still counts
+		// towards the reconcile that resuming will run, which then shows
+		// how many events it coalesced.
+		h.tr.emit(Step{
+			Type:     StepEvent,
+			Object:   ObjectRef{Kind: h.kind, Namespace: obj.GetNamespace(), Name: obj.GetName()},
+			Database: key.Name, Event: kind, Generation: obj.GetGeneration(), Held: true,
+			Message: "held: namespace paused",
+		})
+		h.book.eventArrived(key)
+		return
+	}
 	pitfall := h.pitfall(ctx, obj, key)
 	dropped := pitfall == PitfallDropEvents
 	s := Step{
@@ -141,6 +157,9 @@ func (h *traceHandler) handle(ctx context.Context, kind string, obj client.Objec
 		Event:      kind,
 		Generation: obj.GetGeneration(),
 		Ignored:    dropped,
+	}
+	if h.message != "" {
+		s.Message = h.message
 	}
 	if dropped {
 		s.Pitfall = pitfall
@@ -180,6 +199,9 @@ func ownerKey(obj client.Object) (types.NamespacedName, bool) {
 	}
 	return types.NamespacedName{Namespace: obj.GetNamespace(), Name: ref.Name}, true
 }
+
+// noPitfall is for events no pitfall may drop: resuming a namespace.
+func noPitfall(context.Context, client.Object, types.NamespacedName) string { return "" }
 
 // pitfallOfObject reads the pitfall of a Database event from the object itself.
 func pitfallOfObject(_ context.Context, obj client.Object, _ types.NamespacedName) string {

@@ -4,13 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-logr/logr"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/workqueue"
@@ -19,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/config"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -104,43 +107,59 @@ func (o Options) withDefaults() Options {
 
 // Runner starts and stops the Database controller. Each Start builds a fresh
 // manager, with its own cache and client, as a restarted controller process
-// would: nothing survives a Stop but what is stored in the API server.
+// would: nothing survives a Stop but what is stored in the API server, and
+// which namespaces are paused (PauseNamespace), which is the Runner's own.
 type Runner struct {
 	cfg  *rest.Config
 	opts Options
+	gate *pauseGate
 
-	// mu serialises Start and Stop; it guards cur.
-	mu  sync.Mutex
-	cur *run // nil when stopped
+	// cur is the manager started last, nil when stopped. Start and Stop
+	// swap it with compare-and-swap rather than under a lock, so that
+	// Running and the pause API answer at once while a Start waits for its
+	// caches or a Stop for the workers to finish.
+	cur atomic.Pointer[run]
 }
 
 // run is one started manager.
 type run struct {
-	cancel context.CancelFunc
-	done   chan struct{} // closed when the manager has returned
-	err    error         // the manager's error; read only after done is closed
+	cancel   context.CancelFunc
+	synced   atomic.Bool   // the caches synced: Start succeeded
+	stopping atomic.Bool   // Stop has cancelled it
+	done     chan struct{} // closed when the manager has returned
+	err      error         // the manager's error; read only after done is closed
+
+	cache   cache.Cache
+	resumed chan event.GenericEvent // Databases to reconcile on resume
 }
 
 // NewRunner returns a stopped Runner for the cluster cfg points at.
 func NewRunner(cfg *rest.Config, opts Options) *Runner {
-	return &Runner{cfg: cfg, opts: opts.withDefaults()}
+	return &Runner{cfg: cfg, opts: opts.withDefaults(), gate: newPauseGate()}
 }
 
 // Start builds a fresh manager and controller, starts them in a goroutine and
 // returns once the caches are synced. ctx bounds only that wait: the
-// controller runs until Stop. Start fails if the controller is running.
+// controller runs until Stop. Start fails if the controller is running,
+// starting or stopping.
 func (r *Runner) Start(ctx context.Context) error {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.runningLocked() {
+	runCtx, cancel := context.WithCancel(context.Background())
+	cur := &run{cancel: cancel, done: make(chan struct{}), resumed: make(chan event.GenericEvent, 64)}
+	if prev := r.cur.Load(); prev != nil || !r.cur.CompareAndSwap(nil, cur) {
+		cancel()
+		if prev != nil && prev.stopping.Load() {
+			return errors.New("database controller is stopping")
+		}
 		return errors.New("database controller already running")
 	}
-	mgr, err := newManager(r.cfg, r.opts)
+	mgr, err := newManager(r.cfg, r.opts, r.gate, cur.resumed)
 	if err != nil {
+		cancel()
+		close(cur.done)
+		r.cur.CompareAndSwap(cur, nil)
 		return err
 	}
-	runCtx, cancel := context.WithCancel(context.Background())
-	cur := &run{cancel: cancel, done: make(chan struct{})}
+	cur.cache = mgr.GetCache()
 	go func() {
 		defer close(cur.done)
 		if err := mgr.Start(runCtx); err != nil {
@@ -163,10 +182,11 @@ func (r *Runner) Start(ctx context.Context) error {
 	if !mgr.GetCache().WaitForCacheSync(syncCtx) {
 		cancel()
 		<-cur.done
+		r.cur.CompareAndSwap(cur, nil)
 		return fmt.Errorf("starting database controller: caches did not sync: %w", errors.Join(ctx.Err(), cur.err))
 	}
-	r.cur = cur
-	r.emit("started")
+	cur.synced.Store(true)
+	r.emit("", "started", "started")
 	r.opts.Logger.Info("Started database controller")
 	return nil
 }
@@ -174,51 +194,112 @@ func (r *Runner) Start(ctx context.Context) error {
 // Stop cancels the controller and waits until it has fully stopped. It is a
 // no-op when the controller is not running.
 func (r *Runner) Stop() error {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.cur == nil {
+	cur := r.cur.Load()
+	if cur == nil {
 		return nil
 	}
-	cur := r.cur
-	r.cur = nil
+	cur.stopping.Store(true)
 	cur.cancel()
 	<-cur.done
-	r.emit("stopped")
-	r.opts.Logger.Info("Stopped database controller")
+	if r.cur.CompareAndSwap(cur, nil) && cur.synced.Load() {
+		r.emit("", "stopped", "stopped")
+		r.opts.Logger.Info("Stopped database controller")
+	}
 	return cur.err
 }
 
-// Running reports whether the controller is running.
+// Running reports whether the controller is running. It never waits.
 func (r *Runner) Running() bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.runningLocked()
-}
-
-func (r *Runner) runningLocked() bool {
-	if r.cur == nil {
+	cur := r.cur.Load()
+	if cur == nil || !cur.synced.Load() {
 		return false
 	}
 	select {
-	case <-r.cur.done:
+	case <-cur.done:
 		return false
 	default:
 		return true
 	}
 }
 
-// emit reports the controller starting or stopping; Phase and Message both
-// carry "started" or "stopped".
-func (r *Runner) emit(what string) {
+// PauseNamespace holds reconciles of the Databases in ns: their requests are
+// kept, not dropped. Watch events for them still reach the trace, marked
+// held. A reconcile already running finishes.
+func (r *Runner) PauseNamespace(ns string) {
+	if !r.gate.pause(ns) {
+		return
+	}
+	r.emit(ns, "paused", "reconciling paused in "+ns+": requests are held until it resumes")
+	r.opts.Logger.Info("Paused namespace", "namespace", ns)
+}
+
+// ResumeNamespace releases ns: every Database in ns is reconciled
+// (level-triggered: no replay of events).
+func (r *Runner) ResumeNamespace(ns string) {
+	held, ok := r.gate.resume(ns)
+	if !ok {
+		return
+	}
+	r.emit(ns, "resumed", "reconciling resumed in "+ns+": every Database in it is reconciled")
+	r.opts.Logger.Info("Resumed namespace", "namespace", ns)
+	if cur := r.cur.Load(); cur != nil && cur.synced.Load() {
+		go cur.reconcileAll(ns, held, r.opts.Logger)
+	}
+}
+
+// NamespacePaused reports whether ns is paused.
+func (r *Runner) NamespacePaused(ns string) bool { return r.gate.isPaused(ns) }
+
+// reconcileAll queues every Database of ns, and the keys held while it was
+// paused (a Database deleted meanwhile is reconciled too, and finds itself
+// gone). It runs in its own goroutine and ends when all are queued or the
+// manager stops.
+func (cur *run) reconcileAll(ns string, held []types.NamespacedName, log logr.Logger) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		select {
+		case <-cur.done:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	var list dbv1.DatabaseList
+	if err := cur.cache.List(ctx, &list, client.InNamespace(ns)); err != nil {
+		log.Error(err, "Listed no Databases to resume", "namespace", ns)
+	}
+	seen := map[types.NamespacedName]bool{}
+	objs := make([]client.Object, 0, len(list.Items)+len(held))
+	for i := range list.Items {
+		seen[client.ObjectKeyFromObject(&list.Items[i])] = true
+		objs = append(objs, &list.Items[i])
+	}
+	for _, k := range held {
+		if !seen[k] {
+			objs = append(objs, &dbv1.Database{ObjectMeta: metav1.ObjectMeta{Namespace: k.Namespace, Name: k.Name}})
+		}
+	}
+	for _, obj := range objs {
+		select {
+		case cur.resumed <- event.GenericEvent{Object: obj}:
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+// emit reports the controller starting or stopping (ns empty: every viewer
+// sees it), or one namespace paused or resumed (only that namespace's).
+func (r *Runner) emit(ns, phase, msg string) {
 	r.opts.Sink.Emit(Step{
 		Time: r.opts.Clock.Now(), Type: StepController,
-		Object: ObjectRef{Kind: "Controller", Name: "database"}, Phase: what, Message: what,
+		Object: ObjectRef{Kind: "Controller", Namespace: ns, Name: "database"}, Phase: phase, Message: msg,
 	})
 }
 
 // newManager builds a manager with nothing but the Database controller: no
 // metrics server, no health probes, no leader election.
-func newManager(base *rest.Config, opts Options) (ctrl.Manager, error) {
+func newManager(base *rest.Config, opts Options, gate *pauseGate, resumed <-chan event.GenericEvent) (ctrl.Manager, error) {
 	cfg := rest.CopyConfig(base)
 	cfg.QPS, cfg.Burst = opts.QPS, opts.Burst
 
@@ -261,8 +342,9 @@ func newManager(base *rest.Config, opts Options) (ctrl.Manager, error) {
 		thrash:    newThrashLimiter(),
 		backoff:   workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](backoffBase, backoffMax),
 		resync:    opts.ResyncPeriod,
+		gate:      gate,
 	}
-	if err := r.setupWithManager(mgr, opts.MaxConcurrentReconciles); err != nil {
+	if err := r.setupWithManager(mgr, opts.MaxConcurrentReconciles, resumed); err != nil {
 		return nil, fmt.Errorf("setting up database controller: %w", err)
 	}
 	// Register the informers now, so that WaitForCacheSync in Start covers

@@ -28,7 +28,9 @@ const (
 	StepStatus StepType = "status"
 	// StepResult closes a reconcile: done, requeue after, or error with backoff.
 	StepResult StepType = "result"
-	// StepController is the controller itself starting or stopping.
+	// StepController is the controller itself starting or stopping (no
+	// namespace), or one namespace paused or resumed (Object.Namespace set,
+	// Phase "paused" or "resumed").
 	StepController StepType = "controller"
 )
 
@@ -82,6 +84,9 @@ type Step struct {
 	Event      string `json:"event,omitempty"`
 	Generation int64  `json:"generation,omitempty"`
 	Ignored    bool   `json:"ignored,omitempty"`
+	// Held: the event arrived while its namespace was paused; it was not
+	// queued, and resuming reconciles the Database.
+	Held bool `json:"held,omitempty"`
 
 	// Reconcile start: trigger is "event" when watch events preceded it,
 	// otherwise "requeue" or "resync".
