@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"time"
@@ -35,7 +36,7 @@ func run(ctx context.Context, c config, out io.Writer) error {
 	ctrl.SetLogger(log)
 
 	// 1. The API server: the embedded control plane, or the cluster of a kubeconfig.
-	restCfg, kubectlLine, stopCluster, err := connect(ctx, c, out)
+	restCfg, kubectl, stopCluster, err := connect(ctx, c, out)
 	if err != nil {
 		return err
 	}
@@ -84,17 +85,37 @@ func run(ctx context.Context, c config, out io.Writer) error {
 		MaxDatabasesPerNamespace: c.maxDatabases,
 		SessionIdleTimeout:       c.sessionIdle,
 		AllowedHosts:             c.allowedHosts,
+		InstructorToken:          c.instructorToken,
+		KubectlLine:              learnerKubectl(kubectl),
 		Logger:                   log.WithName("web"),
 	})
 	if err != nil {
 		return fmt.Errorf("starting the web server: %w", err)
 	}
-	return serve(ctx, c.addr, srv, kubectlLine, out)
+	return serve(ctx, c, srv, adminKubectl(kubectl), out)
 }
 
-// serve listens, announces the URL, and runs the web server's background
+// adminKubectl is the line printed in the terminal: every namespace.
+func adminKubectl(kubectl string) string {
+	if kubectl == "" {
+		return ""
+	}
+	return kubectl + " get databases -A -w"
+}
+
+// learnerKubectl is the line the lab page offers; the page adds the
+// learner's "-n NAMESPACE".
+func learnerKubectl(kubectl string) string {
+	if kubectl == "" {
+		return ""
+	}
+	return kubectl + " get databases -w"
+}
+
+// serve listens, announces the URLs, and runs the web server's background
 // work beside the HTTP server until ctx is done or either fails.
-func serve(ctx context.Context, addr string, srv *web.Server, kubectlLine string, out io.Writer) error {
+func serve(ctx context.Context, c config, srv *web.Server, kubectlLine string, out io.Writer) error {
+	addr := c.addr
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return fmt.Errorf("listening on --addr %s: %w", addr, err)
@@ -107,6 +128,7 @@ func serve(ctx context.Context, addr string, srv *web.Server, kubectlLine string
 	go func() { errc <- httpSrv.Serve(ln) }()
 
 	fmt.Fprintf(out, "oplab is serving on http://%s\n", ln.Addr())
+	fmt.Fprintf(out, "Instructor page (stops the controller for everyone; keep the link to yourself): http://%s/instructor?token=%s\n", ln.Addr(), url.QueryEscape(c.instructorToken))
 	if kubectlLine != "" {
 		fmt.Fprintf(out, "Watch it with kubectl: %s\n", kubectlLine)
 	}
@@ -128,8 +150,9 @@ func serve(ctx context.Context, addr string, srv *web.Server, kubectlLine string
 	return firstErr
 }
 
-// connect returns a config for the API server, a kubectl line for the
-// learner, and a function that stops whatever connect started.
+// connect returns a config for the API server, the kubectl command that
+// reaches it (binary and --kubeconfig; empty when there is no kubeconfig to
+// name), and a function that stops whatever connect started.
 func connect(ctx context.Context, c config, out io.Writer) (*rest.Config, string, func(), error) {
 	if c.kubeconfig != "" {
 		rules := &clientcmd.ClientConfigLoadingRules{Precedence: filepath.SplitList(c.kubeconfig)}
@@ -143,7 +166,7 @@ func connect(ctx context.Context, c config, out io.Writer) (*rest.Config, string
 			}
 			fmt.Fprintln(out, "Installed the Database CRD (databases.db.oplab.dev)")
 		}
-		return cfg, fmt.Sprintf("kubectl --kubeconfig %s get databases -A -w", c.kubeconfig), func() {}, nil
+		return cfg, fmt.Sprintf("kubectl --kubeconfig %s", c.kubeconfig), func() {}, nil
 	}
 
 	crds, err := controller.CRDs()
@@ -174,7 +197,7 @@ func connect(ctx context.Context, c config, out io.Writer) (*rest.Config, string
 			stop()
 			return nil, "", nil, fmt.Errorf("writing --write-kubeconfig %s: %w", c.writeKubeconfig, err)
 		}
-		line = fmt.Sprintf("%s --kubeconfig %s get databases -A -w", cl.KubectlPath(), c.writeKubeconfig)
+		line = fmt.Sprintf("%s --kubeconfig %s", cl.KubectlPath(), c.writeKubeconfig)
 	}
 	return cl.Config(), line, stop, nil
 }

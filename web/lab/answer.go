@@ -31,14 +31,19 @@ type Result struct {
 	Message string `json:"message"`
 	// Field names the input at fault, when the error is about one.
 	Field string `json:"field,omitempty"`
-	// ControllerRunning is the controller's state after the action, so the
-	// page can show it even before the stream reports it.
+	// ControllerRunning is whether the controller reconciles the caller's
+	// namespace after the action (it runs and the namespace is not paused),
+	// so the page can show it even before the stream reports it.
 	ControllerRunning bool `json:"controllerRunning"`
+	// Paused is whether the caller's namespace is paused.
+	Paused bool `json:"paused"`
 }
 
 func (h *Handler) answer(w http.ResponseWriter, r *http.Request, out outcome) {
 	res, code := describe(out)
-	res.ControllerRunning = h.opts.Controller.Running()
+	if ns, err := h.opts.Sessions.NamespaceOf(r); err == nil {
+		res.ControllerRunning, res.Paused = h.reconciling(ns), h.opts.Controller.NamespacePaused(ns)
+	}
 	if out.err != nil {
 		h.opts.Logger.V(1).Info("Refused lab action", "path", r.URL.Path, "error", out.err.Error())
 	}

@@ -6,25 +6,35 @@ import (
 	"net/http"
 )
 
-func (h *Handler) switchController(_ context.Context, _ string, r *http.Request) outcome {
+// switchController is the learner's Stop and Start: it pauses and resumes
+// the controller for the learner's namespace only. Requests for a paused
+// namespace are held, not dropped, and on resume every Database in it is
+// reconciled, so nothing needs replaying. Stopping the whole controller is
+// the instructor's (see web/instructor).
+func (h *Handler) switchController(_ context.Context, ns string, r *http.Request) outcome {
 	c := h.opts.Controller
 	switch r.PathValue("action") {
 	case "stop":
-		if !c.Running() {
-			return outcome{message: "The controller is already stopped."}
+		if c.NamespacePaused(ns) {
+			return outcome{message: "The controller is already paused for your namespace."}
 		}
-		if err := c.Stop(); err != nil {
-			return outcome{err: fmt.Errorf("stop the controller: %w", err)}
-		}
-		return outcome{message: "Stopped the controller. Changes now pile up with no one to act on them."}
+		c.PauseNamespace(ns)
+		return outcome{message: "Paused the controller for your namespace. Changes here now pile up with no one to act on them; other learners' Databases are still reconciled."}
 	case "start":
-		if c.Running() {
-			return outcome{message: "The controller is already running."}
+		if !c.NamespacePaused(ns) {
+			return outcome{message: "The controller is already reconciling your namespace."}
 		}
-		if err := c.Start(h.base); err != nil {
-			return outcome{err: fmt.Errorf("start the controller: %w", err)}
+		c.ResumeNamespace(ns)
+		if !c.Running() {
+			return outcome{message: "Resumed your namespace, but the instructor has stopped the controller for everyone: it reconciles again when they start it."}
 		}
-		return outcome{message: "Started the controller. Its caches sync, then it reconciles every Database: level-triggered, it needs no replay of missed events."}
+		return outcome{message: "Resumed the controller for your namespace. It reconciles every Database here: level-triggered, it needs no replay of missed events."}
 	}
 	return outcome{err: &FieldError{Field: "action", Message: fmt.Sprintf("%q is not a controller action: want start or stop", r.PathValue("action"))}}
+}
+
+// reconciling reports whether the controller acts in ns now: it runs and
+// ns is not paused.
+func (h *Handler) reconciling(ns string) bool {
+	return h.opts.Controller.Running() && !h.opts.Controller.NamespacePaused(ns)
 }

@@ -44,11 +44,15 @@ type States interface {
 	Snapshots(ctx context.Context, namespace string) ([]state.Snapshot, error)
 }
 
-// Controller is the switch that stops and starts the controller.
+// Controller is what the lab needs of the one shared controller: whether it
+// runs at all (only the instructor stops it), and the pause of one
+// namespace, which is what a learner's Stop and Start do, so one learner
+// never stops another's reconciles.
 type Controller interface {
-	Start(ctx context.Context) error
-	Stop() error
 	Running() bool
+	PauseNamespace(ns string)
+	ResumeNamespace(ns string)
+	NamespacePaused(ns string) bool
 }
 
 // Exporter exports a namespace's recorded timeline.
@@ -64,34 +68,32 @@ type Options struct {
 	Controller Controller
 	Exporter   Exporter
 	// Pitfalls offered; nil means controller.Pitfalls.
-	Pitfalls []Pitfall
+	Pitfalls []controller.PitfallInfo
 	// MaxDatabases caps the Databases per lab namespace; default 5.
 	MaxDatabases int
-	Logger       logr.Logger
+	// KubectlLine is the kubectl command line the page offers to paste,
+	// without a namespace; the page adds the learner's "-n NAMESPACE".
+	// Empty: the page shows none.
+	KubectlLine string
+	Logger      logr.Logger
 }
 
 // Handler serves the lab routes.
 type Handler struct {
 	opts Options
-	// base outlives requests: the controller started from a request must
-	// keep running after the request is answered.
-	base context.Context
 	// creating makes each namespace's count-then-create one step.
 	creating nsLocks
 }
 
-// New returns the lab handler. ctx bounds everything started on a
-// learner's behalf (the controller, when started from the page).
-func New(ctx context.Context, opts Options) *Handler {
+// New returns the lab handler.
+func New(opts Options) *Handler {
 	if opts.Pitfalls == nil {
-		for _, p := range controller.Pitfalls {
-			opts.Pitfalls = append(opts.Pitfalls, Pitfall{Name: p.Name, Title: p.Title, Description: p.Description})
-		}
+		opts.Pitfalls = controller.Pitfalls
 	}
 	if opts.MaxDatabases <= 0 {
 		opts.MaxDatabases = 5
 	}
-	return &Handler{opts: opts, base: ctx}
+	return &Handler{opts: opts}
 }
 
 // Register mounts the lab routes on mux.

@@ -3,22 +3,10 @@ package lab
 import (
 	"time"
 
+	"github.com/oplab-dev/oplab/controller"
 	"github.com/oplab-dev/oplab/web/lab/state"
+	"github.com/oplab-dev/oplab/web/session"
 )
-
-// Pitfall is a pitfall as the lab offers it.
-type Pitfall struct {
-	Name        string
-	Title       string
-	Description string
-}
-
-// Flash is the outcome of the last form, shown once.
-type Flash struct {
-	Error   bool
-	Message string
-	Field   string
-}
 
 // CreateForm is the "create a Database" form as typed, with its preview.
 type CreateForm struct {
@@ -36,18 +24,24 @@ type CreateForm struct {
 // Page is the view model of /lab.
 type Page struct {
 	Namespace string
-	Flash     *Flash
+	Flash     *session.Flash
 	Form      CreateForm
 	Databases []state.Database
 	// Kept are the final snapshots whose Database is gone.
-	Kept              []state.Snapshot
+	Kept []state.Snapshot
+	// ControllerRunning is whether the controller reconciles this
+	// namespace now: it runs, and the learner has not paused it.
 	ControllerRunning bool
-	Pitfalls          []Pitfall
-	Engines           []string
-	ChildKinds        []ChildKind
-	Scenario          *ScenarioView
-	Scenarios         []ScenarioView
-	MaxDatabases      int
+	// Paused is whether the learner has paused their namespace.
+	Paused bool
+	// KubectlLine is a ready-to-paste kubectl command for this namespace.
+	KubectlLine  string
+	Pitfalls     []controller.PitfallInfo
+	Engines      []string
+	ChildKinds   []ChildKind
+	Scenario     *ScenarioView
+	Scenarios    []ScenarioView
+	MaxDatabases int
 }
 
 // ScenarioView is a "try it live" scenario as the banner shows it.

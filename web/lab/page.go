@@ -4,6 +4,8 @@ import (
 	"net/http"
 	"net/url"
 
+	"github.com/oplab-dev/oplab/controller"
+	"github.com/oplab-dev/oplab/web/session"
 	"sigs.k8s.io/yaml"
 )
 
@@ -14,15 +16,27 @@ func (h *Handler) page(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, err.Error(), http.StatusServiceUnavailable)
 		return
 	}
+	p, err := h.pageModel(r, sess.Namespace)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusServiceUnavailable)
+		return
+	}
+	render(w, r, http.StatusOK, LabPage(p))
+}
+
+// pageModel builds the view model of /lab for namespace ns, taking the
+// session's flash.
+func (h *Handler) pageModel(r *http.Request, ns string) (Page, error) {
 	p := Page{
-		Namespace: sess.Namespace, ControllerRunning: h.opts.Controller.Running(),
+		Namespace: ns, ControllerRunning: h.reconciling(ns),
+		Paused: h.opts.Controller.NamespacePaused(ns), KubectlLine: kubectlLine(h.opts.KubectlLine, ns),
 		Pitfalls: h.opts.Pitfalls, Engines: Engines, ChildKinds: ChildKinds, MaxDatabases: h.opts.MaxDatabases,
 	}
 	for _, s := range Scenarios {
 		p.Scenarios = append(p.Scenarios, *s.view(false))
 	}
 	if f := h.opts.Sessions.TakeFlash(r); f != nil {
-		p.Flash = &Flash{Error: f.Error, Message: f.Message, Field: f.Field}
+		p.Flash = f
 		p.Form = formFrom(func(k string) string { return f.Form[k] })
 	}
 	q := r.URL.Query()
@@ -32,24 +46,21 @@ func (h *Handler) page(w http.ResponseWriter, r *http.Request) {
 	if p.Form.Name == "" && p.Form.Replicas == "" {
 		p.Form = CreateForm{Name: "orders", Engine: "postgres", Replicas: "1"}
 	}
-	p.Form.Preview, p.Form.PreviewError = previewYAML(sess.Namespace, p.Form, h.opts.Pitfalls)
+	p.Form.Preview, p.Form.PreviewError = previewYAML(ns, p.Form, h.opts.Pitfalls)
 	if name := q.Get("scenario"); name != "" {
 		s, ok := FindScenario(name)
 		if ok {
 			p.Scenario = s.view(q.Get("ready") == "1")
 		} else if p.Flash == nil {
-			p.Flash = &Flash{Error: true, Message: unknownScenario(name).Error(), Field: "scenario"}
+			p.Flash = &session.Flash{Error: true, Message: unknownScenario(name).Error(), Field: "scenario"}
 		}
 	}
-	p.Databases, err = h.opts.States.Databases(r.Context(), sess.Namespace)
+	var err error
+	p.Databases, err = h.opts.States.Databases(r.Context(), ns)
 	if err == nil {
-		p.Kept, err = h.opts.States.Snapshots(r.Context(), sess.Namespace)
+		p.Kept, err = h.opts.States.Snapshots(r.Context(), ns)
 	}
-	if err != nil {
-		http.Error(w, err.Error(), http.StatusServiceUnavailable)
-		return
-	}
-	render(w, r, http.StatusOK, LabPage(p))
+	return p, err
 }
 
 func formFrom(get func(string) string) CreateForm {
@@ -57,7 +68,7 @@ func formFrom(get func(string) string) CreateForm {
 }
 
 // previewYAML renders the Database the form describes, or says what is wrong.
-func previewYAML(ns string, f CreateForm, pitfalls []Pitfall) (string, string) {
+func previewYAML(ns string, f CreateForm, pitfalls []controller.PitfallInfo) (string, string) {
 	form := url.Values{"name": {f.Name}, "engine": {f.Engine}, "version": {f.Version}, "replicas": {f.Replicas}, "pitfall": {f.Pitfall}}
 	in, err := parseCreate(form, pitfalls)
 	if err != nil {
@@ -103,4 +114,12 @@ func (h *Handler) ping(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.WriteHeader(http.StatusNoContent)
+}
+
+// kubectlLine is the server's kubectl line scoped to the learner's namespace.
+func kubectlLine(line, ns string) string {
+	if line == "" {
+		return ""
+	}
+	return line + " -n " + ns
 }
