@@ -53,10 +53,20 @@ func (h *Handler) editDatabase(ctx context.Context, ns string, r *http.Request) 
 	if err != nil {
 		return outcome{err: err}
 	}
+	if in.Empty() {
+		return outcome{message: fmt.Sprintf("Nothing to patch: %s already has the values in the form.", name)}
+	}
 	if err := h.opts.Store.EditDatabase(ctx, ns, name, in); err != nil {
 		return outcome{err: err}
 	}
-	return outcome{message: fmt.Sprintf("Patched %s: replicas %d, version %s. Watch generation move, then observedGeneration catch up.", name, in.Replicas, orDefault(in.Version))}
+	var changed []string
+	if in.Replicas != nil {
+		changed = append(changed, fmt.Sprintf("replicas %d", *in.Replicas))
+	}
+	if in.Version != nil {
+		changed = append(changed, "version "+orDefault(*in.Version))
+	}
+	return outcome{message: fmt.Sprintf("Patched %s: %s. Watch generation move, then observedGeneration catch up.", name, strings.Join(changed, ", "))}
 }
 
 func orDefault(v string) string {

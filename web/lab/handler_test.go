@@ -48,7 +48,14 @@ func (s *recordingStore) CreateDatabase(_ context.Context, ns string, in CreateI
 	return s.record("create " + ns + " " + in.Name + " " + in.Engine + " " + in.Version + " " + itoa(in.Replicas) + " " + in.Pitfall)
 }
 func (s *recordingStore) EditDatabase(_ context.Context, _, name string, in EditInput) error {
-	return s.record("edit " + name + " " + itoa(in.Replicas) + " " + in.Version)
+	replicas, version := "_", "_"
+	if in.Replicas != nil {
+		replicas = itoa(*in.Replicas)
+	}
+	if in.Version != nil {
+		version = *in.Version
+	}
+	return s.record("edit " + name + " " + replicas + " " + version)
 }
 func (s *recordingStore) DeleteDatabase(_ context.Context, _, name string) error {
 	return s.record("delete " + name)
@@ -61,6 +68,9 @@ func (s *recordingStore) RemoveFinalizers(_ context.Context, _, name string) err
 }
 func (s *recordingStore) DeleteChild(_ context.Context, _, name string, k ChildKind) error {
 	return s.record("delete-child " + name + " " + string(k))
+}
+func (s *recordingStore) CreateUnownedService(_ context.Context, _, name string, port int32) error {
+	return s.record("stray-service " + name + " " + itoa(port))
 }
 func (s *recordingStore) ScaleStatefulSet(_ context.Context, _, name string, n int32) error {
 	return s.record("scale " + name + " " + itoa(n))
@@ -229,6 +239,9 @@ func TestFormsValidateInput(t *testing.T) {
 		{"bad version", "/lab/databases", with("version", "17; rm -rf"), 422, "version", "is not a version", ""},
 		{"unknown pitfall", "/lab/databases", with("pitfall", "gremlins"), 422, "pitfall", `unknown pitfall "gremlins"`, ""},
 		{"edit", "/lab/databases/orders/edit", url.Values{"replicas": {"2"}, "version": {""}}, 200, "", "Patched orders", "edit orders 2 "},
+		{"edit replicas only", "/lab/databases/orders/edit", url.Values{"replicas": {"3"}, "version": {"17"}, "origReplicas": {"1"}, "origVersion": {"17"}}, 200, "", "Patched orders: replicas 3.", "edit orders 3 _"},
+		{"edit version only", "/lab/databases/orders/edit", url.Values{"replicas": {"3"}, "version": {""}, "origReplicas": {"3"}, "origVersion": {"17"}}, 200, "", "version (engine default)", "edit orders _ "},
+		{"edit nothing changed", "/lab/databases/orders/edit", url.Values{"replicas": {"3"}, "version": {"17"}, "origReplicas": {"3"}, "origVersion": {"17"}}, 200, "", "Nothing to patch", ""},
 		{"edit bad replicas", "/lab/databases/orders/edit", url.Values{"replicas": {"-1"}}, 422, "replicas", "out of range", ""},
 		{"bad name in path", "/lab/databases/Bad_Name/delete", nil, 422, "name", "not a valid name", ""},
 		{"delete", "/lab/databases/orders/delete", nil, 200, "", "finalizer", "delete orders"},

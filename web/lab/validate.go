@@ -44,11 +44,24 @@ type CreateInput struct {
 	Pitfall  string
 }
 
-// EditInput is a validated "edit the spec" form.
+// EditInput is a validated "edit the spec" form: only the fields the learner
+// changed are set, so applying it never undoes a change made meanwhile by
+// someone else (kubectl, another tab) to the fields left alone.
 type EditInput struct {
-	Replicas int32
-	Version  string
+	Replicas *int32
+	// Version, when set, is the new version; "" means the engine's default.
+	Version *string
 }
+
+// Empty reports whether the form changed nothing.
+func (in EditInput) Empty() bool { return in.Replicas == nil && in.Version == nil }
+
+// The edit form's hidden fields: the values the form showed, so the handler
+// can tell what the learner changed.
+const (
+	origReplicasField = "origReplicas"
+	origVersionField  = "origVersion"
+)
 
 // ChildKind is a kind of child the lab lets a learner delete by hand.
 type ChildKind string
@@ -219,14 +232,26 @@ func parseCreate(form url.Values, known []controller.PitfallInfo) (CreateInput, 
 	return in, validPitfall("pitfall", in.Pitfall, known)
 }
 
+// parseEdit reads the edit form. A field is set when its value differs from
+// the one the form showed (its orig* hidden field); a form without the
+// hidden fields sets both, as it cannot say what changed.
 func parseEdit(form url.Values) (EditInput, error) {
-	in := EditInput{Version: strings.TrimSpace(form.Get("version"))}
+	var in EditInput
 	n, err := parseReplicas("replicas", form.Get("replicas"), 1, 99)
 	if err != nil {
 		return in, err
 	}
-	in.Replicas = n
-	return in, validVersion("version", in.Version)
+	v := strings.TrimSpace(form.Get("version"))
+	if err := validVersion("version", v); err != nil {
+		return in, err
+	}
+	if orig, ok := form[origReplicasField]; !ok || strings.TrimSpace(orig[0]) != strconv.Itoa(int(n)) {
+		in.Replicas = &n
+	}
+	if orig, ok := form[origVersionField]; !ok || strings.TrimSpace(orig[0]) != v {
+		in.Version = &v
+	}
+	return in, nil
 }
 
 func parseChildKind(s string) (ChildKind, error) {
