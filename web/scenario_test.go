@@ -193,11 +193,13 @@ func TestScenarioAlreadyExists(t *testing.T) {
 	}
 }
 
-// finalizerPhases are the finalizer phases of steps, in order.
+// finalizerPhases are the finalizer phases of steps, in order. A phase that
+// has to wait (draining, until the Pods are gone) is reported by each
+// reconcile that waits; it counts once.
 func finalizerPhases(steps []controller.Step) []string {
 	var out []string
 	for _, s := range steps {
-		if s.Type == controller.StepFinalizer && s.Phase != "added" {
+		if s.Type == controller.StepFinalizer && s.Phase != "added" && (len(out) == 0 || out[len(out)-1] != s.Phase) {
 			out = append(out, s.Phase)
 		}
 	}
@@ -374,7 +376,7 @@ func TestScenarioNonIdempotentCreate(t *testing.T) {
 		}
 		return out
 	}
-	steps := e.waitTrace(t, "six failed reconciles of twice", ns, "twice", func(s []controller.Step) bool { return len(failures(s)) >= 6 })
+	steps := e.waitTrace(t, "nine failed reconciles of twice", ns, "twice", func(s []controller.Step) bool { return len(failures(s)) >= 9 })
 	// The first reconcile creates the children; the failures are Create
 	// meeting AlreadyExists.
 	created := 0
@@ -392,21 +394,27 @@ func TestScenarioNonIdempotentCreate(t *testing.T) {
 			t.Errorf("failure %q does not name AlreadyExists", f.Error)
 		}
 	}
-	// Backoff grows: the gaps between the failures' starts widen (after
-	// the first, which may share a moment with the children's events).
-	starts := map[string]time.Time{}
+	// Backoff grows: the gaps between the retries widen. The first retries
+	// share their moment with the children's own events (milliseconds
+	// apart, noisy); the last four are each at least the double-ish of the
+	// one before.
+	var retries []time.Time
 	for _, s := range steps {
-		if s.Type == controller.StepReconcileStart {
-			starts[s.ReconcileID] = s.Time
+		if s.Type == controller.StepReconcileStart && s.Trigger == controller.TriggerRequeue {
+			retries = append(retries, s.Time)
 		}
 	}
 	var gaps []time.Duration
-	for i := 2; i < len(fails); i++ {
-		gaps = append(gaps, starts[fails[i].ReconcileID].Sub(starts[fails[i-1].ReconcileID]))
+	for i := 1; i < len(retries); i++ {
+		gaps = append(gaps, retries[i].Sub(retries[i-1]))
 	}
-	for i := 1; i < len(gaps); i++ {
-		if gaps[i] <= gaps[i-1] {
-			t.Errorf("gaps between failed reconciles %v do not grow", gaps)
+	if len(gaps) < 4 {
+		t.Fatalf("only %d retries (trigger requeue) among the failures:%s", len(retries), describeTrace(steps))
+	}
+	last := gaps[len(gaps)-4:]
+	for i := 1; i < len(last); i++ {
+		if last[i] <= last[i-1] {
+			t.Errorf("gaps between retries %v do not grow", gaps)
 			break
 		}
 	}
@@ -471,8 +479,9 @@ func TestScenarioDropEvents(t *testing.T) {
 	steps = e.waitTrace(t, "a status write of generation 2 with Ready=True", ns, "deaf", func(s []controller.Step) bool {
 		return slices.ContainsFunc(s[n:], func(s controller.Step) bool { return readyStatus(s) && s.ObservedGeneration == 2 })
 	})
-	if resyncs(steps) <= before {
-		t.Errorf("generation 2 converged without a resync:%s", describeTrace(steps[n:]))
+	ready := n + slices.IndexFunc(steps[n:], func(s controller.Step) bool { return readyStatus(s) && s.ObservedGeneration == 2 })
+	if got := resyncs(steps[:ready+1]) - before; got != 1 {
+		t.Errorf("generation 2 reached Ready after %d resyncs, want in the first one:%s", got, describeTrace(steps[n:ready+1]))
 	}
 	checkNoEventTriggered(steps)
 	var sts appsv1.StatefulSet
