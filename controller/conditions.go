@@ -40,7 +40,4 @@ const (
 	// ReasonTakingSnapshot: Progressing=True while the final snapshot is
 	// written.
 	ReasonTakingSnapshot = "TakingSnapshot"
-	// ReasonStatusThrash: the reason the status-thrash pitfall stamps on
-	// every condition alongside a fresh timestamp.
-	ReasonStatusThrash = "RewrittenEveryReconcile"
 )

@@ -22,7 +22,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/tools/events"
-	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/cli-utils/pkg/kstatus/status"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -302,13 +301,9 @@ func (s staleReader) Get(ctx context.Context, key client.ObjectKey, obj client.O
 func TestAlreadyExistsConverges(t *testing.T) {
 	e := newEnv(t)
 	e.mustCreate(newDB("twice", 1, ""))
-	newReconciler := func(c client.Client) *reconciler {
-		return &reconciler{
-			client: c, apiReader: e.c, scheme: testScheme, recorder: &events.FakeRecorder{},
-			tr: tracer{sink: e.sink, clock: RealClock{}}, book: newTriggerBook(), thrash: newThrashLimiter(),
-			backoff: workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](backoffBase, backoffMax),
-			resync:  e.testOptions().ResyncPeriod, gate: newPauseGate(),
-		}
+	newReconciler := func(c client.Client) reconcile.Reconciler {
+		opts := e.testOptions().withDefaults()
+		return newTracedReconciler(c, e.c, testScheme, &events.FakeRecorder{}, opts, newPauseGate())
 	}
 	req := reconcile.Request{NamespacedName: e.key("twice")}
 	if _, err := newReconciler(e.c).Reconcile(e.ctx, req); err != nil {

@@ -33,11 +33,7 @@ const drainPoll = time.Second
 // ensureFinalizer adds the finalizer to a live Database. The patch carries
 // the resourceVersion (optimistic lock): the finalizers list is replaced as a
 // whole, and another controller's finalizer added meanwhile must not be lost.
-func (r *reconciler) ensureFinalizer(ctx context.Context, rt *reconcileTrace, db *dbv1.Database) error {
-	if rt.pitfall == PitfallNoFinalizer {
-		return r.removeFinalizer(ctx, rt, db, "skipped",
-			"pitfall no-finalizer: nothing will hold a delete for the final snapshot")
-	}
+func (r *reconciler) ensureFinalizer(ctx context.Context, db *dbv1.Database) error {
 	if controllerutil.ContainsFinalizer(db, Finalizer) {
 		return nil
 	}
@@ -46,7 +42,6 @@ func (r *reconciler) ensureFinalizer(ctx context.Context, rt *reconcileTrace, db
 	if err := r.client.Patch(ctx, db, patch); err != nil {
 		return fmt.Errorf("adding finalizer: %w", err)
 	}
-	rt.finalizer("added", "finalizer "+Finalizer+" added: a delete will now wait for the final snapshot")
 	return nil
 }
 
@@ -54,83 +49,84 @@ func (r *reconciler) ensureFinalizer(ctx context.Context, rt *reconcileTrace, db
 // phase has to wait: 1. drop connections (scale to zero, wait for the Pods
 // to go), 2. snapshot the data, 3. remove the finalizer. The garbage
 // collector then deletes the children through their ownerReferences.
-func (r *reconciler) finalize(ctx context.Context, rt *reconcileTrace, db *dbv1.Database) (ctrl.Result, error) {
+func (r *reconciler) finalize(ctx context.Context, db *dbv1.Database) (ctrl.Result, error) {
 	if !controllerutil.ContainsFinalizer(db, Finalizer) {
-		rt.finalizer("skipped", "no finalizer of ours: the API server deletes the Database without us")
 		return ctrl.Result{}, nil
-	}
-	if rt.pitfall == PitfallNoFinalizer {
-		err := r.removeFinalizer(ctx, rt, db, "skipped", "pitfall no-finalizer: deleted without a snapshot")
-		return ctrl.Result{}, err
 	}
 
 	// 1. Drop connections: scale the StatefulSet to zero and wait, across
 	//    reconciles, until its Pods are gone.
-	remaining, err := r.drain(ctx, rt, db)
+	remaining, err := r.drain(ctx, db)
 	if err != nil {
-		return r.finish(ctx, rt, db, observation{err: err, deleting: ReasonDrainingConnections, message: "Draining failed."})
+		return r.finish(ctx, db, observation{err: err, deleting: ReasonDrainingConnections, message: "Draining failed."})
 	}
 	if remaining > 0 {
 		msg := fmt.Sprintf("Waiting for %d Pod(s) to terminate.", remaining)
-		if _, err := r.finish(ctx, rt, db, observation{deleting: ReasonDrainingConnections, message: msg}); err != nil {
+		if _, err := r.finish(ctx, db, observation{deleting: ReasonDrainingConnections, message: msg}); err != nil {
 			return ctrl.Result{}, err
 		}
 		return ctrl.Result{RequeueAfter: drainPoll}, nil
 	}
 
 	// 2. Snapshot the data into a ConfigMap that outlives the Database.
-	snap, err := r.snapshot(ctx, rt, db)
+	snap, err := r.snapshot(ctx, db)
 	if apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause) {
 		// The whole namespace is being deleted: the API server creates
 		// nothing in it any more, and a snapshot there would go with it.
 		// Waiting would hold the namespace in Terminating forever, so let go.
-		err := r.removeFinalizer(ctx, rt, db, "skipped", "namespace terminating: no snapshot can be written or kept")
-		return ctrl.Result{}, err
+		return ctrl.Result{}, r.removeFinalizer(ctx, db)
 	}
 	obs := observation{err: err, deleting: ReasonTakingSnapshot, message: "Final snapshot written.", snapshot: snap}
 	if err != nil {
-		return r.finish(ctx, rt, db, obs)
+		return r.finish(ctx, db, obs)
 	}
-	if _, err := r.finish(ctx, rt, db, obs); err != nil {
+	if _, err := r.finish(ctx, db, obs); err != nil {
 		return ctrl.Result{}, err
 	}
 
 	// 3. Let go: with the finalizer gone the API server deletes the
 	//    Database, and the garbage collector its children.
-	if err := r.removeFinalizer(ctx, rt, db, "removed", "finalizer removed: the API server deletes the Database, the garbage collector its children"); err != nil {
-		return ctrl.Result{}, err
-	}
-	return ctrl.Result{}, nil
+	return ctrl.Result{}, r.removeFinalizer(ctx, db)
 }
 
 // lesson:end finalizer
 
-// removeFinalizer removes our finalizer, if present, and reports phase.
-func (r *reconciler) removeFinalizer(ctx context.Context, rt *reconcileTrace, db *dbv1.Database, phase, msg string) error {
+// removeFinalizer removes our finalizer, if present. A Database already
+// gone, or changed since we read it while being deleted, is not an error:
+// gone means someone let it go first (the escape hatch), and a change comes
+// with its own watch event and reconcile, which finds the finalizer still
+// there or the Database gone.
+func (r *reconciler) removeFinalizer(ctx context.Context, db *dbv1.Database) error {
 	if !controllerutil.ContainsFinalizer(db, Finalizer) {
 		return nil
 	}
 	patch := client.MergeFromWithOptions(db.DeepCopy(), client.MergeFromWithOptimisticLock{})
 	controllerutil.RemoveFinalizer(db, Finalizer)
-	if err := r.client.Patch(ctx, db, patch); err != nil {
+	err := r.client.Patch(ctx, db, patch)
+	switch {
+	case apierrors.IsNotFound(err):
+		return nil
+	case apierrors.IsConflict(err) && !db.DeletionTimestamp.IsZero():
+		ctrl.LoggerFrom(ctx).Info("Left finalizer to the next reconcile: the Database changed")
+		return nil
+	case err != nil:
 		return fmt.Errorf("removing finalizer: %w", err)
 	}
-	rt.finalizer(phase, msg)
-	ctrl.LoggerFrom(ctx).Info("Removed finalizer", "phase", phase)
+	ctrl.LoggerFrom(ctx).Info("Removed finalizer")
 	return nil
 }
 
 // drain scales the StatefulSet to zero and returns how many of its Pods
 // still exist. Pods are listed from the API server rather than a cache: the
 // controller watches no Pods, and this read happens only during deletion.
-func (r *reconciler) drain(ctx context.Context, rt *reconcileTrace, db *dbv1.Database) (int, error) {
+func (r *reconciler) drain(ctx context.Context, db *dbv1.Database) (int, error) {
 	var sts appsv1.StatefulSet
 	err := r.client.Get(ctx, client.ObjectKey{Namespace: db.Namespace, Name: db.Name}, &sts)
 	if err != nil && !apierrors.IsNotFound(err) {
 		return 0, fmt.Errorf("reading statefulset for draining: %w", err)
 	}
 	if err == nil && ptr.Deref(sts.Spec.Replicas, 1) != 0 {
-		if err := r.scaleToZero(ctx, rt, db, &sts); err != nil {
+		if err := r.scaleToZero(ctx, db, &sts); err != nil {
 			return 0, err
 		}
 	}
@@ -138,20 +134,16 @@ func (r *reconciler) drain(ctx context.Context, rt *reconcileTrace, db *dbv1.Dat
 	if err := r.apiReader.List(ctx, &pods, client.InNamespace(db.Namespace), client.MatchingLabels(selectorLabels(db))); err != nil {
 		return 0, fmt.Errorf("listing pods for draining: %w", err)
 	}
-	rt.finalizer("draining", fmt.Sprintf("dropping connections: %d Pod(s) left", len(pods.Items)))
+	note(ctx, Step{Type: StepFinalizer, Phase: "draining", Message: fmt.Sprintf("dropping connections: %d Pod(s) left", len(pods.Items))})
 	return len(pods.Items), nil
 }
 
-func (r *reconciler) scaleToZero(ctx context.Context, rt *reconcileTrace, db *dbv1.Database, sts *appsv1.StatefulSet) error {
-	target := refOf("StatefulSet", sts)
-	began := rt.now()
+func (r *reconciler) scaleToZero(ctx context.Context, db *dbv1.Database, sts *appsv1.StatefulSet) error {
 	patch := client.MergeFrom(sts.DeepCopy())
 	sts.Spec.Replicas = ptr.To[int32](0)
 	if err := r.client.Patch(ctx, sts, patch); err != nil {
-		rt.action("scale", target, OutcomeError, began, err, "")
 		return fmt.Errorf("scaling statefulset to zero: %w", err)
 	}
-	rt.action("scale", target, OutcomeUpdated, began, nil, "scaled to 0 to drop connections")
 	r.recorder.Eventf(db, sts, corev1.EventTypeNormal, "DrainingConnections", "Delete", "Scaled StatefulSet %s to 0", sts.Name)
 	return nil
 }
@@ -159,10 +151,11 @@ func (r *reconciler) scaleToZero(ctx context.Context, rt *reconcileTrace, db *db
 // snapshot writes the final snapshot: a ConfigMap with the spec, generation
 // and time. It has no ownerReference on purpose: the garbage collector
 // deletes every object whose owner is gone, and the snapshot must outlive
-// the Database. Writing it twice (a retry after a failure further on)
-// overwrites it, so the step is idempotent.
-func (r *reconciler) snapshot(ctx context.Context, rt *reconcileTrace, db *dbv1.Database) (*dbv1.SnapshotReference, error) {
-	now := rt.now()
+// the Database. A snapshot of this very Database (same UID) that exists
+// already, from an attempt whose later step failed, is kept as it is: a
+// delete writes its snapshot once.
+func (r *reconciler) snapshot(ctx context.Context, db *dbv1.Database) (*dbv1.SnapshotReference, error) {
+	now := r.clock.Now()
 	spec, err := yaml.Marshal(db.Spec)
 	if err != nil {
 		return nil, fmt.Errorf("encoding spec for snapshot: %w", err)
@@ -179,36 +172,46 @@ func (r *reconciler) snapshot(ctx context.Context, rt *reconcileTrace, db *dbv1.
 			"uid":        string(db.UID),
 		},
 	}
-	target := refOf("ConfigMap", cm)
-	outcome, err := r.writeSnapshot(ctx, cm)
-	rt.action("create", target, outcome, now, err, "final snapshot")
+	taken, err := r.writeSnapshot(ctx, db, cm)
+	if apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause) {
+		note(ctx, Step{Type: StepFinalizer, Phase: "skipped", Message: "namespace terminating: no snapshot can be written or kept"})
+	}
 	if err != nil {
 		return nil, err
 	}
-	rt.finalizer("snapshot", "final snapshot written to ConfigMap "+cm.Name)
+	note(ctx, Step{Type: StepFinalizer, Phase: "snapshot", Message: "final snapshot written to ConfigMap " + cm.Name})
 	r.recorder.Eventf(db, cm, corev1.EventTypeNormal, "SnapshotTaken", "Snapshot", "Wrote final snapshot to ConfigMap %s", cm.Name)
 	ctrl.LoggerFrom(ctx).Info("Took final snapshot", "configmap", cm.Name)
-	return &dbv1.SnapshotReference{Name: cm.Name, Time: metav1.NewTime(now.Truncate(time.Second))}, nil
+	return &dbv1.SnapshotReference{Name: cm.Name, Time: metav1.NewTime(taken.Truncate(time.Second))}, nil
 }
 
-// writeSnapshot creates cm, or overwrites the data of an existing one (from
-// an earlier attempt, or an earlier Database of the same name).
-func (r *reconciler) writeSnapshot(ctx context.Context, cm *corev1.ConfigMap) (Outcome, error) {
+// writeSnapshot creates cm and returns the time the snapshot was taken. An
+// existing ConfigMap of the same name is this Database's snapshot already
+// (its UID matches: kept, with its own time) or an earlier Database's of
+// the same name (overwritten).
+func (r *reconciler) writeSnapshot(ctx context.Context, db *dbv1.Database, cm *corev1.ConfigMap) (time.Time, error) {
+	now := r.clock.Now()
 	err := r.client.Create(ctx, cm)
 	if err == nil {
-		return OutcomeCreated, nil
+		return now, nil
 	}
 	if !apierrors.IsAlreadyExists(err) {
-		return OutcomeError, fmt.Errorf("creating snapshot configmap: %w", err)
+		return time.Time{}, fmt.Errorf("creating snapshot configmap: %w", err)
 	}
 	var existing corev1.ConfigMap
 	if err := r.apiReader.Get(ctx, client.ObjectKeyFromObject(cm), &existing); err != nil {
-		return OutcomeError, fmt.Errorf("reading snapshot configmap: %w", err)
+		return time.Time{}, fmt.Errorf("reading snapshot configmap: %w", err)
+	}
+	if existing.Data["uid"] == string(db.UID) {
+		if t, err := time.Parse(time.RFC3339, existing.Data["time"]); err == nil {
+			return t, nil
+		}
+		return now, nil
 	}
 	existing.Data = cm.Data
 	existing.Labels = cm.Labels
 	if err := r.client.Update(ctx, &existing); err != nil {
-		return OutcomeError, fmt.Errorf("updating snapshot configmap: %w", err)
+		return time.Time{}, fmt.Errorf("updating snapshot configmap: %w", err)
 	}
-	return OutcomeUpdated, nil
+	return now, nil
 }

@@ -100,57 +100,24 @@ func setCondition(conds *[]metav1.Condition, c metav1.Condition, now time.Time) 
 	meta.SetStatusCondition(conds, c)
 }
 
-// thrash is the status-thrash pitfall: a fresh timestamp on every condition,
-// as a controller that builds its conditions from scratch would write.
-func thrash(st *dbv1.DatabaseStatus, now time.Time) {
-	for i := range st.Conditions {
-		st.Conditions[i].LastTransitionTime = metav1.NewTime(now.Truncate(time.Second))
-	}
-}
-
-// conditionChanges lists the conditions of next that differ from prev.
-func conditionChanges(prev, next []metav1.Condition) []ConditionChange {
-	var out []ConditionChange
-	for _, c := range next {
-		old := meta.FindStatusCondition(prev, c.Type)
-		if old != nil && equality.Semantic.DeepEqual(*old, c) {
-			continue
-		}
-		ch := ConditionChange{Type: c.Type, To: string(c.Status), Reason: c.Reason, Message: c.Message, Transition: true}
-		if old != nil {
-			ch.From = string(old.Status)
-			ch.Transition = old.Status != c.Status
-		}
-		out = append(out, ch)
-	}
-	return out
-}
-
 // lesson:begin status-write
 
 // writeStatus writes next as the Database's status, once, and only when it
 // differs from what the API server already has: a write that changes nothing
 // still costs a request and, worse, fires a watch event that triggers yet
-// another reconcile. force (the status-thrash pitfall) writes regardless.
-func (r *reconciler) writeStatus(ctx context.Context, rt *reconcileTrace, db *dbv1.Database, next dbv1.DatabaseStatus, force bool) error {
-	if !force && equality.Semantic.DeepEqual(db.Status, next) {
-		rt.step(Step{Type: StepStatus, Skipped: true, ObservedGeneration: next.ObservedGeneration,
-			Message: "status unchanged; nothing written"})
+// another reconcile.
+func (r *reconciler) writeStatus(ctx context.Context, db *dbv1.Database, next dbv1.DatabaseStatus) error {
+	if equality.Semantic.DeepEqual(db.Status, next) {
 		return nil
 	}
-	changes := conditionChanges(db.Status.Conditions, next.Conditions)
-	began := rt.now()
 	// A merge patch of the status subresource carries only what changed
 	// and needs no resourceVersion, so a status computed from a slightly
 	// stale cache never fails with a conflict.
 	patch := client.MergeFrom(db.DeepCopy())
 	db.Status = next
 	if err := r.client.Status().Patch(ctx, db, patch); err != nil {
-		rt.step(Step{Type: StepStatus, Conditions: changes, Error: err.Error(), Duration: rt.now().Sub(began)})
 		return fmt.Errorf("writing status: %w", err)
 	}
-	rt.step(Step{Type: StepStatus, Conditions: changes, ObservedGeneration: next.ObservedGeneration,
-		Duration: rt.now().Sub(began), Message: fmt.Sprintf("status written (%d condition change(s))", len(changes))})
 	return nil
 }
 

@@ -153,11 +153,21 @@ func TestConditionChanges(t *testing.T) {
 		cond(ConditionProgressing, metav1.ConditionFalse, ReasonReconciled, t1, 1),
 	}
 	want := []ConditionChange{
-		{Type: ConditionReady, From: "False", To: "True", Reason: ReasonAvailable, Transition: true},
-		{Type: ConditionProgressing, To: "False", Reason: ReasonReconciled, Transition: true},
+		{Type: ConditionReady, From: "False", To: "True", Reason: ReasonAvailable, Transition: true,
+			LastTransitionTime: "2026-09-01T10:01:30Z", FromLastTransitionTime: "2026-09-01T10:00:00Z"},
+		{Type: ConditionProgressing, To: "False", Reason: ReasonReconciled, Transition: true, LastTransitionTime: "2026-09-01T10:01:30Z"},
 	}
 	if d := cmp.Diff(want, conditionChanges(prev, next)); d != "" {
 		t.Errorf("changes (-want +got):\n%s", d)
+	}
+
+	// A rewrite that moves only the timestamp (the status-thrash pitfall)
+	// is a change too: no transition, two different times.
+	rewritten := []metav1.Condition{cond(ConditionDegraded, metav1.ConditionFalse, ReasonNoErrors, t1, 1)}
+	want = []ConditionChange{{Type: ConditionDegraded, From: "False", To: "False", Reason: ReasonNoErrors,
+		LastTransitionTime: "2026-09-01T10:01:30Z", FromLastTransitionTime: "2026-09-01T10:00:00Z"}}
+	if d := cmp.Diff(want, conditionChanges(prev, rewritten)); d != "" {
+		t.Errorf("timestamp-only changes (-want +got):\n%s", d)
 	}
 }
 

@@ -26,7 +26,10 @@
 // (AlreadyExists is convergence); compute the status in memory and write it
 // once, only when it changed (database_status.go). Errors requeue with the
 // work queue's exponential backoff and set Degraded; success schedules a
-// periodic resync (Options.ResyncPeriod, 30 s by default).
+// periodic resync (Options.ResyncPeriod, 30 s by default), sooner while the
+// Database still waits for its replicas (after 2 s, then less and less
+// often). A child that exists without an owner (made before its Database)
+// is adopted; one another controller owns is an error.
 //
 // Deletion runs through the finalizer db.oplab.dev/final-snapshot: scale the
 // StatefulSet to zero and wait until its Pods are gone ("drop connections"),
@@ -42,14 +45,34 @@
 //
 // # Tracing
 //
-// Every watch event (recorded in the event handlers, events.go, before it is
-// queued) and every step of every reconcile goes to the Sink in Options as a
-// Step (trace.go). Emit must never block. The package never imports web/.
+// The reconciler is traced from outside, so its code stays the ordinary
+// one (tracing.go): the event handlers (events.go) record each watch event
+// before it is queued; a wrapper opens each reconcile (reconcile.start, with
+// its trigger) and closes it (result, with the next resync or the retry's
+// backoff); the reconciler's client, wrapped with controller-runtime's
+// client/interceptor, records what each API call did (fetch, action,
+// finalizer, status). The current reconcile's trace travels in its
+// context.Context; the reconciler reports only what no API call shows (a
+// diff, a drain) through note. Steps go to the Sink in Options (trace.go);
+// Emit must never block. The package never imports web/.
+//
+// The reconciler reads its own writes to Databases (fresh.go): a reconcile
+// that starts before the informer cache has caught up with the previous
+// reconcile's write sees that write, so it neither repeats a status write
+// nor finalizes a Database it has already let go.
+//
+// # Pausing a namespace
+//
+// Runner.PauseNamespace holds the reconciles of one namespace in the one
+// shared controller (pause.go): its watch events are still traced, marked
+// held, but not queued; ResumeNamespace reconciles every Database in it.
 //
 // # Pitfalls
 //
 // The annotation db.oplab.dev/pitfall on one Database switches on a
-// deliberate bug for that Database only; see Pitfalls (pitfalls.go).
+// deliberate bug for that Database only. Each pitfall is a variation of the
+// reconciler, all of them in pitfalls.go, none of them in the code the
+// lessons show.
 //
 // # Lessons
 //

@@ -2,7 +2,6 @@ package controller
 
 import (
 	"context"
-	"fmt"
 	"sync"
 	"time"
 
@@ -35,14 +34,30 @@ const (
 // show several events coalescing into one reconcile, or a reconcile that no
 // event caused. Handlers and workers run on different goroutines, so a mutex
 // guards the two maps and nothing else.
+//
+// It also counts each Database's status writes, so that a status step can
+// say which write it is.
 type triggerBook struct {
-	mu      sync.Mutex
-	pending map[types.NamespacedName]int
-	lastEnd map[types.NamespacedName]string // TriggerRequeue or TriggerResync
+	mu           sync.Mutex
+	pending      map[types.NamespacedName]int
+	lastEnd      map[types.NamespacedName]string // TriggerRequeue or TriggerResync
+	statusWrites map[types.NamespacedName]int
 }
 
 func newTriggerBook() *triggerBook {
-	return &triggerBook{pending: map[types.NamespacedName]int{}, lastEnd: map[types.NamespacedName]string{}}
+	return &triggerBook{
+		pending:      map[types.NamespacedName]int{},
+		lastEnd:      map[types.NamespacedName]string{},
+		statusWrites: map[types.NamespacedName]int{},
+	}
+}
+
+// statusWritten counts a status write of key and returns how many there have been.
+func (b *triggerBook) statusWritten(key types.NamespacedName) int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.statusWrites[key]++
+	return b.statusWrites[key]
 }
 
 // eventArrived counts an enqueued event for key.
@@ -83,6 +98,7 @@ func (b *triggerBook) forget(key types.NamespacedName) {
 	defer b.mu.Unlock()
 	delete(b.pending, key)
 	delete(b.lastEnd, key)
+	delete(b.statusWrites, key)
 }
 
 // pitfallFunc returns the pitfall of the Database an event maps to.
@@ -135,48 +151,30 @@ func (h *traceHandler) handle(ctx context.Context, kind string, obj client.Objec
 	if !ok {
 		return
 	}
-	if h.gate.hold(key) {
-		// Paused: the event is shown arriving and held. It still counts
-		// towards the reconcile that resuming will run, which then shows
-		// how many events it coalesced.
-		h.tr.emit(Step{
-			Type:     StepEvent,
-			Object:   ObjectRef{Kind: h.kind, Namespace: obj.GetNamespace(), Name: obj.GetName()},
-			Database: key.Name, Event: kind, Generation: obj.GetGeneration(), Held: true,
-			Message: "held: namespace paused",
-		})
-		h.book.eventArrived(key)
-		return
-	}
-	pitfall := h.pitfall(ctx, obj, key)
-	dropped := pitfall == PitfallDropEvents
 	s := Step{
 		Type:       StepEvent,
 		Object:     ObjectRef{Kind: h.kind, Namespace: obj.GetNamespace(), Name: obj.GetName()},
 		Database:   key.Name,
 		Event:      kind,
 		Generation: obj.GetGeneration(),
-		Ignored:    dropped,
+		Message:    h.message,
 	}
-	if h.message != "" {
-		s.Message = h.message
-	}
-	if dropped {
-		s.Pitfall = pitfall
-		s.Message = fmt.Sprintf("ignored (drop-events); the resync in %s will reconcile", h.resync)
-	}
-	h.tr.emit(s)
 	req := reconcile.Request{NamespacedName: key}
-	if dropped {
-		// An edge-triggered controller that missed the event would never
-		// act. Ours is level-triggered: the periodic resync still comes.
-		// AddAfter keeps the earliest due time, so repeated drops do not
-		// postpone it.
-		q.AddAfter(req, h.resync)
-		return
+	switch {
+	case h.gate.hold(key):
+		// Paused: the event is shown arriving and held. It still counts
+		// towards the reconcile that resuming will run, which then shows
+		// how many events it coalesced.
+		s.Held, s.Message = true, "held: namespace paused"
+		h.tr.emit(s)
+		h.book.eventArrived(key)
+	case h.pitfall(ctx, obj, key) == PitfallDropEvents:
+		h.dropEvent(s, req, q)
+	default:
+		h.tr.emit(s)
+		h.book.eventArrived(key)
+		q.Add(req)
 	}
-	h.book.eventArrived(key)
-	q.Add(req)
 }
 
 // selfKey maps a Database to itself.

@@ -1,12 +1,20 @@
 package controller
 
 import (
+	"context"
 	"fmt"
 	"sync"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	dbv1 "github.com/oplab-dev/oplab/controller/api/v1alpha1"
 )
 
 // PitfallAnnotation switches a pitfall on for one Database. Pitfalls are set
@@ -118,6 +126,115 @@ func pitfallNames() string {
 		s += p.Name
 	}
 	return s
+}
+
+// The pitfalls are variations of the reconciler, all in this file, so that
+// the reconciler the lessons show is the correct one and nothing else:
+//
+//   - no-finalizer changes the loop itself: pitfallReconciler runs
+//     reconcileWithoutFinalizer instead of Reconcile;
+//   - non-idempotent-create changes one step: ensureChild calls createBlindly
+//     instead of looking before it creates;
+//   - status-thrash changes one step: finish calls thrashStatus instead of
+//     writeStatus;
+//   - drop-events changes no reconciler code at all: the event handlers
+//     call dropEvent instead of queueing the request.
+
+// pitfallReconciler is the reconciler the controller runs: the plain one,
+// unless the Database's pitfall replaces the whole loop.
+type pitfallReconciler struct {
+	*reconciler
+	// cache reads the Database without tracing it: this look at the
+	// annotation is not one of the reconciler's steps.
+	cache client.Reader
+}
+
+func (p pitfallReconciler) Reconcile(ctx context.Context, req reconcile.Request) (ctrl.Result, error) {
+	var db dbv1.Database
+	err := p.cache.Get(ctx, req.NamespacedName, &db)
+	if apierrors.IsNotFound(err) {
+		p.thrash.forget(req.NamespacedName)
+	}
+	if err == nil && PitfallOf(&db) == PitfallNoFinalizer {
+		return p.reconcileWithoutFinalizer(ctx, req)
+	}
+	return p.reconciler.Reconcile(ctx, req)
+}
+
+// reconcileWithoutFinalizer is the no-finalizer pitfall: the loop as written
+// by someone who never thought about deletion. It has no steps 2 and 3 (and
+// removes a finalizer left from before the pitfall was switched on), so a
+// delete goes through at once and no snapshot is ever taken.
+func (r *reconciler) reconcileWithoutFinalizer(ctx context.Context, req reconcile.Request) (ctrl.Result, error) {
+	var db dbv1.Database
+	if err := r.client.Get(ctx, req.NamespacedName, &db); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if controllerutil.ContainsFinalizer(&db, Finalizer) {
+		msg := "pitfall no-finalizer: nothing will hold a delete for the final snapshot"
+		if !db.DeletionTimestamp.IsZero() {
+			msg = "pitfall no-finalizer: deleted without a snapshot"
+		}
+		note(ctx, Step{Type: StepFinalizer, Phase: "skipped", Message: msg})
+		if err := r.removeFinalizer(ctx, &db); err != nil {
+			return r.finish(ctx, &db, observation{err: err})
+		}
+	}
+	if !db.DeletionTimestamp.IsZero() {
+		return ctrl.Result{}, nil
+	}
+	return r.finish(ctx, &db, r.ensureChildren(ctx, &db))
+}
+
+// createBlindly is the non-idempotent-create pitfall: Create on every
+// reconcile without looking first, and AlreadyExists returned as an error
+// like any other, where create treats it as convergence.
+func (r *reconciler) createBlindly(ctx context.Context, k childKind, desired client.Object) (client.Object, Outcome, error) {
+	if err := r.client.Create(ctx, desired); err != nil {
+		return nil, "", fmt.Errorf("creating %s %s: %w", k.kind, desired.GetName(), err)
+	}
+	return desired, OutcomeCreated, nil
+}
+
+// thrashStatus is the status-thrash pitfall: the status written on every
+// reconcile with a fresh lastTransitionTime on every condition, as a
+// controller that builds its conditions from scratch would write it. Each
+// write is a watch event that triggers the next reconcile; thrashLimiter
+// keeps the storm to one write a second.
+func (r *reconciler) thrashStatus(ctx context.Context, db *dbv1.Database, obs observation) (ctrl.Result, error) {
+	now := r.clock.Now()
+	if wait := r.thrash.wait(client.ObjectKeyFromObject(db), now); wait > 0 && obs.err == nil {
+		return ctrl.Result{RequeueAfter: wait}, nil
+	}
+	next := computeStatus(db, obs, now)
+	thrash(&next, now)
+	patch := client.MergeFrom(db.DeepCopy())
+	db.Status = next
+	if err := r.client.Status().Patch(ctx, db, patch); err != nil && obs.err == nil {
+		obs.err = fmt.Errorf("writing status: %w", err)
+	}
+	if obs.err != nil {
+		return ctrl.Result{}, obs.err
+	}
+	return ctrl.Result{RequeueAfter: r.resync}, nil
+}
+
+// dropEvent is the drop-events pitfall: the event is traced as ignored and
+// not queued. An edge-triggered controller that missed the event would
+// never act. Ours is level-triggered: the periodic resync still comes.
+// AddAfter keeps the earliest due time, so repeated drops do not postpone it.
+func (h *traceHandler) dropEvent(s Step, req reconcile.Request, q queue) {
+	s.Ignored, s.Pitfall = true, PitfallDropEvents
+	s.Message = fmt.Sprintf("ignored (drop-events); the resync in %s will reconcile", h.resync)
+	h.tr.emit(s)
+	q.AddAfter(req, h.resync)
+}
+
+// thrash stamps every condition with a fresh lastTransitionTime.
+func thrash(st *dbv1.DatabaseStatus, now time.Time) {
+	for i := range st.Conditions {
+		st.Conditions[i].LastTransitionTime = metav1.NewTime(now.Truncate(time.Second))
+	}
 }
 
 // thrashLimiter bounds the status-thrash pitfall: it remembers when each

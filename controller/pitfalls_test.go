@@ -189,6 +189,9 @@ func TestPitfallNonIdempotentCreateLoopsWithGrowingBackoff(t *testing.T) {
 		if errs[i].RequeueAfter <= errs[i-1].RequeueAfter {
 			t.Errorf("backoff did not grow: %s then %s", errs[i-1].RequeueAfter, errs[i].RequeueAfter)
 		}
+		if errs[i].Retry != errs[i-1].Retry+1 {
+			t.Errorf("retry numbers %d then %d, want them counting up", errs[i-1].Retry, errs[i].Retry)
+		}
 		if !strings.Contains(errs[i].Error, "already exists") {
 			t.Errorf("error %q: want AlreadyExists", errs[i].Error)
 		}

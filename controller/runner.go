@@ -11,20 +11,25 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/apimachinery/pkg/types"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/config"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	dbv1 "github.com/oplab-dev/oplab/controller/api/v1alpha1"
 )
@@ -58,13 +63,11 @@ type Options struct {
 // DefaultOptions are the settings oplab ships: enough client throughput and
 // workers that the API server, not the client's rate limiter, sets the pace.
 //
-// A reconcile of a new Database is a chain of ~6 sequential API writes, each
-// waiting tens of milliseconds on a busy API server, so the workers spend
-// most of their time waiting: with 8 of them, 1,000 new Databases got their
-// children only ~38 s in, though the cluster still had idle CPU. 32 keep
-// the API server busy (all children created ~25 s in); 64 made it slower,
-// since the informer cache then lags our own writes and reconciles repeat
-// them (a conflicting finalizer patch, status patches, AlreadyExists).
+// A reconcile of a new Database is a chain of about six sequential API
+// writes, each waiting on a busy API server, so the workers spend most of
+// their time waiting: enough of them keep the API server busy. More than
+// that only adds reconciles that run ahead of the informer cache. The
+// figures behind these numbers are in the README (BenchmarkAllReady).
 func DefaultOptions() Options {
 	return Options{
 		Sink:                    DiscardSink{},
@@ -297,6 +300,32 @@ func (r *Runner) emit(ns, phase, msg string) {
 	})
 }
 
+// newTracedReconciler builds the reconciler as the controller runs it:
+// the plain reconciler, its pitfall variations, a client that reads its own
+// writes (fresh.go) and is traced from outside, and the trace's wrapper
+// around each reconcile (tracing.go). c reads from a cache.
+func newTracedReconciler(c client.Client, apiReader client.Reader, scheme *runtime.Scheme, recorder events.EventRecorder, opts Options, gate *pauseGate) *tracedReconciler {
+	book := newTriggerBook()
+	own := newOwnWrites().client(c)
+	r := &reconciler{
+		client:    tracingClient(own, own, book),
+		apiReader: apiReader,
+		scheme:    scheme,
+		recorder:  recorder,
+		clock:     opts.Clock,
+		resync:    opts.ResyncPeriod,
+		thrash:    newThrashLimiter(),
+	}
+	return &tracedReconciler{
+		inner:   pitfallReconciler{reconciler: r, cache: own},
+		tr:      tracer{sink: opts.Sink, clock: opts.Clock},
+		book:    book,
+		backoff: workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](backoffBase, backoffMax),
+		resync:  opts.ResyncPeriod,
+		gate:    gate,
+	}
+}
+
 // newManager builds a manager with nothing but the Database controller: no
 // metrics server, no health probes, no leader election.
 func newManager(base *rest.Config, opts Options, gate *pauseGate, resumed <-chan event.GenericEvent) (ctrl.Manager, error) {
@@ -310,7 +339,18 @@ func newManager(base *rest.Config, opts Options, gate *pauseGate, resumed <-chan
 	if err := dbv1.AddToScheme(scheme); err != nil {
 		return nil, fmt.Errorf("building scheme: %w", err)
 	}
-	cacheOpts := cache.Options{}
+	// The cache holds only the children the controller labelled: not every
+	// Secret in the cluster, and not an unlabelled object that happens to
+	// have a child's name. The reconciler takes such an object for missing,
+	// creates it, hears AlreadyExists, reads it live and adopts it.
+	ours, err := labels.NewRequirement(LabelDatabase, selection.Exists, nil)
+	if err != nil {
+		return nil, fmt.Errorf("building child selector: %w", err)
+	}
+	labelled := cache.ByObject{Label: labels.NewSelector().Add(*ours)}
+	cacheOpts := cache.Options{ByObject: map[client.Object]cache.ByObject{
+		&corev1.Secret{}: labelled, &corev1.Service{}: labelled, &appsv1.StatefulSet{}: labelled,
+	}}
 	if len(opts.Namespaces) > 0 {
 		cacheOpts.DefaultNamespaces = map[string]cache.Config{}
 		for _, ns := range opts.Namespaces {
@@ -332,19 +372,30 @@ func newManager(base *rest.Config, opts Options, gate *pauseGate, resumed <-chan
 		return nil, fmt.Errorf("creating manager: %w", err)
 	}
 
-	r := &reconciler{
-		client:    mgr.GetClient(),
-		apiReader: mgr.GetAPIReader(),
-		scheme:    scheme,
-		recorder:  mgr.GetEventRecorder(RecorderName),
-		tr:        tracer{sink: opts.Sink, clock: opts.Clock},
-		book:      newTriggerBook(),
-		thrash:    newThrashLimiter(),
-		backoff:   workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](backoffBase, backoffMax),
-		resync:    opts.ResyncPeriod,
-		gate:      gate,
+	traced := newTracedReconciler(mgr.GetClient(), mgr.GetAPIReader(), scheme, mgr.GetEventRecorder(RecorderName), opts, gate)
+	book, backoff, tr := traced.book, traced.backoff, traced.tr
+	handler := func(kind string, owner func(client.Object) (types.NamespacedName, bool), pitfall pitfallFunc) *traceHandler {
+		return &traceHandler{kind: kind, owner: owner, pitfall: pitfall, book: book, tr: tr, resync: opts.ResyncPeriod, gate: gate}
 	}
-	if err := r.setupWithManager(mgr, opts.MaxConcurrentReconciles, resumed); err != nil {
+	// A resumed namespace's Databases arrive as generic events, which the
+	// timeline shows like any other event.
+	resume := handler("Database", selfKey, noPitfall)
+	resume.message = "namespace resumed: reconcile every Database in it"
+	// Every watch goes through a traceHandler, so the timeline sees each
+	// watch event before it is queued: the Database's own events and its
+	// children's, mapped to their Database through the controller
+	// ownerReference (what Owns() would do).
+	ofOwner := pitfallOfOwner(mgr.GetCache())
+	err = ctrl.NewControllerManagedBy(mgr).
+		Named("database").
+		WithOptions(controller.Options{MaxConcurrentReconciles: opts.MaxConcurrentReconciles, RateLimiter: backoff}).
+		Watches(&dbv1.Database{}, handler("Database", selfKey, pitfallOfObject)).
+		Watches(&corev1.Secret{}, handler("Secret", ownerKey, ofOwner)).
+		Watches(&corev1.Service{}, handler("Service", ownerKey, ofOwner)).
+		Watches(&appsv1.StatefulSet{}, handler("StatefulSet", ownerKey, ofOwner)).
+		WatchesRawSource(source.Channel(resumed, resume)).
+		Complete(traced)
+	if err != nil {
 		return nil, fmt.Errorf("setting up database controller: %w", err)
 	}
 	// Register the informers now, so that WaitForCacheSync in Start covers

@@ -1,7 +1,7 @@
 package controller
 
 import (
-	"fmt"
+	"context"
 	"time"
 )
 
@@ -62,6 +62,12 @@ type ConditionChange struct {
 	Reason     string `json:"reason"`
 	Message    string `json:"message,omitempty"`
 	Transition bool   `json:"transition"` // status flipped, so lastTransitionTime moved
+	// LastTransitionTime is the condition's lastTransitionTime as written,
+	// FromLastTransitionTime the one it replaced (RFC 3339). A rewrite that
+	// changes nothing but the timestamp shows here: Transition false, the
+	// times different.
+	LastTransitionTime     string `json:"lastTransitionTime,omitempty"`
+	FromLastTransitionTime string `json:"fromLastTransitionTime,omitempty"`
 }
 
 // Step is one thing the controller saw or did. Seq is zero when emitted; the
@@ -107,13 +113,22 @@ type Step struct {
 	Phase string `json:"phase,omitempty"`
 
 	// Status: the condition changes written, or Skipped when nothing changed.
+	// Generation is the Database's generation; StatusWrites counts the
+	// status writes this controller has made for the Database so far, this
+	// one included, so a rewrite of an unchanged spec is plain to see.
 	Conditions         []ConditionChange `json:"conditions,omitempty"`
 	Skipped            bool              `json:"skipped,omitempty"`
 	ObservedGeneration int64             `json:"observedGeneration,omitempty"`
+	StatusWrites       int               `json:"statusWrites,omitempty"`
 
-	// Result: "done", "requeue" or "error"; RequeueAfter when scheduled.
+	// Result: "done", "requeue" or "error". RequeueAfter is when the next
+	// reconcile is due without any event: the resync after "done", the
+	// requested delay after "requeue", the work queue's backoff after
+	// "error". Retry (reconcile.start and result) counts the consecutive
+	// failures before this reconcile: the retry number it is.
 	Result       string        `json:"result,omitempty"`
 	RequeueAfter time.Duration `json:"requeueAfterNs,omitempty"`
+	Retry        int           `json:"retry,omitempty"`
 
 	// Pitfall is the pitfall switched on for the object, if any.
 	Pitfall string `json:"pitfall,omitempty"`
@@ -162,13 +177,24 @@ func (t tracer) emit(s Step) {
 
 func (t tracer) now() time.Time { return t.clock.Now() }
 
-// reconcileTrace is the tracer of one reconcile: every step it emits carries
-// the reconcile's ID and the Database it is about.
+// reconcileTrace is the trace of one reconcile. It travels in the
+// reconcile's context.Context, from the Reconcile wrapper (reconcile.start
+// and result) through the client interceptor (fetch, actions, status) to
+// note. Every step it emits carries the reconcile's ID and the Database it
+// is about. One reconcile runs on one goroutine, and so does every client
+// call it makes: the fields need no lock.
 type reconcileTrace struct {
 	tracer
 	id       string
 	database ObjectRef
 	pitfall  string
+
+	// found is the fetch's outcome ("found", "not-found", "error"), "" before it.
+	found string
+	// observed is the fetched Database's status.observedGeneration.
+	observed int64
+	// statusWritten is set once the reconcile has written status.
+	statusWritten bool
 }
 
 func (rt *reconcileTrace) step(s Step) {
@@ -183,25 +209,23 @@ func (rt *reconcileTrace) step(s Step) {
 	rt.emit(s)
 }
 
-// action reports one change attempted on the cluster and its outcome.
-func (rt *reconcileTrace) action(verb string, target ObjectRef, outcome Outcome, began time.Time, err error, msg string) {
-	s := Step{Type: StepAction, Action: verb, Target: &target, Outcome: outcome, Message: msg, Duration: rt.now().Sub(began)}
-	if err != nil {
-		s.Error = err.Error()
-	}
-	rt.step(s)
+type traceKey struct{}
+
+func withTrace(ctx context.Context, rt *reconcileTrace) context.Context {
+	return context.WithValue(ctx, traceKey{}, rt)
 }
 
-// diff reports what differs between desired and actual for one child.
-func (rt *reconcileTrace) diff(target ObjectRef, differences []string) {
-	msg := "in sync"
-	if len(differences) > 0 {
-		msg = fmt.Sprintf("%d difference(s)", len(differences))
-	}
-	rt.step(Step{Type: StepDiff, Target: &target, Differences: differences, Message: msg})
+// traceOf returns the trace of the reconcile ctx belongs to, nil outside one.
+func traceOf(ctx context.Context) *reconcileTrace {
+	rt, _ := ctx.Value(traceKey{}).(*reconcileTrace)
+	return rt
 }
 
-// finalizer reports one phase of deletion.
-func (rt *reconcileTrace) finalizer(phase, msg string) {
-	rt.step(Step{Type: StepFinalizer, Phase: phase, Message: msg})
+// note reports, on the trace of the reconcile ctx belongs to, what no API
+// call shows: a diff, a finalizer phase. Everything else is traced from
+// outside the reconciler. Outside a reconcile it does nothing.
+func note(ctx context.Context, s Step) {
+	if rt := traceOf(ctx); rt != nil {
+		rt.step(s)
+	}
 }
