@@ -44,12 +44,17 @@ func (e *testEnv) trace(ns, db string) []controller.Step {
 // waitTrace waits until cond holds for db's trace and returns that trace.
 func (e *testEnv) waitTrace(t *testing.T, what, ns, db string, cond func([]controller.Step) bool) []controller.Step {
 	t.Helper()
-	var steps []controller.Step
-	eventually(t, what, func() (bool, error) {
-		steps = e.trace(ns, db)
-		return cond(steps), nil
-	})
-	return steps
+	end := time.Now().Add(deadline)
+	for {
+		steps := e.trace(ns, db)
+		if cond(steps) {
+			return steps
+		}
+		if time.Now().After(end) {
+			t.Fatalf("timed out waiting for %s; the trace:%s", what, describeTrace(steps))
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
 }
 
 // describeTrace is a compact listing of steps for failure messages.
@@ -173,9 +178,9 @@ func TestScenarioAlreadyExists(t *testing.T) {
 		t.Fatalf("no create Service → AlreadyExists:%s", describeTrace(steps))
 	}
 	if !slices.ContainsFunc(steps[exists:], func(s controller.Step) bool {
-		return s.Type == controller.StepAction && s.Action == "update" && isService(s) && s.Outcome == controller.OutcomeUpdated
+		return s.Type == controller.StepAction && s.Action == "patch" && isService(s) && s.Outcome == controller.OutcomeUpdated
 	}) {
-		t.Errorf("the Service was not corrected (update → Updated) after AlreadyExists:%s", describeTrace(steps))
+		t.Errorf("the Service was not corrected (patch → Updated) after AlreadyExists:%s", describeTrace(steps))
 	}
 	if bad := errorRows(steps); len(bad) > 0 {
 		t.Errorf("error rows; AlreadyExists is convergence:%s", describeTrace(bad))
@@ -188,8 +193,8 @@ func TestScenarioAlreadyExists(t *testing.T) {
 	if err := e.client.Get(t.Context(), types.NamespacedName{Namespace: ns, Name: "taken"}, &db); err != nil {
 		t.Fatal(err)
 	}
-	if !metav1.IsControlledBy(&svc, &db) || len(svc.Spec.Ports) != 1 || svc.Spec.Ports[0].Port != 5432 {
-		t.Errorf("Service taken: owner %v, ports %+v; want adopted by the Database, port 5432", svc.OwnerReferences, svc.Spec.Ports)
+	if !metav1.IsControlledBy(&svc, &db) || len(svc.Spec.Ports) != 1 || svc.Spec.Ports[0].Port != 5432 || svc.Spec.Selector["app"] == "made-by-hand" {
+		t.Errorf("Service taken: owner %v, ports %+v, selector %v; want adopted by the Database, port 5432, its selector", svc.OwnerReferences, svc.Spec.Ports, svc.Spec.Selector)
 	}
 }
 
@@ -281,8 +286,25 @@ func TestScenarioStatusThrash(t *testing.T) {
 			t.Errorf("status write of generation %d; the spec did not change", s.ObservedGeneration)
 		}
 	}
-	// The rewrites are visible: each gives the conditions a new
-	// lastTransitionTime, read back from the API server.
+	// The rewrites are visible in the trace: after the first writes, each
+	// rewrite keeps Ready's value but moves its lastTransitionTime, and the
+	// write counter climbs.
+	ws := writes(steps)
+	moved := 0
+	for i, w := range ws {
+		if i > 0 && w.StatusWrites <= ws[i-1].StatusWrites {
+			t.Errorf("status write counter %d after %d; want it to climb", w.StatusWrites, ws[i-1].StatusWrites)
+		}
+		for _, c := range w.Conditions {
+			if c.Type == "Ready" && !c.Transition && c.From == c.To && c.LastTransitionTime != "" && c.LastTransitionTime != c.FromLastTransitionTime {
+				moved++
+			}
+		}
+	}
+	if moved < 3 {
+		t.Errorf("%d rewrites moved Ready's lastTransitionTime with its value unchanged; want the storm visible:%s", moved, describeTrace(ws))
+	}
+	// And read back from the API server, with the spec unchanged.
 	var db v1alpha1.Database
 	ltt := func() time.Time {
 		if err := e.client.Get(t.Context(), types.NamespacedName{Namespace: ns, Name: "thrash"}, &db); err != nil {
@@ -376,7 +398,16 @@ func TestScenarioNonIdempotentCreate(t *testing.T) {
 		}
 		return out
 	}
-	steps := e.waitTrace(t, "nine failed reconciles of twice", ns, "twice", func(s []controller.Step) bool { return len(failures(s)) >= 9 })
+	retriesOf := func(steps []controller.Step) []time.Time {
+		var out []time.Time
+		for _, s := range steps {
+			if s.Type == controller.StepReconcileStart && s.Trigger == controller.TriggerRequeue {
+				out = append(out, s.Time)
+			}
+		}
+		return out
+	}
+	steps := e.waitTrace(t, "six retries of twice", ns, "twice", func(s []controller.Step) bool { return len(retriesOf(s)) >= 6 })
 	// The first reconcile creates the children; the failures are Create
 	// meeting AlreadyExists.
 	created := 0
@@ -398,12 +429,7 @@ func TestScenarioNonIdempotentCreate(t *testing.T) {
 	// share their moment with the children's own events (milliseconds
 	// apart, noisy); the last four are each at least the double-ish of the
 	// one before.
-	var retries []time.Time
-	for _, s := range steps {
-		if s.Type == controller.StepReconcileStart && s.Trigger == controller.TriggerRequeue {
-			retries = append(retries, s.Time)
-		}
-	}
+	retries := retriesOf(steps)
 	var gaps []time.Duration
 	for i := 1; i < len(retries); i++ {
 		gaps = append(gaps, retries[i].Sub(retries[i-1]))
@@ -417,6 +443,15 @@ func TestScenarioNonIdempotentCreate(t *testing.T) {
 			t.Errorf("gaps between retries %v do not grow", gaps)
 			break
 		}
+	}
+	// Each failure's result names the backoff before its retry, growing.
+	for i := 1; i < len(fails); i++ {
+		if fails[i].RequeueAfter < fails[i-1].RequeueAfter {
+			t.Errorf("backoff shrank from %s to %s", fails[i-1].RequeueAfter, fails[i].RequeueAfter)
+		}
+	}
+	if first, last := fails[0].RequeueAfter, fails[len(fails)-1].RequeueAfter; last <= first {
+		t.Errorf("backoff %s → %s over %d failures; want it growing", first, last, len(fails))
 	}
 	eventually(t, "Degraded=True on twice", func() (bool, error) {
 		var db v1alpha1.Database

@@ -54,9 +54,9 @@ var Scenarios = []Scenario{
 		Intro: "A Service named like the Database exists before the Database does, as if another actor or an earlier run had made it. Watch the controller take it as convergence, not as an error.",
 		Setup: "Make Service taken, then Database taken",
 		Watch: []string{
-			"The setup made a Service called taken, with the wrong port and no owner, before the Database.",
+			"The setup made a Service called taken, with the wrong port, the wrong selector and no owner, before the Database.",
 			"The first reconcile does not find that Service among its own children and calls Create: the API server answers AlreadyExists.",
-			"The controller reads the Service, adopts it and corrects its port (update → Updated), and carries on to Ready=True with no error row.",
+			"The controller reads the Service, adopts it and corrects its port and selector (patch → Updated), and carries on to Ready=True with no error row.",
 		},
 		run: func(ctx context.Context, h *Handler, ns string) (string, error) {
 			if err := h.opts.Store.CreateUnownedService(ctx, ns, "taken", strayServicePort); err != nil {

@@ -134,12 +134,16 @@ func (s KubeStore) ScaleStatefulSet(ctx context.Context, ns, name string, replic
 
 // CreateUnownedService creates a headless Service with no labels and no
 // owner, so the controller's cache (which holds only the children it
-// labelled) does not see it and its Create meets AlreadyExists.
+// labelled) does not see it and its Create meets AlreadyExists. It selects
+// other Pods than the Database's: a headless Service without a selector
+// would be given both IP families, which a single-stack cluster refuses to
+// keep once the controller adds its selector.
 func (s KubeStore) CreateUnownedService(ctx context.Context, ns, name string, port int32) error {
 	svc := &corev1.Service{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
 		Spec: corev1.ServiceSpec{
 			ClusterIP: corev1.ClusterIPNone,
+			Selector:  map[string]string{"app": "made-by-hand"},
 			Ports:     []corev1.ServicePort{{Name: "made-by-hand", Port: port, Protocol: corev1.ProtocolTCP}},
 		},
 	}
