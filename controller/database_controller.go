@@ -108,7 +108,12 @@ func (r *reconciler) finish(ctx context.Context, db *dbv1.Database, obs observat
 		return r.thrashStatus(ctx, db, obs)
 	}
 	next := computeStatus(db, obs, r.clock.Now())
-	if err := r.writeStatus(ctx, db, next); err != nil && obs.err == nil {
+	err := r.writeStatus(ctx, db, next)
+	if apierrors.IsNotFound(err) && !db.DeletionTimestamp.IsZero() {
+		// Our copy was stale: the Database is gone, finalized already.
+		return ctrl.Result{}, nil
+	}
+	if err != nil && obs.err == nil {
 		obs.err = err
 	}
 	if obs.err != nil {

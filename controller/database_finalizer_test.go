@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"context"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -10,8 +11,10 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/client-go/tools/events"
 	"sigs.k8s.io/cli-utils/pkg/kstatus/status"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	dbv1 "github.com/oplab-dev/oplab/controller/api/v1alpha1"
 )
@@ -184,5 +187,60 @@ func TestDeletingTheNamespaceDoesNotHang(t *testing.T) {
 	}
 	if !skipped {
 		t.Errorf("no finalizer step said the snapshot was skipped for the terminating namespace:\n%s", describe(e.sink.forDatabase("tenant")))
+	}
+}
+
+// frozenDatabase answers every read of the Database with the same copy, as
+// an informer cache would that has not seen the Database go.
+type frozenDatabase struct {
+	client.Client
+	db *dbv1.Database
+}
+
+func (f frozenDatabase) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	if db, ok := obj.(*dbv1.Database); ok && key.Name == f.db.Name {
+		f.db.DeepCopyInto(db)
+		return nil
+	}
+	return f.Client.Get(ctx, key, obj, opts...)
+}
+
+// TestStaleCopyAfterTheFinalizerIsGone reconciles a Database that is gone
+// from a copy that still has its finalizer: the reconcile must converge,
+// without an error and without writing the snapshot again.
+func TestStaleCopyAfterTheFinalizerIsGone(t *testing.T) {
+	e := newEnv(t)
+	e.mustCreate(newDB("stale", 1, ""))
+	opts := e.testOptions().withDefaults()
+	live := newTracedReconciler(e.c, e.c, testScheme, &events.FakeRecorder{}, opts, newPauseGate())
+	req := reconcile.Request{NamespacedName: e.key("stale")}
+	if _, err := live.Reconcile(e.ctx, req); err != nil {
+		t.Fatalf("first reconcile: %v", err)
+	}
+	if err := e.c.Delete(e.ctx, e.getDB("stale")); err != nil {
+		t.Fatal(err)
+	}
+	terminating := e.getDB("stale")
+	e.waitFor("the Database finalized", func() (bool, error) {
+		if _, err := live.Reconcile(e.ctx, req); err != nil {
+			return false, err
+		}
+		err := e.c.Get(e.ctx, e.key("stale"), &dbv1.Database{})
+		return apierrors.IsNotFound(err), client.IgnoreNotFound(err)
+	})
+	e.expectSnapshot("stale")
+
+	mark := e.sink.len()
+	stale := newTracedReconciler(frozenDatabase{e.c, terminating}, e.c, testScheme, &events.FakeRecorder{}, opts, newPauseGate())
+	if _, err := stale.Reconcile(e.ctx, req); err != nil {
+		t.Errorf("reconcile of a stale copy: %v", err)
+	}
+	for _, s := range e.sink.since(mark, "stale") {
+		if s.Type == StepAction && s.Target.Kind == "ConfigMap" && (s.Outcome == OutcomeCreated || s.Outcome == OutcomeUpdated) {
+			t.Errorf("the snapshot was written again: %+v", s)
+		}
+		if s.Result == "error" {
+			t.Errorf("error result: %s", s.Error)
+		}
 	}
 }

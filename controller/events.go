@@ -42,6 +42,7 @@ type triggerBook struct {
 	pending      map[types.NamespacedName]int
 	lastEnd      map[types.NamespacedName]string // TriggerRequeue or TriggerResync
 	statusWrites map[types.NamespacedName]int
+	first        map[types.NamespacedName]string // the first pending event, in words
 }
 
 func newTriggerBook() *triggerBook {
@@ -49,6 +50,7 @@ func newTriggerBook() *triggerBook {
 		pending:      map[types.NamespacedName]int{},
 		lastEnd:      map[types.NamespacedName]string{},
 		statusWrites: map[types.NamespacedName]int{},
+		first:        map[types.NamespacedName]string{},
 	}
 }
 
@@ -60,29 +62,35 @@ func (b *triggerBook) statusWritten(key types.NamespacedName) int {
 	return b.statusWrites[key]
 }
 
-// eventArrived counts an enqueued event for key.
-func (b *triggerBook) eventArrived(key types.NamespacedName) {
+// eventArrived counts an enqueued event for key; what says what it was
+// ("update StatefulSet shop").
+func (b *triggerBook) eventArrived(key types.NamespacedName, what string) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	if b.pending[key] == 0 {
+		b.first[key] = what
+	}
 	b.pending[key]++
 }
 
 // reconcileStarted takes the events counted for key and says what triggered
 // the reconcile now starting.
-func (b *triggerBook) reconcileStarted(key types.NamespacedName) (trigger string, events int) {
+// It also returns the first of those events, in words.
+func (b *triggerBook) reconcileStarted(key types.NamespacedName) (trigger string, events int, first string) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	events = b.pending[key]
+	events, first = b.pending[key], b.first[key]
 	delete(b.pending, key)
+	delete(b.first, key)
 	if events > 0 {
-		return TriggerEvent, events
+		return TriggerEvent, events, first
 	}
 	if end, ok := b.lastEnd[key]; ok {
-		return end, 0
+		return end, 0, ""
 	}
 	// No event and no previous reconcile: a requeue scheduled by a dropped
 	// event (drop-events pitfall) waiting for the resync.
-	return TriggerResync, 0
+	return TriggerResync, 0, ""
 }
 
 // reconcileEnded records what the next reconcile of key will be, absent events.
@@ -99,6 +107,7 @@ func (b *triggerBook) forget(key types.NamespacedName) {
 	delete(b.pending, key)
 	delete(b.lastEnd, key)
 	delete(b.statusWrites, key)
+	delete(b.first, key)
 }
 
 // pitfallFunc returns the pitfall of the Database an event maps to.
@@ -167,12 +176,12 @@ func (h *traceHandler) handle(ctx context.Context, kind string, obj client.Objec
 		// how many events it coalesced.
 		s.Held, s.Message = true, "held: namespace paused"
 		h.tr.emit(s)
-		h.book.eventArrived(key)
+		h.book.eventArrived(key, kind+" "+h.kind+" "+obj.GetName())
 	case h.pitfall(ctx, obj, key) == PitfallDropEvents:
 		h.dropEvent(s, req, q)
 	default:
 		h.tr.emit(s)
-		h.book.eventArrived(key)
+		h.book.eventArrived(key, kind+" "+h.kind+" "+obj.GetName())
 		q.Add(req)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -57,8 +58,11 @@ func TestPauseNamespaceHoldsOnlyThatNamespace(t *testing.T) {
 	opts.Namespaces = []string{a, b}
 	r := e.startController(opts)
 	e.mustCreate(newDB("keep", 1, ""))
+	e.mustCreate(newDB("hatch", 1, ""))
 	e.expectReady("keep")
+	e.expectReady("hatch")
 	e.expectSettled("keep")
+	e.expectSettled("hatch")
 
 	r.PauseNamespace(a)
 	if !r.NamespacePaused(a) || r.NamespacePaused(b) {
@@ -76,6 +80,19 @@ func TestPauseNamespaceHoldsOnlyThatNamespace(t *testing.T) {
 	if err := e.c.Delete(e.ctx, e.getDB("keep")); err != nil {
 		t.Fatal(err)
 	}
+	// The escape hatch, taken while paused: the Database goes at once,
+	// without its snapshot.
+	hatch := e.getDB("hatch")
+	if err := e.c.Delete(e.ctx, hatch); err != nil {
+		t.Fatal(err)
+	}
+	hatch = e.getDB("hatch")
+	patch = client.MergeFrom(hatch.DeepCopy())
+	hatch.Finalizers = nil
+	if err := e.c.Patch(e.ctx, hatch, patch); err != nil {
+		t.Fatal(err)
+	}
+	e.expectGone(&dbv1.Database{}, "hatch")
 
 	other := newDB("other", 1, "")
 	other.Namespace = b
@@ -132,6 +149,11 @@ func TestPauseNamespaceHoldsOnlyThatNamespace(t *testing.T) {
 	e.expectGone(&dbv1.Database{}, "keep")
 	e.expectSnapshot("keep")
 	e.expectChildrenCollected("keep")
+	e.expectChildrenCollected("hatch")
+	var cm corev1.ConfigMap
+	if err := e.c.Get(e.ctx, e.key(SnapshotName("hatch")), &cm); !apierrors.IsNotFound(err) {
+		t.Errorf("snapshot of the escape-hatched Database: err %v, want NotFound", err)
+	}
 
 	// The resume reconcile coalesced what was held: one event-triggered
 	// reconcile saw more than one event.

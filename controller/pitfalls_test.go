@@ -84,25 +84,25 @@ func TestThrashLimiter(t *testing.T) {
 func TestTriggerBook(t *testing.T) {
 	b := newTriggerBook()
 	key := types.NamespacedName{Namespace: "a", Name: "b"}
-	check := func(wantTrigger string, wantEvents int) {
+	check := func(wantTrigger string, wantEvents int, wantFirst string) {
 		t.Helper()
-		trigger, n := b.reconcileStarted(key)
-		if trigger != wantTrigger || n != wantEvents {
-			t.Errorf("reconcileStarted = %s/%d, want %s/%d", trigger, n, wantTrigger, wantEvents)
+		trigger, n, first := b.reconcileStarted(key)
+		if trigger != wantTrigger || n != wantEvents || first != wantFirst {
+			t.Errorf("reconcileStarted = %s/%d/%q, want %s/%d/%q", trigger, n, first, wantTrigger, wantEvents, wantFirst)
 		}
 	}
-	b.eventArrived(key)
-	b.eventArrived(key)
-	b.eventArrived(key)
-	check(TriggerEvent, 3)
+	b.eventArrived(key, "update StatefulSet b")
+	b.eventArrived(key, "update Database b")
+	b.eventArrived(key, "create Service b")
+	check(TriggerEvent, 3, "update StatefulSet b")
 	b.reconcileEnded(key, TriggerRequeue)
-	check(TriggerRequeue, 0)
+	check(TriggerRequeue, 0, "")
 	b.reconcileEnded(key, TriggerResync)
-	check(TriggerResync, 0)
-	b.eventArrived(key)
-	check(TriggerEvent, 1)
+	check(TriggerResync, 0, "")
+	b.eventArrived(key, "delete Service b")
+	check(TriggerEvent, 1, "delete Service b")
 	b.forget(key)
-	if len(b.pending) != 0 || len(b.lastEnd) != 0 {
+	if len(b.pending) != 0 || len(b.lastEnd) != 0 || len(b.first) != 0 {
 		t.Errorf("forget left %v %v", b.pending, b.lastEnd)
 	}
 }

@@ -95,8 +95,10 @@ type Step struct {
 	Held bool `json:"held,omitempty"`
 
 	// Reconcile start: trigger is "event" when watch events preceded it,
-	// otherwise "requeue" or "resync".
-	Trigger string `json:"trigger,omitempty"`
+	// otherwise "requeue" or "resync". FirstEvent names the first of those
+	// events: "update StatefulSet shop".
+	Trigger    string `json:"trigger,omitempty"`
+	FirstEvent string `json:"firstEvent,omitempty"`
 
 	// Fetch: "found", "not-found" or "error"; Generation is set when found.
 	Found string `json:"found,omitempty"`

@@ -56,12 +56,13 @@ func (t *tracedReconciler) Reconcile(ctx context.Context, req reconcile.Request)
 		database: ObjectRef{Kind: "Database", Namespace: req.Namespace, Name: req.Name},
 	}
 	began := rt.now()
-	trigger, n := t.book.reconcileStarted(req.NamespacedName)
+	trigger, n, first := t.book.reconcileStarted(req.NamespacedName)
 	retry := 0
 	if trigger == TriggerRequeue {
 		retry = t.backoff.NumRequeues(req)
 	}
-	rt.step(Step{Type: StepReconcileStart, Trigger: trigger, Retry: retry, Message: triggerMessage(trigger, n, retry)})
+	rt.step(Step{Type: StepReconcileStart, Trigger: trigger, Retry: retry, FirstEvent: first,
+		Message: triggerMessage(trigger, n, retry)})
 
 	res, err := t.inner.Reconcile(withTrace(ctx, rt), req)
 
