@@ -248,8 +248,8 @@ func TestScenarioFinalizer(t *testing.T) {
 	}
 	// Let any late reconcile of the gone Database show in the trace.
 	time.Sleep(2 * time.Second)
-	if bad := errorRows(e.trace(ns, "doomed")); len(bad) > 0 {
-		t.Errorf("error rows after a delete:%s", describeTrace(bad))
+	if all := e.trace(ns, "doomed"); len(errorRows(all)) > 0 {
+		t.Errorf("error rows after a delete:%s\nin the trace:%s", describeTrace(errorRows(all)), describeTrace(all[max(0, len(all)-40):]))
 	}
 	if !snapshotKept(t, e, ns, "doomed") {
 		t.Error("the snapshot ConfigMap doomed-final-snapshot is gone; nothing owns it, it must stay")
