@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/chromedp"
 	"github.com/gorilla/websocket"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -170,5 +171,42 @@ func TestEditKeepsAKubectlChange(t *testing.T) {
 	}
 	if db.Spec.Replicas != 3 || db.Spec.Version != "16" {
 		t.Errorf("after the edit: replicas %d version %q; want kubectl's 3 kept and the learner's 16", db.Spec.Replicas, db.Spec.Version)
+	}
+}
+
+// The instructor page in Chromium: the token form, then, from the printed
+// URL, the switch; a learner's paused lab says it is stopped for them.
+func TestBrowserInstructorPageAndPausedLab(t *testing.T) {
+	e := needEnv(t)
+	ctx := e.tab(t)
+	if err := chromedp.Do(ctx, chromedp.Navigate(e.http.URL+"/instructor"), chromedp.WaitVisible(chromedp.CSS(`input[name="token"]`))); err != nil {
+		t.Fatal(err)
+	}
+	screenshot(t, ctx, "20-instructor-login")
+	if err := chromedp.Do(ctx, chromedp.Navigate(e.http.URL+"/instructor?token="+url.QueryEscape(testInstructorToken)),
+		chromedp.WaitVisible(chromedp.CSS(`form[action="/instructor/controller/stop"] button`))); err != nil {
+		t.Fatal(err)
+	}
+	poll(t, ctx, "the token dropped from the address", `location.search === ""`)
+	poll(t, ctx, "the controller shown running", `document.getElementById("controller-status").textContent.includes("running")`)
+	if html, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.documentElement.outerHTML + document.cookie`)); err != nil || strings.Contains(html, testInstructorToken) {
+		t.Errorf("the instructor page or a script-readable cookie holds the token (%v)", err)
+	}
+	screenshot(t, ctx, "21-instructor")
+
+	learner := e.tab(t)
+	if err := chromedp.Do(learner, chromedp.Navigate(e.http.URL+"/lab"), chromedp.WaitVisible(chromedp.CSS(`button[data-controller="stop"]`)),
+		chromedp.Click(chromedp.CSS(`button[data-controller="stop"]`))); err != nil {
+		t.Fatal(err)
+	}
+	poll(t, learner, "the flash saying only this namespace is paused", `document.querySelector("#flash .flash-ok")?.textContent.includes("other learners' Databases are still reconciled")`)
+	poll(t, learner, "the controller shown stopped here", `document.getElementById("controller-status").textContent.includes("stopped")`)
+	screenshot(t, learner, "22-lab-paused")
+	if err := chromedp.Do(learner, chromedp.Click(chromedp.CSS(`button[data-controller="start"]`))); err != nil {
+		t.Fatal(err)
+	}
+	poll(t, learner, "the controller shown running again", `document.getElementById("controller-status").textContent.includes("running")`)
+	if !e.runner.Running() {
+		t.Error("the learner's Stop stopped the whole controller")
 	}
 }
