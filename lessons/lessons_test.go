@@ -101,10 +101,12 @@ func TestControllerRegionsExist(t *testing.T) {
 	}
 }
 
-func TestEveryScenarioHasATitle(t *testing.T) {
-	for _, s := range Scenarios {
-		if ScenarioTitle(s) == s {
-			t.Errorf("scenario %q has no title", s)
+func TestEveryLiveBlockHasALabel(t *testing.T) {
+	for _, l := range mustLoadReal(t).Lessons {
+		for _, live := range l.Live {
+			if live.Title == DefaultLiveTitle {
+				t.Errorf("%s: live block %q has no label (```live:%s LABEL)", l.file, live.Scenario, live.Scenario)
+			}
 		}
 	}
 }
@@ -126,7 +128,7 @@ func TestResolve(t *testing.T) {
 		{"/lessons/status-owners-finalizers#observedgeneration", ""},
 		{"/lessons/nope", `no lesson has slug "nope"`},
 		{"/lessons/reconciliation-loop#nope", "has no section #nope"},
-		{"/lab?scenario=meltdown", `scenario "meltdown" is not one of`},
+		{"/lab?scenario=", "only one scenario parameter"},
 		{"/lab?scenario=finalizer&x=1", "only one scenario parameter"},
 		{"/quiz?x=1", "takes no query or fragment"},
 		{"https://example.com/", "not a path within oplab"},
@@ -158,7 +160,7 @@ func TestLoadRejectsBadContent(t *testing.T) {
 		{"bad kind", map[string]string{"a.md": strings.Replace(goodFront, "kind: lesson", "kind: essay", 1)}, `kind "essay" must be`},
 		{"zero order", map[string]string{"a.md": strings.Replace(goodFront, "order: 1", "order: 0", 1)}, "order 0 must be a positive number"},
 		{"no title", map[string]string{"a.md": strings.Replace(goodFront, "title: T", "title: \"\"", 1)}, "title is empty"},
-		{"unknown scenario", map[string]string{"a.md": goodFront + "```live:meltdown\nwatch\n```\n"}, `names scenario "meltdown", which is not one of`},
+		{"no scenario", map[string]string{"a.md": goodFront + "```live:\nwatch\n```\n"}, "live block names no scenario"},
 		{"empty live body", map[string]string{"a.md": goodFront + "```live:finalizer\n```\n"}, "its body is empty"},
 		{"broken anchor", map[string]string{"a.md": goodFront + "## One\n[x](#two)\n"}, `lesson "s" has no section #two`},
 		{"broken page link", map[string]string{"a.md": goodFront + "[x](/lessons/other)\n"}, `no lesson has slug "other"`},
@@ -181,7 +183,7 @@ func TestDirectivesRender(t *testing.T) {
 	code := fstest.MapFS{
 		"c.go": {Data: []byte("package c\n\nfunc f() {\n\t// lesson:begin cmp\n\tif a < b {\n\t\treturn\n\t}\n\t// lesson:end cmp\n}\n")},
 	}
-	md := goodFront + "## Sec\n\n```controller:cmp\n```\n\n```controller:gone\n```\n\n```live:finalizer\nDelete <it>\nand watch.\n```\n\n```sh\necho <hi>\n```\n"
+	md := goodFront + "## Sec\n\n```controller:cmp\n```\n\n```controller:gone\n```\n\n```live:finalizer Delete it now\nDelete <it>\nand watch.\n```\n\n```sh\necho <hi>\n```\n"
 	c, err := Load(fstest.MapFS{"a.md": {Data: []byte(md)}}, code)
 	if err != nil {
 		t.Fatal(err)
@@ -194,7 +196,7 @@ func TestDirectivesRender(t *testing.T) {
 		`The controller code “gone” is not marked`,
 		`<aside class="live" aria-label="Try it live">`,
 		"<p>Delete &lt;it&gt; and watch.</p>",
-		`href="/lab?scenario=finalizer"`,
+		`href="/lab?scenario=finalizer">Delete it now →</a>`,
 		"<pre tabindex=\"0\"><code class=\"language-sh\">echo &lt;hi&gt;\n</code></pre>",
 	} {
 		if !strings.Contains(l.HTML, want) {
@@ -207,7 +209,7 @@ func TestDirectivesRender(t *testing.T) {
 	if len(l.Problems) != 1 || !strings.Contains(l.Problems[0], `"gone"`) {
 		t.Errorf("Problems = %v, want one naming region gone", l.Problems)
 	}
-	want := []Live{{Scenario: "finalizer", Title: ScenarioTitle("finalizer"), Text: "Delete <it> and watch.", Section: "sec"}}
+	want := []Live{{Scenario: "finalizer", Title: "Delete it now", Text: "Delete <it> and watch.", Section: "sec"}}
 	if !slices.Equal(l.Live, want) {
 		t.Errorf("Live = %+v, want %+v", l.Live, want)
 	}

@@ -2,6 +2,7 @@ package lessons
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	stdhtml "html"
 	"strings"
@@ -92,7 +93,7 @@ func (l *Lesson) addLink(dest string) {
 }
 
 // addDirective records a controller region or live action. A live action
-// naming an unknown scenario is an error; an unmarked region is a problem.
+// without a scenario or a body is an error; an unmarked region is a problem.
 func (l *Lesson) addDirective(n *ast.FencedCodeBlock, src []byte, regions map[string]Region, section string) error {
 	info := string(n.Language(src))
 	if name, ok := strings.CutPrefix(info, directiveController); ok {
@@ -103,14 +104,14 @@ func (l *Lesson) addDirective(n *ast.FencedCodeBlock, src []byte, regions map[st
 		return nil
 	}
 	if name, ok := strings.CutPrefix(info, directiveLive); ok {
-		if !IsScenario(name) {
-			return fmt.Errorf("live block names scenario %q, which is not one of %s", name, strings.Join(Scenarios, ", "))
+		if name == "" {
+			return errors.New("live block names no scenario: write ```live:SCENARIO")
 		}
 		body := blockText(n, src)
 		if body == "" {
 			return fmt.Errorf("live block %q says nothing about what to watch: its body is empty", name)
 		}
-		l.Live = append(l.Live, Live{Scenario: name, Title: ScenarioTitle(name), Text: body, Section: section})
+		l.Live = append(l.Live, Live{Scenario: name, Title: liveTitle(n, src), Text: body, Section: section})
 	}
 	return nil
 }
@@ -137,7 +138,7 @@ func (r *directiveRenderer) renderFenced(w util.BufWriter, src []byte, node ast.
 		return ast.WalkSkipChildren, nil
 	}
 	if name, ok := strings.CutPrefix(info, directiveLive); ok {
-		writeLive(w, name, blockText(n, src))
+		writeLive(w, name, liveTitle(n, src), blockText(n, src))
 		return ast.WalkSkipChildren, nil
 	}
 	writeCode(w, info, rawLines(n, src))
@@ -156,9 +157,21 @@ func (r *directiveRenderer) writeRegion(w util.BufWriter, name string) {
 	_, _ = w.WriteString("</figure>\n")
 }
 
-func writeLive(w util.BufWriter, scenario, body string) {
+// liveTitle is the label after the scenario in a live block's info string.
+func liveTitle(n *ast.FencedCodeBlock, src []byte) string {
+	if n.Info == nil {
+		return DefaultLiveTitle
+	}
+	_, label, _ := strings.Cut(string(n.Info.Segment.Value(src)), " ")
+	if label = strings.TrimSpace(label); label != "" {
+		return label
+	}
+	return DefaultLiveTitle
+}
+
+func writeLive(w util.BufWriter, scenario, title, body string) {
 	fmt.Fprintf(w, "<aside class=\"live\" aria-label=\"Try it live\">\n<p class=\"live-kicker\">Try it live</p>\n<p>%s</p>\n<p><a class=\"button primary\" href=\"%s\">%s →</a></p>\n</aside>\n",
-		stdhtml.EscapeString(body), stdhtml.EscapeString(ScenarioURL(scenario)), stdhtml.EscapeString(ScenarioTitle(scenario)))
+		stdhtml.EscapeString(body), stdhtml.EscapeString(ScenarioURL(scenario)), stdhtml.EscapeString(title))
 }
 
 // writeCode writes a code block. It is focusable (tabindex 0) so that a

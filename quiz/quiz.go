@@ -62,8 +62,9 @@ func (q Question) Correct() []int {
 // so is answered with checkboxes rather than radio buttons.
 func (q Question) Multi() bool { return len(q.Correct()) > 1 }
 
-// DemoURL is the lab link of the question's demo.
-func (q Question) DemoURL() string { return "/lab?scenario=" + url.QueryEscape(q.Demo) }
+// DemoURL is the lab link of the question's demo. The scenario names are the
+// lab's; a test in web/ checks every demo against them.
+func (q Question) DemoURL() string { return lessons.ScenarioURL(q.Demo) }
 
 // Card is one flashcard.
 type Card struct {

@@ -25,6 +25,12 @@ import (
 	"github.com/oplab-dev/oplab/web/stream"
 )
 
+// The shared server's instructor token and kubectl line.
+const (
+	testInstructorToken = "instructor-token-of-the-web-tests"
+	testKubectlLine     = "kubectl --kubeconfig /tmp/oplab-test-kubeconfig get databases -w"
+)
+
 // deadline bounds every wait: generous, because the tests check that things
 // happen, never how fast.
 const deadline = 3 * time.Minute
@@ -113,6 +119,7 @@ func startEnv() (_ *testEnv, err error) {
 	}
 	e.server, err = New(ctx, Options{
 		Config: e.cluster.Config(), Recorder: e.recorder, Hub: hub, Controller: e.runner, Logger: testLogger(logFile),
+		InstructorToken: testInstructorToken, KubectlLine: testKubectlLine,
 	})
 	if err != nil {
 		return e, err

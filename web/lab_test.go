@@ -355,7 +355,7 @@ func TestBrowserStuckFinalizerScenario(t *testing.T) {
 	if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`.scenario form button`))); err != nil {
 		t.Fatal(err)
 	}
-	poll(t, ctx, "the setup done", `document.querySelector("#flash .flash-ok")?.textContent.includes("controller is stopped")`)
+	poll(t, ctx, "the setup done", `document.querySelector("#flash .flash-ok")?.textContent.includes("controller is paused for your namespace")`)
 	poll(t, ctx, "the controller shown stopped", `document.getElementById("controller-status").textContent.includes("stopped")`)
 	if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`#db-stuck form[action$="/delete"] button`))); err != nil {
 		t.Fatal(err)
@@ -423,6 +423,7 @@ func TestScenariosSetUp(t *testing.T) {
 		scenario, database, pitfall string
 	}{
 		{"first-reconcile", "first", ""},
+		{"already-exists", "taken", ""},
 		{"finalizer", "doomed", ""},
 		{"status-thrash", "thrash", controller.PitfallStatusThrash},
 		{"non-idempotent-create", "twice", controller.PitfallNonIdempotentCreate},

@@ -23,6 +23,7 @@ import (
 
 	"github.com/oplab-dev/oplab/controller"
 	"github.com/oplab-dev/oplab/controller/api/v1alpha1"
+	"github.com/oplab-dev/oplab/web/instructor"
 	"github.com/oplab-dev/oplab/web/lab"
 	"github.com/oplab-dev/oplab/web/lab/state"
 	"github.com/oplab-dev/oplab/web/learn"
@@ -31,12 +32,12 @@ import (
 	"github.com/oplab-dev/oplab/web/stream"
 )
 
-// ControllerSwitch is the part of controller.Runner the lab uses (defined
-// here, where consumed).
-type ControllerSwitch interface {
-	Start(ctx context.Context) error
-	Stop() error
-	Running() bool
+// Controller is what the server needs of controller.Runner: the whole
+// controller's switch, for the instructor, and the per-namespace pause, for
+// each learner's Stop and Start.
+type Controller interface {
+	instructor.Switch
+	lab.Controller
 }
 
 // Options configures the server.
@@ -49,8 +50,14 @@ type Options struct {
 	Recorder *stream.Recorder
 	// Hub streams the Recorder to the browsers on /ws.
 	Hub *stream.Hub
-	// Controller is stopped and started from the lab page.
-	Controller ControllerSwitch
+	// Controller is paused per namespace from the lab page, and stopped and
+	// started for everyone from the instructor page.
+	Controller Controller
+	// InstructorToken guards /instructor; empty turns that page off.
+	InstructorToken string
+	// KubectlLine is the kubectl command the lab page offers to paste; the
+	// page adds the learner's "-n NAMESPACE". Empty: none is shown.
+	KubectlLine string
 	// Ready is an extra readiness check for /readyz (API reachable, CRD
 	// established, controller running); nil means none.
 	Ready func(ctx context.Context) error
@@ -151,7 +158,9 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 	if !c.WaitForCacheSync(ctx) {
 		return nil, errors.New("informer cache did not sync: is the API server reachable and the Database CRD installed?")
 	}
-	s.handler = s.routes(ctx, direct)
+	if s.handler, err = s.routes(ctx, direct); err != nil {
+		return nil, err
+	}
 	return s, nil
 }
 
@@ -182,19 +191,24 @@ func newScheme() (*runtime.Scheme, error) {
 	return s, nil
 }
 
-func (s *Server) routes(ctx context.Context, direct client.Client) http.Handler {
+func (s *Server) routes(ctx context.Context, direct client.Client) (http.Handler, error) {
 	mux := http.NewServeMux()
 	mux.Handle("GET /static/", http.StripPrefix("/static/", staticFiles()))
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok")) })
 	mux.HandleFunc("GET /readyz", s.readyz)
 	mux.Handle("GET /ws", s.opts.Hub.Handler(s.sessions.NamespaceOf))
-	lab.New(ctx, lab.Options{
+	lab.New(lab.Options{
 		Store: lab.KubeStore{Client: direct}, Sessions: s.sessions, States: s.watcher,
-		Controller: s.opts.Controller, Exporter: s.opts.Recorder,
+		Controller: s.opts.Controller, Exporter: s.opts.Recorder, KubectlLine: s.opts.KubectlLine,
 		MaxDatabases: s.opts.MaxDatabasesPerNamespace, Logger: s.opts.Logger.WithName("lab"),
 	}).Register(mux)
-	learn.Register(mux)
-	return checkHost(s.opts.AllowedHosts, protect(mux))
+	instructor.New(ctx, instructor.Options{
+		Token: s.opts.InstructorToken, Controller: s.opts.Controller, Logger: s.opts.Logger.WithName("instructor"),
+	}).Register(mux)
+	if err := learn.Register(mux); err != nil {
+		return nil, err
+	}
+	return checkHost(s.opts.AllowedHosts, protect(mux)), nil
 }
 
 // checkHost refuses requests whose Host header names a host oplab was not

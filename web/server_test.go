@@ -105,6 +105,9 @@ type stubSwitch struct{}
 func (stubSwitch) Start(context.Context) error { return nil }
 func (stubSwitch) Stop() error                 { return nil }
 func (stubSwitch) Running() bool               { return true }
+func (stubSwitch) PauseNamespace(string)       {}
+func (stubSwitch) ResumeNamespace(string)      {}
+func (stubSwitch) NamespacePaused(string) bool { return false }
 
 func TestCheckHostRefusesUnknownNames(t *testing.T) {
 	ok := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusNoContent) })

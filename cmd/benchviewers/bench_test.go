@@ -287,6 +287,9 @@ type idleSwitch struct{}
 func (idleSwitch) Start(context.Context) error { return nil }
 func (idleSwitch) Stop() error                 { return nil }
 func (idleSwitch) Running() bool               { return true }
+func (idleSwitch) PauseNamespace(string)       {}
+func (idleSwitch) ResumeNamespace(string)      {}
+func (idleSwitch) NamespacePaused(string) bool { return false }
 
 // phaseResult is what one phase measured.
 type phaseResult struct {

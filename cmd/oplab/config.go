@@ -1,6 +1,7 @@
 package main
 
 import (
+	"crypto/rand"
 	"errors"
 	"flag"
 	"fmt"
@@ -10,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/oplab-dev/oplab/cluster"
 )
@@ -31,6 +33,9 @@ type config struct {
 	maxSessions     int
 	maxPerClient    int
 	allowedHosts    []string
+	// instructorToken guards /instructor; parseFlags generates one when the
+	// flag is not given, so the page is never open.
+	instructorToken string
 }
 
 // parseFlags reads the command line. Errors name the flag at fault; they and
@@ -77,6 +82,7 @@ func parseFlagsInto(fs *flag.FlagSet, args []string) (config, error) {
 		}
 		return nil
 	})
+	fs.StringVar(&c.instructorToken, "instructor-token", "", "the token of the /instructor page, which stops and starts the controller for every learner (default: a random one, printed at start in the instructor URL)")
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}
@@ -86,6 +92,9 @@ func parseFlagsInto(fs *flag.FlagSet, args []string) (config, error) {
 	c.mode = cluster.Mode(mode)
 	if err := c.validate(); err != nil {
 		return c, invalidFlagError{err}
+	}
+	if c.instructorToken == "" {
+		c.instructorToken = rand.Text()
 	}
 	return c, nil
 }
@@ -102,6 +111,9 @@ func (c config) validate() error {
 	}
 	if c.maxDatabases < 1 {
 		return fmt.Errorf("invalid --max-databases %d: must be at least 1", c.maxDatabases)
+	}
+	if t := c.instructorToken; t != "" && (len(t) < 16 || strings.ContainsFunc(t, unicode.IsSpace)) {
+		return fmt.Errorf("invalid --instructor-token: want at least 16 characters and no spaces (or leave it out for a random one)")
 	}
 	if c.sessionIdle < time.Minute {
 		return fmt.Errorf("invalid --session-idle %s: must be at least 1m", c.sessionIdle)

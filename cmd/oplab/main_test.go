@@ -67,6 +67,7 @@ func TestParseFlagsRejectsBadInput(t *testing.T) {
 		{[]string{"--kubeconfig", "/nonexistent/kubeconfig"}, "--kubeconfig"},
 		{[]string{"--data-dir", ""}, "--data-dir"},
 		{[]string{"--replicas", "3"}, "replicas"},
+		{[]string{"--instructor-token", "short"}, "--instructor-token"},
 		{[]string{"extra"}, `"extra"`},
 	}
 	for _, tt := range tests {
@@ -94,6 +95,16 @@ func TestParseFlagsDefaults(t *testing.T) {
 	}
 	if c.maxSessions != 200 || c.maxPerClient != 20 || c.sessionIdleNew != 10*time.Minute || c.sessionIdle != 2*time.Hour {
 		t.Errorf("session defaults = %d sessions, %d per client, idle %s / %s new", c.maxSessions, c.maxPerClient, c.sessionIdle, c.sessionIdleNew)
+	}
+	// Without the flag the instructor token is random: never empty, never
+	// the same twice.
+	again, _ := parseFlags(nil, io.Discard)
+	if len(c.instructorToken) < 16 || c.instructorToken == again.instructorToken {
+		t.Errorf("generated instructor tokens %q and %q; want two different random ones", c.instructorToken, again.instructorToken)
+	}
+	given, err := parseFlags([]string{"--instructor-token", "0123456789abcdef-mine"}, io.Discard)
+	if err != nil || given.instructorToken != "0123456789abcdef-mine" {
+		t.Errorf("--instructor-token given: %q %v", given.instructorToken, err)
 	}
 }
 
@@ -131,9 +142,14 @@ type oplabProc struct {
 	url  string
 	logs *syncWriter // stderr
 	out  *syncWriter // stdout: progress and the control plane's own notes
+	// instructorURL is the instructor link oplab printed.
+	instructorURL string
 }
 
-var servingRe = regexp.MustCompile(`serving on (http://\S+)`)
+var (
+	servingRe    = regexp.MustCompile(`serving on (http://\S+)`)
+	instructorRe = regexp.MustCompile(`Instructor page .*: (http://\S+/instructor\?token=\S+)`)
+)
 
 // startOplab runs the binary and waits until it prints its URL and /readyz answers 200.
 func startOplab(t *testing.T, args ...string) *oplabProc {
@@ -159,7 +175,7 @@ func startOplab(t *testing.T, args ...string) *oplabProc {
 			_ = p.cmd.Wait()
 		}
 	})
-	urlc := make(chan string, 1)
+	urlc, instructorc := make(chan string, 1), make(chan string, 1)
 	go func() {
 		sc := bufio.NewScanner(stdout)
 		for sc.Scan() {
@@ -167,12 +183,20 @@ func startOplab(t *testing.T, args ...string) *oplabProc {
 			if m := servingRe.FindStringSubmatch(sc.Text()); m != nil {
 				urlc <- m[1]
 			}
+			if m := instructorRe.FindStringSubmatch(sc.Text()); m != nil {
+				instructorc <- m[1]
+			}
 		}
 	}()
-	select {
-	case p.url = <-urlc:
-	case <-time.After(3 * time.Minute):
-		t.Fatalf("oplab printed no URL; stdout:\n%s\nstderr:\n%s", p.out.String(), logs.String())
+	for _, got := range []struct {
+		c    chan string
+		into *string
+	}{{urlc, &p.url}, {instructorc, &p.instructorURL}} {
+		select {
+		case *got.into = <-got.c:
+		case <-time.After(3 * time.Minute):
+			t.Fatalf("oplab printed no URL and instructor URL; stdout:\n%s\nstderr:\n%s", p.out.String(), logs.String())
+		}
 	}
 	waitFor(t, 2*time.Minute, "/readyz to answer 200", func() bool {
 		resp, err := http.Get(p.url + "/readyz")
@@ -197,13 +221,12 @@ func TestHealthAndReadiness(t *testing.T) {
 		t.Errorf("/healthz = %d %s", resp.StatusCode, body)
 	}
 
-	// Stopping the controller from the lab makes oplab not ready, and says why;
-	// starting it again makes it ready.
+	// A learner's Stop pauses only their namespace: oplab stays ready.
 	jar, _ := cookiejar.New(nil)
 	hc := &http.Client{Jar: jar}
-	post := func(path string) {
+	post := func(c *http.Client, path string) {
 		t.Helper()
-		resp, err := hc.Post(p.url+path, "application/x-www-form-urlencoded", nil)
+		resp, err := c.Post(p.url+path, "application/x-www-form-urlencoded", nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -212,27 +235,52 @@ func TestHealthAndReadiness(t *testing.T) {
 			t.Fatalf("POST %s = %d", path, resp.StatusCode)
 		}
 	}
+	readyz := func() (int, string) {
+		t.Helper()
+		resp, err := http.Get(p.url + "/readyz")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(body)
+	}
 	if resp, err := hc.Get(p.url + "/lab"); err == nil {
 		resp.Body.Close()
 	}
-	post("/lab/controller/stop")
-	resp, err = http.Get(p.url + "/readyz")
+	post(hc, "/lab/controller/stop")
+	if code, body := readyz(); code != http.StatusOK {
+		t.Errorf("/readyz with a learner's namespace paused = %d %q, want 200", code, body)
+	}
+	post(hc, "/lab/controller/start")
+
+	// Without the instructor token the whole controller cannot be stopped.
+	if resp, err := http.Post(p.url+"/instructor/controller/stop", "application/x-www-form-urlencoded", nil); err != nil {
+		t.Fatal(err)
+	} else if resp.Body.Close(); resp.StatusCode != http.StatusUnauthorized {
+		t.Errorf("POST /instructor/controller/stop without the token = %d, want 401", resp.StatusCode)
+	}
+	// The printed instructor URL sets the instructor's cookie; stopping the
+	// controller then makes oplab not ready, and says why; starting it again
+	// makes it ready.
+	ijar, _ := cookiejar.New(nil)
+	ic := &http.Client{Jar: ijar}
+	resp, err = ic.Get(p.instructorURL)
 	if err != nil {
 		t.Fatal(err)
 	}
-	body, _ = io.ReadAll(resp.Body)
 	resp.Body.Close()
-	if resp.StatusCode != http.StatusServiceUnavailable || !strings.Contains(string(body), "controller") {
-		t.Errorf("/readyz with the controller stopped = %d %q, want 503 naming the controller", resp.StatusCode, body)
+	if resp.StatusCode != http.StatusOK || resp.Request.URL.RawQuery != "" {
+		t.Fatalf("GET the instructor URL = %d at %s, want 200 at /instructor without the token", resp.StatusCode, resp.Request.URL)
 	}
-	post("/lab/controller/start")
+	post(ic, "/instructor/controller/stop")
+	if code, body := readyz(); code != http.StatusServiceUnavailable || !strings.Contains(body, "controller") {
+		t.Errorf("/readyz with the controller stopped = %d %q, want 503 naming the controller", code, body)
+	}
+	post(ic, "/instructor/controller/start")
 	waitFor(t, time.Minute, "/readyz to answer 200 again", func() bool {
-		resp, err := http.Get(p.url + "/readyz")
-		if err != nil {
-			return false
-		}
-		resp.Body.Close()
-		return resp.StatusCode == http.StatusOK
+		code, _ := readyz()
+		return code == http.StatusOK
 	})
 }
 

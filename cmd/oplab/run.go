@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"time"
@@ -49,7 +50,7 @@ func run(ctx context.Context, c config, out io.Writer) (retErr error) {
 	// reason, through ctx.
 	ctx, failed := context.WithCancelCause(ctx)
 	defer failed(nil)
-	restCfg, kubectlLine, stopCluster, err := connect(ctx, c, out, rec, failed)
+	restCfg, kubectl, stopCluster, err := connect(ctx, c, out, rec, failed)
 	if err != nil {
 		return err
 	}
@@ -100,17 +101,37 @@ func run(ctx context.Context, c config, out io.Writer) (retErr error) {
 		MaxSessions:              c.maxSessions,
 		MaxSessionsPerClient:     c.maxPerClient,
 		AllowedHosts:             c.allowedHosts,
+		InstructorToken:          c.instructorToken,
+		KubectlLine:              learnerKubectl(kubectl),
 		Logger:                   log.WithName("web"),
 	})
 	if err != nil {
 		return fmt.Errorf("starting the web server: %w", err)
 	}
-	return serve(ctx, c.addr, srv, kubectlLine, out)
+	return serve(ctx, c, srv, adminKubectl(kubectl), out)
 }
 
-// serve listens, announces the URL, and runs the web server's background
+// adminKubectl is the line printed in the terminal: every namespace.
+func adminKubectl(kubectl string) string {
+	if kubectl == "" {
+		return ""
+	}
+	return kubectl + " get databases -A -w"
+}
+
+// learnerKubectl is the line the lab page offers; the page adds the
+// learner's "-n NAMESPACE".
+func learnerKubectl(kubectl string) string {
+	if kubectl == "" {
+		return ""
+	}
+	return kubectl + " get databases -w"
+}
+
+// serve listens, announces the URLs, and runs the web server's background
 // work beside the HTTP server until ctx is done or either fails.
-func serve(ctx context.Context, addr string, srv *web.Server, kubectlLine string, out io.Writer) error {
+func serve(ctx context.Context, c config, srv *web.Server, kubectlLine string, out io.Writer) error {
+	addr := c.addr
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return fmt.Errorf("listening on --addr %s: %w", addr, err)
@@ -123,6 +144,7 @@ func serve(ctx context.Context, addr string, srv *web.Server, kubectlLine string
 	go func() { errc <- httpSrv.Serve(ln) }()
 
 	fmt.Fprintf(out, "oplab is serving on http://%s\n", ln.Addr())
+	fmt.Fprintf(out, "Instructor page (stops the controller for everyone; keep the link to yourself): http://%s/instructor?token=%s\n", ln.Addr(), url.QueryEscape(c.instructorToken))
 	if kubectlLine != "" {
 		fmt.Fprintf(out, "Watch it with kubectl: %s\n", kubectlLine)
 	}
@@ -144,8 +166,9 @@ func serve(ctx context.Context, addr string, srv *web.Server, kubectlLine string
 	return firstErr
 }
 
-// connect returns a config for the API server, a kubectl line for the
-// learner, and a function that stops whatever connect started. Which API
+// connect returns a config for the API server, the kubectl command that
+// reaches it (binary and --kubeconfig; empty when there is no kubeconfig to
+// name), and a function that stops whatever connect started. Which API
 // server it is, chooseTarget decides; the progress output says which. An
 // embedded cluster's process exits and restarts go to sink as global
 // controller steps; if it fails for good, connect calls failed with the
@@ -167,7 +190,7 @@ func connect(ctx context.Context, c config, out io.Writer, sink controller.Sink,
 	}
 	line := ""
 	if t.kind == targetKubeconfig {
-		line = fmt.Sprintf("kubectl --kubeconfig %s get databases -A -w", c.kubeconfig)
+		line = fmt.Sprintf("kubectl --kubeconfig %s", c.kubeconfig)
 	}
 	return t.cfg, line, func() {}, nil
 }
@@ -217,7 +240,7 @@ func startEmbedded(ctx context.Context, c config, out io.Writer, sink controller
 			stop()
 			return nil, "", nil, fmt.Errorf("writing --write-kubeconfig %s: %w", c.writeKubeconfig, err)
 		}
-		line = fmt.Sprintf("%s --kubeconfig %s get databases -A -w", cl.KubectlPath(), c.writeKubeconfig)
+		line = fmt.Sprintf("%s --kubeconfig %s", cl.KubectlPath(), c.writeKubeconfig)
 	}
 	return cl.Config(), line, stop, nil
 }

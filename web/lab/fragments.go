@@ -28,13 +28,7 @@ func NewFragments() Fragments {
 	return Fragments{Card: Card{Pitfalls: defaultPitfalls(), ChildKinds: ChildKinds}}
 }
 
-func defaultPitfalls() []Pitfall {
-	var out []Pitfall
-	for _, p := range controller.Pitfalls {
-		out = append(out, Pitfall{Name: p.Name, Title: p.Title, Description: p.Description})
-	}
-	return out
-}
+func defaultPitfalls() []controller.PitfallInfo { return controller.Pitfalls }
 
 // RenderDatabase renders d's card.
 func (f Fragments) RenderDatabase(d state.Database) (string, error) {

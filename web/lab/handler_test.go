@@ -48,7 +48,14 @@ func (s *recordingStore) CreateDatabase(_ context.Context, ns string, in CreateI
 	return s.record("create " + ns + " " + in.Name + " " + in.Engine + " " + in.Version + " " + itoa(in.Replicas) + " " + in.Pitfall)
 }
 func (s *recordingStore) EditDatabase(_ context.Context, _, name string, in EditInput) error {
-	return s.record("edit " + name + " " + itoa(in.Replicas) + " " + in.Version)
+	replicas, version := "_", "_"
+	if in.Replicas != nil {
+		replicas = itoa(*in.Replicas)
+	}
+	if in.Version != nil {
+		version = *in.Version
+	}
+	return s.record("edit " + name + " " + replicas + " " + version)
 }
 func (s *recordingStore) DeleteDatabase(_ context.Context, _, name string) error {
 	return s.record("delete " + name)
@@ -61,6 +68,9 @@ func (s *recordingStore) RemoveFinalizers(_ context.Context, _, name string) err
 }
 func (s *recordingStore) DeleteChild(_ context.Context, _, name string, k ChildKind) error {
 	return s.record("delete-child " + name + " " + string(k))
+}
+func (s *recordingStore) CreateUnownedService(_ context.Context, _, name string, port int32) error {
+	return s.record("stray-service " + name + " " + itoa(port))
 }
 func (s *recordingStore) ScaleStatefulSet(_ context.Context, _, name string, n int32) error {
 	return s.record("scale " + name + " " + itoa(n))
@@ -85,11 +95,36 @@ func (f fixedStates) Snapshots(context.Context, string) ([]state.Snapshot, error
 	return []state.Snapshot{}, nil
 }
 
-type fakeController struct{ running bool }
+// fakeController is the shared controller with its namespace pauses in
+// memory; the real pause gate is tested in controller/ on the real cluster.
+type fakeController struct {
+	mu      sync.Mutex
+	running bool
+	paused  map[string]bool
+}
 
-func (c *fakeController) Start(context.Context) error { c.running = true; return nil }
-func (c *fakeController) Stop() error                 { c.running = false; return nil }
-func (c *fakeController) Running() bool               { return c.running }
+func (c *fakeController) Running() bool { return c.running }
+
+func (c *fakeController) PauseNamespace(ns string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.paused == nil {
+		c.paused = map[string]bool{}
+	}
+	c.paused[ns] = true
+}
+
+func (c *fakeController) ResumeNamespace(ns string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.paused, ns)
+}
+
+func (c *fakeController) NamespacePaused(ns string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.paused[ns]
+}
 
 type fakeExporter struct{}
 
@@ -142,7 +177,7 @@ func newHarnessOpts(t *testing.T, opts Options) *harness {
 		opts.States = fixedStates(nil)
 	}
 	opts.Sessions, opts.Controller, opts.Exporter = sessions, h.ctrl, fakeExporter{}
-	New(t.Context(), opts).Register(h.mux)
+	New(opts).Register(h.mux)
 	// Open the page once to get a session cookie, as a browser would.
 	w := httptest.NewRecorder()
 	h.mux.ServeHTTP(w, httptest.NewRequest("GET", "/lab", nil))
@@ -205,6 +240,9 @@ func TestFormsValidateInput(t *testing.T) {
 		{"bad version", "/lab/databases", with("version", "17; rm -rf"), 422, "version", "is not a version", ""},
 		{"unknown pitfall", "/lab/databases", with("pitfall", "gremlins"), 422, "pitfall", `unknown pitfall "gremlins"`, ""},
 		{"edit", "/lab/databases/orders/edit", url.Values{"replicas": {"2"}, "version": {""}}, 200, "", "Patched orders", "edit orders 2 "},
+		{"edit replicas only", "/lab/databases/orders/edit", url.Values{"replicas": {"3"}, "version": {"17"}, "origReplicas": {"1"}, "origVersion": {"17"}}, 200, "", "Patched orders: replicas 3.", "edit orders 3 _"},
+		{"edit version only", "/lab/databases/orders/edit", url.Values{"replicas": {"3"}, "version": {""}, "origReplicas": {"3"}, "origVersion": {"17"}}, 200, "", "version (engine default)", "edit orders _ "},
+		{"edit nothing changed", "/lab/databases/orders/edit", url.Values{"replicas": {"3"}, "version": {"17"}, "origReplicas": {"3"}, "origVersion": {"17"}}, 200, "", "Nothing to patch", ""},
 		{"edit bad replicas", "/lab/databases/orders/edit", url.Values{"replicas": {"-1"}}, 422, "replicas", "out of range", ""},
 		{"bad name in path", "/lab/databases/Bad_Name/delete", nil, 422, "name", "not a valid name", ""},
 		{"delete", "/lab/databases/orders/delete", nil, 200, "", "finalizer", "delete orders"},
@@ -317,17 +355,60 @@ func TestPing(t *testing.T) {
 	}
 }
 
-func TestControllerSwitch(t *testing.T) {
+func TestControllerSwitchPausesOnlyTheLearnersNamespace(t *testing.T) {
 	h := newHarness(t)
 	w := h.post("/lab/controller/stop", nil, true)
-	if w.Code != 200 || h.ctrl.running || !strings.Contains(w.Body.String(), `"controllerRunning":false`) {
-		t.Fatalf("stop: %d %s running=%v; want stopped and the answer saying so", w.Code, w.Body, h.ctrl.running)
+	if w.Code != 200 || !h.ctrl.NamespacePaused(h.ns) || !strings.Contains(w.Body.String(), `"controllerRunning":false`) ||
+		!strings.Contains(w.Body.String(), `"paused":true`) {
+		t.Fatalf("stop: %d %s paused=%v; want the namespace paused and the answer saying so", w.Code, w.Body, h.ctrl.NamespacePaused(h.ns))
+	}
+	if !h.ctrl.running {
+		t.Error("a learner's Stop stopped the whole controller")
+	}
+	if len(h.ctrl.paused) != 1 {
+		t.Errorf("paused namespaces = %v, want only %s", h.ctrl.paused, h.ns)
 	}
 	if !strings.Contains(h.get("/lab").Body.String(), "Controller stopped") {
-		t.Error("page does not say the controller is stopped")
+		t.Error("page does not say the controller is stopped for this namespace")
 	}
-	if w := h.post("/lab/controller/start", nil, true); w.Code != 200 || !h.ctrl.running {
-		t.Fatalf("start: %d %s running=%v", w.Code, w.Body, h.ctrl.running)
+	if w := h.post("/lab/controller/stop", nil, true); !strings.Contains(w.Body.String(), "already paused") {
+		t.Errorf("second stop: %s; want already paused", w.Body)
+	}
+	w = h.post("/lab/controller/start", nil, true)
+	if w.Code != 200 || h.ctrl.NamespacePaused(h.ns) || !strings.Contains(w.Body.String(), `"controllerRunning":true`) {
+		t.Fatalf("start: %d %s paused=%v", w.Code, w.Body, h.ctrl.NamespacePaused(h.ns))
+	}
+	// With the whole controller stopped by the instructor, a learner's
+	// Start resumes the namespace and says who has stopped it.
+	h.post("/lab/controller/stop", nil, true)
+	h.ctrl.running = false
+	if w := h.post("/lab/controller/start", nil, true); !strings.Contains(w.Body.String(), "instructor has stopped the controller") ||
+		!strings.Contains(w.Body.String(), `"controllerRunning":false`) {
+		t.Errorf("start while stopped for all: %s", w.Body)
+	}
+}
+
+func TestPageModelHasThePauseAndTheLearnersKubectlLine(t *testing.T) {
+	ctrl := &fakeController{running: true}
+	sessions, err := session.New(t.Context(), session.Options{Namespaces: noNamespaces{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := New(Options{Controller: ctrl, Sessions: sessions, States: fixedStates(nil), KubectlLine: "kubectl --kubeconfig /k get databases -w"})
+	r := httptest.NewRequest("GET", "/lab", nil)
+	ctrl.PauseNamespace("lab-a")
+	p, err := h.pageModel(r, "lab-a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.KubectlLine != "kubectl --kubeconfig /k get databases -w -n lab-a" || !p.Paused || p.ControllerRunning {
+		t.Errorf("lab-a: KubectlLine %q Paused %v ControllerRunning %v; want the line with -n lab-a, paused, not reconciling", p.KubectlLine, p.Paused, p.ControllerRunning)
+	}
+	if p, _ := h.pageModel(r, "lab-b"); p.Paused || !p.ControllerRunning || p.KubectlLine != "kubectl --kubeconfig /k get databases -w -n lab-b" {
+		t.Errorf("lab-b: Paused %v ControllerRunning %v KubectlLine %q; want another learner unaffected", p.Paused, p.ControllerRunning, p.KubectlLine)
+	}
+	if p, _ := New(Options{Controller: ctrl, Sessions: sessions, States: fixedStates(nil)}).pageModel(r, "lab-a"); p.KubectlLine != "" {
+		t.Errorf("no server line: KubectlLine %q, want none", p.KubectlLine)
 	}
 }
 

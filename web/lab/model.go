@@ -5,22 +5,10 @@ import (
 
 	"github.com/a-h/templ"
 
+	"github.com/oplab-dev/oplab/controller"
 	"github.com/oplab-dev/oplab/web/lab/state"
+	"github.com/oplab-dev/oplab/web/session"
 )
-
-// Pitfall is a pitfall as the lab offers it.
-type Pitfall struct {
-	Name        string
-	Title       string
-	Description string
-}
-
-// Flash is the outcome of the last form, shown once.
-type Flash struct {
-	Error   bool
-	Message string
-	Field   string
-}
 
 // CreateForm is the "create a Database" form as typed, with its preview.
 type CreateForm struct {
@@ -38,13 +26,15 @@ type CreateForm struct {
 // Page is the view model of /lab.
 type Page struct {
 	Namespace string
-	Flash     *Flash
+	Flash     *session.Flash
 	Form      CreateForm
 	Databases []state.Database
 	// Kept are the final snapshots whose Database is gone.
-	Kept              []state.Snapshot
+	Kept []state.Snapshot
+	// ControllerRunning is whether the controller reconciles this
+	// namespace now: it runs, and the learner has not paused it.
 	ControllerRunning bool
-	Pitfalls          []Pitfall
+	Pitfalls          []controller.PitfallInfo
 	Engines           []string
 	ChildKinds        []ChildKind
 	Scenario          *ScenarioView
@@ -64,7 +54,7 @@ type Page struct {
 // cards with dbCard; a read-only card (replay) has no forms.
 type Card struct {
 	Scenario   string
-	Pitfalls   []Pitfall
+	Pitfalls   []controller.PitfallInfo
 	ChildKinds []ChildKind
 	ReadOnly   bool
 }

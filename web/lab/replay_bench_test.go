@@ -37,7 +37,7 @@ func BenchmarkReplayMemory(b *testing.B) {
 		b.Fatal(err)
 	}
 	mux := http.NewServeMux()
-	New(b.Context(), Options{
+	New(Options{
 		Store: &recordingStore{}, States: fixedStates(nil), Sessions: sessions,
 		Controller: &fakeController{running: true}, Exporter: fakeExporter{},
 	}).Register(mux)

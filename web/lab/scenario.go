@@ -3,7 +3,9 @@ package lab
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/oplab-dev/oplab/controller"
@@ -28,19 +30,42 @@ type Scenario struct {
 // starting point (Ready, or the finalizer in place).
 const setupWait = 60 * time.Second
 
-// Scenarios lists the scenarios in the order the course uses them.
+// Scenarios lists the scenarios in the order the course uses them. It is
+// the one list of scenario names: lessons' live blocks and the quiz's demos
+// link to these, and web's tests check every such link against it. Every
+// sentence of Watch is checked against the recorded trace by a test in web/
+// that runs the scenario on the real cluster.
 var Scenarios = []Scenario{
 	{
 		Name: "first-reconcile", Title: "Your first reconcile",
 		Intro: "Create a Database and watch the controller turn one object into a Secret, a Service and a StatefulSet.",
 		Setup: "Create Database first",
 		Watch: []string{
-			"The create event arrives at watch and is queued; one reconcile runs.",
-			"fetch → diff finds the three children missing → act creates them → status is written with observedGeneration 1.",
-			"The StatefulSet's Pods becoming ready are events too: they trigger more reconciles until Ready=True.",
+			"The create event arrives at watch and queues one request; its reconcile fetches first and finds the Secret, the Service and the StatefulSet missing.",
+			"That one reconcile creates all three children, then writes status once: Progressing, with observedGeneration 1.",
+			"The StatefulSet's Pods becoming ready are events too: a later reconcile sees them and writes Ready=True.",
 		},
 		run: func(ctx context.Context, h *Handler, ns string) (string, error) {
 			return "Created Database first: watch its reconciles on the timeline.", h.create(ctx, ns, CreateInput{Name: "first", Engine: "postgres", Replicas: 1})
+		},
+	},
+	{
+		Name: "already-exists", Title: "AlreadyExists is convergence",
+		Intro: "A Service named like the Database exists before the Database does, as if another actor or an earlier run had made it. Watch the controller take it as convergence, not as an error.",
+		Setup: "Make Service taken, then Database taken",
+		Watch: []string{
+			"The setup made a Service called taken, with the wrong port, the wrong selector and no owner, before the Database.",
+			"The first reconcile does not find that Service among its own children and calls Create: the API server answers AlreadyExists.",
+			"The controller reads the Service, adopts it and corrects its port and selector (patch → Updated), and carries on to Ready=True with no error row.",
+		},
+		run: func(ctx context.Context, h *Handler, ns string) (string, error) {
+			if err := h.opts.Store.CreateUnownedService(ctx, ns, "taken", strayServicePort); err != nil {
+				return "", err
+			}
+			if err := h.create(ctx, ns, CreateInput{Name: "taken", Engine: "postgres", Replicas: 1}); err != nil {
+				return "", err
+			}
+			return fmt.Sprintf("Made Service taken (port %d, no owner), then Database taken: watch its first reconcile meet AlreadyExists.", strayServicePort), nil
 		},
 	},
 	{
@@ -49,8 +74,8 @@ var Scenarios = []Scenario{
 		Setup: "Prepare a Ready Database",
 		Watch: []string{
 			"Press Delete on doomed: metadata.deletionTimestamp is set, but the object stays, Terminating, held by db.oplab.dev/final-snapshot.",
-			"The finalizer phases appear on the timeline: draining (StatefulSet scaled to 0), snapshot (the ConfigMap doomed-final-snapshot written), removed.",
-			"Once the finalizer is removed the Database goes, the garbage collector deletes its children, and the snapshot ConfigMap stays: it is not owned.",
+			"The finalizer phases appear on the timeline in order: draining (StatefulSet scaled to 0), snapshot (the ConfigMap doomed-final-snapshot written), removed. No row is an error.",
+			"Once the finalizer is removed the Database goes, the garbage collector deletes its children, and the snapshot ConfigMap stays: nothing owns it.",
 		},
 		run: func(ctx context.Context, h *Handler, ns string) (string, error) {
 			if err := h.create(ctx, ns, CreateInput{Name: "doomed", Engine: "postgres", Replicas: 2}); err != nil {
@@ -68,19 +93,19 @@ var Scenarios = []Scenario{
 		Setup: "Create Database thrash with the status-thrash pitfall",
 		Watch: []string{
 			"Every status write is a watch event, so it triggers the next reconcile: the rows never stop (capped at about one a second).",
-			"Open the Ready condition's history: the value does not change, yet it is rewritten again and again.",
+			"The spec does not change (generation stays 1), yet status is written again and again, each time with a new lastTransitionTime.",
 			"Switch the pitfall off and the storm ends: status is written only when it changes.",
 		},
 		run: pitfallScenario("thrash", controller.PitfallStatusThrash),
 	},
 	{
 		Name: "stuck-finalizer", Title: "A stuck finalizer",
-		Intro: "The controller is stopped after a Database got its finalizer. Delete the Database and see what happens when no one is there to finish the job.",
-		Setup: "Create Database stuck, then stop the controller",
+		Intro: "The controller is paused for your namespace after a Database got its finalizer. Delete the Database and see what happens when no one is there to finish the job. Other learners' Databases are still reconciled.",
+		Setup: "Create Database stuck, then pause the controller here",
 		Watch: []string{
-			"Delete stuck: it shows Terminating, held by db.oplab.dev/final-snapshot, and nothing moves on the timeline.",
-			"Start the controller again: the finalizer runs and the Database goes.",
-			"Or use the escape hatch (remove finalizers): it goes at once, and the final snapshot is never taken.",
+			"Delete stuck: it shows Terminating, held by db.oplab.dev/final-snapshot, and no reconcile runs while your namespace is paused.",
+			"Press Start: the held request is reconciled, the finalizer runs (draining, snapshot, removed), the Database goes and its snapshot stays.",
+			"Or use the escape hatch instead (remove finalizers): it goes at once, and the final snapshot is never taken.",
 		},
 		run: func(ctx context.Context, h *Handler, ns string) (string, error) {
 			if err := h.create(ctx, ns, CreateInput{Name: "stuck", Engine: "postgres", Replicas: 1}); err != nil {
@@ -89,10 +114,8 @@ var Scenarios = []Scenario{
 			if !h.waitFor(ctx, ns, "stuck", func(d state.Database) bool { return slices.Contains(d.Finalizers, controller.Finalizer) }) {
 				return "", fmt.Errorf("database stuck did not get its finalizer within %s: is the controller running?", setupWait)
 			}
-			if err := h.opts.Controller.Stop(); err != nil {
-				return "", fmt.Errorf("stop the controller: %w", err)
-			}
-			return "stuck has its finalizer and the controller is stopped. Now delete stuck.", nil
+			h.opts.Controller.PauseNamespace(ns)
+			return "stuck has its finalizer and the controller is paused for your namespace. Now delete stuck.", nil
 		},
 	},
 	{
@@ -100,8 +123,8 @@ var Scenarios = []Scenario{
 		Intro: "A Database whose controller treats AlreadyExists as an error instead of as convergence.",
 		Setup: "Create Database twice with the non-idempotent-create pitfall",
 		Watch: []string{
-			"The first reconcile creates the children; every later one fails with AlreadyExists.",
-			"Each error is retried with exponential backoff: the gaps between rows grow.",
+			"The first reconcile creates the three children; every later one calls Create again and fails with AlreadyExists.",
+			"Each failure is retried with exponential backoff: the gaps between the rows grow.",
 			"Degraded turns True. Switch the pitfall off and the next reconcile converges.",
 		},
 		run: pitfallScenario("twice", controller.PitfallNonIdempotentCreate),
@@ -111,13 +134,17 @@ var Scenarios = []Scenario{
 		Intro: "A Database whose watch events are all ignored, as if an edge-triggered controller had missed them.",
 		Setup: "Create Database deaf with the drop-events pitfall",
 		Watch: []string{
-			"The events arrive but are marked ignored: nothing is queued.",
+			"The events arrive but are marked ignored: nothing is queued, so no reconcile follows them.",
 			"Change its replicas: generation moves, observedGeneration does not (stale).",
-			"At the periodic resync a reconcile runs anyway and converges everything at once: the loop is level-triggered.",
+			"At the periodic resync a reconcile runs anyway and converges everything, Ready included, in that same resync: the loop is level-triggered.",
 		},
 		run: pitfallScenario("deaf", controller.PitfallDropEvents),
 	},
 }
+
+// strayServicePort is the port of the already-exists scenario's Service:
+// not the engine's, so the controller has something to correct.
+const strayServicePort = 9999
 
 func pitfallScenario(name, pitfall string) func(ctx context.Context, h *Handler, ns string) (string, error) {
 	return func(ctx context.Context, h *Handler, ns string) (string, error) {
@@ -161,4 +188,28 @@ func (h *Handler) waitFor(ctx context.Context, ns, name string, ok func(state.Da
 		case <-tick.C:
 		}
 	}
+}
+func (h *Handler) setupScenario(ctx context.Context, ns string, r *http.Request) outcome {
+	name := r.PathValue("scenario")
+	s, ok := FindScenario(name)
+	if !ok {
+		return outcome{err: unknownScenario(name)}
+	}
+	msg, err := s.run(ctx, h, ns)
+	return outcome{message: msg, err: err, scenario: s.Name}
+}
+
+func unknownScenario(name string) error {
+	names := make([]string, len(Scenarios))
+	for i, s := range Scenarios {
+		names[i] = s.Name
+	}
+	return &FieldError{Field: "scenario", Message: fmt.Sprintf("unknown scenario %q: want one of %s", name, strings.Join(names, ", "))}
+}
+
+func knownScenario(name string) string {
+	if _, ok := FindScenario(name); ok {
+		return name
+	}
+	return ""
 }

@@ -27,6 +27,9 @@ type Store interface {
 	RemoveFinalizers(ctx context.Context, ns, name string) error
 	DeleteChild(ctx context.Context, ns, name string, kind ChildKind) error
 	ScaleStatefulSet(ctx context.Context, ns, name string, replicas int32) error
+	// CreateUnownedService makes a headless Service that no Database owns,
+	// as another actor would: the already-exists scenario's starting point.
+	CreateUnownedService(ctx context.Context, ns, name string, port int32) error
 }
 
 // KubeStore is the Store over a controller-runtime client that talks to the
@@ -68,13 +71,19 @@ func (s KubeStore) CreateDatabase(ctx context.Context, ns string, in CreateInput
 	return s.Client.Create(ctx, NewDatabase(ns, in))
 }
 
-// EditDatabase changes replicas and version with a merge patch, which
-// touches only those fields; an empty version removes the field so the
-// engine's default applies.
+// EditDatabase changes the fields in sets with a merge patch, which touches
+// only those; an empty version removes the field so the engine's default
+// applies.
 func (s KubeStore) EditDatabase(ctx context.Context, ns, name string, in EditInput) error {
-	spec := map[string]any{"replicas": in.Replicas, "version": nil}
-	if in.Version != "" {
-		spec["version"] = in.Version
+	spec := map[string]any{}
+	if in.Replicas != nil {
+		spec["replicas"] = *in.Replicas
+	}
+	if in.Version != nil {
+		spec["version"] = nil
+		if *in.Version != "" {
+			spec["version"] = *in.Version
+		}
 	}
 	return s.mergePatch(ctx, database(ns, name), map[string]any{"spec": spec})
 }
@@ -120,6 +129,24 @@ func (s KubeStore) ScaleStatefulSet(ctx context.Context, ns, name string, replic
 		return err
 	}
 	return s.mergePatch(ctx, child, map[string]any{"spec": map[string]any{"replicas": replicas}})
+}
+
+// CreateUnownedService creates a headless Service with no labels and no
+// owner, so the controller's cache (which holds only the children it
+// labelled) does not see it and its Create meets AlreadyExists. It selects
+// other Pods than the Database's: a headless Service without a selector
+// would be given both IP families, which a single-stack cluster refuses to
+// keep once the controller adds its selector.
+func (s KubeStore) CreateUnownedService(ctx context.Context, ns, name string, port int32) error {
+	svc := &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+		Spec: corev1.ServiceSpec{
+			ClusterIP: corev1.ClusterIPNone,
+			Selector:  map[string]string{"app": "made-by-hand"},
+			Ports:     []corev1.ServicePort{{Name: "made-by-hand", Port: port, Protocol: corev1.ProtocolTCP}},
+		},
+	}
+	return s.Client.Create(ctx, svc)
 }
 
 func (s KubeStore) ownedChild(ctx context.Context, ns, name string, kind ChildKind) (client.Object, error) {

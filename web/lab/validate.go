@@ -1,6 +1,8 @@
 package lab
 
 import (
+	"encoding/json"
+	"errors"
 	"fmt"
 	"net/url"
 	"regexp"
@@ -8,7 +10,11 @@ import (
 	"strconv"
 	"strings"
 
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/oplab-dev/oplab/controller"
+	"github.com/oplab-dev/oplab/controller/api/v1alpha1"
 )
 
 // MaxNameLength is the longest Database name the lab accepts. DNS labels may
@@ -38,11 +44,24 @@ type CreateInput struct {
 	Pitfall  string
 }
 
-// EditInput is a validated "edit the spec" form.
+// EditInput is a validated "edit the spec" form: only the fields the learner
+// changed are set, so applying it never undoes a change made meanwhile by
+// someone else (kubectl, another tab) to the fields left alone.
 type EditInput struct {
-	Replicas int32
-	Version  string
+	Replicas *int32
+	// Version, when set, is the new version; "" means the engine's default.
+	Version *string
 }
+
+// Empty reports whether the form changed nothing.
+func (in EditInput) Empty() bool { return in.Replicas == nil && in.Version == nil }
+
+// The edit form's hidden fields: the values the form showed, so the handler
+// can tell what the learner changed.
+const (
+	origReplicasField = "origReplicas"
+	origVersionField  = "origVersion"
+)
 
 // ChildKind is a kind of child the lab lets a learner delete by hand.
 type ChildKind string
@@ -57,11 +76,72 @@ const (
 // ChildKinds lists the ChildKind values, in display order.
 var ChildKinds = []ChildKind{ChildStatefulSet, ChildService, ChildSecret}
 
-// Engines lists the engines the CRD accepts.
-var Engines = []string{"postgres", "mysql"}
+// The rules for spec.engine and spec.version are read from the Database
+// CRD, which controller-gen writes from the API package's markers, so the lab
+// checks exactly what the API server will: a changed marker changes both.
+var (
+	// Engines lists the engines the CRD accepts, in its order.
+	Engines []string
+	// versionPattern and maxVersionLength are the CRD's rules for spec.version.
+	versionPattern   *regexp.Regexp
+	maxVersionLength int
+)
 
-// versionPattern mirrors the CRD's pattern for spec.version.
-var versionPattern = regexp.MustCompile(`^[0-9A-Za-z][0-9A-Za-z._-]*$`)
+func init() {
+	spec, err := specSchema()
+	if err != nil {
+		// The CRD is embedded in the binary: a broken one is a build defect,
+		// which the package's tests catch, like a bad regexp.MustCompile.
+		panic(fmt.Sprintf("lab: reading the Database CRD: %v", err))
+	}
+	Engines, versionPattern, maxVersionLength, err = specRules(spec)
+	if err != nil {
+		panic(fmt.Sprintf("lab: reading the Database CRD: %v", err))
+	}
+}
+
+// specSchema returns the OpenAPI schema of the served Database version's spec.
+func specSchema() (apiextensionsv1.JSONSchemaProps, error) {
+	crds, err := controller.CRDs()
+	if err != nil {
+		return apiextensionsv1.JSONSchemaProps{}, err
+	}
+	for _, crd := range crds {
+		if crd.Spec.Group != v1alpha1.GroupVersion.Group || crd.Spec.Names.Kind != "Database" {
+			continue
+		}
+		for _, v := range crd.Spec.Versions {
+			if v.Name == v1alpha1.GroupVersion.Version && v.Schema != nil && v.Schema.OpenAPIV3Schema != nil {
+				return v.Schema.OpenAPIV3Schema.Properties["spec"], nil
+			}
+		}
+	}
+	return apiextensionsv1.JSONSchemaProps{}, fmt.Errorf("no schema for Database %s", v1alpha1.GroupVersion)
+}
+
+// specRules reads the engines and the version rules from the spec's schema.
+func specRules(spec apiextensionsv1.JSONSchemaProps) ([]string, *regexp.Regexp, int, error) {
+	var engines []string
+	for _, raw := range spec.Properties["engine"].Enum {
+		var e string
+		if err := json.Unmarshal(raw.Raw, &e); err != nil {
+			return nil, nil, 0, fmt.Errorf("spec.engine enum value %s: %w", raw.Raw, err)
+		}
+		engines = append(engines, e)
+	}
+	if len(engines) == 0 {
+		return nil, nil, 0, errors.New("spec.engine has no enum")
+	}
+	version := spec.Properties["version"]
+	if version.Pattern == "" || version.MaxLength == nil {
+		return nil, nil, 0, errors.New("spec.version has no pattern or maxLength")
+	}
+	re, err := regexp.Compile(version.Pattern)
+	if err != nil {
+		return nil, nil, 0, fmt.Errorf("spec.version pattern: %w", err)
+	}
+	return engines, re, int(*version.MaxLength), nil
+}
 
 // validName checks a Database name: a DNS-1123 label of at most
 // MaxNameLength characters.
@@ -101,8 +181,8 @@ func validVersion(field, v string) error {
 	if v == "" {
 		return nil
 	}
-	if len(v) > 32 {
-		return fieldErr(field, "%q is longer than 32 characters", v)
+	if len(v) > maxVersionLength {
+		return fieldErr(field, "%q is longer than %d characters", v, maxVersionLength)
 	}
 	if !versionPattern.MatchString(v) {
 		return fieldErr(field, "%q is not a version: use letters, digits, '.', '_' or '-', starting with a letter or digit (e.g. 17 or 8.4)", v)
@@ -111,7 +191,7 @@ func validVersion(field, v string) error {
 }
 
 // validPitfall checks a pitfall name against the known list; empty means none.
-func validPitfall(field, name string, known []Pitfall) error {
+func validPitfall(field, name string, known []controller.PitfallInfo) error {
 	if name == "" {
 		return nil
 	}
@@ -125,7 +205,7 @@ func validPitfall(field, name string, known []Pitfall) error {
 	return fieldErr(field, "unknown pitfall %q: want one of %s, or none", name, strings.Join(names, ", "))
 }
 
-func parseCreate(form url.Values, known []Pitfall) (CreateInput, error) {
+func parseCreate(form url.Values, known []controller.PitfallInfo) (CreateInput, error) {
 	in := CreateInput{
 		Name:    strings.TrimSpace(form.Get("name")),
 		Engine:  strings.TrimSpace(form.Get("engine")),
@@ -152,14 +232,26 @@ func parseCreate(form url.Values, known []Pitfall) (CreateInput, error) {
 	return in, validPitfall("pitfall", in.Pitfall, known)
 }
 
+// parseEdit reads the edit form. A field is set when its value differs from
+// the one the form showed (its orig* hidden field); a form without the
+// hidden fields sets both, as it cannot say what changed.
 func parseEdit(form url.Values) (EditInput, error) {
-	in := EditInput{Version: strings.TrimSpace(form.Get("version"))}
+	var in EditInput
 	n, err := parseReplicas("replicas", form.Get("replicas"), 1, 99)
 	if err != nil {
 		return in, err
 	}
-	in.Replicas = n
-	return in, validVersion("version", in.Version)
+	v := strings.TrimSpace(form.Get("version"))
+	if err := validVersion("version", v); err != nil {
+		return in, err
+	}
+	if orig, ok := form[origReplicasField]; !ok || strings.TrimSpace(orig[0]) != strconv.Itoa(int(n)) {
+		in.Replicas = &n
+	}
+	if orig, ok := form[origVersionField]; !ok || strings.TrimSpace(orig[0]) != v {
+		in.Version = &v
+	}
+	return in, nil
 }
 
 func parseChildKind(s string) (ChildKind, error) {

@@ -40,18 +40,19 @@ import (
 //
 // The content is compiled in, so a defect in it (bad front matter, a broken
 // link, an invalid question) is a build defect that the tests of lessons,
-// quiz and this package catch; Register panics on one rather than serve a
+// quiz and this package catch; Register returns it rather than serve a
 // half-working course. A controller region that is not marked only logs a
 // warning and shows a note in its place.
-func Register(mux *http.ServeMux) {
+func Register(mux *http.ServeMux) error {
 	s, err := newSite(time.Now)
 	if err != nil {
-		panic(fmt.Sprintf("learn: course content is broken: %v", err))
+		return fmt.Errorf("course content is broken: %w", err)
 	}
 	for _, p := range s.course.Problems() {
 		slog.Warn("Found a problem in the course", "problem", p)
 	}
 	s.register(mux)
+	return nil
 }
 
 // site holds the loaded course; it is read-only once built, so handlers

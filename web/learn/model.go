@@ -8,6 +8,7 @@ import (
 
 	"github.com/oplab-dev/oplab/lessons"
 	"github.com/oplab-dev/oplab/quiz"
+	"github.com/oplab-dev/oplab/web/lab"
 )
 
 // The view models below are all the templates see: plain strings, numbers
@@ -109,8 +110,8 @@ func newHomeView(c *lessons.Course, b quiz.Bank) homeView {
 		ids[i] = card.ID
 	}
 	v.CardIDs = strings.Join(ids, " ")
-	for _, s := range lessons.Scenarios {
-		v.Scenarios = append(v.Scenarios, liveLink{Title: lessons.ScenarioTitle(s), URL: lessons.ScenarioURL(s)})
+	for _, s := range lab.Scenarios {
+		v.Scenarios = append(v.Scenarios, liveLink{Title: s.Title, URL: lessons.ScenarioURL(s.Name)})
 	}
 	return v
 }
@@ -222,7 +223,7 @@ func newQuestionView(o outline, n int, q quiz.Question, picked []int, graded boo
 	v := questionView{
 		ID: q.ID, Number: strconv.Itoa(n), Prompt: q.Prompt, Multi: q.Multi(),
 		LessonURL: q.Lesson, LessonTitle: o.describe(q.Lesson),
-		DemoURL: q.DemoURL(), DemoTitle: lessons.ScenarioTitle(q.Demo),
+		DemoURL: q.DemoURL(), DemoTitle: scenarioTitle(q.Demo),
 	}
 	if graded {
 		v.Explanation = q.Explanation
@@ -277,4 +278,13 @@ func missedIDs(v quizView) string {
 		}
 	}
 	return strings.Join(ids, " ")
+}
+
+// scenarioTitle is the lab's title of scenario name, or the name itself for
+// an unknown one (web's tests check every demo names a real scenario).
+func scenarioTitle(name string) string {
+	if s, ok := lab.FindScenario(name); ok {
+		return s.Title
+	}
+	return name
 }

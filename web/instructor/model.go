@@ -1,0 +1,17 @@
+package instructor
+
+// Login is the view model of the token form.
+type Login struct {
+	// Error says why the token was refused; empty on first visit.
+	Error string
+}
+
+// Page is the view model of the instructor page.
+type Page struct {
+	ControllerRunning bool
+	// Message is the key of the last action's outcome (see messages).
+	Message string
+}
+
+// Said is the text of the last action's outcome, or "".
+func (p Page) Said() string { return messages[p.Message] }

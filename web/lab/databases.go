@@ -1,0 +1,117 @@
+package lab
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strings"
+)
+
+// create is the one path by which the lab creates a Database: the form and
+// the scenarios both go through the per-namespace cap. The count and the
+// create happen under the namespace's lock, so concurrent creates cannot
+// all count below the cap and all create.
+func (h *Handler) create(ctx context.Context, ns string, in CreateInput) error {
+	unlock, err := h.creating.lock(ctx, ns)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	n, err := h.opts.Store.CountDatabases(ctx, ns)
+	if err != nil {
+		return err
+	}
+	if n >= h.opts.MaxDatabases {
+		return &FieldError{Field: "name", Message: fmt.Sprintf("your lab already has %d Databases and may hold at most %d: delete one first", n, h.opts.MaxDatabases)}
+	}
+	return h.opts.Store.CreateDatabase(ctx, ns, in)
+}
+
+func (h *Handler) createDatabase(ctx context.Context, ns string, r *http.Request) outcome {
+	in, err := parseCreate(r.PostForm, h.opts.Pitfalls)
+	if err != nil {
+		return outcome{err: err}
+	}
+	if err := h.create(ctx, ns, in); err != nil {
+		return outcome{err: err}
+	}
+	return outcome{message: fmt.Sprintf("Created Database %s: watch its first reconcile.", in.Name)}
+}
+
+// pathName reads and checks the {name} of a per-Database route.
+func pathName(r *http.Request) (string, error) {
+	name := r.PathValue("name")
+	return name, validName("name", name)
+}
+
+func (h *Handler) editDatabase(ctx context.Context, ns string, r *http.Request) outcome {
+	name, err := pathName(r)
+	if err != nil {
+		return outcome{err: err}
+	}
+	in, err := parseEdit(r.PostForm)
+	if err != nil {
+		return outcome{err: err}
+	}
+	if in.Empty() {
+		return outcome{message: fmt.Sprintf("Nothing to patch: %s already has the values in the form.", name)}
+	}
+	if err := h.opts.Store.EditDatabase(ctx, ns, name, in); err != nil {
+		return outcome{err: err}
+	}
+	var changed []string
+	if in.Replicas != nil {
+		changed = append(changed, fmt.Sprintf("replicas %d", *in.Replicas))
+	}
+	if in.Version != nil {
+		changed = append(changed, "version "+orDefault(*in.Version))
+	}
+	return outcome{message: fmt.Sprintf("Patched %s: %s. Watch generation move, then observedGeneration catch up.", name, strings.Join(changed, ", "))}
+}
+
+func orDefault(v string) string {
+	if v == "" {
+		return "(engine default)"
+	}
+	return v
+}
+
+func (h *Handler) deleteDatabase(ctx context.Context, ns string, r *http.Request) outcome {
+	name, err := pathName(r)
+	if err != nil {
+		return outcome{err: err}
+	}
+	if err := h.opts.Store.DeleteDatabase(ctx, ns, name); err != nil {
+		return outcome{err: err}
+	}
+	return outcome{message: fmt.Sprintf("Asked to delete %s. Its finalizer holds it until the controller has cleaned up.", name)}
+}
+
+func (h *Handler) setPitfall(ctx context.Context, ns string, r *http.Request) outcome {
+	name, err := pathName(r)
+	if err != nil {
+		return outcome{err: err}
+	}
+	p := strings.TrimSpace(r.PostForm.Get("pitfall"))
+	if err := validPitfall("pitfall", p, h.opts.Pitfalls); err != nil {
+		return outcome{err: err}
+	}
+	if err := h.opts.Store.SetPitfall(ctx, ns, name, p); err != nil {
+		return outcome{err: err}
+	}
+	if p == "" {
+		return outcome{message: fmt.Sprintf("Switched pitfalls off for %s.", name)}
+	}
+	return outcome{message: fmt.Sprintf("Switched the %s pitfall on for %s.", p, name)}
+}
+
+func (h *Handler) removeFinalizers(ctx context.Context, ns string, r *http.Request) outcome {
+	name, err := pathName(r)
+	if err != nil {
+		return outcome{err: err}
+	}
+	if err := h.opts.Store.RemoveFinalizers(ctx, ns, name); err != nil {
+		return outcome{err: err}
+	}
+	return outcome{message: fmt.Sprintf("Removed the finalizers of %s. If it was Terminating it is gone now, and no final snapshot was taken.", name)}
+}
