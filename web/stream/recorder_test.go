@@ -5,10 +5,12 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net"
 	"net/http"
 	"runtime"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -481,4 +483,73 @@ func TestStepThatCannotBeEncodedKeepsItsSeq(t *testing.T) {
 	if !strings.Contains(got[0].Error, "could not encode") || got[0].Type != controller.StepEvent {
 		t.Errorf("first message = %+v, want the event with an encoding error", got[0])
 	}
+}
+
+func TestViewersJoiningMidStreamGetEveryMessageOnce(t *testing.T) {
+	// A viewer's catch-up comes from the Recorder and its live messages
+	// from the Hub: joining while steps stream in, each viewer must still
+	// get every seq exactly once, in order, fresh or resuming.
+	h := newHarness(t, RecorderOptions{}, HubOptions{})
+	const n, viewers = 3000, 12
+	upTo := func(from, to uint64) []uint64 {
+		out := []uint64{}
+		for s := from; s <= to; s++ {
+			out = append(out, s)
+		}
+		return out
+	}
+	// readAll reads one connection until the marker, or until it has read
+	// one frame when leaveEarly.
+	readAll := func(query string, leaveEarly bool) ([]Message, error) {
+		conn, _, err := websocket.DefaultDialer.Dial(h.url(query), nil)
+		if err != nil {
+			return nil, err
+		}
+		defer conn.Close()
+		v := &viewer{t: t, conn: conn}
+		var all []Message
+		for {
+			batch, err := v.read()
+			if err != nil {
+				return all, err
+			}
+			all = append(all, batch...)
+			if leaveEarly || isMarker(all[len(all)-1]) {
+				return all, nil
+			}
+		}
+	}
+	var wg sync.WaitGroup
+	for i := range viewers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			time.Sleep(time.Duration(i) * 25 * time.Millisecond) // joining at different points
+			resume := i%2 == 1
+			got, err := readAll("ns=a", resume)
+			if err != nil {
+				t.Errorf("viewer %d: %v", i, err)
+				return
+			}
+			from := uint64(1)
+			if last := got[len(got)-1]; resume && !isMarker(last) {
+				from = last.Seq + 1
+				if got, err = readAll(fmt.Sprintf("ns=a&since=%d", last.Seq), false); err != nil {
+					t.Errorf("viewer %d resuming: %v", i, err)
+					return
+				}
+			}
+			if diff := cmp.Diff(upTo(from, n), seqs(got)); diff != "" {
+				t.Errorf("viewer %d (resumed %v) (-want +got):\n%s", i, from > 1, diff)
+			}
+		}()
+	}
+	for i := range n - 1 {
+		h.rec.Emit(step("a", "db", controller.StepEvent))
+		if i%10 == 0 {
+			time.Sleep(time.Millisecond)
+		}
+	}
+	h.rec.Emit(marker("a"))
+	wg.Wait()
 }
