@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"runtime"
 	"strings"
 	"sync"
@@ -552,4 +553,37 @@ func TestViewersJoiningMidStreamGetEveryMessageOnce(t *testing.T) {
 	}
 	h.rec.Emit(marker("a"))
 	wg.Wait()
+}
+
+func TestRecorderGoesOnAfterItsHubStopped(t *testing.T) {
+	// The Recorder hands the Hub what it records; once the Hub is gone it
+	// must not wait for it, and a viewer connecting then is turned away.
+	rec := NewRecorder(RecorderOptions{})
+	hub := NewHub(rec, HubOptions{})
+	recCtx, stopRec := context.WithCancel(context.Background())
+	hubCtx, stopHub := context.WithCancel(context.Background())
+	recDone, hubDone := make(chan struct{}), make(chan struct{})
+	go func() { defer close(recDone); rec.Run(recCtx) }()
+	go func() { defer close(hubDone); hub.Run(hubCtx) }()
+	defer func() { stopRec(); <-recDone }()
+	srv := httptest.NewServer(hub.Handler(func(*http.Request) (string, error) { return "a", nil }))
+	defer srv.Close()
+
+	stopHub()
+	<-hubDone
+	for range 10 {
+		rec.Emit(step("a", "db", controller.StepEvent))
+	}
+	waitFor(t, "10 messages recorded", func() bool { return len(rec.Export("a").Messages) == 10 })
+	conn, _, err := websocket.DefaultDialer.Dial("ws"+strings.TrimPrefix(srv.URL, "http"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	_ = conn.SetReadDeadline(time.Now().Add(deadline))
+	_, _, err = conn.ReadMessage()
+	var ce *websocket.CloseError
+	if !errors.As(err, &ce) || ce.Code != websocket.CloseGoingAway {
+		t.Errorf("viewer after the hub stopped: %v, want closed with %d (going away)", err, websocket.CloseGoingAway)
+	}
 }
