@@ -193,7 +193,7 @@ func (b *bench) emit(design string, end <-chan time.Time) int64 {
 			s.Time = time.Now()
 			data, _ := json.Marshal([]controller.Step{s})
 			b.hub.broadcast <- data
-		case "recorder":
+		case "stream":
 			b.rec.Emit(s)
 		}
 		sent++

@@ -2,7 +2,8 @@
 // on loopback: websocket viewers connected to one oplab, the delay from a
 // step being emitted to each viewer receiving it (p50, p99), the controller's
 // throughput with and without viewers, and oplab's CPU and memory. It
-// compares the Recorder with a plain gorilla chat hub (the anchor design).
+// compares the stream (a Recorder and its Hub) with a plain gorilla chat hub
+// (the anchor design).
 //
 //	go run ./cmd/loadtest -viewers 500,2000 -rate 100 -duration 10s
 //
@@ -185,7 +186,7 @@ func run(args []string, out io.Writer) error {
 		}
 		b.ns++
 		ns := fmt.Sprintf("bench-%d", b.ns)
-		rs, err := b.measure("recorder", n, base+"/ws?ns="+ns, recClients)
+		rs, err := b.measure("stream", n, base+"/ws?ns="+ns, recClients)
 		if err != nil {
 			return err
 		}

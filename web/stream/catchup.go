@@ -68,10 +68,10 @@ func (s *space) keepState(e *entry, deleted bool) {
 func (r *Recorder) catchup(c *client) []frame {
 	s, g := r.space(c.namespace), r.space("")
 	if c.resume && c.since <= r.seq && c.since >= s.ring.floor && c.since >= g.ring.floor {
-		return r.chunkFrames(mergeBySeq(s.ring.after(c.since), g.ring.after(c.since)))
+		return chunkFrames(mergeBySeq(s.ring.after(c.since), g.ring.after(c.since)))
 	}
 	if c.resume {
-		return append(r.chunkFrames([]*entry{r.resetEntry(c)}), r.freshFrames(s, g)...)
+		return append(chunkFrames([]*entry{r.resetEntry(c)}), r.freshFrames(s, g)...)
 	}
 	return r.freshFrames(s, g)
 }
@@ -90,13 +90,13 @@ func (r *Recorder) freshFrames(s, g *space) []frame {
 		}
 		if len(since) < catchupChunk {
 			if s.sinceSeq != r.seq {
-				s.since = append(s.catchup[:len(s.catchup):len(s.catchup)], r.newFrame(since))
+				s.since = append(s.catchup[:len(s.catchup):len(s.catchup)], newFrame(since))
 				s.sinceSeq = r.seq
 			}
 			return s.since
 		}
 	}
-	s.catchup = r.chunkFrames(timeline(s, g))
+	s.catchup = chunkFrames(timeline(s, g))
 	s.catchupSeq = r.seq
 	return s.catchup
 }
@@ -135,22 +135,14 @@ func (r *Recorder) resetEntry(c *client) *entry {
 }
 
 // chunkFrames splits es into catch-up frames of at most catchupChunk messages.
-func (r *Recorder) chunkFrames(es []*entry) []frame {
+func chunkFrames(es []*entry) []frame {
 	var out []frame
 	for len(es) > 0 {
 		n := min(len(es), catchupChunk)
-		out = append(out, r.newFrame(es[:n]))
+		out = append(out, newFrame(es[:n]))
 		es = es[n:]
 	}
 	return out
-}
-
-func (r *Recorder) newFrame(es []*entry) frame {
-	f, err := newFrame(es)
-	if err != nil {
-		r.opts.Logger.Error(err, "Prepared no shared frame")
-	}
-	return f
 }
 
 func (r *Recorder) export(ns string) Export {

@@ -398,12 +398,12 @@ func (h *Hub) flush() {
 		var f frame
 		if len(rm.pending) == 0 {
 			if globalOnly == nil {
-				g := h.newFrame(global.pending)
+				g := newFrame(global.pending)
 				globalOnly = &g
 			}
 			f = *globalOnly
 		} else {
-			f = h.newFrame(mergeBySeq(rm.pending, global.pending))
+			f = newFrame(mergeBySeq(rm.pending, global.pending))
 		}
 		rm.pending = nil
 		n := 0
@@ -415,14 +415,6 @@ func (h *Hub) flush() {
 		}
 	}
 	global.pending = nil
-}
-
-func (h *Hub) newFrame(es []*entry) frame {
-	f, err := newFrame(es)
-	if err != nil {
-		h.opts.Logger.Error(err, "Prepared no shared frame")
-	}
-	return f
 }
 
 // deliver queues f for c, or drops c when its buffer is full: the hub never

@@ -5,10 +5,13 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"runtime"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -480,5 +483,107 @@ func TestStepThatCannotBeEncodedKeepsItsSeq(t *testing.T) {
 	}
 	if !strings.Contains(got[0].Error, "could not encode") || got[0].Type != controller.StepEvent {
 		t.Errorf("first message = %+v, want the event with an encoding error", got[0])
+	}
+}
+
+func TestViewersJoiningMidStreamGetEveryMessageOnce(t *testing.T) {
+	// A viewer's catch-up comes from the Recorder and its live messages
+	// from the Hub: joining while steps stream in, each viewer must still
+	// get every seq exactly once, in order, fresh or resuming.
+	h := newHarness(t, RecorderOptions{}, HubOptions{})
+	const n, viewers = 3000, 12
+	upTo := func(from, to uint64) []uint64 {
+		out := []uint64{}
+		for s := from; s <= to; s++ {
+			out = append(out, s)
+		}
+		return out
+	}
+	// readAll reads one connection until the marker, or until it has read
+	// one frame when leaveEarly.
+	readAll := func(query string, leaveEarly bool) ([]Message, error) {
+		conn, _, err := websocket.DefaultDialer.Dial(h.url(query), nil)
+		if err != nil {
+			return nil, err
+		}
+		defer conn.Close()
+		v := &viewer{t: t, conn: conn}
+		var all []Message
+		for {
+			batch, err := v.read()
+			if err != nil {
+				return all, err
+			}
+			all = append(all, batch...)
+			if leaveEarly || isMarker(all[len(all)-1]) {
+				return all, nil
+			}
+		}
+	}
+	var wg sync.WaitGroup
+	for i := range viewers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			time.Sleep(time.Duration(i) * 25 * time.Millisecond) // joining at different points
+			resume := i%2 == 1
+			got, err := readAll("ns=a", resume)
+			if err != nil {
+				t.Errorf("viewer %d: %v", i, err)
+				return
+			}
+			from := uint64(1)
+			if last := got[len(got)-1]; resume && !isMarker(last) {
+				from = last.Seq + 1
+				if got, err = readAll(fmt.Sprintf("ns=a&since=%d", last.Seq), false); err != nil {
+					t.Errorf("viewer %d resuming: %v", i, err)
+					return
+				}
+			}
+			if diff := cmp.Diff(upTo(from, n), seqs(got)); diff != "" {
+				t.Errorf("viewer %d (resumed %v) (-want +got):\n%s", i, from > 1, diff)
+			}
+		}()
+	}
+	for i := range n - 1 {
+		h.rec.Emit(step("a", "db", controller.StepEvent))
+		if i%10 == 0 {
+			time.Sleep(time.Millisecond)
+		}
+	}
+	h.rec.Emit(marker("a"))
+	wg.Wait()
+}
+
+func TestRecorderGoesOnAfterItsHubStopped(t *testing.T) {
+	// The Recorder hands the Hub what it records; once the Hub is gone it
+	// must not wait for it, and a viewer connecting then is turned away.
+	rec := NewRecorder(RecorderOptions{})
+	hub := NewHub(rec, HubOptions{})
+	recCtx, stopRec := context.WithCancel(context.Background())
+	hubCtx, stopHub := context.WithCancel(context.Background())
+	recDone, hubDone := make(chan struct{}), make(chan struct{})
+	go func() { defer close(recDone); rec.Run(recCtx) }()
+	go func() { defer close(hubDone); hub.Run(hubCtx) }()
+	defer func() { stopRec(); <-recDone }()
+	srv := httptest.NewServer(hub.Handler(func(*http.Request) (string, error) { return "a", nil }))
+	defer srv.Close()
+
+	stopHub()
+	<-hubDone
+	for range 10 {
+		rec.Emit(step("a", "db", controller.StepEvent))
+	}
+	waitFor(t, "10 messages recorded", func() bool { return len(rec.Export("a").Messages) == 10 })
+	conn, _, err := websocket.DefaultDialer.Dial("ws"+strings.TrimPrefix(srv.URL, "http"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	_ = conn.SetReadDeadline(time.Now().Add(deadline))
+	_, _, err = conn.ReadMessage()
+	var ce *websocket.CloseError
+	if !errors.As(err, &ce) || ce.Code != websocket.CloseGoingAway {
+		t.Errorf("viewer after the hub stopped: %v, want closed with %d (going away)", err, websocket.CloseGoingAway)
 	}
 }

@@ -102,10 +102,10 @@ type frame struct {
 }
 
 // newFrame encodes es as one frame. Preparing an uncompressed text frame
-// does not fail; if it ever does, the frame is still written, framed for
-// each viewer.
-func newFrame(es []*entry) (frame, error) {
+// cannot fail (gorilla only writes it to a buffer); should it ever, pm is nil
+// and the frame is framed for each viewer instead.
+func newFrame(es []*entry) frame {
 	data := encodeBatch(es)
-	pm, err := websocket.NewPreparedMessage(websocket.TextMessage, data)
-	return frame{data: data, pm: pm}, err
+	pm, _ := websocket.NewPreparedMessage(websocket.TextMessage, data)
+	return frame{data: data, pm: pm}
 }
