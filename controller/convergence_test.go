@@ -58,7 +58,7 @@ func TestManyCreatesAndDeletesMakeNoMistakes(t *testing.T) {
 	var errors, snapshots, badStatus, badSnapshot int
 	for _, name := range names {
 		steps := e.sink.forDatabase(name)
-		errs := countSteps(steps, func(s Step) bool { return s.Type == StepResult && s.Result == "error" })
+		errs := countSteps(steps, func(s Step) bool { return s.Result == "error" || s.Outcome == OutcomeError || s.Error != "" })
 		snaps := countSteps(steps, func(s Step) bool {
 			return s.Type == StepAction && s.Target != nil && s.Target.Name == SnapshotName(name) &&
 				(s.Outcome == OutcomeCreated || s.Outcome == OutcomeUpdated)
@@ -66,7 +66,7 @@ func TestManyCreatesAndDeletesMakeNoMistakes(t *testing.T) {
 		errors += errs
 		snapshots += snaps
 		if errs > 0 {
-			t.Errorf("%s: %d error results:\n%s", name, errs, describe(steps))
+			t.Errorf("%s: %d error rows:\n%s", name, errs, describe(steps))
 		}
 		if snaps != 1 {
 			badSnapshot++
@@ -81,6 +81,6 @@ func TestManyCreatesAndDeletesMakeNoMistakes(t *testing.T) {
 	for _, w := range statusWrites {
 		total += w
 	}
-	t.Logf("%d Databases: %d error results, %d snapshot writes (%d Databases not exactly one), %d status writes (%d Databases not exactly two)",
+	t.Logf("%d Databases: %d error rows (results, actions, status), %d snapshot writes (%d Databases not exactly one), %d status writes (%d Databases not exactly two)",
 		n, errors, snapshots, badSnapshot, total, badStatus)
 }

@@ -26,9 +26,10 @@ import (
 // ownWrites keeps, for each Database, the object the API server returned
 // from our last write to it, and the resourceVersions that write replaced.
 // While the cache still holds one of those, the cache is behind our own
-// write, and a read gets our write instead (or NotFound, when removing the
-// finalizer let the Database go). Once the cache holds anything else, it is
-// at least as new, and the entry is dropped. The reconciler's code stays
+// write, and a read gets our write instead. When removing the finalizer let
+// the Database go, every cached copy of it (same UID) is older: a read gets
+// NotFound. Otherwise, once the cache holds anything else, it is at least as
+// new, and the entry is dropped. The reconciler's code stays
 // the ordinary one: it reads, compares and writes.
 type ownWrites struct {
 	mu   sync.Mutex
@@ -112,13 +113,16 @@ func (w *ownWrites) get(ctx context.Context, c client.WithWatch, key client.Obje
 	if own == nil {
 		return err
 	}
+	if err == nil && own.gone && db.UID == own.db.UID {
+		// Any copy of a Database our write let go is older than that
+		// write. (The API server answers that write with the resourceVersion
+		// the object had, so the version alone cannot tell.)
+		return apierrors.NewNotFound(dbv1.GroupVersion.WithResource("databases").GroupResource(), key.Name)
+	}
 	if err != nil || !own.replaced[db.ResourceVersion] {
 		// The cache has caught up (or moved past us, or lost the object).
 		delete(w.last, key)
 		return err
-	}
-	if own.gone {
-		return apierrors.NewNotFound(dbv1.GroupVersion.WithResource("databases").GroupResource(), key.Name)
 	}
 	own.db.DeepCopyInto(db)
 	return nil

@@ -49,7 +49,7 @@ const (
 	OutcomeCreated       Outcome = "Created"
 	OutcomeAlreadyExists Outcome = "AlreadyExists" // converged: someone (maybe us) created it already
 	OutcomeUpdated       Outcome = "Updated"
-	OutcomeUnchanged     Outcome = "Unchanged"
+	OutcomeUnchanged     Outcome = "Unchanged" // not streamed any more: an unchanged child is a diff "in sync"; kept for older exported timelines
 	OutcomeDeleted       Outcome = "Deleted"
 	OutcomeError         Outcome = "Error"
 )
