@@ -95,3 +95,15 @@ func TestScenarioLinkCheckNamesTheBadLink(t *testing.T) {
 		t.Errorf("want exactly the three bad links, got:\n%s", got)
 	}
 }
+
+// Lesson 1 opens the lab on a normal reconcile before any pitfall.
+func TestFirstLessonFirstShowsANormalReconcile(t *testing.T) {
+	course, err := lessons.Load(lessons.Content, controller.Source)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := course.Lessons[0]
+	if len(first.Live) == 0 || first.Live[0].Scenario != "first-reconcile" {
+		t.Errorf("lesson %s: first live block %+v, want first-reconcile", first.Slug, first.Live)
+	}
+}
