@@ -48,11 +48,21 @@ func run(ctx context.Context, c config, out io.Writer) (retErr error) {
 	// reason, through ctx.
 	ctx, failed := context.WithCancelCause(ctx)
 	defer failed(nil)
-	restCfg, kubectlLine, stopCluster, err := connect(ctx, c, out, rec, failed)
+	var embedded *cluster.Cluster
+	restCfg, kubectlLine, stopCluster, err := connect(ctx, c, out, rec, func(cl *cluster.Cluster) { embedded = cl })
 	if err != nil {
 		return err
 	}
 	defer stopCluster()
+	if embedded != nil {
+		go func() {
+			select {
+			case <-embedded.Failed():
+				failed(embedded.Err())
+			case <-ctx.Done():
+			}
+		}()
+	}
 	defer func() {
 		if cause := context.Cause(ctx); errors.Is(cause, cluster.ErrControlPlaneFailed) && retErr == nil {
 			retErr = cause
@@ -64,6 +74,9 @@ func run(ctx context.Context, c config, out io.Writer) (retErr error) {
 	checker, err := newReadiness(restCfg, nil)
 	if err != nil {
 		return err
+	}
+	if embedded != nil {
+		checker.cluster = embedded
 	}
 	if err := checker.checkCRD(ctx); err != nil {
 		return fmt.Errorf("%w; install it (run without --install-crds=false, or kubectl apply -f controller/config/crd)", err)
@@ -142,8 +155,8 @@ func serve(ctx context.Context, addr string, srv *web.Server, kubectlLine string
 // connect returns a config for the API server, a kubectl line for the
 // learner, and a function that stops whatever connect started. An embedded
 // cluster's process exits and restarts go to sink as global controller
-// steps; if it fails for good, connect calls failed with the reason.
-func connect(ctx context.Context, c config, out io.Writer, sink controller.Sink, failed context.CancelCauseFunc) (*rest.Config, string, func(), error) {
+// steps, and the cluster is handed to started for its health.
+func connect(ctx context.Context, c config, out io.Writer, sink controller.Sink, started func(*cluster.Cluster)) (*rest.Config, string, func(), error) {
 	if c.kubeconfig != "" {
 		rules := &clientcmd.ClientConfigLoadingRules{Precedence: filepath.SplitList(c.kubeconfig)}
 		cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).ClientConfig()
@@ -183,13 +196,7 @@ func connect(ctx context.Context, c config, out io.Writer, sink controller.Sink,
 		closeLog()
 		return nil, "", nil, fmt.Errorf("starting the embedded cluster: %w", err)
 	}
-	go func() {
-		select {
-		case <-cl.Failed():
-			failed(cl.Err())
-		case <-ctx.Done():
-		}
-	}()
+	started(cl)
 	stop := func() {
 		if err := cl.Stop(); err != nil {
 			fmt.Fprintln(os.Stderr, "oplab: stopping the embedded cluster:", err)
@@ -247,9 +254,10 @@ const readyTimeout = time.Second
 // readiness answers /readyz: the API server answers, the CRD is
 // established, and the controller is running.
 type readiness struct {
-	rest   rest.Interface
-	client client.Reader
-	runner interface{ Running() bool }
+	rest    rest.Interface
+	client  client.Reader
+	runner  interface{ Running() bool }
+	cluster interface{ Healthy() error } // the embedded cluster; nil with --kubeconfig
 }
 
 func newReadiness(cfg *rest.Config, runner interface{ Running() bool }) (*readiness, error) {
@@ -269,6 +277,11 @@ func newReadiness(cfg *rest.Config, runner interface{ Running() bool }) (*readin
 }
 
 func (r *readiness) check(ctx context.Context) error {
+	if r.cluster != nil {
+		if err := r.cluster.Healthy(); err != nil {
+			return fmt.Errorf("control plane: %w", err)
+		}
+	}
 	ctx, cancel := context.WithTimeout(ctx, readyTimeout)
 	defer cancel()
 	if err := r.rest.Get().AbsPath("/version").Do(ctx).Error(); err != nil {
