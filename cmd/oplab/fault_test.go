@@ -410,3 +410,40 @@ func dialViewer(t *testing.T, p *oplabProc) *websocket.Conn {
 	t.Cleanup(func() { ws.Close() })
 	return ws
 }
+
+// TestRestartKeepsTheCluster stops oplab (SIGTERM) and starts it again on
+// its data folder: the namespace, the Database and a snapshot made before
+// are all there.
+func TestRestartKeepsTheCluster(t *testing.T) {
+	data := t.TempDir()
+	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
+	args := []string{"--mode", "minimal", "--data-dir", data, "--write-kubeconfig", kubeconfig}
+	p := startOplab(t, args...)
+	if !strings.Contains(p.out.String(), "Cluster data is kept in "+data) {
+		t.Errorf("oplab did not say where the data is kept:\n%s", p.out.String())
+	}
+	cl := soakClient(t, kubeconfig)
+	names := createDatabases(t, cl, "kept", 1)
+	ctx := context.Background()
+	snap := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: controller.SnapshotName("gone"), Namespace: "kept"}, Data: map[string]string{"rows": "7"}}
+	if err := cl.Create(ctx, snap); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.cmd.Wait(); err != nil {
+		t.Fatalf("oplab after SIGTERM: %v\n%s", err, p.logs.String())
+	}
+
+	startOplab(t, args...)
+	cl = soakClient(t, kubeconfig)
+	var db dbv1.Database
+	if err := cl.Get(ctx, client.ObjectKey{Namespace: "kept", Name: names[0]}, &db); err != nil {
+		t.Errorf("the Database after the restart: %v", err)
+	}
+	var cm corev1.ConfigMap
+	if err := cl.Get(ctx, client.ObjectKeyFromObject(snap), &cm); err != nil || cm.Data["rows"] != "7" {
+		t.Errorf("the snapshot after the restart: %v %v", cm.Data, err)
+	}
+}
