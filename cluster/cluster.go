@@ -97,6 +97,7 @@ type Cluster struct {
 	mu          sync.Mutex
 	envtestPIDs []procRef // etcd and kube-apiserver, found after envtest started them
 	children    []*child  // kcm, scheduler and kwok, in start order
+	down        string    // the process being restarted, if any
 
 	quit      chan struct{} // closed by Stop: the supervisor returns
 	superDone chan struct{} // closed when the supervisor has returned; nil until it runs

@@ -147,6 +147,9 @@ func TestSupervisorRestartsKilledProcesses(t *testing.T) {
 			if up.Phase != PhaseRestarted || up.Process != name || up.PID == old || !running(up.PID) {
 				t.Errorf("second event = %+v, want %s restarted as a new, running process", up, name)
 			}
+			if err := c.Healthy(); err != nil {
+				t.Errorf("Healthy() after the restart = %v", err)
+			}
 			ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "after-" + name}}
 			waitFor(t, "the API usable again", func() (bool, error) {
 				_, err := cs.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{})
@@ -189,6 +192,9 @@ func TestSupervisorGivesUp(t *testing.T) {
 	}
 	if err := c.Err(); !errors.Is(err, ErrControlPlaneFailed) || !strings.Contains(err.Error(), nameEtcd) {
 		t.Errorf("Err() = %v, want ErrControlPlaneFailed naming etcd", err)
+	}
+	if err := c.Healthy(); !errors.Is(err, ErrControlPlaneFailed) {
+		t.Errorf("Healthy() = %v, want ErrControlPlaneFailed", err)
 	}
 }
 

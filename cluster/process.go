@@ -11,7 +11,6 @@ import (
 	"runtime"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"syscall"
 	"time"
 )
@@ -65,17 +64,15 @@ func (s *spawner) close() {
 
 // child is a process the cluster execs itself (kcm, scheduler, kwok).
 type child struct {
-	name     string
-	cmd      *exec.Cmd
-	done     chan struct{} // closed once the process has exited and been reaped
-	err      error         // cmd.Wait's result, valid once done is closed
-	stopping atomic.Bool   // set by stop, so an exit is no surprise
+	name string
+	cmd  *exec.Cmd
+	done chan struct{} // closed once the process has exited and been reaped
+	err  error         // cmd.Wait's result, valid once done is closed
 }
 
 // start execs path on the spawner's thread in its own process group (so a
 // terminal's Ctrl-C reaches oplab only, which then stops children in order)
-// with a parent-death signal. Its output goes to log, prefixed with name, as
-// does a note if it exits before stop is called.
+// with a parent-death signal. Its output goes to log, prefixed with name.
 func (s *spawner) start(name, path string, args, env []string, log *logger) (*child, error) {
 	cmd := exec.Command(path, args...)
 	cmd.Env = append(os.Environ(), env...)
@@ -113,7 +110,6 @@ func (ch *child) exited() (bool, error) {
 // stop sends SIGTERM to the child's process group, then SIGKILL if it has
 // not exited after grace, and waits until it is reaped.
 func (ch *child) stop(grace time.Duration) error {
-	ch.stopping.Store(true)
 	pgid := -ch.cmd.Process.Pid
 	if err := syscall.Kill(pgid, syscall.SIGTERM); err != nil && !errors.Is(err, syscall.ESRCH) {
 		return fmt.Errorf("stopping %s: %w", ch.name, err)

@@ -70,6 +70,28 @@ func (c *Cluster) Err() error {
 	}
 }
 
+// Healthy returns nil while every process of the cluster runs; otherwise
+// it says which one is down (being restarted) or why the cluster failed.
+// An API server that answers is not enough: one being restarted answers
+// before it is ready, and might yet fail.
+func (c *Cluster) Healthy() error {
+	if err := c.Err(); err != nil {
+		return err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.down != "" {
+		return fmt.Errorf("%s is down; oplab is restarting it", c.down)
+	}
+	return nil
+}
+
+func (c *Cluster) setDown(name string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.down = name
+}
+
 // ErrControlPlaneFailed wraps the reason in Err.
 var ErrControlPlaneFailed = errors.New("the control plane failed")
 
@@ -164,6 +186,7 @@ func (c *Cluster) supervise(exits chan exit) {
 			return
 		case e = <-exits:
 		}
+		c.setDown(e.name)
 		where := "the control-plane log"
 		if c.logPath != "" {
 			where = c.logPath
@@ -193,6 +216,7 @@ func (c *Cluster) supervise(exits chan exit) {
 			}
 			err := c.restart(e.name, exits)
 			if err == nil {
+				c.setDown("")
 				break
 			}
 			lastErr = err

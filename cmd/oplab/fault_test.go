@@ -157,41 +157,42 @@ func TestFaultSoak(t *testing.T) {
 	args := []string{"--mode", "full", "--data-dir", data, "--write-kubeconfig", kubeconfig}
 	began := time.Now()
 
-	t.Run("oplab killed", func(t *testing.T) {
-		p := startOplab(t, args...)
-		cl := soakClient(t, kubeconfig)
-		names := createDatabases(t, cl, "soak-oplab", 20)
-		for batch := range 4 {
-			deleteDatabases(t, cl, "soak-oplab", names[batch*5:batch*5+5])
-			time.Sleep(time.Duration(rng.IntN(1500)) * time.Millisecond)
-			if err := p.cmd.Process.Signal(syscall.SIGKILL); err != nil {
-				t.Fatal(err)
-			}
-			_ = p.cmd.Wait()
-			p = startOplab(t, args...)
-			cl = soakClient(t, kubeconfig)
+	// Both namespaces' Databases are made at once, so that one wait for
+	// Ready serves both rounds.
+	p := startOplab(t, args...)
+	cl := soakClient(t, kubeconfig)
+	oplabKilled := createDatabases(t, cl, "soak-oplab", 20)
+	apiserverKilled := createDatabases(t, cl, "soak-apiserver", 20)
+	waitDatabasesReady(t, cl, "soak-oplab", 20)
+	waitDatabasesReady(t, cl, "soak-apiserver", 20)
+
+	// Round 1: oplab itself killed while deletions are under way.
+	for batch := range 4 {
+		deleteDatabases(t, cl, "soak-oplab", oplabKilled[batch*5:batch*5+5])
+		time.Sleep(time.Duration(rng.IntN(1500)) * time.Millisecond)
+		if err := p.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+			t.Fatal(err)
 		}
-		expectCleanDeletes(t, cl, "soak-oplab", names)
-	})
-	t.Run("kube-apiserver killed", func(t *testing.T) {
-		p := startOplab(t, args...)
-		cl := soakClient(t, kubeconfig)
-		names := createDatabases(t, cl, "soak-apiserver", 20)
-		kills := 0
-		for batch := range 4 {
-			deleteDatabases(t, cl, "soak-apiserver", names[batch*5:batch*5+5])
-			time.Sleep(time.Duration(rng.IntN(1500)) * time.Millisecond)
-			if err := syscall.Kill(descendantNamed(t, p, "kube-apiserver"), syscall.SIGKILL); err != nil {
-				t.Fatal(err)
-			}
-			kills++
-			waitReady(t, p)
+		_ = p.cmd.Wait()
+		p = startOplab(t, args...)
+		cl = soakClient(t, kubeconfig)
+	}
+	expectCleanDeletes(t, cl, "soak-oplab", oplabKilled)
+
+	// Round 2: kube-apiserver killed under the running oplab.
+	restarts := strings.Count(p.out.String(), "Restarted kube-apiserver")
+	for batch := range 4 {
+		deleteDatabases(t, cl, "soak-apiserver", apiserverKilled[batch*5:batch*5+5])
+		time.Sleep(time.Duration(rng.IntN(1500)) * time.Millisecond)
+		if err := syscall.Kill(descendantNamed(t, p, "kube-apiserver"), syscall.SIGKILL); err != nil {
+			t.Fatal(err)
 		}
-		expectCleanDeletes(t, cl, "soak-apiserver", names)
-		if got := strings.Count(p.out.String(), "Restarted kube-apiserver"); got != kills {
-			t.Errorf("oplab restarted kube-apiserver %d times, want %d", got, kills)
-		}
-	})
+		waitReady(t, p)
+	}
+	expectCleanDeletes(t, cl, "soak-apiserver", apiserverKilled)
+	if got := strings.Count(p.out.String(), "Restarted kube-apiserver") - restarts; got != 4 {
+		t.Errorf("oplab restarted kube-apiserver %d times, want 4 (one per kill)", got)
+	}
 	t.Logf("soak took %s", time.Since(began).Round(time.Second))
 }
 
@@ -222,8 +223,7 @@ func soakClient(t *testing.T, kubeconfig string) client.Client {
 	return cl
 }
 
-// createDatabases creates n Databases in a new namespace and waits until
-// each is Ready, so that every delete goes through the whole finalizer.
+// createDatabases creates n Databases in a new namespace.
 func createDatabases(t *testing.T, cl client.Client, ns string, n int) []string {
 	t.Helper()
 	ctx := context.Background()
@@ -241,9 +241,16 @@ func createDatabases(t *testing.T, cl client.Client, ns string, n int) []string 
 		}
 		names = append(names, db.Name)
 	}
-	waitFor(t, 2*time.Minute, "every Database Ready", func() bool {
+	return names
+}
+
+// waitDatabasesReady waits until n Databases in ns are Ready, so that every
+// delete goes through the whole finalizer.
+func waitDatabasesReady(t *testing.T, cl client.Client, ns string, n int) {
+	t.Helper()
+	waitFor(t, 2*time.Minute, "every Database in "+ns+" Ready", func() bool {
 		var list dbv1.DatabaseList
-		if err := cl.List(ctx, &list, client.InNamespace(ns)); err != nil {
+		if err := cl.List(context.Background(), &list, client.InNamespace(ns)); err != nil {
 			return false
 		}
 		ready := 0
@@ -254,7 +261,6 @@ func createDatabases(t *testing.T, cl client.Client, ns string, n int) []string 
 		}
 		return ready == n
 	})
-	return names
 }
 
 func deleteDatabases(t *testing.T, cl client.Client, ns string, names []string) {
@@ -403,4 +409,41 @@ func dialViewer(t *testing.T, p *oplabProc) *websocket.Conn {
 	}
 	t.Cleanup(func() { ws.Close() })
 	return ws
+}
+
+// TestRestartKeepsTheCluster stops oplab (SIGTERM) and starts it again on
+// its data folder: the namespace, the Database and a snapshot made before
+// are all there.
+func TestRestartKeepsTheCluster(t *testing.T) {
+	data := t.TempDir()
+	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
+	args := []string{"--mode", "minimal", "--data-dir", data, "--write-kubeconfig", kubeconfig}
+	p := startOplab(t, args...)
+	if !strings.Contains(p.out.String(), "Cluster data is kept in "+data) {
+		t.Errorf("oplab did not say where the data is kept:\n%s", p.out.String())
+	}
+	cl := soakClient(t, kubeconfig)
+	names := createDatabases(t, cl, "kept", 1)
+	ctx := context.Background()
+	snap := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: controller.SnapshotName("gone"), Namespace: "kept"}, Data: map[string]string{"rows": "7"}}
+	if err := cl.Create(ctx, snap); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.cmd.Wait(); err != nil {
+		t.Fatalf("oplab after SIGTERM: %v\n%s", err, p.logs.String())
+	}
+
+	startOplab(t, args...)
+	cl = soakClient(t, kubeconfig)
+	var db dbv1.Database
+	if err := cl.Get(ctx, client.ObjectKey{Namespace: "kept", Name: names[0]}, &db); err != nil {
+		t.Errorf("the Database after the restart: %v", err)
+	}
+	var cm corev1.ConfigMap
+	if err := cl.Get(ctx, client.ObjectKeyFromObject(snap), &cm); err != nil || cm.Data["rows"] != "7" {
+		t.Errorf("the snapshot after the restart: %v %v", cm.Data, err)
+	}
 }

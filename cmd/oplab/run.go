@@ -50,11 +50,21 @@ func run(ctx context.Context, c config, out io.Writer) (retErr error) {
 	// reason, through ctx.
 	ctx, failed := context.WithCancelCause(ctx)
 	defer failed(nil)
-	restCfg, kubectl, stopCluster, err := connect(ctx, c, out, rec, failed)
+	var embedded *cluster.Cluster
+	restCfg, kubectl, stopCluster, err := connect(ctx, c, out, rec, func(cl *cluster.Cluster) { embedded = cl })
 	if err != nil {
 		return err
 	}
 	defer stopCluster()
+	if embedded != nil {
+		go func() {
+			select {
+			case <-embedded.Failed():
+				failed(embedded.Err())
+			case <-ctx.Done():
+			}
+		}()
+	}
 	defer func() {
 		if cause := context.Cause(ctx); errors.Is(cause, cluster.ErrControlPlaneFailed) && retErr == nil {
 			retErr = cause
@@ -66,6 +76,9 @@ func run(ctx context.Context, c config, out io.Writer) (retErr error) {
 	checker, err := newReadiness(restCfg, nil)
 	if err != nil {
 		return err
+	}
+	if embedded != nil {
+		checker.cluster = embedded
 	}
 	if err := checker.checkCRD(ctx); err != nil {
 		return fmt.Errorf("%w; install it (run without --install-crds=false, or kubectl apply -f controller/config/crd)", err)
@@ -171,16 +184,15 @@ func serve(ctx context.Context, c config, srv *web.Server, kubectlLine string, o
 // name), and a function that stops whatever connect started. Which API
 // server it is, chooseTarget decides; the progress output says which. An
 // embedded cluster's process exits and restarts go to sink as global
-// controller steps; if it fails for good, connect calls failed with the
-// reason.
-func connect(ctx context.Context, c config, out io.Writer, sink controller.Sink, failed context.CancelCauseFunc) (*rest.Config, string, func(), error) {
+// controller steps, and the cluster is handed to started for its health.
+func connect(ctx context.Context, c config, out io.Writer, sink controller.Sink, started func(*cluster.Cluster)) (*rest.Config, string, func(), error) {
 	t, err := chooseTarget(c, os.Getenv, serviceAccountDir)
 	if err != nil {
 		return nil, "", nil, err
 	}
 	fmt.Fprintf(out, "Chose the %s API server: %s\n", t.kind, t.why)
 	if t.kind == targetEmbedded {
-		return startEmbedded(ctx, c, out, sink, failed)
+		return startEmbedded(ctx, c, out, sink, started)
 	}
 	if c.installCRDs {
 		if err := controller.InstallCRDs(ctx, t.cfg); err != nil {
@@ -196,7 +208,7 @@ func connect(ctx context.Context, c config, out io.Writer, sink controller.Sink,
 }
 
 // startEmbedded starts the embedded control plane and writes its kubeconfig.
-func startEmbedded(ctx context.Context, c config, out io.Writer, sink controller.Sink, failed context.CancelCauseFunc) (*rest.Config, string, func(), error) {
+func startEmbedded(ctx context.Context, c config, out io.Writer, sink controller.Sink, started func(*cluster.Cluster)) (*rest.Config, string, func(), error) {
 	crds, err := controller.CRDs()
 	if err != nil {
 		return nil, "", nil, err
@@ -221,13 +233,7 @@ func startEmbedded(ctx context.Context, c config, out io.Writer, sink controller
 		closeLog()
 		return nil, "", nil, fmt.Errorf("starting the embedded cluster: %w", err)
 	}
-	go func() {
-		select {
-		case <-cl.Failed():
-			failed(cl.Err())
-		case <-ctx.Done():
-		}
-	}()
+	started(cl)
 	stop := func() {
 		if err := cl.Stop(); err != nil {
 			fmt.Fprintln(os.Stderr, "oplab: stopping the embedded cluster:", err)
@@ -285,9 +291,10 @@ const readyTimeout = time.Second
 // readiness answers /readyz: the API server answers, the CRD is
 // established, and the controller is running.
 type readiness struct {
-	rest   rest.Interface
-	client client.Reader
-	runner interface{ Running() bool }
+	rest    rest.Interface
+	client  client.Reader
+	runner  interface{ Running() bool }
+	cluster interface{ Healthy() error } // the embedded cluster; nil with --kubeconfig
 }
 
 func newReadiness(cfg *rest.Config, runner interface{ Running() bool }) (*readiness, error) {
@@ -307,6 +314,11 @@ func newReadiness(cfg *rest.Config, runner interface{ Running() bool }) (*readin
 }
 
 func (r *readiness) check(ctx context.Context) error {
+	if r.cluster != nil {
+		if err := r.cluster.Healthy(); err != nil {
+			return fmt.Errorf("control plane: %w", err)
+		}
+	}
 	ctx, cancel := context.WithTimeout(ctx, readyTimeout)
 	defer cancel()
 	if err := r.rest.Get().AbsPath("/version").Do(ctx).Error(); err != nil {
