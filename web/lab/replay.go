@@ -9,6 +9,7 @@ import (
 	"mime/multipart"
 	"net/http"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/a-h/templ"
@@ -138,8 +139,8 @@ type exportSummary struct {
 
 // checkExport checks an export with the rules of stream.ReadExport, message
 // by message, and refuses anything after its JSON. An export whose
-// namespace comes after its messages (never one oplab wrote) is checked
-// again from the spool, once the namespace is known.
+// namespace comes after its messages, or is missing (never one oplab
+// wrote), is checked again from the spool, once the namespace is known.
 func checkExport(r io.Reader, spool io.ReadSeeker) (exportSummary, error) {
 	sum, late, err := scanExport(r, nil)
 	if err != nil || !late {
@@ -157,8 +158,8 @@ var errValueTooLarge = fmt.Errorf("a single value is larger than %d KiB", maxMes
 
 // scanExport decodes an export one message at a time. namespace, when not
 // nil, is the export's namespace, known from an earlier pass; late reports
-// that messages came before the namespace, so their namespace was not
-// checked.
+// that messages came before the namespace (or without one), so their
+// namespace was not checked.
 func scanExport(r io.Reader, namespace *string) (sum exportSummary, late bool, err error) {
 	win := &windowReader{r: r, max: 2 * maxMessageBytes}
 	dec := json.NewDecoder(win)
@@ -180,7 +181,14 @@ func scanExport(r io.Reader, namespace *string) (sum exportSummary, late bool, e
 		if err != nil {
 			return fail("decoding json: %w", err)
 		}
-		key, _ := tok.(string)
+		name, ok := tok.(string)
+		if !ok {
+			return fail("decoding json: want a key, found %v", tok)
+		}
+		key, err := knownKey(name)
+		if err != nil {
+			return fail("%w", err)
+		}
 		if seen[key] {
 			return fail("%s: appears twice", key)
 		}
@@ -188,6 +196,9 @@ func scanExport(r io.Reader, namespace *string) (sum exportSummary, late bool, e
 		switch key {
 		case "version":
 			err = dec.Decode(&version)
+		case "exportedAt":
+			var at time.Time
+			err = dec.Decode(&at)
 		case "namespace":
 			var v string
 			err = dec.Decode(&v)
@@ -223,7 +234,21 @@ func scanExport(r io.Reader, namespace *string) (sum exportSummary, late bool, e
 		return fail("unexpected data after the timeline's JSON (byte %d): %w", dec.InputOffset(), err)
 	}
 	sum.namespace = ns
-	return sum, late && ns != "", nil
+	return sum, late, nil
+}
+
+// exportKeys are the keys of an export that mean something.
+var exportKeys = []string{"version", "exportedAt", "namespace", "messages"}
+
+// knownKey refuses a known key spelt in another case: ReadExport (like
+// encoding/json) would read it, but the player, in JavaScript, would not.
+func knownKey(key string) (string, error) {
+	for _, k := range exportKeys {
+		if strings.EqualFold(key, k) && key != k {
+			return "", fmt.Errorf("key %q: write it %q", key, k)
+		}
+	}
+	return key, nil
 }
 
 // scanMessages checks the messages array, one message at a time; with
