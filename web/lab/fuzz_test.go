@@ -115,7 +115,7 @@ func FuzzReplay(f *testing.F) {
 		if err != nil {
 			return
 		}
-		e, err := stream.ReadExport(bytes.NewReader(file))
+		e, err := stream.ReadExport(bytes.NewReader(file), maxExportBytes)
 		if err != nil {
 			t.Fatalf("replay accepted what ReadExport refuses (%v):\n%q", err, file)
 		}
@@ -130,7 +130,7 @@ func FuzzReplay(f *testing.F) {
 		if strings.ContainsAny(data, "<>&") {
 			t.Errorf("script data holds markup characters: %q", data)
 		}
-		again, err := stream.ReadExport(strings.NewReader(data))
+		again, err := stream.ReadExport(strings.NewReader(data), 0)
 		if err != nil || again.Namespace != e.Namespace || len(again.Messages) != len(e.Messages) {
 			t.Errorf("the page's data reads back as %q, %d messages, %v; want the file's", again.Namespace, len(again.Messages), err)
 		}
