@@ -47,6 +47,13 @@ type learnerEnv struct {
 
 func newLearnerEnv(t *testing.T, ctx context.Context, now func() time.Time) *learnerEnv {
 	t.Helper()
+	return newLearnerEnvWith(t, ctx, now, nil)
+}
+
+// newLearnerEnvWith is newLearnerEnv whose Manager reaches its namespaces
+// through wrap, when set.
+func newLearnerEnvWith(t *testing.T, ctx context.Context, now func() time.Time, wrap func(session.Namespaces) session.Namespaces) *learnerEnv {
+	t.Helper()
 	e := &learnerEnv{admin: kubeClient(t)}
 	cs, err := kubernetes.NewForConfig(shared.Config())
 	if err != nil {
@@ -58,8 +65,12 @@ func newLearnerEnv(t *testing.T, ctx context.Context, now func() time.Time) *lea
 		t.Fatal(err)
 	}
 	e.issuer = &kubeconfig.Issuer{Client: cs, Cluster: cl}
+	var namespaces session.Namespaces = session.KubeNamespaces{Client: e.admin, MaxDatabases: 5}
+	if wrap != nil {
+		namespaces = wrap(namespaces)
+	}
 	e.m, err = session.New(ctx, session.Options{
-		Namespaces: session.KubeNamespaces{Client: e.admin, MaxDatabases: 5}, IdleTimeout: time.Hour,
+		Namespaces: namespaces, IdleTimeout: time.Hour,
 		Now: now, Revoke: e.issuer.Revoke,
 	})
 	if err != nil {
@@ -261,7 +272,14 @@ func TestLearnerTokenLivesAtLeastTheAPIMinimum(t *testing.T) {
 func TestLearnerAccessEndsWithTheSession(t *testing.T) {
 	var skew atomic.Int64
 	now := func() time.Time { return time.Now().Add(time.Duration(skew.Load())) }
-	e := newLearnerEnv(t, t.Context(), now)
+	// The Manager's deletes are held back, so what ends the token is the
+	// revocation alone, not the namespace's deletion (which can take long:
+	// a Database whose controller is stopped holds it in Terminating).
+	held := &heldDeletes{}
+	e := newLearnerEnvWith(t, t.Context(), now, func(n session.Namespaces) session.Namespaces {
+		held.Namespaces = n
+		return held
+	})
 	a, cookie := begin(t, e.m)
 	deleteLater(t, e.admin, a.Namespace)
 	_, cs := clientOf(t, e.download(t, cookie, a.Namespace))
@@ -270,15 +288,22 @@ func TestLearnerAccessEndsWithTheSession(t *testing.T) {
 	}
 
 	skew.Store(int64(2 * time.Hour))
-	if n, err := e.m.Sweep(t.Context()); err != nil || n != 1 {
-		t.Fatalf("Sweep two hours on = %d, %v; want the session ended", n, err)
+	if n, err := e.m.Sweep(t.Context()); err != nil || n != 1 || len(held.names) != 1 {
+		t.Fatalf("Sweep two hours on = %d, %v (deletes %v); want the session ended", n, err, held.names)
 	}
-	// The token stops working at once (its ServiceAccount is revoked
-	// before the namespace is deleted), not when it would have expired.
+	// The token stops working now, with the namespace still there, not
+	// when it would have expired.
 	waitFor(t, "the ended session's token refused as unauthenticated", func() (bool, error) {
 		_, err := cs.CoreV1().Pods(a.Namespace).List(t.Context(), metav1.ListOptions{})
 		return apierrors.IsUnauthorized(err), nil
 	})
+	var ns corev1.Namespace
+	if err := e.admin.Get(t.Context(), types.NamespacedName{Name: a.Namespace}, &ns); err != nil || ns.DeletionTimestamp != nil {
+		t.Fatalf("namespace %s: %v, deleting %v; want it still there (its delete is held)", a.Namespace, err, ns.DeletionTimestamp)
+	}
+	if err := held.Namespaces.Delete(t.Context(), a.Namespace); err != nil {
+		t.Fatal(err)
+	}
 	// Nothing is left behind: everything the issuer made lived in the
 	// namespace, and goes with it.
 	waitFor(t, "the namespace gone", func() (bool, error) {
@@ -365,6 +390,17 @@ func TestKubeconfigNeedsASession(t *testing.T) {
 			t.Errorf("%s: %d %q; want 403 saying to open /lab first, and no kubeconfig", name, resp.StatusCode, body)
 		}
 	}
+}
+
+// heldDeletes passes everything through but Delete, which it records.
+type heldDeletes struct {
+	session.Namespaces
+	names []string
+}
+
+func (h *heldDeletes) Delete(_ context.Context, name string) error {
+	h.names = append(h.names, name)
+	return nil
 }
 
 // waitFor polls cond until it holds, failing the test after a generous
