@@ -67,7 +67,12 @@ type Options struct {
 	Pitfalls []Pitfall
 	// MaxDatabases caps the Databases per lab namespace; default 5.
 	MaxDatabases int
-	Logger       logr.Logger
+	// KubeconfigPath is where the learner downloads their own kubeconfig,
+	// and KubectlCommand the line to paste once they have; empty and nil
+	// mean the page offers none.
+	KubeconfigPath string
+	KubectlCommand func(namespace string) string
+	Logger         logr.Logger
 }
 
 // Handler serves the lab routes.
@@ -395,6 +400,9 @@ func (h *Handler) page(w http.ResponseWriter, r *http.Request) {
 	p := Page{
 		Namespace: sess.Namespace, ControllerRunning: h.opts.Controller.Running(),
 		Pitfalls: h.opts.Pitfalls, Engines: Engines, ChildKinds: ChildKinds, MaxDatabases: h.opts.MaxDatabases,
+	}
+	if h.opts.KubeconfigPath != "" && h.opts.KubectlCommand != nil {
+		p.Kubeconfig, p.KubectlCommand = h.opts.KubeconfigPath, h.opts.KubectlCommand(sess.Namespace)
 	}
 	for _, s := range Scenarios {
 		p.Scenarios = append(p.Scenarios, *s.view(false))

@@ -50,6 +50,11 @@ type Page struct {
 	Scenario          *ScenarioView
 	Scenarios         []ScenarioView
 	MaxDatabases      int
+	// Kubeconfig is where the learner downloads a kubeconfig for their
+	// namespace only, and KubectlCommand the line to paste then; empty
+	// when the server offers none.
+	Kubeconfig     string
+	KubectlCommand string
 }
 
 // ScenarioView is a "try it live" scenario as the banner shows it.
