@@ -59,6 +59,10 @@ func TestParseFlagsRejectsBadInput(t *testing.T) {
 		{[]string{"--max-sessions-per-client", "-1"}, "--max-sessions-per-client"},
 		{[]string{"--max-sessions", "10", "--max-sessions-per-client", "11"}, "--max-sessions-per-client"},
 		{[]string{"--kubeconfig", "/nonexistent/kubeconfig"}, "--kubeconfig"},
+		{[]string{"--namespace-prefix", "Lab_"}, "--namespace-prefix"},
+		{[]string{"--namespace-prefix", "lab"}, "--namespace-prefix"},
+		{[]string{"--kubeconfig-server", "k8s.example.com:6443"}, "--kubeconfig-server"},
+		{[]string{"--kubeconfig-server", "ftp://k8s.example.com"}, "--kubeconfig-server"},
 		{[]string{"--replicas", "3"}, "replicas"},
 		{[]string{"extra"}, `"extra"`},
 	}
@@ -87,6 +91,9 @@ func TestParseFlagsDefaults(t *testing.T) {
 	}
 	if c.maxSessions != 200 || c.maxPerClient != 20 || c.sessionIdleNew != 10*time.Minute || c.sessionIdle != 2*time.Hour {
 		t.Errorf("session defaults = %d sessions, %d per client, idle %s / %s new", c.maxSessions, c.maxPerClient, c.sessionIdle, c.sessionIdleNew)
+	}
+	if c.namespacePrefix != "lab-" || c.kubeconfigHost != "" {
+		t.Errorf("namespace prefix %q, kubeconfig server %q; want lab- and none", c.namespacePrefix, c.kubeconfigHost)
 	}
 }
 

@@ -87,6 +87,8 @@ func run(ctx context.Context, c config, out io.Writer) error {
 		MaxSessions:              c.maxSessions,
 		MaxSessionsPerClient:     c.maxPerClient,
 		AllowedHosts:             c.allowedHosts,
+		NamespacePrefix:          c.namespacePrefix,
+		KubeconfigServer:         c.kubeconfigHost,
 		Logger:                   log.WithName("web"),
 	})
 	if err != nil {
