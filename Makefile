@@ -9,7 +9,13 @@ TESTFLAGS ?=
 # How many Databases the controller benchmark creates (1000 for the issue's target).
 BENCH_DBS ?= 100
 
-.PHONY: run test controlplane browser generate verify vet bench build help
+# How long `make fuzz` runs each fuzz target.
+FUZZTIME ?= 10s
+# Every fuzz target, as package:Target.
+FUZZ_TARGETS = ./web/lab:FuzzFormValidation ./web/lab:FuzzReplay ./web/stream:FuzzParseSince \
+	./web/stream:FuzzReadExport ./web/session:FuzzSessionCookie
+
+.PHONY: run test controlplane browser generate verify vet bench build fuzz help
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
@@ -45,6 +51,12 @@ verify: vet generate ## fail when generated files are stale, go.mod is untidy or
 	@git diff --exit-code -- . || { echo "generated files are stale: run 'make generate' and commit"; exit 1; }
 	@test -z "$$(git status --porcelain --untracked-files=all -- controller/config web)" || \
 		{ git status --short -- controller/config web; echo "generation created untracked files"; exit 1; }
+
+fuzz: ## run each fuzz target for FUZZTIME (10s); a failing input is saved under the package's testdata/fuzz
+	@for t in $(FUZZ_TARGETS); do \
+		pkg=$${t%%:*}; name=$${t##*:}; echo "== $$name ($$pkg)"; \
+		$(GO) test -run '^$$' -fuzz "^$$name\$$" -fuzztime $(FUZZTIME) $$pkg || exit 1; \
+	done
 
 build: ## build the oplab binary into bin/
 	$(GO) build -o bin/oplab ./cmd/oplab

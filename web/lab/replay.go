@@ -9,6 +9,7 @@ import (
 	"mime/multipart"
 	"net/http"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/a-h/templ"
@@ -180,7 +181,14 @@ func scanExport(r io.Reader, namespace *string) (sum exportSummary, late bool, e
 		if err != nil {
 			return fail("decoding json: %w", err)
 		}
-		key, _ := tok.(string)
+		name, ok := tok.(string)
+		if !ok {
+			return fail("decoding json: want a key, found %v", tok)
+		}
+		key, err := knownKey(name)
+		if err != nil {
+			return fail("%w", err)
+		}
 		if seen[key] {
 			return fail("%s: appears twice", key)
 		}
@@ -188,6 +196,9 @@ func scanExport(r io.Reader, namespace *string) (sum exportSummary, late bool, e
 		switch key {
 		case "version":
 			err = dec.Decode(&version)
+		case "exportedAt":
+			var at time.Time
+			err = dec.Decode(&at)
 		case "namespace":
 			var v string
 			err = dec.Decode(&v)
@@ -224,6 +235,20 @@ func scanExport(r io.Reader, namespace *string) (sum exportSummary, late bool, e
 	}
 	sum.namespace = ns
 	return sum, late && ns != "", nil
+}
+
+// exportKeys are the keys of an export that mean something.
+var exportKeys = []string{"version", "exportedAt", "namespace", "messages"}
+
+// knownKey refuses a known key spelt in another case: ReadExport (like
+// encoding/json) would read it, but the player, in JavaScript, would not.
+func knownKey(key string) (string, error) {
+	for _, k := range exportKeys {
+		if strings.EqualFold(key, k) && key != k {
+			return "", fmt.Errorf("key %q: write it %q", key, k)
+		}
+	}
+	return key, nil
 }
 
 // scanMessages checks the messages array, one message at a time; with

@@ -53,7 +53,7 @@ var (
 // kubeClient returns a client of the package's cluster, started on first
 // use with the Database CRD; without provisioned binaries it skips, unless
 // CI is set.
-func kubeClient(t *testing.T) client.Client {
+func kubeClient(t testing.TB) client.Client {
 	t.Helper()
 	if _, err := cluster.FindAssets(); err != nil {
 		if os.Getenv("CI") != "" {

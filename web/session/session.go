@@ -173,9 +173,13 @@ type table struct {
 	perClient map[string]int
 }
 
+// add enters a session. A restored session has no client (the cluster
+// does not record addresses), so it counts only towards the total.
 func (t *table) add(hash string, e *entry) {
 	t.sessions[hash] = e
-	t.perClient[e.client]++
+	if e.client != "" {
+		t.perClient[e.client]++
+	}
 }
 
 func (t *table) remove(hash string) *entry {
@@ -184,6 +188,9 @@ func (t *table) remove(hash string) *entry {
 		return nil
 	}
 	delete(t.sessions, hash)
+	if e.client == "" {
+		return e
+	}
 	if t.perClient[e.client]--; t.perClient[e.client] <= 0 {
 		delete(t.perClient, e.client)
 	}
