@@ -8,6 +8,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/labels"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -65,6 +66,46 @@ func (n KubeNamespaces) labels() map[string]string {
 func (n KubeNamespaces) ours(ns *corev1.Namespace) bool {
 	return ns.Labels[LabLabel] == "true" && ns.Labels[InstanceLabel] == Instance(n.prefix()) &&
 		strings.HasPrefix(ns.Name, n.prefix())
+}
+
+// unlabelledName is the name an oplab from before instance labels gave
+// its namespaces: the default prefix and eight base32 characters, never a
+// dash among them (so never a name of another prefix such as lab-x-).
+var unlabelledName = regexp.MustCompile(`^` + NamespacePrefix + `[a-z2-7]{8}$`)
+
+// adoptUnlabelled labels, with the default instance, the lab namespaces an
+// oplab from before instance labels made, and returns them: without this,
+// an upgrade would lose those learners' sessions, and no reclaim would ever
+// see their namespaces again. Only the default prefix adopts, and only
+// names that oplab could have made.
+func (n KubeNamespaces) adoptUnlabelled(ctx context.Context) ([]corev1.Namespace, error) {
+	if n.prefix() != NamespacePrefix {
+		return nil, nil
+	}
+	sel, err := labels.Parse(LabLabel + "=true,!" + InstanceLabel)
+	if err != nil {
+		return nil, fmt.Errorf("parse selector: %w", err)
+	}
+	var list corev1.NamespaceList
+	if err := n.Client.List(ctx, &list, client.MatchingLabelsSelector{Selector: sel}); err != nil {
+		return nil, err
+	}
+	var adopted []corev1.Namespace
+	for _, ns := range list.Items {
+		if ns.DeletionTimestamp != nil || !unlabelledName.MatchString(ns.Name) {
+			continue
+		}
+		patch := client.MergeFrom(ns.DeepCopy())
+		ns.Labels[InstanceLabel] = Instance(NamespacePrefix)
+		if err := n.Client.Patch(ctx, &ns, patch); err != nil {
+			if apierrors.IsNotFound(err) {
+				continue
+			}
+			return nil, fmt.Errorf("label namespace %s with its instance: %w", ns.Name, err)
+		}
+		adopted = append(adopted, ns)
+	}
+	return adopted, nil
 }
 
 // deleteOurs deletes the namespace if it is one of n's, and refuses

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/oplab-dev/oplab/web/session"
@@ -144,5 +145,63 @@ func TestInstancesKeepToTheirOwnNamespaces(t *testing.T) {
 	}
 	if n, err := mA.Sweep(t.Context()); err != nil || n != 1 || alive(a2.Namespace) {
 		t.Errorf("ka- Sweep = %d, %v, %s alive %v; want its 1 idle session ended with its namespace", n, err, a2.Namespace, alive(a2.Namespace))
+	}
+}
+
+// TestDefaultInstanceAdoptsAnOlderOplabsNamespaces: namespaces an oplab
+// from before instance labels made (labelled only oplab.dev/lab=true) are
+// adopted by the default prefix, so an upgrade keeps those learners' labs;
+// other prefixes leave them alone, and names that oplab never made are not
+// adopted.
+func TestDefaultInstanceAdoptsAnOlderOplabsNamespaces(t *testing.T) {
+	c := kubeClient(t)
+	cookie := &http.Cookie{Name: session.CookieName, Value: "an-older-oplabs-cookie-" + strings.ToLower(t.Name())}
+	old := func(name string) string {
+		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{
+			Name: name, Labels: map[string]string{session.LabLabel: "true"},
+			Annotations: map[string]string{session.CookieHashAnnotation: session.HashCookie(cookie.Value + name)},
+		}}
+		if err := c.Create(t.Context(), ns); err != nil {
+			t.Fatal(err)
+		}
+		deleteLater(t, c, name)
+		return name
+	}
+	legacy, odd := old("lab-olderop2"), old("lab-x-olderop2")
+	instanceOf := func(name string) string {
+		var ns corev1.Namespace
+		if err := c.Get(t.Context(), types.NamespacedName{Name: name}, &ns); err != nil {
+			t.Fatal(err)
+		}
+		return ns.Labels[session.InstanceLabel]
+	}
+	restore := func(prefix string) *session.Manager {
+		t.Helper()
+		m, err := session.New(t.Context(), session.Options{
+			Namespaces:      session.KubeNamespaces{Client: c, MaxDatabases: 5, Prefix: prefix},
+			NamespacePrefix: prefix, IdleTimeout: time.Hour,
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := m.Restore(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	restore("lb-")
+	if got := instanceOf(legacy); got != "" {
+		t.Errorf("instance lb- labelled the older oplab's %s with %q; want it left alone", legacy, got)
+	}
+	m := restore(session.NamespacePrefix)
+	if got := instanceOf(legacy); got != session.Instance(session.NamespacePrefix) {
+		t.Errorf("%s labelled %s=%q after the default instance's restore; want %q", legacy, session.InstanceLabel, got, session.Instance(session.NamespacePrefix))
+	}
+	legacyCookie := &http.Cookie{Name: session.CookieName, Value: cookie.Value + legacy}
+	if s, err := m.Lookup(withCookie(legacyCookie)); err != nil || s.Namespace != legacy {
+		t.Errorf("the older oplab's learner finds %v, %v; want their namespace %s", s, err, legacy)
+	}
+	if got := instanceOf(odd); got != "" {
+		t.Errorf("%s (a name no older oplab made) labelled %q; want it left alone", odd, got)
 	}
 }

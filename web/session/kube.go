@@ -97,6 +97,11 @@ func (n KubeNamespaces) List(ctx context.Context) ([]Namespace, error) {
 	if err := n.Client.List(ctx, &list, client.MatchingLabels(n.labels())); err != nil {
 		return nil, err
 	}
+	adopted, err := n.adoptUnlabelled(ctx)
+	if err != nil {
+		return nil, err
+	}
+	list.Items = append(list.Items, adopted...)
 	out := []Namespace{}
 	for _, ns := range list.Items {
 		if ns.DeletionTimestamp != nil || !n.ours(&ns) {
