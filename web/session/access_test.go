@@ -45,14 +45,14 @@ type learnerEnv struct {
 	srv    *httptest.Server
 }
 
-func newLearnerEnv(t *testing.T, ctx context.Context, now func() time.Time) *learnerEnv {
+func newLearnerEnv(t testing.TB, ctx context.Context, now func() time.Time) *learnerEnv {
 	t.Helper()
 	return newLearnerEnvWith(t, ctx, now, nil)
 }
 
 // newLearnerEnvWith is newLearnerEnv whose Manager reaches its namespaces
 // through wrap, when set.
-func newLearnerEnvWith(t *testing.T, ctx context.Context, now func() time.Time, wrap func(session.Namespaces) session.Namespaces) *learnerEnv {
+func newLearnerEnvWith(t testing.TB, ctx context.Context, now func() time.Time, wrap func(session.Namespaces) session.Namespaces) *learnerEnv {
 	t.Helper()
 	e := &learnerEnv{admin: kubeClient(t)}
 	cs, err := kubernetes.NewForConfig(shared.Config())
