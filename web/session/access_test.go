@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	authenticationv1 "k8s.io/api/authentication/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -423,4 +424,97 @@ func waitFor(t *testing.T, what string, cond func() (bool, error)) {
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
+}
+
+// TestKubeconfigFailuresNameTheMissingPermission runs the issuer as an
+// identity that lacks what it needs (as a least-privilege oplab might):
+// the learner's answer says, in the API server's words, which verb on
+// which resource is missing, and that oplab cannot grant what it does not
+// hold itself.
+func TestKubeconfigFailuresNameTheMissingPermission(t *testing.T) {
+	e := newLearnerEnv(t, t.Context(), nil)
+	a, cookie := begin(t, e.m)
+	deleteLater(t, e.admin, a.Namespace)
+
+	// A ServiceAccount standing for a restricted oplab, in the learner's
+	// namespace, with a token the admin mints for it.
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "restricted-oplab", Namespace: a.Namespace}}
+	if err := e.admin.Create(t.Context(), sa); err != nil {
+		t.Fatal(err)
+	}
+	secs := int64(600)
+	tr, err := e.cs.CoreV1().ServiceAccounts(a.Namespace).CreateToken(t.Context(), sa.Name, &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: &secs}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	restricted := rest.AnonymousClientConfig(shared.Config())
+	restricted.BearerToken = tr.Status.Token
+	rcs, err := kubernetes.NewForConfig(restricted)
+	if err != nil {
+		t.Fatal(err)
+	}
+	grant := func(rules ...rbacv1.PolicyRule) {
+		t.Helper()
+		role := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: "restricted-oplab", Namespace: a.Namespace}, Rules: rules}
+		binding := &rbacv1.RoleBinding{
+			ObjectMeta: metav1.ObjectMeta{Name: "restricted-oplab", Namespace: a.Namespace},
+			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: role.Name},
+			Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: sa.Name, Namespace: a.Namespace}},
+		}
+		if err := e.admin.Delete(t.Context(), role); client.IgnoreNotFound(err) != nil {
+			t.Fatal(err)
+		}
+		if err := e.admin.Create(t.Context(), role); err != nil {
+			t.Fatal(err)
+		}
+		if err := e.admin.Create(t.Context(), binding); client.IgnoreAlreadyExists(err) != nil {
+			t.Fatal(err)
+		}
+	}
+	mux := http.NewServeMux()
+	kubeconfig.Handler{Sessions: e.m, Minter: &kubeconfig.Issuer{Client: rcs, Cluster: e.issuer.Cluster}}.Register(mux)
+	srv := httptest.NewServer(mux)
+	defer srv.Close()
+	answer := func() (int, string) {
+		req, _ := http.NewRequest("GET", srv.URL+kubeconfig.Path, nil)
+		req.AddCookie(cookie)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(body)
+	}
+
+	grant(rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"serviceaccounts"}, Verbs: []string{"get"}})
+	waitFor(t, "the restricted identity's refusal to create the ServiceAccount, in words", func() (bool, error) {
+		code, body := answer()
+		return code == http.StatusInternalServerError && strings.Contains(body, `cannot create resource "serviceaccounts"`) &&
+			strings.Contains(body, a.Namespace), nil
+	})
+
+	// It may create the learner's objects, but does not hold the learner's
+	// permissions itself: the API server refuses to let it grant them.
+	grant(
+		rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"serviceaccounts"}, Verbs: []string{"get", "create"}},
+		rbacv1.PolicyRule{APIGroups: []string{rbacv1.GroupName}, Resources: []string{"roles", "rolebindings"}, Verbs: []string{"get", "create", "update", "delete"}},
+	)
+	waitFor(t, "the refusal to grant permissions the identity lacks, in words", func() (bool, error) {
+		code, body := answer()
+		return code == http.StatusInternalServerError && strings.Contains(body, "Role") &&
+			strings.Contains(body, "attempting to grant RBAC permissions not currently held"), nil
+	})
+
+	// With what the issuer needs (kubeconfig.Rules and serviceaccounts/token
+	// beside it), it works.
+	grant(append([]rbacv1.PolicyRule{
+		{APIGroups: []string{""}, Resources: []string{"serviceaccounts"}, Verbs: []string{"get", "create", "delete"}},
+		{APIGroups: []string{""}, Resources: []string{"serviceaccounts/token"}, Verbs: []string{"create"}},
+		{APIGroups: []string{rbacv1.GroupName}, Resources: []string{"roles", "rolebindings"}, Verbs: []string{"get", "create", "update", "delete"}},
+	}, kubeconfig.Rules...)...)
+	waitFor(t, "a kubeconfig minted by the identity holding what the issuer needs", func() (bool, error) {
+		code, body := answer()
+		return code == http.StatusOK && strings.Contains(body, "token: "), nil
+	})
 }
