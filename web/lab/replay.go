@@ -139,8 +139,8 @@ type exportSummary struct {
 
 // checkExport checks an export with the rules of stream.ReadExport, message
 // by message, and refuses anything after its JSON. An export whose
-// namespace comes after its messages (never one oplab wrote) is checked
-// again from the spool, once the namespace is known.
+// namespace comes after its messages, or is missing (never one oplab
+// wrote), is checked again from the spool, once the namespace is known.
 func checkExport(r io.Reader, spool io.ReadSeeker) (exportSummary, error) {
 	sum, late, err := scanExport(r, nil)
 	if err != nil || !late {
@@ -158,8 +158,8 @@ var errValueTooLarge = fmt.Errorf("a single value is larger than %d KiB", maxMes
 
 // scanExport decodes an export one message at a time. namespace, when not
 // nil, is the export's namespace, known from an earlier pass; late reports
-// that messages came before the namespace, so their namespace was not
-// checked.
+// that messages came before the namespace (or without one), so their
+// namespace was not checked.
 func scanExport(r io.Reader, namespace *string) (sum exportSummary, late bool, err error) {
 	win := &windowReader{r: r, max: 2 * maxMessageBytes}
 	dec := json.NewDecoder(win)
@@ -234,7 +234,7 @@ func scanExport(r io.Reader, namespace *string) (sum exportSummary, late bool, e
 		return fail("unexpected data after the timeline's JSON (byte %d): %w", dec.InputOffset(), err)
 	}
 	sum.namespace = ns
-	return sum, late && ns != "", nil
+	return sum, late, nil
 }
 
 // exportKeys are the keys of an export that mean something.

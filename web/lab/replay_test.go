@@ -71,6 +71,7 @@ func TestReplayChecksTheFileAsItReadsIt(t *testing.T) {
 		{"truncated", exportJSON(3, "")[:200], 422, "is not an oplab timeline"},
 		{"namespace after its messages", `{"version":1,"messages":[{"seq":1,"time":"2026-01-01T00:00:00Z","type":"event","object":{"kind":"Database","namespace":"lab-a","name":"a"}}],"namespace":"lab-a"}`, 200, ""},
 		{"namespace after messages of another", `{"version":1,"messages":[{"seq":1,"time":"2026-01-01T00:00:00Z","type":"event","object":{"kind":"Database","namespace":"lab-b","name":"a"}}],"namespace":"lab-a"}`, 422, `messages[0]: object.namespace: "lab-b" is not the export's namespace "lab-a"`},
+		{"no namespace, messages with one", `{"version":1,"messages":[{"seq":1,"time":"2026-01-01T00:00:00Z","type":"event","object":{"kind":"Database","namespace":"lab-b","name":"a"}}]}`, 422, `messages[0]: object.namespace: "lab-b" is not the export's namespace ""`},
 		{"missing version", `{"namespace":"lab-a","messages":[]}`, 422, "unsupported version 0"},
 	}
 	for _, tt := range tests {
