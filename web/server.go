@@ -16,6 +16,7 @@ import (
 
 	"github.com/go-logr/logr"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -24,6 +25,7 @@ import (
 	"github.com/oplab-dev/oplab/controller"
 	"github.com/oplab-dev/oplab/controller/api/v1alpha1"
 	"github.com/oplab-dev/oplab/web/instructor"
+	"github.com/oplab-dev/oplab/web/kubeconfig"
 	"github.com/oplab-dev/oplab/web/lab"
 	"github.com/oplab-dev/oplab/web/lab/state"
 	"github.com/oplab-dev/oplab/web/learn"
@@ -77,6 +79,13 @@ type Options struct {
 	// MaxSessionsPerClient caps the sessions of one client address; 0 means
 	// no separate cap.
 	MaxSessionsPerClient int
+	// NamespacePrefix starts the learner namespaces' names and decides
+	// their instance label, so several oplab instances can share a cluster
+	// (session.ValidatePrefix); default session.NamespacePrefix.
+	NamespacePrefix string
+	// KubeconfigServer is the API server URL learners' kubeconfigs name;
+	// empty means Config's host, the one the admin kubeconfig names.
+	KubeconfigServer string
 	// AllowedHosts are the host names (without port) the server answers to
 	// besides IP literals and localhost; see checkHost.
 	AllowedHosts []string
@@ -89,6 +98,7 @@ type Server struct {
 	cache    cache.Cache
 	watcher  *state.Watcher
 	sessions *session.Manager
+	issuer   *kubeconfig.Issuer
 	handler  http.Handler
 	cacheErr chan error
 }
@@ -121,9 +131,20 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("create informer cache: %w", err)
 	}
-	s := &Server{opts: opts, cache: c, cacheErr: make(chan error, 1)}
+	if opts.NamespacePrefix == "" {
+		opts.NamespacePrefix = session.NamespacePrefix
+	}
+	if err := session.ValidatePrefix(opts.NamespacePrefix); err != nil {
+		return nil, err
+	}
+	issuer, err := newIssuer(opts)
+	if err != nil {
+		return nil, err
+	}
+	prefix := opts.NamespacePrefix
+	s := &Server{opts: opts, cache: c, cacheErr: make(chan error, 1), issuer: issuer}
 	s.watcher, err = state.NewWatcher(ctx, state.Options{
-		Cache: c, Publisher: opts.Recorder, Watched: session.IsLabNamespace, Render: lab.NewFragments(),
+		Cache: c, Publisher: opts.Recorder, Watched: func(ns string) bool { return strings.HasPrefix(ns, prefix) }, Render: lab.NewFragments(),
 		Names: state.Names{
 			PitfallAnnotation: controller.PitfallAnnotation, SnapshotName: controller.SnapshotName,
 			DatabaseLabel: controller.LabelDatabase,
@@ -134,7 +155,8 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 		return nil, err
 	}
 	s.sessions, err = session.New(ctx, session.Options{
-		Namespaces:  session.KubeNamespaces{Client: direct, MaxDatabases: opts.MaxDatabasesPerNamespace},
+		Namespaces:      session.KubeNamespaces{Client: direct, MaxDatabases: opts.MaxDatabasesPerNamespace, Prefix: prefix},
+		NamespacePrefix: prefix, Revoke: issuer.Revoke,
 		IdleTimeout: opts.SessionIdleTimeout, NewIdleTimeout: opts.SessionNewIdleTimeout,
 		MaxSessions: opts.MaxSessions, MaxPerClient: opts.MaxSessionsPerClient,
 		OnExpire: opts.Recorder.Forget, Logger: opts.Logger.WithName("session"),
@@ -162,6 +184,21 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 		return nil, err
 	}
 	return s, nil
+}
+
+// newIssuer makes the learners' kubeconfigs: oplab's own client grants
+// and mints them, and they name the API server as the admin kubeconfig
+// does, or KubeconfigServer.
+func newIssuer(opts Options) (*kubeconfig.Issuer, error) {
+	cs, err := kubernetes.NewForConfig(opts.Config)
+	if err != nil {
+		return nil, fmt.Errorf("create API clientset: %w", err)
+	}
+	cl, err := kubeconfig.ClusterOf(opts.Config, opts.KubeconfigServer)
+	if err != nil {
+		return nil, err
+	}
+	return &kubeconfig.Issuer{Client: cs, Cluster: cl}, nil
 }
 
 func check(opts Options) error {
@@ -200,8 +237,10 @@ func (s *Server) routes(ctx context.Context, direct client.Client) (http.Handler
 	lab.New(lab.Options{
 		Store: lab.KubeStore{Client: direct}, Sessions: s.sessions, States: s.watcher,
 		Controller: s.opts.Controller, Exporter: s.opts.Recorder, KubectlLine: s.opts.KubectlLine,
+		KubeconfigPath: kubeconfig.Path, KubectlCommand: kubeconfig.Command,
 		MaxDatabases: s.opts.MaxDatabasesPerNamespace, Logger: s.opts.Logger.WithName("lab"),
 	}).Register(mux)
+	kubeconfig.Handler{Sessions: s.sessions, Minter: s.issuer, Logger: s.opts.Logger.WithName("kubeconfig")}.Register(mux)
 	instructor.New(ctx, instructor.Options{
 		Token: s.opts.InstructorToken, Controller: s.opts.Controller, Logger: s.opts.Logger.WithName("instructor"),
 	}).Register(mux)

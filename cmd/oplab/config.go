@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -14,6 +15,7 @@ import (
 	"unicode"
 
 	"github.com/oplab-dev/oplab/cluster"
+	"github.com/oplab-dev/oplab/web/session"
 )
 
 // config is everything the flags decide.
@@ -36,6 +38,8 @@ type config struct {
 	// instructorToken guards /instructor; parseFlags generates one when the
 	// flag is not given, so the page is never open.
 	instructorToken string
+	namespacePrefix string
+	kubeconfigHost  string
 }
 
 // parseFlags reads the command line. Errors name the flag at fault; they and
@@ -74,6 +78,8 @@ func parseFlagsInto(fs *flag.FlagSet, args []string) (config, error) {
 	fs.DurationVar(&c.sessionIdleNew, "session-idle-new", 10*time.Minute, "a session whose browser never came back (no page, stream or form after the first page) is deleted with its namespace after this long")
 	fs.IntVar(&c.maxSessions, "max-sessions", 200, "the most lab sessions, and so learner namespaces, at once; when full, the oldest session never used makes room")
 	fs.IntVar(&c.maxPerClient, "max-sessions-per-client", 20, "the most lab sessions one client IP address may hold (0: no limit besides --max-sessions)")
+	fs.StringVar(&c.namespacePrefix, "namespace-prefix", session.NamespacePrefix, "start learner namespaces' names with this (lowercase, ending in a dash); oplab touches only namespaces labelled with its prefix, so several classrooms can share a cluster, one prefix each")
+	fs.StringVar(&c.kubeconfigHost, "kubeconfig-server", "", "API server URL the learners' own kubeconfigs name (default: the one oplab uses, as in the admin kubeconfig); set it when learners reach the API server by another address")
 	fs.Func("allowed-hosts", "comma-separated host names the web UI answers to besides IP addresses and localhost (for a self-hosted oplab behind a name)", func(v string) error {
 		for _, h := range strings.Split(v, ",") {
 			if h = strings.TrimSpace(h); h != "" {
@@ -129,6 +135,15 @@ func (c config) validate() error {
 	}
 	if c.maxPerClient < 0 || c.maxPerClient > c.maxSessions {
 		return fmt.Errorf("invalid --max-sessions-per-client %d: must be 0 (no limit) to --max-sessions (%d)", c.maxPerClient, c.maxSessions)
+	}
+	if err := session.ValidatePrefix(c.namespacePrefix); err != nil {
+		return err
+	}
+	if c.kubeconfigHost != "" {
+		u, err := url.Parse(c.kubeconfigHost)
+		if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || (u.Path != "" && u.Path != "/") {
+			return fmt.Errorf("invalid --kubeconfig-server %q: want the API server's URL, such as https://k8s.example.com:6443", c.kubeconfigHost)
+		}
 	}
 	if c.kubeconfig != "" {
 		// Like KUBECONFIG, the value may list several files; at least one must exist.

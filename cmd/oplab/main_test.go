@@ -66,6 +66,10 @@ func TestParseFlagsRejectsBadInput(t *testing.T) {
 		{[]string{"--max-sessions", "10", "--max-sessions-per-client", "11"}, "--max-sessions-per-client"},
 		{[]string{"--kubeconfig", "/nonexistent/kubeconfig"}, "--kubeconfig"},
 		{[]string{"--data-dir", ""}, "--data-dir"},
+		{[]string{"--namespace-prefix", "Lab_"}, "--namespace-prefix"},
+		{[]string{"--namespace-prefix", "lab"}, "--namespace-prefix"},
+		{[]string{"--kubeconfig-server", "k8s.example.com:6443"}, "--kubeconfig-server"},
+		{[]string{"--kubeconfig-server", "ftp://k8s.example.com"}, "--kubeconfig-server"},
 		{[]string{"--replicas", "3"}, "replicas"},
 		{[]string{"--instructor-token", "short"}, "--instructor-token"},
 		{[]string{"extra"}, `"extra"`},
@@ -105,6 +109,9 @@ func TestParseFlagsDefaults(t *testing.T) {
 	given, err := parseFlags([]string{"--instructor-token", "0123456789abcdef-mine"}, io.Discard)
 	if err != nil || given.instructorToken != "0123456789abcdef-mine" {
 		t.Errorf("--instructor-token given: %q %v", given.instructorToken, err)
+	}
+	if c.namespacePrefix != "lab-" || c.kubeconfigHost != "" {
+		t.Errorf("namespace prefix %q, kubeconfig server %q; want lab- and none", c.namespacePrefix, c.kubeconfigHost)
 	}
 }
 

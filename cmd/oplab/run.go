@@ -115,7 +115,8 @@ func run(ctx context.Context, c config, out io.Writer) (retErr error) {
 		MaxSessionsPerClient:     c.maxPerClient,
 		AllowedHosts:             c.allowedHosts,
 		InstructorToken:          c.instructorToken,
-		KubectlLine:              learnerKubectl(kubectl),
+		NamespacePrefix:          c.namespacePrefix,
+		KubeconfigServer:         c.kubeconfigHost,
 		Logger:                   log.WithName("web"),
 	})
 	if err != nil {
@@ -130,15 +131,6 @@ func adminKubectl(kubectl string) string {
 		return ""
 	}
 	return kubectl + " get databases -A -w"
-}
-
-// learnerKubectl is the line the lab page offers; the page adds the
-// learner's "-n NAMESPACE".
-func learnerKubectl(kubectl string) string {
-	if kubectl == "" {
-		return ""
-	}
-	return kubectl + " get databases -w"
 }
 
 // serve listens, announces the URLs, and runs the web server's background

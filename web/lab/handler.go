@@ -69,7 +69,12 @@ type Options struct {
 	// without a namespace; the page adds the learner's "-n NAMESPACE".
 	// Empty: the page shows none.
 	KubectlLine string
-	Logger      logr.Logger
+	// KubeconfigPath is where the learner downloads their own kubeconfig,
+	// and KubectlCommand the line to paste once they have; when both are
+	// set, the page offers them instead of KubectlLine.
+	KubeconfigPath string
+	KubectlCommand func(namespace string) string
+	Logger         logr.Logger
 }
 
 // Handler serves the lab routes.

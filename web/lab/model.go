@@ -46,6 +46,10 @@ type Page struct {
 	// KubectlLine is the ready-to-paste kubectl command for this namespace,
 	// shown with a copy button; "" hides it.
 	KubectlLine string
+	// Kubeconfig is where the learner downloads a kubeconfig for their
+	// namespace only (then KubectlLine uses it); empty when the server
+	// offers none.
+	Kubeconfig string
 }
 
 // Card is what a Database card needs besides the Database: the choices its

@@ -32,6 +32,11 @@ func (h *Handler) pageModel(r *http.Request, ns string) (Page, error) {
 		Paused: h.opts.Controller.NamespacePaused(ns), KubectlLine: kubectlLine(h.opts.KubectlLine, ns),
 		Pitfalls: h.opts.Pitfalls, Engines: Engines, ChildKinds: ChildKinds, MaxDatabases: h.opts.MaxDatabases,
 	}
+	// A kubeconfig of the learner's own beats the server's: it reaches only
+	// their namespace.
+	if h.opts.KubeconfigPath != "" && h.opts.KubectlCommand != nil {
+		p.Kubeconfig, p.KubectlLine = h.opts.KubeconfigPath, h.opts.KubectlCommand(ns)
+	}
 	for _, s := range Scenarios {
 		p.Scenarios = append(p.Scenarios, *s.view(false))
 	}

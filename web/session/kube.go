@@ -28,6 +28,10 @@ type KubeNamespaces struct {
 	Client client.Client
 	// MaxDatabases is the value of each namespace's Database quota; default 5.
 	MaxDatabases int
+	// Prefix is the Manager's namespace prefix; it decides the InstanceLabel
+	// the namespaces get and the only ones List and Delete touch. Default
+	// NamespacePrefix.
+	Prefix string
 }
 
 var _ Namespaces = KubeNamespaces{}
@@ -38,7 +42,7 @@ var _ Namespaces = KubeNamespaces{}
 // client, kubectl included, not only for the lab's forms.
 func (n KubeNamespaces) Create(ctx context.Context, name, cookieHash string) error {
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{
-		Name: name, Labels: map[string]string{LabLabel: "true"},
+		Name: name, Labels: n.labels(),
 		Annotations: map[string]string{CookieHashAnnotation: cookieHash},
 	}}
 	if err := client.IgnoreAlreadyExists(n.Client.Create(ctx, ns)); err != nil {
@@ -86,16 +90,21 @@ func (n KubeNamespaces) MarkActed(ctx context.Context, name string) error {
 	return client.IgnoreNotFound(n.Client.Patch(ctx, ns, client.RawPatch(types.MergePatchType, patch)))
 }
 
-// List returns the lab namespaces (by label) that are not already being
-// deleted.
+// List returns this instance's lab namespaces (by label) that are not
+// already being deleted.
 func (n KubeNamespaces) List(ctx context.Context) ([]Namespace, error) {
 	var list corev1.NamespaceList
-	if err := n.Client.List(ctx, &list, client.MatchingLabels{LabLabel: "true"}); err != nil {
+	if err := n.Client.List(ctx, &list, client.MatchingLabels(n.labels())); err != nil {
 		return nil, err
 	}
+	adopted, err := n.adoptUnlabelled(ctx)
+	if err != nil {
+		return nil, err
+	}
+	list.Items = append(list.Items, adopted...)
 	out := []Namespace{}
 	for _, ns := range list.Items {
-		if ns.DeletionTimestamp != nil {
+		if ns.DeletionTimestamp != nil || !n.ours(&ns) {
 			continue
 		}
 		out = append(out, Namespace{
@@ -107,8 +116,7 @@ func (n KubeNamespaces) List(ctx context.Context) ([]Namespace, error) {
 }
 
 // Delete deletes the namespace and, with it, everything in it; one already
-// gone is fine.
+// gone is fine, one of another instance is refused.
 func (n KubeNamespaces) Delete(ctx context.Context, name string) error {
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
-	return client.IgnoreNotFound(n.Client.Delete(ctx, ns))
+	return n.deleteOurs(ctx, name)
 }

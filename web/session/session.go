@@ -38,7 +38,8 @@ import (
 // CookieName is the session cookie's name.
 const CookieName = "oplab_session"
 
-// NamespacePrefix starts every lab namespace's name.
+// NamespacePrefix starts every lab namespace's name unless
+// Options.NamespacePrefix says otherwise.
 const NamespacePrefix = "lab-"
 
 // LabLabel marks the namespaces this package creates, so that leftovers can
@@ -94,6 +95,15 @@ type Namespace struct {
 type Options struct {
 	// Namespaces creates and deletes the lab namespaces.
 	Namespaces Namespaces
+	// NamespacePrefix starts the names of this Manager's namespaces
+	// (ValidatePrefix); default NamespacePrefix. Give Namespaces the same
+	// one, so it touches only these.
+	NamespacePrefix string
+	// Revoke, when set, is called with a namespace just before the Manager
+	// deletes it, so the learner's kubectl credentials stop working at once
+	// rather than when the namespace's contents are finally gone. A failure
+	// is logged; the namespace is deleted anyway.
+	Revoke func(ctx context.Context, namespace string) error
 	// IdleTimeout is how long a session that has come back at least once
 	// lives without a request; default 2h.
 	IdleTimeout time.Duration
@@ -211,6 +221,12 @@ func New(ctx context.Context, opts Options) (*Manager, error) {
 	if opts.Namespaces == nil {
 		return nil, errors.New("session options: Namespaces is required")
 	}
+	if opts.NamespacePrefix == "" {
+		opts.NamespacePrefix = NamespacePrefix
+	}
+	if err := ValidatePrefix(opts.NamespacePrefix); err != nil {
+		return nil, fmt.Errorf("session options: %w", err)
+	}
 	if opts.IdleTimeout <= 0 {
 		opts.IdleTimeout = 2 * time.Hour
 	}
@@ -293,7 +309,7 @@ func (m *Manager) Begin(w http.ResponseWriter, r *http.Request) (Session, error)
 		return Session{}, err
 	}
 	hash, client := HashCookie(token), m.opts.ClientOf(r)
-	e := &entry{namespace: NamespacePrefix + suffix, client: client, started: m.opts.Now()}
+	e := &entry{namespace: m.opts.NamespacePrefix + suffix, client: client, started: m.opts.Now()}
 	e.lastSeen = e.started
 	var evicted *entry
 	var refused error
@@ -497,7 +513,7 @@ func (m *Manager) Restore(ctx context.Context) (int, error) {
 	err = m.do(ctx, func(t *table) {
 		now := m.opts.Now()
 		for _, ns := range found {
-			if ns.CookieHash == "" || t.sessions[ns.CookieHash] != nil {
+			if ns.CookieHash == "" || t.sessions[ns.CookieHash] != nil || !m.Owns(ns.Name) {
 				continue
 			}
 			t.add(ns.CookieHash, &entry{namespace: ns.Name, started: ns.Created, lastSeen: now, acted: ns.Acted})
@@ -538,9 +554,10 @@ func (m *Manager) Reclaim(ctx context.Context) (int, error) {
 	var errs []error
 	n := 0
 	for _, ns := range found {
-		if owned[ns.Name] || !ns.Created.Before(cutoff) {
+		if owned[ns.Name] || !ns.Created.Before(cutoff) || !m.Owns(ns.Name) {
 			continue
 		}
+		m.revoke(ctx, ns.Name)
 		if err := m.opts.Namespaces.Delete(ctx, ns.Name); err != nil {
 			errs = append(errs, fmt.Errorf("delete orphaned lab namespace %s: %w", ns.Name, err))
 			continue
@@ -554,6 +571,7 @@ func (m *Manager) Reclaim(ctx context.Context) (int, error) {
 // end deletes an ended session's namespace. Deleting happens outside the
 // owner goroutine so a slow API server never stalls page loads.
 func (m *Manager) end(ctx context.Context, e *entry) error {
+	m.revoke(ctx, e.namespace)
 	if err := m.opts.Namespaces.Delete(ctx, e.namespace); err != nil {
 		return fmt.Errorf("delete idle lab namespace %s: %w", e.namespace, err)
 	}
@@ -564,7 +582,8 @@ func (m *Manager) end(ctx context.Context, e *entry) error {
 	return nil
 }
 
-// IsLabNamespace reports whether ns is named like a lab namespace.
+// IsLabNamespace reports whether ns is named like a lab namespace of the
+// default prefix (Manager.Owns knows the Manager's own).
 func IsLabNamespace(ns string) bool { return strings.HasPrefix(ns, NamespacePrefix) }
 
 var encoding = base32.NewEncoding("abcdefghijklmnopqrstuvwxyz234567").WithPadding(base32.NoPadding)
