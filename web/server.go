@@ -159,7 +159,7 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 		NamespacePrefix: prefix, Revoke: issuer.Revoke,
 		IdleTimeout: opts.SessionIdleTimeout, NewIdleTimeout: opts.SessionNewIdleTimeout,
 		MaxSessions: opts.MaxSessions, MaxPerClient: opts.MaxSessionsPerClient,
-		OnExpire: opts.Recorder.Forget, Logger: opts.Logger.WithName("session"),
+		OnExpire: opts.Recorder.Forget, OnRestore: restartedStep(opts.Recorder), Logger: opts.Logger.WithName("session"),
 	})
 	if err != nil {
 		return nil, err
@@ -325,5 +325,19 @@ func (s *Server) Run(ctx context.Context) error {
 				s.opts.Logger.Error(err, "Failed to end idle lab sessions")
 			}
 		}
+	}
+}
+
+// restartedStep tells the learner of a restored session, on their timeline,
+// that oplab restarted: their namespace and Databases were kept, but what
+// the timeline showed before lived in the old process.
+func restartedStep(sink controller.Sink) func(namespace string) {
+	return func(ns string) {
+		sink.Emit(controller.Step{
+			Type:    controller.StepController,
+			Object:  controller.ObjectRef{Kind: "Controller", Namespace: ns, Name: "oplab"},
+			Phase:   "restarted",
+			Message: "oplab restarted: your namespace and its Databases were kept; what happened before the restart is not on this timeline",
+		})
 	}
 }

@@ -96,6 +96,14 @@ func parseFlagsInto(fs *flag.FlagSet, args []string) (config, error) {
 		return c, invalidFlagError{fmt.Errorf("unexpected argument %q (oplab takes flags only; see --help)", fs.Arg(0))}
 	}
 	c.mode = cluster.Mode(mode)
+	// A short --session-idle (a demo, a test) shortens the default life of
+	// unused sessions with it; only an explicit --session-idle-new longer
+	// than --session-idle is an error.
+	explicit := false
+	fs.Visit(func(f *flag.Flag) { explicit = explicit || f.Name == "session-idle-new" })
+	if !explicit && c.sessionIdleNew > c.sessionIdle {
+		c.sessionIdleNew = c.sessionIdle
+	}
 	if err := c.validate(); err != nil {
 		return c, invalidFlagError{err}
 	}

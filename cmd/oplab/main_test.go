@@ -61,6 +61,7 @@ func TestParseFlagsRejectsBadInput(t *testing.T) {
 		{[]string{"--max-databases", "0"}, "--max-databases"},
 		{[]string{"--session-idle", "1s"}, "--session-idle"},
 		{[]string{"--session-idle-new", "3h"}, "--session-idle-new"},
+		{[]string{"--session-idle", "5m", "--session-idle-new", "6m"}, "--session-idle-new"},
 		{[]string{"--max-sessions", "0"}, "--max-sessions"},
 		{[]string{"--max-sessions-per-client", "-1"}, "--max-sessions-per-client"},
 		{[]string{"--max-sessions", "10", "--max-sessions-per-client", "11"}, "--max-sessions-per-client"},
@@ -109,6 +110,9 @@ func TestParseFlagsDefaults(t *testing.T) {
 	given, err := parseFlags([]string{"--instructor-token", "0123456789abcdef-mine"}, io.Discard)
 	if err != nil || given.instructorToken != "0123456789abcdef-mine" {
 		t.Errorf("--instructor-token given: %q %v", given.instructorToken, err)
+	}
+	if short, err := parseFlags([]string{"--session-idle", "2m"}, io.Discard); err != nil || short.sessionIdleNew != 2*time.Minute {
+		t.Errorf("--session-idle 2m: unused sessions live %s (%v); want the default shortened to 2m", short.sessionIdleNew, err)
 	}
 	if c.namespacePrefix != "lab-" || c.kubeconfigHost != "" {
 		t.Errorf("namespace prefix %q, kubeconfig server %q; want lab- and none", c.namespacePrefix, c.kubeconfigHost)

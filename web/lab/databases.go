@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+
+	"github.com/oplab-dev/oplab/web/session"
 )
 
 // create is the one path by which the lab creates a Database: the form and
@@ -22,7 +24,7 @@ func (h *Handler) create(ctx context.Context, ns string, in CreateInput) error {
 		return err
 	}
 	if n >= h.opts.MaxDatabases {
-		return &FieldError{Field: "name", Message: fmt.Sprintf("your lab already has %d Databases and may hold at most %d: delete one first", n, h.opts.MaxDatabases)}
+		return &FieldError{Field: "name", Message: fmt.Sprintf("your lab already has %d Databases and may hold at most %d (the ResourceQuota %q on %s holds kubectl to it too): delete one first", n, h.opts.MaxDatabases, session.QuotaName, session.DatabaseQuotaResource)}
 	}
 	return h.opts.Store.CreateDatabase(ctx, ns, in)
 }

@@ -368,7 +368,7 @@ func TestControllerSwitchPausesOnlyTheLearnersNamespace(t *testing.T) {
 	if len(h.ctrl.paused) != 1 {
 		t.Errorf("paused namespaces = %v, want only %s", h.ctrl.paused, h.ns)
 	}
-	if !strings.Contains(h.get("/lab").Body.String(), "Controller stopped") {
+	if !strings.Contains(h.get("/lab").Body.String(), "Your namespace is paused") {
 		t.Error("page does not say the controller is stopped for this namespace")
 	}
 	if w := h.post("/lab/controller/stop", nil, true); !strings.Contains(w.Body.String(), "already paused") {

@@ -122,6 +122,10 @@ type Options struct {
 	// (idle or evicted), after its namespace was deleted; nil means nothing
 	// to do.
 	OnExpire func(namespace string)
+	// OnRestore is called with the namespace of every session Restore
+	// took back from the cluster, so the learner's timeline can say that
+	// oplab restarted (what it recorded before is gone with the process).
+	OnRestore func(namespace string)
 	// Secure marks the cookie Secure (set it when served over HTTPS).
 	Secure bool
 	// Now is the clock; nil means time.Now.
@@ -509,7 +513,7 @@ func (m *Manager) Restore(ctx context.Context) (int, error) {
 	if err != nil {
 		return 0, fmt.Errorf("list lab namespaces: %w", err)
 	}
-	n := 0
+	var restored []string
 	err = m.do(ctx, func(t *table) {
 		now := m.opts.Now()
 		for _, ns := range found {
@@ -517,11 +521,17 @@ func (m *Manager) Restore(ctx context.Context) (int, error) {
 				continue
 			}
 			t.add(ns.CookieHash, &entry{namespace: ns.Name, started: ns.Created, lastSeen: now, acted: ns.Acted})
-			n++
+			restored = append(restored, ns.Name)
 		}
 	})
 	if err != nil {
 		return 0, err
+	}
+	n := len(restored)
+	if m.opts.OnRestore != nil {
+		for _, ns := range restored {
+			m.opts.OnRestore(ns)
+		}
 	}
 	if n > 0 {
 		m.opts.Logger.Info("Restored lab sessions from the cluster", "count", n)

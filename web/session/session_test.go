@@ -377,9 +377,14 @@ func TestRestoreRecognisesCookiesAfterARestart(t *testing.T) {
 	}
 	ns.existing = append(ns.existing, Namespace{Name: "lab-older", Created: clk.Now()})
 	clk.Add(3 * time.Hour)
-	second := newManagerOpts(t, Options{Namespaces: ns, Now: clk.Now})
+	var told []string
+	second := newManagerOpts(t, Options{Namespaces: ns, Now: clk.Now, OnRestore: func(ns string) { told = append(told, ns) }})
 	if n, err := second.Restore(t.Context()); n != 2 || err != nil {
 		t.Fatalf("Restore = %d, %v; want 2 sessions back", n, err)
+	}
+	// Each restored learner's timeline is told of the restart.
+	if slices.Sort(told); !slices.Equal(told, []string{s.Namespace, unused.Namespace}) && !slices.Equal(told, []string{unused.Namespace, s.Namespace}) {
+		t.Errorf("OnRestore told %v; want the two restored namespaces %s and %s", told, s.Namespace, unused.Namespace)
 	}
 	if got, err := second.Lookup(r); err != nil || got != s {
 		t.Fatalf("after the restart, the first cookie finds %v, %v; want %v", got, err, s)

@@ -100,6 +100,8 @@
   }
   const targetName = (s) => (s.target ? `${s.target.kind} ${s.target.name}` : "");
 
+  // ctrlUp is whether the one controller runs (the instructor may stop it).
+  let ctrlUp = $("#controller-status")?.dataset.up !== "false";
   // showPaused follows the learner's namespace being paused: the controller
   // holds its reconciles, so the loop stands still on purpose.
   function showPaused(paused) {
@@ -108,7 +110,7 @@
     if (note) note.hidden = !paused;
     const cap = $("#loop-caption");
     if (cap && paused) cap.textContent = "paused: reconciles of your namespace are held";
-    showCountdown();
+    drawControllerPill();
   }
 
   // ---- the timeline --------------------------------------------------------
@@ -333,13 +335,21 @@
     if (m.type === "result") fold(row);
   }
 
-  function showController(running) {
+  // The pill says what reconciles this namespace: the one controller (the
+  // instructor may stop it for everyone) and the learner's own pause.
+  function drawControllerPill() {
     const pill = $("#controller-status");
     if (!pill) return;
-    pill.textContent = running ? "Controller running" : "Controller stopped";
-    pill.classList.toggle("ok", running);
-    pill.classList.toggle("bad", !running);
+    const paused = root.dataset.paused === "true";
+    pill.textContent = !ctrlUp ? "Controller stopped" : paused ? "Your namespace is paused" : "Controller running";
+    pill.classList.toggle("ok", ctrlUp && !paused);
+    pill.classList.toggle("warn", ctrlUp && paused);
+    pill.classList.toggle("bad", !ctrlUp);
     showCountdown();
+  }
+  function showController(running) {
+    ctrlUp = running;
+    drawControllerPill();
   }
   function onController(m) {
     if (m.object && m.object.kind === "ControlPlane") {
@@ -353,6 +363,11 @@
     }
     const mine = m.object && m.object.namespace;
     if (mine && mine !== namespace) return;
+    if (m.phase === "restarted") {
+      addRow(h("li", { class: "row controller", "data-db": "" },
+        h("div", { class: "row-head" }, timeEl(m.time), " ", h("span", { class: "pill warn" }, "oplab restarted"), " ", m.message || "")));
+      return;
+    }
     if (mine) showPaused(m.phase === "paused");
     else showController(m.phase === "started");
     const cls = { started: "ok", resumed: "ok", paused: "warn" }[m.phase] || "bad";
@@ -669,7 +684,9 @@
         try { res = await resp.json(); } catch (err) { res = { ok: false, message: `${resp.status} ${resp.statusText}` }; }
         flash(res.ok, res.message, res.field, form);
         if (res.ok) settle(form);
-        if (typeof res.controllerRunning === "boolean") showController(res.controllerRunning);
+        // controllerRunning is "reconciles this namespace"; paused says why not.
+        if (typeof res.paused === "boolean") showPaused(res.paused);
+        if (typeof res.controllerRunning === "boolean" && !res.paused) showController(res.controllerRunning);
         if (res.ok && form.closest(".scenario")) {
           form.remove();
           $(".scenario .watch")?.classList.remove("pending");
