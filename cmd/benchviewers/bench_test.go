@@ -26,16 +26,16 @@ import (
 	"github.com/oplab-dev/oplab/cluster"
 	"github.com/oplab-dev/oplab/controller"
 	dbv1 "github.com/oplab-dev/oplab/controller/api/v1alpha1"
-	"github.com/oplab-dev/oplab/internal/wsviewer"
 	"github.com/oplab-dev/oplab/web"
 	"github.com/oplab-dev/oplab/web/session"
 	"github.com/oplab-dev/oplab/web/stream"
+	"github.com/oplab-dev/oplab/web/stream/streamtest"
 )
 
 var (
 	benchDBs        = flag.Int("dbs", 100, "how many Databases BenchmarkControllerWithViewers creates at once per phase")
 	benchViewers    = flag.Int("viewers", 2000, "how many websocket viewers BenchmarkControllerWithViewers connects in each of its with-viewers phases")
-	benchViewerNice = flag.Int("viewer-nice", wsviewer.ViewerNice, "niceness of BenchmarkControllerWithViewers's viewer process (0: the same priority as oplab and the cluster)")
+	benchViewerNice = flag.Int("viewer-nice", streamtest.ViewerNice, "niceness of BenchmarkControllerWithViewers's viewer process (0: the same priority as oplab and the cluster)")
 	benchMeasure    = flag.Int("measure", 50, "how many of BenchmarkControllerWithViewers's viewers, spread evenly, inflate and scan frames to measure delays; the others only count them")
 	benchInProc     = flag.Bool("inproc", false, "run BenchmarkControllerWithViewers's viewers in the benchmark's own process instead of a child process")
 	benchFeed       = flag.Float64("feed-rate", 100, "steps/s BenchmarkControllerWithViewers's synthetic feed emits into its own namespace, in every phase; 0 turns the feed, and the phases whose viewers watch it, off")

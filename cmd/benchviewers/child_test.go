@@ -29,8 +29,8 @@ import (
 	"github.com/gorilla/websocket"
 
 	"github.com/oplab-dev/oplab/controller"
-	"github.com/oplab-dev/oplab/internal/wsviewer"
 	"github.com/oplab-dev/oplab/web/stream"
+	"github.com/oplab-dev/oplab/web/stream/streamtest"
 )
 
 // viewerPool is a phase's viewers, in this process or in a child.
@@ -184,7 +184,7 @@ func connectViewers(ctx context.Context, url string, n, measure int) (*viewerSet
 
 // dialViewer connects one viewer, counting the bytes it reads into wire.
 func dialViewer(ctx context.Context, url string, wire *atomic.Int64) (*websocket.Conn, error) {
-	conn, _, err := wsviewer.Dial(ctx, url, wire)
+	conn, _, err := streamtest.Dial(ctx, url, wire)
 	return conn, err
 }
 
@@ -478,7 +478,7 @@ type viewerProc struct {
 // connects n viewers to url, measure of them measuring, and waits until
 // they are connected.
 func startViewerProc(ctx context.Context, url string, n, measure int) (*viewerProc, error) {
-	cmd := wsviewer.Command(ctx, *benchViewerNice, os.Args[0], "-test.run=^TestViewersChild$", "-test.count=1")
+	cmd := streamtest.Command(ctx, *benchViewerNice, os.Args[0], "-test.run=^TestViewersChild$", "-test.count=1")
 	cmd.Env = append(os.Environ(), childURLEnv+"="+url, childViewersEnv+"="+strconv.Itoa(n), childMeasureEnv+"="+strconv.Itoa(measure))
 	cmd.Stderr = os.Stderr
 	in, err := cmd.StdinPipe()

@@ -15,8 +15,8 @@ import (
 	"time"
 
 	"github.com/oplab-dev/oplab/controller"
-	"github.com/oplab-dev/oplab/internal/wsviewer"
 	"github.com/oplab-dev/oplab/web/stream"
+	"github.com/oplab-dev/oplab/web/stream/streamtest"
 )
 
 // settle is the pause before each phase.
@@ -276,13 +276,13 @@ type viewerProc struct {
 }
 
 // startViewers runs this program again as the viewer process, at niceness
-// nice (see wsviewer.ViewerNice).
+// nice (see streamtest.ViewerNice).
 func startViewers(args []string, nice int) (*viewerProc, error) {
 	exe, err := os.Executable()
 	if err != nil {
 		return nil, fmt.Errorf("finding this program to start the viewers: %w", err)
 	}
-	cmd := wsviewer.Command(context.Background(), nice, exe, append(slices.Clone(args), "-role", "viewers")...)
+	cmd := streamtest.Command(context.Background(), nice, exe, append(slices.Clone(args), "-role", "viewers")...)
 	cmd.Stderr = os.Stderr
 	stdin, err := cmd.StdinPipe()
 	if err != nil {

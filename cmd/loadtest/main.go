@@ -28,8 +28,8 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/oplab-dev/oplab/internal/wsviewer"
 	"github.com/oplab-dev/oplab/web/stream"
+	"github.com/oplab-dev/oplab/web/stream/streamtest"
 )
 
 type config struct {
@@ -65,7 +65,7 @@ func parseFlags(args []string) (config, error) {
 	fs.DurationVar(&c.work, "work", 250*time.Microsecond, "CPU time of one fake reconcile (decode, compare, encode); 7 trace steps each")
 	fs.DurationVar(&c.batch, "batch", 0, "Recorder BatchInterval (0: the default)")
 	fs.IntVar(&c.fullBatch, "full-batch", 0, "Recorder FullBatchViewers (0: the default)")
-	fs.IntVar(&c.viewerNice, "viewer-nice", wsviewer.ViewerNice, "niceness of the viewer process (0: the same priority as oplab)")
+	fs.IntVar(&c.viewerNice, "viewer-nice", streamtest.ViewerNice, "niceness of the viewer process (0: the same priority as oplab)")
 	fs.IntVar(&c.measure, "measure", 50, "viewers that inflate and decode frames to measure delay; the rest only count frames")
 	fs.BoolVar(&c.skipHub, "skip-hub", false, "skip the plain-hub baseline")
 	fs.StringVar(&c.profile, "cpuprofile", "", "write a CPU profile of the whole run to this file")

@@ -15,7 +15,7 @@ import (
 
 	"github.com/gorilla/websocket"
 
-	"github.com/oplab-dev/oplab/internal/wsviewer"
+	"github.com/oplab-dev/oplab/web/stream/streamtest"
 )
 
 // The viewers run in a child process, as browsers would run apart from
@@ -235,7 +235,7 @@ func dialViewers(n, measure int, url string) ([]*viewer, error) {
 		go func() {
 			defer func() { <-sem; wg.Done() }()
 			v := &viewer{measures: i%(n/measure) == 0 && i/(n/measure) < measure}
-			conn, _, err := wsviewer.Dial(context.Background(), url, &v.wire)
+			conn, _, err := streamtest.Dial(context.Background(), url, &v.wire)
 			if err != nil {
 				errs <- fmt.Errorf("dialling viewer %d: %w", i, err)
 				return

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/oplab-dev/oplab/controller"
-	"github.com/oplab-dev/oplab/internal/wsviewer"
+	"github.com/oplab-dev/oplab/web/stream/streamtest"
 )
 
 // dialCompressed connects a viewer of ns that offers permessage-deflate, as
@@ -18,7 +18,7 @@ import (
 func (h *harness) dialCompressed(ns string) (*viewer, *atomic.Int64, string) {
 	h.t.Helper()
 	var wire atomic.Int64
-	conn, resp, err := wsviewer.Dial(context.Background(), h.url("ns="+ns), &wire)
+	conn, resp, err := streamtest.Dial(context.Background(), h.url("ns="+ns), &wire)
 	if err != nil {
 		h.t.Fatalf("dialling %s: %v", ns, err)
 	}

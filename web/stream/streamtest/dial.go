@@ -1,6 +1,6 @@
-// Package wsviewer holds what the stream's tests and load tools share: a
+// Package streamtest holds what the stream's tests and load tools share: a
 // viewer that connects the way a browser does.
-package wsviewer
+package streamtest
 
 import (
 	"context"

@@ -1,4 +1,4 @@
-package wsviewer
+package streamtest
 
 import (
 	"context"
