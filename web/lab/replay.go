@@ -268,9 +268,9 @@ func scanMessages(dec *json.Decoder, ns string, anyNamespace bool) (int, error) 
 		if dec.InputOffset()-start > maxMessageBytes {
 			return n, fmt.Errorf("messages[%d]: %w", n, errValueTooLarge)
 		}
-		want := ns
+		want := &ns
 		if anyNamespace {
-			want = ""
+			want = nil
 		}
 		seq, err := stream.CheckMessage(raw, want, prev)
 		if err != nil {
