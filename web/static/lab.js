@@ -297,8 +297,11 @@
     switch (s.type) {
       case "fetch":
         return li("", `Database ${s.found}`, s.generation ? ` (generation ${s.generation})` : "");
-      case "diff":
-        return li("", (s.differences && s.differences.length) ? s.differences.join("; ") : (s.message || "in sync: nothing to do"));
+      case "diff": {
+        const what = s.target ? `${targetName(s)}: ` : "";
+        if (s.differences && s.differences.length) return li("", what, s.differences.join("; "));
+        return li("muted", what, h("span", { class: "pill small" }, "in sync"));
+      }
       case "action": {
         if (s.outcome === "Unchanged") return li("muted", `${targetName(s)}: `, h("span", { class: "pill small" }, "in sync"));
         const cls = s.outcome === "Error" ? "bad" : s.outcome === "AlreadyExists" ? "" : "ok";
