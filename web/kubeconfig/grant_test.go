@@ -1,0 +1,55 @@
+package kubeconfig
+
+import (
+	"os"
+	"slices"
+	"testing"
+
+	rbacv1 "k8s.io/api/rbac/v1"
+	"sigs.k8s.io/yaml"
+)
+
+// The API server lets oplab grant in a learner's Role only what oplab itself
+// holds. In a cluster oplab holds its two ClusterRoles (controller/config/
+// rbac): everything Rules grants must be in them, or the first kubeconfig
+// download in a self-hosted class fails.
+func TestOplabsRolesHoldWhatALearnerIsGranted(t *testing.T) {
+	var held []rbacv1.PolicyRule
+	for _, f := range []string{"../../controller/config/rbac/role.yaml", "../../controller/config/rbac/web_role.yaml"} {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var role rbacv1.ClusterRole
+		if err := yaml.Unmarshal(b, &role); err != nil {
+			t.Fatalf("%s: %v", f, err)
+		}
+		held = append(held, role.Rules...)
+	}
+	for _, missing := range notHeld(Rules, held) {
+		t.Errorf("a learner's Role grants %s, which oplab's ClusterRoles do not hold: add it to controller/config/rbac/web_role.yaml", missing)
+	}
+	// The check itself can fail.
+	if got := notHeld([]rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"nodes"}, Verbs: []string{"get"}}}, held); len(got) != 1 {
+		t.Errorf("notHeld found %v for nodes; want the one rule reported", got)
+	}
+}
+
+// notHeld lists each "verb group/resource" of want that no rule of held grants.
+func notHeld(want, held []rbacv1.PolicyRule) []string {
+	var out []string
+	for _, w := range want {
+		for _, g := range w.APIGroups {
+			for _, r := range w.Resources {
+				for _, v := range w.Verbs {
+					if !slices.ContainsFunc(held, func(h rbacv1.PolicyRule) bool {
+						return slices.Contains(h.APIGroups, g) && slices.Contains(h.Resources, r) && slices.Contains(h.Verbs, v) && len(h.ResourceNames) == 0
+					}) {
+						out = append(out, v+" "+g+"/"+r)
+					}
+				}
+			}
+		}
+	}
+	return out
+}
