@@ -200,7 +200,7 @@ func TestBrowserInstructorPageAndPausedLab(t *testing.T) {
 		t.Fatal(err)
 	}
 	poll(t, learner, "the flash saying only this namespace is paused", `document.querySelector("#flash .flash-ok")?.textContent.includes("other learners' Databases are still reconciled")`)
-	poll(t, learner, "the controller shown stopped here", `document.getElementById("controller-status").textContent.includes("stopped")`)
+	poll(t, learner, "the controller shown paused here", `document.getElementById("controller-status").textContent.includes("Your namespace is paused")`)
 	screenshot(t, learner, "22-lab-paused")
 	if err := chromedp.Do(learner, chromedp.Click(chromedp.CSS(`button[data-controller="start"]`))); err != nil {
 		t.Fatal(err)

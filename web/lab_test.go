@@ -356,7 +356,7 @@ func TestBrowserStuckFinalizerScenario(t *testing.T) {
 		t.Fatal(err)
 	}
 	poll(t, ctx, "the setup done", `document.querySelector("#flash .flash-ok")?.textContent.includes("controller is paused for your namespace")`)
-	poll(t, ctx, "the controller shown stopped", `document.getElementById("controller-status").textContent.includes("stopped")`)
+	poll(t, ctx, "the controller shown paused for this namespace", `document.getElementById("controller-status").textContent.includes("Your namespace is paused")`)
 	if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`#db-stuck form[action$="/delete"] button`))); err != nil {
 		t.Fatal(err)
 	}
