@@ -99,6 +99,15 @@ func startScenario(t *testing.T, name, done string) (context.Context, string) {
 	return ctx, ns
 }
 
+// reveal scrolls the first element of the array expr into view, so that
+// the screenshot shows the row the scenario is about.
+func reveal(t *testing.T, ctx context.Context, expr string) {
+	t.Helper()
+	if err := chromedp.Do(ctx, chromedp.Evaluate[chromedp.Void](`(`+expr+`)[0]?.scrollIntoView({ block: "nearest" })`)); err != nil {
+		t.Errorf("scroll into view: %v", err)
+	}
+}
+
 // phasesOf is a JavaScript expression: the finalizer phases the timeline
 // shows for db, oldest first.
 func phasesOf(db string) string {
@@ -130,6 +139,7 @@ func TestBrowserScenarioFirstReconcile(t *testing.T) {
 	shows(t, ctx, "first Ready True on its card", cardOf("first")+`?.querySelector(".db-head .pill.ok")?.textContent === "Ready True"`, "#db-first", "#rows")
 	showsNow(t, ctx, "generation 1 observed", cardOf("first")+`.querySelector(".generation").textContent === "1" && `+cardOf("first")+`.querySelector(".observed").textContent === "1"`, "#db-first")
 	showsNow(t, ctx, "no Error pill", noErrorPill("first"), "#rows")
+	reveal(t, ctx, rowsOf("first")+`.filter(r => r.textContent.includes("→ Created"))`)
 	screenshot(t, ctx, "30-scenario-first-reconcile")
 }
 
@@ -142,6 +152,7 @@ func TestBrowserScenarioAlreadyExists(t *testing.T) {
 	corrected := rowsOf("taken") + `.some(r => [...r.querySelectorAll(".step.action")].some(s => /Service .*→ Updated/.test(s.textContent)))`
 	showsNow(t, ctx, "the adopted Service patched (→ Updated)", corrected, "#rows")
 	showsNow(t, ctx, "no Error pill and no error row", noErrorPill("taken"), "#rows")
+	reveal(t, ctx, rowsOf("taken")+`.filter(r => r.textContent.includes("→ AlreadyExists"))`)
 	screenshot(t, ctx, "31-scenario-already-exists")
 }
 
@@ -197,6 +208,12 @@ func TestBrowserScenarioStuckFinalizer(t *testing.T) {
 	showsNow(t, ctx, "still Terminating and paused", cardOf("stuck")+` !== null && document.getElementById("controller-status").textContent === "Your namespace is paused"`, "#db-stuck", "#controller-status")
 	screenshot(t, ctx, "34-scenario-stuck-paused")
 
+	// The banner names the button the learner presses.
+	s, _ := lab.FindScenario("stuck-finalizer")
+	label, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.querySelector('button[data-controller="start"]').textContent.trim()`))
+	if err != nil || !strings.HasPrefix(s.Watch[1], "Press "+label+":") {
+		t.Errorf("the banner says %q, but the button reads %q (%v)", s.Watch[1], label, err)
+	}
 	if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`button[data-controller="start"]`))); err != nil {
 		t.Fatal(err)
 	}
