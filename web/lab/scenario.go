@@ -104,7 +104,7 @@ var Scenarios = []Scenario{
 		Setup: "Create Database stuck, then pause the controller here",
 		Watch: []string{
 			"Delete stuck: it shows Terminating, held by db.oplab.dev/final-snapshot, and no reconcile runs while your namespace is paused.",
-			"Press Start: the held request is reconciled, the finalizer runs (draining, snapshot, removed), the Database goes and its snapshot stays.",
+			"Press Resume: the held request is reconciled, the finalizer runs (draining, snapshot, removed), the Database goes and its snapshot stays.",
 			"Or use the escape hatch instead (remove finalizers): it goes at once, and the final snapshot is never taken.",
 		},
 		run: func(ctx context.Context, h *Handler, ns string) (string, error) {
@@ -136,7 +136,7 @@ var Scenarios = []Scenario{
 		Watch: []string{
 			"The events arrive but are marked ignored: nothing is queued, so no reconcile follows them.",
 			"Change its replicas: generation moves, observedGeneration does not (stale).",
-			"At the periodic resync a reconcile runs anyway and converges everything, Ready included, in that same resync: the loop is level-triggered.",
+			"At the periodic resync a reconcile runs anyway and converges everything, Ready included, in that resync or the requeue it schedules (no event needed): the loop is level-triggered.",
 		},
 		run: pitfallScenario("deaf", controller.PitfallDropEvents),
 	},
