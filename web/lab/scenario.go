@@ -89,7 +89,7 @@ var Scenarios = []Scenario{
 	},
 	{
 		Name: "status-thrash", Title: "Status thrash",
-		Intro: "A Database whose controller rewrites status on every reconcile, even when nothing changed.",
+		Intro: "A Database whose controller rewrites status with a fresh timestamp even when nothing changed. Here it may do so once a second, so the storm stays watchable: reconciles in between skip the write and requeue for the next one.",
 		Setup: "Create Database thrash with the status-thrash pitfall",
 		Watch: []string{
 			"Every status write is a watch event, so it triggers the next reconcile: the rows never stop (capped at about one a second).",

@@ -172,6 +172,17 @@
       h("ul", { class: "events" }, p.events.map(eventLine)));
   }
 
+  // eventsSummary counts the watch events seen before a reconcile; ignored
+  // ones (drop-events) are named as such, since they did not cause it.
+  function eventsSummary(events) {
+    const ignored = events.filter((e) => e.ignored).length;
+    const queued = events.length - ignored;
+    const parts = [];
+    if (queued) parts.push(`${queued} watch event${queued > 1 ? "s" : ""}`);
+    if (ignored) parts.push(`${ignored} ignored event${ignored > 1 ? "s" : ""} (they did not cause it)`);
+    return parts.join(" and ") + " before this reconcile";
+  }
+
   function onStart(m) {
     const db = dbOf(m);
     knowObject(db);
@@ -241,7 +252,7 @@
         " ", resultPill(res),
         res && res.durationNs ? h("span", { class: "muted small" }, " " + dur(res.durationNs)) : ""),
       row.events.length ? h("details", { class: "coalesced" },
-        h("summary", {}, `${row.events.length} watch event${row.events.length > 1 ? "s" : ""} before this reconcile`),
+        h("summary", {}, eventsSummary(row.events)),
         h("ul", { class: "events" }, row.events.map(eventLine))) : "",
       h("ol", { class: "steps" }, row.steps.map(stepLine)),
       res && (res.message || res.error) ? h("p", { class: res.error ? "error small" : "muted small" }, res.error || res.message) : "");
