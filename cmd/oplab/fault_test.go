@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"syscall"
@@ -445,5 +446,73 @@ func TestRestartKeepsTheCluster(t *testing.T) {
 	var cm corev1.ConfigMap
 	if err := cl.Get(ctx, client.ObjectKeyFromObject(snap), &cm); err != nil || cm.Data["rows"] != "7" {
 		t.Errorf("the snapshot after the restart: %v %v", cm.Data, err)
+	}
+}
+
+// TestLearnerFindsTheirLabAfterARestart is a learner's view of a restart:
+// the browser's cookie, sent to the restarted oplab, opens the same
+// namespace, and its timeline says that oplab restarted.
+func TestLearnerFindsTheirLabAfterARestart(t *testing.T) {
+	data := t.TempDir()
+	args := []string{"--mode", "minimal", "--data-dir", data, "--write-kubeconfig", filepath.Join(t.TempDir(), "kubeconfig")}
+	jar, _ := cookiejar.New(nil) // cookies are per host, not per port: the restarted oplab's new port gets them too
+	labNamespace := func(p *oplabProc) string {
+		t.Helper()
+		resp, err := (&http.Client{Jar: jar}).Get(p.url + "/lab")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		m := regexp.MustCompile(`data-namespace="([a-z0-9-]+)"`).FindSubmatch(b)
+		if resp.StatusCode != http.StatusOK || m == nil {
+			t.Fatalf("GET /lab = %d with no namespace on the page:\n%s", resp.StatusCode, tail(string(b), 2000))
+		}
+		return string(m[1])
+	}
+
+	p := startOplab(t, args...)
+	before := labNamespace(p)
+	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.cmd.Wait(); err != nil {
+		t.Fatalf("oplab after SIGTERM: %v\n%s", err, p.logs.String())
+	}
+
+	p = startOplab(t, args...)
+	if after := labNamespace(p); after != before {
+		t.Fatalf("after the restart the learner's cookie opens %s; want their namespace %s", after, before)
+	}
+	u, _ := url.Parse(p.url)
+	h := http.Header{"Origin": {p.url}}
+	for _, c := range jar.Cookies(u) {
+		h.Add("Cookie", c.String())
+	}
+	ws, resp, err := websocket.DefaultDialer.Dial("ws://"+u.Host+"/ws", h)
+	if err != nil {
+		t.Fatalf("dialing /ws: %v (%v)", err, resp)
+	}
+	defer ws.Close()
+	_ = ws.SetReadDeadline(time.Now().Add(time.Minute))
+	var seen []string
+	for {
+		var frame []struct {
+			Type    string `json:"type"`
+			Phase   string `json:"phase"`
+			Message string `json:"message"`
+			Object  struct {
+				Namespace string `json:"namespace"`
+			} `json:"object"`
+		}
+		if err := ws.ReadJSON(&frame); err != nil {
+			t.Fatalf("no 'oplab restarted' step on the learner's stream (%v); saw %v", err, seen)
+		}
+		for _, m := range frame {
+			if m.Type == "controller" && m.Phase == "restarted" && m.Object.Namespace == before && strings.Contains(m.Message, "oplab restarted") {
+				return
+			}
+			seen = append(seen, m.Type+"/"+m.Phase)
+		}
 	}
 }
