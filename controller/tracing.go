@@ -107,7 +107,7 @@ func (t *tracedReconciler) report(rt *reconcileTrace, req reconcile.Request, res
 		s.Message = fmt.Sprintf("error; retry %d with backoff in about %s", s.Retry+1, s.RequeueAfter)
 		t.book.reconcileEnded(req.NamespacedName, TriggerRequeue)
 	case res.RequeueAfter > 0 && res.RequeueAfter < t.resync:
-		s.Result, s.Message = "requeue", fmt.Sprintf("requeue after %s", res.RequeueAfter)
+		s.Result, s.Message = "requeue", fmt.Sprintf("requeue after %s", res.RequeueAfter.Round(time.Millisecond))
 		t.book.reconcileEnded(req.NamespacedName, TriggerRequeue)
 	case res.RequeueAfter > 0:
 		s.Result, s.Message = "done", fmt.Sprintf("done; resync in %s", res.RequeueAfter)
