@@ -145,10 +145,6 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 	s := &Server{opts: opts, cache: c, cacheErr: make(chan error, 1), issuer: issuer}
 	s.watcher, err = state.NewWatcher(ctx, state.Options{
 		Cache: c, Publisher: opts.Recorder, Watched: func(ns string) bool { return strings.HasPrefix(ns, prefix) }, Render: lab.NewFragments(),
-		Names: state.Names{
-			PitfallAnnotation: controller.PitfallAnnotation, SnapshotName: controller.SnapshotName,
-			DatabaseLabel: controller.LabelDatabase,
-		},
 		Logger: opts.Logger.WithName("state"),
 	})
 	if err != nil {

@@ -42,11 +42,10 @@ func BenchmarkBuild(b *testing.B) {
 			for i := range 20 {
 				rel.Events = append(rel.Events, corev1.Event{InvolvedObject: corev1.ObjectReference{UID: "db"}, Reason: "Created", Message: fmt.Sprint("event ", i)})
 			}
-			names := Names{PitfallAnnotation: "db.oplab.dev/pitfall", SnapshotName: func(n string) string { return n + "-final-snapshot" }}
 			var size int
 			b.ReportAllocs()
 			for b.Loop() {
-				v := build(db, rel, h, names, "spec:\n  replicas: 1\n") // the watcher keeps it per generation
+				v := build(db, rel, h, "spec:\n  replicas: 1\n") // the watcher keeps it per generation
 				j, _ := json.Marshal(v)
 				size = len(j)
 			}

@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/yaml"
 
+	"github.com/oplab-dev/oplab/controller"
 	"github.com/oplab-dev/oplab/controller/api/v1alpha1"
 )
 
@@ -30,18 +31,6 @@ type Related struct {
 	Events       []corev1.Event
 }
 
-// Names are the conventions shared with the controller.
-type Names struct {
-	// PitfallAnnotation is the annotation that switches a pitfall on.
-	PitfallAnnotation string
-	// SnapshotName returns the name of a Database's final snapshot ConfigMap.
-	SnapshotName func(database string) string
-	// DatabaseLabel is the label key naming the Database a child (the final
-	// snapshot among them) was made for. It is how a snapshot whose
-	// Database is gone is traced back to it; "" shows no kept snapshots.
-	DatabaseLabel string
-}
-
 // keptNote is what the lab says about a snapshot that outlived its Database.
 const keptNote = "nothing owns it (no ownerReference), so the garbage collector left it when its Database was deleted"
 
@@ -49,14 +38,11 @@ const keptNote = "nothing owns it (no ownerReference), so the garbage collector 
 // sorted by name. A ConfigMap counts as a snapshot only when it carries the
 // Database label and is named as that Database's snapshot, so a learner's
 // own ConfigMaps are never mistaken for one.
-func keptSnapshots(cms []corev1.ConfigMap, databases map[string]bool, names Names) []Snapshot {
+func keptSnapshots(cms []corev1.ConfigMap, databases map[string]bool) []Snapshot {
 	out := []Snapshot{}
-	if names.SnapshotName == nil || names.DatabaseLabel == "" {
-		return out
-	}
 	for _, cm := range cms {
-		db := cm.Labels[names.DatabaseLabel]
-		if db == "" || cm.Name != names.SnapshotName(db) || databases[db] {
+		db := cm.Labels[controller.LabelDatabase]
+		if db == "" || cm.Name != controller.SnapshotName(db) || databases[db] {
 			continue
 		}
 		out = append(out, snapshotView(cm, db))
@@ -78,13 +64,13 @@ func snapshotView(cm corev1.ConfigMap, db string) Snapshot {
 
 // build makes the view model of db from the objects around it; spec is
 // db's spec as YAML (specYAML), which the watcher keeps per generation.
-func build(db *v1alpha1.Database, rel Related, h *history, names Names, spec string) Database {
+func build(db *v1alpha1.Database, rel Related, h *history, spec string) Database {
 	v := Database{
 		Namespace: db.Namespace, Name: db.Name, UID: string(db.UID),
 		Engine: string(db.Spec.Engine), Version: db.Spec.Version, Replicas: db.Spec.Replicas,
 		Storage:            db.Spec.Storage.String(),
 		SpecYAML:           spec,
-		Pitfall:            db.Annotations[names.PitfallAnnotation],
+		Pitfall:            db.Annotations[controller.PitfallAnnotation],
 		Generation:         db.Generation,
 		ObservedGeneration: db.Status.ObservedGeneration,
 		Stale:              db.Generation != db.Status.ObservedGeneration,
@@ -111,9 +97,7 @@ func build(db *v1alpha1.Database, rel Related, h *history, names Names, spec str
 			History: append([]Change{}, h.of(c.Type)...),
 		})
 	}
-	if names.SnapshotName != nil {
-		v.Unowned = snapshotNodes(db, names.SnapshotName(db.Name), rel.ConfigMaps)
-	}
+	v.Unowned = snapshotNodes(db, controller.SnapshotName(db.Name), rel.ConfigMaps)
 	return v
 }
 

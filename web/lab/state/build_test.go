@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 
+	"github.com/oplab-dev/oplab/controller"
 	"github.com/oplab-dev/oplab/controller/api/v1alpha1"
 )
 
@@ -117,7 +118,6 @@ func owned(uid types.UID) []metav1.OwnerReference {
 }
 
 func TestBuild(t *testing.T) {
-	names := Names{PitfallAnnotation: "db.oplab.dev/pitfall", SnapshotName: func(n string) string { return n + "-final-snapshot" }}
 	base := func() *v1alpha1.Database {
 		return &v1alpha1.Database{
 			ObjectMeta: metav1.ObjectMeta{Name: "orders", Namespace: "lab-x", UID: "db-uid", Generation: 3},
@@ -215,24 +215,23 @@ func TestBuild(t *testing.T) {
 			if tt.tweak != nil {
 				tt.tweak(db)
 			}
-			tt.check(t, build(db, rel, &history{}, names, specYAML(db.Spec)))
+			tt.check(t, build(db, rel, &history{}, specYAML(db.Spec)))
 		})
 	}
 
 	rel.ConfigMaps[0].OwnerReferences = owned("db-uid")
 	db := base()
-	v := build(db, rel, &history{}, names, specYAML(db.Spec))
+	v := build(db, rel, &history{}, specYAML(db.Spec))
 	if len(v.Unowned) != 0 || v.Owned[len(v.Owned)-1].Kind != "ConfigMap" {
 		t.Errorf("owned snapshot: unowned=%+v owned=%+v; want it in the owned tree", v.Unowned, v.Owned)
 	}
 }
 
 func TestKeptSnapshotsAreThoseWhoseDatabaseIsGone(t *testing.T) {
-	names := Names{SnapshotName: func(n string) string { return n + "-final-snapshot" }, DatabaseLabel: "db.oplab.dev/database"}
 	cm := func(name, db string, data map[string]string) corev1.ConfigMap {
 		c := corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "lab-x", Name: name}, Data: data}
 		if db != "" {
-			c.Labels = map[string]string{names.DatabaseLabel: db}
+			c.Labels = map[string]string{controller.LabelDatabase: db}
 		}
 		return c
 	}
@@ -241,20 +240,17 @@ func TestKeptSnapshotsAreThoseWhoseDatabaseIsGone(t *testing.T) {
 		name    string
 		cms     []corev1.ConfigMap
 		present map[string]bool
-		names   Names
 		want    []Snapshot
 	}{
 		{
-			name:  "Database gone: kept, with generation and time from the data",
-			cms:   []corev1.ConfigMap{cm("shop-final-snapshot", "shop", data)},
-			names: names,
-			want:  []Snapshot{{Namespace: "lab-x", Name: "shop-final-snapshot", Database: "shop", Generation: 3, Time: t0, Note: keptNote}},
+			name: "Database gone: kept, with generation and time from the data",
+			cms:  []corev1.ConfigMap{cm("shop-final-snapshot", "shop", data)},
+			want: []Snapshot{{Namespace: "lab-x", Name: "shop-final-snapshot", Database: "shop", Generation: 3, Time: t0, Note: keptNote}},
 		},
 		{
 			name:    "Database still there: shown in its owner tree instead",
 			cms:     []corev1.ConfigMap{cm("shop-final-snapshot", "shop", data)},
 			present: map[string]bool{"shop": true},
-			names:   names,
 			want:    []Snapshot{},
 		},
 		{
@@ -262,28 +258,20 @@ func TestKeptSnapshotsAreThoseWhoseDatabaseIsGone(t *testing.T) {
 			cms: []corev1.ConfigMap{
 				cm("shop-final-snapshot", "", data), cm("settings", "shop", data),
 			},
-			names: names,
-			want:  []Snapshot{},
+			want: []Snapshot{},
 		},
 		{
-			name:  "unreadable data: zero generation and time, still kept",
-			cms:   []corev1.ConfigMap{cm("b-final-snapshot", "b", map[string]string{"generation": "x"}), cm("a-final-snapshot", "a", nil)},
-			names: names,
+			name: "unreadable data: zero generation and time, still kept",
+			cms:  []corev1.ConfigMap{cm("b-final-snapshot", "b", map[string]string{"generation": "x"}), cm("a-final-snapshot", "a", nil)},
 			want: []Snapshot{
 				{Namespace: "lab-x", Name: "a-final-snapshot", Database: "a", Note: keptNote},
 				{Namespace: "lab-x", Name: "b-final-snapshot", Database: "b", Note: keptNote},
 			},
 		},
-		{
-			name:  "no Database label configured: nothing is traced back",
-			cms:   []corev1.ConfigMap{cm("shop-final-snapshot", "shop", data)},
-			names: Names{SnapshotName: names.SnapshotName},
-			want:  []Snapshot{},
-		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := keptSnapshots(tt.cms, tt.present, tt.names)
+			got := keptSnapshots(tt.cms, tt.present)
 			if diff := cmp.Diff(tt.want, got); diff != "" {
 				t.Errorf("keptSnapshots (-want +got):\n%s", diff)
 			}

@@ -48,8 +48,6 @@ type Options struct {
 	// Render, when set, renders each changed view model, published with
 	// it (PublishedDatabase, PublishedSnapshot).
 	Render Renderer
-	// Names are the conventions shared with the controller.
-	Names Names
 	// Watched filters namespaces; nil watches all of them.
 	Watched func(namespace string) bool
 	// Now is the clock used to stamp condition history; nil means time.Now.
@@ -339,11 +337,8 @@ func (o *owner) flush(ctx context.Context) {
 // nil state for those no longer kept (deleted, or their Database is back,
 // which shows the snapshot in its owner tree again).
 func (o *owner) refreshKept(ctx context.Context, ns string) {
-	if o.w.opts.Names.DatabaseLabel == "" {
-		return
-	}
 	var cms corev1.ConfigMapList
-	if err := o.w.opts.Cache.List(ctx, &cms, client.InNamespace(ns), client.HasLabels{o.w.opts.Names.DatabaseLabel}); err != nil {
+	if err := o.w.opts.Cache.List(ctx, &cms, client.InNamespace(ns), client.HasLabels{controller.LabelDatabase}); err != nil {
 		o.w.opts.Logger.Error(err, "Failed to list ConfigMaps", "namespace", ns)
 		return
 	}
@@ -357,7 +352,7 @@ func (o *owner) refreshKept(ctx context.Context, ns string) {
 		present[db.Name] = true
 	}
 	now := map[types.NamespacedName]bool{}
-	for _, s := range keptSnapshots(cms.Items, present, o.w.opts.Names) {
+	for _, s := range keptSnapshots(cms.Items, present) {
 		key := types.NamespacedName{Namespace: ns, Name: s.Name}
 		now[key] = true
 		o.publishKept(key, s)
@@ -428,7 +423,7 @@ func (o *owner) rebuild(ctx context.Context, key types.NamespacedName, related m
 		}
 		rel, related[key.Namespace] = r, r
 	}
-	view := build(&db, *rel, o.histories[key], o.w.opts.Names, o.specText(key, &db))
+	view := build(&db, *rel, o.histories[key], o.specText(key, &db))
 	o.publish(key, ref, view)
 }
 
