@@ -6,6 +6,12 @@
 // Every process it starts dies with oplab: Stop ends them in order, a
 // parent-death signal ends them if oplab is killed outright, and Reclaim
 // (run by every Start) removes whatever a killed oplab still left behind.
+// While the cluster runs, a supervisor notices any process that exits, says
+// so (Options.OnEvent) and starts it again on the same data and ports.
+//
+// The data (etcd's) lives in Options.DataDir, kept between runs and locked
+// against a second cluster, or, when that is empty, in the runtime dir
+// removed at Stop. etcd accepts only kube-apiserver, by client certificate.
 package cluster
 
 import (

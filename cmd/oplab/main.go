@@ -46,8 +46,9 @@ const usageHeader = `oplab — the operator lab.
 With no --kubeconfig, oplab provisions nothing itself but starts the pinned
 control plane built by 'make controlplane' (etcd, kube-apiserver and, in full
 mode, kube-controller-manager, kube-scheduler and kwok) as child processes,
-which stop when oplab stops. With --kubeconfig (or KUBECONFIG) it runs
-against that cluster instead.
+which stop when oplab stops, and restarts any of them that dies. The
+cluster's data stays in --data-dir between runs (--ephemeral: none kept).
+With --kubeconfig (or KUBECONFIG) it runs against that cluster instead.
 
 Flags:
 `
