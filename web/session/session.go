@@ -340,7 +340,8 @@ func (m *Manager) Begin(w http.ResponseWriter, r *http.Request) (Session, error)
 	}
 	if evicted != nil {
 		m.opts.Logger.Info("Evicted an unused lab session to make room", "namespace", evicted.namespace, "started", evicted.started)
-		if err := m.end(r.Context(), evicted); err != nil {
+		// The newcomer may give up waiting; the delete must still happen.
+		if err := m.end(context.WithoutCancel(r.Context()), evicted); err != nil {
 			m.opts.Logger.Error(err, "Failed to delete an evicted session's namespace", "namespace", evicted.namespace)
 		}
 	}
