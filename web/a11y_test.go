@@ -3,8 +3,6 @@ package web
 import (
 	"context"
 	"fmt"
-	"io"
-	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -151,24 +149,7 @@ func TestAccessibility(t *testing.T) {
 	e.recorder.Emit(paused)
 
 	// An export played back.
-	c, learnerNS := e.learner(t)
-	if code, res := postForm(t, c, e.http.URL, "/lab/databases", url.Values{"name": {"played"}, "replicas": {"1"}}); code != 200 {
-		t.Fatalf("create: %d %+v", code, res)
-	}
-	eventually(t, "played Ready", func() (bool, error) {
-		d, ok := e.latestState(learnerNS, "played")
-		return ok && d.Ready() == "True", nil
-	})
-	resp, err := c.Get(e.http.URL + "/lab/export")
-	if err != nil {
-		t.Fatal(err)
-	}
-	body, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	file := filepath.Join(t.TempDir(), "timeline.json")
-	if err := os.WriteFile(file, body, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	file := e.exportWithReady(t, "played")
 	if err := chromedp.Do(tab, chromedp.Navigate(e.http.URL+"/lab/replay"),
 		chromedp.SetUploadFiles(chromedp.CSS(`input[type="file"]`), []string{file}),
 		chromedp.Click(chromedp.CSS(`.replay-form button`)),

@@ -380,24 +380,7 @@ func TestBrowserStuckFinalizerScenario(t *testing.T) {
 
 func TestBrowserReplaysAnExport(t *testing.T) {
 	e := needEnv(t)
-	c, ns := e.learner(t)
-	if code, res := postForm(t, c, e.http.URL, "/lab/databases", url.Values{"name": {"replayed"}, "replicas": {"1"}}); code != 200 {
-		t.Fatalf("create: %d %+v", code, res)
-	}
-	eventually(t, "replayed Ready", func() (bool, error) {
-		d, ok := e.latestState(ns, "replayed")
-		return ok && d.Ready() == "True", nil
-	})
-	resp, err := c.Get(e.http.URL + "/lab/export")
-	if err != nil {
-		t.Fatal(err)
-	}
-	body, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	file := filepath.Join(t.TempDir(), "timeline.json")
-	if err := os.WriteFile(file, body, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	file := e.exportWithReady(t, "replayed")
 	ctx := e.tab(t)
 	if err := chromedp.Do(ctx,
 		chromedp.Navigate(e.http.URL+"/lab/replay"),
@@ -566,4 +549,30 @@ func mustSessionWithNamespace(t *testing.T, m *session.Manager) session.Session 
 		t.Fatalf("create the session's namespace: %v", err)
 	}
 	return s
+}
+
+// exportWithReady creates Database name in a fresh learner's namespace,
+// waits for it to be Ready, and saves that learner's exported timeline to a
+// file, as the "Export timeline" link does; it returns the file's path.
+func (e *testEnv) exportWithReady(t *testing.T, name string) string {
+	t.Helper()
+	c, ns := e.learner(t)
+	if code, res := postForm(t, c, e.http.URL, "/lab/databases", url.Values{"name": {name}, "replicas": {"1"}}); code != 200 {
+		t.Fatalf("create: %d %+v", code, res)
+	}
+	eventually(t, name+" Ready", func() (bool, error) {
+		d, ok := e.latestState(ns, name)
+		return ok && d.Ready() == "True", nil
+	})
+	resp, err := c.Get(e.http.URL + "/lab/export")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	file := filepath.Join(t.TempDir(), "timeline.json")
+	if err := os.WriteFile(file, body, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return file
 }
