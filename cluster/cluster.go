@@ -102,7 +102,7 @@ type Cluster struct {
 	// restarts a process.
 	mu          sync.Mutex
 	envtestPIDs []procRef // etcd and kube-apiserver, found after envtest started them
-	children    []*child  // kcm, scheduler and kwok, in start order
+	children    []*child  // the scheduler, kwok and kcm, in start order
 	down        string    // the process being restarted, if any
 
 	quit      chan struct{} // closed by Stop: the supervisor returns
@@ -358,8 +358,9 @@ func (c *Cluster) exitFile(name string) string {
 	return filepath.Join(c.dir, name+".exit")
 }
 
-// startLifecycle starts kcm, the scheduler and kwok, creates the kwok Node
-// and installs the CRDs meanwhile, and waits until the Node is schedulable.
+// startLifecycle creates the kwok Node, installs the CRDs while the
+// scheduler and kwok start, then starts kcm, and waits until the Node is
+// schedulable.
 func (c *Cluster) startLifecycle(ctx context.Context, assets string, crds []*apiextensionsv1.CustomResourceDefinition) error {
 	cs, err := kubernetes.NewForConfig(c.cfg)
 	if err != nil {
@@ -375,22 +376,6 @@ func (c *Cluster) startLifecycle(ctx context.Context, assets string, crds []*api
 		// A cluster started again on its data finds the Node it made.
 		return err
 	}
-	c.commands = map[string]command{}
-	for _, cmd := range cmds {
-		cmd.env = append(cmd.env, childGOGC)
-		c.commands[cmd.name] = cmd
-		ch, err := c.spawner.start(cmd.name, cmd.path, cmd.args, cmd.env, c.log)
-		if err != nil {
-			return err
-		}
-		c.mu.Lock()
-		c.children = append(c.children, ch)
-		c.mu.Unlock()
-		if err := c.writeState(); err != nil {
-			return err
-		}
-	}
-
 	crdDone := make(chan error, 1)
 	go func() {
 		if len(crds) == 0 {
@@ -401,11 +386,47 @@ func (c *Cluster) startLifecycle(ctx context.Context, assets string, crds []*api
 		crdDone <- err
 	}()
 
-	nodeErr := waitNodeSchedulable(ctx, cs, c.children, nodeReadyLimit)
+	c.commands = map[string]command{}
+	for _, cmd := range cmds {
+		if cmd.name == nameKCM {
+			// kcm's quota controller learns the resources it can count
+			// when it starts, and rediscovers only every 30 s; started
+			// before the Database CRD exists, it would count a learner's
+			// Databases as 0 meanwhile, and their quota would let a sixth
+			// one in. The scheduler and kwok need no CRD and start first.
+			continue
+		}
+		if err := c.spawn(cmd); err != nil {
+			return err
+		}
+	}
 	if err := <-crdDone; err != nil {
 		return fmt.Errorf("installing CRDs: %w", err)
 	}
-	return nodeErr
+	for _, cmd := range cmds {
+		if cmd.name != nameKCM {
+			continue
+		}
+		if err := c.spawn(cmd); err != nil {
+			return err
+		}
+	}
+	return waitNodeSchedulable(ctx, cs, c.children, nodeReadyLimit)
+}
+
+// spawn starts one lifecycle process, remembering how, so the supervisor
+// can start it again.
+func (c *Cluster) spawn(cmd command) error {
+	cmd.env = append(cmd.env, childGOGC)
+	c.commands[cmd.name] = cmd
+	ch, err := c.spawner.start(cmd.name, cmd.path, cmd.args, cmd.env, c.log)
+	if err != nil {
+		return err
+	}
+	c.mu.Lock()
+	c.children = append(c.children, ch)
+	c.mu.Unlock()
+	return c.writeState()
 }
 
 // Config returns a copy of the admin (system:masters) REST config.

@@ -277,7 +277,7 @@ func TestMinimalStartsAndStopsCleanly(t *testing.T) {
 
 func TestFullStopEndsEveryProcess(t *testing.T) {
 	c := startCluster(t, context.Background(), ModeFull)
-	refs := expectChildren(t, c, nameEtcd, nameAPIServer, nameKCM, nameScheduler, nameKwok)
+	refs := expectChildren(t, c, nameEtcd, nameAPIServer, nameScheduler, nameKwok, nameKCM)
 	expectWidgetsServed(t, c)
 	expectLoopbackListenersOnly(t, refs)
 	var total int

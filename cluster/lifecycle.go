@@ -68,8 +68,11 @@ leaderElection:
 		args: []string{
 			"--kubeconfig=" + kubeconfigs[nameKCM],
 			// Only what oplab's lessons need. Without nodelifecycle the
-			// Node keeps its not-ready taint and Pods stay Pending.
-			"--controllers=garbagecollector,statefulset,namespace,endpointslice,nodelifecycle",
+			// Node keeps its not-ready taint and Pods stay Pending; without
+			// resourcequota a learner's quota counts every Database ever
+			// created, since the API server only adds to a quota's usage
+			// and this controller is what gives it back on delete.
+			"--controllers=garbagecollector,statefulset,namespace,endpointslice,nodelifecycle,resourcequota",
 			"--leader-elect=false",
 			"--secure-port=0", // serve nothing: no listener at all
 			"--use-service-account-credentials=false",

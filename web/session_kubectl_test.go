@@ -6,6 +6,7 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -48,4 +49,31 @@ func TestKubectlWorksFromTheFirstSecond(t *testing.T) {
 	if code == http.StatusOK || res.OK || !strings.Contains(res.Message, "5") {
 		t.Errorf("lab create over the cap = %d %+v; want a refusal that says the cap", code, res)
 	}
+	quotaIsGivenBack(t, e, ns)
+}
+
+// quotaIsGivenBack deletes one of the namespace's five Databases and then
+// expects a new one to fit: the quota's usage must fall with the delete,
+// or a learner who ever made five Databases could never make another.
+func quotaIsGivenBack(t *testing.T, e *testEnv, ns string) {
+	t.Helper()
+	gone := &v1alpha1.Database{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "k-0"}}
+	if err := e.client.Delete(t.Context(), gone); err != nil {
+		t.Fatalf("delete Database k-0: %v", err)
+	}
+	again := &v1alpha1.Database{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "k-again"},
+		Spec:       v1alpha1.DatabaseSpec{Engine: "postgres", Replicas: 1},
+	}
+	var err error
+	for range 120 { // the delete waits for the finalizer's snapshot; then the quota controller
+		if err = e.client.Create(t.Context(), again); err == nil {
+			return
+		}
+		if !apierrors.IsForbidden(err) {
+			t.Fatalf("create after a delete: %v; want success or the quota's refusal", err)
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	t.Fatalf("after deleting one of five Databases, a new one is still refused 60 s later: %v; the quota never gave its usage back", err)
 }
