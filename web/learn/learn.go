@@ -63,8 +63,8 @@ type site struct {
 	outline outline
 	// challenges link each lesson page to the challenges practising it.
 	challenges *challenge.Set
-	bank    quiz.Bank
-	now     func() time.Time
+	bank       quiz.Bank
+	now        func() time.Time
 }
 
 func newSite(now func() time.Time) (*site, error) {
