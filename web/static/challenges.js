@@ -56,7 +56,7 @@
     }
 
     const labels = { done: "Done", todo: "To do", locked: "Locked" };
-    const icons = { done: "✓", todo: "○", locked: "⏸" };
+    const icons = { done: "✓", todo: "○", locked: "–" };
     function show(states) {
       let done = 0;
       const turned = [];
