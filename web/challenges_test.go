@@ -175,3 +175,39 @@ func TestBrowserChallengePages(t *testing.T) {
 	shows(t, ctx, "the progress on the list", `/of 5 done|Completed/.test(document.querySelector('[data-progress="interview-walkthrough"]').textContent)`, "#challenge-list")
 	screenshot(t, ctx, "challenges-list")
 }
+
+// Without JavaScript: Start is a form post that redirects to the page, which
+// says what Start did and shows the tasks as they stand.
+func TestChallengeStartWithoutScript(t *testing.T) {
+	e := needEnv(t)
+	c, _ := e.learner(t)
+	if resp, err := c.Get(e.http.URL + "/challenges/owner-gc"); err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET the challenge page: %v %v", resp, err)
+	}
+	resp, err := c.PostForm(e.http.URL+"/challenges/owner-gc/start", url.Values{"confirm": {"wipe"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	loc := resp.Header.Get("Location")
+	if resp.StatusCode != http.StatusSeeOther || !strings.HasPrefix(loc, "/challenges/owner-gc?since=") {
+		t.Fatalf("Start = %d to %q, want 303 to the page with the start time", resp.StatusCode, loc)
+	}
+	resp, err = c.Get(e.http.URL + loc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	page := string(b)
+	for _, want := range []string{
+		"Started: your namespace is set up for this challenge.",
+		`id="task-adopted" class="task" data-task="adopted" data-state="todo"`,
+		`data-task="owner-deleted" data-state="locked"`,
+		"The trace shows no adoption of Service cart yet",
+	} {
+		if !strings.Contains(page, want) {
+			t.Errorf("the page after Start does not show %q", want)
+		}
+	}
+}

@@ -17,7 +17,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -37,6 +36,8 @@ import (
 type Sessions interface {
 	Begin(w http.ResponseWriter, r *http.Request) (session.Session, error)
 	NamespaceOf(r *http.Request) (string, error)
+	SetFlash(r *http.Request, f session.Flash)
+	TakeFlash(r *http.Request) *session.Flash
 }
 
 // Controller pauses and resumes one namespace, as the lab's Stop and Start do.
@@ -105,7 +106,9 @@ func (h *Handler) page(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	since, _ := parseSince(q.Get("since"))
 	v := h.pageView(c, sess.Namespace, since)
-	v.Message = q.Get("message")
+	if f := h.opts.Sessions.TakeFlash(r); f != nil {
+		v.Message = f.Message
+	}
 	// Without JavaScript the page shows the tasks as they stand when it is
 	// loaded; the script keeps them current.
 	states, err := h.evaluate(r.Context(), c, sess.Namespace, since, splitIDs(q.Get("done")))
@@ -164,12 +167,12 @@ func (h *Handler) answerStart(w http.ResponseWriter, r *http.Request, c *challen
 		writeJSON(w, code, res)
 		return
 	}
-	q := url.Values{}
+	h.opts.Sessions.SetFlash(r, session.Flash{Error: res.Error != "", Message: res.Message + res.Error})
+	target := c.URL()
 	if res.Started != 0 {
-		q.Set("since", strconv.FormatInt(res.Started, 10))
+		target += "?since=" + strconv.FormatInt(res.Started, 10)
 	}
-	q.Set("message", res.Message+res.Error)
-	http.Redirect(w, r, c.URL()+"?"+q.Encode()+"#start", http.StatusSeeOther)
+	http.Redirect(w, r, target+"#start", http.StatusSeeOther)
 }
 
 // Status is the JSON of GET /challenges/{id}/status.
