@@ -63,6 +63,9 @@ func TestChallengeStartWipesAndStatusJudges(t *testing.T) {
 	if err := e.client.Get(t.Context(), client.ObjectKeyFromObject(extra), &v1alpha1.Database{}); err != nil {
 		t.Fatalf("a refused Start touched the Databases: %v", err)
 	}
+	// A learner who paused their namespace: Start resumes it, or the
+	// finalizers could not run and the wipe would hang.
+	e.runner.PauseNamespace(ns)
 	code, body := post(url.Values{"confirm": {"wipe"}})
 	if code != http.StatusOK {
 		t.Fatalf("Start = %d %s", code, body)
@@ -76,6 +79,9 @@ func TestChallengeStartWipesAndStatusJudges(t *testing.T) {
 	}
 	if err := e.client.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: "orders"}, &v1alpha1.Database{}); err != nil {
 		t.Errorf("the prepared Database orders: %v", err)
+	}
+	if e.runner.NamespacePaused(ns) {
+		t.Error("the namespace is still paused after Start")
 	}
 
 	st := getStatus(t, c, fmt.Sprintf("/challenges/observed-generation/status?since=%d", started.Started))
