@@ -210,7 +210,7 @@ func TestChallengeStartWithoutScript(t *testing.T) {
 		"Started: your namespace is set up for this challenge.",
 		`id="task-adopted" class="task" data-task="adopted" data-state="todo"`,
 		`data-task="owner-deleted" data-state="locked"`,
-		"The trace shows no adoption of Service cart yet",
+		"The trace shows no adoption of StatefulSet cart yet",
 	} {
 		if !strings.Contains(page, want) {
 			t.Errorf("the page after Start does not show %q", want)
