@@ -31,8 +31,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/kubernetes"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -63,10 +63,10 @@ type SolveEnv struct {
 	// Client is oplab's own (admin) client; Learner is the learner's own
 	// kubectl identity (the ServiceAccount and Role /lab/kubeconfig hands
 	// out), so a solve that uses it proves a learner may do each step.
-	Client    client.Client
-	Learner   client.Client
-	Pause     func(ctx context.Context) error
-	Resume    func(ctx context.Context) error
+	Client  client.Client
+	Learner client.Client
+	Pause   func(ctx context.Context) error
+	Resume  func(ctx context.Context) error
 	// WaitDone blocks until the task with this id has been seen done (or
 	// ctx ends, or Deadline passes).
 	WaitDone func(ctx context.Context, task string) error
