@@ -180,6 +180,23 @@ func TestBrowserChallengePages(t *testing.T) {
 	}
 	shows(t, ctx, "the progress on the list", `/of 5 done|Completed/.test(document.querySelector('[data-progress="interview-walkthrough"]').textContent)`, "#challenge-list")
 	screenshot(t, ctx, "challenges-list")
+
+	// At 390 px neither page scrolls sideways (the kubectl line, the hints' commands).
+	if err := chromedp.Do(ctx, chromedp.EmulateViewport(390, 844)); err != nil {
+		t.Fatal(err)
+	}
+	for _, path := range []string{"/challenges", "/challenges/interview-walkthrough", "/challenges/owner-gc"} {
+		if err := chromedp.Do(ctx, chromedp.Navigate(e.http.URL+path), chromedp.WaitReady(chromedp.CSS("main")),
+			chromedp.Evaluate[chromedp.Void](`document.querySelectorAll("details").forEach(d => d.open = true)`)); err != nil {
+			t.Fatal(err)
+		}
+		wide, err := chromedp.Run(ctx, chromedp.Evaluate[int](`document.documentElement.scrollWidth`))
+		if err != nil || wide > 390 {
+			what, _ := chromedp.Run(ctx, chromedp.Evaluate[string](overflowing))
+			t.Errorf("%s at 390 px is %d px wide (%v): %s", path, wide, err, what)
+		}
+	}
+	screenshot(t, ctx, "challenge-page-390px")
 }
 
 // Without JavaScript: Start is a form post that redirects to the page, which

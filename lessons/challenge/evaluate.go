@@ -40,6 +40,10 @@ type TaskState struct {
 // to do; the error is also returned, joined, so the caller can log it.
 func (c *Challenge) Evaluate(ctx context.Context, env Env, already map[string]bool) ([]TaskState, error) {
 	done := map[string]bool{}
+	number := map[string]string{}
+	for i, t := range c.Tasks {
+		number[t.ID] = "task " + strconv.Itoa(i+1)
+	}
 	out := make([]TaskState, 0, len(c.Tasks))
 	var errs []string
 	for _, t := range c.Tasks {
@@ -49,7 +53,10 @@ func (c *Challenge) Evaluate(ctx context.Context, env Env, already map[string]bo
 			continue
 		}
 		if missing := notDone(t.After, done); len(missing) > 0 {
-			out = append(out, TaskState{ID: t.ID, State: StateLocked, Detail: "First: " + strings.Join(missing, ", ") + "."})
+			for i, id := range missing {
+				missing[i] = number[id]
+			}
+			out = append(out, TaskState{ID: t.ID, State: StateLocked, Detail: "Waits until " + strings.Join(missing, " and ") + " is done."})
 			continue
 		}
 		check, ok := LookupCheck(t.Check)

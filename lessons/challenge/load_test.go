@@ -166,6 +166,9 @@ func TestEvaluateLocksAndKeepsDone(t *testing.T) {
 	if got := states(nil); got != "first=todo second=locked" {
 		t.Errorf("nothing done: %s, want first=todo second=locked", got)
 	}
+	if ss, _ := c.Evaluate(ctx, challenge.Env{}, nil); ss[1].Detail != "Waits until task 1 is done." {
+		t.Errorf("locked detail = %q, want it to name the task by its number", ss[1].Detail)
+	}
 	verdicts["test/a"] = true
 	if got := states(nil); got != "first=done second=done" {
 		t.Errorf("both checks pass: %s", got)

@@ -111,15 +111,8 @@ func (h *Handler) pageView(c *challenge.Challenge, ns string, since time.Time) p
 	if h.opts.KubeconfigPath != "" && h.opts.KubectlCommand != nil {
 		v.Kubeconfig, v.KubectlLine = h.opts.KubeconfigPath, h.opts.KubectlCommand(ns)
 	}
-	number := map[string]int{}
-	for i, t := range c.Tasks {
-		number[t.ID] = i + 1
-	}
 	for i, t := range c.Tasks {
 		tv := taskView{N: i + 1, ID: t.ID, TextHTML: withNamespace(t.TextHTML, ns), State: challenge.StateTodo}
-		for _, a := range t.After {
-			tv.After = append(tv.After, "task "+strconv.Itoa(number[a]))
-		}
 		for _, hint := range t.HintsHTML {
 			tv.HintsHTML = append(tv.HintsHTML, withNamespace(hint, ns))
 		}
