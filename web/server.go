@@ -24,7 +24,6 @@ import (
 
 	"github.com/oplab-dev/oplab/controller"
 	"github.com/oplab-dev/oplab/controller/api/v1alpha1"
-	"github.com/oplab-dev/oplab/web/challenges"
 	"github.com/oplab-dev/oplab/web/instructor"
 	"github.com/oplab-dev/oplab/web/kubeconfig"
 	"github.com/oplab-dev/oplab/web/lab"
@@ -340,19 +339,4 @@ func restartedStep(sink controller.Sink) func(namespace string) {
 			Message: "oplab restarted: your namespace and its Databases were kept; what happened before the restart is not on this timeline",
 		})
 	}
-}
-
-// registerChallenges mounts the challenge pages: they check the learner's
-// work with the same direct client, pause and recorder the lab uses.
-func (s *Server) registerChallenges(ctx context.Context, mux *http.ServeMux, direct client.Client) error {
-	course, set, err := challenges.LoadContent()
-	if err != nil {
-		return err
-	}
-	challenges.New(ctx, challenges.Options{
-		Set: set, Course: course, Client: direct, Sessions: s.sessions, Controller: s.opts.Controller,
-		Exporter: s.opts.Recorder, KubeconfigPath: kubeconfig.Path, KubectlCommand: kubeconfig.Command,
-		Logger: s.opts.Logger.WithName("challenges"),
-	}).Register(mux)
-	return nil
 }
