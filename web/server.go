@@ -243,6 +243,9 @@ func (s *Server) routes(ctx context.Context, direct client.Client) (http.Handler
 	if err := learn.Register(mux); err != nil {
 		return nil, err
 	}
+	if err := s.registerChallenges(ctx, mux, direct); err != nil {
+		return nil, err
+	}
 	return checkHost(s.opts.AllowedHosts, protect(mux)), nil
 }
 
