@@ -1,0 +1,391 @@
+// Package challengetest self-tests challenges the way Instruqt tests its
+// tracks: on the real embedded cluster, with the real controller and trace
+// recorder, each challenge is started in a fresh namespace, every check must
+// be not done, the challenge's solve script does what a learner would, and
+// then every check must turn done.
+//
+// A package with challenge tests shares one cluster across them; its
+// TestMain calls Main:
+//
+//	func TestMain(m *testing.M) { os.Exit(challengetest.Main(m)) }
+//
+// and each test calls Run:
+//
+//	func TestDriftRepair(t *testing.T) {
+//		challengetest.Run(t, "drift-repair", func(ctx context.Context, env challengetest.SolveEnv) error {
+//			...
+//		})
+//	}
+package challengetest
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/oplab-dev/oplab/cluster"
+	"github.com/oplab-dev/oplab/controller"
+	dbv1 "github.com/oplab-dev/oplab/controller/api/v1alpha1"
+	"github.com/oplab-dev/oplab/lessons"
+	"github.com/oplab-dev/oplab/lessons/challenge"
+	"github.com/oplab-dev/oplab/lessons/challenges"
+	"github.com/oplab-dev/oplab/web/stream"
+)
+
+// Deadline bounds the wait for the checks to turn done after the solve:
+// generous, because the self-test checks that things happen, not how fast.
+const Deadline = 3 * time.Minute
+
+// pollEvery is how often the checks are evaluated while the solve runs, as
+// the challenge page asks the server.
+const pollEvery = 300 * time.Millisecond
+
+// SolveEnv is what a solve script may use: what a learner has (their
+// namespace, a client for it, the lab's pause and resume), and a way to
+// wait until a task turns done, as a learner watches the page.
+type SolveEnv struct {
+	Namespace string
+	Client    client.Client
+	Pause     func(ctx context.Context) error
+	Resume    func(ctx context.Context) error
+	// WaitDone blocks until the task with this id has been seen done (or
+	// ctx ends, or Deadline passes).
+	WaitDone func(ctx context.Context, task string) error
+	// Trace returns the namespace's steps since the start.
+	Trace func() []controller.Step
+}
+
+// Env is the shared cluster, controller and recorder.
+type Env struct {
+	Cluster  *cluster.Cluster
+	Runner   *controller.Runner
+	Recorder *stream.Recorder
+	Client   client.Client
+	Set      *challenge.Set
+	cancel   context.CancelFunc
+}
+
+var (
+	shared     *Env
+	sharedErr  error
+	sharedOnce sync.Once
+)
+
+// Main runs the package's tests and stops the shared cluster afterwards; it
+// returns the exit code for os.Exit.
+func Main(m *testing.M) int {
+	ctrllog.SetLogger(logr.Discard())
+	code := m.Run()
+	if shared != nil {
+		if err := shared.stop(); err != nil {
+			fmt.Fprintln(os.Stderr, "stopping the shared challenge cluster:", err)
+			code = 1
+		}
+	}
+	return code
+}
+
+// Shared returns the shared environment, started on first use. Without a
+// provisioned control plane it skips the test, unless CI is set.
+func Shared(t testing.TB) *Env {
+	t.Helper()
+	if _, err := cluster.FindAssets(); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("CI=%s and %v", os.Getenv("CI"), err)
+		}
+		t.Skipf("skipping: needs the embedded cluster: %v (unset CI allows the skip)", err)
+	}
+	sharedOnce.Do(func() { shared, sharedErr = start() })
+	if sharedErr != nil {
+		t.Fatalf("starting the challenge test environment: %v", sharedErr)
+	}
+	return shared
+}
+
+// LoadSet loads the embedded challenges against the embedded course.
+func LoadSet() (*challenge.Set, error) {
+	course, err := lessons.Load(lessons.Content, controller.Source)
+	if err != nil {
+		return nil, fmt.Errorf("load the course: %w", err)
+	}
+	return challenge.Load(challenges.FS, course)
+}
+
+func start() (_ *Env, err error) {
+	set, err := LoadSet()
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	e := &Env{Set: set, cancel: cancel}
+	defer func() {
+		if err != nil {
+			_ = e.stop()
+		}
+	}()
+	crds, err := controller.CRDs()
+	if err != nil {
+		return e, err
+	}
+	opts := cluster.Options{Mode: cluster.ModeFull, CRDs: crds}
+	if os.Getenv("OPLAB_CLUSTER_LOG") != "" {
+		opts.Log = os.Stderr
+	}
+	if e.Cluster, err = cluster.Start(ctx, opts); err != nil {
+		return e, err
+	}
+	e.Recorder = stream.NewRecorder(stream.RecorderOptions{})
+	go e.Recorder.Run(ctx)
+	copts := controller.DefaultOptions()
+	copts.Sink, copts.ResyncPeriod = e.Recorder, 10*time.Second
+	e.Runner = controller.NewRunner(e.Cluster.Config(), copts)
+	if err := e.Runner.Start(ctx); err != nil {
+		return e, err
+	}
+	cfg := rest.CopyConfig(e.Cluster.Config())
+	cfg.QPS, cfg.Burst = 100, 200
+	e.Client, err = client.New(cfg, client.Options{Scheme: scheme()})
+	return e, err
+}
+
+func scheme() *runtime.Scheme {
+	s := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(s); err != nil {
+		panic(err)
+	}
+	if err := dbv1.AddToScheme(s); err != nil {
+		panic(err)
+	}
+	return s
+}
+
+func (e *Env) stop() error {
+	if e.Runner != nil {
+		_ = e.Runner.Stop()
+	}
+	e.cancel()
+	if e.Cluster != nil {
+		return e.Cluster.Stop()
+	}
+	return nil
+}
+
+// Namespace creates a fresh namespace for one test, deleted when it ends.
+func (e *Env) Namespace(t testing.TB) string {
+	t.Helper()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "ch-"}}
+	if err := e.Client.Create(context.Background(), ns); err != nil {
+		t.Fatalf("create namespace: %v", err)
+	}
+	t.Cleanup(func() {
+		e.Runner.ResumeNamespace(ns.Name)
+		_ = e.Client.Delete(context.Background(), ns)
+	})
+	return ns.Name
+}
+
+// PrepareEnv is the PrepareEnv of namespace ns, as the page's Start builds it.
+func (e *Env) PrepareEnv(ns string) challenge.PrepareEnv {
+	return challenge.PrepareEnv{
+		Namespace: ns, Client: e.Client,
+		Pause:  func(context.Context) error { e.Runner.PauseNamespace(ns); return nil },
+		Resume: func(context.Context) error { e.Runner.ResumeNamespace(ns); return nil },
+	}
+}
+
+// CheckEnv is the Env the checks see for namespace ns since started.
+func (e *Env) CheckEnv(t testing.TB, ns string, started time.Time) challenge.Env {
+	t.Helper()
+	trace, err := challenge.Trace(e.Recorder.Export(ns), started)
+	if err != nil {
+		t.Fatalf("decode the trace of %s: %v", ns, err)
+	}
+	return challenge.Env{Namespace: ns, Client: e.Client, Trace: trace, Paused: e.Runner.NamespacePaused(ns)}
+}
+
+// Run self-tests challenge id: Start in a fresh namespace, every check not
+// done, solve (while the checks are evaluated as the page would, tasks
+// done once seen done), every task done within Deadline.
+func Run(t *testing.T, id string, solve func(ctx context.Context, env SolveEnv) error) {
+	t.Helper()
+	e := Shared(t)
+	c, ok := e.Set.Get(id)
+	if !ok {
+		t.Fatalf("no challenge %q (have %v)", id, ids(e.Set))
+	}
+	ns := e.Namespace(t)
+	ctx, cancel := context.WithTimeout(context.Background(), Deadline)
+	defer cancel()
+	started, err := c.Start(ctx, e.PrepareEnv(ns))
+	if err != nil {
+		t.Fatalf("start %s: %v", id, err)
+	}
+
+	// Instruqt's "check fails before solve": every task's own check, locked
+	// or not, says not done on the prepared start.
+	startEnv := e.CheckEnv(t, ns, started)
+	for _, task := range c.Tasks {
+		check, _ := challenge.LookupCheck(task.Check)
+		r, err := check(ctx, startEnv)
+		if err != nil {
+			t.Fatalf("task %s: check %s on the prepared start: %v", task.ID, task.Check, err)
+		}
+		if r.Done {
+			t.Errorf("task %s: check %s is done on the prepared start (%s); it must fail before the solve", task.ID, task.Check, r.Detail)
+		}
+	}
+	if t.Failed() {
+		return
+	}
+
+	w := newWatcher(e, t, c, ns, started)
+	go w.run(ctx)
+	senv := SolveEnv{
+		Namespace: ns, Client: e.Client,
+		Pause:    func(context.Context) error { e.Runner.PauseNamespace(ns); return nil },
+		Resume:   func(context.Context) error { e.Runner.ResumeNamespace(ns); return nil },
+		WaitDone: w.waitDone,
+		Trace: func() []controller.Step {
+			steps, _ := challenge.Trace(e.Recorder.Export(ns), started)
+			return steps
+		},
+	}
+	if err := solve(ctx, senv); err != nil {
+		t.Fatalf("solve %s: %v\n%s", id, err, w.report())
+	}
+	if err := w.waitAll(ctx); err != nil {
+		t.Fatalf("%s: not every task turned done after the solve: %v\n%s", id, err, w.report())
+	}
+}
+
+func ids(s *challenge.Set) []string {
+	var out []string
+	for _, c := range s.Challenges {
+		out = append(out, c.ID)
+	}
+	return out
+}
+
+// watcher evaluates the challenge repeatedly, as the open page does, and
+// remembers the tasks seen done. One goroutine (run) writes; the mutex
+// guards what the waiters read.
+type watcher struct {
+	e       *Env
+	t       testing.TB
+	c       *challenge.Challenge
+	ns      string
+	started time.Time
+
+	mu      sync.Mutex
+	done    map[string]bool
+	last    []challenge.TaskState
+	lastErr error
+	changed chan struct{} // closed and replaced at each evaluation
+}
+
+func newWatcher(e *Env, t testing.TB, c *challenge.Challenge, ns string, started time.Time) *watcher {
+	return &watcher{e: e, t: t, c: c, ns: ns, started: started, done: map[string]bool{}, changed: make(chan struct{})}
+}
+
+func (w *watcher) run(ctx context.Context) {
+	tick := time.NewTicker(pollEvery)
+	defer tick.Stop()
+	for {
+		w.evaluate(ctx)
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+	}
+}
+
+func (w *watcher) evaluate(ctx context.Context) {
+	w.mu.Lock()
+	already := make(map[string]bool, len(w.done))
+	for k, v := range w.done {
+		already[k] = v
+	}
+	w.mu.Unlock()
+	trace, err := challenge.Trace(w.e.Recorder.Export(w.ns), w.started)
+	var states []challenge.TaskState
+	if err == nil {
+		env := challenge.Env{Namespace: w.ns, Client: w.e.Client, Trace: trace, Paused: w.e.Runner.NamespacePaused(w.ns)}
+		states, err = w.c.Evaluate(ctx, env, already)
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.last, w.lastErr = states, err
+	for _, s := range states {
+		if s.State == challenge.StateDone {
+			w.done[s.ID] = true
+		}
+	}
+	close(w.changed)
+	w.changed = make(chan struct{})
+}
+
+// waitDone blocks until task has been seen done.
+func (w *watcher) waitDone(ctx context.Context, task string) error {
+	if !hasTask(w.c, task) {
+		return fmt.Errorf("challenge %s has no task %q", w.c.ID, task)
+	}
+	for {
+		w.mu.Lock()
+		done, changed := w.done[task], w.changed
+		w.mu.Unlock()
+		if done {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("task %s not done: %w\n%s", task, ctx.Err(), w.report())
+		case <-changed:
+		}
+	}
+}
+
+func (w *watcher) waitAll(ctx context.Context) error {
+	for _, task := range w.c.Tasks {
+		if err := w.waitDone(ctx, task.ID); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// report says where every task stood at the last evaluation.
+func (w *watcher) report() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var b strings.Builder
+	for _, s := range w.last {
+		fmt.Fprintf(&b, "  %s: %s %s\n", s.ID, s.State, s.Detail)
+	}
+	if w.lastErr != nil {
+		fmt.Fprintf(&b, "  last error: %v\n", w.lastErr)
+	}
+	return b.String()
+}
+
+func hasTask(c *challenge.Challenge, id string) bool {
+	for _, t := range c.Tasks {
+		if t.ID == id {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,226 @@
+package challenge_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+	"testing/fstest"
+	"time"
+
+	"github.com/oplab-dev/oplab/controller"
+	"github.com/oplab-dev/oplab/lessons/challenge"
+	"github.com/oplab-dev/oplab/lessons/challenge/challengetest"
+	"github.com/oplab-dev/oplab/web/stream"
+)
+
+// Checks for the engine's own tests: their verdict is read from a map the
+// test sets, so a test decides which task is done.
+var verdicts = map[string]bool{}
+
+func init() {
+	for _, name := range []string{"test/a", "test/b", "test/c"} {
+		challenge.RegisterCheck(name, func(context.Context, challenge.Env) (challenge.Result, error) {
+			return challenge.Result{Done: verdicts[name], Detail: name + " detail"}, nil
+		})
+	}
+	challenge.RegisterCheck("test/broken", func(context.Context, challenge.Env) (challenge.Result, error) {
+		return challenge.Result{}, errors.New("API server did not answer")
+	})
+	challenge.RegisterPrepare("test/prepare", func(context.Context, challenge.PrepareEnv) error { return nil })
+}
+
+// lessonsStub resolves only the links it lists.
+type lessonsStub map[string]bool
+
+func (l lessonsStub) Resolve(link string) error {
+	if !l[link] {
+		return errors.New("no such section")
+	}
+	return nil
+}
+
+var knownLessons = lessonsStub{"/lessons/reconciliation-loop#the-loop": true}
+
+const goodFile = `---
+id: good
+title: A good challenge
+lesson: reconciliation-loop#the-loop
+prepare: test/prepare
+tasks:
+  - id: second
+    text: Do the second thing.
+    check: test/b
+    after: [first]
+  - id: first
+    text: Do the first thing, with ` + "`code`" + `.
+    hints: ["kubectl get databases -n $NS"]
+    check: test/a
+---
+Some **markdown**.
+`
+
+func load(t *testing.T, files map[string]string) (*challenge.Set, error) {
+	t.Helper()
+	fsys := fstest.MapFS{}
+	for name, body := range files {
+		fsys[name] = &fstest.MapFile{Data: []byte(body)}
+	}
+	return challenge.Load(fsys, knownLessons)
+}
+
+func TestLoadGood(t *testing.T) {
+	set, err := load(t, map[string]string{"good.md": goodFile})
+	if err != nil {
+		t.Fatalf("Load: %v", err)
+	}
+	c, ok := set.Get("good")
+	if !ok {
+		t.Fatal("challenge good not found")
+	}
+	if c.LessonSlug != "reconciliation-loop" || c.LessonSection != "the-loop" || c.LessonURL() != "/lessons/reconciliation-loop#the-loop" {
+		t.Errorf("lesson = %q %q %q", c.LessonSlug, c.LessonSection, c.LessonURL())
+	}
+	if got := []string{c.Tasks[0].ID, c.Tasks[1].ID}; got[0] != "first" || got[1] != "second" {
+		t.Errorf("tasks in dependency order = %v, want [first second]", got)
+	}
+	if !strings.Contains(c.HTML, "<strong>markdown</strong>") {
+		t.Errorf("body not rendered: %q", c.HTML)
+	}
+	if c.Tasks[0].TextHTML != "Do the first thing, with <code>code</code>." {
+		t.Errorf("task text HTML = %q", c.Tasks[0].TextHTML)
+	}
+	if len(c.Tasks[0].HintsHTML) != 1 || c.Tasks[0].HintsHTML[0] != "kubectl get databases -n $NS" {
+		t.Errorf("hints HTML = %q", c.Tasks[0].HintsHTML)
+	}
+	if len(set.ForLesson("reconciliation-loop")) != 1 || len(set.ForLesson("other")) != 0 {
+		t.Errorf("ForLesson wrong")
+	}
+}
+
+// Each defect is an error naming the file and the field.
+func TestLoadRefusesBadFiles(t *testing.T) {
+	cases := []struct {
+		name, old, new string
+		want           []string
+	}{
+		{"unknown check", "check: test/a", "check: test/nope", []string{"bad.md", "tasks[1] (first)", `check "test/nope" is not registered`}},
+		{"unknown prepare", "prepare: test/prepare", "prepare: nope", []string{"bad.md", `prepare "nope" is not registered`}},
+		{"unknown after", "after: [first]", "after: [zeroth]", []string{"bad.md", "tasks[0] (second)", `after "zeroth" names no task`}},
+		{"missing lesson section", "lesson: reconciliation-loop#the-loop", "lesson: reconciliation-loop#no-such", []string{"bad.md", `lesson "reconciliation-loop#no-such"`, "no such section"}},
+		{"lesson without anchor", "lesson: reconciliation-loop#the-loop", "lesson: reconciliation-loop", []string{"bad.md", `lesson "reconciliation-loop" must be a lesson slug and a section anchor`}},
+		{"id not the file name", "id: good", "id: other", []string{"bad.md", `id "other" must equal the file name "bad"`}},
+		{"empty title", "title: A good challenge", "title: ''", []string{"bad.md", "title is empty"}},
+		{"unknown field", "prepare: test/prepare", "prepar: test/prepare", []string{"bad.md", "front matter", "prepar"}},
+		{"cycle", "    check: test/a\n", "    check: test/a\n    after: [second]\n", []string{"bad.md", "after forms a cycle among second, first"}},
+		{"duplicate task", "id: second", "id: first", []string{"bad.md", `id "first" is used by an earlier task`}},
+		{"no front matter", "---\nid: good", "id: good", []string{"bad.md", "front matter missing"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			src := strings.Replace(goodFile, tc.old, tc.new, 1)
+			if src == goodFile {
+				t.Fatalf("the case changes nothing: %q not in the file", tc.old)
+			}
+			src = strings.Replace(src, "id: good", "id: bad", 1)
+			if tc.name == "id not the file name" {
+				src = strings.Replace(goodFile, tc.old, tc.new, 1)
+			}
+			_, err := load(t, map[string]string{"bad.md": src, "good.md": goodFile})
+			if err == nil {
+				t.Fatal("Load accepted the file")
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q does not say %q", err, w)
+				}
+			}
+			if strings.Contains(err.Error(), "good.md") {
+				t.Errorf("error blames the good file too: %v", err)
+			}
+		})
+	}
+}
+
+func TestEvaluateLocksAndKeepsDone(t *testing.T) {
+	set, err := load(t, map[string]string{"good.md": goodFile})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, _ := set.Get("good")
+	ctx := context.Background()
+	states := func(already map[string]bool) string {
+		t.Helper()
+		ss, err := c.Evaluate(ctx, challenge.Env{}, already)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var parts []string
+		for _, s := range ss {
+			parts = append(parts, s.ID+"="+string(s.State))
+		}
+		return strings.Join(parts, " ")
+	}
+	verdicts["test/a"], verdicts["test/b"] = false, true
+	if got := states(nil); got != "first=todo second=locked" {
+		t.Errorf("nothing done: %s, want first=todo second=locked", got)
+	}
+	verdicts["test/a"] = true
+	if got := states(nil); got != "first=done second=done" {
+		t.Errorf("both checks pass: %s", got)
+	}
+	verdicts["test/a"] = false // the learner's later work undid the first task's state
+	if got := states(map[string]bool{"first": true}); got != "first=done second=done" {
+		t.Errorf("first seen done before: %s, want it kept done", got)
+	}
+	verdicts["test/a"], verdicts["test/b"] = false, false
+}
+
+func TestEvaluateReportsCheckErrors(t *testing.T) {
+	src := strings.Replace(goodFile, "check: test/a", "check: test/broken", 1)
+	set, err := load(t, map[string]string{"good.md": src})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, _ := set.Get("good")
+	ss, err := c.Evaluate(context.Background(), challenge.Env{}, nil)
+	if err == nil || !strings.Contains(err.Error(), "API server did not answer") {
+		t.Errorf("error = %v, want the check's error", err)
+	}
+	if ss[0].State != challenge.StateTodo || !strings.Contains(ss[0].Detail, "Could not check yet") {
+		t.Errorf("state = %+v", ss[0])
+	}
+}
+
+// The shipped challenges load against the real course: every check and
+// prepare they name is registered and every lesson section exists.
+func TestEmbeddedChallengesLoad(t *testing.T) {
+	set, err := challengetest.LoadSet()
+	if err != nil {
+		t.Fatalf("load the embedded challenges: %v", err)
+	}
+	if _, ok := set.Get("interview-walkthrough"); !ok {
+		t.Error("interview-walkthrough missing")
+	}
+}
+
+func TestTraceKeepsStepsSinceStart(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	e := stream.Export{Namespace: "lab-x", Messages: []json.RawMessage{
+		json.RawMessage(`{"seq":1,"time":"2026-01-01T11:59:59Z","type":"event","object":{"kind":"Database","name":"old"}}`),
+		json.RawMessage(`{"seq":2,"time":"2026-01-01T12:00:01Z","type":"state","object":{"kind":"Database","name":"shop"},"state":{}}`),
+		json.RawMessage(`{"seq":3,"time":"2026-01-01T12:00:02Z","type":"finalizer","object":{"kind":"Database","name":"shop"},"phase":"removed","database":"shop"}`),
+	}}
+	steps, err := challenge.Trace(e, t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(steps) != 1 || steps[0].Seq != 3 || steps[0].Type != controller.StepFinalizer || steps[0].Phase != "removed" {
+		t.Errorf("steps = %+v, want only seq 3", steps)
+	}
+	if _, err := challenge.Trace(stream.Export{Namespace: "lab-x", Messages: []json.RawMessage{json.RawMessage(`{`)}}, t0); err == nil ||
+		!strings.Contains(err.Error(), "message 0 of namespace lab-x") {
+		t.Errorf("bad message: err = %v", err)
+	}
+}
