@@ -32,11 +32,24 @@ func prepareDriftRepair(ctx context.Context, env PrepareEnv) error {
 }
 
 // statefulSetDeleted returns the index of the first delete event of shop's
-// StatefulSet, -1 when there is none.
+// StatefulSet once shop was Ready, -1 when there is none. Events before
+// that may be the garbage collector removing an earlier shop's children.
 func statefulSetDeleted(l stepLog) int {
-	return slices.IndexFunc(l, func(s controller.Step) bool {
+	ready := slices.IndexFunc(l, func(s controller.Step) bool {
+		return s.Type == controller.StepStatus && s.Database == shop && slices.ContainsFunc(s.Conditions, func(c controller.ConditionChange) bool {
+			return c.Type == controller.ConditionReady && c.To == "True"
+		})
+	})
+	if ready < 0 {
+		return -1
+	}
+	at := slices.IndexFunc(l[ready:], func(s controller.Step) bool {
 		return isChildEvent(s, shop, "StatefulSet") && s.Object.Name == shop && s.Event == "delete"
 	})
+	if at < 0 {
+		return -1
+	}
+	return ready + at
 }
 
 func checkShopChildDeleted(_ context.Context, env Env) (Result, error) {
