@@ -59,7 +59,7 @@ func checkShopChildDeleted(_ context.Context, env Env) (Result, error) {
 		return Result{Detail: "StatefulSet " + shop + " has not been deleted yet."}, nil
 	}
 	return Result{Done: true, Detail: "StatefulSet " + shop + " was deleted at " + l[at].Time.UTC().Format(time.TimeOnly) +
-		": the delete event reached the controller."}, nil
+		" UTC: the delete event reached the controller."}, nil
 }
 
 // repairRun returns the reconciles of shop after the StatefulSet's deletion
@@ -158,7 +158,7 @@ func checkShopReadyAgain(ctx context.Context, env Env) (Result, error) {
 		}
 		return Result{Detail: shop + " is " + msg + " — waiting for the new StatefulSet's Pod."}, nil
 	}
-	return Result{Done: true, Detail: shop + " is Ready again; no one but the controller touched it."}, nil
+	return Result{Done: true, Detail: shop + " is Ready again: a later reconcile saw the new StatefulSet's Pod ready and wrote Ready=True."}, nil
 }
 
 // shortID is the first eight characters of a reconcile ID, as the timeline shows it.

@@ -153,10 +153,10 @@ func checkOrdersSpecFixed(ctx context.Context, env Env) (Result, error) {
 	}
 	switch {
 	case db.Generation < 2:
-		return Result{Detail: fmt.Sprintf("%s's spec has not changed yet (generation %d). Read its Ready condition, then the events of its StatefulSet, to find what it waits for.",
+		return Result{Detail: fmt.Sprintf("%s: its spec has not changed yet (generation %d). Read its Ready condition, then the events of its StatefulSet, to find what it waits for.",
 			orders, db.Generation)}, nil
 	case db.Spec.Replicas > podBudgetPods:
-		return Result{Detail: fmt.Sprintf("%s's spec changed (generation %d) but it still asks for %d replicas: what does the namespace allow?",
+		return Result{Detail: fmt.Sprintf("%s: its spec changed (generation %d) but it still asks for %d replicas: what does the namespace allow?",
 			orders, db.Generation, db.Spec.Replicas)}, nil
 	}
 	return Result{Done: true, Detail: fmt.Sprintf("%s now asks for %d replica(s), which the namespace's pod budget of %d allows (generation %d).",

@@ -169,7 +169,7 @@ func checkStormQuiet(_ context.Context, env Env) (Result, error) {
 			continue
 		}
 		if timestampOnly(s) || (s.Type == controller.StepStatus && s.Pitfall == controller.PitfallStatusThrash) {
-			rewrites = append(rewrites, fmt.Sprintf("%s at %s", s.Database, s.Time.UTC().Format(time.TimeOnly)))
+			rewrites = append(rewrites, fmt.Sprintf("%s at %s UTC", s.Database, s.Time.UTC().Format(time.TimeOnly)))
 		}
 		if s.Type == controller.StepStatus && s.Database == thrasher && s.Skipped {
 			looked = true
