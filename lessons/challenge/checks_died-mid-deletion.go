@@ -149,7 +149,7 @@ func checkLedgerFinalized(ctx context.Context, env Env) (Result, error) {
 	snap, removed := slices.Index(phases, "snapshot"), slices.Index(phases, "removed")
 	switch {
 	case !found && snap >= 0 && removed > snap:
-		return Result{Done: true, Detail: "After the resume the controller finished the job: " + strings.Join(phases, " → ") + ", and " + ledger + " is gone."}, nil
+		return Result{Done: true, Detail: "After the resume the controller finished the job: " + joinPhases(phases) + ", and " + ledger + " is gone."}, nil
 	case !found:
 		return Result{Detail: ledger + escapeHatch}, nil
 	case env.Paused && !db.DeletionTimestamp.IsZero():
@@ -159,7 +159,7 @@ func checkLedgerFinalized(ctx context.Context, env Env) (Result, error) {
 	case len(phases) == 0:
 		return Result{Detail: "The controller is back; waiting for it to start finalizing " + ledger + "."}, nil
 	}
-	return Result{Detail: "The controller is finalizing " + ledger + ": " + strings.Join(phases, " → ") + " so far."}, nil
+	return Result{Detail: "The controller is finalizing " + ledger + ": " + joinPhases(phases) + " so far."}, nil
 }
 
 func checkLedgerSnapshot(ctx context.Context, env Env) (Result, error) {
@@ -186,4 +186,24 @@ func checkLedgerSnapshot(ctx context.Context, env Env) (Result, error) {
 	}
 	return Result{Done: true, Detail: fmt.Sprintf("%s survived %s: it keeps generation %s's spec, taken at %s, and nothing owns it.",
 		cm.Name, ledger, cm.Data["generation"], cm.Data["time"])}, nil
+}
+
+// joinPhases writes phases as the timeline reads them, a phase repeated in
+// a row (draining, looked at until the Pods are gone) once with its count:
+// "draining ×3 → snapshot → removed".
+func joinPhases(phases []string) string {
+	var parts []string
+	for i := 0; i < len(phases); {
+		j := i
+		for j < len(phases) && phases[j] == phases[i] {
+			j++
+		}
+		part := phases[i]
+		if j-i > 1 {
+			part += fmt.Sprintf(" ×%d", j-i)
+		}
+		parts = append(parts, part)
+		i = j
+	}
+	return strings.Join(parts, " → ")
 }

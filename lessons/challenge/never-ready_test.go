@@ -6,13 +6,16 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/oplab-dev/oplab/controller"
 	dbv1 "github.com/oplab-dev/oplab/controller/api/v1alpha1"
+	"github.com/oplab-dev/oplab/lessons/challenge"
 	"github.com/oplab-dev/oplab/lessons/challenge/challengetest"
 )
 
@@ -48,4 +51,41 @@ func TestNeverReady(t *testing.T) {
 		db.Spec.Replicas = int32(pods.Value())
 		return env.Client.Patch(ctx, &db, patch)
 	})
+}
+
+// TestNeverReadyQuotaDeleted takes the shortcut an admin could take, the
+// pod budget deleted instead of the spec fixed, and expects both checks to
+// refuse it: orders turns Ready, but at generation 1 and against no rule.
+func TestNeverReadyQuotaDeleted(t *testing.T) {
+	e := challengetest.Shared(t)
+	c, _ := e.Set.Get("never-ready")
+	ns := e.Namespace(t)
+	ctx, cancel := context.WithTimeout(context.Background(), challengetest.Deadline)
+	defer cancel()
+	started, err := c.Start(ctx, e.PrepareEnv(ns))
+	if err != nil {
+		t.Fatalf("start: %v", err)
+	}
+	quota := &corev1.ResourceQuota{}
+	quota.Namespace, quota.Name = ns, "pod-budget"
+	if err := e.Client.Delete(ctx, quota); err != nil {
+		t.Fatal(err)
+	}
+	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 60*time.Second, true, func(ctx context.Context) (bool, error) {
+		var db dbv1.Database
+		if err := e.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "orders"}, &db); err != nil {
+			return false, nil
+		}
+		return challenge.IsReady(&db), nil
+	})
+	if err != nil {
+		t.Fatalf("orders did not turn Ready once the quota was gone: %v", err)
+	}
+	env := e.CheckEnv(t, ns, started)
+	for _, name := range []string{"never-ready/spec-fixed", "never-ready/ready"} {
+		r := mustCheck(t, ctx, name, env)
+		if r.Done || !strings.Contains(r.Detail, "pod-budget is gone") {
+			t.Errorf("check %s with the quota deleted: done=%v, detail %q; want not done, saying the quota is gone", name, r.Done, r.Detail)
+		}
+	}
 }
