@@ -24,6 +24,7 @@ import (
 
 	"github.com/oplab-dev/oplab/controller"
 	"github.com/oplab-dev/oplab/controller/api/v1alpha1"
+	"github.com/oplab-dev/oplab/web/challenges"
 	"github.com/oplab-dev/oplab/web/instructor"
 	"github.com/oplab-dev/oplab/web/kubeconfig"
 	"github.com/oplab-dev/oplab/web/lab"
@@ -243,6 +244,9 @@ func (s *Server) routes(ctx context.Context, direct client.Client) (http.Handler
 	if err := learn.Register(mux); err != nil {
 		return nil, err
 	}
+	if err := s.registerChallenges(mux, direct); err != nil {
+		return nil, err
+	}
 	return checkHost(s.opts.AllowedHosts, protect(mux)), nil
 }
 
@@ -336,4 +340,19 @@ func restartedStep(sink controller.Sink) func(namespace string) {
 			Message: "oplab restarted: your namespace and its Databases were kept; what happened before the restart is not on this timeline",
 		})
 	}
+}
+
+// registerChallenges mounts the challenge pages: they check the learner's
+// work with the same direct client, pause and recorder the lab uses.
+func (s *Server) registerChallenges(mux *http.ServeMux, direct client.Client) error {
+	course, set, err := challenges.LoadContent()
+	if err != nil {
+		return err
+	}
+	challenges.New(challenges.Options{
+		Set: set, Course: course, Client: direct, Sessions: s.sessions, Controller: s.opts.Controller,
+		Exporter: s.opts.Recorder, KubeconfigPath: kubeconfig.Path, KubectlCommand: kubeconfig.Command,
+		Logger: s.opts.Logger.WithName("challenges"),
+	}).Register(mux)
+	return nil
 }

@@ -13,6 +13,8 @@ import (
 	"github.com/yuin/goldmark/extension"
 	"github.com/yuin/goldmark/parser"
 	"sigs.k8s.io/yaml"
+
+	"github.com/oplab-dev/oplab/lessons/challenges"
 )
 
 // Challenge is one loaded challenge file.
@@ -338,3 +340,6 @@ func renderInline(md goldmark.Markdown, src string) (string, error) {
 	}
 	return html, nil
 }
+
+// LoadEmbedded loads the challenges shipped in lessons/challenges.
+func LoadEmbedded(lessons Resolver) (*Set, error) { return Load(challenges.FS, lessons) }

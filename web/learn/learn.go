@@ -23,6 +23,7 @@ import (
 
 	"github.com/oplab-dev/oplab/controller"
 	"github.com/oplab-dev/oplab/lessons"
+	"github.com/oplab-dev/oplab/lessons/challenge"
 	"github.com/oplab-dev/oplab/quiz"
 )
 
@@ -60,8 +61,10 @@ func Register(mux *http.ServeMux) error {
 type site struct {
 	course  *lessons.Course
 	outline outline
-	bank    quiz.Bank
-	now     func() time.Time
+	// challenges link each lesson page to the challenges practising it.
+	challenges *challenge.Set
+	bank       quiz.Bank
+	now        func() time.Time
 }
 
 func newSite(now func() time.Time) (*site, error) {
@@ -76,7 +79,11 @@ func newSite(now func() time.Time) (*site, error) {
 	if err := checkLinks(course, bank); err != nil {
 		return nil, err
 	}
-	return &site{course: course, outline: newOutline(course), bank: bank, now: now}, nil
+	set, err := challenge.LoadEmbedded(course)
+	if err != nil {
+		return nil, fmt.Errorf("load challenges: %w", err)
+	}
+	return &site{course: course, outline: newOutline(course), bank: bank, now: now, challenges: set}, nil
 }
 
 // checkLinks resolves every link the quiz and cards make into the course.
@@ -123,7 +130,7 @@ func (s *site) lesson(w http.ResponseWriter, r *http.Request) {
 		render(w, r, http.StatusNotFound, notFoundPage(fmt.Sprintf("There is no lesson called “%s”.", slug), s.outline))
 		return
 	}
-	render(w, r, http.StatusOK, lessonPage(newLessonView(s.course, l)))
+	render(w, r, http.StatusOK, lessonPage(newLessonView(s.course, l).withChallenges(s.challenges)))
 }
 
 func (s *site) quizForm(w http.ResponseWriter, r *http.Request) {

@@ -18,6 +18,7 @@ import (
 
 	"github.com/oplab-dev/oplab/controller"
 	"github.com/oplab-dev/oplab/lessons"
+	"github.com/oplab-dev/oplab/lessons/challenge"
 	"github.com/oplab-dev/oplab/quiz"
 	"github.com/oplab-dev/oplab/web/static"
 )
@@ -152,6 +153,10 @@ func TestEveryPageWithinTwoClicksAndLinksResolve(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	challenges, err := challenge.LoadEmbedded(course)
+	if err != nil {
+		t.Fatal(err)
+	}
 	hrefRE := regexp.MustCompile(`href="([^"]+)"`)
 	depth := map[string]int{"/": 0}
 	queue := []string{"/"}
@@ -191,6 +196,15 @@ func TestEveryPageWithinTwoClicksAndLinksResolve(t *testing.T) {
 			case u.Path == "/lab":
 				if err := course.Resolve(link); err != nil {
 					t.Errorf("%s: %v", page, err)
+				}
+				continue
+			case u.Path == "/challenges" || strings.HasPrefix(u.Path, "/challenges/"):
+				// Served by web/challenges, which needs a cluster: the
+				// challenge must exist (its page is tested there).
+				if id, ok := strings.CutPrefix(u.Path, "/challenges/"); ok {
+					if _, found := challenges.Get(id); !found {
+						t.Errorf("%s links %s: no such challenge", page, link)
+					}
 				}
 				continue
 			}
@@ -534,5 +548,26 @@ func TestAnswerEndpoint(t *testing.T) {
 	want := answerResponse{Question: "level-triggered", CorrectChoices: lt.Correct(), Explanation: lt.Explanation}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("wrong answer's verdict (-want +got):\n%s", diff)
+	}
+}
+
+// Each lesson page links the challenges that practise its sections.
+func TestLessonPageLinksItsChallenges(t *testing.T) {
+	srv := newTestServer(t)
+	course, err := lessons.Load(lessons.Content, controller.Source)
+	if err != nil {
+		t.Fatal(err)
+	}
+	set, err := challenge.LoadEmbedded(course)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range set.Challenges {
+		_, body := get(t, srv, "/lessons/"+c.LessonSlug)
+		mustContain(t, "/lessons/"+c.LessonSlug, body, "Practise it", `href="/challenges/`+c.ID+`"`)
+	}
+	_, body := get(t, srv, "/lessons/cheat-sheet")
+	if strings.Contains(body, "Practise it") && len(set.ForLesson("cheat-sheet")) == 0 {
+		t.Error("cheat-sheet shows a Practise it list but no challenge practises it")
 	}
 }

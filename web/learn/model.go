@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/oplab-dev/oplab/lessons"
+	"github.com/oplab-dev/oplab/lessons/challenge"
 	"github.com/oplab-dev/oplab/quiz"
 	"github.com/oplab-dev/oplab/web/lab"
 )
@@ -123,6 +124,20 @@ type lessonView struct {
 	HTML       string
 	Live       []liveLink
 	Prev, Next *lessonLink
+	// Challenges practise a section of the page.
+	Challenges []challengeLink
+}
+
+// challengeLink is a challenge that practises a section of a lesson.
+type challengeLink struct {
+	Title, URL, Section string
+}
+
+func (v lessonView) withChallenges(set *challenge.Set) lessonView {
+	for _, c := range set.ForLesson(v.Page.Slug) {
+		v.Challenges = append(v.Challenges, challengeLink{Title: c.Title, URL: c.URL(), Section: "#" + c.LessonSection})
+	}
+	return v
 }
 
 func newLessonView(c *lessons.Course, l lessons.Lesson) lessonView {

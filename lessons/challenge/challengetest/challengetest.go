@@ -41,7 +41,6 @@ import (
 	dbv1 "github.com/oplab-dev/oplab/controller/api/v1alpha1"
 	"github.com/oplab-dev/oplab/lessons"
 	"github.com/oplab-dev/oplab/lessons/challenge"
-	"github.com/oplab-dev/oplab/lessons/challenges"
 	"github.com/oplab-dev/oplab/web/stream"
 )
 
@@ -121,7 +120,7 @@ func LoadSet() (*challenge.Set, error) {
 	if err != nil {
 		return nil, fmt.Errorf("load the course: %w", err)
 	}
-	return challenge.Load(challenges.FS, course)
+	return challenge.LoadEmbedded(course)
 }
 
 func start() (_ *Env, err error) {

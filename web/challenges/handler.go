@@ -1,0 +1,288 @@
+// Package challenges serves the challenge pages: /challenges lists them, and
+// /challenges/{id} shows one with its tasks, which turn done by themselves
+// while the learner works in the lab or with their kubectl. The page asks
+// /challenges/{id}/status (JSON) every 1.5 s and on each message of the
+// learner's stream; the server evaluates the checks against the session's
+// namespace and trace each time and keeps no progress of its own: the
+// browser keeps it in localStorage ("oplab.challenges").
+//
+// It is a package of its own, not part of web/learn, because it needs what
+// the lab needs (the session's namespace, a client of the API server, the
+// controller's pause and the trace recorder), while web/learn serves static
+// course content and touches no cluster.
+package challenges
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/a-h/templ"
+	"github.com/go-logr/logr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/oplab-dev/oplab/controller"
+	"github.com/oplab-dev/oplab/lessons"
+	"github.com/oplab-dev/oplab/lessons/challenge"
+	"github.com/oplab-dev/oplab/web/session"
+	"github.com/oplab-dev/oplab/web/stream"
+)
+
+// Sessions maps a browser to its lab namespace.
+type Sessions interface {
+	Begin(w http.ResponseWriter, r *http.Request) (session.Session, error)
+	NamespaceOf(r *http.Request) (string, error)
+	SetFlash(r *http.Request, f session.Flash)
+	TakeFlash(r *http.Request) *session.Flash
+}
+
+// Controller pauses and resumes one namespace, as the lab's Stop and Start do.
+type Controller interface {
+	PauseNamespace(ns string)
+	ResumeNamespace(ns string)
+	NamespacePaused(ns string) bool
+}
+
+// Exporter exports a namespace's recorded timeline (the stream Recorder).
+type Exporter interface {
+	Export(namespace string) stream.Export
+}
+
+// Options configures the handler.
+type Options struct {
+	Set    *challenge.Set
+	Course *lessons.Course
+	// Client reads and writes the learners' namespaces straight on the API
+	// server (not a cache), so a check never judges stale state.
+	Client     client.Client
+	Sessions   Sessions
+	Controller Controller
+	Exporter   Exporter
+	// KubeconfigPath and KubectlCommand offer the learner's own kubectl,
+	// as the lab does; empty: none is shown.
+	KubeconfigPath string
+	KubectlCommand func(namespace string) string
+	Logger         logr.Logger
+}
+
+// Handler serves the challenge pages.
+type Handler struct{ opts Options }
+
+// New builds the handler.
+func New(opts Options) *Handler { return &Handler{opts: opts} }
+
+// Register mounts the pages on mux:
+//
+//	GET  /challenges              every challenge, with the lesson section it practises
+//	GET  /challenges/{id}         one challenge: its text, tasks and hints, the Start form
+//	POST /challenges/{id}/start   wipes the learner's Databases and prepares the start
+//	GET  /challenges/{id}/status  the tasks' states in the learner's namespace (JSON)
+func (h *Handler) Register(mux *http.ServeMux) {
+	mux.HandleFunc("GET /challenges", h.list)
+	mux.HandleFunc("GET /challenges/{id}", h.page)
+	mux.HandleFunc("POST /challenges/{id}/start", h.start)
+	mux.HandleFunc("GET /challenges/{id}/status", h.status)
+}
+
+func (h *Handler) list(w http.ResponseWriter, r *http.Request) {
+	render(w, r, h.opts.Logger, http.StatusOK, listPage(h.listView()))
+}
+
+func (h *Handler) page(w http.ResponseWriter, r *http.Request) {
+	c, ok := h.opts.Set.Get(r.PathValue("id"))
+	if !ok {
+		render(w, r, h.opts.Logger, http.StatusNotFound, notFoundPage(r.PathValue("id"), h.listView()))
+		return
+	}
+	sess, err := h.opts.Sessions.Begin(w, r)
+	if err != nil {
+		http.Error(w, "could not start a lab session: "+err.Error(), http.StatusServiceUnavailable)
+		return
+	}
+	q := r.URL.Query()
+	since, _ := parseSince(q.Get("since"))
+	v := h.pageView(c, sess.Namespace, since)
+	if f := h.opts.Sessions.TakeFlash(r); f != nil {
+		v.Message = f.Message
+	}
+	// Without JavaScript the page shows the tasks as they stand when it is
+	// loaded; the script keeps them current.
+	states, err := h.evaluate(r.Context(), c, sess.Namespace, since, splitIDs(q.Get("done")))
+	if err != nil {
+		h.opts.Logger.Info("Could not evaluate every check", "challenge", c.ID, "namespace", sess.Namespace, "err", err.Error())
+	}
+	v.apply(states)
+	render(w, r, h.opts.Logger, http.StatusOK, challengePage(v))
+}
+
+// startResult is the JSON answer of a scripted Start.
+type startResult struct {
+	Started int64  `json:"started"` // Unix milliseconds: the trace judged begins here
+	Message string `json:"message"`
+	Error   string `json:"error,omitempty"`
+}
+
+func (h *Handler) start(w http.ResponseWriter, r *http.Request) {
+	c, ok := h.opts.Set.Get(r.PathValue("id"))
+	if !ok {
+		http.Error(w, fmt.Sprintf("no challenge %q", r.PathValue("id")), http.StatusNotFound)
+		return
+	}
+	ns, err := h.opts.Sessions.NamespaceOf(r)
+	if err != nil {
+		http.Error(w, "no lab session: open the challenge page first", http.StatusForbidden)
+		return
+	}
+	r.Body = http.MaxBytesReader(w, r.Body, 4<<10)
+	if err := r.ParseForm(); err != nil || r.PostForm.Get("confirm") != "wipe" {
+		h.answerStart(w, r, c, http.StatusBadRequest, startResult{Error: "Start not done: tick the box that says you understand your Databases will be deleted."})
+		return
+	}
+	// The wipe waits for finalizers; it must not be cut short by a learner
+	// closing the tab, or the namespace would be left half wiped.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), 2*time.Minute)
+	defer cancel()
+	started, err := c.Start(ctx, challenge.PrepareEnv{
+		Namespace: ns, Client: h.opts.Client,
+		Pause:  func(context.Context) error { h.opts.Controller.PauseNamespace(ns); return nil },
+		Resume: func(context.Context) error { h.opts.Controller.ResumeNamespace(ns); return nil },
+	})
+	if err != nil {
+		h.opts.Logger.Error(err, "Failed to start a challenge", "challenge", c.ID, "namespace", ns)
+		h.answerStart(w, r, c, http.StatusInternalServerError, startResult{Error: "Start failed: " + err.Error()})
+		return
+	}
+	h.opts.Logger.Info("Started a challenge", "challenge", c.ID, "namespace", ns)
+	h.answerStart(w, r, c, http.StatusOK, startResult{Started: started.UnixMilli(), Message: "Started: your namespace is set up for this challenge."})
+}
+
+// answerStart answers the script with JSON, and a plain form post with a
+// redirect to the page (which then judges the trace since the start).
+func (h *Handler) answerStart(w http.ResponseWriter, r *http.Request, c *challenge.Challenge, code int, res startResult) {
+	if strings.Contains(r.Header.Get("Accept"), "application/json") {
+		writeJSON(w, code, res)
+		return
+	}
+	h.opts.Sessions.SetFlash(r, session.Flash{Error: res.Error != "", Message: res.Message + res.Error})
+	target := c.URL()
+	if res.Started != 0 {
+		target += "?since=" + strconv.FormatInt(res.Started, 10)
+	}
+	http.Redirect(w, r, target+"#start", http.StatusSeeOther)
+}
+
+// Status is the JSON of GET /challenges/{id}/status.
+type Status struct {
+	Tasks  []challenge.TaskState `json:"tasks"`
+	Done   int                   `json:"done"`
+	Of     int                   `json:"of"`
+	Paused bool                  `json:"paused"`
+	Error  string                `json:"error,omitempty"`
+}
+
+// status evaluates the challenge in the caller's namespace. since (Unix ms)
+// is when the learner pressed Start; done lists the tasks their browser has
+// seen done, which stay done.
+func (h *Handler) status(w http.ResponseWriter, r *http.Request) {
+	c, ok := h.opts.Set.Get(r.PathValue("id"))
+	if !ok {
+		writeJSON(w, http.StatusNotFound, Status{Error: fmt.Sprintf("no challenge %q", r.PathValue("id"))})
+		return
+	}
+	ns, err := h.opts.Sessions.NamespaceOf(r)
+	if err != nil {
+		writeJSON(w, http.StatusForbidden, Status{Error: "no lab session: reload the page"})
+		return
+	}
+	q := r.URL.Query()
+	since, err := parseSince(q.Get("since"))
+	if err != nil {
+		writeJSON(w, http.StatusBadRequest, Status{Error: err.Error()})
+		return
+	}
+	states, err := h.evaluate(r.Context(), c, ns, since, splitIDs(q.Get("done")))
+	st := Status{Tasks: states, Of: len(states), Paused: h.opts.Controller.NamespacePaused(ns)}
+	if err != nil {
+		st.Error = "Some checks could not look: " + err.Error()
+	}
+	for _, s := range states {
+		if s.State == challenge.StateDone {
+			st.Done++
+		}
+	}
+	w.Header().Set("Cache-Control", "no-store")
+	writeJSON(w, http.StatusOK, st)
+}
+
+func (h *Handler) evaluate(ctx context.Context, c *challenge.Challenge, ns string, since time.Time, done []string) ([]challenge.TaskState, error) {
+	trace, err := challenge.Trace(h.opts.Exporter.Export(ns), since)
+	if err != nil {
+		return nil, err
+	}
+	already := map[string]bool{}
+	for _, id := range done {
+		already[id] = true
+	}
+	env := challenge.Env{Namespace: ns, Client: h.opts.Client, Trace: trace, Paused: h.opts.Controller.NamespacePaused(ns)}
+	return c.Evaluate(ctx, env, already)
+}
+
+// parseSince reads Unix milliseconds; empty is the zero time (the whole trace).
+func parseSince(s string) (time.Time, error) {
+	if s == "" {
+		return time.Time{}, nil
+	}
+	ms, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || ms < 0 {
+		return time.Time{}, fmt.Errorf("since %q must be Unix milliseconds", s)
+	}
+	return time.UnixMilli(ms), nil
+}
+
+// splitIDs reads "a,b,c", keeping at most 64 ids: a task list is short.
+func splitIDs(s string) []string {
+	var out []string
+	for _, id := range strings.Split(s, ",") {
+		if id = strings.TrimSpace(id); id != "" && len(out) < 64 {
+			out = append(out, id)
+		}
+	}
+	return out
+}
+
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+func render(w http.ResponseWriter, r *http.Request, log logr.Logger, code int, c templ.Component) {
+	var b strings.Builder
+	if err := c.Render(r.Context(), &b); err != nil {
+		log.Error(err, "Failed to render page", "path", r.URL.Path)
+		http.Error(w, "internal error while rendering the page", http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.WriteHeader(code)
+	_, _ = w.Write([]byte(b.String()))
+}
+
+// LoadContent loads the embedded course and the challenges against it. A
+// defect in either is a build defect the tests catch; the server refuses
+// to start on it rather than serve a half-working page.
+func LoadContent() (*lessons.Course, *challenge.Set, error) {
+	course, err := lessons.Load(lessons.Content, controller.Source)
+	if err != nil {
+		return nil, nil, fmt.Errorf("load lessons: %w", err)
+	}
+	set, err := challenge.LoadEmbedded(course)
+	if err != nil {
+		return nil, nil, fmt.Errorf("load challenges: %w", err)
+	}
+	return course, set, nil
+}

@@ -1,0 +1,151 @@
+package challenges
+
+import (
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/oplab-dev/oplab/lessons"
+	"github.com/oplab-dev/oplab/lessons/challenge"
+)
+
+// listView is /challenges: the challenges grouped by the lesson they
+// practise, in course order.
+type listView struct {
+	Groups []listGroup
+}
+
+type listGroup struct {
+	LessonTitle, LessonURL string
+	Items                  []listItem
+}
+
+type listItem struct {
+	ID, Title, URL          string
+	SectionTitle, LessonURL string
+	Tasks                   int
+}
+
+func (h *Handler) listView() listView {
+	var v listView
+	for _, l := range h.opts.Course.Lessons {
+		g := listGroup{LessonTitle: l.Title, LessonURL: l.URL()}
+		for _, c := range h.opts.Set.ForLesson(l.Slug) {
+			g.Items = append(g.Items, listItem{
+				ID: c.ID, Title: c.Title, URL: c.URL(), Tasks: len(c.Tasks),
+				SectionTitle: h.sectionTitle(c), LessonURL: c.LessonURL(),
+			})
+		}
+		if len(g.Items) > 0 {
+			v.Groups = append(v.Groups, g)
+		}
+	}
+	return v
+}
+
+// sectionTitle is the heading of the section c practises (its anchor if
+// the course has no such heading, which the loader already refuses).
+func (h *Handler) sectionTitle(c *challenge.Challenge) string {
+	l, ok := h.opts.Course.Lesson(c.LessonSlug)
+	if !ok {
+		return c.LessonSection
+	}
+	i := slices.IndexFunc(l.Sections, func(s lessons.Section) bool { return s.ID == c.LessonSection })
+	if i < 0 {
+		return c.LessonSection
+	}
+	return l.Sections[i].Title
+}
+
+// pageView is /challenges/{id}.
+type pageView struct {
+	ID, Title               string
+	LessonTitle, LessonURL  string
+	SectionTitle            string
+	HTML                    string
+	Namespace               string
+	Tasks                   []taskView
+	Done                    int
+	StatusURL, StartURL     string
+	WipeSummary             string
+	Since                   string // Unix ms of the Start the page judges from, "" for none
+	Message                 string // what the last Start said (no-JS redirect)
+	Kubeconfig, KubectlLine string
+}
+
+type taskView struct {
+	N         int
+	ID        string
+	TextHTML  string
+	HintsHTML []string
+	State     challenge.State
+	Detail    string
+	After     []string
+}
+
+// StateLabel says the task's state in words: the page never shows it by
+// colour alone.
+func (t taskView) StateLabel() string {
+	switch t.State {
+	case challenge.StateDone:
+		return "Done"
+	case challenge.StateLocked:
+		return "Locked"
+	}
+	return "To do"
+}
+
+func (h *Handler) pageView(c *challenge.Challenge, ns string, since time.Time) pageView {
+	v := pageView{
+		ID: c.ID, Title: c.Title, LessonURL: c.LessonURL(), SectionTitle: h.sectionTitle(c),
+		HTML: withNamespace(c.HTML, ns), Namespace: ns,
+		StatusURL: c.URL() + "/status", StartURL: c.URL() + "/start", WipeSummary: challenge.WipeSummary,
+	}
+	if l, ok := h.opts.Course.Lesson(c.LessonSlug); ok {
+		v.LessonTitle = l.Title
+	}
+	if !since.IsZero() {
+		v.Since = strconv.FormatInt(since.UnixMilli(), 10)
+	}
+	if h.opts.KubeconfigPath != "" && h.opts.KubectlCommand != nil {
+		v.Kubeconfig, v.KubectlLine = h.opts.KubeconfigPath, h.opts.KubectlCommand(ns)
+	}
+	number := map[string]int{}
+	for i, t := range c.Tasks {
+		number[t.ID] = i + 1
+	}
+	for i, t := range c.Tasks {
+		tv := taskView{N: i + 1, ID: t.ID, TextHTML: withNamespace(t.TextHTML, ns), State: challenge.StateTodo}
+		for _, a := range t.After {
+			tv.After = append(tv.After, "task "+strconv.Itoa(number[a]))
+		}
+		for _, hint := range t.HintsHTML {
+			tv.HintsHTML = append(tv.HintsHTML, withNamespace(hint, ns))
+		}
+		v.Tasks = append(v.Tasks, tv)
+	}
+	return v
+}
+
+// apply sets each task's state from an evaluation.
+func (v *pageView) apply(states []challenge.TaskState) {
+	v.Done = 0
+	for i := range v.Tasks {
+		for _, s := range states {
+			if s.ID == v.Tasks[i].ID {
+				v.Tasks[i].State, v.Tasks[i].Detail = s.State, s.Detail
+			}
+		}
+		if v.Tasks[i].State == challenge.StateDone {
+			v.Done++
+		}
+	}
+}
+
+// withNamespace fills the learner's namespace into "$NS" in a challenge's
+// rendered HTML, so hints paste as they are. Namespace names are DNS labels
+// (lowercase letters, digits, dashes): nothing to escape.
+func withNamespace(html, ns string) string {
+	return strings.ReplaceAll(html, "$NS", ns)
+}

@@ -1,0 +1,158 @@
+// The challenge pages. On /challenges/{id} it keeps the tasks current: it
+// asks the server for their states every 1.5 s and soon after each message
+// of the learner's stream, keeps what is done in localStorage
+// ("oplab.challenges", the format the progress reporter reads:
+// {ID: {tasks: {TASKID: "done"}, done: n, of: n, started: ms}}) and says
+// aloud, through a live region, when a task turns done. Start posts the form
+// with fetch so the page stays. On /challenges it shows each challenge's
+// progress from localStorage.
+(function () {
+  "use strict";
+  const KEY = "oplab.challenges";
+  const POLL_MS = 1500;
+
+  function load() {
+    try {
+      const v = JSON.parse(localStorage.getItem(KEY) || "{}");
+      return v && typeof v === "object" && !Array.isArray(v) ? v : {};
+    } catch (e) {
+      return {};
+    }
+  }
+  function save(all) {
+    try { localStorage.setItem(KEY, JSON.stringify(all)); } catch (e) { /* private mode: progress stays on the page */ }
+  }
+
+  function listPage() {
+    const all = load();
+    document.querySelectorAll("[data-progress]").forEach((el) => {
+      const p = all[el.dataset.progress];
+      if (!p || !p.of) return;
+      el.textContent = p.done >= p.of ? "Completed" : p.done + " of " + p.of + " done";
+    });
+  }
+
+  function challengePage(root) {
+    const id = root.dataset.challenge;
+    const of = Number(root.dataset.of);
+    const announce = document.getElementById("announce");
+    const doneCount = document.getElementById("done-count");
+    const startMsg = document.getElementById("start-message");
+    let all = load();
+    let mine = all[id] || { tasks: {}, done: 0, of: of };
+    // A Start by a plain form post comes back with ?since=: remember it.
+    const since = root.dataset.since;
+    if (since && String(mine.started || "") !== since) {
+      mine = { tasks: {}, done: 0, of: of, started: Number(since) };
+    }
+    mine.of = of;
+    store();
+
+    function store() {
+      mine.done = Object.keys(mine.tasks).filter((t) => mine.tasks[t] === "done").length;
+      all = load();
+      all[id] = mine;
+      save(all);
+    }
+
+    const labels = { done: "Done", todo: "To do", locked: "Locked" };
+    const icons = { done: "✓", todo: "○", locked: "–" };
+    function show(states) {
+      let done = 0;
+      const turned = [];
+      states.forEach((s) => {
+        const li = document.getElementById("task-" + s.id);
+        if (!li) return;
+        if (s.state === "done") done++;
+        if (li.dataset.state !== s.state) {
+          if (s.state === "done") turned.push(li);
+          li.dataset.state = s.state;
+          li.querySelector(".state-label").textContent = labels[s.state] || s.state;
+          li.querySelector(".icon").textContent = icons[s.state] || "";
+        }
+        const detail = li.querySelector("[data-detail]");
+        if (detail.textContent !== (s.detail || "")) detail.textContent = s.detail || "";
+        if (s.state === "done") mine.tasks[s.id] = "done";
+      });
+      doneCount.textContent = String(done);
+      store();
+      if (turned.length) {
+        turned.forEach((li) => {
+          li.classList.add("just-done");
+          setTimeout(() => li.classList.remove("just-done"), 2000);
+        });
+        const names = turned.map((li) => li.querySelector(".task-text").textContent.trim().split(/[.:]/)[0]);
+        announce.textContent = "Done: " + names.join("; ") + ". " + done + " of " + of + " tasks done." +
+          (done === of ? " Challenge complete." : "");
+      }
+    }
+
+    let inFlight = false;
+    let again = false;
+    async function poll() {
+      if (inFlight) { again = true; return; }
+      inFlight = true;
+      try {
+        const q = new URLSearchParams();
+        if (mine.started) q.set("since", String(mine.started));
+        const done = Object.keys(mine.tasks).filter((t) => mine.tasks[t] === "done");
+        if (done.length) q.set("done", done.join(","));
+        const res = await fetch(root.dataset.status + "?" + q.toString(), { headers: { Accept: "application/json" }, cache: "no-store" });
+        if (res.ok) show((await res.json()).tasks || []);
+      } catch (e) {
+        /* the server restarts or the network blinks: the next poll tries again */
+      } finally {
+        inFlight = false;
+        if (again) { again = false; setTimeout(poll, 150); }
+      }
+    }
+
+    // Soon after each stream message, but at most one poll per 300 ms.
+    let soon = null;
+    function pollSoon() {
+      if (soon) return;
+      soon = setTimeout(() => { soon = null; poll(); }, 300);
+    }
+    document.addEventListener("oplab:message", pollSoon);
+    function connect() {
+      if (!("WebSocket" in window)) return;
+      const ws = new WebSocket((location.protocol === "https:" ? "wss://" : "ws://") + location.host + "/ws");
+      ws.addEventListener("message", pollSoon);
+      ws.addEventListener("close", () => setTimeout(connect, 5000));
+    }
+    connect();
+    setInterval(() => { if (!document.hidden) poll(); }, POLL_MS);
+    poll();
+
+    const form = document.getElementById("start-form");
+    form.addEventListener("submit", async (ev) => {
+      ev.preventDefault();
+      const button = form.querySelector("button");
+      button.disabled = true;
+      startMsg.textContent = "Starting: deleting your Databases and setting up…";
+      try {
+        const res = await fetch(form.action, { method: "POST", body: new URLSearchParams(new FormData(form)), headers: { Accept: "application/json" } });
+        const body = await res.json();
+        if (!res.ok) {
+          startMsg.textContent = body.error || "Start failed.";
+          return;
+        }
+        mine = { tasks: {}, done: 0, of: of, started: body.started };
+        store();
+        document.querySelectorAll(".task").forEach((li) => { li.dataset.state = ""; });
+        startMsg.textContent = body.message;
+        form.reset();
+        poll();
+      } catch (e) {
+        startMsg.textContent = "Start failed: " + e;
+      } finally {
+        button.disabled = false;
+      }
+    });
+  }
+
+  document.addEventListener("DOMContentLoaded", () => {
+    const root = document.getElementById("challenge");
+    if (root) challengePage(root); else listPage();
+  });
+})();
