@@ -110,7 +110,7 @@ func checkStormSwitchedOff(ctx context.Context, env Env) (Result, error) {
 		return Result{Detail: "The thrashing Database is gone: deleting it stops the storm, but so would switching off the controller. Restart the challenge and switch its pitfall off instead."}, nil
 	}
 	if p := db.Annotations[controller.PitfallAnnotation]; p != "" {
-		return Result{Detail: "One of the Databases still writes status on every reconcile. Compare their status rows: statusWrites keeps climbing on one of them while its generation stays the same."}, nil
+		return Result{Detail: "One of the Databases still writes status on every reconcile. Compare their status lines: one keeps writing with its observedGeneration unchanged and nothing flipped, only new timestamps."}, nil
 	}
 	for name, pitfall := range l.decoys(thrasher) {
 		d, found, err := getDatabase(ctx, env.Client, env.Namespace, name)
