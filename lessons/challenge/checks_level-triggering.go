@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/oplab-dev/oplab/controller"
 )
@@ -141,6 +142,20 @@ func checkTideCoalesced(_ context.Context, env Env) (Result, error) {
 	if !wrote || st.ObservedGeneration != w.final() {
 		return Result{Detail: fmt.Sprintf("The first reconcile after the resume did not record observedGeneration %d.", w.final())}, nil
 	}
-	return Result{Done: true, Detail: fmt.Sprintf("One reconcile (%s: %s) read generation %d, acted on the spec as it is now and wrote observedGeneration %d: %d changes, one reconcile, no replay.",
-		shortID(first.ID), start.Message, fetch.Generation, st.ObservedGeneration, w.changes())}, nil
+	detail := fmt.Sprintf("One reconcile (%s: %s) read generation %d, acted on the spec as it is now and wrote observedGeneration %d: %d changes, one reconcile, no replay.",
+		shortID(first.ID), start.Message, fetch.Generation, st.ObservedGeneration, w.changes())
+	if diff := statefulSetDiff(first); len(diff) > 0 {
+		detail += " Its StatefulSet went straight to the final spec: " + strings.Join(diff, "; ") + "."
+	}
+	return Result{Done: true, Detail: detail}, nil
+}
+
+// statefulSetDiff is what the run found different in tide's StatefulSet.
+func statefulSetDiff(r reconcileRun) []string {
+	for _, s := range r.Steps {
+		if s.Type == controller.StepDiff && s.Target != nil && s.Target.Kind == "StatefulSet" {
+			return s.Differences
+		}
+	}
+	return nil
 }
