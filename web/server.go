@@ -244,7 +244,7 @@ func (s *Server) routes(ctx context.Context, direct client.Client) (http.Handler
 	if err := learn.Register(mux); err != nil {
 		return nil, err
 	}
-	if err := s.registerChallenges(mux, direct); err != nil {
+	if err := s.registerChallenges(ctx, mux, direct); err != nil {
 		return nil, err
 	}
 	return checkHost(s.opts.AllowedHosts, protect(mux)), nil
@@ -344,12 +344,12 @@ func restartedStep(sink controller.Sink) func(namespace string) {
 
 // registerChallenges mounts the challenge pages: they check the learner's
 // work with the same direct client, pause and recorder the lab uses.
-func (s *Server) registerChallenges(mux *http.ServeMux, direct client.Client) error {
+func (s *Server) registerChallenges(ctx context.Context, mux *http.ServeMux, direct client.Client) error {
 	course, set, err := challenges.LoadContent()
 	if err != nil {
 		return err
 	}
-	challenges.New(challenges.Options{
+	challenges.New(ctx, challenges.Options{
 		Set: set, Course: course, Client: direct, Sessions: s.sessions, Controller: s.opts.Controller,
 		Exporter: s.opts.Recorder, KubeconfigPath: kubeconfig.Path, KubectlCommand: kubeconfig.Command,
 		Logger: s.opts.Logger.WithName("challenges"),

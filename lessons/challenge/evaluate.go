@@ -5,6 +5,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -94,21 +96,75 @@ func notDone(ids []string, done map[string]bool) []string {
 // first judged by its head (the recorder writes seq, time and type first),
 // and only the steps kept are decoded.
 func Trace(e stream.Export, since time.Time) ([]controller.Step, error) {
-	steps := make([]controller.Step, 0, len(e.Messages))
-	for i, raw := range e.Messages {
-		if typ, at, ok := peekHead(raw); ok && (skipType(typ) || (!since.IsZero() && at.Before(since))) {
+	return TraceAfter(e, 0, since)
+}
+
+// TraceAfter is Trace keeping only the steps whose Seq is above after: a
+// caller that keeps the steps decoded so far (web/challenges) decodes only
+// what was recorded since.
+func TraceAfter(e stream.Export, after uint64, since time.Time) ([]controller.Step, error) {
+	msgs, skipped := e.Messages, 0
+	if after > 0 {
+		// An export is in seq order: the new messages are a suffix.
+		skipped = sort.Search(len(msgs), func(i int) bool {
+			seq, ok := numberField(msgs[i][:min(len(msgs[i]), headLimit)], `"seq":`)
+			return !ok || seq > after
+		})
+		msgs = msgs[skipped:]
+	}
+	steps := make([]controller.Step, 0, len(msgs))
+	for i, raw := range msgs {
+		i += skipped
+		if h, ok := peekHead(raw); ok && (h.seq <= after || skipType(h.typ) || (!since.IsZero() && h.at.Before(since))) {
 			continue
 		}
 		var s controller.Step
 		if err := json.Unmarshal(raw, &s); err != nil {
 			return nil, fmt.Errorf("decode message %d of namespace %s: %w", i, e.Namespace, err)
 		}
-		if skipType(s.Type) || (!since.IsZero() && s.Time.Before(since)) {
+		if s.Seq <= after || skipType(s.Type) || (!since.IsZero() && s.Time.Before(since)) {
 			continue
 		}
 		steps = append(steps, s)
 	}
 	return steps, nil
+}
+
+// FirstStepSeq is the sequence number of an export's oldest step (0 for
+// none). An export starts with the latest states of objects whose history
+// fell out of the ring, then the rings; the first step is the oldest the
+// ring still holds.
+func FirstStepSeq(e stream.Export) uint64 {
+	for _, raw := range e.Messages {
+		h, ok := peekHead(raw)
+		if !ok {
+			var m controller.Step
+			if err := json.Unmarshal(raw, &m); err != nil {
+				continue
+			}
+			h = head{seq: m.Seq, typ: m.Type}
+		}
+		if !skipType(h.typ) {
+			return h.seq
+		}
+	}
+	return 0
+}
+
+// LastSeq is the sequence number of an export's last message (0 for none).
+func LastSeq(e stream.Export) uint64 {
+	if len(e.Messages) == 0 {
+		return 0
+	}
+	raw := e.Messages[len(e.Messages)-1]
+	if h, ok := peekHead(raw); ok {
+		return h.seq
+	}
+	var m struct {
+		Seq uint64 `json:"seq"`
+	}
+	_ = json.Unmarshal(raw, &m)
+	return m.Seq
 }
 
 func skipType(t controller.StepType) bool {
@@ -118,20 +174,46 @@ func skipType(t controller.StepType) bool {
 // headLimit is how far into a message its time and type are looked for.
 const headLimit = 160
 
-// peekHead reads the "time" and "type" of a message from its first bytes;
-// ok is false when they are not both there, and the caller decodes it all.
-func peekHead(raw []byte) (typ controller.StepType, at time.Time, ok bool) {
-	head := raw[:min(len(raw), headLimit)]
-	t, ok1 := stringField(head, `"type":"`)
-	ts, ok2 := stringField(head, `"time":"`)
-	if !ok1 || !ok2 {
-		return "", time.Time{}, false
+// head is what a message's first bytes say about it.
+type head struct {
+	seq uint64
+	typ controller.StepType
+	at  time.Time
+}
+
+// peekHead reads the seq, time and type of a message from its first bytes;
+// ok is false when they are not all there, and the caller decodes it all.
+func peekHead(raw []byte) (head, bool) {
+	b := raw[:min(len(raw), headLimit)]
+	t, ok1 := stringField(b, `"type":"`)
+	ts, ok2 := stringField(b, `"time":"`)
+	seq, ok3 := numberField(b, `"seq":`)
+	if !ok1 || !ok2 || !ok3 {
+		return head{}, false
 	}
 	at, err := time.Parse(time.RFC3339Nano, ts)
 	if err != nil {
-		return "", time.Time{}, false
+		return head{}, false
 	}
-	return controller.StepType(t), at, true
+	return head{seq: seq, typ: controller.StepType(t), at: at}, true
+}
+
+// numberField finds key (`"name":`) in b and reads the unsigned integer after it.
+func numberField(b []byte, key string) (uint64, bool) {
+	i := bytes.Index(b, []byte(key))
+	if i < 0 {
+		return 0, false
+	}
+	rest := b[i+len(key):]
+	j := 0
+	for j < len(rest) && rest[j] >= '0' && rest[j] <= '9' {
+		j++
+	}
+	if j == 0 || j == len(rest) {
+		return 0, false
+	}
+	n, err := strconv.ParseUint(string(rest[:j]), 10, 64)
+	return n, err == nil
 }
 
 // stringField finds key (`"name":"`) in b and returns the string after it,

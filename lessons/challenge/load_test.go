@@ -219,6 +219,15 @@ func TestTraceKeepsStepsSinceStart(t *testing.T) {
 	if len(steps) != 1 || steps[0].Seq != 3 || steps[0].Type != controller.StepFinalizer || steps[0].Phase != "removed" {
 		t.Errorf("steps = %+v, want only seq 3", steps)
 	}
+	if after, _ := challenge.TraceAfter(e, 3, time.Time{}); len(after) != 0 {
+		t.Errorf("TraceAfter(3) = %+v, want nothing", after)
+	}
+	if all, _ := challenge.TraceAfter(e, 0, time.Time{}); len(all) != 2 || all[0].Seq != 1 {
+		t.Errorf("TraceAfter(0) = %+v, want seq 1 and 3", all)
+	}
+	if got := challenge.LastSeq(e); got != 3 {
+		t.Errorf("LastSeq = %d, want 3", got)
+	}
 	if _, err := challenge.Trace(stream.Export{Namespace: "lab-x", Messages: []json.RawMessage{json.RawMessage(`{`)}}, t0); err == nil ||
 		!strings.Contains(err.Error(), "message 0 of namespace lab-x") {
 		t.Errorf("bad message: err = %v", err)

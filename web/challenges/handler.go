@@ -70,10 +70,18 @@ type Options struct {
 }
 
 // Handler serves the challenge pages.
-type Handler struct{ opts Options }
+type Handler struct {
+	opts   Options
+	traces *traces
+}
 
-// New builds the handler.
-func New(opts Options) *Handler { return &Handler{opts: opts} }
+// New builds the handler and starts the goroutine that keeps each
+// namespace's decoded trace, until ctx ends.
+func New(ctx context.Context, opts Options) *Handler {
+	h := &Handler{opts: opts, traces: newTraces(opts.Exporter)}
+	go h.traces.run(ctx)
+	return h
+}
 
 // Register mounts the pages on mux:
 //
@@ -219,7 +227,7 @@ func (h *Handler) status(w http.ResponseWriter, r *http.Request) {
 }
 
 func (h *Handler) evaluate(ctx context.Context, c *challenge.Challenge, ns string, since time.Time, done []string) ([]challenge.TaskState, error) {
-	trace, err := challenge.Trace(h.opts.Exporter.Export(ns), since)
+	trace, err := h.traces.steps(ctx, ns, since)
 	if err != nil {
 		return nil, err
 	}
