@@ -47,7 +47,9 @@ func (b *traceBuilder) reconcile(id, db string, gen int64, steps ...controller.S
 	return b.add(controller.Step{Type: controller.StepResult, ReconcileID: id, Database: db, Result: "done", RequeueAfter: 30 * time.Second})
 }
 
-func finalizer(p string) controller.Step { return controller.Step{Type: controller.StepFinalizer, Phase: p} }
+func finalizer(p string) controller.Step {
+	return controller.Step{Type: controller.StepFinalizer, Phase: p}
+}
 
 func TestDeletedWhilePaused(t *testing.T) {
 	deleted := newTrace().phase("paused").dbEvent(ledger, 2, true).phase("resumed").
