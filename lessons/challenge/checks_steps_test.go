@@ -17,7 +17,7 @@ type traceBuilder struct {
 	t     time.Time
 }
 
-func newTrace() *traceBuilder { return &traceBuilder{t: time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)} }
+func newStepTrace() *traceBuilder { return &traceBuilder{t: time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)} }
 
 func (b *traceBuilder) add(s controller.Step) *traceBuilder {
 	b.t = b.t.Add(time.Second)
@@ -47,33 +47,33 @@ func (b *traceBuilder) reconcile(id, db string, gen int64, steps ...controller.S
 	return b.add(controller.Step{Type: controller.StepResult, ReconcileID: id, Database: db, Result: "done", RequeueAfter: 30 * time.Second})
 }
 
-func finalizer(p string) controller.Step {
+func finalizerStep(p string) controller.Step {
 	return controller.Step{Type: controller.StepFinalizer, Phase: p}
 }
 
 func TestDeletedWhilePaused(t *testing.T) {
-	deleted := newTrace().phase("paused").dbEvent(ledger, 2, true).phase("resumed").
-		reconcile("r1", ledger, 2, finalizer("draining"), finalizer("snapshot"), finalizer("removed"))
+	deleted := newStepTrace().phase("paused").dbEvent(ledger, 2, true).phase("resumed").
+		reconcile("r1", ledger, 2, finalizerStep("draining"), finalizerStep("snapshot"), finalizerStep("removed"))
 	if !deletedWhilePaused(deleted.steps, ledger) {
 		t.Error("a held event then a finalizing reconcile after the resume: want deleted while paused")
 	}
 	// A spec change held instead: the reconcile after the resume runs no
 	// finalizer, and a later delete happened with the controller running.
-	changed := newTrace().phase("paused").dbEvent(ledger, 2, true).phase("resumed").
+	changed := newStepTrace().phase("paused").dbEvent(ledger, 2, true).phase("resumed").
 		reconcile("r1", ledger, 2).dbEvent(ledger, 3, false).
-		reconcile("r2", ledger, 3, finalizer("draining"), finalizer("snapshot"), finalizer("removed"))
+		reconcile("r2", ledger, 3, finalizerStep("draining"), finalizerStep("snapshot"), finalizerStep("removed"))
 	if deletedWhilePaused(changed.steps, ledger) {
 		t.Error("a spec change held, the delete made later: want not deleted while paused")
 	}
-	if deletedWhilePaused(newTrace().reconcile("r1", ledger, 2, finalizer("removed")).steps, ledger) {
+	if deletedWhilePaused(newStepTrace().reconcile("r1", ledger, 2, finalizerStep("removed")).steps, ledger) {
 		t.Error("no pause at all: want not deleted while paused")
 	}
 }
 
 func TestFinalizerAfterResume(t *testing.T) {
-	l := newTrace().reconcile("r0", ledger, 1, finalizer("added")).phase("paused").dbEvent(ledger, 2, true).phase("resumed").
-		reconcile("r1", ledger, 2, finalizer("draining")).
-		reconcile("r2", ledger, 2, finalizer("draining"), finalizer("snapshot"), finalizer("removed"))
+	l := newStepTrace().reconcile("r0", ledger, 1, finalizerStep("added")).phase("paused").dbEvent(ledger, 2, true).phase("resumed").
+		reconcile("r1", ledger, 2, finalizerStep("draining")).
+		reconcile("r2", ledger, 2, finalizerStep("draining"), finalizerStep("snapshot"), finalizerStep("removed"))
 	phases, resumed := finalizerAfterResume(l.steps, ledger)
 	if !resumed || joinPhases(phases) != "draining ×2 → snapshot → removed" {
 		t.Errorf("finalizerAfterResume = %q, %v; want draining ×2 → snapshot → removed after the resume", joinPhases(phases), resumed)
@@ -81,7 +81,7 @@ func TestFinalizerAfterResume(t *testing.T) {
 }
 
 func TestReconcilesInterleaved(t *testing.T) {
-	b := newTrace()
+	b := newStepTrace()
 	b.add(controller.Step{Type: controller.StepReconcileStart, ReconcileID: "a", Database: "one"})
 	b.add(controller.Step{Type: controller.StepReconcileStart, ReconcileID: "b", Database: "two"})
 	b.add(controller.Step{Type: controller.StepAction, ReconcileID: "a", Database: "one", Action: "create"})
@@ -101,7 +101,7 @@ func TestStatefulSetDeletedAfterReady(t *testing.T) {
 	ready := controller.Step{Type: controller.StepStatus, Conditions: []controller.ConditionChange{{Type: controller.ConditionReady, To: "True"}}}
 	// An earlier shop's StatefulSet collected after the Start comes before
 	// the new shop is Ready: it is not the learner's delete.
-	b := newTrace().add(stsDelete).reconcile("r1", shop, 1, ready)
+	b := newStepTrace().add(stsDelete).reconcile("r1", shop, 1, ready)
 	if at := statefulSetDeleted(b.steps); at >= 0 {
 		t.Errorf("a delete before shop was Ready counted, at %d", at)
 	}
@@ -139,7 +139,7 @@ func TestTimestampOnly(t *testing.T) {
 }
 
 func TestResyncPeriodFromTrace(t *testing.T) {
-	b := newTrace()
+	b := newStepTrace()
 	b.add(controller.Step{Type: controller.StepResult, Result: "requeue", RequeueAfter: 2 * time.Second})
 	if _, ok := stepLog(b.steps).resyncPeriod(); ok {
 		t.Error("a requeue is not the resync")
@@ -154,7 +154,7 @@ func TestSwitchedOff(t *testing.T) {
 	thrashFetch := controller.Step{Type: controller.StepFetch, Database: "bravo", Found: "found", Pitfall: controller.PitfallStatusThrash}
 	cleanFetch := controller.Step{Type: controller.StepFetch, Database: "bravo", Found: "found"}
 	decoy := controller.Step{Type: controller.StepFetch, Database: "alpha", Found: "found", Pitfall: controller.PitfallNonIdempotentCreate}
-	b := newTrace().add(decoy).add(thrashFetch).add(thrashFetch)
+	b := newStepTrace().add(decoy).add(thrashFetch).add(thrashFetch)
 	l := stepLog(b.steps)
 	if name, ok := l.thrasher(); !ok || name != "bravo" {
 		t.Errorf("thrasher = %q, %v; want bravo", name, ok)
@@ -177,7 +177,7 @@ func TestSwitchedOff(t *testing.T) {
 }
 
 func TestPauseWindows(t *testing.T) {
-	b := newTrace().phase("paused").dbEvent(tide, 2, true).dbEvent(tide, 2, true).dbEvent(tide, 3, true).dbEvent(tide, 4, true)
+	b := newStepTrace().phase("paused").dbEvent(tide, 2, true).dbEvent(tide, 2, true).dbEvent(tide, 3, true).dbEvent(tide, 4, true)
 	w, ok := stepLog(b.steps).bestWindow()
 	if !ok || w.changes() != 3 || w.final() != 4 || w.resumed != -1 {
 		t.Errorf("window = %+v; want 3 changes (2, 3, 4), still paused", w)
@@ -188,7 +188,7 @@ func TestPauseWindows(t *testing.T) {
 		t.Errorf("windows = %+v; want one, resumed at the last step, no reconcile inside", ws)
 	}
 	// A reconcile inside the window (a pause that did not hold).
-	c := newTrace().phase("paused").dbEvent(tide, 2, true).reconcile("r", tide, 2).phase("resumed")
+	c := newStepTrace().phase("paused").dbEvent(tide, 2, true).reconcile("r", tide, 2).phase("resumed")
 	if ws := stepLog(c.steps).pauseWindows(); len(ws) != 1 || !ws[0].reconciled {
 		t.Errorf("windows = %+v; want the reconcile inside noticed", ws)
 	}
