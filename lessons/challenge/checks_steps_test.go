@@ -17,7 +17,9 @@ type traceBuilder struct {
 	t     time.Time
 }
 
-func newStepTrace() *traceBuilder { return &traceBuilder{t: time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)} }
+func newStepTrace() *traceBuilder {
+	return &traceBuilder{t: time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)}
+}
 
 func (b *traceBuilder) add(s controller.Step) *traceBuilder {
 	b.t = b.t.Add(time.Second)
