@@ -134,6 +134,9 @@ func TestResolve(t *testing.T) {
 		{"https://example.com/", "not a path within oplab"},
 		{"lessons/x", "not a path within oplab"},
 		{"/admin", "leads to no oplab page"},
+		{"/challenges", ""},
+		{"/challenges/owner-gc", ""},
+		{"/challenges/Bad_Id", "leads to no oplab page"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.link, func(t *testing.T) {

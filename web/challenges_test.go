@@ -63,6 +63,9 @@ func TestChallengeStartWipesAndStatusJudges(t *testing.T) {
 	if err := e.client.Get(t.Context(), client.ObjectKeyFromObject(extra), &v1alpha1.Database{}); err != nil {
 		t.Fatalf("a refused Start touched the Databases: %v", err)
 	}
+	// A learner who paused their namespace: Start resumes it, or the
+	// finalizers could not run and the wipe would hang.
+	e.runner.PauseNamespace(ns)
 	code, body := post(url.Values{"confirm": {"wipe"}})
 	if code != http.StatusOK {
 		t.Fatalf("Start = %d %s", code, body)
@@ -76,6 +79,9 @@ func TestChallengeStartWipesAndStatusJudges(t *testing.T) {
 	}
 	if err := e.client.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: "orders"}, &v1alpha1.Database{}); err != nil {
 		t.Errorf("the prepared Database orders: %v", err)
+	}
+	if e.runner.NamespacePaused(ns) {
+		t.Error("the namespace is still paused after Start")
 	}
 
 	st := getStatus(t, c, fmt.Sprintf("/challenges/observed-generation/status?since=%d", started.Started))
@@ -204,7 +210,7 @@ func TestChallengeStartWithoutScript(t *testing.T) {
 		"Started: your namespace is set up for this challenge.",
 		`id="task-adopted" class="task" data-task="adopted" data-state="todo"`,
 		`data-task="owner-deleted" data-state="locked"`,
-		"The trace shows no adoption of Service cart yet",
+		"The trace shows no adoption of StatefulSet cart yet",
 	} {
 		if !strings.Contains(page, want) {
 			t.Errorf("the page after Start does not show %q", want)

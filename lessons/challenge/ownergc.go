@@ -34,30 +34,30 @@ func prepareOwnerGC(ctx context.Context, env PrepareEnv) error {
 	return nil
 }
 
-// checkAdopted: the learner removed the Service's ownerReference and the
-// controller put it back (the trace's diff "no owner: adopting it").
+// checkAdopted: the learner removed the StatefulSet's ownerReference and
+// the controller put it back (the trace's diff "no owner: adopting it").
 func checkAdopted(ctx context.Context, env Env) (Result, error) {
 	adopted := slices.ContainsFunc(env.StepsOf(gcDatabase), func(s controller.Step) bool {
-		return s.Type == controller.StepDiff && s.Target != nil && s.Target.Kind == "Service" &&
+		return s.Type == controller.StepDiff && s.Target != nil && s.Target.Kind == "StatefulSet" &&
 			slices.Contains(s.Differences, "no owner: adopting it")
 	})
 	if !adopted {
-		return Result{Detail: "The trace shows no adoption of Service " + gcDatabase + " yet: remove its ownerReference."}, nil
+		return Result{Detail: "The trace shows no adoption of StatefulSet " + gcDatabase + " yet: remove its ownerReference, then wait for the next resync."}, nil
 	}
 	var db dbv1.Database
-	var svc corev1.Service
+	var sts appsv1.StatefulSet
 	dbFound, err := env.Get(ctx, gcDatabase, &db)
 	if err != nil {
 		return Result{}, err
 	}
-	svcFound, err := env.Get(ctx, gcDatabase, &svc)
+	stsFound, err := env.Get(ctx, gcDatabase, &sts)
 	if err != nil {
 		return Result{}, err
 	}
-	if !dbFound || !svcFound || !Controls(&db, &svc) {
-		return Result{Detail: "The controller is adopting Service " + gcDatabase + "; its ownerReference is not back yet."}, nil
+	if !dbFound || !stsFound || !Controls(&db, &sts) {
+		return Result{Detail: "The controller is adopting StatefulSet " + gcDatabase + "; its ownerReference is not back yet."}, nil
 	}
-	return Result{Done: true, Detail: "The controller adopted Service " + gcDatabase + " again: its ownerReference to Database " + gcDatabase + " is back."}, nil
+	return Result{Done: true, Detail: "The controller adopted StatefulSet " + gcDatabase + " again: its ownerReference to Database " + gcDatabase + " is back."}, nil
 }
 
 func checkOwnerDeleted(ctx context.Context, env Env) (Result, error) {

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
+	appsv1 "k8s.io/api/apps/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -21,7 +21,7 @@ import (
 func TestInterviewWalkthrough(t *testing.T) {
 	challengetest.Run(t, "interview-walkthrough", func(ctx context.Context, env challengetest.SolveEnv) error {
 		db := &dbv1.Database{ObjectMeta: metav1.ObjectMeta{Name: "shop", Namespace: env.Namespace}}
-		if err := env.Client.Create(ctx, db); err != nil {
+		if err := env.Learner.Create(ctx, db); err != nil {
 			return err
 		}
 		for _, task := range []string{"owned-statefulset", "ready", "connection-info"} {
@@ -29,7 +29,7 @@ func TestInterviewWalkthrough(t *testing.T) {
 				return err
 			}
 		}
-		return env.Client.Delete(ctx, db)
+		return env.Learner.Delete(ctx, db)
 	})
 }
 
@@ -37,34 +37,35 @@ func TestInterviewWalkthrough(t *testing.T) {
 func TestObservedGeneration(t *testing.T) {
 	challengetest.Run(t, "observed-generation", func(ctx context.Context, env challengetest.SolveEnv) error {
 		var db dbv1.Database
-		if err := env.Client.Get(ctx, client.ObjectKey{Namespace: env.Namespace, Name: "orders"}, &db); err != nil {
+		if err := env.Learner.Get(ctx, client.ObjectKey{Namespace: env.Namespace, Name: "orders"}, &db); err != nil {
 			return err
 		}
 		patch := client.MergeFrom(db.DeepCopy())
 		db.Spec.Replicas = 3
-		return env.Client.Patch(ctx, &db, patch)
+		return env.Learner.Patch(ctx, &db, patch)
 	})
 }
 
-// TestOwnerGC orphans the Service, waits for the adoption, then deletes the
-// owner and lets the garbage collector work.
+// TestOwnerGC orphans the StatefulSet, waits for the adoption, then deletes
+// the owner and lets the garbage collector work, all with the learner's
+// own permissions.
 func TestOwnerGC(t *testing.T) {
 	challengetest.Run(t, "owner-gc", func(ctx context.Context, env challengetest.SolveEnv) error {
 		key := client.ObjectKey{Namespace: env.Namespace, Name: "cart"}
-		var svc corev1.Service
+		var sts appsv1.StatefulSet
 		if err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
-			err := env.Client.Get(ctx, key, &svc)
-			return err == nil && len(svc.OwnerReferences) > 0, client.IgnoreNotFound(err)
+			err := env.Learner.Get(ctx, key, &sts)
+			return err == nil && len(sts.OwnerReferences) > 0, client.IgnoreNotFound(err)
 		}); err != nil {
-			return fmt.Errorf("wait for Service cart: %w", err)
+			return fmt.Errorf("wait for StatefulSet cart: %w", err)
 		}
 		orphan := client.RawPatch(types.JSONPatchType, []byte(`[{"op":"remove","path":"/metadata/ownerReferences"}]`))
-		if err := env.Client.Patch(ctx, &svc, orphan); err != nil {
+		if err := env.Learner.Patch(ctx, &sts, orphan); err != nil {
 			return err
 		}
 		if err := env.WaitDone(ctx, "adopted"); err != nil {
 			return err
 		}
-		return env.Client.Delete(ctx, &dbv1.Database{ObjectMeta: metav1.ObjectMeta{Name: "cart", Namespace: env.Namespace}})
+		return env.Learner.Delete(ctx, &dbv1.Database{ObjectMeta: metav1.ObjectMeta{Name: "cart", Namespace: env.Namespace}})
 	})
 }

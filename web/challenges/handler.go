@@ -19,6 +19,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/a-h/templ"
@@ -71,8 +72,37 @@ type Options struct {
 
 // Handler serves the challenge pages.
 type Handler struct {
-	opts   Options
-	traces *traces
+	opts     Options
+	traces   *traces
+	starting starts
+}
+
+// starts are the namespaces whose Start is running: a second Start there
+// (another tab) would wipe what the first one is preparing, so it is
+// refused until the first ends.
+type starts struct {
+	mu sync.Mutex
+	ns map[string]bool
+}
+
+// begin claims ns; false means a Start is already running there.
+func (s *starts) begin(ns string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ns[ns] {
+		return false
+	}
+	if s.ns == nil {
+		s.ns = map[string]bool{}
+	}
+	s.ns[ns] = true
+	return true
+}
+
+func (s *starts) end(ns string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.ns, ns)
 }
 
 // New builds the handler and starts the goroutine that keeps each
@@ -150,6 +180,11 @@ func (h *Handler) start(w http.ResponseWriter, r *http.Request) {
 		h.answerStart(w, r, c, http.StatusBadRequest, startResult{Error: "Start not done: tick the box that says you understand your Databases will be deleted."})
 		return
 	}
+	if !h.starting.begin(ns) {
+		h.answerStart(w, r, c, http.StatusConflict, startResult{Error: "Start is already running in your namespace (another tab?): wait for it to finish."})
+		return
+	}
+	defer h.starting.end(ns)
 	// The wipe waits for finalizers; it must not be cut short by a learner
 	// closing the tab, or the namespace would be left half wiped.
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), 2*time.Minute)

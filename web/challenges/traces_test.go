@@ -110,3 +110,18 @@ func BenchmarkStatusTrace(b *testing.B) {
 		}
 	}
 }
+
+// One Start at a time per namespace.
+func TestStartsOnePerNamespace(t *testing.T) {
+	var s starts
+	if !s.begin("lab-a") || !s.begin("lab-b") {
+		t.Fatal("a first Start was refused")
+	}
+	if s.begin("lab-a") {
+		t.Error("a second Start in lab-a was let through")
+	}
+	s.end("lab-a")
+	if !s.begin("lab-a") {
+		t.Error("a Start after the first ended was refused")
+	}
+}

@@ -110,7 +110,7 @@
     // Soon after each stream message, but at most one poll per 300 ms.
     let soon = null;
     function pollSoon() {
-      if (soon) return;
+      if (soon || mine.done >= of) return;
       soon = setTimeout(() => { soon = null; poll(); }, 300);
     }
     document.addEventListener("oplab:message", pollSoon);
@@ -121,7 +121,8 @@
       ws.addEventListener("close", () => setTimeout(connect, 5000));
     }
     connect();
-    setInterval(() => { if (!document.hidden) poll(); }, POLL_MS);
+    // Every task done: nothing more to check until the next Start.
+    setInterval(() => { if (!document.hidden && mine.done < of) poll(); }, POLL_MS);
     poll();
 
     const form = document.getElementById("start-form");

@@ -31,8 +31,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
@@ -41,6 +43,7 @@ import (
 	dbv1 "github.com/oplab-dev/oplab/controller/api/v1alpha1"
 	"github.com/oplab-dev/oplab/lessons"
 	"github.com/oplab-dev/oplab/lessons/challenge"
+	"github.com/oplab-dev/oplab/web/kubeconfig"
 	"github.com/oplab-dev/oplab/web/stream"
 )
 
@@ -57,9 +60,13 @@ const pollEvery = 300 * time.Millisecond
 // wait until a task turns done, as a learner watches the page.
 type SolveEnv struct {
 	Namespace string
-	Client    client.Client
-	Pause     func(ctx context.Context) error
-	Resume    func(ctx context.Context) error
+	// Client is oplab's own (admin) client; Learner is the learner's own
+	// kubectl identity (the ServiceAccount and Role /lab/kubeconfig hands
+	// out), so a solve that uses it proves a learner may do each step.
+	Client  client.Client
+	Learner client.Client
+	Pause   func(ctx context.Context) error
+	Resume  func(ctx context.Context) error
 	// WaitDone blocks until the task with this id has been seen done (or
 	// ctx ends, or Deadline passes).
 	WaitDone func(ctx context.Context, task string) error
@@ -196,6 +203,28 @@ func (e *Env) Namespace(t testing.TB) string {
 	return ns.Name
 }
 
+// Learner returns a client with the learner's own kubeconfig for ns, as
+// GET /lab/kubeconfig issues it.
+func (e *Env) Learner(ctx context.Context, ns string) (client.Client, error) {
+	cs, err := kubernetes.NewForConfig(e.Cluster.Config())
+	if err != nil {
+		return nil, err
+	}
+	cl, err := kubeconfig.ClusterOf(e.Cluster.Config(), "")
+	if err != nil {
+		return nil, err
+	}
+	creds, err := (&kubeconfig.Issuer{Client: cs, Cluster: cl}).Issue(ctx, ns, time.Now().Add(time.Hour))
+	if err != nil {
+		return nil, err
+	}
+	cfg, err := clientcmd.RESTConfigFromKubeConfig(creds.Kubeconfig)
+	if err != nil {
+		return nil, fmt.Errorf("read the learner's kubeconfig: %w", err)
+	}
+	return client.New(cfg, client.Options{Scheme: scheme()})
+}
+
 // PrepareEnv is the PrepareEnv of namespace ns, as the page's Start builds it.
 func (e *Env) PrepareEnv(ns string) challenge.PrepareEnv {
 	return challenge.PrepareEnv{
@@ -252,8 +281,12 @@ func Run(t *testing.T, id string, solve func(ctx context.Context, env SolveEnv) 
 
 	w := newWatcher(e, t, c, ns, started)
 	go w.run(ctx)
+	learner, err := e.Learner(ctx, ns)
+	if err != nil {
+		t.Fatalf("the learner's kubectl identity in %s: %v", ns, err)
+	}
 	senv := SolveEnv{
-		Namespace: ns, Client: e.Client,
+		Namespace: ns, Client: e.Client, Learner: learner,
 		Pause:    func(context.Context) error { e.Runner.PauseNamespace(ns); return nil },
 		Resume:   func(context.Context) error { e.Runner.ResumeNamespace(ns); return nil },
 		WaitDone: w.waitDone,
