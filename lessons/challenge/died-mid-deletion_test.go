@@ -26,7 +26,7 @@ func TestDiedMidDeletion(t *testing.T) {
 		if err := env.WaitDone(ctx, "pause"); err != nil {
 			return err
 		}
-		if err := deleteLedger(ctx, env.Client, env.Namespace); err != nil {
+		if err := deleteLedger(ctx, env.Learner, env.Namespace); err != nil {
 			return err
 		}
 		if err := env.WaitDone(ctx, "delete"); err != nil {

@@ -20,19 +20,19 @@ func TestDriftRepair(t *testing.T) {
 	challengetest.Run(t, "drift-repair", func(ctx context.Context, env challengetest.SolveEnv) error {
 		var before corev1.Secret
 		key := client.ObjectKey{Namespace: env.Namespace, Name: "shop-credentials"}
-		if err := env.Client.Get(ctx, key, &before); err != nil {
+		if err := env.Learner.Get(ctx, key, &before); err != nil {
 			return err
 		}
 		sts := &appsv1.StatefulSet{}
 		sts.Namespace, sts.Name = env.Namespace, "shop"
-		if err := env.Client.Delete(ctx, sts, client.PropagationPolicy("Background")); err != nil {
+		if err := env.Learner.Delete(ctx, sts, client.PropagationPolicy("Background")); err != nil {
 			return err
 		}
 		if err := env.WaitDone(ctx, "ready-again"); err != nil {
 			return err
 		}
 		var after corev1.Secret
-		if err := env.Client.Get(ctx, key, &after); err != nil {
+		if err := env.Learner.Get(ctx, key, &after); err != nil {
 			return err
 		}
 		if after.UID != before.UID {

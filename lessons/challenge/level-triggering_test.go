@@ -60,5 +60,5 @@ func straightToFinal(trace []controller.Step) error {
 func patchTide(ctx context.Context, env challengetest.SolveEnv, spec string) error {
 	db := &dbv1.Database{}
 	db.Namespace, db.Name = env.Namespace, "tide"
-	return env.Client.Patch(ctx, db, client.RawPatch("application/merge-patch+json", []byte(spec)))
+	return env.Learner.Patch(ctx, db, client.RawPatch("application/merge-patch+json", []byte(spec)))
 }

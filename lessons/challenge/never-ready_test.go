@@ -25,7 +25,7 @@ import (
 func TestNeverReady(t *testing.T) {
 	challengetest.Run(t, "never-ready", func(ctx context.Context, env challengetest.SolveEnv) error {
 		var db dbv1.Database
-		if err := env.Client.Get(ctx, client.ObjectKey{Namespace: env.Namespace, Name: "orders"}, &db); err != nil {
+		if err := env.Learner.Get(ctx, client.ObjectKey{Namespace: env.Namespace, Name: "orders"}, &db); err != nil {
 			return err
 		}
 		ready := meta.FindStatusCondition(db.Status.Conditions, controller.ConditionReady)
@@ -33,7 +33,7 @@ func TestNeverReady(t *testing.T) {
 			return fmt.Errorf("orders' Ready condition is %+v; want reason %s", ready, controller.ReasonWaitingForReplicas)
 		}
 		var events corev1.EventList
-		if err := env.Client.List(ctx, &events, client.InNamespace(env.Namespace)); err != nil {
+		if err := env.Learner.List(ctx, &events, client.InNamespace(env.Namespace)); err != nil {
 			return err
 		}
 		if !slices.ContainsFunc(events.Items, func(e corev1.Event) bool {
@@ -43,13 +43,13 @@ func TestNeverReady(t *testing.T) {
 			return fmt.Errorf("no FailedCreate event naming the quota on StatefulSet orders among %d events", len(events.Items))
 		}
 		var quota corev1.ResourceQuota
-		if err := env.Client.Get(ctx, client.ObjectKey{Namespace: env.Namespace, Name: "pod-budget"}, &quota); err != nil {
+		if err := env.Learner.Get(ctx, client.ObjectKey{Namespace: env.Namespace, Name: "pod-budget"}, &quota); err != nil {
 			return err
 		}
 		pods := quota.Spec.Hard[corev1.ResourcePods]
 		patch := client.MergeFrom(db.DeepCopy())
 		db.Spec.Replicas = int32(pods.Value())
-		return env.Client.Patch(ctx, &db, patch)
+		return env.Learner.Patch(ctx, &db, patch)
 	})
 }
 

@@ -25,7 +25,7 @@ func TestStatusStorm(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		return setPitfall(ctx, env.Client, env.Namespace, thrasher, "")
+		return setPitfall(ctx, env.Learner, env.Namespace, thrasher, "")
 	})
 }
 
