@@ -109,15 +109,23 @@ func checkStormSwitchedOff(ctx context.Context, env Env) (Result, error) {
 	if !found {
 		return Result{Detail: "The thrashing Database is gone: deleting it stops the storm, but so would switching off the controller. Restart the challenge and switch its pitfall off instead."}, nil
 	}
-	if p := db.Annotations[controller.PitfallAnnotation]; p != "" {
+	switch p := db.Annotations[controller.PitfallAnnotation]; p {
+	case "":
+	case controller.PitfallStatusThrash:
 		return Result{Detail: "One of the Databases still writes status on every reconcile. Compare their status lines: one keeps writing with its observedGeneration unchanged and nothing flipped, only new timestamps."}, nil
+	default:
+		return Result{Detail: fmt.Sprintf("%s was the one, and its storm is over, but it now has the %s pitfall: switch its pitfall off altogether (none).", thrasher, p)}, nil
 	}
 	for name, pitfall := range l.decoys(thrasher) {
 		d, found, err := getDatabase(ctx, env.Client, env.Namespace, name)
 		if err != nil {
 			return Result{}, err
 		}
-		if !found || d.Annotations[controller.PitfallAnnotation] != pitfall {
+		switch {
+		case !found:
+			return Result{Detail: fmt.Sprintf("%s's pitfall is off, and that was the storm. But %s, noisy with its %s pitfall, was deleted: it wrote no status, so it was never part of the storm. Restart the challenge and leave it alone.",
+				thrasher, name, pitfall)}, nil
+		case d.Annotations[controller.PitfallAnnotation] != pitfall:
 			return Result{Detail: fmt.Sprintf("%s's pitfall is off, and that was the storm. But %s's %s pitfall was changed too: it is noisy (errors and retries), yet it writes no status. Switch it back on with the lab's pitfall menu: only the thrasher was to be fixed.",
 				thrasher, name, pitfall)}, nil
 		}
