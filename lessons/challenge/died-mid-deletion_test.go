@@ -37,7 +37,7 @@ func TestDiedMidDeletion(t *testing.T) {
 }
 
 // TestDiedMidDeletionEscapeHatch takes the wrong way out, the finalizer
-// removed by hand, and expects the recovery and snapshot checks to refuse
+// removed by hand with the learner's own kubectl identity, and expects the recovery and snapshot checks to refuse
 // it and say why.
 func TestDiedMidDeletionEscapeHatch(t *testing.T) {
 	e := challengetest.Shared(t)
@@ -52,12 +52,16 @@ func TestDiedMidDeletionEscapeHatch(t *testing.T) {
 	if err != nil {
 		t.Fatalf("start: %v", err)
 	}
+	learner, err := e.Learner(ctx, ns)
+	if err != nil {
+		t.Fatal(err)
+	}
 	e.Runner.PauseNamespace(ns)
-	if err := deleteLedger(ctx, e.Client, ns); err != nil {
+	if err := deleteLedger(ctx, learner, ns); err != nil {
 		t.Fatal(err)
 	}
 	db := &dbv1.Database{}
-	if err := e.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "ledger"}, db); err != nil {
+	if err := learner.Get(ctx, client.ObjectKey{Namespace: ns, Name: "ledger"}, db); err != nil {
 		t.Fatalf("ledger should be Terminating while paused: %v", err)
 	}
 	if r := mustCheck(t, ctx, "died-mid-deletion/stuck", e.CheckEnv(t, ns, started)); !r.Done {
@@ -65,8 +69,8 @@ func TestDiedMidDeletionEscapeHatch(t *testing.T) {
 	}
 	patch := client.MergeFrom(db.DeepCopy())
 	db.Finalizers = nil
-	if err := e.Client.Patch(ctx, db, patch); err != nil {
-		t.Fatalf("escape hatch: %v", err)
+	if err := learner.Patch(ctx, db, patch); err != nil {
+		t.Fatalf("escape hatch, as the learner: %v", err)
 	}
 	e.Runner.ResumeNamespace(ns)
 	// Wait for the resume's reconcile of ledger to find it gone.
