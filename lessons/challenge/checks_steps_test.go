@@ -1,6 +1,7 @@
 package challenge
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -193,5 +194,32 @@ func TestPauseWindows(t *testing.T) {
 	c := newStepTrace().phase("paused").dbEvent(tide, 2, true).reconcile("r", tide, 2).phase("resumed")
 	if ws := stepLog(c.steps).pauseWindows(); len(ws) != 1 || !ws[0].reconciled {
 		t.Errorf("windows = %+v; want the reconcile inside noticed", ws)
+	}
+}
+
+// BenchmarkTraceChecks runs the checks that read only the trace on a full
+// ring (4096 steps of thrashing reconciles), as the page's status request
+// does every 1.5 s per open challenge page.
+func BenchmarkTraceChecks(b *testing.B) {
+	tb := newStepTrace()
+	for i := 0; len(tb.steps) < 4096; i++ {
+		id := fmt.Sprintf("r%d", i)
+		tb.reconcile(id, "bravo", 1, controller.Step{Type: controller.StepStatus, Pitfall: controller.PitfallStatusThrash,
+			Conditions: []controller.ConditionChange{{Type: controller.ConditionReady, From: "True", To: "True",
+				LastTransitionTime: "2026-12-01T10:00:02Z", FromLastTransitionTime: "2026-12-01T10:00:01Z"}}})
+	}
+	env := Env{Namespace: "ns", Trace: tb.steps}
+	checks := map[string]Check{
+		"status-storm/quiet": checkStormQuiet, "level-triggering/coalesced": checkTideCoalesced,
+		"drift-repair/repaired-once": checkShopRepairedOnce, "died-mid-deletion/paused": checkLedgerPaused,
+	}
+	for name, c := range checks {
+		b.Run(name, func(b *testing.B) {
+			for b.Loop() {
+				if _, err := c(b.Context(), env); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }
