@@ -67,7 +67,7 @@ type Wait struct {
 const DefaultTimeout = 90 * time.Second
 
 // pollEvery is how often a wait reads the cluster.
-const pollEvery = 250 * time.Millisecond
+const pollEvery = 100 * time.Millisecond
 
 // Env is what a step acts on: the instructor's lab namespace.
 type Env struct {

@@ -23,6 +23,9 @@ var Scripts = []Script{
 					"On the timeline, the create arrives as a watch event, and the event only queues a request: a name to look at, not a description of what changed.",
 				Do:    createDatabase("shop", v1alpha1.EnginePostgres, "16", 1),
 				Until: finalizerAdded("shop"),
+				// The next step narrates what this one set off: it follows
+				// as soon as the first reconcile has begun.
+				Dwell: time.Millisecond,
 			},
 			{
 				Title: "Watch: the controller creates Secret, Service, StatefulSet, then Ready",
