@@ -1,11 +1,13 @@
 package web
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
 	"net/url"
+	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -284,6 +286,7 @@ func TestBrowserDemoNarratesOnTheTimeline(t *testing.T) {
 		t.Errorf("the instructor page narrates %q (%v) at step 2", narration, err)
 	}
 	screenshot(t, ctx, "demo-instructor")
+	axeCheck(t, ctx, "/instructor (a demo playing)")
 	if err := chromedp.Do(ctx, chromedp.Navigate(e.http.URL+"/lab"), chromedp.WaitVisible(chromedp.CSS("#create-form"))); err != nil {
 		t.Fatal(err)
 	}
@@ -307,6 +310,7 @@ func TestBrowserDemoNarratesOnTheTimeline(t *testing.T) {
 		t.Errorf("no reconcile rows below the narrations (%v)", err)
 	}
 	screenshot(t, ctx, "demo-lab-timeline")
+	axeCheck(t, ctx, "/lab (narrated by a demo)")
 	if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS("#play-pause"))); err != nil {
 		t.Fatal(err)
 	}
@@ -323,4 +327,19 @@ func TestBrowserDemoNarratesOnTheTimeline(t *testing.T) {
 	if !has(e.nsTrace(ns), func(s controller.Step) bool { return isNarration(s) && strings.Contains(s.Message, "stopped the demo") }) {
 		t.Errorf("no 'stopped' narration on %s's timeline", ns)
 	}
+}
+
+// axeCheck runs axe-core on the page when it is installed (the browser
+// test's other checks do not need it, so it does not skip them).
+func axeCheck(t *testing.T, ctx context.Context, what string) {
+	t.Helper()
+	src, err := os.ReadFile(axePath)
+	if err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("CI=%s and axe-core is missing: %v", os.Getenv("CI"), err)
+		}
+		t.Logf("Skipped the accessibility check of %s: axe-core is not installed", what)
+		return
+	}
+	checkPage(t, ctx, string(src), what)
 }
