@@ -121,7 +121,9 @@ func narrated(t *testing.T, steps []controller.Step, want int) ([]controller.Ste
 	return says, sections
 }
 
-func has(steps []controller.Step, ok func(controller.Step) bool) bool { return slices.ContainsFunc(steps, ok) }
+func has(steps []controller.Step, ok func(controller.Step) bool) bool {
+	return slices.ContainsFunc(steps, ok)
+}
 
 func action(verb, kind, name string, outcome controller.Outcome) func(controller.Step) bool {
 	return func(s controller.Step) bool {
@@ -150,12 +152,16 @@ func TestDemoWalkThroughPlaysToTheEnd(t *testing.T) {
 
 	steps := e.waitDemoOver(t, ns)
 	_, sec := narrated(t, steps, 6)
-	isDB := func(s controller.Step) bool { return s.Database == "shop" || (s.Object.Kind == "Database" && s.Object.Name == "shop") }
+	isDB := func(s controller.Step) bool {
+		return s.Database == "shop" || (s.Object.Kind == "Database" && s.Object.Name == "shop")
+	}
 	for i := range sec {
 		sec[i] = slices.DeleteFunc(sec[i], func(s controller.Step) bool { return !isDB(s) && s.Type != controller.StepController })
 	}
 	// 1. Created: the create event, then the finalizer added.
-	if !has(sec[0], func(s controller.Step) bool { return s.Type == controller.StepEvent && s.Event == "create" && s.Object.Kind == "Database" }) ||
+	if !has(sec[0], func(s controller.Step) bool {
+		return s.Type == controller.StepEvent && s.Event == "create" && s.Object.Kind == "Database"
+	}) ||
 		!has(sec[0], func(s controller.Step) bool { return s.Type == controller.StepFinalizer && s.Phase == "added" }) {
 		t.Errorf("step 1: no create event and finalizer added:%s", describeTrace(sec[0]))
 	}
@@ -172,11 +178,15 @@ func TestDemoWalkThroughPlaysToTheEnd(t *testing.T) {
 		t.Errorf("steps 1-2: no Ready=True written:%s", describeTrace(upTo2))
 	}
 	// 3. Scaled: the StatefulSet updated, observedGeneration 2 written.
-	if !has(sec[2], func(s controller.Step) bool { return s.Type == controller.StepEvent && s.Object.Kind == "Database" && s.Generation == 2 }) ||
+	if !has(sec[2], func(s controller.Step) bool {
+		return s.Type == controller.StepEvent && s.Object.Kind == "Database" && s.Generation == 2
+	}) ||
 		!has(sec[2], func(s controller.Step) bool {
 			return s.Type == controller.StepDiff && slices.ContainsFunc(s.Differences, func(d string) bool { return strings.Contains(d, "1 → 3") })
 		}) ||
-		!has(sec[2], func(s controller.Step) bool { return s.Type == controller.StepStatus && s.ObservedGeneration == 2 && !s.Skipped }) {
+		!has(sec[2], func(s controller.Step) bool {
+			return s.Type == controller.StepStatus && s.ObservedGeneration == 2 && !s.Skipped
+		}) {
 		t.Errorf("step 3: no generation 2 event, replicas 1 → 3 diff and observedGeneration 2:%s", describeTrace(sec[2]))
 	}
 	// 4. Drift: the StatefulSet's delete event, then it is created again.
