@@ -1,6 +1,7 @@
 package web
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/oplab-dev/oplab/controller"
 	"github.com/oplab-dev/oplab/web/demo"
+	"github.com/oplab-dev/oplab/web/lab"
 	"github.com/oplab-dev/oplab/web/stream"
 )
 
@@ -206,6 +208,21 @@ func TestDemoWalkThroughPlaysToTheEnd(t *testing.T) {
 	if rows := errorRows(slices.Concat(sec...)); len(rows) > 0 {
 		t.Errorf("the demo's reconciles had error rows:%s", describeTrace(rows))
 	}
+	// The learner's export of this timeline, narration included, is one
+	// the replay reads back.
+	var buf bytes.Buffer
+	if _, err := e.recorder.Export(ns).WriteTo(&buf); err != nil {
+		t.Fatal(err)
+	}
+	back, err := stream.ReadExport(&buf, 0)
+	if err != nil {
+		t.Fatalf("the narrated export does not read back: %v", err)
+	}
+	for i, raw := range back.Messages {
+		if _, err := lab.ReplayMessage(raw); err != nil {
+			t.Fatalf("the replay cannot draw message %d: %v", i, err)
+		}
+	}
 	// Once finished, the demo can be played again elsewhere: nothing holds it.
 	if code, body := postDemo(t, c, e.http.URL, "stop", nil); code != http.StatusConflict || !strings.Contains(body, "no demo is under way") {
 		t.Errorf("Stop after the end: %d; want 409 saying no demo is under way", code)
@@ -297,6 +314,12 @@ func TestBrowserDemoNarratesOnTheTimeline(t *testing.T) {
 	}
 	screenshot(t, ctx, "demo-instructor")
 	axeCheck(t, ctx, "/instructor (a demo playing)")
+	// Step 3 begins seconds after this page loaded: its script keeps the
+	// panel current without a reload.
+	if err := chromedp.Do(ctx, chromedp.Evaluate[chromedp.Void](`window.loadedOnce = true`)); err != nil {
+		t.Fatal(err)
+	}
+	poll(t, ctx, "step 3 on the same instructor page", `window.loadedOnce && document.querySelector("#demo-step")?.textContent === "Scale to 3"`)
 	if err := chromedp.Do(ctx, chromedp.Navigate(e.http.URL+"/lab"), chromedp.WaitVisible(chromedp.CSS("#create-form"))); err != nil {
 		t.Fatal(err)
 	}
