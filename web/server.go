@@ -24,6 +24,7 @@ import (
 
 	"github.com/oplab-dev/oplab/controller"
 	"github.com/oplab-dev/oplab/controller/api/v1alpha1"
+	"github.com/oplab-dev/oplab/web/demo"
 	"github.com/oplab-dev/oplab/web/instructor"
 	"github.com/oplab-dev/oplab/web/kubeconfig"
 	"github.com/oplab-dev/oplab/web/lab"
@@ -237,8 +238,13 @@ func (s *Server) routes(ctx context.Context, direct client.Client) (http.Handler
 		MaxDatabases: s.opts.MaxDatabasesPerNamespace, Logger: s.opts.Logger.WithName("lab"),
 	}).Register(mux)
 	kubeconfig.Handler{Sessions: s.sessions, Minter: s.issuer, Logger: s.opts.Logger.WithName("kubeconfig")}.Register(mux)
+	// The scripted demos play in the instructor's own lab namespace and
+	// narrate on its timeline (and, with a Narrator, to the room).
+	demos := demo.New(demo.Options{Client: direct, Controller: s.opts.Controller, Sink: s.opts.Recorder, Logger: s.opts.Logger.WithName("demo")})
+	go demos.Run(ctx)
 	instructor.New(ctx, instructor.Options{
 		Token: s.opts.InstructorToken, Controller: s.opts.Controller, Logger: s.opts.Logger.WithName("instructor"),
+		Demo: instructor.Demo{Runner: demos, Labs: s.sessions},
 	}).Register(mux)
 	if err := learn.Register(mux); err != nil {
 		return nil, err

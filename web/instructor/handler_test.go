@@ -26,16 +26,23 @@ func newMux(t *testing.T, tok string) (*http.ServeMux, *fakeSwitch) {
 }
 
 func do(mux http.Handler, method, target string, form url.Values, cookie *http.Cookie) *httptest.ResponseRecorder {
-	var r *http.Request
-	if form != nil {
-		r = httptest.NewRequest(method, target, strings.NewReader(form.Encode()))
-		r.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	} else {
-		r = httptest.NewRequest(method, target, nil)
-	}
+	r := reqWith(method, target, form)
 	if cookie != nil {
 		r.AddCookie(cookie)
 	}
+	return serve(mux, r)
+}
+
+func reqWith(method, target string, form url.Values) *http.Request {
+	if form == nil {
+		return httptest.NewRequest(method, target, nil)
+	}
+	r := httptest.NewRequest(method, target, strings.NewReader(form.Encode()))
+	r.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	return r
+}
+
+func serve(mux http.Handler, r *http.Request) *httptest.ResponseRecorder {
 	w := httptest.NewRecorder()
 	mux.ServeHTTP(w, r)
 	return w

@@ -366,6 +366,7 @@
     drawControllerPill();
   }
   function onController(m) {
+    if (m.phase === "narration") { onNarration(m); return; }
     if (m.object && m.object.kind === "ControlPlane") {
       // A control-plane process went down or came back: say so in the
       // timeline, and leave the controller's own pill alone.
@@ -388,6 +389,15 @@
     addRow(h("li", { class: "row controller", "data-db": "" },
       h("div", { class: "row-head" }, timeEl(m.time), " ",
         h("span", { class: "pill " + cls }, (mine ? "your namespace " : "controller ") + (m.phase || "")), " ", m.message || "")));
+  }
+
+  // A scripted demo's narration (web/demo): the instructor's words, in
+  // order among the reconciles they announce; a failed step shows its error.
+  function onNarration(m) {
+    addRow(h("li", { class: "row controller narration" + (m.error ? " error" : ""), "data-db": "" },
+      h("div", { class: "row-head" }, timeEl(m.time), " ",
+        h("span", { class: "pill " + (m.error ? "bad" : "running") }, "demo " + ((m.object && m.object.name) || "")), " ",
+        h("span", { class: "narration-text" }, m.message || ""))));
   }
 
   function reset(m) {

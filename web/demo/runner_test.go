@@ -1,0 +1,383 @@
+package demo
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/oplab-dev/oplab/controller"
+	"github.com/oplab-dev/oplab/web/classroom"
+)
+
+// These tests drive the runner's state machine with scripts of their own,
+// whose steps the test releases one by one: they count steps, never time.
+// The real demos are played on the real cluster by web/demo_test.go.
+
+type room struct {
+	mu   sync.Mutex
+	said []classroom.Narration
+}
+
+func (r *room) Narrate(n classroom.Narration) { r.mu.Lock(); r.said = append(r.said, n); r.mu.Unlock() }
+func (r *room) all() []classroom.Narration {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]classroom.Narration(nil), r.said...)
+}
+
+type sink struct {
+	mu    sync.Mutex
+	steps []controller.Step
+}
+
+func (s *sink) Emit(st controller.Step) { s.mu.Lock(); s.steps = append(s.steps, st); s.mu.Unlock() }
+func (s *sink) messages() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []string
+	for _, st := range s.steps {
+		out = append(out, st.Message)
+	}
+	return out
+}
+
+type fakeController struct {
+	mu      sync.Mutex
+	stopped bool
+	paused  map[string]bool
+}
+
+func (c *fakeController) Running() bool { return !c.stopped }
+func (c *fakeController) PauseNamespace(ns string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.paused == nil {
+		c.paused = map[string]bool{}
+	}
+	c.paused[ns] = true
+}
+func (c *fakeController) ResumeNamespace(ns string) { c.mu.Lock(); delete(c.paused, ns); c.mu.Unlock() }
+func (c *fakeController) NamespacePaused(ns string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.paused[ns]
+}
+
+// gated is a script of n steps; each step sends its number on began, then
+// waits for the test to send on release (when gate is set).
+type gated struct {
+	began   chan int
+	release chan struct{}
+}
+
+func gatedScript(id string, n int, gate bool) (Script, *gated) {
+	g := &gated{began: make(chan int, n), release: make(chan struct{})}
+	s := Script{ID: id, Title: "Demo " + id}
+	for i := 1; i <= n; i++ {
+		s.Steps = append(s.Steps, Step{
+			Title: fmt.Sprintf("Step %d", i), Say: fmt.Sprintf("saying %d", i),
+			Do: func(ctx context.Context, _ *Env) error {
+				g.began <- i
+				if !gate {
+					return nil
+				}
+				select {
+				case <-g.release:
+					return nil
+				case <-ctx.Done():
+					return ctx.Err()
+				}
+			},
+		})
+	}
+	return s, g
+}
+
+func start(t *testing.T, dwell time.Duration, scripts ...Script) (*Runner, *room, *sink, *fakeController) {
+	t.Helper()
+	rm, sk, fc := &room{}, &sink{}, &fakeController{}
+	r := New(Options{Scripts: scripts, Narrator: rm, Sink: sk, Controller: fc, Dwell: dwell})
+	ctx, cancel := context.WithCancel(context.Background())
+	go r.Run(ctx)
+	t.Cleanup(func() { cancel(); <-r.done })
+	return r, rm, sk, fc
+}
+
+// waitStatus polls until ok holds for the status; the bound only keeps a
+// broken runner from hanging the test.
+func waitStatus(t *testing.T, r *Runner, what string, ok func(Status) bool) Status {
+	t.Helper()
+	end := time.Now().Add(30 * time.Second)
+	for {
+		s := r.Status()
+		if ok(s) {
+			return s
+		}
+		if time.Now().After(end) {
+			t.Fatalf("waiting for %s: status %+v", what, s)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func began(t *testing.T, g *gated, want int) {
+	t.Helper()
+	select {
+	case got := <-g.began:
+		if got != want {
+			t.Fatalf("step %d began, want step %d", got, want)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatalf("step %d never began", want)
+	}
+}
+
+func nothingBegan(t *testing.T, g *gated) {
+	t.Helper()
+	select {
+	case got := <-g.began:
+		t.Fatalf("step %d began while the demo was paused", got)
+	default:
+	}
+}
+
+func TestPlaysToTheEndWithoutInput(t *testing.T) {
+	s, g := gatedScript("walk", 3, false)
+	r, rm, sk, _ := start(t, time.Millisecond, s)
+	if err := r.Play("lab-a", "walk"); err != nil {
+		t.Fatal(err)
+	}
+	for i := 1; i <= 3; i++ {
+		began(t, g, i)
+	}
+	st := waitStatus(t, r, "the end", func(s Status) bool { return s.State == Finished })
+	if st.Step != 3 || st.Of != 3 {
+		t.Errorf("finished at %d/%d, want 3/3", st.Step, st.Of)
+	}
+	said := rm.all()
+	var steps []int
+	for _, n := range said {
+		if n.Text != "" {
+			steps = append(steps, n.Step)
+			if n.Demo != "Demo walk" || n.Of != 3 || n.Paused || !strings.HasPrefix(n.Text, fmt.Sprintf("Step %d. saying", n.Step)) {
+				t.Errorf("narration %+v", n)
+			}
+		}
+	}
+	if fmt.Sprint(steps) != "[1 2 3]" || said[len(said)-1].Text != "" {
+		t.Errorf("the room heard steps %v then %+v; want 1, 2, 3, then the narration cleared", steps, said[len(said)-1])
+	}
+	msgs := sk.messages()
+	want := []string{"Step 1 of 3: Step 1. saying 1", "Step 2 of 3: Step 2. saying 2", "Step 3 of 3: Step 3. saying 3", `The demo "Demo walk" is over.`}
+	if fmt.Sprint(msgs) != fmt.Sprint(want) {
+		t.Errorf("timeline said\n%q\nwant\n%q", msgs, want)
+	}
+	sk.mu.Lock()
+	for _, st := range sk.steps {
+		if st.Type != controller.StepController || st.Phase != PhaseNarration || st.Object != (controller.ObjectRef{Kind: "Demo", Namespace: "lab-a", Name: "walk"}) {
+			t.Errorf("timeline step %+v: want a controller narration step on Demo lab-a/walk", st)
+		}
+	}
+	sk.mu.Unlock()
+}
+
+func TestPauseAndStepCountSteps(t *testing.T) {
+	s, g := gatedScript("walk", 4, false)
+	// The dwell is longer than any test: only Play and Step move on.
+	r, rm, sk, _ := start(t, time.Hour, s)
+	if err := r.Play("lab-a", "walk"); err != nil {
+		t.Fatal(err)
+	}
+	began(t, g, 1)
+	waitStatus(t, r, "step 1 done", func(s Status) bool { return s.Step == 1 && !s.Busy })
+	if err := r.Pause(); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Pause(); !errors.Is(err, ErrRefused) {
+		t.Errorf("second Pause: %v, want refused", err)
+	}
+	if n := rm.all(); !n[len(n)-1].Paused || n[len(n)-1].Step != 1 {
+		t.Errorf("the room was not told the demo is paused at step 1: %+v", n[len(n)-1])
+	}
+	// Step does the next step now and stays paused.
+	if err := r.Step(); err != nil {
+		t.Fatal(err)
+	}
+	began(t, g, 2)
+	st := waitStatus(t, r, "step 2 done", func(s Status) bool { return s.Step == 2 && !s.Busy })
+	if st.State != Paused {
+		t.Errorf("after Step: %s, want paused", st.State)
+	}
+	nothingBegan(t, g)
+	if err := r.Step(); err != nil {
+		t.Fatal(err)
+	}
+	began(t, g, 3)
+	waitStatus(t, r, "step 3 done", func(s Status) bool { return s.Step == 3 && !s.Busy })
+	nothingBegan(t, g)
+	// Play resumes at once with the next step, then dwells (an hour).
+	if err := r.Play("lab-a", "walk"); err != nil {
+		t.Fatal(err)
+	}
+	began(t, g, 4)
+	st = waitStatus(t, r, "step 4 done", func(s Status) bool { return s.Step == 4 && !s.Busy })
+	if st.State != Playing {
+		t.Errorf("after Play: %s, want playing", st.State)
+	}
+	// Stepping past the last step ends the demo.
+	if err := r.Step(); err != nil {
+		t.Fatal(err)
+	}
+	if st := r.Status(); st.State != Finished {
+		t.Errorf("after stepping past the end: %s, want finished", st.State)
+	}
+	if n := len(sk.messages()); n != 5 {
+		t.Errorf("timeline got %d narration steps, want 4 steps and the end: %q", n, sk.messages())
+	}
+}
+
+func TestSecondPlayAndStepWhileBusyAreRefused(t *testing.T) {
+	s, g := gatedScript("walk", 2, true)
+	other, _ := gatedScript("other", 1, false)
+	r, _, _, _ := start(t, time.Hour, s, other)
+	if err := r.Play("lab-a", "walk"); err != nil {
+		t.Fatal(err)
+	}
+	began(t, g, 1)
+	for _, c := range []struct{ ns, id, want string }{
+		{"lab-a", "walk", `demo "walk" is already playing (step 1 of 2)`},
+		{"lab-a", "other", `demo "walk" is under way in lab-a (step 1 of 2): stop it before playing another`},
+		{"lab-b", "walk", `demo "walk" is under way in lab-a`},
+	} {
+		if err := r.Play(c.ns, c.id); !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("Play(%s, %s) while playing: %v; want refused saying %q", c.ns, c.id, err, c.want)
+		}
+	}
+	if err := r.Pause(); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Step(); !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), "step 1 is still under way") {
+		t.Errorf("Step while step 1 runs: %v; want refused", err)
+	}
+	g.release <- struct{}{}
+	st := waitStatus(t, r, "step 1 done", func(s Status) bool { return !s.Busy })
+	if st.State != Paused || st.Step != 1 {
+		t.Errorf("paused during step 1, then it finished: %+v; want paused at 1", st)
+	}
+	nothingBegan(t, g)
+	if err := r.Play("lab-a", "nope"); !errors.Is(err, ErrRefused) {
+		t.Errorf("another demo while paused: %v, want refused", err)
+	}
+}
+
+func TestUnknownDemoAndStoppedController(t *testing.T) {
+	s, _ := gatedScript("walk", 1, false)
+	r, _, _, fc := start(t, time.Hour, s)
+	if err := r.Play("lab-a", "nope"); !errors.Is(err, ErrUnknownDemo) || !strings.Contains(err.Error(), `"nope": want one of walk`) {
+		t.Errorf("unknown demo: %v", err)
+	}
+	fc.PauseNamespace("lab-a")
+	if err := r.Play("lab-a", "walk"); !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), "paused for lab-a") {
+		t.Errorf("paused namespace: %v", err)
+	}
+	fc.stopped = true
+	if err := r.Play("lab-b", "walk"); !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), "controller is stopped") {
+		t.Errorf("stopped controller: %v", err)
+	}
+	for name, f := range map[string]func() error{"Pause": r.Pause, "Step": r.Step, "Stop": r.Stop} {
+		if err := f(); !errors.Is(err, ErrRefused) {
+			t.Errorf("%s with no demo: %v, want refused", name, err)
+		}
+	}
+	if st := r.Status(); st.State != Idle {
+		t.Errorf("status %+v, want idle", st)
+	}
+}
+
+func TestAFailedWaitSaysWhatDidNotHappen(t *testing.T) {
+	s := Script{ID: "stuck", Title: "Stuck", Steps: []Step{{
+		Title: "Wait forever", Timeout: 20 * time.Millisecond,
+		Until: &Wait{What: "the moon to turn blue", Done: func(context.Context, *Env) (bool, string, error) { return false, "the moon is grey", nil }},
+	}, {Title: "Never"}}}
+	r, rm, sk, _ := start(t, time.Millisecond, s)
+	if err := r.Play("lab-a", "stuck"); err != nil {
+		t.Fatal(err)
+	}
+	st := waitStatus(t, r, "the failure", func(s Status) bool { return s.State == Failed })
+	for _, want := range []string{"step 1 of 2 (Wait forever) failed", "waited 20ms for the moon to turn blue", "last saw: the moon is grey"} {
+		if !strings.Contains(st.Error, want) {
+			t.Errorf("error %q lacks %q", st.Error, want)
+		}
+	}
+	sk.mu.Lock()
+	last := sk.steps[len(sk.steps)-1]
+	sk.mu.Unlock()
+	if last.Error != st.Error || !strings.Contains(last.Message, `The demo "Stuck" stopped`) {
+		t.Errorf("timeline's last step %+v; want the failure", last)
+	}
+	if n := rm.all(); n[len(n)-1].Text != "" {
+		t.Errorf("the room still reads %q after the failure", n[len(n)-1].Text)
+	}
+}
+
+func TestStopCutsAStepShortAndResumesTheNamespace(t *testing.T) {
+	block := make(chan struct{})
+	s := Script{ID: "dies", Title: "Dies", Steps: []Step{
+		{Title: "Pause", Do: pauseNamespace},
+		{Title: "Hang", Until: &Wait{What: "never", Done: func(ctx context.Context, _ *Env) (bool, string, error) {
+			close(block)
+			<-ctx.Done()
+			return false, "", nil
+		}}},
+	}}
+	r, _, sk, fc := start(t, time.Millisecond, s)
+	if err := r.Play("lab-a", "dies"); err != nil {
+		t.Fatal(err)
+	}
+	<-block
+	if !fc.NamespacePaused("lab-a") {
+		t.Fatal("step 1 did not pause the namespace")
+	}
+	if err := r.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	if st := r.Status(); st.State != Stopped || st.Step != 2 || st.Busy {
+		t.Errorf("after Stop: %+v; want stopped at step 2, not busy", st)
+	}
+	if fc.NamespacePaused("lab-a") {
+		t.Error("Stop left the namespace paused")
+	}
+	msgs := sk.messages()
+	if last := msgs[len(msgs)-1]; !strings.Contains(last, "stopped the demo") || !strings.Contains(last, "reconciles this namespace again") {
+		t.Errorf("timeline's last words %q", last)
+	}
+	// A new demo may start at once.
+	if err := r.Play("lab-a", "dies"); err != nil {
+		t.Errorf("Play after Stop: %v", err)
+	}
+}
+
+func TestScriptsAreComplete(t *testing.T) {
+	ids := map[string]bool{}
+	for _, s := range Scripts {
+		if ids[s.ID] || s.ID == "" || s.Title == "" || s.Summary == "" || len(s.Steps) == 0 || len(s.Databases) == 0 {
+			t.Errorf("script %q: needs a unique id, a title, a summary, steps and the Databases it creates", s.ID)
+		}
+		ids[s.ID] = true
+		for i, st := range s.Steps {
+			if st.Title == "" || len(st.Say) < 80 {
+				t.Errorf("%s step %d: needs a title and narration a room can follow", s.ID, i+1)
+			}
+			if st.Until != nil && st.Until.What == "" {
+				t.Errorf("%s step %d: a wait must say what it waits for", s.ID, i+1)
+			}
+		}
+	}
+	if _, ok := Find("reconcile-loop"); !ok {
+		t.Error("the walk-through demo reconcile-loop is missing")
+	}
+}

@@ -1,0 +1,393 @@
+package demo
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/oplab-dev/oplab/controller"
+	"github.com/oplab-dev/oplab/controller/api/v1alpha1"
+)
+
+// Script is one prepared demo: steps played in order, each narrated.
+type Script struct {
+	// ID names the demo in forms and on the timeline (the trace step's
+	// object name).
+	ID string
+	// Title is what the room sees above the narration.
+	Title string
+	// Summary says in one sentence what the demo shows, for the picker.
+	Summary string
+	// Databases are the Databases the demo creates: Play refuses while one
+	// of that name exists in the namespace, so a demo never adopts a
+	// learner's object or an earlier run's.
+	Databases []string
+	Steps     []Step
+}
+
+// Step is one narrated step: say Say, do Do (if any), wait Until (if any),
+// then dwell before the next step.
+type Step struct {
+	// Title is the step's one-line name: "Scale to 3".
+	Title string
+	// Say is the narration, written to be read to a room.
+	Say string
+	// Do is the step's action, or nil for a step that only narrates.
+	Do func(ctx context.Context, env *Env) error
+	// Until is what the step waits for after its action, or nil.
+	Until *Wait
+	// Timeout bounds Until; zero means DefaultTimeout.
+	Timeout time.Duration
+	// Dwell is how long the step stays on screen once done, before the next
+	// begins; zero means the runner's default.
+	Dwell time.Duration
+}
+
+// Wait is a condition a step waits for, polled against the API server.
+type Wait struct {
+	// What says what is awaited, in words: it names the failure when the
+	// wait times out.
+	What string
+	// Done reports whether the condition holds, and what it saw, for the
+	// timeout's message.
+	Done func(ctx context.Context, env *Env) (ok bool, seen string, err error)
+}
+
+// DefaultTimeout bounds a step's wait unless the step says otherwise.
+const DefaultTimeout = 90 * time.Second
+
+// pollEvery is how often a wait reads the cluster.
+const pollEvery = 100 * time.Millisecond
+
+// Env is what a step acts on: the instructor's lab namespace.
+type Env struct {
+	Namespace  string
+	Client     client.Client
+	Controller Controller
+	// uids are what one step noted for a later one (the StatefulSet the
+	// drift deleted, the Database the delete deleted), by name.
+	uids map[string]types.UID
+	// paused is set while this demo holds the namespace paused, so ending
+	// the demo never leaves the namespace paused behind it. The step's
+	// goroutine sets it and the runner's reads it when a Stop cuts the
+	// step short, hence atomic.
+	paused atomic.Bool
+}
+
+// run does the step's action, then waits for its condition.
+func (s Step) run(ctx context.Context, env *Env) error {
+	if s.Do != nil {
+		if err := s.Do(ctx, env); err != nil {
+			return err
+		}
+	}
+	if s.Until == nil {
+		return nil
+	}
+	timeout := s.Timeout
+	if timeout <= 0 {
+		timeout = DefaultTimeout
+	}
+	return waitFor(ctx, env, *s.Until, timeout)
+}
+
+func waitFor(ctx context.Context, env *Env, w Wait, timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	tick := time.NewTicker(pollEvery)
+	defer tick.Stop()
+	var seen string
+	var last error
+	for {
+		ok, s, err := w.Done(ctx, env)
+		if ok && err == nil {
+			return nil
+		}
+		if s != "" {
+			seen = s
+		}
+		if err != nil {
+			last = err
+		}
+		select {
+		case <-ctx.Done():
+			if ctx.Err() == context.Canceled {
+				return fmt.Errorf("waiting for %s: %w", w.What, ctx.Err())
+			}
+			if last != nil {
+				return fmt.Errorf("waited %s for %s and it did not happen (last saw: %s; last error: %w)", timeout, w.What, orNothing(seen), last)
+			}
+			return fmt.Errorf("waited %s for %s and it did not happen (last saw: %s)", timeout, w.What, orNothing(seen))
+		case <-tick.C:
+		}
+	}
+}
+
+func orNothing(s string) string {
+	if s == "" {
+		return "nothing yet"
+	}
+	return s
+}
+
+// ---- the actions ----------------------------------------------------------
+
+// createDatabase creates a Database as the lab's form would.
+func createDatabase(name string, engine v1alpha1.Engine, version string, replicas int32) func(context.Context, *Env) error {
+	return func(ctx context.Context, env *Env) error {
+		db := &v1alpha1.Database{
+			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: env.Namespace},
+			Spec:       v1alpha1.DatabaseSpec{Engine: engine, Version: version, Replicas: replicas},
+		}
+		if err := env.Client.Create(ctx, db); err != nil {
+			return fmt.Errorf("create Database %s in %s: %w", name, env.Namespace, err)
+		}
+		return nil
+	}
+}
+
+// scaleDatabase sets the Database's spec.replicas with a merge patch, which
+// bumps metadata.generation.
+func scaleDatabase(name string, replicas int32) func(context.Context, *Env) error {
+	return func(ctx context.Context, env *Env) error {
+		patch, _ := json.Marshal(map[string]any{"spec": map[string]any{"replicas": replicas}}) // a map of plain values: cannot fail
+		db := &v1alpha1.Database{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: env.Namespace}}
+		if err := env.Client.Patch(ctx, db, client.RawPatch(types.MergePatchType, patch)); err != nil {
+			return fmt.Errorf("scale Database %s to %d: %w", name, replicas, err)
+		}
+		return nil
+	}
+}
+
+// deleteStatefulSet deletes the StatefulSet the Database owns, behind the
+// controller's back, and notes its UID so the wait can tell the recreated
+// one from it.
+func deleteStatefulSet(name string) func(context.Context, *Env) error {
+	return func(ctx context.Context, env *Env) error {
+		sts, err := ownedStatefulSet(ctx, env, name)
+		if err != nil {
+			return err
+		}
+		if sts == nil {
+			return fmt.Errorf("delete the StatefulSet of Database %s: it owns none right now", name)
+		}
+		env.note("statefulset/"+name, sts.UID)
+		if err := env.Client.Delete(ctx, sts); err != nil {
+			return fmt.Errorf("delete StatefulSet %s: %w", sts.Name, err)
+		}
+		return nil
+	}
+}
+
+// deleteDatabase asks for the Database's deletion and notes its UID: the
+// final snapshot names it.
+func deleteDatabase(name string) func(context.Context, *Env) error {
+	return func(ctx context.Context, env *Env) error {
+		var db v1alpha1.Database
+		if err := env.Client.Get(ctx, client.ObjectKey{Namespace: env.Namespace, Name: name}, &db); err != nil {
+			return fmt.Errorf("read Database %s before deleting it: %w", name, err)
+		}
+		env.note("database/"+name, db.UID)
+		if err := env.Client.Delete(ctx, &db, client.Preconditions{UID: &db.UID}); err != nil {
+			return fmt.Errorf("delete Database %s: %w", name, err)
+		}
+		return nil
+	}
+}
+
+// pauseNamespace stands in for the controller dying: it stops reconciling
+// this namespace only, holding its requests.
+func pauseNamespace(ctx context.Context, env *Env) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	env.paused.Store(true)
+	env.Controller.PauseNamespace(env.Namespace)
+	return nil
+}
+
+// resumeNamespace brings the controller back for the namespace.
+func resumeNamespace(_ context.Context, env *Env) error {
+	env.Controller.ResumeNamespace(env.Namespace)
+	env.paused.Store(false)
+	return nil
+}
+
+func (env *Env) note(key string, uid types.UID) {
+	if env.uids == nil {
+		env.uids = map[string]types.UID{}
+	}
+	env.uids[key] = uid
+}
+
+// ---- the waits ------------------------------------------------------------
+
+// finalizerAdded waits for the controller's first reconcile: the finalizer
+// on the Database.
+func finalizerAdded(name string) *Wait {
+	return &Wait{
+		What: fmt.Sprintf("the controller to put its finalizer %s on Database %s", controller.Finalizer, name),
+		Done: func(ctx context.Context, env *Env) (bool, string, error) {
+			db, err := getDatabase(ctx, env, name)
+			if err != nil || db == nil {
+				return false, "Database " + name + " not found", err
+			}
+			for _, f := range db.Finalizers {
+				if f == controller.Finalizer {
+					return true, "", nil
+				}
+			}
+			return false, fmt.Sprintf("finalizers %v", db.Finalizers), nil
+		},
+	}
+}
+
+// ready waits until the Database is Ready for its current spec: Ready=True
+// and observedGeneration equal to generation, on the status and on the
+// condition (a Ready that predates the spec is stale, not ready). With
+// replicas > 0 the StatefulSet must also ask for that many.
+func ready(name string, replicas int32) *Wait {
+	what := fmt.Sprintf("Database %s to be Ready with observedGeneration caught up", name)
+	if replicas > 0 {
+		what = fmt.Sprintf("Database %s to be Ready at %d replicas with observedGeneration caught up", name, replicas)
+	}
+	return &Wait{
+		What: what,
+		Done: func(ctx context.Context, env *Env) (bool, string, error) {
+			db, err := getDatabase(ctx, env, name)
+			if err != nil || db == nil {
+				return false, "Database " + name + " not found", err
+			}
+			c := meta.FindStatusCondition(db.Status.Conditions, controller.ConditionReady)
+			seen := fmt.Sprintf("generation %d, observedGeneration %d, no Ready condition", db.Generation, db.Status.ObservedGeneration)
+			if c != nil {
+				seen = fmt.Sprintf("generation %d, observedGeneration %d, Ready=%s (%s, observed %d)", db.Generation, db.Status.ObservedGeneration, c.Status, c.Reason, c.ObservedGeneration)
+			}
+			if c == nil || c.Status != metav1.ConditionTrue || c.ObservedGeneration != db.Generation || db.Status.ObservedGeneration != db.Generation {
+				return false, seen, nil
+			}
+			if replicas <= 0 {
+				return true, seen, nil
+			}
+			sts, err := ownedStatefulSet(ctx, env, name)
+			if err != nil || sts == nil {
+				return false, seen + ", no StatefulSet", err
+			}
+			if sts.Spec.Replicas == nil || *sts.Spec.Replicas != replicas {
+				return false, fmt.Sprintf("%s, StatefulSet replicas %v", seen, sts.Spec.Replicas), nil
+			}
+			return true, seen, nil
+		},
+	}
+}
+
+// statefulSetRecreated waits for a StatefulSet owned by the Database that
+// is not the one deleteStatefulSet deleted.
+func statefulSetRecreated(name string) *Wait {
+	return &Wait{
+		What: fmt.Sprintf("the controller to create Database %s's StatefulSet again", name),
+		Done: func(ctx context.Context, env *Env) (bool, string, error) {
+			sts, err := ownedStatefulSet(ctx, env, name)
+			if err != nil || sts == nil {
+				return false, "no StatefulSet owned by " + name, err
+			}
+			if sts.UID == env.uids["statefulset/"+name] {
+				return false, "the deleted StatefulSet, still there (being deleted)", nil
+			}
+			return true, "", nil
+		},
+	}
+}
+
+// heldTerminating waits until the Database is being deleted and the
+// finalizer still holds it.
+func heldTerminating(name string) *Wait {
+	return &Wait{
+		What: fmt.Sprintf("Database %s to be Terminating, held by its finalizer", name),
+		Done: func(ctx context.Context, env *Env) (bool, string, error) {
+			db, err := getDatabase(ctx, env, name)
+			if err != nil || db == nil {
+				return false, "Database " + name + " gone", err
+			}
+			held := false
+			for _, f := range db.Finalizers {
+				held = held || f == controller.Finalizer
+			}
+			if db.DeletionTimestamp == nil || !held {
+				return false, fmt.Sprintf("deletionTimestamp %v, finalizers %v", db.DeletionTimestamp, db.Finalizers), nil
+			}
+			return true, "", nil
+		},
+	}
+}
+
+// snapshotTaken waits until the deleted Database is gone and its final
+// snapshot, naming its UID, is kept.
+func snapshotTaken(name string) *Wait {
+	return &Wait{
+		What: fmt.Sprintf("Database %s to be gone, with its final snapshot %s kept", name, controller.SnapshotName(name)),
+		Done: func(ctx context.Context, env *Env) (bool, string, error) {
+			var cm corev1.ConfigMap
+			err := env.Client.Get(ctx, client.ObjectKey{Namespace: env.Namespace, Name: controller.SnapshotName(name)}, &cm)
+			if apierrors.IsNotFound(err) {
+				return false, "no snapshot ConfigMap yet", nil
+			}
+			if err != nil {
+				return false, "", err
+			}
+			if types.UID(cm.Data["uid"]) != env.uids["database/"+name] {
+				return false, "only an older Database's snapshot", nil
+			}
+			db, err := getDatabase(ctx, env, name)
+			if err != nil {
+				return false, "", err
+			}
+			if db != nil {
+				return false, fmt.Sprintf("snapshot written; Database still there, finalizers %v", db.Finalizers), nil
+			}
+			return true, "", nil
+		},
+	}
+}
+
+// getDatabase reads the Database, or nil when there is none.
+func getDatabase(ctx context.Context, env *Env, name string) (*v1alpha1.Database, error) {
+	var db v1alpha1.Database
+	err := env.Client.Get(ctx, client.ObjectKey{Namespace: env.Namespace, Name: name}, &db)
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read Database %s: %w", name, err)
+	}
+	return &db, nil
+}
+
+// ownedStatefulSet finds the StatefulSet the Database controls by its
+// ownerReference, as the garbage collector would; nil when there is none.
+func ownedStatefulSet(ctx context.Context, env *Env, name string) (*appsv1.StatefulSet, error) {
+	db, err := getDatabase(ctx, env, name)
+	if err != nil || db == nil {
+		return nil, err
+	}
+	var list appsv1.StatefulSetList
+	if err := env.Client.List(ctx, &list, client.InNamespace(env.Namespace)); err != nil {
+		return nil, fmt.Errorf("list StatefulSets in %s: %w", env.Namespace, err)
+	}
+	for i := range list.Items {
+		if ref := metav1.GetControllerOf(&list.Items[i]); ref != nil && ref.UID == db.UID {
+			return &list.Items[i], nil
+		}
+	}
+	return nil, nil
+}

@@ -1,0 +1,182 @@
+package instructor
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+
+	"github.com/oplab-dev/oplab/web/demo"
+)
+
+// Demos is the scripted-demo runner (web/demo.Runner).
+type Demos interface {
+	Scripts() []demo.Script
+	Play(ns, id string) error
+	Pause() error
+	Step() error
+	Stop() error
+	Status() demo.Status
+}
+
+// Labs gives the namespace of the browser's own lab session: a demo plays
+// in the instructor's lab, where their timeline shows it.
+type Labs interface {
+	NamespaceOf(r *http.Request) (string, error)
+}
+
+// Demo is what the scripted-demo controls need; zero hides them.
+type Demo struct {
+	Runner Demos
+	Labs   Labs
+}
+
+// DemoView is the view model of the demo panel.
+type DemoView struct {
+	// Enabled is false when oplab runs no demo runner: the panel is hidden.
+	Enabled bool
+	// Namespace is the instructor's lab namespace, "" when this browser has
+	// no lab session yet.
+	Namespace string
+	Choices   []DemoChoice
+	Status    demo.Status
+	// Error says why the last control was refused.
+	Error string
+}
+
+// DemoChoice is one demo in the picker.
+type DemoChoice struct {
+	ID, Title, Summary string
+	Steps              int
+	Selected           bool
+}
+
+// Active reports whether a demo is under way (playing or paused).
+func (v DemoView) Active() bool { return v.Status.State.Active() }
+
+// registerDemo mounts the demo controls; without a runner there are none.
+func (h *Handler) registerDemo(mux *http.ServeMux) {
+	if h.opts.Demo.Runner == nil {
+		return
+	}
+	mux.HandleFunc("GET /instructor/demo", h.demoPanel)
+	mux.HandleFunc("POST /instructor/demo/{action}", h.demoControl)
+}
+
+// allowed answers 401 or 403 unless the request carries the instructor
+// cookie, and reports whether it does.
+func (h *Handler) allowed(w http.ResponseWriter, r *http.Request) bool {
+	if h.opts.Token == "" {
+		http.Error(w, "this oplab was started without an instructor token", http.StatusForbidden)
+		return false
+	}
+	switch h.check(r, "") {
+	case noToken:
+		http.Error(w, "instructor token required: open the instructor URL oplab printed at start", http.StatusUnauthorized)
+		return false
+	case wrongToken:
+		http.Error(w, "wrong instructor token", http.StatusForbidden)
+		return false
+	}
+	return true
+}
+
+// demoView builds the panel's view model for the request's browser.
+func (h *Handler) demoView(r *http.Request, refusal string) DemoView {
+	d := h.opts.Demo
+	if d.Runner == nil {
+		return DemoView{}
+	}
+	v := DemoView{Enabled: true, Status: d.Runner.Status(), Error: refusal}
+	if d.Labs != nil {
+		v.Namespace, _ = d.Labs.NamespaceOf(r)
+	}
+	want := v.Status.Demo
+	if f := r.PostFormValue("demo"); f != "" {
+		want = f
+	}
+	for i, s := range d.Runner.Scripts() {
+		v.Choices = append(v.Choices, DemoChoice{
+			ID: s.ID, Title: s.Title, Summary: s.Summary, Steps: len(s.Steps),
+			Selected: s.ID == want || (want == "" && i == 0),
+		})
+	}
+	return v
+}
+
+// demoPanel renders the panel alone: the page's script polls it while a
+// demo is under way.
+func (h *Handler) demoPanel(w http.ResponseWriter, r *http.Request) {
+	if !h.allowed(w, r) {
+		return
+	}
+	render(w, r, http.StatusOK, DemoPanel(h.demoView(r, "")))
+}
+
+// demoControl is Play, Pause, Step and Stop. A refusal renders the page
+// with the reason in the panel.
+func (h *Handler) demoControl(w http.ResponseWriter, r *http.Request) {
+	if !h.allowed(w, r) {
+		return
+	}
+	r.Body = http.MaxBytesReader(w, r.Body, 4<<10)
+	run := h.opts.Demo.Runner
+	var err error
+	switch action := r.PathValue("action"); action {
+	case "play":
+		err = h.play(r)
+	case "pause":
+		err = run.Pause()
+	case "step":
+		err = run.Step()
+	case "stop":
+		err = run.Stop()
+	default:
+		err = fmt.Errorf("%w %q: want play, pause, step or stop", errUnknownControl, action)
+	}
+	if err != nil {
+		code := http.StatusConflict
+		if errors.Is(err, demo.ErrUnknownDemo) || errors.Is(err, errUnknownControl) {
+			code = http.StatusUnprocessableEntity
+		}
+		h.opts.Logger.Info("Refused a demo control", "action", r.PathValue("action"), "reason", err.Error())
+		render(w, r, code, PageView(Page{ControllerRunning: h.opts.Controller.Running(), Demo: h.demoView(r, err.Error())}))
+		return
+	}
+	http.Redirect(w, r, "/instructor#demo", http.StatusSeeOther)
+}
+
+var (
+	errUnknownControl = errors.New("unknown demo control")
+	errNoLab          = errors.New("no lab session in this browser: open your lab (/lab) once in this browser, then play the demo; it runs in your lab's namespace, on your timeline")
+)
+
+// play starts the chosen demo in the instructor's own lab namespace.
+func (h *Handler) play(r *http.Request) error {
+	id := r.PostFormValue("demo")
+	if id == "" {
+		return fmt.Errorf("%w \"\": choose a demo to play", demo.ErrUnknownDemo)
+	}
+	if h.opts.Demo.Labs == nil {
+		return errNoLab
+	}
+	ns, err := h.opts.Demo.Labs.NamespaceOf(r)
+	if err != nil {
+		return errNoLab
+	}
+	return h.opts.Demo.Runner.Play(ns, id)
+}
+
+// demoPill is the pill class of a run's state.
+func demoPill(s demo.State) string {
+	switch s {
+	case demo.Playing:
+		return "running"
+	case demo.Paused:
+		return "warn"
+	case demo.Failed:
+		return "bad"
+	case demo.Finished:
+		return "ok"
+	}
+	return "unknown"
+}
