@@ -60,6 +60,9 @@ type Options struct {
 	// JoinCode, when set, must be given before a visitor gets a lab
 	// session (session.Options.JoinCode).
 	JoinCode string
+	// Broadcaster, when set, lets the instructor's roster send every
+	// learner to a scenario or lesson (web/classroom); nil hides it.
+	Broadcaster instructor.Broadcaster
 	// KubectlLine is the kubectl command the lab page offers to paste; the
 	// page adds the learner's "-n NAMESPACE". Empty: none is shown.
 	KubectlLine string
@@ -244,6 +247,8 @@ func (s *Server) routes(ctx context.Context, direct client.Client) (http.Handler
 	kubeconfig.Handler{Sessions: s.sessions, Minter: s.issuer, Logger: s.opts.Logger.WithName("kubeconfig")}.Register(mux)
 	instructor.New(ctx, instructor.Options{
 		Token: s.opts.InstructorToken, Controller: s.opts.Controller, Logger: s.opts.Logger.WithName("instructor"),
+		Roster: instructor.Roster{Learners: s.sessions, States: s.watcher, Pauses: s.opts.Controller, Deleter: direct,
+			Broadcaster: s.opts.Broadcaster, JoinCode: s.opts.JoinCode},
 	}).Register(mux)
 	if err := learn.Register(mux); err != nil {
 		return nil, err

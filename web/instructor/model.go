@@ -11,6 +11,8 @@ type Page struct {
 	ControllerRunning bool
 	// Message is the key of the last action's outcome (see messages).
 	Message string
+	// Roster lists the learners; nil when the page has none.
+	Roster *RosterView
 }
 
 // Said is the text of the last action's outcome, or "".

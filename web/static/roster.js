@@ -1,0 +1,28 @@
+// roster.js: redraws the instructor's roster of learners every couple of
+// seconds from /instructor/roster. Without it the page shows the roster as
+// of its load; a reload shows it again.
+"use strict";
+
+(() => {
+  const box = document.getElementById("roster-live");
+  if (!box) return;
+  const every = Number(box.dataset.every) || 2000;
+  let last = box.innerHTML;
+  async function refresh() {
+    try {
+      const res = await fetch(box.dataset.refresh, { credentials: "same-origin", headers: { Accept: "text/html" } });
+      if (!res.ok) { box.dataset.refreshError = String(res.status); return; }
+      const html = await res.text();
+      delete box.dataset.refreshError;
+      if (html === last) return;
+      // Keep the keyboard where it was: a redraw must not drop the focus
+      // off the Reset button the instructor is on.
+      const focused = document.activeElement && box.contains(document.activeElement) ? document.activeElement.id : "";
+      box.innerHTML = html;
+      last = html;
+      if (focused) document.getElementById(focused)?.focus();
+    } catch { /* the next tick tries again */ }
+    finally { box.dataset.refreshed = String(Date.now()); }
+  }
+  setInterval(refresh, every);
+})();
