@@ -106,7 +106,7 @@ func TestRosterShowsLearnersProgressToTheInstructor(t *testing.T) {
 		w := do(mux, "GET", target, nil, c)
 		body := w.Body.String()
 		for _, want := range []string{
-			"Ada &lt;b&gt;", "<code>" + s.Namespace + "</code>", "finalizer", "1 of 2 complete", "drift-repair: 4/4 tasks",
+			"Ada &lt;b&gt;", `nowrap">` + s.Namespace + "</code>", "finalizer", "1 of 2 complete", "drift-repair: 4/4 tasks",
 			`class="learner-quiz">6<`, `class="learner-cards">9<`, "/instructor/learners/" + s.Namespace + "/reset",
 		} {
 			if !strings.Contains(body, want) {

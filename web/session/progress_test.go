@@ -68,8 +68,8 @@ func TestJoinFormNamesWhatWasWrong(t *testing.T) {
 		code       int
 		wantInBody string
 	}{
-		{url.Values{"join": {"wrong"}, "name": {"Ada"}}, http.StatusForbidden, "that join code is not this class"},
-		{url.Values{"name": {"Ada"}}, http.StatusForbidden, "this class needs a join code"},
+		{url.Values{"join": {"wrong"}, "name": {"Ada"}}, http.StatusForbidden, "That join code is not this class"},
+		{url.Values{"name": {"Ada"}}, http.StatusForbidden, "This class needs a join code"},
 		{url.Values{"join": {"blue-otter"}, "name": {"Ada\x07"}}, http.StatusBadRequest, "control character U+0007"},
 		{url.Values{"join": {"blue-otter"}, "name": {strings.Repeat("a", 41)}}, http.StatusBadRequest, "41 characters, at most 40"},
 	}
