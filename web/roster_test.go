@@ -7,6 +7,7 @@ import (
 	"net/http/cookiejar"
 	"net/http/httptest"
 	"net/url"
+	"os"
 	"strings"
 	"testing"
 
@@ -20,6 +21,17 @@ import (
 	"github.com/oplab-dev/oplab/web/session"
 	"github.com/oplab-dev/oplab/web/stream"
 )
+
+// axeCheck runs axe-core on what ctx shows when it is installed (always
+// in CI): the browser tests' pages must pass it too.
+func axeCheck(t *testing.T, ctx context.Context, name string) {
+	t.Helper()
+	if _, err := os.Stat(axePath); err != nil && os.Getenv("CI") == "" {
+		t.Logf("axe-core not installed: %s not checked", name)
+		return
+	}
+	checkPage(t, ctx, axeSource(t), name)
+}
 
 // instructorClient is an HTTP client holding the instructor cookie.
 func (e *testEnv) instructorClient(t *testing.T) *http.Client {
@@ -78,6 +90,7 @@ func TestBrowserRosterShowsALearnersProgress(t *testing.T) {
 	}
 	poll(t, learner, "the name saved", `document.querySelector("#learner-name [role=status]").textContent.includes("Ada Lovelace") && localStorage.getItem("oplab.name") === "Ada Lovelace"`)
 	screenshot(t, learner, "60-lab-name-field")
+	axeCheck(t, learner, "/lab (name saved)")
 
 	if err := chromedp.Do(learner, chromedp.Click(chromedp.CSS(`.scenario form button`))); err != nil {
 		t.Fatal(err)
@@ -119,6 +132,7 @@ func TestBrowserRosterShowsALearnersProgress(t *testing.T) {
 		t.Fatal(err)
 	}
 	screenshot(t, instr, "61-instructor-roster")
+	axeCheck(t, instr, "/instructor (roster)")
 }
 
 // Reset, against the real cluster: the Databases go through their
@@ -246,6 +260,7 @@ func TestBrowserJoinCode(t *testing.T) {
 	shows(t, ctx, "the wrong code named, with the form again and the name kept", `document.getElementById("join-error").textContent.includes("join code is not this class")
 		&& document.querySelector('input[name="join"]').getAttribute("aria-invalid") === "true" && document.querySelector('input[name="name"]').value === "Alan"`, "main")
 	screenshot(t, ctx, "63-join-wrong-code")
+	axeCheck(t, ctx, "/lab (join form, wrong code)")
 	if ns := joinNamespaces(t, e); len(ns) != 0 {
 		t.Fatalf("namespaces made after a wrong join code: %v", ns)
 	}
