@@ -10,6 +10,7 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/chromedp/chromedp"
 	corev1 "k8s.io/api/core/v1"
@@ -280,4 +281,28 @@ func TestBrowserJoinCode(t *testing.T) {
 	if ns := joinNamespaces(t, e); len(ns) != 2 {
 		t.Errorf("namespaces after the join link: %v, want two", ns)
 	}
+}
+
+// scenariosDone is a JavaScript expression: the scenarios this browser
+// recorded as seen through.
+const scenariosDone = `JSON.parse(localStorage.getItem("oplab.scenarios") || "[]")`
+
+// A scenario whose point is a step counts only once that step arrived:
+// the finalizer's not when doomed is Ready, but when its finalizer let it
+// go; the non-idempotent create when a create met AlreadyExists.
+func TestBrowserScenarioCountsWhenItsPointArrives(t *testing.T) {
+	ctx, _ := startScenario(t, "finalizer", "doomed is Ready. Now delete it.")
+	shows(t, ctx, "doomed Ready", cardOf("doomed")+`?.querySelector(".db-head .pill.ok")?.textContent === "Ready True"`, "#db-doomed")
+	time.Sleep(time.Second) // any message that would wrongly count has arrived by now
+	showsNow(t, ctx, "the finalizer scenario not yet done", `!`+scenariosDone+`.includes("finalizer")`, "#rows")
+	if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`#db-doomed form[action$="/delete"] button`))); err != nil {
+		t.Fatal(err)
+	}
+	shows(t, ctx, "the finalizer scenario done after the finalizer removed itself", scenariosDone+`.includes("finalizer") && `+inOrder(phasesOf("doomed"), "removed"), "#rows")
+
+	ctx, _ = startScenario(t, "non-idempotent-create", "Created Database twice")
+	shows(t, ctx, "the non-idempotent create done once a create met AlreadyExists", scenariosDone+`.includes("non-idempotent-create") && `+
+		rowsOf("twice")+`.some(r => [...r.querySelectorAll(".step.action")].some(s => /create .*→ AlreadyExists/.test(s.textContent)))`, "#rows")
+	// Each browser context has its own storage: the first scenario is not here.
+	showsNow(t, ctx, "only this browser's scenarios", `!`+scenariosDone+`.includes("finalizer")`, "#rows")
 }
