@@ -194,6 +194,10 @@
     // not get storage events: look again when the learner leaves or acts.
     document.addEventListener("visibilitychange", () => { if (document.hidden) send(false); });
     document.addEventListener("click", later);
+    // A script that changes progress itself (the challenges') can say so;
+    // and a slow look catches whatever changed without any event.
+    document.addEventListener("oplab:progress", later);
+    setInterval(() => send(false), 15000);
     send(true).then((problem) => {
       // A stored name the server refuses must not block every report.
       if (problem && problem.field === "name") {
