@@ -24,5 +24,11 @@
     } catch { /* the next tick tries again */ }
     finally { box.dataset.refreshed = String(Date.now()); }
   }
+  // Reset deletes a learner's Databases: ask once (the forms are redrawn,
+  // so the listener sits on the box).
+  box.addEventListener("submit", (e) => {
+    const btn = e.target.querySelector("button[aria-label]");
+    if (btn && !window.confirm(btn.getAttribute("aria-label") + "? Every Database in the namespace is deleted; snapshots and progress are kept.")) e.preventDefault();
+  });
   setInterval(refresh, every);
 })();
