@@ -152,7 +152,10 @@ func (h *Handler) rosterView(ctx context.Context) *RosterView {
 		v.Error = "could not read the sessions: " + err.Error()
 		return v
 	}
-	now := ro.Now()
+	now := time.Now()
+	if ro.Now != nil {
+		now = ro.Now()
+	}
 	for _, s := range list {
 		row := Learner{
 			Name: s.Name, Namespace: s.Namespace, Acted: s.Acted, Scenarios: s.Progress.Scenarios,
