@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"os"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -19,6 +20,7 @@ import (
 
 	"github.com/oplab-dev/oplab/controller/api/v1alpha1"
 	"github.com/oplab-dev/oplab/quiz"
+	"github.com/oplab-dev/oplab/web/instructor"
 	"github.com/oplab-dev/oplab/web/session"
 	"github.com/oplab-dev/oplab/web/stream"
 )
@@ -199,7 +201,7 @@ func TestRosterResetEmptiesALearnersNamespace(t *testing.T) {
 // joinServer is a second oplab on the shared cluster with a join code and
 // its own namespace prefix, so it touches none of the shared server's
 // namespaces.
-func joinServer(t *testing.T, e *testEnv, code string) *httptest.Server {
+func joinServer(t *testing.T, e *testEnv, code string, b instructor.Broadcaster) *httptest.Server {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	rec := stream.NewRecorder(stream.RecorderOptions{})
@@ -207,7 +209,7 @@ func joinServer(t *testing.T, e *testEnv, code string) *httptest.Server {
 	go rec.Run(ctx)
 	go hub.Run(ctx)
 	srv, err := New(ctx, Options{Config: e.cluster.Config(), Recorder: rec, Hub: hub, Controller: e.runner,
-		NamespacePrefix: "joinlab-", JoinCode: code, InstructorToken: testInstructorToken})
+		NamespacePrefix: "joinlab-", JoinCode: code, InstructorToken: testInstructorToken, Broadcaster: b})
 	if err != nil {
 		cancel()
 		t.Fatal(err)
@@ -234,7 +236,8 @@ func joinNamespaces(t *testing.T, e *testEnv) []string {
 
 func TestBrowserJoinCode(t *testing.T) {
 	e := needEnv(t)
-	h := joinServer(t, e, "blue-otter")
+	sent := &sentHrefs{}
+	h := joinServer(t, e, "blue-otter", sent)
 	t.Cleanup(func() {
 		for _, ns := range joinNamespaces(t, e) {
 			_ = e.client.Delete(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
@@ -281,6 +284,44 @@ func TestBrowserJoinCode(t *testing.T) {
 	if ns := joinNamespaces(t, e); len(ns) != 2 {
 		t.Errorf("namespaces after the join link: %v, want two", ns)
 	}
+
+	// The instructor of this class sees the code, both learners, and can
+	// send everyone to a scenario.
+	instr := e.tab(t)
+	if err := chromedp.Do(instr, chromedp.Navigate(h.URL+"/instructor?token="+url.QueryEscape(testInstructorToken)),
+		chromedp.WaitVisible(chromedp.CSS("#send-href"))); err != nil {
+		t.Fatal(err)
+	}
+	shows(t, instr, "the join code, and the named learner", `document.getElementById("join-code").textContent === "blue-otter"
+		&& [...document.querySelectorAll("#roster-table .learner-name")].some(th => th.textContent.trim() === "Alan")
+		&& document.querySelectorAll("#roster-table tbody tr").length === 2`, "main")
+	screenshot(t, instr, "64-instructor-join-code-and-send")
+	if err := chromedp.Do(instr, chromedp.SetValue(chromedp.CSS("#send-href"), "/lab?scenario=finalizer"),
+		chromedp.Click(chromedp.CSS(`form.send-everyone button`)), chromedp.WaitVisible(chromedp.CSS(".flash-ok"))); err != nil {
+		t.Fatal(err)
+	}
+	if got := sent.list(); len(got) != 1 || got[0] != "/lab?scenario=finalizer" {
+		t.Errorf("the broadcaster was asked for %v, want [/lab?scenario=finalizer]", got)
+	}
+}
+
+// sentHrefs records what the roster asked the classroom to send.
+type sentHrefs struct {
+	mu    sync.Mutex
+	hrefs []string
+}
+
+func (s *sentHrefs) SendEveryone(href string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.hrefs = append(s.hrefs, href)
+	return nil
+}
+
+func (s *sentHrefs) list() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]string(nil), s.hrefs...)
 }
 
 // scenariosDone is a JavaScript expression: the scenarios this browser
