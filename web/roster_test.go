@@ -145,7 +145,7 @@ func TestRosterResetEmptiesALearnersNamespace(t *testing.T) {
 	e := needEnv(t)
 	lc, ns := e.learner(t)
 	report, _ := http.NewRequest("POST", e.http.URL+"/lab/progress", strings.NewReader(`{"name":"Grace","quizBest":3}`))
-	if resp, err := lc.Do(report); err != nil || resp.StatusCode != http.StatusNoContent {
+	if resp, err := lc.Do(report); err != nil || resp.StatusCode != http.StatusOK {
 		t.Fatalf("progress = %v %v", resp, err)
 	}
 	ctx := t.Context()
@@ -276,6 +276,13 @@ func TestBrowserJoinCode(t *testing.T) {
 	if ns := joinNamespaces(t, e); len(ns) != 1 {
 		t.Errorf("namespaces after joining: %v, want one", ns)
 	}
+	// A browser that lost the name (storage cleared, or a join without
+	// script) gets it back from the session and shows it in the lab.
+	if err := chromedp.Do(ctx, chromedp.Evaluate[chromedp.Void](`localStorage.removeItem("oplab.name")`), chromedp.Reload(),
+		chromedp.WaitVisible(chromedp.CSS("#learner-name-input"))); err != nil {
+		t.Fatal(err)
+	}
+	shows(t, ctx, "the name the session holds, back in the field", `document.getElementById("learner-name-input").value === "Alan" && localStorage.getItem("oplab.name") === "Alan"`, "#learner-name")
 	// A link with the code works too, in a browser of its own.
 	other := e.tab(t)
 	if err := chromedp.Do(other, chromedp.Navigate(h.URL+"/lab?join=blue-otter"), chromedp.WaitVisible(chromedp.CSS("#lab"))); err != nil {

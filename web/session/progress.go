@@ -190,16 +190,22 @@ func (m *Manager) progress(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	p := Progress{Scenarios: rep.Scenarios, Challenges: rep.Challenges, QuizBest: rep.QuizBest, CardsReviewed: rep.CardsReviewed, Reported: m.opts.Now()}
+	var name string
 	if !m.update(r, func(e *entry) {
 		e.progress = p
 		if rep.Name != nil {
 			e.name = *rep.Name
 		}
+		name = e.name
 	}) {
 		writeJSONError(w, http.StatusForbidden, "session", ErrNoSession.Error())
 		return
 	}
-	w.WriteHeader(http.StatusNoContent)
+	// The answer is the learner's own name as the session holds it, so a
+	// browser that does not have it (given on the join form without
+	// script) shows it in the lab's name field.
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(map[string]string{"name": name})
 }
 
 func writeJSONError(w http.ResponseWriter, code int, field, msg string) {

@@ -73,7 +73,20 @@
     } catch {
       return null; // offline: the next change or page reports again
     }
-    if (res.ok) { lastSent = body; noSession = false; return null; }
+    if (res.ok) {
+      lastSent = body;
+      noSession = false;
+      let held = null;
+      try { held = (await res.json()).name; } catch { /* no name in the answer */ }
+      // The session knows a name this browser does not (given on the
+      // join form without script, or in another tab): keep and show it.
+      if (held && loadName() === null) {
+        saveName(held);
+        const input = document.getElementById("learner-name-input");
+        if (input && !input.value) input.value = held;
+      }
+      return null;
+    }
     let problem = { field: "", error: `progress refused (${res.status})` };
     try { problem = await res.json(); } catch { /* keep the status */ }
     // Without a session (a visitor who never opened the lab) there is
