@@ -95,10 +95,13 @@
     return problem;
   }
 
+  // later reports within 2 s, once for whatever happens meanwhile: a
+  // storm of stream messages must neither post per message nor, by
+  // pushing a debounce back forever, never post at all.
   let timer = null;
   function later() {
-    clearTimeout(timer);
-    timer = setTimeout(() => send(false), 2000);
+    if (timer) return;
+    timer = setTimeout(() => { timer = null; send(false); }, 2000);
   }
 
   // ---- scenarios seen through ----------------------------------------------
