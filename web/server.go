@@ -58,6 +58,12 @@ type Options struct {
 	Controller Controller
 	// InstructorToken guards /instructor; empty turns that page off.
 	InstructorToken string
+	// JoinCode, when set, must be given before a visitor gets a lab
+	// session (session.Options.JoinCode).
+	JoinCode string
+	// Broadcaster, when set, lets the instructor's roster send every
+	// learner to a scenario or lesson (web/classroom); nil hides it.
+	Broadcaster instructor.Broadcaster
 	// KubectlLine is the kubectl command the lab page offers to paste; the
 	// page adds the learner's "-n NAMESPACE". Empty: none is shown.
 	KubectlLine string
@@ -156,6 +162,7 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 		NamespacePrefix: prefix, Revoke: issuer.Revoke,
 		IdleTimeout: opts.SessionIdleTimeout, NewIdleTimeout: opts.SessionNewIdleTimeout,
 		MaxSessions: opts.MaxSessions, MaxPerClient: opts.MaxSessionsPerClient,
+		JoinCode: opts.JoinCode, KnownScenario: func(name string) bool { _, ok := lab.FindScenario(name); return ok },
 		OnExpire: opts.Recorder.Forget, OnRestore: restartedStep(opts.Recorder), Logger: opts.Logger.WithName("session"),
 	})
 	if err != nil {
@@ -237,6 +244,7 @@ func (s *Server) routes(ctx context.Context, direct client.Client) (http.Handler
 		KubeconfigPath: kubeconfig.Path, KubectlCommand: kubeconfig.Command,
 		MaxDatabases: s.opts.MaxDatabasesPerNamespace, Logger: s.opts.Logger.WithName("lab"),
 	}).Register(mux)
+	s.sessions.Register(mux)
 	kubeconfig.Handler{Sessions: s.sessions, Minter: s.issuer, Logger: s.opts.Logger.WithName("kubeconfig")}.Register(mux)
 	// The scripted demos play in the instructor's own lab namespace and
 	// narrate on its timeline (and, with a Narrator, to the room).
@@ -245,6 +253,8 @@ func (s *Server) routes(ctx context.Context, direct client.Client) (http.Handler
 	instructor.New(ctx, instructor.Options{
 		Token: s.opts.InstructorToken, Controller: s.opts.Controller, Logger: s.opts.Logger.WithName("instructor"),
 		Demo: instructor.Demo{Runner: demos, Labs: s.sessions},
+		Roster: instructor.Roster{Learners: s.sessions, States: s.watcher, Pauses: s.opts.Controller, Deleter: direct,
+			Broadcaster: s.opts.Broadcaster, JoinCode: s.opts.JoinCode},
 	}).Register(mux)
 	if err := learn.Register(mux); err != nil {
 		return nil, err

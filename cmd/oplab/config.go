@@ -38,6 +38,8 @@ type config struct {
 	// instructorToken guards /instructor; parseFlags generates one when the
 	// flag is not given, so the page is never open.
 	instructorToken string
+	// joinCode, when set, is what a visitor must give before getting a lab.
+	joinCode        string
 	namespacePrefix string
 	kubeconfigHost  string
 }
@@ -89,6 +91,7 @@ func parseFlagsInto(fs *flag.FlagSet, args []string) (config, error) {
 		return nil
 	})
 	fs.StringVar(&c.instructorToken, "instructor-token", "", "the token of the /instructor page, which stops and starts the controller for every learner (default: a random one, printed at start in the instructor URL)")
+	fs.StringVar(&c.joinCode, "join-code", "", "a code visitors must give (on the join form, or ?join=CODE on /lab) before they get a lab namespace; for a self-hosted class (default: none, anyone may start a lab)")
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}
@@ -128,6 +131,9 @@ func (c config) validate() error {
 	}
 	if t := c.instructorToken; t != "" && (len(t) < 16 || strings.ContainsFunc(t, unicode.IsSpace)) {
 		return fmt.Errorf("invalid --instructor-token: want at least 16 characters and no spaces (or leave it out for a random one)")
+	}
+	if j := c.joinCode; j != "" && (len(j) > 200 || strings.TrimSpace(j) != j || strings.ContainsFunc(j, unicode.IsControl)) {
+		return fmt.Errorf("invalid --join-code: want at most 200 characters, no control characters and no spaces at either end")
 	}
 	if c.sessionIdle < time.Minute {
 		return fmt.Errorf("invalid --session-idle %s: must be at least 1m", c.sessionIdle)

@@ -73,6 +73,8 @@ func TestParseFlagsRejectsBadInput(t *testing.T) {
 		{[]string{"--kubeconfig-server", "ftp://k8s.example.com"}, "--kubeconfig-server"},
 		{[]string{"--replicas", "3"}, "replicas"},
 		{[]string{"--instructor-token", "short"}, "--instructor-token"},
+		{[]string{"--join-code", " padded "}, "--join-code"},
+		{[]string{"--join-code", "line\nbreak"}, "--join-code"},
 		{[]string{"extra"}, `"extra"`},
 	}
 	for _, tt := range tests {

@@ -115,6 +115,7 @@ func run(ctx context.Context, c config, out io.Writer) (retErr error) {
 		MaxSessionsPerClient:     c.maxPerClient,
 		AllowedHosts:             c.allowedHosts,
 		InstructorToken:          c.instructorToken,
+		JoinCode:                 c.joinCode,
 		NamespacePrefix:          c.namespacePrefix,
 		KubeconfigServer:         c.kubeconfigHost,
 		Logger:                   log.WithName("web"),
@@ -150,6 +151,9 @@ func serve(ctx context.Context, c config, srv *web.Server, kubectlLine string, o
 
 	fmt.Fprintf(out, "oplab is serving on http://%s\n", ln.Addr())
 	fmt.Fprintf(out, "Instructor page (stops the controller for everyone; keep the link to yourself): http://%s/instructor?token=%s\n", ln.Addr(), url.QueryEscape(c.instructorToken))
+	if c.joinCode != "" {
+		fmt.Fprintf(out, "Learners join with the code %q, or this link: http://%s/lab?join=%s\n", c.joinCode, ln.Addr(), url.QueryEscape(c.joinCode))
+	}
 	if kubectlLine != "" {
 		fmt.Fprintf(out, "Watch it with kubectl: %s\n", kubectlLine)
 	}

@@ -36,6 +36,7 @@ type Options struct {
 	Token      string
 	Controller Switch
 	Demo       Demo // the scripted demos (demo.go); zero: none
+	Roster     Roster
 	Logger     logr.Logger
 }
 
@@ -66,6 +67,7 @@ func (h *Handler) Register(mux *http.ServeMux) {
 	mux.HandleFunc("POST /instructor", h.login)
 	mux.HandleFunc("POST /instructor/controller/{action}", h.switchController)
 	h.registerDemo(mux)
+	h.registerRoster(mux)
 }
 
 // access is what a request proves about the token.
@@ -129,7 +131,10 @@ func (h *Handler) page(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, "/instructor", http.StatusSeeOther)
 		return
 	}
-	render(w, r, http.StatusOK, PageView(Page{ControllerRunning: h.opts.Controller.Running(), Message: r.URL.Query().Get("done"), Demo: h.demoView(r, "")}))
+	render(w, r, http.StatusOK, PageView(Page{
+		ControllerRunning: h.opts.Controller.Running(), Message: r.URL.Query().Get("done"),
+		Demo: h.demoView(r, ""), Roster: h.rosterView(r.Context()),
+	}))
 }
 
 // login takes the token from the form.

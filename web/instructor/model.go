@@ -12,6 +12,8 @@ type Page struct {
 	// Message is the key of the last action's outcome (see messages).
 	Message string
 	Demo    DemoView
+	// Roster lists the learners; nil when the page has none.
+	Roster *RosterView
 }
 
 // Said is the text of the last action's outcome, or "".

@@ -1,6 +1,7 @@
 package lab
 
 import (
+	"errors"
 	"net/http"
 	"net/url"
 
@@ -12,6 +13,10 @@ import (
 // page renders /lab.
 func (h *Handler) page(w http.ResponseWriter, r *http.Request) {
 	sess, err := h.opts.Sessions.Begin(w, r)
+	if errors.Is(err, session.ErrJoin) {
+		session.WriteJoinForm(w, r, err)
+		return
+	}
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusServiceUnavailable)
 		return

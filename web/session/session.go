@@ -126,6 +126,13 @@ type Options struct {
 	// took back from the cluster, so the learner's timeline can say that
 	// oplab restarted (what it recorded before is gone with the process).
 	OnRestore func(namespace string)
+	// JoinCode, when set, is what a visitor must give (?join= on /lab, or
+	// the join form) before a session starts: a self-hosted class keeps
+	// strangers from taking namespaces. Sessions that exist keep working.
+	JoinCode string
+	// KnownScenario reports whether a learner's progress may name a
+	// scenario; nil accepts none.
+	KnownScenario func(name string) bool
 	// Secure marks the cookie Secure (set it when served over HTTPS).
 	Secure bool
 	// Now is the clock; nil means time.Now.
@@ -168,6 +175,10 @@ type entry struct {
 	// acted is whether the cookie ever came back.
 	acted bool
 	flash *Flash
+	// name is the learner's display name, shown to the instructor only.
+	name string
+	// progress is what the learner's browser last reported.
+	progress Progress
 }
 
 // table is the session state the owner goroutine keeps, keyed by cookie
@@ -301,8 +312,21 @@ func HashCookie(value string) string {
 // room; when every session is in use, or the caller's address has its
 // share, it returns an error wrapping ErrFull.
 func (m *Manager) Begin(w http.ResponseWriter, r *http.Request) (Session, error) {
+	return m.begin(w, r, "")
+}
+
+// begin is Begin for a learner who may have given a display name. When
+// the Manager asks for a join code and the request lacks the right one it
+// returns a *JoinError before anything is created.
+func (m *Manager) begin(w http.ResponseWriter, r *http.Request, name string) (Session, error) {
 	if s, err := m.Lookup(r); err == nil {
+		if name != "" {
+			m.setName(r, name)
+		}
 		return s, nil
+	}
+	if err := m.checkJoin(r); err != nil {
+		return Session{}, err
 	}
 	token, err := randomString(20)
 	if err != nil {
@@ -313,7 +337,7 @@ func (m *Manager) Begin(w http.ResponseWriter, r *http.Request) (Session, error)
 		return Session{}, err
 	}
 	hash, client := HashCookie(token), m.opts.ClientOf(r)
-	e := &entry{namespace: m.opts.NamespacePrefix + suffix, client: client, started: m.opts.Now()}
+	e := &entry{namespace: m.opts.NamespacePrefix + suffix, client: client, started: m.opts.Now(), name: name}
 	e.lastSeen = e.started
 	var evicted *entry
 	var refused error

@@ -661,6 +661,7 @@
         }
         root.dataset.seq = String(lastSeq);
         push(batch);
+        for (const m of batch) document.dispatchEvent(new CustomEvent("oplab:message", { detail: m }));
       };
       ws.onclose = () => {
         root.dataset.stream = "closed";

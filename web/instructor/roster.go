@@ -1,0 +1,362 @@
+package instructor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/oplab-dev/oplab/controller"
+	"github.com/oplab-dev/oplab/controller/api/v1alpha1"
+	"github.com/oplab-dev/oplab/lessons"
+	"github.com/oplab-dev/oplab/web/lab"
+	"github.com/oplab-dev/oplab/web/lab/state"
+	"github.com/oplab-dev/oplab/web/session"
+)
+
+// Learners lists the learner sessions with what their browsers reported
+// (session.Manager).
+type Learners interface {
+	List(ctx context.Context) ([]session.SessionInfo, error)
+}
+
+// LabStates reads a namespace's Databases as the lab shows them (the lab's
+// state watcher, which follows the cluster).
+type LabStates interface {
+	Databases(ctx context.Context, namespace string) ([]state.Database, error)
+}
+
+// Pauses is the controller's pause of one namespace.
+type Pauses interface {
+	NamespacePaused(ns string) bool
+	ResumeNamespace(ns string)
+}
+
+// Deleter deletes an object in the cluster (a controller-runtime client).
+type Deleter interface {
+	Delete(ctx context.Context, obj client.Object, opts ...client.DeleteOption) error
+}
+
+// Broadcaster sends every learner's page to href (web/classroom).
+type Broadcaster interface {
+	SendEveryone(href string) error
+}
+
+// Roster configures the learner roster of the instructor page. With no
+// Learners the page shows no roster.
+type Roster struct {
+	Learners Learners
+	States   LabStates
+	Pauses   Pauses
+	Deleter  Deleter
+	// Broadcaster, when set, lets the instructor send everyone to a
+	// scenario or lesson; nil hides that control.
+	Broadcaster Broadcaster
+	// Destinations are what "send everyone" offers; nil means every lab
+	// scenario and every page of the course.
+	Destinations []Destination
+	// JoinCode is shown to the instructor, to hand out; empty: none.
+	JoinCode string
+	// ResetWait bounds how long a reset waits for the Databases to go;
+	// default 60s.
+	ResetWait time.Duration
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+}
+
+// Destination is a page the instructor can send everyone to.
+type Destination struct {
+	Href, Title string
+}
+
+// rosterRefresh is how often the page's script redraws the roster.
+const rosterRefresh = 2 * time.Second
+
+// registerRoster mounts the roster's routes; every one refuses without
+// the instructor cookie.
+func (h *Handler) registerRoster(mux *http.ServeMux) {
+	if h.opts.Roster.Learners == nil {
+		return
+	}
+	r := &h.opts.Roster
+	if r.ResetWait <= 0 {
+		r.ResetWait = 60 * time.Second
+	}
+	if r.Now == nil {
+		r.Now = time.Now
+	}
+	if r.Destinations == nil && r.Broadcaster != nil {
+		r.Destinations = defaultDestinations(h)
+	}
+	mux.HandleFunc("GET /instructor/roster", h.guard(h.rosterFragment))
+	mux.HandleFunc("POST /instructor/learners/{namespace}/reset", h.guard(h.reset))
+	mux.HandleFunc("POST /instructor/send", h.guard(h.send))
+}
+
+// defaultDestinations is every scenario of the lab and every page of the
+// course.
+func defaultDestinations(h *Handler) []Destination {
+	var d []Destination
+	for _, s := range lab.Scenarios {
+		d = append(d, Destination{Href: lessons.ScenarioURL(s.Name), Title: "Lab: " + s.Title})
+	}
+	course, err := lessons.Load(lessons.Content, controller.Source)
+	if err != nil {
+		h.opts.Logger.Error(err, "Failed to load the course for the send-everyone list; offering the scenarios only")
+		return d
+	}
+	for _, l := range course.Lessons {
+		d = append(d, Destination{Href: l.URL(), Title: "Lesson: " + l.Title})
+	}
+	return d
+}
+
+// guard answers 401 or 403 unless the request carries the instructor
+// cookie, as the controller switch does.
+func (h *Handler) guard(next http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Referrer-Policy", "no-referrer")
+		w.Header().Set("Cache-Control", "no-store")
+		if h.opts.Token == "" {
+			http.Error(w, "this oplab was started without an instructor token", http.StatusForbidden)
+			return
+		}
+		switch h.check(r, "") {
+		case noToken:
+			http.Error(w, "instructor token required: open the instructor URL oplab printed at start", http.StatusUnauthorized)
+			return
+		case wrongToken:
+			http.Error(w, "wrong instructor token", http.StatusForbidden)
+			return
+		}
+		next(w, r)
+	}
+}
+
+// rosterView builds the roster's view model; nil when there is no roster.
+func (h *Handler) rosterView(ctx context.Context) *RosterView {
+	ro := h.opts.Roster
+	if ro.Learners == nil {
+		return nil
+	}
+	v := &RosterView{JoinCode: ro.JoinCode, Destinations: ro.Destinations, CanSend: ro.Broadcaster != nil, RefreshMs: rosterRefresh.Milliseconds()}
+	list, err := ro.Learners.List(ctx)
+	if err != nil {
+		v.Error = "could not read the sessions: " + err.Error()
+		return v
+	}
+	now := time.Now()
+	if ro.Now != nil {
+		now = ro.Now()
+	}
+	for _, s := range list {
+		row := Learner{
+			Name: s.Name, Namespace: s.Namespace, Acted: s.Acted, Scenarios: s.Progress.Scenarios,
+			QuizBest: s.Progress.QuizBest, CardsReviewed: s.Progress.CardsReviewed, Reported: !s.Progress.Reported.IsZero(),
+			LastActive: ago(now.Sub(s.LastSeen)),
+		}
+		if ro.Pauses != nil {
+			row.Paused = ro.Pauses.NamespacePaused(s.Namespace)
+		}
+		for id, c := range s.Progress.Challenges {
+			row.Challenges = append(row.Challenges, Challenge{ID: id, Done: c.Done, Of: c.Of})
+			if c.Complete() {
+				row.ChallengesDone++
+			}
+		}
+		slices.SortFunc(row.Challenges, func(a, b Challenge) int { return cmpString(a.ID, b.ID) })
+		if ro.States != nil {
+			dbs, err := ro.States.Databases(ctx, s.Namespace)
+			if err != nil {
+				row.DatabasesError = err.Error()
+			}
+			for _, d := range dbs {
+				row.Databases = append(row.Databases, DatabaseRow{Name: d.Name, Ready: d.Ready(), Terminating: d.Terminating})
+			}
+		}
+		v.Learners = append(v.Learners, row)
+	}
+	return v
+}
+
+func cmpString(a, b string) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// ago says how long ago, to the second under a minute.
+func ago(d time.Duration) string {
+	switch {
+	case d < time.Second:
+		return "just now"
+	case d < time.Minute:
+		return fmt.Sprintf("%d s ago", int(d.Seconds()))
+	case d < time.Hour:
+		return fmt.Sprintf("%d min ago", int(d.Minutes()))
+	}
+	return fmt.Sprintf("%d h %d min ago", int(d.Hours()), int(d.Minutes())%60)
+}
+
+// rosterFragment is the roster table alone, which the page's script swaps
+// in every rosterRefresh.
+func (h *Handler) rosterFragment(w http.ResponseWriter, r *http.Request) {
+	render(w, r, http.StatusOK, rosterTable(h.rosterView(r.Context())))
+}
+
+// reset empties a learner's namespace of Databases: it resumes the
+// namespace if paused (a paused namespace's finalizers would never run),
+// deletes every Database and waits until the controller's finalizer has
+// taken each one's final snapshot and let it go. The snapshots, the
+// namespace and the learner's progress stay.
+func (h *Handler) reset(w http.ResponseWriter, r *http.Request) {
+	ro := h.opts.Roster
+	ns := r.PathValue("namespace")
+	if ro.States == nil || ro.Deleter == nil {
+		http.Error(w, "reset is not available: this oplab has no cluster client for the roster", http.StatusNotImplemented)
+		return
+	}
+	list, err := ro.Learners.List(r.Context())
+	if err != nil {
+		http.Error(w, "could not read the sessions: "+err.Error(), http.StatusServiceUnavailable)
+		return
+	}
+	if !slices.ContainsFunc(list, func(s session.SessionInfo) bool { return s.Namespace == ns }) {
+		http.Error(w, fmt.Sprintf("namespace %q: no learner session has it (it may have ended)", ns), http.StatusNotFound)
+		return
+	}
+	if !h.opts.Controller.Running() {
+		http.Error(w, "the controller is stopped for everyone: start it first, or the Databases' finalizers never run and the reset cannot finish", http.StatusConflict)
+		return
+	}
+	if ro.Pauses != nil && ro.Pauses.NamespacePaused(ns) {
+		ro.Pauses.ResumeNamespace(ns)
+	}
+	n, err := h.deleteDatabases(r.Context(), ns)
+	if err != nil {
+		h.opts.Logger.Error(err, "Failed to reset a learner's namespace", "namespace", ns)
+		http.Error(w, err.Error(), http.StatusBadGateway)
+		return
+	}
+	h.opts.Logger.Info("Reset a learner's namespace from the instructor page", "namespace", ns, "databases", n)
+	http.Redirect(w, r, "/instructor?done=reset", http.StatusSeeOther)
+}
+
+// deleteDatabases deletes every Database of ns and waits until they are
+// gone; it returns how many there were.
+func (h *Handler) deleteDatabases(ctx context.Context, ns string) (int, error) {
+	ro := h.opts.Roster
+	dbs, err := ro.States.Databases(ctx, ns)
+	if err != nil {
+		return 0, fmt.Errorf("read the Databases of %s: %w", ns, err)
+	}
+	for _, d := range dbs {
+		db := &v1alpha1.Database{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: d.Name}}
+		uid := types.UID(d.UID)
+		err := ro.Deleter.Delete(ctx, db, client.Preconditions{UID: &uid})
+		if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+			return 0, fmt.Errorf("delete Database %s/%s: %w", ns, d.Name, err)
+		}
+	}
+	ctx, cancel := context.WithTimeout(ctx, ro.ResetWait)
+	defer cancel()
+	tick := time.NewTicker(200 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		left, err := ro.States.Databases(ctx, ns)
+		if err == nil && len(left) == 0 {
+			return len(dbs), nil
+		}
+		select {
+		case <-ctx.Done():
+			names := make([]string, len(left))
+			for i, d := range left {
+				names[i] = d.Name
+			}
+			return 0, fmt.Errorf("reset of %s: Databases %v still there after %s (a finalizer still holds them, or the namespace was paused again): %w",
+				ns, names, ro.ResetWait, errors.Join(ctx.Err(), err))
+		case <-tick.C:
+		}
+	}
+}
+
+// send sends every learner's page to one of the destinations.
+func (h *Handler) send(w http.ResponseWriter, r *http.Request) {
+	ro := h.opts.Roster
+	if ro.Broadcaster == nil {
+		http.Error(w, "send everyone is not available in this oplab", http.StatusNotImplemented)
+		return
+	}
+	r.Body = http.MaxBytesReader(w, r.Body, 4<<10)
+	href := r.PostFormValue("href")
+	if !slices.ContainsFunc(ro.Destinations, func(d Destination) bool { return d.Href == href }) {
+		http.Error(w, fmt.Sprintf("href: %q is not a scenario or lesson this page offers", href), http.StatusBadRequest)
+		return
+	}
+	if err := ro.Broadcaster.SendEveryone(href); err != nil {
+		http.Error(w, fmt.Sprintf("send everyone to %s: %v", href, err), http.StatusUnprocessableEntity)
+		return
+	}
+	h.opts.Logger.Info("Sent every learner to a page", "href", href)
+	http.Redirect(w, r, "/instructor?done=sent", http.StatusSeeOther)
+}
+
+func init() {
+	messages["reset"] = "Reset the learner's namespace: its Databases are deleted (their final snapshots were taken and are kept) and it is no longer paused. Their progress is kept."
+	messages["sent"] = "Sent every learner's page there."
+}
+
+// RosterView is the view model of the roster.
+type RosterView struct {
+	Learners []Learner
+	// Error says why the sessions could not be listed.
+	Error        string
+	JoinCode     string
+	CanSend      bool
+	Destinations []Destination
+	RefreshMs    int64
+}
+
+// Learner is one row of the roster.
+type Learner struct {
+	Name, Namespace string
+	// Acted is false for a session whose browser never came back.
+	Acted          bool
+	Databases      []DatabaseRow
+	DatabasesError string
+	Scenarios      []string
+	Challenges     []Challenge
+	ChallengesDone int
+	QuizBest       int
+	CardsReviewed  int
+	// Reported is whether the learner's browser has reported progress.
+	Reported   bool
+	Paused     bool
+	LastActive string
+}
+
+// DatabaseRow is one of a learner's Databases.
+type DatabaseRow struct {
+	Name string
+	// Ready is the Ready condition's status ("True", "False", "Unknown"),
+	// or "" before the controller wrote one.
+	Ready       string
+	Terminating bool
+}
+
+// Challenge is how far a learner is in one challenge.
+type Challenge struct {
+	ID       string
+	Done, Of int
+}

@@ -1,0 +1,169 @@
+package instructor
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/oplab-dev/oplab/web/session"
+)
+
+// recordingBroadcaster records what the roster asks web/classroom to do.
+type recordingBroadcaster struct {
+	mu   sync.Mutex
+	sent []string
+	err  error
+}
+
+func (b *recordingBroadcaster) SendEveryone(href string) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.sent = append(b.sent, href)
+	return b.err
+}
+
+// inMemory is a session.Namespaces keeping nothing: these tests are about
+// the roster's page and its guard; the namespaces themselves are tested on
+// the real cluster (web/session, web/roster_test.go).
+type inMemory struct{}
+
+func (inMemory) Create(context.Context, string, string) error      { return nil }
+func (inMemory) MarkActed(context.Context, string) error           { return nil }
+func (inMemory) Delete(context.Context, string) error              { return nil }
+func (inMemory) List(context.Context) ([]session.Namespace, error) { return nil, nil }
+
+func instructorCookie() *http.Cookie {
+	h := New(context.Background(), Options{Token: token})
+	w := httptest.NewRecorder()
+	h.setCookie(w, httptest.NewRequest("GET", "/instructor", nil))
+	return w.Result().Cookies()[0]
+}
+
+func rosterMux(t *testing.T, b Broadcaster) (*http.ServeMux, *session.Manager) {
+	t.Helper()
+	m, err := session.New(t.Context(), session.Options{Namespaces: inMemory{}, KnownScenario: func(string) bool { return true }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mux := http.NewServeMux()
+	m.Register(mux)
+	New(t.Context(), Options{Token: token, Controller: &fakeSwitch{running: true}, Roster: Roster{
+		Learners: m, Broadcaster: b, JoinCode: "blue-otter",
+		Destinations: []Destination{{Href: "/lab?scenario=finalizer", Title: "Lab: A finalizer at work"}},
+	}}).Register(mux)
+	return mux, m
+}
+
+func TestRosterRoutesRefuseWithoutTheInstructorCookie(t *testing.T) {
+	b := &recordingBroadcaster{}
+	mux, _ := rosterMux(t, b)
+	wrong := &http.Cookie{Name: CookieName, Value: "0000"}
+	for _, rt := range []struct{ method, target string }{
+		{"GET", "/instructor/roster"},
+		{"POST", "/instructor/learners/lab-abc/reset"},
+		{"POST", "/instructor/send"},
+	} {
+		form := url.Values{"href": {"/lab?scenario=finalizer"}}
+		if w := do(mux, rt.method, rt.target, form, nil); w.Code != http.StatusUnauthorized {
+			t.Errorf("%s %s without cookie = %d, want 401", rt.method, rt.target, w.Code)
+		}
+		if w := do(mux, rt.method, rt.target, form, wrong); w.Code != http.StatusForbidden {
+			t.Errorf("%s %s with a wrong cookie = %d, want 403", rt.method, rt.target, w.Code)
+		}
+	}
+	if len(b.sent) != 0 {
+		t.Errorf("refused requests sent %v", b.sent)
+	}
+}
+
+func TestRosterShowsLearnersProgressToTheInstructor(t *testing.T) {
+	mux, m := rosterMux(t, &recordingBroadcaster{})
+	c := instructorCookie()
+	if w := do(mux, "GET", "/instructor/roster", nil, c); w.Code != http.StatusOK || !strings.Contains(w.Body.String(), "No learner has opened the lab yet") {
+		t.Fatalf("empty roster = %d\n%s", w.Code, w.Body)
+	}
+	// A learner starts a session and their browser reports.
+	lw := httptest.NewRecorder()
+	s, err := m.Begin(lw, httptest.NewRequest("GET", "/lab", nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	report := httptest.NewRequest("POST", "/lab/progress", strings.NewReader(
+		`{"name":"Ada <b>","scenarios":["finalizer"],"challenges":{"drift-repair":{"done":4,"of":4},"scale":{"done":1,"of":3}},"quizBest":6,"cardsReviewed":9}`))
+	report.AddCookie(lw.Result().Cookies()[0])
+	rw := httptest.NewRecorder()
+	mux.ServeHTTP(rw, report)
+	if rw.Code != http.StatusOK {
+		t.Fatalf("progress = %d %s", rw.Code, rw.Body)
+	}
+
+	for _, target := range []string{"/instructor/roster", "/instructor"} {
+		w := do(mux, "GET", target, nil, c)
+		body := w.Body.String()
+		for _, want := range []string{
+			"Ada &lt;b&gt;", `nowrap">` + s.Namespace + "</code>", "finalizer", "1 of 2 complete", "drift-repair: 4/4 tasks",
+			`class="learner-quiz">6<`, `class="learner-cards">9<`, "/instructor/learners/" + s.Namespace + "/reset",
+		} {
+			if !strings.Contains(body, want) {
+				t.Errorf("GET %s lacks %q:\n%s", target, want, body)
+			}
+		}
+		if target == "/instructor" {
+			for _, want := range []string{`id="join-code">blue-otter<`, `action="/instructor/send"`, `src="/static/roster.js"`, "keeps their progress"} {
+				if !strings.Contains(body, want) {
+					t.Errorf("the instructor page lacks %q", want)
+				}
+			}
+		}
+	}
+}
+
+func TestSendEveryoneGoesThroughTheBroadcaster(t *testing.T) {
+	b := &recordingBroadcaster{}
+	mux, _ := rosterMux(t, b)
+	c := instructorCookie()
+	w := do(mux, "POST", "/instructor/send", url.Values{"href": {"/lab?scenario=finalizer"}}, c)
+	if w.Code != http.StatusSeeOther || w.Header().Get("Location") != "/instructor?done=sent" {
+		t.Fatalf("send = %d %q", w.Code, w.Header().Get("Location"))
+	}
+	for _, href := range []string{"https://evil.example/", "/instructor", ""} {
+		if w := do(mux, "POST", "/instructor/send", url.Values{"href": {href}}, c); w.Code != http.StatusBadRequest || !strings.Contains(w.Body.String(), "href") {
+			t.Errorf("send %q = %d %s, want 400 naming href", href, w.Code, w.Body)
+		}
+	}
+	b.err = errors.New("nobody listens")
+	if w := do(mux, "POST", "/instructor/send", url.Values{"href": {"/lab?scenario=finalizer"}}, c); w.Code != http.StatusUnprocessableEntity || !strings.Contains(w.Body.String(), "nobody listens") {
+		t.Errorf("send with a failing broadcaster = %d %s", w.Code, w.Body)
+	}
+	if strings.Join(b.sent, " ") != "/lab?scenario=finalizer /lab?scenario=finalizer" {
+		t.Errorf("sent %v, want the one destination twice", b.sent)
+	}
+}
+
+func TestSendEveryoneHiddenWithoutABroadcaster(t *testing.T) {
+	mux, _ := rosterMux(t, nil)
+	c := instructorCookie()
+	if body := do(mux, "GET", "/instructor", nil, c).Body.String(); strings.Contains(body, "/instructor/send") || !strings.Contains(body, "roster-live") {
+		t.Errorf("without a broadcaster the page should show the roster but no send control:\n%s", body)
+	}
+	if w := do(mux, "POST", "/instructor/send", url.Values{"href": {"/lab?scenario=finalizer"}}, c); w.Code != http.StatusNotImplemented {
+		t.Errorf("send without a broadcaster = %d, want 501", w.Code)
+	}
+}
+
+func TestDefaultDestinationsOfferScenariosAndLessons(t *testing.T) {
+	d := defaultDestinations(New(t.Context(), Options{}))
+	var scenario, lesson bool
+	for _, x := range d {
+		scenario = scenario || strings.HasPrefix(x.Href, "/lab?scenario=")
+		lesson = lesson || strings.HasPrefix(x.Href, "/lessons/")
+	}
+	if !scenario || !lesson {
+		t.Errorf("destinations %v lack a scenario or a lesson", d)
+	}
+}

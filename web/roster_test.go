@@ -1,0 +1,356 @@
+package web
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/cookiejar"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/oplab-dev/oplab/controller/api/v1alpha1"
+	"github.com/oplab-dev/oplab/quiz"
+	"github.com/oplab-dev/oplab/web/instructor"
+	"github.com/oplab-dev/oplab/web/session"
+	"github.com/oplab-dev/oplab/web/stream"
+)
+
+// axeCheck runs axe-core on what ctx shows when it is installed (always
+// in CI): the browser tests' pages must pass it too.
+func axeCheck(t *testing.T, ctx context.Context, name string) {
+	t.Helper()
+	if _, err := os.Stat(axePath); err != nil && os.Getenv("CI") == "" {
+		t.Logf("axe-core not installed: %s not checked", name)
+		return
+	}
+	checkPage(t, ctx, axeSource(t), name)
+}
+
+// instructorClient is an HTTP client holding the instructor cookie.
+func (e *testEnv) instructorClient(t *testing.T) *http.Client {
+	t.Helper()
+	jar, _ := cookiejar.New(nil)
+	c := &http.Client{Jar: jar, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	resp, err := c.Get(e.http.URL + "/instructor?token=" + url.QueryEscape(testInstructorToken))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusSeeOther {
+		t.Fatalf("instructor URL = %d", resp.StatusCode)
+	}
+	return c
+}
+
+// firstSingleAnswer is a quiz question with one right answer, and that
+// answer's index: what a learner who knows it would click.
+func firstSingleAnswer(t *testing.T) (string, int) {
+	t.Helper()
+	bank, err := quiz.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range bank.Questions {
+		if !q.Multi() {
+			return q.ID, q.Correct()[0]
+		}
+	}
+	t.Fatal("no single-answer question in the quiz")
+	return "", 0
+}
+
+// A learner with a name does a scenario and answers a quiz question; the
+// instructor's roster, redrawing itself, shows all of it.
+func TestBrowserRosterShowsALearnersProgress(t *testing.T) {
+	e := needEnv(t)
+	learner := e.tab(t)
+	if err := chromedp.Do(learner, chromedp.Navigate(e.http.URL+"/lab?scenario=first-reconcile"), chromedp.WaitVisible(chromedp.CSS("#learner-name-input"))); err != nil {
+		t.Fatal(err)
+	}
+	poll(t, learner, "the stream to open", `document.getElementById("lab").dataset.stream === "open"`)
+	ns, err := chromedp.Run(learner, chromedp.Evaluate[string](`document.getElementById("lab").dataset.namespace`))
+	if err != nil || ns == "" {
+		t.Fatalf("no namespace on the page: %v", err)
+	}
+
+	// A name with a control character is refused, saying why.
+	if err := chromedp.Do(learner, chromedp.SetValue(chromedp.CSS("#learner-name-input"), "Ada\u0007"), chromedp.Click(chromedp.CSS("#learner-name button"))); err != nil {
+		t.Fatal(err)
+	}
+	poll(t, learner, "the name refused", `document.querySelector("#learner-name [role=status]").textContent.includes("control character")`)
+	if err := chromedp.Do(learner, chromedp.SetValue(chromedp.CSS("#learner-name-input"), "  Ada Lovelace "), chromedp.Click(chromedp.CSS("#learner-name button"))); err != nil {
+		t.Fatal(err)
+	}
+	poll(t, learner, "the name saved", `document.querySelector("#learner-name [role=status]").textContent.includes("Ada Lovelace") && localStorage.getItem("oplab.name") === "Ada Lovelace"`)
+	screenshot(t, learner, "60-lab-name-field")
+	axeCheck(t, learner, "/lab (name saved)")
+
+	if err := chromedp.Do(learner, chromedp.Click(chromedp.CSS(`.scenario form button`))); err != nil {
+		t.Fatal(err)
+	}
+	poll(t, learner, "the scenario recorded as done", `JSON.parse(localStorage.getItem("oplab.scenarios") || "[]").includes("first-reconcile")`)
+
+	id, right := firstSingleAnswer(t)
+	if err := chromedp.Do(learner, chromedp.Navigate(e.http.URL+"/quiz"), chromedp.WaitVisible(chromedp.CSS("#quiz-form")),
+		chromedp.Click(chromedp.CSS(fmt.Sprintf(`#q-%s input[value="%d"]`, id, right)))); err != nil {
+		t.Fatal(err)
+	}
+	poll(t, learner, "the quiz answer recorded", `(JSON.parse(localStorage.getItem("oplab.quiz") || "{}").best || 0) >= 1`)
+
+	// The learner's pages never carry the instructor token.
+	for _, path := range []string{"/lab", "/quiz", "/"} {
+		if err := chromedp.Do(learner, chromedp.Navigate(e.http.URL+path)); err != nil {
+			t.Fatal(err)
+		}
+		src, err := chromedp.Run(learner, chromedp.OuterHTML(chromedp.CSS("html")))
+		if err != nil || strings.Contains(src, testInstructorToken) || !strings.Contains(src, "/static/progress.js") {
+			t.Errorf("%s: the page holds the instructor token, or lacks progress.js (%v)", path, err)
+		}
+	}
+
+	instr := e.tab(t)
+	if err := chromedp.Do(instr, chromedp.Navigate(e.http.URL+"/instructor?token="+url.QueryEscape(testInstructorToken)),
+		chromedp.WaitVisible(chromedp.CSS("#roster-live"))); err != nil {
+		t.Fatal(err)
+	}
+	row := fmt.Sprintf(`document.getElementById(%q)`, "learner-"+ns)
+	poll(t, instr, "the learner's row with name, Database Ready, scenario and quiz best", fmt.Sprintf(`(() => { const r = %s; if (!r) return false;
+		return r.querySelector(".learner-name").textContent.trim() === "Ada Lovelace"
+			&& r.textContent.includes(%q)
+			&& r.querySelector('.learner-dbs [data-db="first"] .pill.ok')?.textContent === "Ready True"
+			&& r.querySelector(".learner-scenarios").textContent.includes("first-reconcile")
+			&& Number(r.querySelector(".learner-quiz").textContent) >= 1; })()`, row, ns))
+	poll(t, instr, "the roster redrawn by its script", `Number(document.getElementById("roster-live").dataset.refreshed) > 0`)
+	if err := chromedp.Do(instr, chromedp.Evaluate[chromedp.Void](row+`.scrollIntoView({block: "center"})`)); err != nil {
+		t.Fatal(err)
+	}
+	screenshot(t, instr, "61-instructor-roster")
+	axeCheck(t, instr, "/instructor (roster)")
+}
+
+// Reset, against the real cluster: the Databases go through their
+// finalizer (the snapshot is kept), the namespace is resumed, the learner
+// keeps their session and progress.
+func TestRosterResetEmptiesALearnersNamespace(t *testing.T) {
+	e := needEnv(t)
+	lc, ns := e.learner(t)
+	report, _ := http.NewRequest("POST", e.http.URL+"/lab/progress", strings.NewReader(`{"name":"Grace","quizBest":3}`))
+	if resp, err := lc.Do(report); err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("progress = %v %v", resp, err)
+	}
+	ctx := t.Context()
+	for _, name := range []string{"one", "two"} {
+		db := &v1alpha1.Database{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Spec: v1alpha1.DatabaseSpec{Engine: "postgres", Replicas: 1}}
+		if err := e.client.Create(ctx, db); err != nil {
+			t.Fatal(err)
+		}
+	}
+	eventually(t, "both Databases with their finalizer, in the lab's state", func() (bool, error) {
+		dbs, err := e.server.watcher.Databases(ctx, ns)
+		return err == nil && len(dbs) == 2 && len(dbs[0].Finalizers) > 0 && len(dbs[1].Finalizers) > 0, err
+	})
+	e.runner.PauseNamespace(ns)
+	t.Cleanup(func() { e.runner.ResumeNamespace(ns) })
+
+	ic := e.instructorClient(t)
+	// Without the cookie: refused, nothing deleted.
+	if resp, err := http.Post(e.http.URL+"/instructor/learners/"+ns+"/reset", "application/x-www-form-urlencoded", nil); err != nil || resp.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("reset without the instructor cookie = %v %v, want 401", resp, err)
+	}
+	if resp, err := ic.Post(e.http.URL+"/instructor/learners/lab-nosuchns/reset", "application/x-www-form-urlencoded", nil); err != nil || resp.StatusCode != http.StatusNotFound {
+		t.Errorf("reset of a namespace no session has = %v %v, want 404", resp, err)
+	}
+	resp, err := ic.Post(e.http.URL+"/instructor/learners/"+ns+"/reset", "application/x-www-form-urlencoded", nil)
+	if err != nil || resp.StatusCode != http.StatusSeeOther {
+		t.Fatalf("reset = %v %v, want 303", resp, err)
+	}
+	var dbs v1alpha1.DatabaseList
+	if err := e.client.List(ctx, &dbs, client.InNamespace(ns)); err != nil || len(dbs.Items) != 0 {
+		t.Errorf("after the reset the API server lists %d Databases in %s (%v), want 0", len(dbs.Items), ns, err)
+	}
+	for _, name := range []string{"one", "two"} {
+		var cm corev1.ConfigMap
+		if err := e.client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name + "-final-snapshot"}, &cm); err != nil {
+			t.Errorf("the final snapshot of %s: %v (the finalizer should have run)", name, err)
+		}
+	}
+	if e.runner.NamespacePaused(ns) {
+		t.Error("the namespace is still paused after the reset")
+	}
+	list, err := e.server.sessions.List(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range list {
+		if s.Namespace == ns && (s.Name != "Grace" || s.Progress.QuizBest != 3) {
+			t.Errorf("the reset lost the learner's progress: %+v", s)
+		}
+	}
+}
+
+// joinServer is a second oplab on the shared cluster with a join code and
+// its own namespace prefix, so it touches none of the shared server's
+// namespaces.
+func joinServer(t *testing.T, e *testEnv, code string, b instructor.Broadcaster) *httptest.Server {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	rec := stream.NewRecorder(stream.RecorderOptions{})
+	hub := stream.NewHub(rec, stream.HubOptions{})
+	go rec.Run(ctx)
+	go hub.Run(ctx)
+	srv, err := New(ctx, Options{Config: e.cluster.Config(), Recorder: rec, Hub: hub, Controller: e.runner,
+		NamespacePrefix: "joinlab-", JoinCode: code, InstructorToken: testInstructorToken, Broadcaster: b})
+	if err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	h := httptest.NewServer(srv.Handler())
+	t.Cleanup(func() { h.Close(); cancel() })
+	return h
+}
+
+func joinNamespaces(t *testing.T, e *testEnv) []string {
+	t.Helper()
+	var list corev1.NamespaceList
+	if err := e.client.List(context.Background(), &list, client.MatchingLabels{session.InstanceLabel: "joinlab"}); err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, ns := range list.Items {
+		if ns.DeletionTimestamp == nil {
+			names = append(names, ns.Name)
+		}
+	}
+	return names
+}
+
+func TestBrowserJoinCode(t *testing.T) {
+	e := needEnv(t)
+	sent := &sentHrefs{}
+	h := joinServer(t, e, "blue-otter", sent)
+	t.Cleanup(func() {
+		for _, ns := range joinNamespaces(t, e) {
+			_ = e.client.Delete(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
+		}
+	})
+	resp, err := http.Get(h.URL + "/lab?scenario=finalizer")
+	if err != nil || resp.StatusCode != http.StatusForbidden {
+		t.Fatalf("GET /lab without the code = %v %v, want 403", resp, err)
+	}
+	resp.Body.Close()
+	if ns := joinNamespaces(t, e); len(ns) != 0 {
+		t.Fatalf("namespaces made without the join code: %v", ns)
+	}
+
+	ctx := e.tab(t)
+	if err := chromedp.Do(ctx, chromedp.Navigate(h.URL+"/lab?scenario=finalizer"), chromedp.WaitVisible(chromedp.CSS(`input[name="join"]`))); err != nil {
+		t.Fatal(err)
+	}
+	screenshot(t, ctx, "62-join-form")
+	if err := chromedp.Do(ctx, chromedp.SetValue(chromedp.CSS(`input[name="join"]`), "red-otter"), chromedp.SetValue(chromedp.CSS(`input[name="name"]`), "Alan"),
+		chromedp.Click(chromedp.CSS(`form.join button[type="submit"]`)), chromedp.WaitVisible(chromedp.CSS("#join-error"))); err != nil {
+		t.Fatal(err)
+	}
+	shows(t, ctx, "the wrong code named, with the form again and the name kept", `document.getElementById("join-error").textContent.includes("join code is not this class")
+		&& document.querySelector('input[name="join"]').getAttribute("aria-invalid") === "true" && document.querySelector('input[name="name"]').value === "Alan"`, "main")
+	screenshot(t, ctx, "63-join-wrong-code")
+	axeCheck(t, ctx, "/lab (join form, wrong code)")
+	if ns := joinNamespaces(t, e); len(ns) != 0 {
+		t.Fatalf("namespaces made after a wrong join code: %v", ns)
+	}
+	if err := chromedp.Do(ctx, chromedp.SetValue(chromedp.CSS(`input[name="join"]`), "blue-otter"), chromedp.Click(chromedp.CSS(`form.join button[type="submit"]`)),
+		chromedp.WaitVisible(chromedp.CSS("#lab .scenario"))); err != nil {
+		t.Fatal(err)
+	}
+	shows(t, ctx, "the lab of the scenario asked for, and the name kept for reports", `location.search === "?scenario=finalizer" && localStorage.getItem("oplab.name") === "Alan"`, "main")
+	if ns := joinNamespaces(t, e); len(ns) != 1 {
+		t.Errorf("namespaces after joining: %v, want one", ns)
+	}
+	// A browser that lost the name (storage cleared, or a join without
+	// script) gets it back from the session and shows it in the lab.
+	if err := chromedp.Do(ctx, chromedp.Evaluate[chromedp.Void](`localStorage.removeItem("oplab.name")`), chromedp.Reload(),
+		chromedp.WaitVisible(chromedp.CSS("#learner-name-input"))); err != nil {
+		t.Fatal(err)
+	}
+	shows(t, ctx, "the name the session holds, back in the field", `document.getElementById("learner-name-input").value === "Alan" && localStorage.getItem("oplab.name") === "Alan"`, "#learner-name")
+	// A link with the code works too, in a browser of its own.
+	other := e.tab(t)
+	if err := chromedp.Do(other, chromedp.Navigate(h.URL+"/lab?join=blue-otter"), chromedp.WaitVisible(chromedp.CSS("#lab"))); err != nil {
+		t.Fatal(err)
+	}
+	if ns := joinNamespaces(t, e); len(ns) != 2 {
+		t.Errorf("namespaces after the join link: %v, want two", ns)
+	}
+
+	// The instructor of this class sees the code, both learners, and can
+	// send everyone to a scenario.
+	instr := e.tab(t)
+	if err := chromedp.Do(instr, chromedp.Navigate(h.URL+"/instructor?token="+url.QueryEscape(testInstructorToken)),
+		chromedp.WaitVisible(chromedp.CSS("#send-href"))); err != nil {
+		t.Fatal(err)
+	}
+	shows(t, instr, "the join code, and the named learner", `document.getElementById("join-code").textContent === "blue-otter"
+		&& [...document.querySelectorAll("#roster-table .learner-name")].some(th => th.textContent.trim() === "Alan")
+		&& document.querySelectorAll("#roster-table tbody tr").length === 2`, "main")
+	screenshot(t, instr, "64-instructor-join-code-and-send")
+	if err := chromedp.Do(instr, chromedp.SetValue(chromedp.CSS("#send-href"), "/lab?scenario=finalizer"),
+		chromedp.Click(chromedp.CSS(`form.send-everyone button`)), chromedp.WaitVisible(chromedp.CSS(".flash-ok"))); err != nil {
+		t.Fatal(err)
+	}
+	if got := sent.list(); len(got) != 1 || got[0] != "/lab?scenario=finalizer" {
+		t.Errorf("the broadcaster was asked for %v, want [/lab?scenario=finalizer]", got)
+	}
+}
+
+// sentHrefs records what the roster asked the classroom to send.
+type sentHrefs struct {
+	mu    sync.Mutex
+	hrefs []string
+}
+
+func (s *sentHrefs) SendEveryone(href string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.hrefs = append(s.hrefs, href)
+	return nil
+}
+
+func (s *sentHrefs) list() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]string(nil), s.hrefs...)
+}
+
+// scenariosDone is a JavaScript expression: the scenarios this browser
+// recorded as seen through.
+const scenariosDone = `JSON.parse(localStorage.getItem("oplab.scenarios") || "[]")`
+
+// A scenario whose point is a step counts only once that step arrived:
+// the finalizer's not when doomed is Ready, but when its finalizer let it
+// go; the non-idempotent create when a create met AlreadyExists.
+func TestBrowserScenarioCountsWhenItsPointArrives(t *testing.T) {
+	ctx, _ := startScenario(t, "finalizer", "doomed is Ready. Now delete it.")
+	shows(t, ctx, "doomed Ready", cardOf("doomed")+`?.querySelector(".db-head .pill.ok")?.textContent === "Ready True"`, "#db-doomed")
+	time.Sleep(time.Second) // any message that would wrongly count has arrived by now
+	showsNow(t, ctx, "the finalizer scenario not yet done", `!`+scenariosDone+`.includes("finalizer")`, "#rows")
+	if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`#db-doomed form[action$="/delete"] button`))); err != nil {
+		t.Fatal(err)
+	}
+	shows(t, ctx, "the finalizer scenario done after the finalizer removed itself", scenariosDone+`.includes("finalizer") && `+inOrder(phasesOf("doomed"), "removed"), "#rows")
+
+	ctx, _ = startScenario(t, "non-idempotent-create", "Created Database twice")
+	shows(t, ctx, "the non-idempotent create done once a create met AlreadyExists", scenariosDone+`.includes("non-idempotent-create") && `+
+		rowsOf("twice")+`.some(r => [...r.querySelectorAll(".step.action")].some(s => /create .*→ AlreadyExists/.test(s.textContent)))`, "#rows")
+	// Each browser context has its own storage: the first scenario is not here.
+	showsNow(t, ctx, "only this browser's scenarios", `!`+scenariosDone+`.includes("finalizer")`, "#rows")
+}

@@ -1,0 +1,129 @@
+package session
+
+import (
+	"crypto/sha256"
+	"crypto/subtle"
+	"errors"
+	"net/http"
+	"net/url"
+	"strings"
+)
+
+// ErrJoin is what every *JoinError is (errors.Is): a session was refused
+// because the request did not carry this class's join code.
+var ErrJoin = errors.New("join code required")
+
+// JoinError says why a visitor without a session was refused one: no join
+// code given, or a wrong one.
+type JoinError struct {
+	// Given is true when a code was given but is not the class's.
+	Given bool
+}
+
+func (e *JoinError) Error() string {
+	if e.Given {
+		return "that join code is not this class's: check it with your instructor (it is case-sensitive)"
+	}
+	return "this class needs a join code to start a lab: ask your instructor for it"
+}
+
+// Is makes errors.Is(err, ErrJoin) true.
+func (e *JoinError) Is(target error) bool { return target == ErrJoin }
+
+// JoinField is the query parameter and form field carrying the join code.
+const JoinField = "join"
+
+// checkJoin refuses a request without the join code, when there is one.
+// The comparison is of digests, so it takes the same time whatever the
+// guess.
+func (m *Manager) checkJoin(r *http.Request) error {
+	if m.opts.JoinCode == "" {
+		return nil
+	}
+	given := strings.TrimSpace(r.URL.Query().Get(JoinField))
+	if given == "" && r.Method == http.MethodPost {
+		given = strings.TrimSpace(r.PostFormValue(JoinField))
+	}
+	if given == "" {
+		return &JoinError{}
+	}
+	want, got := sha256.Sum256([]byte(m.opts.JoinCode)), sha256.Sum256([]byte(given))
+	if subtle.ConstantTimeCompare(want[:], got[:]) != 1 {
+		return &JoinError{Given: true}
+	}
+	return nil
+}
+
+// join answers the join form: it checks the name and the code, starts the
+// session and sends the learner on to the lab page they asked for.
+func (m *Manager) join(w http.ResponseWriter, r *http.Request) {
+	r.Body = http.MaxBytesReader(w, r.Body, 4<<10)
+	if err := r.ParseForm(); err != nil {
+		writeJoin(w, r, http.StatusBadRequest, Join{Error: "the join form could not be read: " + err.Error()})
+		return
+	}
+	next := labPath(r.PostFormValue("next"))
+	raw := r.PostFormValue("name")
+	name, err := ValidateName(raw)
+	if err != nil {
+		writeJoin(w, r, http.StatusBadRequest, Join{Error: err.Error(), Field: "name", Name: excerpt(raw, maxName), Next: next})
+		return
+	}
+	if _, err := m.begin(w, r, name); err != nil {
+		var je *JoinError
+		if errors.As(err, &je) {
+			m.opts.Logger.Info("Refused a lab session without the join code", "given", je.Given, "remote", r.RemoteAddr)
+			writeJoin(w, r, http.StatusForbidden, Join{Error: je.Error(), Field: JoinField, Name: name, Next: next})
+			return
+		}
+		http.Error(w, err.Error(), http.StatusServiceUnavailable)
+		return
+	}
+	http.Redirect(w, r, next, http.StatusSeeOther)
+}
+
+// labPath is next when it is a path of the lab, else /lab: the join form's
+// hidden field must not send anyone elsewhere.
+func labPath(next string) string {
+	u, err := url.Parse(next)
+	if err != nil || u.Scheme != "" || u.Host != "" || u.Path != "/lab" {
+		return "/lab"
+	}
+	q := u.Query()
+	q.Del(JoinField)
+	if len(q) == 0 {
+		return "/lab"
+	}
+	return "/lab?" + q.Encode()
+}
+
+// WriteJoinForm answers a request Begin refused with err (a *JoinError):
+// 403 and the join form, which posts back to the page asked for.
+func WriteJoinForm(w http.ResponseWriter, r *http.Request, err error) {
+	j := Join{Next: labPath(r.URL.RequestURI())}
+	var je *JoinError
+	if errors.As(err, &je) && je.Given {
+		j.Error, j.Field = je.Error(), JoinField
+	}
+	writeJoin(w, r, http.StatusForbidden, j)
+}
+
+// Join is the view model of the join form.
+type Join struct {
+	// Error says what was wrong; Field names the input it is about.
+	Error, Field string
+	// Name is the display name as typed, shown again after an error.
+	Name string
+	// Next is the lab page to go on to.
+	Next string
+}
+
+func writeJoin(w http.ResponseWriter, r *http.Request, code int, j Join) {
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(code)
+	if err := JoinView(j).Render(r.Context(), w); err != nil {
+		m := "render failed: " + err.Error()
+		_, _ = w.Write([]byte("<p class=error>" + strings.NewReplacer("<", "&lt;", "&", "&amp;").Replace(m) + "</p>"))
+	}
+}

@@ -1,0 +1,281 @@
+package session
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+	"unicode"
+	"unicode/utf8"
+)
+
+// Progress is what a learner's browser reports of their work (POST
+// /lab/progress): it is kept on the session, in memory only, for the
+// instructor's roster, and goes with the session.
+type Progress struct {
+	// Scenarios are the lab scenarios the learner saw through, by name.
+	Scenarios []string `json:"scenarios"`
+	// Challenges are the learner's challenges by ID, with their tasks done.
+	Challenges map[string]ChallengeProgress `json:"challenges"`
+	// QuizBest is the learner's best quiz score.
+	QuizBest int `json:"quizBest"`
+	// CardsReviewed counts the flashcard reviews.
+	CardsReviewed int `json:"cardsReviewed"`
+	// Reported is when the browser last reported; zero when never.
+	Reported time.Time `json:"-"`
+}
+
+// ChallengeProgress is how far one challenge is done.
+type ChallengeProgress struct {
+	Done int `json:"done"`
+	Of   int `json:"of"`
+}
+
+// Complete reports whether every task is done.
+func (c ChallengeProgress) Complete() bool { return c.Of > 0 && c.Done == c.Of }
+
+// Bounds on a progress report: what a class could reach, far above it,
+// so a number beyond them is a broken or hostile page, not a learner.
+const (
+	maxProgressBody   = 4 << 10
+	maxName           = 40
+	maxScenarios      = 32
+	maxChallenges     = 64
+	maxChallengeTasks = 100
+	maxQuizBest       = 1000
+	maxCardsReviewed  = 1_000_000
+)
+
+var challengeID = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]{0,62})$`)
+
+// ProgressError is a report refused: Field names what was wrong, in the
+// JSON's terms ("scenarios[1]", "challenges.drift-repair.done").
+type ProgressError struct {
+	Field, Message string
+}
+
+func (e *ProgressError) Error() string { return e.Field + ": " + e.Message }
+
+// ValidateName returns a display name trimmed, or says why it cannot be
+// one: too long, or holding control characters (a name is shown on the
+// instructor's screen, one line, as typed).
+func ValidateName(s string) (string, error) {
+	s = strings.TrimSpace(s)
+	if !utf8.ValidString(s) {
+		return "", &ProgressError{Field: "name", Message: "not valid UTF-8 text"}
+	}
+	if n := utf8.RuneCountInString(s); n > maxName {
+		return "", &ProgressError{Field: "name", Message: fmt.Sprintf("%d characters, at most %d", n, maxName)}
+	}
+	if i := strings.IndexFunc(s, func(r rune) bool { return unicode.IsControl(r) || unicode.Is(unicode.Cf, r) }); i >= 0 {
+		r, _ := utf8.DecodeRuneInString(s[i:])
+		return "", &ProgressError{Field: "name", Message: fmt.Sprintf("holds the control character %U: use letters, digits, spaces and punctuation", r)}
+	}
+	return s, nil
+}
+
+// report is the body of POST /lab/progress. Name is a pointer so that a
+// report without one keeps the name given earlier (on the join form).
+type report struct {
+	Name          *string                      `json:"name"`
+	Scenarios     []string                     `json:"scenarios"`
+	Challenges    map[string]ChallengeProgress `json:"challenges"`
+	QuizBest      int                          `json:"quizBest"`
+	CardsReviewed int                          `json:"cardsReviewed"`
+}
+
+// parseReport decodes and checks a report; known says which scenario
+// names exist.
+func parseReport(body []byte, known func(string) bool) (report, error) {
+	var rep report
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&rep); err != nil {
+		return report{}, decodeError(err)
+	}
+	if dec.More() {
+		return report{}, &ProgressError{Field: "body", Message: "more than one JSON value"}
+	}
+	if rep.Name != nil {
+		name, err := ValidateName(*rep.Name)
+		if err != nil {
+			return report{}, err
+		}
+		rep.Name = &name
+	}
+	if len(rep.Scenarios) > maxScenarios {
+		return report{}, &ProgressError{Field: "scenarios", Message: fmt.Sprintf("%d names, at most %d", len(rep.Scenarios), maxScenarios)}
+	}
+	for i, s := range rep.Scenarios {
+		if known == nil || !known(s) {
+			return report{}, &ProgressError{Field: fmt.Sprintf("scenarios[%d]", i), Message: fmt.Sprintf("unknown scenario %q", excerpt(s, maxFlashValue))}
+		}
+	}
+	slices.Sort(rep.Scenarios)
+	rep.Scenarios = slices.Compact(rep.Scenarios)
+	if len(rep.Challenges) > maxChallenges {
+		return report{}, &ProgressError{Field: "challenges", Message: fmt.Sprintf("%d challenges, at most %d", len(rep.Challenges), maxChallenges)}
+	}
+	for id, c := range rep.Challenges {
+		if err := checkChallenge(id, c); err != nil {
+			return report{}, err
+		}
+	}
+	if rep.QuizBest < 0 || rep.QuizBest > maxQuizBest {
+		return report{}, &ProgressError{Field: "quizBest", Message: fmt.Sprintf("%d is not a quiz score (0 to %d)", rep.QuizBest, maxQuizBest)}
+	}
+	if rep.CardsReviewed < 0 || rep.CardsReviewed > maxCardsReviewed {
+		return report{}, &ProgressError{Field: "cardsReviewed", Message: fmt.Sprintf("%d is not a count of reviews (0 to %d)", rep.CardsReviewed, maxCardsReviewed)}
+	}
+	return rep, nil
+}
+
+func checkChallenge(id string, c ChallengeProgress) error {
+	if !challengeID.MatchString(id) {
+		return &ProgressError{Field: "challenges", Message: fmt.Sprintf("%q is not a challenge ID (lowercase letters, digits and dashes)", excerpt(id, maxFlashValue))}
+	}
+	field := "challenges." + id
+	switch {
+	case c.Of < 1 || c.Of > maxChallengeTasks:
+		return &ProgressError{Field: field + ".of", Message: fmt.Sprintf("%d tasks: want 1 to %d", c.Of, maxChallengeTasks)}
+	case c.Done < 0 || c.Done > c.Of:
+		return &ProgressError{Field: field + ".done", Message: fmt.Sprintf("%d tasks done of %d", c.Done, c.Of)}
+	}
+	return nil
+}
+
+// decodeError names the field a JSON error is about, when it can.
+func decodeError(err error) error {
+	var typeErr *json.UnmarshalTypeError
+	if errors.As(err, &typeErr) && typeErr.Field != "" {
+		return &ProgressError{Field: typeErr.Field, Message: fmt.Sprintf("want a %s, not a JSON %s", typeErr.Type, typeErr.Value)}
+	}
+	if msg, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
+		return &ProgressError{Field: strings.Trim(msg, `"`), Message: "not a field of a progress report (want name, scenarios, challenges, quizBest, cardsReviewed)"}
+	}
+	return &ProgressError{Field: "body", Message: "not a JSON progress report: " + err.Error()}
+}
+
+// Register mounts the learner's own routes: POST /lab/join (the join form)
+// and POST /lab/progress (the browser's progress report).
+func (m *Manager) Register(mux *http.ServeMux) {
+	mux.HandleFunc("POST /lab/join", m.join)
+	mux.HandleFunc("POST /lab/progress", m.progress)
+}
+
+// progress stores a browser's report on its session. It never starts a
+// session: without one it is refused (403).
+func (m *Manager) progress(w http.ResponseWriter, r *http.Request) {
+	if _, err := m.Lookup(r); err != nil {
+		writeJSONError(w, http.StatusForbidden, "session", err.Error())
+		return
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxProgressBody))
+	if err != nil {
+		writeJSONError(w, http.StatusRequestEntityTooLarge, "body", fmt.Sprintf("body: over %d bytes, the most a progress report may be", maxProgressBody))
+		return
+	}
+	rep, err := parseReport(body, m.opts.KnownScenario)
+	if err != nil {
+		var pe *ProgressError
+		errors.As(err, &pe)
+		writeJSONError(w, http.StatusBadRequest, pe.Field, pe.Error())
+		return
+	}
+	p := Progress{Scenarios: rep.Scenarios, Challenges: rep.Challenges, QuizBest: rep.QuizBest, CardsReviewed: rep.CardsReviewed, Reported: m.opts.Now()}
+	var name string
+	if !m.update(r, func(e *entry) {
+		e.progress = p
+		if rep.Name != nil {
+			e.name = *rep.Name
+		}
+		name = e.name
+	}) {
+		writeJSONError(w, http.StatusForbidden, "session", ErrNoSession.Error())
+		return
+	}
+	// The answer is the learner's own name as the session holds it, so a
+	// browser that does not have it (given on the join form without
+	// script) shows it in the lab's name field.
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(map[string]string{"name": name})
+}
+
+func writeJSONError(w http.ResponseWriter, code int, field, msg string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	_ = json.NewEncoder(w).Encode(map[string]string{"field": field, "error": msg})
+}
+
+// update runs f on the caller's entry on the owner goroutine; it reports
+// whether the caller has a session.
+func (m *Manager) update(r *http.Request, f func(*entry)) bool {
+	c, err := r.Cookie(CookieName)
+	if err != nil {
+		return false
+	}
+	hash := HashCookie(c.Value)
+	found := false
+	_ = m.do(r.Context(), func(t *table) {
+		if e, ok := t.sessions[hash]; ok {
+			f(e)
+			found = true
+		}
+	})
+	return found
+}
+
+func (m *Manager) setName(r *http.Request, name string) {
+	m.update(r, func(e *entry) { e.name = name })
+}
+
+// SessionInfo is one learner session as the instructor's roster shows it.
+type SessionInfo struct {
+	Namespace string
+	// Name is the learner's display name; empty when they gave none.
+	Name     string
+	Started  time.Time
+	LastSeen time.Time
+	// Acted is whether the learner's browser ever came back after the
+	// first page: false for a session a script started.
+	Acted    bool
+	Progress Progress
+}
+
+// List returns every session, oldest first, as the owner goroutine holds
+// it at this moment.
+func (m *Manager) List(ctx context.Context) ([]SessionInfo, error) {
+	var out []SessionInfo
+	err := m.do(ctx, func(t *table) {
+		out = make([]SessionInfo, 0, len(t.sessions))
+		for _, e := range t.sessions {
+			p := e.progress
+			p.Scenarios = slices.Clone(p.Scenarios)
+			if p.Challenges != nil {
+				cs := make(map[string]ChallengeProgress, len(p.Challenges))
+				for k, v := range p.Challenges {
+					cs[k] = v
+				}
+				p.Challenges = cs
+			}
+			out = append(out, SessionInfo{Namespace: e.namespace, Name: e.name, Started: e.started, LastSeen: e.lastSeen, Acted: e.acted, Progress: p})
+		}
+	})
+	if err != nil {
+		return nil, err
+	}
+	slices.SortFunc(out, func(a, b SessionInfo) int {
+		if c := a.Started.Compare(b.Started); c != 0 {
+			return c
+		}
+		return strings.Compare(a.Namespace, b.Namespace)
+	})
+	return out, nil
+}

@@ -1,0 +1,210 @@
+package session
+
+import (
+	"encoding/json"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+)
+
+func knownScenario(name string) bool { return name == "first-reconcile" || name == "finalizer" }
+
+func TestJoinCodeGuardsNewSessionsOnly(t *testing.T) {
+	ns, clk := &fakeNamespaces{}, &clock{now: time.Unix(0, 0)}
+	m := newManagerOpts(t, Options{Namespaces: ns, Now: clk.Now, JoinCode: "blue-otter"})
+
+	for _, target := range []string{"/lab", "/lab?join=", "/lab?join=red-otter", "/lab?join=BLUE-OTTER"} {
+		_, err := m.Begin(httptest.NewRecorder(), httptest.NewRequest("GET", target, nil))
+		var je *JoinError
+		if !errors.As(err, &je) || !errors.Is(err, ErrJoin) {
+			t.Errorf("Begin(%s) = %v, want a JoinError", target, err)
+			continue
+		}
+		wantGiven := strings.Contains(strings.ToLower(target), "otter")
+		if je.Given != wantGiven {
+			t.Errorf("Begin(%s): Given = %v, want %v (%q)", target, je.Given, wantGiven, je.Error())
+		}
+	}
+	if len(ns.created) != 0 {
+		t.Fatalf("namespaces created without the join code: %v", ns.created)
+	}
+
+	w := httptest.NewRecorder()
+	s, err := m.Begin(w, httptest.NewRequest("GET", "/lab?join=blue-otter", nil))
+	if err != nil {
+		t.Fatalf("Begin with the join code: %v", err)
+	}
+	// The session's cookie is enough from then on: no code on later pages.
+	again := httptest.NewRequest("GET", "/lab", nil)
+	again.AddCookie(w.Result().Cookies()[0])
+	if s2, err := m.Begin(httptest.NewRecorder(), again); err != nil || s2 != s {
+		t.Errorf("Begin with the cookie, no code = %v, %v; want %v", s2, err, s)
+	}
+	if len(ns.created) != 1 {
+		t.Errorf("created %v, want one namespace", ns.created)
+	}
+}
+
+// postJoin submits the join form.
+func postJoin(m *Manager, form url.Values) *httptest.ResponseRecorder {
+	r := httptest.NewRequest("POST", "/lab/join", strings.NewReader(form.Encode()))
+	r.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	w := httptest.NewRecorder()
+	mux := http.NewServeMux()
+	m.Register(mux)
+	mux.ServeHTTP(w, r)
+	return w
+}
+
+func TestJoinFormNamesWhatWasWrong(t *testing.T) {
+	ns := &fakeNamespaces{}
+	m := newManagerOpts(t, Options{Namespaces: ns, JoinCode: "blue-otter"})
+	cases := []struct {
+		form       url.Values
+		code       int
+		wantInBody string
+	}{
+		{url.Values{"join": {"wrong"}, "name": {"Ada"}}, http.StatusForbidden, "That join code is not this class"},
+		{url.Values{"name": {"Ada"}}, http.StatusForbidden, "This class needs a join code"},
+		{url.Values{"join": {"blue-otter"}, "name": {"Ada\x07"}}, http.StatusBadRequest, "control character U+0007"},
+		{url.Values{"join": {"blue-otter"}, "name": {strings.Repeat("a", 41)}}, http.StatusBadRequest, "41 characters, at most 40"},
+	}
+	for _, c := range cases {
+		w := postJoin(m, c.form)
+		body := w.Body.String()
+		if w.Code != c.code || !strings.Contains(body, c.wantInBody) {
+			t.Errorf("join %v = %d, want %d with %q; body:\n%s", c.form, w.Code, c.code, c.wantInBody, body)
+		}
+		if !strings.Contains(body, `action="/lab/join"`) {
+			t.Errorf("join %v: the refusal does not show the form again", c.form)
+		}
+		if len(w.Result().Cookies()) != 0 {
+			t.Errorf("join %v set a cookie", c.form)
+		}
+	}
+	if len(ns.created) != 0 {
+		t.Fatalf("refused joins created namespaces %v", ns.created)
+	}
+
+	w := postJoin(m, url.Values{"join": {" blue-otter "}, "name": {"  Ada Lovelace "}, "next": {"/lab?scenario=finalizer&join=x"}})
+	if w.Code != http.StatusSeeOther || w.Header().Get("Location") != "/lab?scenario=finalizer" {
+		t.Fatalf("join = %d to %q, want 303 to /lab?scenario=finalizer", w.Code, w.Header().Get("Location"))
+	}
+	list, err := m.List(t.Context())
+	if err != nil || len(list) != 1 || list[0].Name != "Ada Lovelace" || list[0].Namespace != ns.created[0] {
+		t.Fatalf("List = %+v, %v; want Ada Lovelace in %v", list, err, ns.created)
+	}
+
+	// The hidden next field cannot send a learner off the lab.
+	for _, next := range []string{"https://evil.example/lab", "//evil.example/lab", "/instructor", "/lab/../instructor"} {
+		if got := labPath(next); got != "/lab" {
+			t.Errorf("labPath(%q) = %q, want /lab", next, got)
+		}
+	}
+}
+
+// postProgress reports body for the session whose cookie r carries.
+func postProgress(m *Manager, r *http.Request, body string) *httptest.ResponseRecorder {
+	p := httptest.NewRequest("POST", "/lab/progress", strings.NewReader(body))
+	for _, c := range r.Cookies() {
+		p.AddCookie(c)
+	}
+	w := httptest.NewRecorder()
+	mux := http.NewServeMux()
+	m.Register(mux)
+	mux.ServeHTTP(w, p)
+	return w
+}
+
+func TestProgressIsKeptOnTheSessionAndGoesWithIt(t *testing.T) {
+	ns, clk, expired := &fakeNamespaces{}, &clock{now: time.Unix(0, 0)}, []string{}
+	m := newManagerOpts(t, Options{Namespaces: ns, Now: clk.Now, KnownScenario: knownScenario, IdleTimeout: time.Hour,
+		OnExpire: func(n string) { expired = append(expired, n) }})
+	r, s := begin(t, m)
+	w := postProgress(m, r, `{"name":"Grace","scenarios":["finalizer","first-reconcile","finalizer"],
+		"challenges":{"drift-repair":{"done":3,"of":4}},"quizBest":7,"cardsReviewed":12}`)
+	if w.Code != http.StatusOK || strings.TrimSpace(w.Body.String()) != `{"name":"Grace"}` {
+		t.Fatalf("progress = %d %s, want 200 with the name", w.Code, w.Body)
+	}
+	list, err := m.List(t.Context())
+	if err != nil || len(list) != 1 {
+		t.Fatalf("List = %v, %v", list, err)
+	}
+	got := list[0]
+	if got.Namespace != s.Namespace || got.Name != "Grace" || strings.Join(got.Progress.Scenarios, ",") != "finalizer,first-reconcile" ||
+		got.Progress.Challenges["drift-repair"] != (ChallengeProgress{Done: 3, Of: 4}) || got.Progress.QuizBest != 7 ||
+		got.Progress.CardsReviewed != 12 || got.Progress.Reported.IsZero() {
+		t.Errorf("List[0] = %+v", got)
+	}
+	// A report without a name keeps the one given before.
+	if w := postProgress(m, r, `{"quizBest":8}`); w.Code != http.StatusOK || !strings.Contains(w.Body.String(), "Grace") {
+		t.Fatalf("progress = %d %s", w.Code, w.Body)
+	}
+	if list, _ := m.List(t.Context()); list[0].Name != "Grace" || list[0].Progress.QuizBest != 8 {
+		t.Errorf("after a report without a name: %+v", list[0])
+	}
+
+	clk.Add(2 * time.Hour)
+	if n, err := m.Sweep(t.Context()); n != 1 || err != nil {
+		t.Fatalf("Sweep = %d, %v", n, err)
+	}
+	if list, _ := m.List(t.Context()); len(list) != 0 {
+		t.Errorf("after the session ended, List = %+v, want none", list)
+	}
+	if w := postProgress(m, r, `{"quizBest":9}`); w.Code != http.StatusForbidden {
+		t.Errorf("progress after the session ended = %d, want 403", w.Code)
+	}
+}
+
+func TestProgressRefusesBadReportsNamingTheField(t *testing.T) {
+	ns := &fakeNamespaces{}
+	m := newManagerOpts(t, Options{Namespaces: ns, KnownScenario: knownScenario})
+	// No session: refused, and none is started.
+	if w := postProgress(m, httptest.NewRequest("GET", "/", nil), `{"quizBest":1}`); w.Code != http.StatusForbidden || len(ns.created) != 0 {
+		t.Errorf("progress without a session = %d (created %v), want 403 and nothing created", w.Code, ns.created)
+	}
+	r, _ := begin(t, m)
+	cases := []struct{ body, field string }{
+		{`{"scenarios":["first-reconcile","rm-rf"]}`, "scenarios[1]"},
+		{`{"quizBest":-1}`, "quizBest"},
+		{`{"quizBest":1e9}`, "quizBest"},
+		{`{"cardsReviewed":99999999}`, "cardsReviewed"},
+		{`{"challenges":{"drift-repair":{"done":5,"of":4}}}`, "challenges.drift-repair.done"},
+		{`{"challenges":{"drift-repair":{"done":1,"of":100000}}}`, "challenges.drift-repair.of"},
+		{`{"challenges":{"Drift Repair!":{"done":1,"of":2}}}`, "challenges"},
+		{`{"name":"a\u202eb"}`, "name"},
+		{`{"name":"` + strings.Repeat("é", 41) + `"}`, "name"},
+		{`{"quizBest":1,"grade":"A"}`, "grade"},
+		{`{"quizBest":"7"}`, "quizBest"},
+		{`{"quizBest":1} {}`, "body"},
+		{`not json`, "body"},
+		{`{"name":"` + strings.Repeat("a", 5000) + `"}`, "body"},
+	}
+	for _, c := range cases {
+		w := postProgress(m, r, c.body)
+		var got struct{ Field, Error string }
+		_ = json.Unmarshal(w.Body.Bytes(), &got)
+		if w.Code/100 != 4 || w.Code == http.StatusForbidden || got.Field != c.field || !strings.Contains(got.Error, c.field) {
+			t.Errorf("progress %.60s = %d %s, want 400/413 naming %s", c.body, w.Code, w.Body, c.field)
+		}
+	}
+	if list, _ := m.List(t.Context()); !list[0].Progress.Reported.IsZero() {
+		t.Errorf("a refused report was stored: %+v", list[0].Progress)
+	}
+}
+
+func TestWriteJoinFormKeepsThePageAskedFor(t *testing.T) {
+	w := httptest.NewRecorder()
+	WriteJoinForm(w, httptest.NewRequest("GET", "/lab?scenario=finalizer&join=nope", nil), &JoinError{Given: true})
+	body := w.Body.String()
+	if w.Code != http.StatusForbidden || !strings.Contains(body, `value="/lab?scenario=finalizer"`) || !strings.Contains(body, "not this class") {
+		t.Errorf("WriteJoinForm = %d\n%s", w.Code, body)
+	}
+	if strings.Contains(body, "nope") {
+		t.Error("the join form repeats the wrong code")
+	}
+}

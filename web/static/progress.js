@@ -1,0 +1,228 @@
+// progress.js: reports the learner's progress, kept in this browser's
+// localStorage, to oplab (POST /lab/progress), so the instructor's roster
+// can show who is where. It runs on every page (the layout loads it); the
+// report goes with the learner's session and is never shown to other
+// learners. On the lab page it also records the scenarios the learner saw
+// through, and offers the display name field.
+"use strict";
+
+(() => {
+  const KEY_NAME = "oplab.name";             // the display name, as typed (plain text)
+  const KEY_SCENARIOS = "oplab.scenarios";   // [scenario name, ...] seen through in the lab
+  const KEY_QUIZ = "oplab.quiz";             // {results, best} (learn.js)
+  const KEY_REVIEWS = "oplab.reviews";       // [review, ...] (learn.js)
+  const KEY_CHALLENGES = "oplab.challenges"; // {ID: {tasks, done, of}} (the challenges' script)
+  const WATCHED = [KEY_NAME, KEY_SCENARIOS, KEY_QUIZ, KEY_REVIEWS, KEY_CHALLENGES];
+
+  function load(key, fallback) {
+    try {
+      const raw = window.localStorage.getItem(key);
+      return raw === null ? fallback : JSON.parse(raw);
+    } catch {
+      return fallback;
+    }
+  }
+  function loadName() {
+    try { return window.localStorage.getItem(KEY_NAME); } catch { return null; }
+  }
+  function saveName(name) {
+    try { window.localStorage.setItem(KEY_NAME, name); } catch { /* reported for this page only */ }
+  }
+
+  const count = (n) => Number.isInteger(n) && n >= 0 ? n : 0;
+
+  // build is the report, cut to what the server accepts: storage written
+  // by an older or broken page must not make every report fail.
+  function build(nameOverride) {
+    const r = {};
+    const name = nameOverride !== undefined ? nameOverride : loadName();
+    if (name !== null) r.name = name;
+    const sc = load(KEY_SCENARIOS, []);
+    r.scenarios = Array.isArray(sc) ? sc.filter((s) => typeof s === "string").slice(0, 32) : [];
+    r.challenges = {};
+    const ch = load(KEY_CHALLENGES, {});
+    if (ch && typeof ch === "object") {
+      for (const [id, c] of Object.entries(ch).slice(0, 64)) {
+        if (!/^[a-z0-9][a-z0-9-]{0,62}$/.test(id) || !c) continue;
+        const of = count(c.of), done = count(c.done);
+        if (of >= 1 && done <= of) r.challenges[id] = { done, of };
+      }
+    }
+    const quiz = load(KEY_QUIZ, null);
+    r.quizBest = quiz ? count(quiz.best) : 0;
+    const reviews = load(KEY_REVIEWS, []);
+    r.cardsReviewed = Array.isArray(reviews) ? reviews.length : count(reviews);
+    return r;
+  }
+
+  let lastSent = "";
+  let noSession = false;
+
+  // send posts the report if it changed since the last one (or force).
+  // It resolves to the server's error, if any: {field, error}.
+  async function send(force, nameOverride) {
+    if (noSession && !force) return null;
+    const body = JSON.stringify(build(nameOverride));
+    if (!force && body === lastSent) return null;
+    let res;
+    try {
+      res = await fetch("/lab/progress", {
+        method: "POST", credentials: "same-origin",
+        headers: { "Content-Type": "application/json" }, body,
+      });
+    } catch {
+      return null; // offline: the next change or page reports again
+    }
+    if (res.ok) {
+      lastSent = body;
+      noSession = false;
+      let held = null;
+      try { held = (await res.json()).name; } catch { /* no name in the answer */ }
+      // The session knows a name this browser does not (given on the
+      // join form without script, or in another tab): keep and show it.
+      if (held && loadName() === null) {
+        saveName(held);
+        const input = document.getElementById("learner-name-input");
+        if (input && !input.value) input.value = held;
+      }
+      return null;
+    }
+    let problem = { field: "", error: `progress refused (${res.status})` };
+    try { problem = await res.json(); } catch { /* keep the status */ }
+    // Without a session (a visitor who never opened the lab) there is
+    // nowhere to keep a report: stop trying on this page.
+    if (res.status === 403) noSession = true;
+    return problem;
+  }
+
+  // later reports within 2 s, once for whatever happens meanwhile: a
+  // storm of stream messages must neither post per message nor, by
+  // pushing a debounce back forever, never post at all.
+  let timer = null;
+  function later() {
+    if (timer) return;
+    timer = setTimeout(() => { timer = null; send(false); }, 2000);
+  }
+
+  // ---- scenarios seen through ----------------------------------------------
+  // A scenario counts as done on the lab page that has it open, in this
+  // learner's own namespace, when its point has been on the timeline: for
+  // the ones that end well, its Database reached Ready; for the ones whose
+  // point is a failure or a cleanup, the step that shows it arrived.
+  const readyTrue = (name) => (m) => m.type === "state" && m.object && m.object.kind === "Database" && m.object.name === name
+    && m.state && Array.isArray(m.state.conditions) && m.state.conditions.some((c) => c.type === "Ready" && c.status === "True");
+  const removed = (name) => (m) => m.type === "finalizer" && m.database === name && m.phase === "removed";
+  const stuckGone = (() => {
+    let terminating = false;
+    return (m) => {
+      if (removed("stuck")(m)) return true;
+      if (m.type !== "state" || !m.object || m.object.kind !== "Database" || m.object.name !== "stuck") return false;
+      if (m.state && m.state.terminating) terminating = true;
+      // Gone after Terminating: the escape hatch (finalizers removed) ends it too.
+      return !m.state && terminating;
+    };
+  })();
+  const RULES = {
+    "first-reconcile": readyTrue("first"),
+    "already-exists": readyTrue("taken"),
+    "finalizer": removed("doomed"),
+    "status-thrash": (m) => m.type === "status" && m.database === "thrash" && !m.skipped && (m.statusWrites || 0) >= 3,
+    "stuck-finalizer": stuckGone,
+    "non-idempotent-create": (m) => m.type === "action" && m.database === "twice" && m.outcome === "AlreadyExists",
+    // deaf's events are all dropped: only the resync can make it Ready.
+    "drop-events": readyTrue("deaf"),
+  };
+
+  function markScenario(name) {
+    const done = load(KEY_SCENARIOS, []);
+    const list = Array.isArray(done) ? done : [];
+    if (list.includes(name)) return;
+    list.push(name);
+    try { window.localStorage.setItem(KEY_SCENARIOS, JSON.stringify(list)); } catch { /* this page only */ }
+    const lab = document.getElementById("lab");
+    if (lab) lab.dataset.scenarioDone = name;
+    send(false);
+  }
+
+  function watchScenario() {
+    const lab = document.getElementById("lab");
+    if (!lab || lab.dataset.mode !== "live") return;
+    const name = new URLSearchParams(window.location.search).get("scenario");
+    const rule = name && RULES[name];
+    if (!rule) return;
+    document.addEventListener("oplab:message", (e) => {
+      const m = e.detail;
+      if (!m || (m.object && m.object.namespace && m.object.namespace !== lab.dataset.namespace)) return;
+      if (rule(m)) markScenario(name);
+    });
+  }
+
+  // ---- the display name ------------------------------------------------------
+  function nameField() {
+    const lab = document.getElementById("lab");
+    const head = lab && lab.dataset.mode === "live" && lab.querySelector(".lab-head");
+    if (!head) return;
+    const form = document.createElement("form");
+    form.id = "learner-name";
+    form.className = "learner-name small";
+    form.innerHTML = `<label for="learner-name-input">Your name</label> <span class="muted">(shown to the instructor only)</span>
+      <input id="learner-name-input" name="name" maxlength="40" autocomplete="nickname" size="18">
+      <button type="submit">Save name</button> <span class="learner-name-status" role="status"></span>`;
+    const input = form.querySelector("input");
+    const status = form.querySelector('[role="status"]');
+    input.value = loadName() || "";
+    form.addEventListener("submit", async (e) => {
+      e.preventDefault();
+      const name = input.value.trim();
+      const problem = await send(true, name);
+      if (problem) {
+        input.setAttribute("aria-invalid", "true");
+        status.textContent = problem.error;
+        status.classList.add("error");
+        return;
+      }
+      saveName(name);
+      input.value = name;
+      input.removeAttribute("aria-invalid");
+      status.classList.remove("error");
+      status.textContent = name ? `Saved: the instructor sees you as ${name}.` : "Saved: no name.";
+    });
+    head.appendChild(form);
+  }
+
+  // The join form (no session yet) keeps the name it sends for later reports.
+  function joinForm() {
+    const form = document.querySelector("form[data-oplab-name]");
+    if (!form) return;
+    form.addEventListener("submit", () => {
+      const name = (form.elements.name && form.elements.name.value || "").trim();
+      if (name) saveName(name);
+    });
+  }
+
+  function init() {
+    joinForm();
+    nameField();
+    watchScenario();
+    window.addEventListener("storage", (e) => { if (e.key === null || WATCHED.includes(e.key)) send(false); });
+    document.addEventListener("oplab:message", later);
+    // Pages that change storage themselves (the quiz, the flashcards) do
+    // not get storage events: look again when the learner leaves or acts.
+    document.addEventListener("visibilitychange", () => { if (document.hidden) send(false); });
+    document.addEventListener("click", later);
+    // A script that changes progress itself (the challenges') can say so;
+    // and a slow look catches whatever changed without any event.
+    document.addEventListener("oplab:progress", later);
+    setInterval(() => send(false), 15000);
+    send(true).then((problem) => {
+      // A stored name the server refuses must not block every report.
+      if (problem && problem.field === "name") {
+        try { window.localStorage.removeItem(KEY_NAME); } catch { /* nothing stored */ }
+        send(true);
+      }
+    });
+  }
+
+  if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", init);
+  else init();
+})();
