@@ -2,13 +2,11 @@ package web
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
 	"net/url"
-	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -44,9 +42,9 @@ func isNarration(s controller.Step) bool {
 	return s.Type == controller.StepController && s.Phase == demo.PhaseNarration && s.Object.Kind == "Demo"
 }
 
-// instructorClient is a browser-like client holding a lab session (its
+// instructorLab is a browser-like client holding a lab session (its
 // namespace is returned) and the instructor cookie.
-func (e *testEnv) instructorClient(t *testing.T) (*http.Client, string) {
+func (e *testEnv) instructorLab(t *testing.T) (*http.Client, string) {
 	t.Helper()
 	c, ns := e.learner(t)
 	resp, err := c.Get(e.http.URL + "/instructor?token=" + url.QueryEscape(testInstructorToken))
@@ -136,7 +134,7 @@ func action(verb, kind, name string, outcome controller.Outcome) func(controller
 
 func TestDemoWalkThroughPlaysToTheEnd(t *testing.T) {
 	e := needEnv(t)
-	c, ns := e.instructorClient(t)
+	c, ns := e.instructorLab(t)
 	learner, _ := e.learner(t)
 
 	// A learner (lab cookie, no instructor cookie) cannot play it.
@@ -231,7 +229,7 @@ func TestDemoWalkThroughPlaysToTheEnd(t *testing.T) {
 
 func TestDemoPausedAndSteppedOnTheCluster(t *testing.T) {
 	e := needEnv(t)
-	c, ns := e.instructorClient(t)
+	c, ns := e.instructorLab(t)
 	if code, body := postDemo(t, c, e.http.URL, "play", url.Values{"demo": {"died-mid-deletion"}}); code != http.StatusSeeOther {
 		t.Fatalf("Play: %d %s", code, body)
 	}
@@ -360,19 +358,4 @@ func TestBrowserDemoNarratesOnTheTimeline(t *testing.T) {
 	if !has(e.nsTrace(ns), func(s controller.Step) bool { return isNarration(s) && strings.Contains(s.Message, "stopped the demo") }) {
 		t.Errorf("no 'stopped' narration on %s's timeline", ns)
 	}
-}
-
-// axeCheck runs axe-core on the page when it is installed (the browser
-// test's other checks do not need it, so it does not skip them).
-func axeCheck(t *testing.T, ctx context.Context, what string) {
-	t.Helper()
-	src, err := os.ReadFile(axePath)
-	if err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("CI=%s and axe-core is missing: %v", os.Getenv("CI"), err)
-		}
-		t.Logf("Skipped the accessibility check of %s: axe-core is not installed", what)
-		return
-	}
-	checkPage(t, ctx, string(src), what)
 }
