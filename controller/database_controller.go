@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	dbv1 "github.com/oplab-dev/oplab/controller/api/v1alpha1"
+	"github.com/oplab-dev/oplab/permission"
 )
 
 // The RBAC the controller needs, generated into controller/config/rbac by
@@ -107,6 +108,9 @@ func (r *reconciler) finish(ctx context.Context, db *dbv1.Database, obs observat
 	if PitfallOf(db) == PitfallStatusThrash {
 		return r.thrashStatus(ctx, db, obs)
 	}
+	// A permission oplab lacks is named in words, in the condition and the
+	// timeline alike.
+	obs.err = permission.Explain(obs.err)
 	next := computeStatus(db, obs, r.clock.Now())
 	err := r.writeStatus(ctx, db, next)
 	if apierrors.IsNotFound(err) && !db.DeletionTimestamp.IsZero() {
@@ -114,7 +118,7 @@ func (r *reconciler) finish(ctx context.Context, db *dbv1.Database, obs observat
 		return ctrl.Result{}, nil
 	}
 	if err != nil && obs.err == nil {
-		obs.err = err
+		obs.err = permission.Explain(err)
 	}
 	if obs.err != nil {
 		return ctrl.Result{}, obs.err

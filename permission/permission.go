@@ -90,7 +90,7 @@ var (
 // their own context ("could not make your kubeconfig: …").
 func Explain(err error) error {
 	var status apierrors.APIStatus
-	if err == nil || !apierrors.IsForbidden(err) || !errors.As(err, &status) {
+	if err == nil || Explained(err) || !apierrors.IsForbidden(err) || !errors.As(err, &status) {
 		return err
 	}
 	msg := status.Status().Message

@@ -151,8 +151,8 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 		return nil, err
 	}
 	s.sessions, err = session.New(ctx, session.Options{
-		Namespaces:      session.KubeNamespaces{Client: direct, MaxDatabases: opts.MaxDatabasesPerNamespace, Prefix: prefix},
-		NamespacePrefix: prefix, Revoke: issuer.Revoke,
+		Namespaces:      explainedNamespaces{session.KubeNamespaces{Client: direct, MaxDatabases: opts.MaxDatabasesPerNamespace, Prefix: prefix}},
+		NamespacePrefix: prefix, Revoke: explainRevoke(issuer.Revoke),
 		IdleTimeout: opts.SessionIdleTimeout, NewIdleTimeout: opts.SessionNewIdleTimeout,
 		MaxSessions: opts.MaxSessions, MaxPerClient: opts.MaxSessionsPerClient,
 		OnExpire: opts.Recorder.Forget, OnRestore: restartedStep(opts.Recorder), Logger: opts.Logger.WithName("session"),
