@@ -64,7 +64,11 @@ func (e *Error) Error() string {
 	}
 	what := strings.Join(rules, " and ")
 	where := "cluster-wide"
-	if e.Namespace != "" {
+	switch {
+	case len(e.Missing) == 1 && e.Missing[0].Resource == "namespaces" && e.Namespace != "":
+		// A request on a namespace itself carries its name as the namespace.
+		where = "on namespace " + e.Namespace
+	case e.Namespace != "":
 		where = "in namespace " + e.Namespace
 	}
 	if e.Grant {

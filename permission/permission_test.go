@@ -34,6 +34,12 @@ func TestExplain(t *testing.T) {
 			`oplab may not "create" "namespaces" (core) cluster-wide: ask your cluster admin to grant it (see controller/config/rbac)`,
 		},
 		{
+			"a namespace itself",
+			apierrors.NewForbidden(schema.GroupResource{Resource: "namespaces"}, "lab-y",
+				errors.New(sa+` cannot patch resource "namespaces" in API group "" in the namespace "lab-y"`)),
+			`oplab may not "patch" "namespaces" (core) on namespace lab-y: ask your cluster admin to grant it (see controller/config/rbac)`,
+		},
+		{
 			"subresource",
 			apierrors.NewForbidden(schema.GroupResource{Resource: "serviceaccounts"}, "learner",
 				errors.New(sa+` cannot create resource "serviceaccounts/token" in API group "" in the namespace "lab-z"`)),

@@ -127,6 +127,8 @@ type probe struct {
 	// startup probes run a fresh oplab with the perm missing from the
 	// start; the others share one oplab whose role changes under it.
 	startup bool
+	// noWait starts oplab without waiting for it to serve: it may not.
+	noWait bool
 	// apiWords marks a report oplab does not word: client-go's event
 	// recorder logs the API server's own sentence, which names the verb
 	// and the resource too.
@@ -320,6 +322,29 @@ func probes() []probe {
 			},
 		},
 		{
+			// The informers stream their initial list over a watch
+			// (client-go's WatchListClient), so they need watch, not list;
+			// list is for the lab's own lists and the learner's Role.
+			what: "start: the informer caches of the controller and the state watcher (oplab's log, or its exit error)",
+			perms: []string{"watch databases.db.oplab.dev", "watch statefulsets.apps", "watch services", "watch secrets",
+				"watch pods", "watch configmaps", "watch events"},
+			startup: true,
+			noWait:  true,
+			act: func(t *testing.T, h *harness, _ *learner, p perm) string {
+				var found string
+				eventually(t, "oplab to name "+p.String(), func(context.Context) error {
+					for _, line := range strings.Split(h.proc.log(), "\n") {
+						if u := unquoteErr(line); strings.Contains(u, p.words()) {
+							found = u
+							return nil
+						}
+					}
+					return fmt.Errorf("not named; the log:\n%s", h.proc.log())
+				})
+				return found
+			},
+		},
+		{
 			what:    "start: restoring the sessions of an earlier run (log only)",
 			perms:   []string{"list namespaces"},
 			startup: true,
@@ -418,7 +443,7 @@ func TestEachRuleIsNeeded(t *testing.T) {
 
 	probed := map[string]bool{}
 	var startups []probe
-	h.proc = h.start(t, "rp-", nil)
+	h.proc = h.start(t, "rp-", nil, true)
 	for _, pr := range probes() {
 		if pr.startup {
 			startups = append(startups, pr)
@@ -449,7 +474,7 @@ func TestEachRuleIsNeeded(t *testing.T) {
 			t.Run(pr.what+"/"+s, func(t *testing.T) {
 				h.grant(t, &p)
 				h.orphan = prefix + "orphan"
-				h.proc = h.start(t, prefix, nil)
+				h.proc = h.start(t, prefix, nil, !pr.noWait)
 				saw := pr.act(t, h, nil, p)
 				h.proc.stop(t)
 				t.Logf("without %s: %s", p, saw)
@@ -595,7 +620,8 @@ type proc struct {
 	stderr []string
 }
 
-func (h *harness) start(t *testing.T, prefix string, extra []string) *proc {
+// start starts oplab and, when wait is set, waits until it serves.
+func (h *harness) start(t *testing.T, prefix string, extra []string, wait bool) *proc {
 	t.Helper()
 	args := append([]string{"--kubeconfig", h.kubeconfig, "--install-crds=false", "--addr", "127.0.0.1:0",
 		"--namespace-prefix", prefix, "--session-idle", "1m", "--resync", "10s",
@@ -631,6 +657,9 @@ func (h *harness) start(t *testing.T, prefix string, extra []string) *proc {
 		}
 		p.done <- p.cmd.Wait()
 	}()
+	if !wait {
+		return p
+	}
 	select {
 	case p.base = <-serving:
 	case err := <-p.done:
@@ -677,19 +706,27 @@ func (p *proc) logged(t *testing.T, msg, also string) string {
 			if !strings.Contains(line, strconv.Quote(msg)) || !strings.Contains(line, also) {
 				continue
 			}
-			m := logErrRe.FindStringSubmatch(line)
-			if m == nil {
+			if found = unquoteErr(line); found == "" {
 				return fmt.Errorf("the line has no error attribute: %s", line)
-			}
-			found = m[1]
-			if u, err := strconv.Unquote(m[1]); err == nil {
-				found = u
 			}
 			return nil
 		}
 		return fmt.Errorf("not logged; the log:\n%s", p.log())
 	})
 	return found
+}
+
+// unquoteErr is the error attribute of a log line, unquoted; a line that
+// has none (oplab's exit error) is returned as it is.
+func unquoteErr(line string) string {
+	m := logErrRe.FindStringSubmatch(line)
+	if m == nil {
+		return line
+	}
+	if u, err := strconv.Unquote(m[1]); err == nil {
+		return u
+	}
+	return m[1]
 }
 
 // learner is one browser: its cookies and its lab namespace.
