@@ -21,6 +21,7 @@ import (
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -468,6 +469,25 @@ func TestEachRuleIsNeeded(t *testing.T) {
 			probed[s] = true
 		}
 	}
+	// The excuse for update databases/finalizers holds: what needs it on
+	// clusters that enforce it is there.
+	t.Run("excused/update databases/finalizers: the children block their owner's deletion", func(t *testing.T) {
+		l := readyLearner(t, h)
+		ctx := context.Background()
+		for _, obj := range []client.Object{&corev1.Secret{}, &corev1.Service{}, &appsv1.StatefulSet{}} {
+			name := "shop"
+			if _, ok := obj.(*corev1.Secret); ok {
+				name = controller.SecretName("shop")
+			}
+			if err := admin.Get(ctx, client.ObjectKey{Namespace: l.ns, Name: name}, obj); err != nil {
+				t.Fatal(err)
+			}
+			ref := metav1.GetControllerOf(obj)
+			if ref == nil || ref.Kind != "Database" || ref.BlockOwnerDeletion == nil || !*ref.BlockOwnerDeletion {
+				t.Errorf("%T %s: controller reference %+v, want a Database's with blockOwnerDeletion", obj, name, ref)
+			}
+		}
+	})
 	h.proc.stop(t)
 
 	// Those that need no orphan first, while the orphans age.
