@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	dbv1 "github.com/oplab-dev/oplab/controller/api/v1alpha1"
+	"github.com/oplab-dev/oplab/controller/permission"
 )
 
 // The RBAC the controller needs, generated into controller/config/rbac by
@@ -26,10 +27,10 @@ import (
 // the rules it would need anywhere else.
 //
 // +kubebuilder:rbac:groups=db.oplab.dev,resources=databases,verbs=get;list;watch;update;patch
-// +kubebuilder:rbac:groups=db.oplab.dev,resources=databases/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=db.oplab.dev,resources=databases/status,verbs=get;patch
 // +kubebuilder:rbac:groups=db.oplab.dev,resources=databases/finalizers,verbs=update
 // +kubebuilder:rbac:groups=apps,resources=statefulsets,verbs=get;list;watch;create;update;patch
-// +kubebuilder:rbac:groups="",resources=services;secrets,verbs=get;list;watch;create;update;patch
+// +kubebuilder:rbac:groups="",resources=services;secrets,verbs=get;list;watch;create;patch
 // +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;create;update
 // +kubebuilder:rbac:groups="",resources=pods,verbs=list
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
@@ -107,6 +108,9 @@ func (r *reconciler) finish(ctx context.Context, db *dbv1.Database, obs observat
 	if PitfallOf(db) == PitfallStatusThrash {
 		return r.thrashStatus(ctx, db, obs)
 	}
+	// A permission oplab lacks is named in words, in the condition and the
+	// timeline alike.
+	obs.err = permission.Explain(obs.err)
 	next := computeStatus(db, obs, r.clock.Now())
 	err := r.writeStatus(ctx, db, next)
 	if apierrors.IsNotFound(err) && !db.DeletionTimestamp.IsZero() {
@@ -114,7 +118,7 @@ func (r *reconciler) finish(ctx context.Context, db *dbv1.Database, obs observat
 		return ctrl.Result{}, nil
 	}
 	if err != nil && obs.err == nil {
-		obs.err = err
+		obs.err = permission.Explain(err)
 	}
 	if obs.err != nil {
 		return ctrl.Result{}, obs.err

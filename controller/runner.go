@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
+	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/ptr"
@@ -32,6 +33,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	dbv1 "github.com/oplab-dev/oplab/controller/api/v1alpha1"
+	"github.com/oplab-dev/oplab/controller/permission"
 )
 
 // RecorderName is the reportingController of the Kubernetes Events the
@@ -155,7 +157,10 @@ func (r *Runner) Start(ctx context.Context) error {
 		}
 		return errors.New("database controller already running")
 	}
-	mgr, err := newManager(r.cfg, r.opts, r.gate, cur.resumed)
+	// A child kind oplab may not list or watch would keep the caches from
+	// syncing for ever; refusals says which.
+	refusals := permission.NewRefusals(r.opts.Logger)
+	mgr, err := newManager(r.cfg, r.opts, r.gate, cur.resumed, refusals.WatchErrorHandler)
 	if err != nil {
 		cancel()
 		close(cur.done)
@@ -179,6 +184,8 @@ func (r *Runner) Start(ctx context.Context) error {
 		select {
 		case <-cur.done:
 			stopWaiting()
+		case <-refusals.Refused():
+			stopWaiting()
 		case <-syncCtx.Done():
 		}
 	}()
@@ -186,7 +193,7 @@ func (r *Runner) Start(ctx context.Context) error {
 		cancel()
 		<-cur.done
 		r.cur.CompareAndSwap(cur, nil)
-		return fmt.Errorf("starting database controller: caches did not sync: %w", errors.Join(ctx.Err(), cur.err))
+		return fmt.Errorf("starting database controller: caches did not sync: %w", errors.Join(ctx.Err(), cur.err, refusals.Err()))
 	}
 	cur.synced.Store(true)
 	r.emit("", "started", "started")
@@ -328,7 +335,7 @@ func newTracedReconciler(c client.Client, apiReader client.Reader, scheme *runti
 
 // newManager builds a manager with nothing but the Database controller: no
 // metrics server, no health probes, no leader election.
-func newManager(base *rest.Config, opts Options, gate *pauseGate, resumed <-chan event.GenericEvent) (ctrl.Manager, error) {
+func newManager(base *rest.Config, opts Options, gate *pauseGate, resumed <-chan event.GenericEvent, watchErr toolscache.WatchErrorHandlerWithContext) (ctrl.Manager, error) {
 	cfg := rest.CopyConfig(base)
 	cfg.QPS, cfg.Burst = opts.QPS, opts.Burst
 
@@ -350,7 +357,7 @@ func newManager(base *rest.Config, opts Options, gate *pauseGate, resumed <-chan
 	labelled := cache.ByObject{Label: labels.NewSelector().Add(*ours)}
 	cacheOpts := cache.Options{ByObject: map[client.Object]cache.ByObject{
 		&corev1.Secret{}: labelled, &corev1.Service{}: labelled, &appsv1.StatefulSet{}: labelled,
-	}}
+	}, DefaultWatchErrorHandler: watchErr}
 	if len(opts.Namespaces) > 0 {
 		cacheOpts.DefaultNamespaces = map[string]cache.Config{}
 		for _, ns := range opts.Namespaces {

@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	dbv1 "github.com/oplab-dev/oplab/controller/api/v1alpha1"
+	"github.com/oplab-dev/oplab/controller/permission"
 )
 
 // The trace is taken from outside the reconciler: tracedReconciler opens
@@ -96,13 +97,13 @@ func (t *tracedReconciler) report(rt *reconcileTrace, req reconcile.Request, res
 	s := Step{Type: StepResult, Duration: took, RequeueAfter: res.RequeueAfter}
 	switch {
 	case errors.Is(err, reconcile.TerminalError(nil)):
-		s.Result, s.Error, s.RequeueAfter = "error", err.Error(), 0
+		s.Result, s.Error, s.RequeueAfter = "error", errText(err), 0
 		s.Message = "error; not retried (terminal)"
 	case err != nil:
 		// The work queue retries after an exponential backoff that grows
 		// with each consecutive failure: 5ms, 10ms, 20ms, ...
 		s.Retry = t.backoff.NumRequeues(req)
-		s.Result, s.Error = "error", err.Error()
+		s.Result, s.Error = "error", errText(err)
 		s.RequeueAfter = expectedBackoff(s.Retry)
 		s.Message = fmt.Sprintf("error; retry %d with backoff in about %s", s.Retry+1, s.RequeueAfter)
 		t.book.reconcileEnded(req.NamespacedName, TriggerRequeue)
@@ -173,7 +174,7 @@ func (t *traceFuncs) get(ctx context.Context, c client.WithWatch, key client.Obj
 		rt.step(Step{Type: StepFetch, Found: rt.found, Message: "the Database is gone; nothing to do"})
 	case err != nil:
 		rt.found = "error"
-		rt.step(Step{Type: StepFetch, Found: rt.found, Error: err.Error()})
+		rt.step(Step{Type: StepFetch, Found: rt.found, Error: errText(err)})
 	default:
 		rt.found, rt.observed, rt.pitfall = "found", db.Status.ObservedGeneration, PitfallOf(db)
 		rt.step(Step{Type: StepFetch, Found: rt.found, Generation: db.Generation,
@@ -269,7 +270,7 @@ func (t *traceFuncs) status(ctx context.Context, sub string, obj client.Object, 
 	err := write()
 	changes := conditionChanges(old.Status.Conditions, db.Status.Conditions)
 	if err != nil {
-		rt.step(Step{Type: StepStatus, Conditions: changes, Error: err.Error(), Duration: time.Since(began)})
+		rt.step(Step{Type: StepStatus, Conditions: changes, Error: errText(err), Duration: time.Since(began)})
 		return err
 	}
 	rt.statusWritten = true
@@ -292,7 +293,7 @@ func (t *traceFuncs) action(ctx context.Context, c client.Client, verb string, o
 	s := Step{Type: StepAction, Action: verb, Target: &ObjectRef{Kind: kind, Namespace: obj.GetNamespace(), Name: obj.GetName()},
 		Outcome: outcome, Message: msg, Duration: time.Since(began)}
 	if err != nil && outcome == OutcomeError {
-		s.Error = err.Error()
+		s.Error = errText(err)
 	}
 	rt.step(s)
 }
@@ -340,3 +341,7 @@ type withoutWatch struct{ client.Client }
 func (withoutWatch) Watch(context.Context, client.ObjectList, ...client.ListOption) (watch.Interface, error) {
 	return nil, errors.New("the reconciler's client does not watch")
 }
+
+// errText is an error as a step shows it: a permission oplab lacks in words
+// (verb, resource, namespace, where to fix it), anything else as it is.
+func errText(err error) string { return permission.Explain(err).Error() }

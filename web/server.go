@@ -24,6 +24,7 @@ import (
 
 	"github.com/oplab-dev/oplab/controller"
 	"github.com/oplab-dev/oplab/controller/api/v1alpha1"
+	"github.com/oplab-dev/oplab/controller/permission"
 	"github.com/oplab-dev/oplab/web/demo"
 	"github.com/oplab-dev/oplab/web/instructor"
 	"github.com/oplab-dev/oplab/web/kubeconfig"
@@ -134,7 +135,11 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("create API client: %w", err)
 	}
-	c, err := cache.New(opts.Config, cache.Options{Scheme: scheme, DefaultTransform: cache.TransformStripManagedFields()})
+	// An informer oplab may not list would keep the cache from syncing for
+	// ever; refusals says which, so New fails naming the permission.
+	refusals := permission.NewRefusals(opts.Logger.WithName("cache"))
+	c, err := cache.New(opts.Config, cache.Options{Scheme: scheme, DefaultTransform: cache.TransformStripManagedFields(),
+		DefaultWatchErrorHandler: refusals.WatchErrorHandler})
 	if err != nil {
 		return nil, fmt.Errorf("create informer cache: %w", err)
 	}
@@ -158,8 +163,8 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 		return nil, err
 	}
 	s.sessions, err = session.New(ctx, session.Options{
-		Namespaces:      session.KubeNamespaces{Client: direct, MaxDatabases: opts.MaxDatabasesPerNamespace, Prefix: prefix},
-		NamespacePrefix: prefix, Revoke: issuer.Revoke,
+		Namespaces:      explainedNamespaces{session.KubeNamespaces{Client: direct, MaxDatabases: opts.MaxDatabasesPerNamespace, Prefix: prefix}},
+		NamespacePrefix: prefix, Revoke: explainRevoke(issuer.Revoke),
 		IdleTimeout: opts.SessionIdleTimeout, NewIdleTimeout: opts.SessionNewIdleTimeout,
 		MaxSessions: opts.MaxSessions, MaxPerClient: opts.MaxSessionsPerClient,
 		JoinCode: opts.JoinCode, KnownScenario: func(name string) bool { _, ok := lab.FindScenario(name); return ok },
@@ -181,7 +186,19 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 	}
 	go func() { s.cacheErr <- c.Start(ctx) }()
 	go s.watcher.Run(ctx)
-	if !c.WaitForCacheSync(ctx) {
+	syncCtx, stopWaiting := context.WithCancel(ctx)
+	defer stopWaiting()
+	go func() {
+		select {
+		case <-refusals.Refused():
+			stopWaiting()
+		case <-syncCtx.Done():
+		}
+	}()
+	if !c.WaitForCacheSync(syncCtx) {
+		if err := refusals.Err(); err != nil {
+			return nil, fmt.Errorf("informer cache did not sync: %w", err)
+		}
 		return nil, errors.New("informer cache did not sync: is the API server reachable and the Database CRD installed?")
 	}
 	if s.handler, err = s.routes(ctx, direct); err != nil {

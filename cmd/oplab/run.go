@@ -24,6 +24,7 @@ import (
 
 	"github.com/oplab-dev/oplab/cluster"
 	"github.com/oplab-dev/oplab/controller"
+	"github.com/oplab-dev/oplab/controller/permission"
 	"github.com/oplab-dev/oplab/web"
 	"github.com/oplab-dev/oplab/web/stream"
 )
@@ -336,7 +337,7 @@ func (r *readiness) checkCRD(ctx context.Context) error {
 		if apierrors.IsNotFound(err) {
 			return fmt.Errorf("the Database CRD %s is not installed", databasesCRD)
 		}
-		return fmt.Errorf("reading the Database CRD %s: %w", databasesCRD, err)
+		return fmt.Errorf("reading the Database CRD %s: %w", databasesCRD, permission.Explain(err))
 	}
 	if !crdEstablished(&crd) {
 		return fmt.Errorf("the Database CRD %s is not established yet", databasesCRD)

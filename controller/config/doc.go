@@ -6,5 +6,7 @@
 //
 // The package has no code. Its tests render the tree with kubectl's
 // kustomize, apply it to the embedded cluster, and run the controller with
-// nothing but the ServiceAccount's token, which proves the roles suffice.
+// nothing but the ServiceAccount's token, which proves the roles suffice;
+// rules_test.go takes each permission away in turn, which proves each is
+// needed and that its absence reaches the user in words.
 package config

@@ -9,6 +9,7 @@ import (
 
 	"github.com/go-logr/logr"
 
+	"github.com/oplab-dev/oplab/controller/permission"
 	"github.com/oplab-dev/oplab/web/session"
 )
 
@@ -59,7 +60,7 @@ func (h Handler) serve(w http.ResponseWriter, r *http.Request) {
 	creds, err := h.Minter.Issue(r.Context(), a.Namespace, a.Expires)
 	if err != nil {
 		h.Logger.Error(err, "Failed to make a learner's kubeconfig", "namespace", a.Namespace)
-		http.Error(w, fmt.Sprintf("could not make your kubeconfig for namespace %s: %v", a.Namespace, err), http.StatusInternalServerError)
+		http.Error(w, fmt.Sprintf("could not make your kubeconfig for namespace %s: %v", a.Namespace, permission.Explain(err)), http.StatusInternalServerError)
 		return
 	}
 	h.Logger.Info("Issued a learner kubeconfig", "namespace", a.Namespace, "expires", creds.Expires)

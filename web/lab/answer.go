@@ -10,6 +10,7 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
+	"github.com/oplab-dev/oplab/controller/permission"
 	"github.com/oplab-dev/oplab/web/session"
 )
 
@@ -72,7 +73,8 @@ func (h *Handler) answer(w http.ResponseWriter, r *http.Request, out outcome) {
 
 // describe turns an outcome into what the learner reads. API errors keep the
 // API server's wording, which names the field ("spec.replicas: Invalid
-// value: 7: ..."), because reading it is part of the lesson.
+// value: 7: ..."), because reading it is part of the lesson; only a
+// permission oplab lacks is reworded, to name it and the fix.
 func describe(out outcome) (Result, int) {
 	if out.err == nil {
 		return Result{OK: true, Message: out.message}, http.StatusOK
@@ -90,7 +92,7 @@ func describe(out outcome) (Result, int) {
 	}
 	var status apierrors.APIStatus
 	if errors.As(out.err, &status) {
-		res := Result{Message: out.err.Error()}
+		res := Result{Message: permission.Explain(out.err).Error()}
 		if d := status.Status().Details; d != nil && len(d.Causes) > 0 {
 			res.Field = strings.TrimPrefix(d.Causes[0].Field, "spec.")
 		}

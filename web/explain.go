@@ -1,0 +1,37 @@
+package web
+
+import (
+	"context"
+
+	"github.com/oplab-dev/oplab/controller/permission"
+	"github.com/oplab-dev/oplab/web/session"
+)
+
+// explainedNamespaces passes the session manager's cluster calls through
+// permission.Explain, so that a learner whose session cannot start, and
+// oplab's log for the background work (marking a namespace used, idle
+// cleanup, reclaiming orphans), name the permission oplab lacks.
+type explainedNamespaces struct{ session.Namespaces }
+
+func (n explainedNamespaces) Create(ctx context.Context, name, cookieHash string) error {
+	return permission.Explain(n.Namespaces.Create(ctx, name, cookieHash))
+}
+
+func (n explainedNamespaces) MarkActed(ctx context.Context, name string) error {
+	return permission.Explain(n.Namespaces.MarkActed(ctx, name))
+}
+
+func (n explainedNamespaces) Delete(ctx context.Context, name string) error {
+	return permission.Explain(n.Namespaces.Delete(ctx, name))
+}
+
+func (n explainedNamespaces) List(ctx context.Context) ([]session.Namespace, error) {
+	list, err := n.Namespaces.List(ctx)
+	return list, permission.Explain(err)
+}
+
+// explainRevoke is revoke with its refusals in words (it runs before a
+// namespace is deleted, and only the log hears of it).
+func explainRevoke(revoke func(ctx context.Context, ns string) error) func(ctx context.Context, ns string) error {
+	return func(ctx context.Context, ns string) error { return permission.Explain(revoke(ctx, ns)) }
+}
