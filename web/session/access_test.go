@@ -490,7 +490,7 @@ func TestKubeconfigFailuresNameTheMissingPermission(t *testing.T) {
 	grant(rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"serviceaccounts"}, Verbs: []string{"get"}})
 	waitFor(t, "the restricted identity's refusal to create the ServiceAccount, in words", func() (bool, error) {
 		code, body := answer()
-		return code == http.StatusInternalServerError && strings.Contains(body, `cannot create resource "serviceaccounts"`) &&
+		return code == http.StatusInternalServerError && strings.Contains(body, `oplab may not "create" "serviceaccounts"`) &&
 			strings.Contains(body, a.Namespace), nil
 	})
 
@@ -502,8 +502,8 @@ func TestKubeconfigFailuresNameTheMissingPermission(t *testing.T) {
 	)
 	waitFor(t, "the refusal to grant permissions the identity lacks, in words", func() (bool, error) {
 		code, body := answer()
-		return code == http.StatusInternalServerError && strings.Contains(body, "Role") &&
-			strings.Contains(body, "attempting to grant RBAC permissions not currently held"), nil
+		return code == http.StatusInternalServerError && strings.Contains(body, "oplab may not grant") &&
+			strings.Contains(body, "in a Role, because it does not hold that itself"), nil
 	})
 
 	// With what the issuer needs (kubeconfig.Rules and serviceaccounts/token
