@@ -83,7 +83,19 @@ func newSite(now func() time.Time) (*site, error) {
 	if err != nil {
 		return nil, fmt.Errorf("load challenges: %w", err)
 	}
-	return &site{course: course, outline: newOutline(course), bank: bank, now: now, challenges: set}, nil
+	o := newOutline(course)
+	o.challenges = map[string]string{}
+	for _, q := range bank.Questions {
+		if q.Challenge == "" {
+			continue
+		}
+		c, ok := set.Get(q.Challenge)
+		if !ok {
+			return nil, fmt.Errorf("quiz question %s: challenge %q does not exist", q.ID, q.Challenge)
+		}
+		o.challenges[c.ID] = c.Title
+	}
+	return &site{course: course, outline: o, bank: bank, now: now, challenges: set}, nil
 }
 
 // checkLinks resolves every link the quiz and cards make into the course.

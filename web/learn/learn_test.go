@@ -571,3 +571,37 @@ func TestLessonPageLinksItsChallenges(t *testing.T) {
 		t.Error("cheat-sheet shows a Practise it list but no challenge practises it")
 	}
 }
+
+// TestQuizLinksItsChallenges: a question tied to a challenge links it,
+// by its title, beside the lesson and the live demo.
+func TestQuizLinksItsChallenges(t *testing.T) {
+	srv := newTestServer(t)
+	bank, err := quiz.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	course, err := lessons.Load(lessons.Content, controller.Source)
+	if err != nil {
+		t.Fatal(err)
+	}
+	set, err := challenge.LoadEmbedded(course)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, body := get(t, srv, "/quiz")
+	tied := 0
+	for _, q := range bank.Questions {
+		if q.Challenge == "" {
+			continue
+		}
+		tied++
+		c, ok := set.Get(q.Challenge)
+		if !ok {
+			t.Fatalf("question %s names challenge %q, which does not exist", q.ID, q.Challenge)
+		}
+		mustContain(t, "quiz page, question "+q.ID, body, `href="/challenges/`+c.ID+`"`, "Practise it: <a href=\"/challenges/"+c.ID+"\">"+htmlEscape(c.Title)+"</a>")
+	}
+	if tied == 0 {
+		t.Fatal("no question names a challenge; the quiz's challenge links are untested")
+	}
+}

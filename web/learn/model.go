@@ -36,6 +36,9 @@ type liveLink struct {
 // outline is the course's table of contents.
 type outline struct {
 	Lessons, References []lessonLink
+	// challenges are the challenges' titles by ID, for the quiz's
+	// "Practise it" links.
+	challenges map[string]string
 }
 
 func newOutline(c *lessons.Course) outline {
@@ -189,6 +192,9 @@ type questionView struct {
 	LessonURL          string
 	LessonTitle        string
 	DemoURL, DemoTitle string
+	// ChallengeURL and ChallengeTitle name the challenge that practises
+	// the question; empty when none does.
+	ChallengeURL, ChallengeTitle string
 	// State is "", or after grading "right", "wrong" or "unanswered".
 	State string
 }
@@ -239,6 +245,9 @@ func newQuestionView(o outline, n int, q quiz.Question, picked []int, graded boo
 		ID: q.ID, Number: strconv.Itoa(n), Prompt: q.Prompt, Multi: q.Multi(),
 		LessonURL: q.Lesson, LessonTitle: o.describe(q.Lesson),
 		DemoURL: q.DemoURL(), DemoTitle: scenarioTitle(q.Demo),
+	}
+	if title, ok := o.challenges[q.Challenge]; ok {
+		v.ChallengeURL, v.ChallengeTitle = "/challenges/"+q.Challenge, title
 	}
 	if graded {
 		v.Explanation = q.Explanation
