@@ -436,4 +436,3 @@ func TestGeneratedRoleSufficesForTheController(t *testing.T) {
 		t.Errorf("the controller was refused with only the generated role:\n%s", strings.Join(f, "\n"))
 	}
 }
-
