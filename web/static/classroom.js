@@ -100,14 +100,15 @@
       }
     }
     const path = state.view && state.view.path;
-    if (following() && path && place(path) !== place(location.href)) location.assign(path);
+    // The instructor's own pages are not for followers.
+    if (following() && path && !path.startsWith("/instructor") && place(path) !== place(location.href)) location.assign(path);
   }
 
   // The presenter's page says where it is, for followers to come along;
   // the live lab says more (lab.js).
   let toldPath = "";
   function tellPath() {
-    if (liveLab || !isPresenter() || toldPath === state.since + location.pathname) return;
+    if (liveLab || onInstructorPage || !isPresenter() || toldPath === state.since + location.pathname) return;
     toldPath = state.since + location.pathname;
     fetch("/lab/present", {
       method: "POST", credentials: "same-origin", headers: { "Content-Type": "application/json" },
@@ -133,6 +134,8 @@
   // Pages without the live lab listen to the global messages only.
   function listen() {
     let delay = 1000;
+    let seen = 0;
+    let timer = null;
     function open() {
       const proto = location.protocol === "https:" ? "wss:" : "ws:";
       const ws = new WebSocket(`${proto}//${location.host}/ws?classroom=1`);
@@ -141,7 +144,14 @@
         let batch;
         try { batch = JSON.parse(e.data); } catch (err) { return; }
         for (const m of Array.isArray(batch) ? batch : [batch]) {
-          if (m.type === "state" && m.object && m.object.kind === "Classroom") receive(m.state);
+          if (m.type === "reset") seen = 0;
+          // A fresh stream replays the recent states; only the newest counts.
+          if (m.type === "state" && m.object && m.object.kind === "Classroom" && m.seq > seen) {
+            seen = m.seq;
+            const st = m.state;
+            clearTimeout(timer);
+            timer = setTimeout(() => receive(st), 50);
+          }
         }
       };
       ws.onclose = () => { setTimeout(open, delay); delay = Math.min(delay * 2, 30000); };

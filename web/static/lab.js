@@ -586,7 +586,7 @@
   let shown = 0; // steps shown, for the tests and the counter
   let shownSeq = 0; // the last message shown: where a presenter's timeline is
   function show(m) {
-    if (m.seq) shownSeq = m.seq;
+    if (m.seq) { shownSeq = m.seq; root.dataset.shownSeq = String(m.seq); }
     handle(m);
     if (takesTime(m)) root.dataset.shown = String(++shown);
     if (mode === "replay" && m.time) replayNow = new Date(m.time).getTime();
@@ -647,6 +647,8 @@
 
   // ---- live: the websocket ---------------------------------------------------------
   let lastSeq = 0;
+  let classroomSeq = 0;
+  let classroomTimer = null;
   let reopen = () => {};
   function connect() {
     const status = $("#stream-status");
@@ -670,19 +672,25 @@
         root.dataset.stream = "open";
       };
       sock.onmessage = (e) => {
+        if (ws !== sock) return; // replaced by the other stream
         let batch;
         try { batch = JSON.parse(e.data); } catch (err) { return; }
         batch = Array.isArray(batch) ? batch : [batch];
         const shown = [];
         for (const m of batch) {
           // After a reset the server may count from 1 again.
-          if (m.type === "reset") lastSeq = 0;
+          if (m.type === "reset") { lastSeq = 0; classroomSeq = 0; }
           else if (m.seq > lastSeq) lastSeq = m.seq;
           // The classroom's state is never held by the player: it is what
-          // tells a follower where the presenter's player is.
+          // tells a follower where the presenter's player is. A fresh
+          // stream replays the recent ones; only the newest counts.
           if (m.type === "state" && m.object && m.object.kind === "Classroom") {
-            if (classroom) classroom.receive(m.state);
-            if (ws !== sock) return; // it switched streams: the rest is stale
+            if (classroom && m.seq > classroomSeq) {
+              classroomSeq = m.seq;
+              const st = m.state;
+              clearTimeout(classroomTimer);
+              classroomTimer = setTimeout(() => classroom.receive(st), 50);
+            }
             continue;
           }
           shown.push(m);
@@ -695,13 +703,17 @@
         root.dataset.stream = "closed";
         // A presentation that ended before the follow stream opened (409):
         // back to the own stream, whose classroom state says what next.
-        if (followNs && !opened) switchStream("");
+        if (followNs && !opened) {
+          switchStream(""); // it opens the own stream
+          return;
+        }
         if (status) status.textContent = `reconnecting in ${Math.round(delay / 1000)}s…`;
         retry = setTimeout(open, delay);
         delay = Math.min(delay * 2, 10000);
       };
     }
     reopen = () => {
+      clearTimeout(retry);
       const old = ws;
       ws = null;
       if (old) old.close();
