@@ -66,13 +66,13 @@
     const kids = [];
     if (mode === "following") {
       kids.push(h("p", {}, h("b", {}, `Following ${state.name}`),
-        " — their lab, read-only. ",
+        "— their lab, read-only.",
         h("button", { type: "button", class: "button", id: "classroom-leave", "aria-keyshortcuts": "Escape" }, "Back to my lab (Esc)")));
     } else if (mode === "away") {
       kids.push(h("p", {}, `${state.name} is presenting. You are in your own lab. `,
         h("button", { type: "button", class: "button primary", id: "classroom-rejoin" }, `Rejoin ${state.name}`)));
     } else if (mode === "presenter") {
-      kids.push(h("p", {}, h("b", {}, `Presenting as ${state.name}`), ": every learner follows this lab."));
+      kids.push(h("p", {}, h("b", {}, `Presenting as ${state.name}`), "— every learner follows this lab."));
     }
     if (n && n.text) {
       kids.push(h("p", { class: "narration" },
