@@ -108,7 +108,7 @@ var ErrNotPresenting = errors.New("nobody is presenting")
 type Classroom struct {
 	pub  Publisher
 	opts Options
-	ops  chan func(*State) bool
+	ops  chan op
 	done chan struct{}
 }
 
@@ -124,7 +124,7 @@ func New(pub Publisher, opts Options) *Classroom {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	c := &Classroom{pub: pub, opts: opts, ops: make(chan func(*State) bool), done: make(chan struct{})}
+	c := &Classroom{pub: pub, opts: opts, ops: make(chan op), done: make(chan struct{})}
 	go c.run()
 	return c
 }
@@ -147,18 +147,33 @@ func (c *Classroom) run() {
 		case <-c.done:
 			return
 		case op := <-c.ops:
-			if op(&st) {
+			if op.change(&st) {
 				dirty = true
 			}
+			c.flush(&st, &dirty, &cooldown)
+			close(op.done) // after the publication: callers see it done
+			continue
 		case <-cooldown:
 			cooldown = nil
 		}
-		if dirty && cooldown == nil {
-			c.publish(st)
-			dirty = false
-			cooldown = c.opts.After(c.opts.Interval)
-		}
+		c.flush(&st, &dirty, &cooldown)
 	}
+}
+
+// flush publishes a pending change unless an Interval is still running.
+func (c *Classroom) flush(st *State, dirty *bool, cooldown *<-chan time.Time) {
+	if *dirty && *cooldown == nil {
+		c.publish(*st)
+		*dirty = false
+		*cooldown = c.opts.After(c.opts.Interval)
+	}
+}
+
+// op is a change of the state, run by the owning goroutine, which closes
+// done once it is handled.
+type op struct {
+	change func(*State) bool
+	done   chan struct{}
 }
 
 func (c *Classroom) publish(st State) {
@@ -171,11 +186,11 @@ func (c *Classroom) publish(st State) {
 
 // do runs op in the owning goroutine and waits for it; op reports whether
 // it changed what is published. After Close it does nothing.
-func (c *Classroom) do(op func(*State) bool) {
-	ran := make(chan struct{})
+func (c *Classroom) do(change func(*State) bool) {
+	o := op{change: change, done: make(chan struct{})}
 	select {
-	case c.ops <- func(s *State) bool { defer close(ran); return op(s) }:
-		<-ran
+	case c.ops <- o:
+		<-o.done
 	case <-c.done:
 	}
 }
@@ -274,6 +289,16 @@ func (c *Classroom) SendEveryone(href string) error {
 		return true
 	})
 	return nil
+}
+
+// ClearGoto forgets the last SendEveryone: pages that load from now on are
+// sent nowhere.
+func (c *Classroom) ClearGoto() {
+	c.do(func(s *State) bool {
+		changed := s.Goto != nil
+		s.Goto = nil
+		return changed
+	})
 }
 
 // State returns the current state, as the next publication will carry it.

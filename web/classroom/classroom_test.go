@@ -205,6 +205,11 @@ func TestSendEveryone(t *testing.T) {
 	if rec.last().Presenting {
 		t.Fatal("SendEveryone started a presentation")
 	}
+	tick()
+	c.ClearGoto()
+	if got := rec.last().Goto; got != nil {
+		t.Fatalf("after ClearGoto the state still sends everyone to %+v", got)
+	}
 }
 
 func TestNarrationClearsWithEmptyText(t *testing.T) {

@@ -91,9 +91,9 @@
     const g = state.goto;
     if (g && g.href && String(g.id) !== localStorage.getItem("oplab.goto")) {
       localStorage.setItem("oplab.goto", String(g.id));
-      // An id is the time it was sent: a page opened long after is not
+      // An id is the time it was sent: a page opened minutes after is not
       // sent away by it.
-      const fresh = Math.abs(Date.now() - g.id) < 15 * 60 * 1000;
+      const fresh = Math.abs(Date.now() - g.id) < 2 * 60 * 1000;
       if (fresh && place(g.href) !== place(location.href)) {
         location.assign(g.href);
         return;
