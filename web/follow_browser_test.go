@@ -10,6 +10,8 @@ import (
 
 	"github.com/chromedp/chromedp"
 	"github.com/chromedp/chromedp/kb"
+
+	"github.com/oplab-dev/oplab/web/classroom"
 )
 
 // labData reads one of #lab's data attributes.
@@ -248,4 +250,30 @@ func TestBrowserProjectorAndFollowingAccessibility(t *testing.T) {
 		t.Fatal(err)
 	}
 	pollAcross(t, learner, "back on the presenter's page", `location.pathname === "/lab" && document.getElementById("lab")?.dataset.following === "presenter"`)
+}
+
+// The instructor's "send everyone to" is followed once per id, presenting or
+// not, on pages without a lab too; the demo's narration shows in the banner.
+func TestBrowserGotoAndNarration(t *testing.T) {
+	e := needEnv(t)
+	cls := e.server.Classroom()
+	t.Cleanup(func() { cls.ClearGoto(); cls.Narrate(classroom.Narration{}) })
+	tab := e.tab(t)
+	if err := chromedp.Do(tab, chromedp.Navigate(e.http.URL+"/lessons"), chromedp.WaitReady(chromedp.CSS("main"))); err != nil {
+		t.Fatal(err)
+	}
+	cls.Narrate(classroom.Narration{Demo: "tour", Step: 2, Of: 5, Text: "Watch the StatefulSet scale"})
+	poll(t, tab, "the narration in the banner", `document.getElementById("classroom-banner").textContent.includes("step 2 of 5") && document.getElementById("classroom-banner").textContent.includes("Watch the StatefulSet scale")`)
+	if err := cls.SendEveryone("/quiz"); err != nil {
+		t.Fatal(err)
+	}
+	pollAcross(t, tab, "the page sent to /quiz", `location.pathname === "/quiz"`)
+	// Once per id: going back, the page stays.
+	if err := chromedp.Do(tab, chromedp.Navigate(e.http.URL+"/lessons"), chromedp.WaitReady(chromedp.CSS("main")), chromedp.Sleep(time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	if p, err := chromedp.Run(tab, chromedp.Evaluate[string](`location.pathname`)); err != nil || p != "/lessons" {
+		t.Errorf("the same goto sent the page away again: at %q (%v)", p, err)
+	}
+	screenshot(t, tab, "35-narration-banner")
 }
