@@ -259,6 +259,7 @@ func TestBrowserGotoAndNarration(t *testing.T) {
 	cls := e.server.Classroom()
 	t.Cleanup(func() { cls.ClearGoto(); cls.Narrate(classroom.Narration{}) })
 	tab := e.tab(t)
+	openLab(t, tab, "") // a learner: a lab session
 	if err := chromedp.Do(tab, chromedp.Navigate(e.http.URL+"/lessons"), chromedp.WaitReady(chromedp.CSS("main"))); err != nil {
 		t.Fatal(err)
 	}

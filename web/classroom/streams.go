@@ -13,8 +13,9 @@ const GlobalOnly = "(classroom)"
 // Streams wraps the trace stream's handler (stream.Hub.Handler) so that
 // /ws?follow=presenter streams the presenter's namespace to a viewer with a
 // session of their own (409 when nobody presents), /ws?classroom=1 streams
-// only the global messages (the banner and goto on pages without a lab),
-// and /ws streams the viewer's own namespace, resolved by own.
+// only the global messages (the banner and goto on pages without a lab) to
+// a viewer with a session, and /ws streams the viewer's own namespace,
+// resolved by own.
 func (c *Classroom) Streams(stream func(namespaceOf func(*http.Request) (string, error)) http.Handler, own func(*http.Request) (string, error)) http.Handler {
 	h := stream(func(r *http.Request) (string, error) {
 		q := r.URL.Query()
@@ -29,6 +30,11 @@ func (c *Classroom) Streams(stream func(namespaceOf func(*http.Request) (string,
 			}
 			return ns, nil
 		case q.Get("classroom") == "1":
+			// A session is asked for all the same: sessions are what is
+			// bounded per client, so websockets are too.
+			if _, err := own(r); err != nil {
+				return "", err
+			}
 			return GlobalOnly, nil
 		}
 		return own(r)

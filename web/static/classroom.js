@@ -139,7 +139,6 @@
     function open() {
       const proto = location.protocol === "https:" ? "wss:" : "ws:";
       const ws = new WebSocket(`${proto}//${location.host}/ws?classroom=1`);
-      ws.onopen = () => { delay = 1000; };
       ws.onmessage = (e) => {
         let batch;
         try { batch = JSON.parse(e.data); } catch (err) { return; }
@@ -154,7 +153,11 @@
           }
         }
       };
-      ws.onclose = () => { setTimeout(open, delay); delay = Math.min(delay * 2, 30000); };
+      let opened = false;
+      ws.onopen = () => { opened = true; delay = 1000; };
+      // Refused (a reader who never opened the lab has no session): ask
+      // again rarely.
+      ws.onclose = () => { setTimeout(open, opened ? delay : 60000); delay = Math.min(delay * 2, 30000); };
     }
     open();
   }
