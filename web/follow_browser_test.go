@@ -180,10 +180,14 @@ func TestBrowserFollowThePresenter(t *testing.T) {
 	pollAcross(t, early, "the follower on the presenter's scenario", `new URLSearchParams(location.search).get("scenario") === "finalizer" && document.getElementById("lab")?.dataset.following === "presenter"`)
 
 	// Stop presenting: the follower goes back to their own lab.
-	if err := chromedp.Do(teacher, chromedp.Navigate(e.http.URL+"/instructor"), chromedp.Click(chromedp.CSS("#present-stop")),
-		chromedp.WaitVisible(chromedp.CSS("#present-start"))); err != nil {
+	if err := chromedp.Do(teacher, chromedp.Navigate(e.http.URL+"/instructor")); err != nil {
 		t.Fatal(err)
 	}
+	poll(t, teacher, "the Stop presenting button", `document.getElementById("present-stop") !== null`)
+	if err := chromedp.Do(teacher, chromedp.Evaluate[chromedp.Void](`document.getElementById("present-stop").click()`)); err != nil {
+		t.Fatal(err)
+	}
+	pollAcross(t, teacher, "the Present button again", `document.getElementById("present-start") !== null`)
 	pollAcross(t, early, "the early learner back home", `document.getElementById("lab").dataset.following === "" && document.getElementById("classroom-banner").textContent === ""`)
 }
 
