@@ -4,6 +4,7 @@
 package web
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -25,6 +26,7 @@ import (
 	"github.com/oplab-dev/oplab/controller"
 	"github.com/oplab-dev/oplab/controller/api/v1alpha1"
 	"github.com/oplab-dev/oplab/controller/permission"
+	"github.com/oplab-dev/oplab/web/classroom"
 	"github.com/oplab-dev/oplab/web/demo"
 	"github.com/oplab-dev/oplab/web/instructor"
 	"github.com/oplab-dev/oplab/web/kubeconfig"
@@ -62,8 +64,9 @@ type Options struct {
 	// JoinCode, when set, must be given before a visitor gets a lab
 	// session (session.Options.JoinCode).
 	JoinCode string
-	// Broadcaster, when set, lets the instructor's roster send every
-	// learner to a scenario or lesson (web/classroom); nil hides it.
+	// Broadcaster is how the instructor's roster sends every learner to a
+	// scenario or lesson; nil means the server's own classroom (tests put
+	// a recorder here).
 	Broadcaster instructor.Broadcaster
 	// KubectlLine is the kubectl command the lab page offers to paste; the
 	// page adds the learner's "-n NAMESPACE". Empty: none is shown.
@@ -109,6 +112,9 @@ type Server struct {
 	issuer   *kubeconfig.Issuer
 	handler  http.Handler
 	cacheErr chan error
+
+	// classroom is who presents and what followers see (web/classroom).
+	classroom *classroom.Classroom
 }
 
 // sweepInterval is how often idle sessions are looked for.
@@ -254,24 +260,28 @@ func (s *Server) routes(ctx context.Context, direct client.Client) (http.Handler
 	mux.Handle("GET /static/", http.StripPrefix("/static/", staticFiles()))
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok")) })
 	mux.HandleFunc("GET /readyz", s.readyz)
-	mux.Handle("GET /ws", s.opts.Hub.Handler(s.sessions.NamespaceOf))
+	// The classroom: /ws?follow=presenter streams the presenter's namespace.
+	s.classroom = classroom.New(s.opts.Recorder, classroom.Options{})
+	context.AfterFunc(ctx, s.classroom.Close)
+	mux.Handle("GET /ws", s.classroom.Streams(s.opts.Hub.Handler, s.sessions.NamespaceOf))
 	lab.New(lab.Options{
 		Store: lab.KubeStore{Client: direct}, Sessions: s.sessions, States: s.watcher,
 		Controller: s.opts.Controller, Exporter: s.opts.Recorder, KubectlLine: s.opts.KubectlLine,
 		KubeconfigPath: kubeconfig.Path, KubectlCommand: kubeconfig.Command,
-		MaxDatabases: s.opts.MaxDatabasesPerNamespace, Logger: s.opts.Logger.WithName("lab"),
+		MaxDatabases: s.opts.MaxDatabasesPerNamespace, Classroom: s.classroom, Logger: s.opts.Logger.WithName("lab"),
 	}).Register(mux)
 	s.sessions.Register(mux)
 	kubeconfig.Handler{Sessions: s.sessions, Minter: s.issuer, Logger: s.opts.Logger.WithName("kubeconfig")}.Register(mux)
 	// The scripted demos play in the instructor's own lab namespace and
-	// narrate on its timeline (and, with a Narrator, to the room).
-	demos := demo.New(demo.Options{Client: direct, Controller: s.opts.Controller, Sink: s.opts.Recorder, Logger: s.opts.Logger.WithName("demo")})
+	// narrate on its timeline and, through the classroom, to the room.
+	demos := demo.New(demo.Options{Client: direct, Controller: s.opts.Controller, Sink: s.opts.Recorder, Narrator: s.classroom, Logger: s.opts.Logger.WithName("demo")})
 	go demos.Run(ctx)
 	instructor.New(ctx, instructor.Options{
 		Token: s.opts.InstructorToken, Controller: s.opts.Controller, Logger: s.opts.Logger.WithName("instructor"),
 		Demo: instructor.Demo{Runner: demos, Labs: s.sessions},
 		Roster: instructor.Roster{Learners: s.sessions, States: s.watcher, Pauses: s.opts.Controller, Deleter: direct,
-			Broadcaster: s.opts.Broadcaster, JoinCode: s.opts.JoinCode},
+			Broadcaster: cmp.Or[instructor.Broadcaster](s.opts.Broadcaster, s.classroom), JoinCode: s.opts.JoinCode},
+		Present: instructor.Presenting{Classroom: s.classroom, Sessions: s.sessions},
 	}).Register(mux)
 	if err := learn.Register(mux); err != nil {
 		return nil, err
@@ -333,6 +343,10 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 	}
 	_, _ = w.Write([]byte("ok"))
 }
+
+// Classroom is the presenter state every viewer shares: the scripted demo
+// narrates through it, the roster sends everyone somewhere with it.
+func (s *Server) Classroom() *classroom.Classroom { return s.classroom }
 
 // Handler returns every route: /static/, /healthz, /readyz, /ws, /lab... and
 // the course pages.

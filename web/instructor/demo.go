@@ -62,24 +62,6 @@ func (h *Handler) registerDemo(mux *http.ServeMux) {
 	mux.HandleFunc("POST /instructor/demo/{action}", h.demoControl)
 }
 
-// allowed answers 401 or 403 unless the request carries the instructor
-// cookie, and reports whether it does.
-func (h *Handler) allowed(w http.ResponseWriter, r *http.Request) bool {
-	if h.opts.Token == "" {
-		http.Error(w, "this oplab was started without an instructor token", http.StatusForbidden)
-		return false
-	}
-	switch h.check(r, "") {
-	case noToken:
-		http.Error(w, "instructor token required: open the instructor URL oplab printed at start", http.StatusUnauthorized)
-		return false
-	case wrongToken:
-		http.Error(w, "wrong instructor token", http.StatusForbidden)
-		return false
-	}
-	return true
-}
-
 // demoView builds the panel's view model for the request's browser.
 func (h *Handler) demoView(r *http.Request, refusal string) DemoView {
 	d := h.opts.Demo

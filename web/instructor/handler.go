@@ -37,6 +37,7 @@ type Options struct {
 	Controller Switch
 	Demo       Demo // the scripted demos (demo.go); zero: none
 	Roster     Roster
+	Present    Presenting
 	Logger     logr.Logger
 }
 
@@ -68,6 +69,7 @@ func (h *Handler) Register(mux *http.ServeMux) {
 	mux.HandleFunc("POST /instructor/controller/{action}", h.switchController)
 	h.registerDemo(mux)
 	h.registerRoster(mux)
+	h.registerPresent(mux)
 }
 
 // access is what a request proves about the token.
@@ -133,7 +135,7 @@ func (h *Handler) page(w http.ResponseWriter, r *http.Request) {
 	}
 	render(w, r, http.StatusOK, PageView(Page{
 		ControllerRunning: h.opts.Controller.Running(), Message: r.URL.Query().Get("done"),
-		Demo: h.demoView(r, ""), Roster: h.rosterView(r.Context()),
+		Present: h.presentView(), Demo: h.demoView(r, ""), Roster: h.rosterView(r.Context()),
 	}))
 }
 
@@ -151,18 +153,38 @@ func (h *Handler) login(w http.ResponseWriter, r *http.Request) {
 	http.Redirect(w, r, "/instructor", http.StatusSeeOther)
 }
 
-// switchController stops or starts the controller for every learner.
-func (h *Handler) switchController(w http.ResponseWriter, r *http.Request) {
+// allowed answers 401 or 403 unless the request carries the instructor's
+// cookie, and reports whether it does. Every instructor action asks it.
+func (h *Handler) allowed(w http.ResponseWriter, r *http.Request) bool {
+	if h.opts.Token == "" {
+		http.Error(w, "this oplab was started without an instructor token", http.StatusForbidden)
+		return false
+	}
 	switch h.check(r, "") {
 	case noToken:
 		http.Error(w, "instructor token required: open the instructor URL oplab printed at start", http.StatusUnauthorized)
-		return
+		return false
 	case wrongToken:
 		http.Error(w, "wrong instructor token", http.StatusForbidden)
-		return
+		return false
 	}
-	if h.opts.Token == "" {
-		http.Error(w, "this oplab was started without an instructor token", http.StatusForbidden)
+	return true
+}
+
+// guard serves next only to the instructor, never from a cache.
+func (h *Handler) guard(next http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Referrer-Policy", "no-referrer")
+		w.Header().Set("Cache-Control", "no-store")
+		if h.allowed(w, r) {
+			next(w, r)
+		}
+	}
+}
+
+// switchController stops or starts the controller for every learner.
+func (h *Handler) switchController(w http.ResponseWriter, r *http.Request) {
+	if !h.allowed(w, r) {
 		return
 	}
 	msg, err := h.act(r.PathValue("action"))

@@ -13,7 +13,8 @@ type Page struct {
 	Message string
 	Demo    DemoView
 	// Roster lists the learners; nil when the page has none.
-	Roster *RosterView
+	Roster  *RosterView
+	Present PresentView
 }
 
 // Said is the text of the last action's outcome, or "".

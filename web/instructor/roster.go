@@ -118,28 +118,6 @@ func defaultDestinations(h *Handler) []Destination {
 	return d
 }
 
-// guard answers 401 or 403 unless the request carries the instructor
-// cookie, as the controller switch does.
-func (h *Handler) guard(next http.HandlerFunc) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Referrer-Policy", "no-referrer")
-		w.Header().Set("Cache-Control", "no-store")
-		if h.opts.Token == "" {
-			http.Error(w, "this oplab was started without an instructor token", http.StatusForbidden)
-			return
-		}
-		switch h.check(r, "") {
-		case noToken:
-			http.Error(w, "instructor token required: open the instructor URL oplab printed at start", http.StatusUnauthorized)
-			return
-		case wrongToken:
-			http.Error(w, "wrong instructor token", http.StatusForbidden)
-			return
-		}
-		next(w, r)
-	}
-}
-
 // rosterView builds the roster's view model; nil when there is no roster.
 func (h *Handler) rosterView(ctx context.Context) *RosterView {
 	ro := h.opts.Roster
