@@ -1,0 +1,130 @@
+package benchclass
+
+// What BenchmarkClass prints and reports, and the arithmetic of the
+// learners one core holds.
+
+import (
+	"fmt"
+	"io"
+	"maps"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+// capacity is what a learner costs, from one class's measure.
+type capacity struct {
+	rate       float64       // the benchmark's Database cycles per learner-minute
+	rawCores   float64       // CPU per learner at that rate, in cores
+	quietCores float64       // CPU per learner of the class joined but quiet
+	perCycle   time.Duration // CPU per Database cycle beyond the quiet class's
+	realCores  float64       // CPU per learner at the real rate
+	rawPerCore float64       // learners one core holds at the benchmark's rate
+	perCore    float64       // and at the real rate
+}
+
+// capacityOf works out capacity from the CPU of the active and the quiet
+// windows. The class's cost while acting is the quiet class's, which every
+// learner carries by being there (sessions, streams, pings), plus a cost per
+// Database cycle; the instructor's cycles count as cycles, and the
+// fan-out to the followers rides on them. At realRate cycles per
+// learner-minute, a learner costs its share of the quiet class plus
+// realRate cycles a minute.
+func capacityOf(activeCPU, active, quietCPU, quiet time.Duration, learners, learnerCycles, allCycles int, realRate float64) capacity {
+	c := capacity{rate: float64(learnerCycles) / float64(learners) / active.Minutes()}
+	c.rawCores = cores(activeCPU, active) / float64(learners)
+	quietClass := cores(quietCPU, quiet)
+	c.quietCores = quietClass / float64(learners)
+	if allCycles > 0 {
+		c.perCycle = max(0, time.Duration((activeCPU.Seconds()-quietClass*active.Seconds())/float64(allCycles)*float64(time.Second)))
+	}
+	c.realCores = c.quietCores + c.perCycle.Seconds()*realRate/60
+	c.rawPerCore, c.perCore = 1/c.rawCores, 1/c.realCores
+	return c
+}
+
+func (m measurement) capacity(withCluster bool) capacity {
+	active, quiet := m.active.oplab, m.quiet.oplab
+	if withCluster {
+		active, quiet = active+m.active.clusterCPU(), quiet+m.quiet.clusterCPU()
+	}
+	r := m.class
+	return capacityOf(active, m.active.took, quiet, m.quiet.took, m.learners, r.Cycles, r.Cycles+r.InstructorCycles, *benchRealRate)
+}
+
+func mib(b uint64) float64 { return float64(b) / (1 << 20) }
+
+// perLearnerMiB is (RSS active − RSS idle) / learners, from the windows'
+// medians, and from the active window's peak.
+func perLearnerMiB(idle, active rssStats, learners int) (median, peak float64) {
+	d := func(a uint64) float64 { return (mib(a) - mib(idle.median)) / float64(learners) }
+	return d(active.median), d(active.peak)
+}
+
+func (m measurement) print(w io.Writer) {
+	r := m.class
+	how := "dial /ws with the instructor's own session cookie (the same namespace stream; the follow endpoint is not used)"
+	if followPresenter {
+		how = "dial /ws?follow=presenter with their learner's cookie while the instructor presents"
+	}
+	fmt.Fprintf(w, "\nclass: %d learners × %d rounds: %d Database cycles in %.1f s (%.1f cycles per learner-minute), %d errors; instructor %d cycles, %d followers %s\n",
+		m.learners, *benchRounds, r.Cycles, r.Active.Seconds(), m.capacity(false).rate, r.Errors, r.InstructorCycles, m.followers, how)
+	fmt.Fprintf(w, "joining (%d sessions started with GET /lab, %d streams opened): %.1f s\n", m.learners+1, m.learners+1+m.followers, m.join.Seconds())
+	fmt.Fprintf(w, "followers' delay, message time → receipt: p50 %s, p99 %s, max %s over %d messages (controller steps only: p50 %s, p99 %s over %d); each follower got %d–%d, the instructor's own stream %d\n",
+		round(r.Delay.P50), round(r.Delay.P99), round(r.Delay.Max), r.Delay.N, round(r.StepDelay.P50), round(r.StepDelay.P99), r.StepDelay.N, r.FollowMin, r.FollowMax, r.Instructor)
+	fmt.Fprintf(w, "a learner's screen: create → Ready p50 %s, p99 %s; delete → gone p50 %s, p99 %s\n",
+		round(r.ToReady.P50), round(r.ToReady.P99), round(r.ToGone.P50), round(r.ToGone.P99))
+	fmt.Fprintln(w, "CPU, in cores (CPU s per s):")
+	for _, win := range []struct {
+		name string
+		w    window
+	}{{"idle, no session", m.idle}, {"class joined, quiet", m.quiet}, {"class acting", m.active}} {
+		fmt.Fprintf(w, "  %-20s %5.1f s: oplab %.3f; control plane %.3f (%s)\n", win.name, win.w.took.Seconds(),
+			cores(win.w.oplab, win.w.took), cores(win.w.clusterCPU(), win.w.took), processes(win.w))
+	}
+	fmt.Fprintf(w, "  the class process (nice %d), acting: %.3f\n", *benchNice, cores(r.CPU, r.Active+2*time.Second))
+	for _, withCluster := range []bool{false, true} {
+		c, what := m.capacity(withCluster), "oplab alone (what a self-hosted replica costs; the API server is the cluster's)"
+		if withCluster {
+			what = "oplab and its embedded control plane"
+		}
+		fmt.Fprintf(w, "%s: per learner %.1f ms/s at the benchmark's rate, %.1f ms/s of it only for being there; %.0f ms CPU per Database cycle\n",
+			what, 1000*c.rawCores, 1000*c.quietCores, ms(c.perCycle))
+		fmt.Fprintf(w, "  learners one core holds: %.0f at the benchmark's %.1f cycles per learner-minute (raw); %.0f at %.1f cycle per learner-minute (scaled, -real-rate)\n",
+			c.rawPerCore, c.rate, c.perCore, *benchRealRate)
+	}
+	med, peak := perLearnerMiB(m.idle.rss, m.active.rss, m.learners)
+	cpMed, cpPeak := perLearnerMiB(m.idle.cpRSS, m.active.cpRSS, m.learners)
+	fmt.Fprintf(w, "RSS: oplab idle %.0f MiB, acting %.0f MiB (peak %.0f): %.2f MiB per learner (peak %.2f); control plane idle %.0f MiB, acting %.0f (peak %.0f): %.2f MiB per learner (peak %.2f)\n\n",
+		mib(m.idle.rss.median), mib(m.active.rss.median), mib(m.active.rss.peak), med, peak,
+		mib(m.idle.cpRSS.median), mib(m.active.cpRSS.median), mib(m.active.cpRSS.peak), cpMed, cpPeak)
+}
+
+// processes lists a window's control-plane processes by CPU, busiest first.
+func processes(w window) string {
+	names := slices.Collect(maps.Keys(w.cluster))
+	slices.SortFunc(names, func(a, b string) int { return int(w.cluster[b] - w.cluster[a]) })
+	parts := make([]string, len(names))
+	for i, n := range names {
+		parts[i] = fmt.Sprintf("%s %.3f", n, cores(w.cluster[n], w.took))
+	}
+	return strings.Join(parts, ", ")
+}
+
+func round(d time.Duration) time.Duration {
+	if d > 10*time.Millisecond {
+		return d.Round(time.Millisecond)
+	}
+	return d.Round(10 * time.Microsecond)
+}
+
+func (m measurement) report(b *testing.B) {
+	b.ReportMetric(ms(m.class.Delay.P50), "follow-p50-ms")
+	b.ReportMetric(ms(m.class.Delay.P99), "follow-p99-ms")
+	c := m.capacity(false)
+	b.ReportMetric(1000*c.rawCores, "cpu-ms/s/learner")
+	b.ReportMetric(c.perCore, "learners/core")
+	med, _ := perLearnerMiB(m.idle.rss, m.active.rss, m.learners)
+	b.ReportMetric(med, "MiB/learner")
+}

@@ -1,0 +1,107 @@
+package benchclass
+
+import (
+	"encoding/json"
+	"math"
+	"testing"
+	"time"
+
+	"github.com/oplab-dev/oplab/controller"
+	"github.com/oplab-dev/oplab/web/stream"
+)
+
+// TestParseStat checks the fields read from /proc/PID/stat, with a command
+// name holding spaces and a parenthesis, and refuses a line cut short.
+func TestParseStat(t *testing.T) {
+	line := "4242 (kube apiserver) (x)) S 17 4242 4242 0 -1 4194560 12345 0 0 0 250 75 0 0 20 0 12 0 100 0 0"
+	st, ok := parseStat(line)
+	if !ok {
+		t.Fatalf("parseStat(%q) failed", line)
+	}
+	if st.name != "kube apiserver) (x)" || st.ppid != 17 || st.cpu != 3250*time.Millisecond {
+		t.Errorf("parseStat = %+v; want name %q, ppid 17, cpu 3.25s", st, "kube apiserver) (x)")
+	}
+	if _, ok := parseStat("4242 (etcd) S 17 4242"); ok {
+		t.Error("parseStat accepted a line without utime and stime")
+	}
+}
+
+// TestDatabaseEvent checks what a learner reads off its stream: Ready from
+// a Database's state view, gone from its state removed, and nothing from
+// other kinds or a view not Ready.
+func TestDatabaseEvent(t *testing.T) {
+	db := controller.ObjectRef{Kind: "Database", Namespace: "lab-x", Name: "shop"}
+	view := func(status string) json.RawMessage {
+		return json.RawMessage(`{"name":"shop","conditions":[{"type":"Progressing","status":"True"},{"type":"Ready","status":"` + status + `"}]}`)
+	}
+	for _, c := range []struct {
+		name string
+		msg  string
+		want dbEvent
+		ok   bool
+	}{
+		{"ready", mustJSON(t, stream.Message{Step: controller.Step{Type: stream.TypeState, Object: db}, State: view("True")}), dbEvent{name: "shop", ready: true}, true},
+		{"not ready", mustJSON(t, stream.Message{Step: controller.Step{Type: stream.TypeState, Object: db}, State: view("False")}), dbEvent{}, false},
+		{"gone", mustJSON(t, stream.Message{Step: controller.Step{Type: stream.TypeState, Object: db}}), dbEvent{name: "shop", gone: true}, true},
+		{"a snapshot", mustJSON(t, stream.Message{Step: controller.Step{Type: stream.TypeState, Object: controller.ObjectRef{Kind: "ConfigMap", Name: "shop"}}}), dbEvent{}, false},
+		{"a step", mustJSON(t, stream.Message{Step: controller.Step{Type: controller.StepStatus, Object: db}}), dbEvent{}, false},
+	} {
+		var m stream.Message
+		if err := json.Unmarshal([]byte(c.msg), &m); err != nil {
+			t.Fatal(err)
+		}
+		got, ok := databaseEvent(m)
+		if got != c.want || ok != c.ok {
+			t.Errorf("%s: databaseEvent(%s) = %+v, %t; want %+v, %t", c.name, c.msg, got, ok, c.want, c.ok)
+		}
+	}
+}
+
+func mustJSON(t *testing.T, v any) string {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// TestCapacityOf checks the arithmetic on round numbers: 10 learners doing
+// 50 cycles in a minute, with the instructor's 10, cost 6 CPU s; quiet, the
+// class costs 0.01 cores.
+func TestCapacityOf(t *testing.T) {
+	c := capacityOf(6*time.Second, time.Minute, 50*time.Millisecond, 5*time.Second, 10, 50, 60, 1)
+	near := func(what string, got, want float64) {
+		if math.Abs(got-want) > 1e-9*math.Max(1, math.Abs(want)) {
+			t.Errorf("%s = %v; want %v", what, got, want)
+		}
+	}
+	near("rate", c.rate, 5)                 // 50 cycles / 10 learners / 1 min
+	near("rawCores", c.rawCores, 0.01)      // 6 s / 60 s / 10
+	near("quietCores", c.quietCores, 0.001) // 0.01 cores / 10
+	near("perCycle", c.perCycle.Seconds(), (6-0.6)/60.0)
+	near("realCores", c.realCores, 0.001+0.09/60)
+	near("rawPerCore", c.rawPerCore, 100)
+	near("perCore", c.perCore, 1/(0.001+0.09/60))
+}
+
+// TestSummarise checks the quantiles read from sorted samples.
+func TestSummarise(t *testing.T) {
+	var ds []time.Duration
+	for i := 100; i >= 1; i-- {
+		ds = append(ds, time.Duration(i)*time.Millisecond)
+	}
+	s := summarise(ds)
+	if s.N != 100 || s.P50 != 51*time.Millisecond || s.P99 != 100*time.Millisecond || s.Max != 100*time.Millisecond {
+		t.Errorf("summarise(1..100 ms) = %+v; want n 100, p50 51ms, p99 100ms, max 100ms", s)
+	}
+	var r durations
+	raw, _ := json.Marshal(s)
+	if err := json.Unmarshal(raw, &r); err != nil {
+		t.Fatal(err)
+	}
+	r.restore()
+	if r.P50 != s.P50 || r.P99 != s.P99 || r.Max != s.Max {
+		t.Errorf("after JSON: %+v; want %+v", r, s)
+	}
+}
