@@ -510,10 +510,11 @@ func (c *class) run(ctx context.Context) classResult {
 	res.CPU = cpuTime() - cpu0
 	res.Learners = len(c.learners)
 	res.ToReady, res.ToGone = summarise(toReady), summarise(toGone)
+	followers := c.followers
 	res.Instructor = c.close()
 	var all, steps []time.Duration
 	res.FollowMin = -1
-	for _, f := range c.followers {
+	for _, f := range followers {
 		all, steps = append(all, f.delays...), append(steps, f.stepDelays...)
 		if n := len(f.delays); res.FollowMin < 0 || n < res.FollowMin {
 			res.FollowMin = n

@@ -22,24 +22,48 @@ type procCPU struct {
 	cpu  time.Duration
 }
 
-// childCPU returns the CPU time of every live child of this process but
-// skip (the class's process), by pid: the embedded control plane.
+// childCPU returns the CPU time of every live descendant of this process
+// but skip (the class's process) and its own, by pid: the embedded control
+// plane, some of whose processes are started through a shell.
 func childCPU(skip int) map[int]procCPU {
-	out := map[int]procCPU{}
-	self := os.Getpid()
+	all := map[int]stat{}
 	for _, pid := range pids() {
-		if pid == skip {
-			continue
-		}
 		raw, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
 		if err != nil {
 			continue // gone meanwhile
 		}
-		st, ok := parseStat(string(raw))
-		if ok && st.ppid == self {
-			out[pid] = procCPU{name: st.name, cpu: st.cpu}
+		if st, ok := parseStat(string(raw)); ok {
+			all[pid] = st
 		}
 	}
+	out := map[int]procCPU{}
+	for _, pid := range descendants(all, os.Getpid(), skip) {
+		out[pid] = procCPU{name: all[pid].name, cpu: all[pid].cpu}
+	}
+	return out
+}
+
+// descendants returns the pids below root in procs, leaving out skip and
+// everything below it.
+func descendants(procs map[int]stat, root, skip int) []int {
+	children := map[int][]int{}
+	for pid, st := range procs {
+		children[st.ppid] = append(children[st.ppid], pid)
+	}
+	var out []int
+	queue := []int{root}
+	for len(queue) > 0 {
+		p := queue[0]
+		queue = queue[1:]
+		for _, c := range children[p] {
+			if c == skip {
+				continue
+			}
+			out = append(out, c)
+			queue = append(queue, c)
+		}
+	}
+	slices.Sort(out)
 	return out
 }
 

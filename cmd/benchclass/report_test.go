@@ -15,42 +15,52 @@ import (
 
 // capacity is what a learner costs, from one class's measure.
 type capacity struct {
+	base       float64       // CPU of oplab with no session, in cores: the replica's own, not a learner's
 	rate       float64       // the benchmark's Database cycles per learner-minute
-	rawCores   float64       // CPU per learner at that rate, in cores
-	quietCores float64       // CPU per learner of the class joined but quiet
+	rawCores   float64       // CPU per learner above base at that rate, in cores
+	quietCores float64       // CPU per learner above base of the class joined but quiet
 	perCycle   time.Duration // CPU per Database cycle beyond the quiet class's
-	realCores  float64       // CPU per learner at the real rate
+	realCores  float64       // CPU per learner above base at the real rate
 	rawPerCore float64       // learners one core holds at the benchmark's rate
 	perCore    float64       // and at the real rate
 }
 
-// capacityOf works out capacity from the CPU of the active and the quiet
-// windows. The class's cost while acting is the quiet class's, which every
-// learner carries by being there (sessions, streams, pings), plus a cost per
-// Database cycle; the instructor's cycles count as cycles, and the
-// fan-out to the followers rides on them. At realRate cycles per
-// learner-minute, a learner costs its share of the quiet class plus
-// realRate cycles a minute.
-func capacityOf(activeCPU, active, quietCPU, quiet time.Duration, learners, learnerCycles, allCycles int, realRate float64) capacity {
-	c := capacity{rate: float64(learnerCycles) / float64(learners) / active.Minutes()}
-	c.rawCores = cores(activeCPU, active) / float64(learners)
-	quietClass := cores(quietCPU, quiet)
-	c.quietCores = quietClass / float64(learners)
+// cpuWindows is the CPU spent in each window of the measure, and the
+// windows' lengths.
+type cpuWindows struct {
+	idleCPU, idle, quietCPU, quiet, activeCPU, active time.Duration
+}
+
+// capacityOf works out capacity. oplab costs base with no session at all;
+// the class joined but quiet costs more, which every learner carries by
+// being there (sessions, streams, pings); while acting, the class costs
+// the quiet class's plus a cost per Database cycle. The instructor's cycles
+// count as cycles, and the fan-out to the followers rides on them. At
+// realRate cycles per learner-minute a learner costs its share of the quiet
+// class plus realRate cycles a minute, and one core holds what is left of it
+// after base divided by that.
+func capacityOf(w cpuWindows, learners, learnerCycles, allCycles int, realRate float64) capacity {
+	c := capacity{base: cores(w.idleCPU, w.idle), rate: float64(learnerCycles) / float64(learners) / w.active.Minutes()}
+	c.rawCores = max(0, cores(w.activeCPU, w.active)-c.base) / float64(learners)
+	quietClass := cores(w.quietCPU, w.quiet)
+	c.quietCores = max(0, quietClass-c.base) / float64(learners)
 	if allCycles > 0 {
-		c.perCycle = max(0, time.Duration((activeCPU.Seconds()-quietClass*active.Seconds())/float64(allCycles)*float64(time.Second)))
+		c.perCycle = max(0, time.Duration((w.activeCPU.Seconds()-quietClass*w.active.Seconds())/float64(allCycles)*float64(time.Second)))
 	}
 	c.realCores = c.quietCores + c.perCycle.Seconds()*realRate/60
-	c.rawPerCore, c.perCore = 1/c.rawCores, 1/c.realCores
+	c.rawPerCore, c.perCore = (1-c.base)/c.rawCores, (1-c.base)/c.realCores
 	return c
 }
 
 func (m measurement) capacity(withCluster bool) capacity {
-	active, quiet := m.active.oplab, m.quiet.oplab
+	w := cpuWindows{idleCPU: m.idle.oplab, idle: m.idle.took, quietCPU: m.quiet.oplab, quiet: m.quiet.took, activeCPU: m.active.oplab, active: m.active.took}
 	if withCluster {
-		active, quiet = active+m.active.clusterCPU(), quiet+m.quiet.clusterCPU()
+		w.idleCPU += m.idle.clusterCPU()
+		w.quietCPU += m.quiet.clusterCPU()
+		w.activeCPU += m.active.clusterCPU()
 	}
 	r := m.class
-	return capacityOf(active, m.active.took, quiet, m.quiet.took, m.learners, r.Cycles, r.Cycles+r.InstructorCycles, *benchRealRate)
+	return capacityOf(w, m.learners, r.Cycles, r.Cycles+r.InstructorCycles, *benchRealRate)
 }
 
 func mib(b uint64) float64 { return float64(b) / (1 << 20) }
@@ -89,8 +99,8 @@ func (m measurement) print(w io.Writer) {
 		if withCluster {
 			what = "oplab and its embedded control plane"
 		}
-		fmt.Fprintf(w, "%s: per learner %.1f ms/s at the benchmark's rate, %.1f ms/s of it only for being there; %.0f ms CPU per Database cycle\n",
-			what, 1000*c.rawCores, 1000*c.quietCores, ms(c.perCycle))
+		fmt.Fprintf(w, "%s: %.1f ms/s with no session; per learner beyond that %.1f ms/s at the benchmark's rate, %.1f ms/s of it only for being there; %.0f ms CPU per Database cycle\n",
+			what, 1000*c.base, 1000*c.rawCores, 1000*c.quietCores, ms(c.perCycle))
 		fmt.Fprintf(w, "  learners one core holds: %.0f at the benchmark's %.1f cycles per learner-minute (raw); %.0f at %.1f cycle per learner-minute (scaled, -real-rate)\n",
 			c.rawPerCore, c.rate, c.perCore, *benchRealRate)
 	}

@@ -3,6 +3,7 @@ package benchclass
 import (
 	"encoding/json"
 	"math"
+	"slices"
 	"testing"
 	"time"
 
@@ -66,23 +67,28 @@ func mustJSON(t *testing.T, v any) string {
 	return string(b)
 }
 
-// TestCapacityOf checks the arithmetic on round numbers: 10 learners doing
-// 50 cycles in a minute, with the instructor's 10, cost 6 CPU s; quiet, the
-// class costs 0.01 cores.
+// TestCapacityOf checks the arithmetic on round numbers: oplab idles at
+// 0.1 cores; quiet, the class of 10 learners costs 0.11; 10 learners doing
+// 50 cycles in a minute, with the instructor's 10, cost 12 CPU s.
 func TestCapacityOf(t *testing.T) {
-	c := capacityOf(6*time.Second, time.Minute, 50*time.Millisecond, 5*time.Second, 10, 50, 60, 1)
+	c := capacityOf(cpuWindows{
+		idleCPU: time.Second, idle: 10 * time.Second,
+		quietCPU: 550 * time.Millisecond, quiet: 5 * time.Second,
+		activeCPU: 12 * time.Second, active: time.Minute,
+	}, 10, 50, 60, 1)
 	near := func(what string, got, want float64) {
 		if math.Abs(got-want) > 1e-9*math.Max(1, math.Abs(want)) {
 			t.Errorf("%s = %v; want %v", what, got, want)
 		}
 	}
+	near("base", c.base, 0.1)
 	near("rate", c.rate, 5)                 // 50 cycles / 10 learners / 1 min
-	near("rawCores", c.rawCores, 0.01)      // 6 s / 60 s / 10
-	near("quietCores", c.quietCores, 0.001) // 0.01 cores / 10
-	near("perCycle", c.perCycle.Seconds(), (6-0.6)/60.0)
+	near("rawCores", c.rawCores, 0.01)      // (0.2 - 0.1) cores / 10
+	near("quietCores", c.quietCores, 0.001) // (0.11 - 0.1) cores / 10
+	near("perCycle", c.perCycle.Seconds(), (12-0.11*60)/60.0)
 	near("realCores", c.realCores, 0.001+0.09/60)
-	near("rawPerCore", c.rawPerCore, 100)
-	near("perCore", c.perCore, 1/(0.001+0.09/60))
+	near("rawPerCore", c.rawPerCore, 90) // 0.9 cores left / 0.01
+	near("perCore", c.perCore, 0.9/(0.001+0.09/60))
 }
 
 // TestSummarise checks the quantiles read from sorted samples.
@@ -103,5 +109,22 @@ func TestSummarise(t *testing.T) {
 	r.restore()
 	if r.P50 != s.P50 || r.P99 != s.P99 || r.Max != s.Max {
 		t.Errorf("after JSON: %+v; want %+v", r, s)
+	}
+}
+
+// TestDescendants checks that the control plane is found below this
+// process however deep, without the class's process and what it started.
+func TestDescendants(t *testing.T) {
+	procs := map[int]stat{
+		10: {ppid: 1},  // this process
+		11: {ppid: 10}, // kube-apiserver
+		12: {ppid: 10}, // sh
+		13: {ppid: 12}, // etcd, through the shell
+		20: {ppid: 10}, // the class
+		21: {ppid: 20}, // the class's own child
+		30: {ppid: 1},  // another tenant
+	}
+	if got, want := descendants(procs, 10, 20), []int{11, 12, 13}; !slices.Equal(got, want) {
+		t.Errorf("descendants(10, skip 20) = %v; want %v", got, want)
 	}
 }
