@@ -59,11 +59,13 @@ type classResult struct {
 	Active           time.Duration `json:"active"` // from go until the last learner finished
 	ToReady          durations     `json:"toReady"`
 	ToGone           durations     `json:"toGone"`
-	// Followers' delays, from each message's time (the recorder's step
-	// time) to its receipt: every message, and the controller's steps
-	// only (without the state views the lab's watcher publishes).
+	// Followers' delays, from each message's time to its receipt: every
+	// message; the controller's steps (stamped by its tracer as it took
+	// the step); the state views the lab's watcher publishes (stamped by
+	// the recorder as it was handed them).
 	Delay      durations     `json:"delay"`
 	StepDelay  durations     `json:"stepDelay"`
+	StateDelay durations     `json:"stateDelay"`
 	FollowMin  int           `json:"followMin"` // fewest messages one follower received
 	FollowMax  int           `json:"followMax"`
 	Instructor int           `json:"instructor"` // messages the instructor's own stream received
@@ -307,10 +309,11 @@ type follower struct {
 	// from is when the measure began (Unix ns), shared by the class's
 	// followers: messages stamped earlier, such as the history sent on
 	// connecting, are not counted.
-	from       *atomic.Int64
-	delays     []time.Duration
-	stepDelays []time.Duration
-	done       chan struct{}
+	from        *atomic.Int64
+	delays      []time.Duration
+	stepDelays  []time.Duration
+	stateDelays []time.Duration
+	done        chan struct{}
 }
 
 func startFollower(ctx context.Context, b *browser, path string, from *atomic.Int64) (*follower, error) {
@@ -342,7 +345,9 @@ func (f *follower) read() {
 			}
 			d := now.Sub(m.Time)
 			f.delays = append(f.delays, d)
-			if m.Type != stream.TypeState {
+			if m.Type == stream.TypeState {
+				f.stateDelays = append(f.stateDelays, d)
+			} else {
 				f.stepDelays = append(f.stepDelays, d)
 			}
 		}
@@ -512,16 +517,16 @@ func (c *class) run(ctx context.Context) classResult {
 	res.ToReady, res.ToGone = summarise(toReady), summarise(toGone)
 	followers := c.followers
 	res.Instructor = c.close()
-	var all, steps []time.Duration
+	var all, steps, states []time.Duration
 	res.FollowMin = -1
 	for _, f := range followers {
-		all, steps = append(all, f.delays...), append(steps, f.stepDelays...)
+		all, steps, states = append(all, f.delays...), append(steps, f.stepDelays...), append(states, f.stateDelays...)
 		if n := len(f.delays); res.FollowMin < 0 || n < res.FollowMin {
 			res.FollowMin = n
 		}
 		res.FollowMax = max(res.FollowMax, len(f.delays))
 	}
-	res.Delay, res.StepDelay = summarise(all), summarise(steps)
+	res.Delay, res.StepDelay, res.StateDelay = summarise(all), summarise(steps), summarise(states)
 	return res
 }
 

@@ -81,8 +81,10 @@ func (m measurement) print(w io.Writer) {
 	fmt.Fprintf(w, "\nclass: %d learners × %d rounds: %d Database cycles in %.1f s (%.1f cycles per learner-minute), %d errors; instructor %d cycles, %d followers %s\n",
 		m.learners, *benchRounds, r.Cycles, r.Active.Seconds(), m.capacity(false).rate, r.Errors, r.InstructorCycles, m.followers, how)
 	fmt.Fprintf(w, "joining (%d sessions started with GET /lab, %d streams opened): %.1f s\n", m.learners+1, m.learners+1+m.followers, m.join.Seconds())
-	fmt.Fprintf(w, "followers' delay, message time → receipt: p50 %s, p99 %s, max %s over %d messages (controller steps only: p50 %s, p99 %s over %d); each follower got %d–%d, the instructor's own stream %d\n",
-		round(r.Delay.P50), round(r.Delay.P99), round(r.Delay.Max), r.Delay.N, round(r.StepDelay.P50), round(r.StepDelay.P99), r.StepDelay.N, r.FollowMin, r.FollowMax, r.Instructor)
+	fmt.Fprintf(w, "followers' delay, message time → receipt: p50 %s, p99 %s, max %s over %d messages; each follower got %d–%d, the instructor's own stream %d\n",
+		round(r.Delay.P50), round(r.Delay.P99), round(r.Delay.Max), r.Delay.N, r.FollowMin, r.FollowMax, r.Instructor)
+	fmt.Fprintf(w, "  controller steps (time stamped by its tracer): p50 %s, p99 %s over %d; state views (stamped by the recorder): p50 %s, p99 %s over %d\n",
+		round(r.StepDelay.P50), round(r.StepDelay.P99), r.StepDelay.N, round(r.StateDelay.P50), round(r.StateDelay.P99), r.StateDelay.N)
 	fmt.Fprintf(w, "a learner's screen: create → Ready p50 %s, p99 %s; delete → gone p50 %s, p99 %s\n",
 		round(r.ToReady.P50), round(r.ToReady.P99), round(r.ToGone.P50), round(r.ToGone.P99))
 	fmt.Fprintln(w, "CPU, in cores (CPU s per s):")
