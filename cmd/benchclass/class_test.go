@@ -51,14 +51,19 @@ type classConfig struct {
 
 // classResult is what the child reports when the class is over.
 type classResult struct {
-	Learners         int           `json:"learners"`
-	Cycles           int           `json:"cycles"`           // learners' Database cycles completed
-	InstructorCycles int           `json:"instructorCycles"` // the instructor's
-	Errors           int           `json:"errors"`
-	FirstError       string        `json:"firstError,omitempty"`
-	Active           time.Duration `json:"active"` // from go until the last learner finished
-	ToReady          durations     `json:"toReady"`
-	ToGone           durations     `json:"toGone"`
+	Learners         int `json:"learners"`
+	Cycles           int `json:"cycles"`           // learners' Database cycles completed
+	InstructorCycles int `json:"instructorCycles"` // the instructor's
+	Errors           int `json:"errors"`
+	// QuotaWaits counts creates the namespace's quota refused, although
+	// the Databases before were gone, and were tried again; QuotaWaited is
+	// the time that cost, summed over every learner and the instructor.
+	QuotaWaits  int           `json:"quotaWaits"`
+	QuotaWaited time.Duration `json:"quotaWaited"`
+	FirstError  string        `json:"firstError,omitempty"`
+	Active      time.Duration `json:"active"` // from go until the last learner finished
+	ToReady     durations     `json:"toReady"`
+	ToGone      durations     `json:"toGone"`
 	// Followers' delays, from each message's time to its receipt: every
 	// message; the controller's steps (stamped by its tracer as it took
 	// the step); the state views the lab's watcher publishes (stamped by
@@ -148,10 +153,28 @@ func (b *browser) post(ctx context.Context, path string, form url.Values) error 
 	defer resp.Body.Close()
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, 4<<10))
 	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("POST %s: %s: %s", path, resp.Status, bytes.TrimSpace(body))
+		return &refusal{path: path, status: resp.Status, body: string(bytes.TrimSpace(body))}
 	}
 	return nil
 }
+
+// refusal is a form post oplab refused.
+type refusal struct{ path, status, body string }
+
+func (r *refusal) Error() string { return fmt.Sprintf("POST %s: %s: %s", r.path, r.status, r.body) }
+
+// overQuota says whether err is the namespace's ResourceQuota refusing a
+// create. The quota's usage falls only when kube-controller-manager's quota
+// controller has counted a deletion, seconds after the Database is gone, so
+// a learner who cycles quickly meets it with nothing left in the namespace.
+func overQuota(err error) bool {
+	var r *refusal
+	return errors.As(err, &r) && strings.Contains(r.body, "exceeded quota")
+}
+
+// quotaRetry is how long a learner refused by the quota waits before
+// clicking Create again.
+const quotaRetry = 500 * time.Millisecond
 
 // dial opens the browser's websocket at path (/ws, or /ws?follow=…) with
 // its cookies and its page's Origin, offering compression as browsers do.
@@ -245,6 +268,10 @@ type actor struct {
 	events chan dbEvent
 	seen   int // messages received; owned by the reader until conn closes
 	done   chan struct{}
+	// quotaWaits counts creates refused by the quota and tried again, and
+	// quotaWaited the time they cost; owned by the actor's loop.
+	quotaWaits  int
+	quotaWaited time.Duration
 }
 
 func startActor(ctx context.Context, b *browser) (*actor, error) {
@@ -271,7 +298,7 @@ func (a *actor) close() int {
 // deletes it and waits until the stream shows it gone.
 func (a *actor) cycle(ctx context.Context, name string) (toReady, toGone time.Duration, err error) {
 	t0 := time.Now()
-	if err := a.b.post(ctx, "/lab/databases", url.Values{"name": {name}, "engine": {"postgres"}, "replicas": {"1"}}); err != nil {
+	if err := a.create(ctx, name); err != nil {
 		return 0, 0, err
 	}
 	if err := a.await(ctx, name, func(e dbEvent) bool { return e.ready }); err != nil {
@@ -285,6 +312,24 @@ func (a *actor) cycle(ctx context.Context, name string) (toReady, toGone time.Du
 		return 0, 0, fmt.Errorf("%s gone: %w", name, err)
 	}
 	return t1.Sub(t0), time.Since(t1), nil
+}
+
+// create creates Database name, trying again while the quota refuses it.
+func (a *actor) create(ctx context.Context, name string) error {
+	form := url.Values{"name": {name}, "engine": {"postgres"}, "replicas": {"1"}}
+	for {
+		err := a.b.post(ctx, "/lab/databases", form)
+		if !overQuota(err) {
+			return err
+		}
+		a.quotaWaits++
+		a.quotaWaited += quotaRetry
+		select {
+		case <-time.After(quotaRetry):
+		case <-ctx.Done():
+			return fmt.Errorf("%w (the quota refused it until then)", ctx.Err())
+		}
+	}
 }
 
 func (a *actor) await(ctx context.Context, name string, want func(dbEvent) bool) error {
@@ -515,6 +560,10 @@ func (c *class) run(ctx context.Context) classResult {
 	res.CPU = cpuTime() - cpu0
 	res.Learners = len(c.learners)
 	res.ToReady, res.ToGone = summarise(toReady), summarise(toGone)
+	for _, a := range append([]*actor{c.instructor}, c.learners...) {
+		res.QuotaWaits += a.quotaWaits
+		res.QuotaWaited += a.quotaWaited
+	}
 	followers := c.followers
 	res.Instructor = c.close()
 	var all, steps, states []time.Duration

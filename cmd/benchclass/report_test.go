@@ -80,6 +80,9 @@ func (m measurement) print(w io.Writer) {
 	}
 	fmt.Fprintf(w, "\nclass: %d learners × %d rounds: %d Database cycles in %.1f s (%.1f cycles per learner-minute), %d errors; instructor %d cycles, %d followers %s\n",
 		m.learners, *benchRounds, r.Cycles, r.Active.Seconds(), m.capacity(false).rate, r.Errors, r.InstructorCycles, m.followers, how)
+	if r.QuotaWaits > 0 {
+		fmt.Fprintf(w, "the quota refused %d creates in namespaces whose earlier Databases were gone (its usage lags deletions), tried again every %v: %.1f s in all\n", r.QuotaWaits, quotaRetry, r.QuotaWaited.Seconds())
+	}
 	fmt.Fprintf(w, "joining (%d sessions started with GET /lab, %d streams opened): %.1f s\n", m.learners+1, m.learners+1+m.followers, m.join.Seconds())
 	fmt.Fprintf(w, "followers' delay, message time → receipt: p50 %s, p99 %s, max %s over %d messages; each follower got %d–%d, the instructor's own stream %d\n",
 		round(r.Delay.P50), round(r.Delay.P99), round(r.Delay.Max), r.Delay.N, r.FollowMin, r.FollowMax, r.Instructor)

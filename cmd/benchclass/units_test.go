@@ -2,6 +2,8 @@ package benchclass
 
 import (
 	"encoding/json"
+	"errors"
+	"fmt"
 	"math"
 	"slices"
 	"testing"
@@ -126,5 +128,18 @@ func TestDescendants(t *testing.T) {
 	}
 	if got, want := descendants(procs, 10, 20), []int{11, 12, 13}; !slices.Equal(got, want) {
 		t.Errorf("descendants(10, skip 20) = %v; want %v", got, want)
+	}
+}
+
+// TestOverQuota checks that only the quota's refusal is tried again.
+func TestOverQuota(t *testing.T) {
+	quota := &refusal{path: "/lab/databases", status: "403 Forbidden", body: `{"ok":false,"message":"databases.db.oplab.dev \"db-5\" is forbidden: exceeded quota: databases"}`}
+	if !overQuota(fmt.Errorf("create: %w", quota)) {
+		t.Errorf("overQuota(%v) = false; want true", quota)
+	}
+	for _, err := range []error{nil, errors.New("exceeded quota"), &refusal{path: "/lab/databases", status: "422 Unprocessable Entity", body: `{"message":"name: must be a DNS label"}`}} {
+		if overQuota(err) {
+			t.Errorf("overQuota(%v) = true; want false", err)
+		}
 	}
 }
