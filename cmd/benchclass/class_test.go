@@ -468,7 +468,7 @@ func present(ctx context.Context, inst *browser, token string) error {
 	if err := inst.get(ctx, "/instructor?token="+url.QueryEscape(token)); err != nil {
 		return fmt.Errorf("sign in as the instructor: %w", err)
 	}
-	return inst.post(ctx, "/instructor/present", nil)
+	return inst.post(ctx, "/instructor/present", url.Values{"name": {"Instructor"}})
 }
 
 // parallel runs do for each item, n at a time, and returns the first error.
