@@ -216,7 +216,8 @@ type measuring struct {
 }
 
 func startWindow(skip int) *measuring {
-	return &measuring{began: time.Now(), cpu0: cpuTime(), cluster0: childCPU(skip), sampler: startSampling(skip), skip: skip}
+	cluster0 := childCPU(skip)
+	return &measuring{began: time.Now(), cpu0: cpuTime(), cluster0: cluster0, sampler: startSampling(cluster0), skip: skip}
 }
 
 func (m *measuring) end() window {

@@ -139,17 +139,22 @@ func summariseRSS(samples []uint64) rssStats {
 }
 
 // sampler samples this process's RSS and the control plane's, summed,
-// every 200ms until stopped.
+// every 200ms until stopped. It reads the status files of the processes
+// found when it started: walking all of /proc costs milliseconds of CPU
+// each time, which would be charged to oplab.
 type sampler struct {
-	skip  int
+	pids  []string
 	stopc chan struct{}
 	done  chan struct{}
 	self  []uint64 // owned by the sampling goroutine until done
 	cp    []uint64
 }
 
-func startSampling(skip int) *sampler {
-	s := &sampler{skip: skip, stopc: make(chan struct{}), done: make(chan struct{})}
+func startSampling(cluster map[int]procCPU) *sampler {
+	s := &sampler{stopc: make(chan struct{}), done: make(chan struct{})}
+	for pid := range cluster {
+		s.pids = append(s.pids, strconv.Itoa(pid))
+	}
 	go func() {
 		defer close(s.done)
 		t := time.NewTicker(200 * time.Millisecond)
@@ -169,8 +174,8 @@ func startSampling(skip int) *sampler {
 func (s *sampler) sample() {
 	s.self = append(s.self, vmRSS("self"))
 	var cp uint64
-	for pid := range childCPU(s.skip) {
-		cp += vmRSS(strconv.Itoa(pid))
+	for _, pid := range s.pids {
+		cp += vmRSS(pid)
 	}
 	s.cp = append(s.cp, cp)
 }
