@@ -15,6 +15,7 @@ import (
 
 // capacity is what a learner costs, from one class's measure.
 type capacity struct {
+	allCores   float64       // CPU acting over learners, in cores
 	base       float64       // CPU of oplab with no session, in cores: the replica's own, not a learner's
 	rate       float64       // the benchmark's Database cycles per learner-minute
 	rawCores   float64       // CPU per learner above base at that rate, in cores
@@ -41,6 +42,7 @@ type cpuWindows struct {
 // after base divided by that.
 func capacityOf(w cpuWindows, learners, learnerCycles, allCycles int, realRate float64) capacity {
 	c := capacity{base: cores(w.idleCPU, w.idle), rate: float64(learnerCycles) / float64(learners) / w.active.Minutes()}
+	c.allCores = cores(w.activeCPU, w.active) / float64(learners)
 	c.rawCores = max(0, cores(w.activeCPU, w.active)-c.base) / float64(learners)
 	quietClass := cores(w.quietCPU, w.quiet)
 	c.quietCores = max(0, quietClass-c.base) / float64(learners)
@@ -104,8 +106,8 @@ func (m measurement) print(w io.Writer) {
 		if withCluster {
 			what = "oplab and its embedded control plane"
 		}
-		fmt.Fprintf(w, "%s: %.1f ms/s with no session; per learner beyond that %.1f ms/s at the benchmark's rate, %.1f ms/s of it only for being there; %.0f ms CPU per Database cycle\n",
-			what, 1000*c.base, 1000*c.rawCores, 1000*c.quietCores, ms(c.perCycle))
+		fmt.Fprintf(w, "%s: per learner %.1f ms/s (its CPU acting / learners); %.1f ms/s with no session, and per learner beyond that %.1f ms/s at the benchmark's rate, %.1f ms/s of it only for being there; %.0f ms CPU per Database cycle\n",
+			what, 1000*c.allCores, 1000*c.base, 1000*c.rawCores, 1000*c.quietCores, ms(c.perCycle))
 		fmt.Fprintf(w, "  learners one core holds: %.0f at the benchmark's %.1f cycles per learner-minute (raw); %.0f at %.1f cycle per learner-minute (scaled, -real-rate)\n",
 			c.rawPerCore, c.rate, c.perCore, *benchRealRate)
 	}

@@ -85,6 +85,7 @@ func TestCapacityOf(t *testing.T) {
 	}
 	near("base", c.base, 0.1)
 	near("rate", c.rate, 5)                 // 50 cycles / 10 learners / 1 min
+	near("allCores", c.allCores, 0.02)      // 0.2 cores / 10
 	near("rawCores", c.rawCores, 0.01)      // (0.2 - 0.1) cores / 10
 	near("quietCores", c.quietCores, 0.001) // (0.11 - 0.1) cores / 10
 	near("perCycle", c.perCycle.Seconds(), (12-0.11*60)/60.0)
