@@ -360,9 +360,6 @@ func (p *classProc) run(limit time.Duration) (classResult, error) {
 	if err := json.Unmarshal([]byte(raw), &r); err != nil {
 		return classResult{}, fmt.Errorf("the class's result: %w", err)
 	}
-	for _, d := range []*durations{&r.ToReady, &r.ToGone, &r.Delay, &r.StepDelay, &r.StateDelay} {
-		d.restore()
-	}
 	return r, nil
 }
 

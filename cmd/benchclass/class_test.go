@@ -77,13 +77,12 @@ type classResult struct {
 	CPU        time.Duration `json:"cpu"`        // this process's, from go to the end
 }
 
-// durations summarises samples.
+// durations summarises samples (in JSON as nanoseconds).
 type durations struct {
-	N             int           `json:"n"`
-	P50, P99, Max time.Duration `json:"-"`
-	P50ms         float64       `json:"p50ms"`
-	P99ms         float64       `json:"p99ms"`
-	MaxMs         float64       `json:"maxMs"`
+	N   int           `json:"n"`
+	P50 time.Duration `json:"p50"`
+	P99 time.Duration `json:"p99"`
+	Max time.Duration `json:"max"`
 }
 
 func summarise(ds []time.Duration) durations {
@@ -92,19 +91,10 @@ func summarise(ds []time.Duration) durations {
 	}
 	slices.Sort(ds)
 	at := func(q float64) time.Duration { return ds[min(len(ds)-1, int(q*float64(len(ds))))] }
-	s := durations{N: len(ds), P50: at(0.5), P99: at(0.99), Max: ds[len(ds)-1]}
-	s.P50ms, s.P99ms, s.MaxMs = ms(s.P50), ms(s.P99), ms(s.Max)
-	return s
+	return durations{N: len(ds), P50: at(0.5), P99: at(0.99), Max: ds[len(ds)-1]}
 }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
-
-// restore fills the durations from the milliseconds after decoding.
-func (d *durations) restore() {
-	d.P50, d.P99, d.Max = fromMs(d.P50ms), fromMs(d.P99ms), fromMs(d.MaxMs)
-}
-
-func fromMs(v float64) time.Duration { return time.Duration(v * float64(time.Millisecond)) }
 
 // browser is one browser's view of oplab: its cookies and its stream.
 type browser struct {

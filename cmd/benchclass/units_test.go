@@ -109,7 +109,6 @@ func TestSummarise(t *testing.T) {
 	if err := json.Unmarshal(raw, &r); err != nil {
 		t.Fatal(err)
 	}
-	r.restore()
 	if r.P50 != s.P50 || r.P99 != s.P99 || r.Max != s.Max {
 		t.Errorf("after JSON: %+v; want %+v", r, s)
 	}
