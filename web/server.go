@@ -24,6 +24,7 @@ import (
 
 	"github.com/oplab-dev/oplab/controller"
 	"github.com/oplab-dev/oplab/controller/api/v1alpha1"
+	"github.com/oplab-dev/oplab/web/classroom"
 	"github.com/oplab-dev/oplab/web/instructor"
 	"github.com/oplab-dev/oplab/web/kubeconfig"
 	"github.com/oplab-dev/oplab/web/lab"
@@ -101,6 +102,9 @@ type Server struct {
 	issuer   *kubeconfig.Issuer
 	handler  http.Handler
 	cacheErr chan error
+
+	// classroom is who presents and what followers see (web/classroom).
+	classroom *classroom.Classroom
 }
 
 // sweepInterval is how often idle sessions are looked for.
@@ -229,16 +233,20 @@ func (s *Server) routes(ctx context.Context, direct client.Client) (http.Handler
 	mux.Handle("GET /static/", http.StripPrefix("/static/", staticFiles()))
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok")) })
 	mux.HandleFunc("GET /readyz", s.readyz)
-	mux.Handle("GET /ws", s.opts.Hub.Handler(s.sessions.NamespaceOf))
+	// The classroom: /ws?follow=presenter streams the presenter's namespace.
+	s.classroom = classroom.New(s.opts.Recorder, classroom.Options{})
+	context.AfterFunc(ctx, s.classroom.Close)
+	mux.Handle("GET /ws", s.classroom.Streams(s.opts.Hub.Handler, s.sessions.NamespaceOf))
 	lab.New(lab.Options{
 		Store: lab.KubeStore{Client: direct}, Sessions: s.sessions, States: s.watcher,
 		Controller: s.opts.Controller, Exporter: s.opts.Recorder, KubectlLine: s.opts.KubectlLine,
 		KubeconfigPath: kubeconfig.Path, KubectlCommand: kubeconfig.Command,
-		MaxDatabases: s.opts.MaxDatabasesPerNamespace, Logger: s.opts.Logger.WithName("lab"),
+		MaxDatabases: s.opts.MaxDatabasesPerNamespace, Classroom: s.classroom, Logger: s.opts.Logger.WithName("lab"),
 	}).Register(mux)
 	kubeconfig.Handler{Sessions: s.sessions, Minter: s.issuer, Logger: s.opts.Logger.WithName("kubeconfig")}.Register(mux)
 	instructor.New(ctx, instructor.Options{
 		Token: s.opts.InstructorToken, Controller: s.opts.Controller, Logger: s.opts.Logger.WithName("instructor"),
+		Present: instructor.Presenting{Classroom: s.classroom, Sessions: s.sessions},
 	}).Register(mux)
 	if err := learn.Register(mux); err != nil {
 		return nil, err
@@ -297,6 +305,10 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 	}
 	_, _ = w.Write([]byte("ok"))
 }
+
+// Classroom is the presenter state every viewer shares: the scripted demo
+// narrates through it, the roster sends everyone somewhere with it.
+func (s *Server) Classroom() *classroom.Classroom { return s.classroom }
 
 // Handler returns every route: /static/, /healthz, /readyz, /ws, /lab... and
 // the course pages.

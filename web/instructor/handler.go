@@ -35,6 +35,7 @@ type Options struct {
 	// Token is the instructor token; empty turns the instructor page off.
 	Token      string
 	Controller Switch
+	Present    Presenting
 	Logger     logr.Logger
 }
 
@@ -64,6 +65,7 @@ func (h *Handler) Register(mux *http.ServeMux) {
 	mux.HandleFunc("GET /instructor", h.page)
 	mux.HandleFunc("POST /instructor", h.login)
 	mux.HandleFunc("POST /instructor/controller/{action}", h.switchController)
+	h.registerPresent(mux)
 }
 
 // access is what a request proves about the token.
@@ -127,7 +129,7 @@ func (h *Handler) page(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, "/instructor", http.StatusSeeOther)
 		return
 	}
-	render(w, r, http.StatusOK, PageView(Page{ControllerRunning: h.opts.Controller.Running(), Message: r.URL.Query().Get("done")}))
+	render(w, r, http.StatusOK, PageView(Page{ControllerRunning: h.opts.Controller.Running(), Message: r.URL.Query().Get("done"), Present: h.presentView()}))
 }
 
 // login takes the token from the form.

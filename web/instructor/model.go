@@ -11,6 +11,7 @@ type Page struct {
 	ControllerRunning bool
 	// Message is the key of the last action's outcome (see messages).
 	Message string
+	Present PresentView
 }
 
 // Said is the text of the last action's outcome, or "".

@@ -74,7 +74,9 @@ type Options struct {
 	// set, the page offers them instead of KubectlLine.
 	KubeconfigPath string
 	KubectlCommand func(namespace string) string
-	Logger         logr.Logger
+	// Classroom follows the presenter's lab; nil: nobody can present.
+	Classroom Classroom
+	Logger    logr.Logger
 }
 
 // Handler serves the lab routes.
@@ -112,6 +114,7 @@ func (h *Handler) Register(mux *http.ServeMux) {
 	mux.HandleFunc("POST /lab/databases/{name}/statefulset/scale", h.form(h.scaleStatefulSet))
 	mux.HandleFunc("POST /lab/controller/{action}", h.form(h.switchController))
 	mux.HandleFunc("POST /lab/scenarios/{scenario}", h.form(h.setupScenario))
+	mux.HandleFunc("POST /lab/present", h.present)
 }
 
 func render(w http.ResponseWriter, r *http.Request, code int, c templ.Component) {

@@ -50,6 +50,9 @@ type Page struct {
 	// namespace only (then KubectlLine uses it); empty when the server
 	// offers none.
 	Kubeconfig string
+	// Projector starts the page in projector mode (?projector=1): big type,
+	// the loop, the selected card and the timeline on one screen.
+	Projector bool
 }
 
 // Card is what a Database card needs besides the Database: the choices its

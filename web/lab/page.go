@@ -45,6 +45,7 @@ func (h *Handler) pageModel(r *http.Request, ns string) (Page, error) {
 		p.Form = formFrom(func(k string) string { return f.Form[k] })
 	}
 	q := r.URL.Query()
+	p.Projector = q.Get("projector") == "1"
 	if q.Has("preview") {
 		p.Form = formFrom(q.Get)
 	}

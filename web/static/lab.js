@@ -13,6 +13,9 @@
   const mode = root.dataset.mode; // live | replay | upload
   if (mode === "upload") return;
   const namespace = root.dataset.namespace || "";
+  // followNs is the presenter's namespace while this lab follows it (the
+  // stream is then /ws?follow=presenter); "" is the learner's own.
+  let followNs = "";
 
   // ---- small DOM helpers: text always goes through textContent ----------
   function h(tag, attrs, ...kids) {
@@ -135,6 +138,7 @@
       $$("#rows > li").forEach(applyFilter);
       markSelected();
       showCountdown();
+      tellView();
     });
   }
   function knowObject(name) {
@@ -376,7 +380,7 @@
       return;
     }
     const mine = m.object && m.object.namespace;
-    if (mine && mine !== namespace) return;
+    if (mine && mine !== (followNs || namespace)) return;
     if (m.phase === "restarted") {
       addRow(h("li", { class: "row controller", "data-db": "" },
         h("div", { class: "row-head" }, timeEl(m.time), " ", h("span", { class: "pill warn" }, "oplab restarted"), " ", m.message || "")));
@@ -564,8 +568,14 @@
     if (mode === "replay") return Math.max(30, Math.min(gap, 1500)) / player.speed;
     return Math.max(200, Math.min(gap, 2000)) / player.speed;
   }
+  // held: the message waits. A follower shows what the presenter shows: up
+  // to the presenter's step while they are paused, everything otherwise.
+  function held(m) {
+    if (follow.view) return follow.view.paused && (m.seq || 0) > follow.view.seq;
+    return player.paused;
+  }
   function pump() {
-    while (!player.timer && !player.paused && player.queue.length) {
+    while (!player.timer && player.queue.length && !held(player.queue[0])) {
       const m = player.queue.shift();
       show(m);
       if (paced() && takesTime(m)) player.timer = setTimeout(() => { player.timer = null; pump(); }, gapAfter(m));
@@ -574,7 +584,9 @@
     if (!player.queue.length && !player.timer && player.done) player.done();
   }
   let shown = 0; // steps shown, for the tests and the counter
+  let shownSeq = 0; // the last message shown: where a presenter's timeline is
   function show(m) {
+    if (m.seq) shownSeq = m.seq;
     handle(m);
     if (takesTime(m)) root.dataset.shown = String(++shown);
     if (mode === "replay" && m.time) replayNow = new Date(m.time).getTime();
@@ -590,6 +602,7 @@
       if (takesTime(m)) break;
     }
     showWaiting();
+    tellView();
   }
   function setPaused(p) {
     player.paused = p;
@@ -601,6 +614,7 @@
     root.dataset.playback = p ? "paused" : "playing";
     if (!p) pump();
     showWaiting();
+    tellView();
   }
   function showWaiting() {
     if (!waitingEl) return;
@@ -618,6 +632,7 @@
       player.speed = Number(speedSel.value) || 1;
       if (stepBtn) stepBtn.disabled = !player.paused && !paced();
       if (!paced() && !player.paused) { clearTimeout(player.timer); player.timer = null; pump(); }
+      tellView();
     });
     // Single-key shortcuts work only while focus is in the timeline
     // (WCAG 2.1.4), so they never fire while the learner types elsewhere
@@ -632,33 +647,67 @@
 
   // ---- live: the websocket ---------------------------------------------------------
   let lastSeq = 0;
+  let reopen = () => {};
   function connect() {
     const status = $("#stream-status");
     let delay = 1000;
+    let ws = null;
+    let retry = null;
     function open() {
+      clearTimeout(retry);
       const proto = location.protocol === "https:" ? "wss:" : "ws:";
-      const since = lastSeq > 0 ? "?since=" + lastSeq : "";
-      const ws = new WebSocket(`${proto}//${location.host}/ws${since}`);
-      ws.onopen = () => { delay = 1000; if (status) status.textContent = "live"; root.dataset.stream = "open"; };
-      ws.onmessage = (e) => {
+      const q = new URLSearchParams();
+      if (followNs) q.set("follow", "presenter");
+      if (lastSeq > 0) q.set("since", String(lastSeq));
+      const qs = q.toString() ? "?" + q : "";
+      const sock = new WebSocket(`${proto}//${location.host}/ws${qs}`);
+      let opened = false;
+      ws = sock;
+      sock.onopen = () => {
+        opened = true;
+        delay = 1000;
+        if (status) status.textContent = followNs ? "live, following" : "live";
+        root.dataset.stream = "open";
+      };
+      sock.onmessage = (e) => {
         let batch;
         try { batch = JSON.parse(e.data); } catch (err) { return; }
         batch = Array.isArray(batch) ? batch : [batch];
+        const shown = [];
         for (const m of batch) {
           // After a reset the server may count from 1 again.
           if (m.type === "reset") lastSeq = 0;
           else if (m.seq > lastSeq) lastSeq = m.seq;
+          // The classroom's state is never held by the player: it is what
+          // tells a follower where the presenter's player is.
+          if (m.type === "state" && m.object && m.object.kind === "Classroom") {
+            if (classroom) classroom.receive(m.state);
+            if (ws !== sock) return; // it switched streams: the rest is stale
+            continue;
+          }
+          shown.push(m);
         }
         root.dataset.seq = String(lastSeq);
-        push(batch);
+        push(shown);
       };
-      ws.onclose = () => {
+      sock.onclose = () => {
+        if (ws !== sock) return; // replaced by the other stream
         root.dataset.stream = "closed";
+        // A presentation that ended before the follow stream opened (409):
+        // back to the own stream, whose classroom state says what next.
+        if (followNs && !opened) switchStream("");
         if (status) status.textContent = `reconnecting in ${Math.round(delay / 1000)}s…`;
-        setTimeout(open, delay);
+        retry = setTimeout(open, delay);
         delay = Math.min(delay * 2, 10000);
       };
     }
+    reopen = () => {
+      const old = ws;
+      ws = null;
+      if (old) old.close();
+      delay = 1000;
+      open();
+    };
     open();
   }
 
@@ -790,8 +839,132 @@
     restart();
   }
 
+  // ---- the classroom: following the presenter, or being followed -------------------
+  const classroom = mode === "live" ? window.oplabClassroom : null;
+  const follow = { view: null, name: "" };
+  const objectsH = $("#objects-h");
+  const ownHeading = objectsH ? objectsH.textContent : "";
+
+  // clearView empties what the stream drew, before another namespace's
+  // stream draws its own.
+  function clearView(message) {
+    player.queue = [];
+    clearTimeout(player.timer);
+    player.timer = null;
+    lastSeq = 0;
+    reset({ message });
+    nextRun.clear();
+    failures.clear();
+    dbList?.replaceChildren();
+    $("#snapshots")?.replaceChildren();
+    const kept = $("#kept");
+    if (kept) kept.hidden = true;
+    if (filterEl) { $$("option", filterEl).forEach((o) => { if (o.value) o.remove(); }); filterEl.value = ""; }
+    showWaiting();
+  }
+  function switchStream(ns) {
+    if (ns === followNs) return;
+    followNs = ns;
+    clearView(ns ? `following ${follow.name}'s lab` : "back in your own namespace");
+    root.dataset.following = ns ? "presenter" : "";
+    if (objectsH) objectsH.textContent = ns ? `${follow.name}'s Databases (read-only)` : ownHeading;
+    if (!ns) {
+      follow.view = null;
+      player.speed = Number(speedSel?.value) || 1;
+      setPaused(false);
+    }
+    reopen();
+  }
+  // followView puts the player, the filter and the selected card where the
+  // presenter's are.
+  function followView(v) {
+    follow.view = v ? { paused: !!v.paused, seq: v.seq || 0 } : null;
+    if (!v) return;
+    player.speed = v.speed || 1;
+    if (speedSel) speedSel.value = String(player.speed);
+    if (pauseBtn) {
+      pauseBtn.textContent = v.paused ? "Resume" : "Pause";
+      pauseBtn.setAttribute("aria-pressed", String(!!v.paused));
+    }
+    root.dataset.playback = v.paused ? "paused" : "playing";
+    if (filterEl && filterEl.value !== (v.selected || "")) {
+      knowObject(v.selected);
+      filterEl.value = v.selected || "";
+      $$("#rows > li").forEach(applyFilter);
+      markSelected();
+      showCountdown();
+    }
+    pump();
+  }
+
+  // here is the page as followers should see it: the lab and its scenario.
+  function here() {
+    const sc = new URL(location.href).searchParams.get("scenario");
+    return "/lab" + (sc ? "?scenario=" + encodeURIComponent(sc) : "");
+  }
+  let tellTimer = null;
+  // tellView reports the presenter's view; the server takes it from the
+  // presenter's session only and passes it on at most ten times a second.
+  function tellView() {
+    if (!classroom || !classroom.isPresenter()) return;
+    clearTimeout(tellTimer);
+    tellTimer = setTimeout(() => {
+      fetch("/lab/present", {
+        method: "POST", credentials: "same-origin", headers: { "Content-Type": "application/json" },
+        body: JSON.stringify({ selected: filterEl ? filterEl.value : "", path: here(), paused: player.paused, seq: shownSeq, speed: player.speed }),
+      }).catch(() => {});
+    }, 30);
+  }
+
+  let presentedSince = null;
+  function onClassroom(s) {
+    const presenter = classroom.isPresenter();
+    root.dataset.presenting = String(presenter);
+    if (presenter && presentedSince !== s.since) { presentedSince = s.since; tellView(); }
+    if (!presenter) presentedSince = null;
+    if (classroom.following()) {
+      follow.name = s.name || "the presenter";
+      switchStream(s.namespace);
+      followView(s.view);
+    } else {
+      switchStream("");
+    }
+  }
+  function setupClassroom() {
+    if (!classroom) return;
+    classroom.onChange(onClassroom);
+    // Acting in one's own lab breaks away from the presenter, as in VS
+    // Code's Live Share: a form, the player, the filter.
+    root.addEventListener("click", (e) => {
+      if (followNs && e.target.closest("form.act, .player button, #filter, details.create > summary")) classroom.breakAway();
+    }, true);
+  }
+
+  // ---- projector mode: big type, one screen, for the back of the room --------------
+  function setupProjector() {
+    const btn = $("#projector-toggle");
+    if (!btn) return;
+    btn.hidden = false;
+    const layoutBtn = $("#layout-toggle");
+    const apply = (on) => {
+      root.dataset.projector = String(on);
+      btn.setAttribute("aria-pressed", String(on));
+      if (on) root.dataset.layout = "focus";
+      else root.dataset.layout = layoutBtn?.getAttribute("aria-pressed") === "true" ? "focus" : "";
+    };
+    const wanted = new URL(location.href).searchParams.get("projector");
+    let on = wanted !== null ? wanted === "1" : root.dataset.projector === "true" || localStorage.getItem("oplab.projector") === "1";
+    apply(on);
+    btn.addEventListener("click", () => {
+      on = !on;
+      apply(on);
+      localStorage.setItem("oplab.projector", on ? "1" : "");
+    });
+  }
+
   setupPlayer();
   setupLayout();
+  setupProjector();
   if (mode === "replay") {
     replay();
     return;
@@ -799,6 +972,7 @@
   enhanceAll(document);
   markSelected();
   livePreview();
+  setupClassroom();
   connect();
   // Watching is using: keep the session (and its namespace) alive while the
   // page is open and visible.

@@ -1,0 +1,158 @@
+// classroom.js: the classroom on every page. When the instructor presents,
+// a banner says "Following NAME" (a status region, so screen readers
+// announce it), and the page goes where the presenter's page is; Esc breaks
+// away and the banner offers Rejoin. The instructor's "send everyone to"
+// link is followed once per id, following or not. On the live lab, lab.js
+// hands this file the classroom state from its own stream and does the
+// following itself; elsewhere this file listens to /ws?classroom=1, which
+// carries only the global messages.
+"use strict";
+(function () {
+  const banner = document.getElementById("classroom-banner");
+  const lab = document.getElementById("lab");
+  const liveLab = !!lab && lab.dataset.mode === "live";
+  if (liveLab) sessionStorage.setItem("oplab.namespace", lab.dataset.namespace || "");
+  const onInstructorPage = location.pathname.startsWith("/instructor");
+  let state = null;
+  const listeners = [];
+
+  const store = {
+    get: (k) => { try { return sessionStorage.getItem(k); } catch (e) { return null; } },
+    set: (k, v) => { try { sessionStorage.setItem(k, v); } catch (e) { /* private mode */ } },
+  };
+  const mine = () => (liveLab ? lab.dataset.namespace : store.get("oplab.namespace")) || "";
+
+  function presenting() { return !!(state && state.presenting); }
+  function isPresenter() { return presenting() && !!state.namespace && state.namespace === mine(); }
+  function brokeAway() { return presenting() && store.get("oplab.follow.off") === String(state.since); }
+  // following: someone else presents and this tab has not broken away.
+  function following() { return presenting() && !isPresenter() && !brokeAway() && !onInstructorPage; }
+
+  function breakAway() {
+    if (!following()) return;
+    store.set("oplab.follow.off", String(state.since));
+    changed();
+  }
+  function rejoin() {
+    store.set("oplab.follow.off", "");
+    changed();
+  }
+
+  // place is where a path leads as far as following goes: the page, and
+  // on the lab the scenario (a learner's own projector mode is theirs).
+  function place(href) {
+    const u = new URL(href, location.href);
+    return u.pathname === "/lab" ? "/lab?scenario=" + (u.searchParams.get("scenario") || "") : u.pathname;
+  }
+
+  function h(tag, attrs, ...kids) {
+    const el = document.createElement(tag);
+    for (const [k, v] of Object.entries(attrs || {})) el.setAttribute(k, v);
+    el.append(...kids);
+    return el;
+  }
+
+  let drawn = "";
+  function draw() {
+    if (!banner) return;
+    const n = state && state.narration;
+    const mode = !presenting() ? "" : isPresenter() ? "presenter" : following() ? "following" : "away";
+    const key = [mode, state && state.name, n && n.text, n && n.step, n && n.paused].join("\u0000");
+    // Redraw only when what the banner says changes: a screen reader
+    // announces every change of a status region.
+    if (key === drawn) return;
+    drawn = key;
+    banner.dataset.mode = mode;
+    const kids = [];
+    if (mode === "following") {
+      kids.push(h("p", {}, h("b", {}, `Following ${state.name}`),
+        " — their lab, read-only. ",
+        h("button", { type: "button", class: "button", id: "classroom-leave", "aria-keyshortcuts": "Escape" }, "Back to my lab (Esc)")));
+    } else if (mode === "away") {
+      kids.push(h("p", {}, `${state.name} is presenting. You are in your own lab. `,
+        h("button", { type: "button", class: "button primary", id: "classroom-rejoin" }, `Rejoin ${state.name}`)));
+    } else if (mode === "presenter") {
+      kids.push(h("p", {}, h("b", {}, `Presenting as ${state.name}`), ": every learner follows this lab."));
+    }
+    if (n && n.text) {
+      kids.push(h("p", { class: "narration" },
+        n.of ? h("span", { class: "pill" }, `${n.demo ? n.demo + " · " : ""}step ${n.step} of ${n.of}${n.paused ? " · paused" : ""}`) : "",
+        " ", n.text));
+    }
+    banner.replaceChildren(...kids);
+    document.getElementById("classroom-leave")?.addEventListener("click", breakAway);
+    document.getElementById("classroom-rejoin")?.addEventListener("click", rejoin);
+  }
+
+  // go follows the instructor's goto once per id, and the presenter's page
+  // while following.
+  function go() {
+    if (!state || onInstructorPage) return;
+    const g = state.goto;
+    if (g && g.href && String(g.id) !== localStorage.getItem("oplab.goto")) {
+      localStorage.setItem("oplab.goto", String(g.id));
+      // An id is the time it was sent: a page opened long after is not
+      // sent away by it.
+      const fresh = Math.abs(Date.now() - g.id) < 15 * 60 * 1000;
+      if (fresh && place(g.href) !== place(location.href)) {
+        location.assign(g.href);
+        return;
+      }
+    }
+    const path = state.view && state.view.path;
+    if (following() && path && place(path) !== place(location.href)) location.assign(path);
+  }
+
+  // The presenter's page says where it is, for followers to come along;
+  // the live lab says more (lab.js).
+  let toldPath = "";
+  function tellPath() {
+    if (liveLab || !isPresenter() || toldPath === state.since + location.pathname) return;
+    toldPath = state.since + location.pathname;
+    fetch("/lab/present", {
+      method: "POST", credentials: "same-origin", headers: { "Content-Type": "application/json" },
+      body: JSON.stringify({ path: location.pathname + location.search, selected: "", paused: false, seq: 0, speed: 1 }),
+    }).catch(() => {});
+  }
+
+  function changed() {
+    draw();
+    for (const fn of listeners) fn(state);
+    go();
+    tellPath();
+  }
+  function receive(s) {
+    state = s || null;
+    changed();
+  }
+
+  document.addEventListener("keydown", (e) => {
+    if (e.key === "Escape" && following()) { breakAway(); e.preventDefault(); }
+  });
+
+  // Pages without the live lab listen to the global messages only.
+  function listen() {
+    let delay = 1000;
+    function open() {
+      const proto = location.protocol === "https:" ? "wss:" : "ws:";
+      const ws = new WebSocket(`${proto}//${location.host}/ws?classroom=1`);
+      ws.onopen = () => { delay = 1000; };
+      ws.onmessage = (e) => {
+        let batch;
+        try { batch = JSON.parse(e.data); } catch (err) { return; }
+        for (const m of Array.isArray(batch) ? batch : [batch]) {
+          if (m.type === "state" && m.object && m.object.kind === "Classroom") receive(m.state);
+        }
+      };
+      ws.onclose = () => { setTimeout(open, delay); delay = Math.min(delay * 2, 30000); };
+    }
+    open();
+  }
+
+  window.oplabClassroom = {
+    receive, following, isPresenter, presenting, breakAway, rejoin,
+    state: () => state,
+    onChange: (fn) => listeners.push(fn),
+  };
+  if (!liveLab) listen();
+})();
