@@ -37,7 +37,7 @@ import (
 // learner's lab does (issue 11 §2). Without it, followers dial /ws with the
 // instructor's own session cookie: the same namespace's stream, so the
 // same fan-out cost, for as long as the follow endpoint does not exist.
-const followPresenter = false
+const followPresenter = true
 
 // classConfig is what the parent tells the child, as JSON in childEnv.
 type classConfig struct {
