@@ -60,6 +60,7 @@ func TestBrowserFollowThePresenter(t *testing.T) {
 
 	// A learner whose lab is open before the presentation starts.
 	earlyNS := openLab(t, early, "")
+	saveName(t, early, "Kim")
 
 	// The instructor signs in, opens their own lab, presents.
 	if err := chromedp.Do(teacher, chromedp.Navigate(e.http.URL+"/instructor?token="+url.QueryEscape(testInstructorToken)),
@@ -163,6 +164,24 @@ func TestBrowserFollowThePresenter(t *testing.T) {
 		t.Fatal(err)
 	}
 	poll(t, late, "a click on the own form breaks away", `document.getElementById("lab").dataset.following === ""`)
+	saveName(t, late, "Lin")
+	createInTab(t, late, "mine")
+	poll(t, late, "the learner's own Database Ready", `document.querySelector("#db-mine .db-head .pill.ok")?.textContent === "Ready True"`)
+
+	// The roster shows both learners, each with what their browser reported
+	// and what their namespace holds; the presentation goes on meanwhile.
+	if err := chromedp.Do(teacher, chromedp.Navigate(e.http.URL+"/instructor"), chromedp.WaitVisible(chromedp.CSS("#roster-live"))); err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range []struct{ ns, name, dbs string }{{earlyNS, "Kim", "none"}, {lateNS, "Lin", "Ready True"}} {
+		poll(t, teacher, "the roster's row of "+l.name, fmt.Sprintf(`(() => { const r = document.getElementById(%q); if (!r) return false;
+			return r.querySelector(".learner-name").textContent.trim() === %q
+				&& (%q === "none" ? r.querySelector(".learner-dbs").textContent.trim() === "none"
+					: r.querySelector('.learner-dbs [data-db="mine"] .pill.ok')?.textContent === %q); })()`, "learner-"+l.ns, l.name, l.dbs, l.dbs))
+	}
+	if _, ok := e.server.Classroom().Presenting(); !ok {
+		t.Fatal("opening the roster ended the presentation")
+	}
 
 	// No learner's page ever holds the instructor token.
 	for name, ctx := range map[string]context.Context{"early": early, "late": late} {
@@ -284,4 +303,15 @@ func TestBrowserGotoAndNarration(t *testing.T) {
 		t.Errorf("the same goto sent the page away again: at %q (%v)", p, err)
 	}
 	screenshot(t, tab, "35-narration-banner")
+}
+
+// saveName gives the learner's display name with the lab's name field, as a
+// learner would, and waits until oplab has it.
+func saveName(t *testing.T, tab context.Context, name string) {
+	t.Helper()
+	if err := chromedp.Do(tab, chromedp.WaitVisible(chromedp.CSS("#learner-name-input")),
+		chromedp.SetValue(chromedp.CSS("#learner-name-input"), name), chromedp.Click(chromedp.CSS("#learner-name button"))); err != nil {
+		t.Fatal(err)
+	}
+	poll(t, tab, "the name "+name+" saved", fmt.Sprintf(`document.querySelector("#learner-name [role=status]").textContent.includes(%q)`, name))
 }

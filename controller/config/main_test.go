@@ -23,6 +23,7 @@ import (
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/oplab-dev/oplab/cluster"
+	"github.com/oplab-dev/oplab/controller"
 	dbv1 "github.com/oplab-dev/oplab/controller/api/v1alpha1"
 )
 
@@ -156,7 +157,17 @@ func installed(t *testing.T) (client.Client, string) {
 		if shared.err != nil {
 			return
 		}
-		opts := cluster.Options{Mode: cluster.ModeFull}
+		// The CRD is installed before kube-controller-manager starts, as
+		// `make run` does, so its quota controller counts Databases from
+		// the start; kubectl apply -k below then finds it in place. (On a
+		// cluster whose kcm predates the CRD, a new quota reads "status
+		// unknown" until the quota controller's next full resync.)
+		crds, err := controller.CRDs()
+		if err != nil {
+			shared.err = err
+			return
+		}
+		opts := cluster.Options{Mode: cluster.ModeFull, CRDs: crds}
 		if os.Getenv("OPLAB_CLUSTER_LOG") != "" {
 			opts.Log = os.Stderr
 		}

@@ -90,6 +90,9 @@ func describe(out outcome) (Result, int) {
 	if errors.As(out.err, &mbe) {
 		return Result{Message: out.err.Error()}, http.StatusRequestEntityTooLarge
 	}
+	if apierrors.IsForbidden(out.err) && strings.Contains(out.err.Error(), quotaUncountedSign) {
+		return Result{Message: quotaUncounted + " The API server said: " + out.err.Error()}, http.StatusServiceUnavailable
+	}
 	var status apierrors.APIStatus
 	if errors.As(out.err, &status) {
 		res := Result{Message: permission.Explain(out.err).Error()}
@@ -104,6 +107,16 @@ func describe(out outcome) (Result, int) {
 	}
 	return Result{Message: out.err.Error()}, http.StatusInternalServerError
 }
+
+// The API server refuses every create a quota caps while the quota's status
+// does not count it yet: on a cluster whose kube-controller-manager started
+// before the Database CRD was installed, until its quota controller's next
+// full recount (every 5 minutes by default). The learner did nothing wrong.
+const (
+	quotaUncountedSign = "status unknown for quota"
+	quotaUncounted     = "The cluster has not counted the Databases in your namespace yet, so its quota refuses new ones for now: " +
+		"the cluster's quota controller recounts within a few minutes of the Database kind being installed. Nothing was created; try again in a minute."
+)
 
 func wantsJSON(r *http.Request) bool {
 	return strings.Contains(r.Header.Get("Accept"), "application/json")
