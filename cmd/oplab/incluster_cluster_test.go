@@ -38,7 +38,14 @@ import (
 func TestInClusterModeAsItsServiceAccount(t *testing.T) {
 	requireAssets(t)
 	ctx := context.Background()
-	cl, err := cluster.Start(ctx, cluster.Options{Mode: cluster.ModeFull})
+	// The CRD goes in before kube-controller-manager starts, so its quota
+	// controller counts the learners' Databases from the start (see
+	// controller/config's tests); kubectl apply -k then finds it in place.
+	crds, err := controller.CRDs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl, err := cluster.Start(ctx, cluster.Options{Mode: cluster.ModeFull, CRDs: crds})
 	if err != nil {
 		t.Fatal(err)
 	}
