@@ -305,7 +305,9 @@ func TestBrowserDemoNarratesOnTheTimeline(t *testing.T) {
 	); err != nil {
 		t.Fatal(err)
 	}
-	poll(t, ctx, "the demo at step 2 on the instructor page", `document.querySelector("#demo-progress")?.textContent.includes("step 2 of 6")`)
+	// #demo-status is on the page before Play too, so the redirect after it
+	// may still be under way: wait across that navigation.
+	pollAcross(t, ctx, "the demo at step 2 on the instructor page", `document.querySelector("#demo-progress")?.textContent.includes("step 2 of 6")`)
 	narration, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS("#demo-narration")))
 	if err != nil || !strings.Contains(narration, "creates a Secret, a Service and a StatefulSet") {
 		t.Errorf("the instructor page narrates %q (%v) at step 2", narration, err)
