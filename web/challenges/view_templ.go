@@ -457,7 +457,7 @@ func challengePage(v pageView) templ.Component {
 				return templ_7745c5c3_Err
 			}
 			if len(v.Also) > 0 {
-				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 30, "<p class=\"kicker also\">Also practises ")
+				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 30, "<p class=\"kicker also\">Also practises: ")
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}
