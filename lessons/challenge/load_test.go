@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/oplab-dev/oplab/controller"
+	"github.com/oplab-dev/oplab/lessons"
 	"github.com/oplab-dev/oplab/lessons/challenge"
 	"github.com/oplab-dev/oplab/lessons/challenge/challengetest"
 	"github.com/oplab-dev/oplab/web/stream"
@@ -218,6 +219,53 @@ func TestEmbeddedChallengesLoad(t *testing.T) {
 	}
 	if _, ok := set.Get("interview-walkthrough"); !ok {
 		t.Error("interview-walkthrough missing")
+	}
+}
+
+// judgementSections are lesson sections no cluster check can verify: what
+// they teach is a decision, not something the cluster shows. The quiz and
+// the flashcards cover them instead of a challenge.
+var judgementSections = map[string]bool{"pitfalls-interview#when-not-to-build-an-operator": true}
+
+// Issue 14 §1: the challenges cover every section of every numbered lesson,
+// as their main lesson or in also, but for the judgement sections.
+func TestEmbeddedChallengesCoverTheLessons(t *testing.T) {
+	course, err := lessons.Load(lessons.Content, controller.Source)
+	if err != nil {
+		t.Fatal(err)
+	}
+	set, err := challenge.LoadEmbedded(course)
+	if err != nil {
+		t.Fatal(err)
+	}
+	covered := map[string][]string{}
+	for _, c := range set.Challenges {
+		covered[c.Lesson] = append(covered[c.Lesson], c.ID)
+		for _, a := range c.Also {
+			covered[a.Ref] = append(covered[a.Ref], c.ID)
+		}
+	}
+	sections := 0
+	for _, l := range course.Lessons {
+		if l.Kind != lessons.KindLesson {
+			continue
+		}
+		for _, s := range l.Sections {
+			sections++
+			ref := l.Slug + "#" + s.ID
+			switch {
+			case judgementSections[ref] && len(covered[ref]) > 0:
+				t.Errorf("%s is listed as a judgement no check can verify, yet %v practise it: drop it from the list", ref, covered[ref])
+			case !judgementSections[ref] && len(covered[ref]) == 0:
+				t.Errorf("lesson section %s (%q) is practised by no challenge (lesson: or also:)", ref, s.Title)
+			}
+		}
+	}
+	if sections == 0 {
+		t.Fatal("the course has no numbered lesson with sections: the test proves nothing")
+	}
+	if len(set.Challenges) < 9 {
+		t.Errorf("%d challenges, want at least nine", len(set.Challenges))
 	}
 }
 
