@@ -71,6 +71,9 @@ func (h *Handler) titles(slug, section string) (lesson, heading string) {
 // alsoLink is one more lesson section a challenge practises.
 type alsoLink struct {
 	LessonTitle, SectionTitle, URL string
+	// FirstOfLesson: the lesson's title is written before this link only,
+	// so sections of one lesson read as one list.
+	FirstOfLesson bool
 }
 
 // pageView is /challenges/{id}.
@@ -123,7 +126,8 @@ func (h *Handler) pageView(c *challenge.Challenge, ns string, since time.Time) p
 	}
 	for _, a := range c.Also {
 		lt, st := h.titles(a.Slug, a.Section)
-		v.Also = append(v.Also, alsoLink{LessonTitle: lt, SectionTitle: st, URL: a.URL()})
+		first := len(v.Also) == 0 || v.Also[len(v.Also)-1].LessonTitle != lt
+		v.Also = append(v.Also, alsoLink{LessonTitle: lt, SectionTitle: st, URL: a.URL(), FirstOfLesson: first})
 	}
 	if !since.IsZero() {
 		v.Since = strconv.FormatInt(since.UnixMilli(), 10)
