@@ -24,6 +24,9 @@ type Challenge struct {
 	// Lesson is the "slug#section" the challenge practises; LessonSlug and
 	// LessonSection are its two halves.
 	Lesson, LessonSlug, LessonSection string
+	// Also are the other lesson sections the challenge genuinely
+	// practises (front matter "also"), each validated as Lesson is.
+	Also []LessonRef
 	// Prepare names the registered Prepare that builds the start; empty
 	// means the start is an empty namespace.
 	Prepare string
@@ -43,6 +46,29 @@ func (c *Challenge) URL() string { return "/challenges/" + c.ID }
 // LessonURL is the lesson section the challenge practises.
 func (c *Challenge) LessonURL() string { return "/lessons/" + c.LessonSlug + "#" + c.LessonSection }
 
+// LessonRef is one "slug#section" a challenge practises.
+type LessonRef struct {
+	Ref, Slug, Section string
+}
+
+// URL is the lesson section's address.
+func (r LessonRef) URL() string { return "/lessons/" + r.Slug + "#" + r.Section }
+
+// SectionIn returns the section of lesson slug the challenge practises: its
+// main section when that is in slug, else the first of Also that is; ok is
+// false when it practises no section of slug.
+func (c *Challenge) SectionIn(slug string) (section string, ok bool) {
+	if c.LessonSlug == slug {
+		return c.LessonSection, true
+	}
+	for _, a := range c.Also {
+		if a.Slug == slug {
+			return a.Section, true
+		}
+	}
+	return "", false
+}
+
 // Task is one step of a challenge.
 type Task struct {
 	ID string
@@ -61,6 +87,7 @@ type frontMatter struct {
 	ID      string     `json:"id"`
 	Title   string     `json:"title"`
 	Lesson  string     `json:"lesson"`
+	Also    []string   `json:"also"`
 	Prepare string     `json:"prepare"`
 	Tasks   []taskYAML `json:"tasks"`
 }
@@ -93,11 +120,12 @@ func (s *Set) Get(id string) (*Challenge, bool) {
 	return s.Challenges[i], true
 }
 
-// ForLesson returns the challenges that practise a section of lesson slug.
+// ForLesson returns the challenges that practise a section of lesson slug,
+// as their main lesson or in Also.
 func (s *Set) ForLesson(slug string) []*Challenge {
 	var out []*Challenge
 	for _, c := range s.Challenges {
-		if c.LessonSlug == slug {
+		if _, ok := c.SectionIn(slug); ok {
 			out = append(out, c)
 		}
 	}
@@ -200,13 +228,20 @@ func (fm frontMatter) challenge(base string, lessons Resolver) (*Challenge, erro
 	if strings.TrimSpace(fm.Title) == "" {
 		bad("title is empty")
 	}
-	slug, section, ok := strings.Cut(fm.Lesson, "#")
-	switch {
-	case !ok || slug == "" || section == "":
-		bad("lesson %q must be a lesson slug and a section anchor, as in reconciliation-loop#the-loop", fm.Lesson)
-	case lessons != nil:
-		if err := lessons.Resolve("/lessons/" + slug + "#" + section); err != nil {
-			bad("lesson %q: %w", fm.Lesson, err)
+	main, err := lessonRef("lesson", fm.Lesson, lessons)
+	if err != nil {
+		errs = append(errs, err)
+	}
+	var also []LessonRef
+	for i, ref := range fm.Also {
+		r, err := lessonRef(fmt.Sprintf("also[%d]", i), ref, lessons)
+		switch {
+		case err != nil:
+			errs = append(errs, err)
+		case ref == fm.Lesson || slices.Contains(fm.Also[:i], ref):
+			bad("also[%d] %q repeats a section already named", i, ref)
+		default:
+			also = append(also, r)
 		}
 	}
 	if fm.Prepare != "" {
@@ -254,9 +289,25 @@ func (fm frontMatter) challenge(base string, lessons Resolver) (*Challenge, erro
 		return nil, err
 	}
 	return &Challenge{
-		ID: fm.ID, Title: fm.Title, Lesson: fm.Lesson, LessonSlug: slug, LessonSection: section,
+		ID: fm.ID, Title: fm.Title, Lesson: fm.Lesson, LessonSlug: main.Slug, LessonSection: main.Section, Also: also,
 		Prepare: fm.Prepare, Tasks: ordered,
 	}, nil
+}
+
+// lessonRef parses and resolves a "slug#section" named by field (lesson,
+// or also[i]).
+func lessonRef(field, ref string, lessons Resolver) (LessonRef, error) {
+	slug, section, ok := strings.Cut(ref, "#")
+	if !ok || slug == "" || section == "" {
+		return LessonRef{}, fmt.Errorf("%s %q must be a lesson slug and a section anchor, as in reconciliation-loop#the-loop", field, ref)
+	}
+	r := LessonRef{Ref: ref, Slug: slug, Section: section}
+	if lessons != nil {
+		if err := lessons.Resolve(r.URL()); err != nil {
+			return LessonRef{}, fmt.Errorf("%s %q: %w", field, ref, err)
+		}
+	}
+	return r, nil
 }
 
 // dependencyOrder sorts tasks so that each comes after those it names in

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/oplab-dev/oplab/controller"
+	"github.com/oplab-dev/oplab/lessons"
 	"github.com/oplab-dev/oplab/lessons/challenge"
 	"github.com/oplab-dev/oplab/lessons/challenge/challengetest"
 	"github.com/oplab-dev/oplab/web/stream"
@@ -41,12 +42,13 @@ func (l lessonsStub) Resolve(link string) error {
 	return nil
 }
 
-var knownLessons = lessonsStub{"/lessons/reconciliation-loop#the-loop": true}
+var knownLessons = lessonsStub{"/lessons/reconciliation-loop#the-loop": true, "/lessons/status-owners-finalizers#finalizers": true}
 
 const goodFile = `---
 id: good
 title: A good challenge
 lesson: reconciliation-loop#the-loop
+also: [status-owners-finalizers#finalizers]
 prepare: test/prepare
 tasks:
   - id: second
@@ -97,6 +99,15 @@ func TestLoadGood(t *testing.T) {
 	if len(set.ForLesson("reconciliation-loop")) != 1 || len(set.ForLesson("other")) != 0 {
 		t.Errorf("ForLesson wrong")
 	}
+	if len(c.Also) != 1 || c.Also[0].URL() != "/lessons/status-owners-finalizers#finalizers" {
+		t.Errorf("also = %+v, want status-owners-finalizers#finalizers", c.Also)
+	}
+	if got := set.ForLesson("status-owners-finalizers"); len(got) != 1 || got[0] != c {
+		t.Errorf("ForLesson(status-owners-finalizers) = %v, want the challenge, by its also", got)
+	}
+	if sec, ok := c.SectionIn("status-owners-finalizers"); !ok || sec != "finalizers" {
+		t.Errorf("SectionIn(status-owners-finalizers) = %q %v, want finalizers", sec, ok)
+	}
 }
 
 // Each defect is an error naming the file and the field.
@@ -110,6 +121,9 @@ func TestLoadRefusesBadFiles(t *testing.T) {
 		{"unknown after", "after: [first]", "after: [zeroth]", []string{"bad.md", "tasks[0] (second)", `after "zeroth" names no task`}},
 		{"missing lesson section", "lesson: reconciliation-loop#the-loop", "lesson: reconciliation-loop#no-such", []string{"bad.md", `lesson "reconciliation-loop#no-such"`, "no such section"}},
 		{"lesson without anchor", "lesson: reconciliation-loop#the-loop", "lesson: reconciliation-loop", []string{"bad.md", `lesson "reconciliation-loop" must be a lesson slug and a section anchor`}},
+		{"missing also section", "also: [status-owners-finalizers#finalizers]", "also: [status-owners-finalizers#finalizer]", []string{"bad.md", `also[0] "status-owners-finalizers#finalizer"`, "no such section"}},
+		{"also without anchor", "also: [status-owners-finalizers#finalizers]", "also: [status-owners-finalizers#finalizers, finalizers]", []string{"bad.md", `also[1] "finalizers" must be a lesson slug and a section anchor`}},
+		{"also repeats the lesson", "also: [status-owners-finalizers#finalizers]", "also: [reconciliation-loop#the-loop]", []string{"bad.md", `also[0] "reconciliation-loop#the-loop" repeats a section`}},
 		{"id not the file name", "id: good", "id: other", []string{"bad.md", `id "other" must equal the file name "bad"`}},
 		{"empty title", "title: A good challenge", "title: ''", []string{"bad.md", "title is empty"}},
 		{"unknown field", "prepare: test/prepare", "prepar: test/prepare", []string{"bad.md", "front matter", "prepar"}},
@@ -205,6 +219,53 @@ func TestEmbeddedChallengesLoad(t *testing.T) {
 	}
 	if _, ok := set.Get("interview-walkthrough"); !ok {
 		t.Error("interview-walkthrough missing")
+	}
+}
+
+// judgementSections are lesson sections no cluster check can verify: what
+// they teach is a decision, not something the cluster shows. The quiz and
+// the flashcards cover them instead of a challenge.
+var judgementSections = map[string]bool{"pitfalls-interview#when-not-to-build-an-operator": true}
+
+// Issue 14 §1: the challenges cover every section of every numbered lesson,
+// as their main lesson or in also, but for the judgement sections.
+func TestEmbeddedChallengesCoverTheLessons(t *testing.T) {
+	course, err := lessons.Load(lessons.Content, controller.Source)
+	if err != nil {
+		t.Fatal(err)
+	}
+	set, err := challenge.LoadEmbedded(course)
+	if err != nil {
+		t.Fatal(err)
+	}
+	covered := map[string][]string{}
+	for _, c := range set.Challenges {
+		covered[c.Lesson] = append(covered[c.Lesson], c.ID)
+		for _, a := range c.Also {
+			covered[a.Ref] = append(covered[a.Ref], c.ID)
+		}
+	}
+	sections := 0
+	for _, l := range course.Lessons {
+		if l.Kind != lessons.KindLesson {
+			continue
+		}
+		for _, s := range l.Sections {
+			sections++
+			ref := l.Slug + "#" + s.ID
+			switch {
+			case judgementSections[ref] && len(covered[ref]) > 0:
+				t.Errorf("%s is listed as a judgement no check can verify, yet %v practise it: drop it from the list", ref, covered[ref])
+			case !judgementSections[ref] && len(covered[ref]) == 0:
+				t.Errorf("lesson section %s (%q) is practised by no challenge (lesson: or also:)", ref, s.Title)
+			}
+		}
+	}
+	if sections == 0 {
+		t.Fatal("the course has no numbered lesson with sections: the test proves nothing")
+	}
+	if len(set.Challenges) < 9 {
+		t.Errorf("%d challenges, want at least nine", len(set.Challenges))
 	}
 }
 

@@ -32,6 +32,9 @@ func (h *Handler) listView() listView {
 	for _, l := range h.opts.Course.Lessons {
 		g := listGroup{LessonTitle: l.Title, LessonURL: l.URL()}
 		for _, c := range h.opts.Set.ForLesson(l.Slug) {
+			if c.LessonSlug != l.Slug {
+				continue // listed once, under its main lesson; the page names the others
+			}
 			g.Items = append(g.Items, listItem{
 				ID: c.ID, Title: c.Title, URL: c.URL(), Tasks: len(c.Tasks),
 				SectionTitle: h.sectionTitle(c), LessonURL: c.LessonURL(),
@@ -47,15 +50,30 @@ func (h *Handler) listView() listView {
 // sectionTitle is the heading of the section c practises (its anchor if
 // the course has no such heading, which the loader already refuses).
 func (h *Handler) sectionTitle(c *challenge.Challenge) string {
-	l, ok := h.opts.Course.Lesson(c.LessonSlug)
+	_, title := h.titles(c.LessonSlug, c.LessonSection)
+	return title
+}
+
+// titles returns the titles of lesson slug and of its section (the slug
+// and the anchor when the course has no such lesson or heading).
+func (h *Handler) titles(slug, section string) (lesson, heading string) {
+	l, ok := h.opts.Course.Lesson(slug)
 	if !ok {
-		return c.LessonSection
+		return slug, section
 	}
-	i := slices.IndexFunc(l.Sections, func(s lessons.Section) bool { return s.ID == c.LessonSection })
+	i := slices.IndexFunc(l.Sections, func(s lessons.Section) bool { return s.ID == section })
 	if i < 0 {
-		return c.LessonSection
+		return l.Title, section
 	}
-	return l.Sections[i].Title
+	return l.Title, l.Sections[i].Title
+}
+
+// alsoLink is one more lesson section a challenge practises.
+type alsoLink struct {
+	LessonTitle, SectionTitle, URL string
+	// FirstOfLesson: the lesson's title is written before this link only,
+	// so sections of one lesson read as one list.
+	FirstOfLesson bool
 }
 
 // pageView is /challenges/{id}.
@@ -63,6 +81,7 @@ type pageView struct {
 	ID, Title               string
 	LessonTitle, LessonURL  string
 	SectionTitle            string
+	Also                    []alsoLink
 	HTML                    string
 	Namespace               string
 	Tasks                   []taskView
@@ -104,6 +123,11 @@ func (h *Handler) pageView(c *challenge.Challenge, ns string, since time.Time) p
 	}
 	if l, ok := h.opts.Course.Lesson(c.LessonSlug); ok {
 		v.LessonTitle = l.Title
+	}
+	for _, a := range c.Also {
+		lt, st := h.titles(a.Slug, a.Section)
+		first := len(v.Also) == 0 || v.Also[len(v.Also)-1].LessonTitle != lt
+		v.Also = append(v.Also, alsoLink{LessonTitle: lt, SectionTitle: st, URL: a.URL(), FirstOfLesson: first})
 	}
 	if !since.IsZero() {
 		v.Since = strconv.FormatInt(since.UnixMilli(), 10)

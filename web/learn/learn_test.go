@@ -565,6 +565,10 @@ func TestLessonPageLinksItsChallenges(t *testing.T) {
 	for _, c := range set.Challenges {
 		_, body := get(t, srv, "/lessons/"+c.LessonSlug)
 		mustContain(t, "/lessons/"+c.LessonSlug, body, "Practise it", `href="/challenges/`+c.ID+`"`)
+		for _, a := range c.Also {
+			_, body := get(t, srv, "/lessons/"+a.Slug)
+			mustContain(t, "/lessons/"+a.Slug+" (also of "+c.ID+")", body, "Practise it", `href="/challenges/`+c.ID+`"`)
+		}
 	}
 	_, body := get(t, srv, "/lessons/cheat-sheet")
 	if strings.Contains(body, "Practise it") && len(set.ForLesson("cheat-sheet")) == 0 {

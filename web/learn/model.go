@@ -138,7 +138,8 @@ type challengeLink struct {
 
 func (v lessonView) withChallenges(set *challenge.Set) lessonView {
 	for _, c := range set.ForLesson(v.Page.Slug) {
-		v.Challenges = append(v.Challenges, challengeLink{Title: c.Title, URL: c.URL(), Section: "#" + c.LessonSection})
+		section, _ := c.SectionIn(v.Page.Slug)
+		v.Challenges = append(v.Challenges, challengeLink{Title: c.Title, URL: c.URL(), Section: "#" + section})
 	}
 	return v
 }
