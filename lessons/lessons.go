@@ -159,7 +159,8 @@ func loadFile(md *markdown, regions map[string]Region, content fs.FS, file strin
 	if err != nil {
 		return Lesson{}, fmt.Errorf("read %s: %w", file, err)
 	}
-	fm, body, err := splitFrontMatter(src)
+	var fm frontMatter
+	body, err := SplitFrontMatter(src, &fm)
 	if err != nil {
 		return Lesson{}, fmt.Errorf("%s: %w", file, err)
 	}
@@ -174,22 +175,24 @@ func loadFile(md *markdown, regions map[string]Region, content fs.FS, file strin
 	return l, nil
 }
 
-// splitFrontMatter separates the YAML front matter from the markdown body.
-func splitFrontMatter(src []byte) (frontMatter, []byte, error) {
+// SplitFrontMatter decodes the YAML front matter at the top of src into fm
+// and returns the markdown body after it. Unknown fields are errors, so a
+// misspelt field does not vanish quietly. The challenges' files
+// (lessons/challenge) share the format.
+func SplitFrontMatter(src []byte, fm any) ([]byte, error) {
 	src = bytes.ReplaceAll(src, []byte("\r\n"), []byte("\n"))
 	rest, ok := bytes.CutPrefix(src, []byte("---\n"))
 	if !ok {
-		return frontMatter{}, nil, errors.New(`front matter missing: the file must start with a "---" line`)
+		return nil, errors.New(`front matter missing: the file must start with a "---" line`)
 	}
 	head, body, ok := bytes.Cut(rest, []byte("\n---\n"))
 	if !ok {
-		return frontMatter{}, nil, errors.New(`front matter not closed: no second "---" line`)
+		return nil, errors.New(`front matter not closed: no second "---" line`)
 	}
-	var fm frontMatter
-	if err := yaml.UnmarshalStrict(head, &fm); err != nil {
-		return frontMatter{}, nil, fmt.Errorf("front matter: %w", err)
+	if err := yaml.UnmarshalStrict(head, fm); err != nil {
+		return nil, fmt.Errorf("front matter: %w", err)
 	}
-	return fm, body, nil
+	return body, nil
 }
 
 // validate names the first missing or malformed field.

@@ -12,8 +12,8 @@ import (
 	"github.com/yuin/goldmark"
 	"github.com/yuin/goldmark/extension"
 	"github.com/yuin/goldmark/parser"
-	"sigs.k8s.io/yaml"
 
+	"github.com/oplab-dev/oplab/lessons"
 	"github.com/oplab-dev/oplab/lessons/challenges"
 )
 
@@ -163,16 +163,17 @@ func Load(files fs.FS, lessons Resolver) (*Set, error) {
 	return s, nil
 }
 
-func loadFile(md goldmark.Markdown, files fs.FS, name string, lessons Resolver) (*Challenge, error) {
+func loadFile(md goldmark.Markdown, files fs.FS, name string, resolver Resolver) (*Challenge, error) {
 	src, err := fs.ReadFile(files, name)
 	if err != nil {
 		return nil, fmt.Errorf("read %s: %w", name, err)
 	}
-	fm, body, err := splitFrontMatter(src)
+	var fm frontMatter
+	body, err := lessons.SplitFrontMatter(src, &fm)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
-	c, err := fm.challenge(strings.TrimSuffix(path.Base(name), ".md"), lessons)
+	c, err := fm.challenge(strings.TrimSuffix(path.Base(name), ".md"), resolver)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
@@ -194,25 +195,6 @@ func loadFile(md goldmark.Markdown, files fs.FS, name string, lessons Resolver) 
 		}
 	}
 	return c, nil
-}
-
-// splitFrontMatter separates the YAML front matter from the markdown body.
-// Unknown fields are errors, so a misspelt "hint:" does not vanish quietly.
-func splitFrontMatter(src []byte) (frontMatter, []byte, error) {
-	src = bytes.ReplaceAll(src, []byte("\r\n"), []byte("\n"))
-	rest, ok := bytes.CutPrefix(src, []byte("---\n"))
-	if !ok {
-		return frontMatter{}, nil, errors.New(`front matter missing: the file must start with a "---" line`)
-	}
-	head, body, ok := bytes.Cut(rest, []byte("\n---\n"))
-	if !ok {
-		return frontMatter{}, nil, errors.New(`front matter not closed: no second "---" line`)
-	}
-	var fm frontMatter
-	if err := yaml.UnmarshalStrict(head, &fm); err != nil {
-		return frontMatter{}, nil, fmt.Errorf("front matter: %w", err)
-	}
-	return fm, body, nil
 }
 
 // challenge validates the front matter and builds the Challenge. base is
