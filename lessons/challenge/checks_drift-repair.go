@@ -32,25 +32,8 @@ func prepareDriftRepair(ctx context.Context, env PrepareEnv) error {
 }
 
 // statefulSetDeleted returns the index of the first delete event of shop's
-// StatefulSet once shop was Ready, -1 when there is none. Events before
-// that may be the garbage collector removing an earlier shop's children.
-func statefulSetDeleted(l stepLog) int {
-	ready := slices.IndexFunc(l, func(s controller.Step) bool {
-		return s.Type == controller.StepStatus && s.Database == shop && slices.ContainsFunc(s.Conditions, func(c controller.ConditionChange) bool {
-			return c.Type == controller.ConditionReady && c.To == "True"
-		})
-	})
-	if ready < 0 {
-		return -1
-	}
-	at := slices.IndexFunc(l[ready:], func(s controller.Step) bool {
-		return isChildEvent(s, shop, "StatefulSet") && s.Object.Name == shop && s.Event == "delete"
-	})
-	if at < 0 {
-		return -1
-	}
-	return ready + at
-}
+// StatefulSet once shop was Ready, -1 when there is none.
+func statefulSetDeleted(l stepLog) int { return l.childDeletedAfterReady(shop, "StatefulSet") }
 
 func checkShopChildDeleted(_ context.Context, env Env) (Result, error) {
 	l := stepLog(env.Trace)

@@ -3,6 +3,7 @@ package challenge
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -31,6 +32,28 @@ func isDatabaseEvent(s controller.Step, db string) bool {
 // isChildEvent reports whether s is a watch event on db's child of kind.
 func isChildEvent(s controller.Step, db, kind string) bool {
 	return s.Type == controller.StepEvent && s.Object.Kind == kind && s.Database == db
+}
+
+// childDeletedAfterReady returns the index of the first delete event of
+// db's child of kind (named db, as each child but the Secret is) once db
+// was first written Ready, -1 when there is none. Events before that may be
+// the garbage collector removing an earlier namesake's children.
+func (l stepLog) childDeletedAfterReady(db, kind string) int {
+	ready := slices.IndexFunc(l, func(s controller.Step) bool {
+		return s.Type == controller.StepStatus && s.Database == db && slices.ContainsFunc(s.Conditions, func(c controller.ConditionChange) bool {
+			return c.Type == controller.ConditionReady && c.To == "True"
+		})
+	})
+	if ready < 0 {
+		return -1
+	}
+	at := slices.IndexFunc(l[ready:], func(s controller.Step) bool {
+		return isChildEvent(s, db, kind) && s.Object.Name == db && s.Event == "delete"
+	})
+	if at < 0 {
+		return -1
+	}
+	return ready + at
 }
 
 // isNamespacePhase reports whether s is the learner's namespace being

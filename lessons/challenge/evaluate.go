@@ -49,7 +49,11 @@ func (c *Challenge) Evaluate(ctx context.Context, env Env, already map[string]bo
 	for _, t := range c.Tasks {
 		if already[t.ID] {
 			done[t.ID] = true
-			out = append(out, TaskState{ID: t.ID, State: StateDone})
+			st := TaskState{ID: t.ID, State: StateDone}
+			if t.Question != nil { // answered right: the explanation stays with it
+				st.Detail = "Right. " + t.Question.Explanation
+			}
+			out = append(out, st)
 			continue
 		}
 		if missing := notDone(t.After, done); len(missing) > 0 {
@@ -57,6 +61,10 @@ func (c *Challenge) Evaluate(ctx context.Context, env Env, already map[string]bo
 				missing[i] = number[id]
 			}
 			out = append(out, TaskState{ID: t.ID, State: StateLocked, Detail: "Waits until " + strings.Join(missing, " and ") + " is done."})
+			continue
+		}
+		if t.Question != nil { // answered on the page: done only once Answer said so
+			out = append(out, TaskState{ID: t.ID, State: StateTodo, Detail: "Answer the question below."})
 			continue
 		}
 		check, ok := LookupCheck(t.Check)

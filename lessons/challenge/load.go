@@ -15,6 +15,7 @@ import (
 
 	"github.com/oplab-dev/oplab/lessons"
 	"github.com/oplab-dev/oplab/lessons/challenges"
+	"github.com/oplab-dev/oplab/quiz"
 )
 
 // Challenge is one loaded challenge file.
@@ -78,8 +79,14 @@ type Task struct {
 	Hints     []string
 	TextHTML  string
 	HintsHTML []string
-	Check     string
-	After     []string
+	// Check names the registered Check that judges the task against the
+	// namespace and trace; Question, instead, is a quiz question the
+	// learner answers on the page, graded by Answer. A task has one of the
+	// two: a judgement ("is an operator worth it here?") leaves nothing in
+	// a cluster to check.
+	Check    string
+	Question *quiz.Question
+	After    []string
 }
 
 // frontMatter is a challenge file's YAML head (contract 3).
@@ -93,11 +100,12 @@ type frontMatter struct {
 }
 
 type taskYAML struct {
-	ID    string   `json:"id"`
-	Text  string   `json:"text"`
-	Hints []string `json:"hints"`
-	Check string   `json:"check"`
-	After []string `json:"after"`
+	ID       string   `json:"id"`
+	Text     string   `json:"text"`
+	Hints    []string `json:"hints"`
+	Check    string   `json:"check"`
+	Question string   `json:"question"`
+	After    []string `json:"after"`
 }
 
 // Resolver checks that a link within oplab leads somewhere; *lessons.Course
@@ -133,11 +141,11 @@ func (s *Set) ForLesson(slug string) []*Challenge {
 }
 
 // Load reads every .md file at the root of files and validates it: the
-// checks and prepare it names are registered, every `after` names a task
-// of the same challenge that does not depend on it, and its lesson section
-// exists (asked of lessons). Every defect is reported, each naming its file
-// and field.
-func Load(files fs.FS, lessons Resolver) (*Set, error) {
+// checks and prepare it names are registered, the questions it names are
+// in questions, every `after` names a task of the same challenge that does
+// not depend on it, and its lesson section exists (asked of lessons).
+// Every defect is reported, each naming its file and field.
+func Load(files fs.FS, lessons Resolver, questions []quiz.Question) (*Set, error) {
 	names, err := fs.Glob(files, "*.md")
 	if err != nil {
 		return nil, fmt.Errorf("list challenges: %w", err)
@@ -149,7 +157,7 @@ func Load(files fs.FS, lessons Resolver) (*Set, error) {
 	s := &Set{}
 	var errs []error
 	for _, name := range names {
-		c, err := loadFile(md, files, name, lessons)
+		c, err := loadFile(md, files, name, lessons, questions)
 		if err != nil {
 			errs = append(errs, err)
 			continue
@@ -163,7 +171,7 @@ func Load(files fs.FS, lessons Resolver) (*Set, error) {
 	return s, nil
 }
 
-func loadFile(md goldmark.Markdown, files fs.FS, name string, resolver Resolver) (*Challenge, error) {
+func loadFile(md goldmark.Markdown, files fs.FS, name string, resolver Resolver, questions []quiz.Question) (*Challenge, error) {
 	src, err := fs.ReadFile(files, name)
 	if err != nil {
 		return nil, fmt.Errorf("read %s: %w", name, err)
@@ -173,7 +181,7 @@ func loadFile(md goldmark.Markdown, files fs.FS, name string, resolver Resolver)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
-	c, err := fm.challenge(strings.TrimSuffix(path.Base(name), ".md"), resolver)
+	c, err := fm.challenge(strings.TrimSuffix(path.Base(name), ".md"), resolver, questions)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
@@ -199,7 +207,7 @@ func loadFile(md goldmark.Markdown, files fs.FS, name string, resolver Resolver)
 
 // challenge validates the front matter and builds the Challenge. base is
 // the file's name without ".md", which the id must equal.
-func (fm frontMatter) challenge(base string, lessons Resolver) (*Challenge, error) {
+func (fm frontMatter) challenge(base string, lessons Resolver, questions []quiz.Question) (*Challenge, error) {
 	var errs []error
 	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
 	if !validID(fm.ID) {
@@ -248,10 +256,22 @@ func (fm frontMatter) challenge(base string, lessons Resolver) (*Challenge, erro
 		if strings.TrimSpace(t.Text) == "" {
 			bad("%s: text is empty", where)
 		}
-		if _, ok := LookupCheck(t.Check); !ok {
-			bad("%s: check %q is not registered (RegisterCheck)", where, t.Check)
+		task := Task{ID: t.ID, Text: t.Text, Hints: t.Hints, Check: t.Check, After: t.After}
+		switch {
+		case t.Check != "" && t.Question != "":
+			bad("%s: names both check %q and question %q: a task is judged one way", where, t.Check, t.Question)
+		case t.Question != "":
+			q, err := quiz.Find(questions, t.Question)
+			if err != nil {
+				bad("%s: question %q is not in the quiz (quiz/questions.yaml)", where, t.Question)
+			}
+			task.Question = &q
+		default:
+			if _, ok := LookupCheck(t.Check); !ok {
+				bad("%s: check %q is not registered (RegisterCheck)", where, t.Check)
+			}
 		}
-		tasks = append(tasks, Task{ID: t.ID, Text: t.Text, Hints: t.Hints, Check: t.Check, After: t.After})
+		tasks = append(tasks, task)
 	}
 	for i, t := range fm.Tasks {
 		for _, a := range t.After {
@@ -374,5 +394,12 @@ func renderInline(md goldmark.Markdown, src string) (string, error) {
 	return html, nil
 }
 
-// LoadEmbedded loads the challenges shipped in lessons/challenges.
-func LoadEmbedded(lessons Resolver) (*Set, error) { return Load(challenges.FS, lessons) }
+// LoadEmbedded loads the challenges shipped in lessons/challenges against
+// the quiz shipped in quiz/.
+func LoadEmbedded(lessons Resolver) (*Set, error) {
+	bank, err := quiz.Load()
+	if err != nil {
+		return nil, fmt.Errorf("load the quiz the challenges ask from: %w", err)
+	}
+	return Load(challenges.FS, lessons, bank.Questions)
+}

@@ -20,7 +20,7 @@ import (
 // challenge's own setup. The page shows it beside a confirm.
 const WipeSummary = "Start deletes every Database in your namespace (each goes through its finalizer, " +
 	"so its final snapshot is written), then removes those snapshots and anything else the Databases left " +
-	"(objects labelled " + controller.LabelDatabase + "), resumes the controller for your namespace, " +
+	"(objects labelled " + controller.LabelDatabase + ") or an earlier challenge set up (labelled " + LabelChallenge + "), resumes the controller for your namespace, " +
 	"and sets up this challenge's starting state. Your other objects are not touched."
 
 // wipeTimeout bounds the wait for the Databases to go. A Database that is
@@ -52,7 +52,8 @@ func (c *Challenge) Start(ctx context.Context, env PrepareEnv) (time.Time, error
 
 // Wipe resumes env's namespace, deletes its Databases and waits until they
 // are gone, then deletes what Databases leave behind: objects labelled with
-// controller.LabelDatabase (final snapshots, children orphaned on purpose).
+// controller.LabelDatabase (final snapshots, children orphaned on purpose),
+// and what a challenge made beside them (labelled LabelChallenge).
 func Wipe(ctx context.Context, env PrepareEnv) error {
 	if env.Resume != nil {
 		if err := env.Resume(ctx); err != nil {
@@ -66,14 +67,16 @@ func Wipe(ctx context.Context, env PrepareEnv) error {
 	if err := waitNoDatabases(ctx, env, wipeTimeout); err != nil {
 		return err
 	}
-	req, err := labels.NewRequirement(controller.LabelDatabase, selection.Exists, nil)
-	if err != nil {
-		return fmt.Errorf("select Database children: %w", err)
-	}
-	sel := client.MatchingLabelsSelector{Selector: labels.NewSelector().Add(*req)}
-	for _, obj := range []client.Object{&appsv1.StatefulSet{}, &corev1.Service{}, &corev1.Secret{}, &corev1.ConfigMap{}} {
-		if err := env.Client.DeleteAllOf(ctx, obj, in, sel, client.PropagationPolicy("Background")); err != nil {
-			return fmt.Errorf("delete leftover %T in %s: %w", obj, env.Namespace, err)
+	for _, label := range []string{controller.LabelDatabase, LabelChallenge} {
+		req, err := labels.NewRequirement(label, selection.Exists, nil)
+		if err != nil {
+			return fmt.Errorf("select objects labelled %s: %w", label, err)
+		}
+		sel := client.MatchingLabelsSelector{Selector: labels.NewSelector().Add(*req)}
+		for _, obj := range []client.Object{&appsv1.StatefulSet{}, &corev1.Service{}, &corev1.Secret{}, &corev1.ConfigMap{}} {
+			if err := env.Client.DeleteAllOf(ctx, obj, in, sel, client.PropagationPolicy("Background")); err != nil {
+				return fmt.Errorf("delete leftover %T labelled %s in %s: %w", obj, label, env.Namespace, err)
+			}
 		}
 	}
 	return nil

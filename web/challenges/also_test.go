@@ -19,7 +19,7 @@ func TestPageShowsAlsoPractises(t *testing.T) {
 	withAlso := 0
 	for _, c := range set.Challenges {
 		var buf bytes.Buffer
-		if err := challengePage(h.pageView(c, "lab-x", time.Time{})).Render(context.Background(), &buf); err != nil {
+		if err := challengePage(h.pageView(c, "lab-x", time.Time{}, "")).Render(context.Background(), &buf); err != nil {
 			t.Fatalf("render %s: %v", c.ID, err)
 		}
 		body := buf.String()

@@ -17,6 +17,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -119,11 +121,13 @@ func New(ctx context.Context, opts Options) *Handler {
 //	GET  /challenges/{id}         one challenge: its text, tasks and hints, the Start form
 //	POST /challenges/{id}/start   wipes the learner's Databases and prepares the start
 //	GET  /challenges/{id}/status  the tasks' states in the learner's namespace (JSON)
+//	POST /challenges/{id}/answer  grades the answer to a question task
 func (h *Handler) Register(mux *http.ServeMux) {
 	mux.HandleFunc("GET /challenges", h.list)
 	mux.HandleFunc("GET /challenges/{id}", h.page)
 	mux.HandleFunc("POST /challenges/{id}/start", h.start)
 	mux.HandleFunc("GET /challenges/{id}/status", h.status)
+	mux.HandleFunc("POST /challenges/{id}/answer", h.answer)
 }
 
 func (h *Handler) list(w http.ResponseWriter, r *http.Request) {
@@ -143,8 +147,8 @@ func (h *Handler) page(w http.ResponseWriter, r *http.Request) {
 	}
 	q := r.URL.Query()
 	since, _ := parseSince(q.Get("since"))
-	v := h.pageView(c, sess.Namespace, since)
-	if f := h.opts.Sessions.TakeFlash(r); f != nil {
+	v := h.pageView(c, sess.Namespace, since, q.Get("done"))
+	if f := h.opts.Sessions.TakeFlash(r); f != nil && !v.answerFeedback(f.Field, f.Message) {
 		v.Message = f.Message
 	}
 	// Without JavaScript the page shows the tasks as they stand when it is
@@ -216,6 +220,84 @@ func (h *Handler) answerStart(w http.ResponseWriter, r *http.Request, c *challen
 		target += "?since=" + strconv.FormatInt(res.Started, 10)
 	}
 	http.Redirect(w, r, target+"#start", http.StatusSeeOther)
+}
+
+// answerResult is the JSON answer of POST /challenges/{id}/answer.
+type answerResult struct {
+	Task    string `json:"task"`
+	Correct bool   `json:"correct"`
+	Detail  string `json:"detail,omitempty"`
+	Error   string `json:"error,omitempty"`
+}
+
+// answer grades a question task. The server keeps no progress: a right
+// answer is remembered by the browser, which lists the task as done from
+// then on, as it does the tasks its checks found done. The form's own
+// fields are task, choice (one per pick), and, for the redirect without
+// JavaScript, since and done as the page had them.
+func (h *Handler) answer(w http.ResponseWriter, r *http.Request) {
+	c, ok := h.opts.Set.Get(r.PathValue("id"))
+	if !ok {
+		http.Error(w, fmt.Sprintf("no challenge %q", r.PathValue("id")), http.StatusNotFound)
+		return
+	}
+	if _, err := h.opts.Sessions.NamespaceOf(r); err != nil {
+		http.Error(w, "no lab session: open the challenge page first", http.StatusForbidden)
+		return
+	}
+	r.Body = http.MaxBytesReader(w, r.Body, 4<<10)
+	if err := r.ParseForm(); err != nil {
+		h.answered(w, r, c, http.StatusBadRequest, answerResult{Error: "answer not read: " + err.Error()})
+		return
+	}
+	task := r.PostForm.Get("task")
+	var picked []int
+	for _, v := range r.PostForm["choice"] {
+		i, err := strconv.Atoi(v)
+		if err != nil {
+			h.answered(w, r, c, http.StatusBadRequest, answerResult{Task: task, Error: fmt.Sprintf("choice %q is not a choice number", v)})
+			return
+		}
+		picked = append(picked, i)
+	}
+	a, err := c.Answer(task, picked)
+	if err != nil {
+		code := http.StatusBadRequest
+		if !slices.ContainsFunc(c.Tasks, func(t challenge.Task) bool { return t.ID == task }) {
+			code = http.StatusNotFound
+		}
+		h.answered(w, r, c, code, answerResult{Task: task, Error: "Not graded: " + err.Error()})
+		return
+	}
+	h.answered(w, r, c, http.StatusOK, answerResult{Task: task, Correct: a.Correct, Detail: a.Detail})
+}
+
+// answered answers the script with JSON, and a plain form post with a
+// redirect to the page: a right answer joins the done list in its address,
+// a wrong one (or an error) is shown under the task.
+func (h *Handler) answered(w http.ResponseWriter, r *http.Request, c *challenge.Challenge, code int, res answerResult) {
+	if strings.Contains(r.Header.Get("Accept"), "application/json") {
+		writeJSON(w, code, res)
+		return
+	}
+	done := splitIDs(r.PostForm.Get("done"))
+	if res.Correct && !slices.Contains(done, res.Task) {
+		done = append(done, res.Task)
+	} else if !res.Correct {
+		h.opts.Sessions.SetFlash(r, session.Flash{Error: true, Message: res.Detail + res.Error, Field: res.Task})
+	}
+	q := url.Values{}
+	if since, err := parseSince(r.PostForm.Get("since")); err == nil && !since.IsZero() {
+		q.Set("since", strconv.FormatInt(since.UnixMilli(), 10))
+	}
+	if len(done) > 0 {
+		q.Set("done", strings.Join(done, ","))
+	}
+	target := c.URL()
+	if len(q) > 0 {
+		target += "?" + q.Encode()
+	}
+	http.Redirect(w, r, target+"#task-"+res.Task, http.StatusSeeOther)
 }
 
 // Status is the JSON of GET /challenges/{id}/status.

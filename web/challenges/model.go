@@ -1,6 +1,7 @@
 package challenges
 
 import (
+	"fmt"
 	"slices"
 	"strconv"
 	"strings"
@@ -101,6 +102,25 @@ type taskView struct {
 	State     challenge.State
 	Detail    string
 	After     []string
+	// Question is set on a task answered on the page instead of checked.
+	Question *questionView
+}
+
+// questionView is a question task's form. Its choices carry no verdict:
+// the server grades the answer.
+type questionView struct {
+	Prompt    string
+	Multi     bool
+	Choices   []choiceView
+	AnswerURL string
+	// Since and Done are the page's, sent back for the no-JS redirect.
+	Since, Done string
+	// Feedback is what the last answer without JavaScript was told.
+	Feedback string
+}
+
+type choiceView struct {
+	InputID, Value, Text string
 }
 
 // StateLabel says the task's state in words: the page never shows it by
@@ -115,7 +135,7 @@ func (t taskView) StateLabel() string {
 	return "To do"
 }
 
-func (h *Handler) pageView(c *challenge.Challenge, ns string, since time.Time) pageView {
+func (h *Handler) pageView(c *challenge.Challenge, ns string, since time.Time, done string) pageView {
 	v := pageView{
 		ID: c.ID, Title: c.Title, LessonURL: c.LessonURL(), SectionTitle: h.sectionTitle(c),
 		HTML: withNamespace(c.HTML, ns), Namespace: ns,
@@ -140,9 +160,30 @@ func (h *Handler) pageView(c *challenge.Challenge, ns string, since time.Time) p
 		for _, hint := range t.HintsHTML {
 			tv.HintsHTML = append(tv.HintsHTML, withNamespace(hint, ns))
 		}
+		if q := t.Question; q != nil {
+			qv := &questionView{Prompt: q.Prompt, Multi: q.Multi(), AnswerURL: c.URL() + "/answer", Since: v.Since, Done: done}
+			for j, ch := range q.Choices {
+				qv.Choices = append(qv.Choices, choiceView{
+					InputID: fmt.Sprintf("%s-choice-%d", t.ID, j), Value: strconv.Itoa(j), Text: ch.Text,
+				})
+			}
+			tv.Question = qv
+		}
 		v.Tasks = append(v.Tasks, tv)
 	}
 	return v
+}
+
+// answerFeedback puts a no-JS answer's message under question task id;
+// false when id is no question task of the page.
+func (v *pageView) answerFeedback(id, message string) bool {
+	for i := range v.Tasks {
+		if t := &v.Tasks[i]; t.ID == id && t.Question != nil {
+			t.Question.Feedback = message
+			return true
+		}
+	}
+	return false
 }
 
 // apply sets each task's state from an evaluation.

@@ -2,7 +2,8 @@
 // asks the server for their states every 1.5 s and soon after each message
 // of the learner's stream, keeps what is done in localStorage
 // ("oplab.challenges", the format the progress reporter reads:
-// {ID: {tasks: {TASKID: "done"}, done: n, of: n, started: ms}}) and says
+// {ID: {tasks: {TASKID: "done"}, done: n, of: n, started: ms, details:
+// {TASKID: what its check said when it turned done}}}) and says
 // aloud, through a live region, when a task turns done. Start posts the form
 // with fetch so the page stays. On /challenges it shows each challenge's
 // progress from localStorage.
@@ -70,8 +71,16 @@
           li.querySelector(".state-label").textContent = labels[s.state] || s.state;
           li.querySelector(".icon").textContent = icons[s.state] || "";
         }
+        // A question task's form opens only while the task is to do.
+        const fs = li.querySelector(".answer-form fieldset");
+        if (fs) fs.disabled = s.state !== "todo";
+        // A task once done is not checked again, so the server sends no
+        // detail for it: keep the words its check said when it turned done.
+        mine.details = mine.details || {};
+        if (s.state === "done" && s.detail) mine.details[s.id] = s.detail;
+        const text = s.state === "done" ? (s.detail || mine.details[s.id] || "") : (s.detail || "");
         const detail = li.querySelector("[data-detail]");
-        if (detail.textContent !== (s.detail || "")) detail.textContent = s.detail || "";
+        if (detail.textContent !== text) detail.textContent = text;
         if (s.state === "done") mine.tasks[s.id] = "done";
       });
       doneCount.textContent = String(done);
@@ -125,6 +134,37 @@
     setInterval(() => { if (!document.hidden && mine.done < of) poll(); }, POLL_MS);
     poll();
 
+    // A question task is graded by the server; a right answer is
+    // remembered here, as a check's verdict is.
+    document.querySelectorAll(".answer-form").forEach((af) => {
+      af.addEventListener("submit", async (ev) => {
+        ev.preventDefault();
+        const feedback = af.querySelector("[data-feedback]");
+        const task = af.dataset.answer;
+        if (!af.querySelector("input[name=choice]:checked")) {
+          feedback.textContent = "Pick an answer first.";
+          return;
+        }
+        try {
+          const res = await fetch(af.action, { method: "POST", body: new URLSearchParams(new FormData(af)), headers: { Accept: "application/json" } });
+          const body = await res.json();
+          if (!res.ok) {
+            feedback.textContent = body.error || "The answer was not graded.";
+            return;
+          }
+          // Right: the task turns done and its detail gives the explanation.
+          feedback.textContent = body.correct ? "" : body.detail;
+          if (body.correct) {
+            mine.tasks[task] = "done";
+            store();
+            poll();
+          }
+        } catch (e) {
+          feedback.textContent = "The answer was not graded: " + e;
+        }
+      });
+    });
+
     const form = document.getElementById("start-form");
     form.addEventListener("submit", async (ev) => {
       ev.preventDefault();
@@ -141,6 +181,10 @@
         mine = { tasks: {}, done: 0, of: of, started: body.started };
         store();
         document.querySelectorAll(".task").forEach((li) => { li.dataset.state = ""; });
+        document.querySelectorAll(".answer-form").forEach((af) => {
+          af.reset();
+          af.querySelector("[data-feedback]").textContent = "";
+        });
         startMsg.textContent = body.message;
         form.reset();
         poll();

@@ -72,6 +72,10 @@ type SolveEnv struct {
 	WaitDone func(ctx context.Context, task string) error
 	// Trace returns the namespace's steps since the start.
 	Trace func() []controller.Step
+	// Answer answers a question task as the page does: graded by the
+	// challenge, and, when right, remembered as done, as the learner's
+	// browser remembers it.
+	Answer func(task string, picked []int) (challenge.Answered, error)
 }
 
 // Env is the shared cluster, controller and recorder.
@@ -265,7 +269,17 @@ func Run(t *testing.T, id string, solve func(ctx context.Context, env SolveEnv) 
 	// Instruqt's "check fails before solve": every task's own check, locked
 	// or not, says not done on the prepared start.
 	startEnv := e.CheckEnv(t, ns, started)
-	for _, task := range c.Tasks {
+	states, err := c.Evaluate(ctx, startEnv, nil)
+	if err != nil {
+		t.Fatalf("evaluate %s on the prepared start: %v", id, err)
+	}
+	for i, task := range c.Tasks {
+		if task.Question != nil { // answered, not checked: to do or locked until then
+			if states[i].State == challenge.StateDone {
+				t.Errorf("question task %s is done on the prepared start", task.ID)
+			}
+			continue
+		}
 		check, _ := challenge.LookupCheck(task.Check)
 		r, err := check(ctx, startEnv)
 		if err != nil {
@@ -293,6 +307,13 @@ func Run(t *testing.T, id string, solve func(ctx context.Context, env SolveEnv) 
 		Trace: func() []controller.Step {
 			steps, _ := challenge.Trace(e.Recorder.Export(ns), started)
 			return steps
+		},
+		Answer: func(task string, picked []int) (challenge.Answered, error) {
+			a, err := c.Answer(task, picked)
+			if err == nil && a.Correct {
+				w.markDone(task)
+			}
+			return a, err
 		},
 	}
 	if err := solve(ctx, senv); err != nil {
@@ -366,6 +387,16 @@ func (w *watcher) evaluate(ctx context.Context) {
 			w.done[s.ID] = true
 		}
 	}
+	close(w.changed)
+	w.changed = make(chan struct{})
+}
+
+// markDone remembers task as done, as the page does once its question is
+// answered right.
+func (w *watcher) markDone(task string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.done[task] = true
 	close(w.changed)
 	w.changed = make(chan struct{})
 }
