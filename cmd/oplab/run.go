@@ -151,7 +151,7 @@ func serve(ctx context.Context, c config, srv *web.Server, kubectlLine string, o
 	go func() { errc <- httpSrv.Serve(ln) }()
 
 	fmt.Fprintf(out, "oplab is serving on http://%s\n", ln.Addr())
-	fmt.Fprintf(out, "Instructor page (stops the controller for everyone; keep the link to yourself): http://%s/instructor?token=%s\n", ln.Addr(), url.QueryEscape(c.instructorToken))
+	fmt.Fprintf(out, "Instructor page (present to the room, run demos, see the roster, stop the controller for everyone; keep the link to yourself): http://%s/instructor?token=%s\n", ln.Addr(), url.QueryEscape(c.instructorToken))
 	if c.joinCode != "" {
 		fmt.Fprintf(out, "Learners join with the code %q, or this link: http://%s/lab?join=%s\n", c.joinCode, ln.Addr(), url.QueryEscape(c.joinCode))
 	}
