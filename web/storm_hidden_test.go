@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/chromedp"
 	"github.com/gorilla/websocket"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -266,4 +267,35 @@ func TestVisiblePitfallIsNamed(t *testing.T) {
 	if strings.Contains(card, "pitfall: hidden") {
 		t.Error("the card of loud says its pitfall is hidden")
 	}
+}
+
+// In the browser, after the status-storm Start: the cards and the timeline
+// say "pitfall: hidden" of all three alike and name no pitfall, while the
+// timeline still shows what each does. The screenshot is for a person to
+// judge whether the thrasher can be told from the timeline alone.
+func TestBrowserStatusStormHidesThePitfalls(t *testing.T) {
+	e := needEnv(t)
+	ctx := e.tab(t)
+	if err := chromedp.Do(ctx, chromedp.Navigate(e.http.URL+"/challenges/status-storm"), chromedp.WaitVisible(chromedp.CSS("#start-form"))); err != nil {
+		t.Fatal(err)
+	}
+	if err := chromedp.Do(ctx,
+		chromedp.Click(chromedp.CSS(`#start-form input[name="confirm"]`)),
+		chromedp.Click(chromedp.CSS(`#start-form button`)),
+	); err != nil {
+		t.Fatal(err)
+	}
+	shows(t, ctx, "the Start message", `document.getElementById("start-message").textContent.startsWith("Started")`, "#start")
+	openLab(t, ctx, "")
+	shows(t, ctx, "three cards and the thrasher's status writes on the timeline", `["alpha", "bravo", "charlie"].every(n => document.getElementById("db-" + n)) &&
+		[...document.querySelectorAll("#rows .steps li")].filter(li => li.textContent.includes("written, observedGeneration")).length >= 3`, "#rows")
+	showsNow(t, ctx, `"pitfall: hidden" on every card`, `["alpha", "bravo", "charlie"].every(n =>
+		document.querySelector("#db-" + n + " .db-head").textContent.includes("pitfall: hidden"))`, "#databases")
+	showsNow(t, ctx, `"pitfall: hidden" on the timeline's rows`, `[...document.querySelectorAll("#rows .row-head")].some(h => h.textContent.includes("pitfall: hidden"))`, "#rows")
+	for _, p := range stormPitfalls {
+		showsNow(t, ctx, "no card or row naming "+p, fmt.Sprintf(`!document.getElementById("databases").innerText.includes(%[1]q) &&
+			!document.getElementById("rows").innerText.includes(%[1]q) &&
+			[...document.querySelectorAll('#databases select[name="pitfall"]')].every(s => s.value === %[2]q)`, p, controller.PitfallHidden), "#databases", "#rows")
+	}
+	screenshot(t, ctx, "status-storm-lab")
 }
