@@ -96,7 +96,7 @@ func (h *Handler) setPitfall(ctx context.Context, ns string, r *http.Request) ou
 	}
 	p := strings.TrimSpace(r.PostForm.Get("pitfall"))
 	if p == keepHiddenPitfall {
-		return outcome{message: fmt.Sprintf("Left %s's pitfall as it was, hidden.", name)}
+		return outcome{message: fmt.Sprintf("Left %s's pitfall as it was.", name)}
 	}
 	if err := validPitfall("pitfall", p, h.opts.Pitfalls); err != nil {
 		return outcome{err: err}
