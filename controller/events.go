@@ -111,7 +111,7 @@ func (b *triggerBook) forget(key types.NamespacedName) {
 }
 
 // pitfallFunc returns the pitfall of the Database an event maps to.
-type pitfallFunc func(ctx context.Context, obj client.Object, key types.NamespacedName) string
+type pitfallFunc func(ctx context.Context, obj client.Object, key types.NamespacedName) pitfallSwitch
 
 // queue is the work queue an event handler adds requests to.
 type queue = workqueue.TypedRateLimitingInterface[reconcile.Request]
@@ -169,7 +169,7 @@ func (h *traceHandler) handle(ctx context.Context, kind string, obj client.Objec
 		Message:    h.message,
 	}
 	req := reconcile.Request{NamespacedName: key}
-	switch {
+	switch p := h.pitfall(ctx, obj, key); {
 	case h.gate.hold(key):
 		// Paused: the event is shown arriving and held. It still counts
 		// towards the reconcile that resuming will run, which then shows
@@ -177,8 +177,8 @@ func (h *traceHandler) handle(ctx context.Context, kind string, obj client.Objec
 		s.Held, s.Message = true, "held: namespace paused"
 		h.tr.emit(s)
 		h.book.eventArrived(key, kind+" "+h.kind+" "+obj.GetName())
-	case h.pitfall(ctx, obj, key) == PitfallDropEvents:
-		h.dropEvent(s, req, q)
+	case p.name == PitfallDropEvents:
+		h.dropEvent(s, p, req, q)
 	default:
 		h.tr.emit(s)
 		h.book.eventArrived(key, kind+" "+h.kind+" "+obj.GetName())
@@ -208,20 +208,22 @@ func ownerKey(obj client.Object) (types.NamespacedName, bool) {
 }
 
 // noPitfall is for events no pitfall may drop: resuming a namespace.
-func noPitfall(context.Context, client.Object, types.NamespacedName) string { return "" }
+func noPitfall(context.Context, client.Object, types.NamespacedName) pitfallSwitch {
+	return pitfallSwitch{}
+}
 
 // pitfallOfObject reads the pitfall of a Database event from the object itself.
-func pitfallOfObject(_ context.Context, obj client.Object, _ types.NamespacedName) string {
-	return PitfallOf(obj)
+func pitfallOfObject(_ context.Context, obj client.Object, _ types.NamespacedName) pitfallSwitch {
+	return pitfallSwitchOf(obj)
 }
 
 // pitfallOfOwner reads the pitfall of a child's Database from the cache.
 func pitfallOfOwner(reader client.Reader) pitfallFunc {
-	return func(ctx context.Context, _ client.Object, key types.NamespacedName) string {
+	return func(ctx context.Context, _ client.Object, key types.NamespacedName) pitfallSwitch {
 		var db dbv1.Database
 		if err := reader.Get(ctx, key, &db); err != nil {
-			return ""
+			return pitfallSwitch{}
 		}
-		return PitfallOf(&db)
+		return pitfallSwitchOf(&db)
 	}
 }

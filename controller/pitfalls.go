@@ -22,6 +22,18 @@ import (
 // cannot break anyone else's.
 const PitfallAnnotation = "db.oplab.dev/pitfall"
 
+// PitfallHiddenAnnotation, set to "true", hides a Database's pitfall from
+// the learner: the trace and the lab say PitfallHidden where they would name
+// it. A challenge whose exercise is to tell from behaviour which Database has
+// which pitfall sets it. Only the name is hidden: the controller still runs
+// the pitfall, and kubectl still shows both annotations.
+const PitfallHiddenAnnotation = "db.oplab.dev/pitfall-hidden"
+
+// PitfallHidden is what the trace and the lab say of the pitfall of a
+// Database marked with PitfallHiddenAnnotation, whether a pitfall is on or
+// not: which Database has one, and which, is what the learner finds out.
+const PitfallHidden = "hidden"
+
 // The pitfalls a learner can switch on with PitfallAnnotation.
 const (
 	// PitfallNonIdempotentCreate makes the controller create its children
@@ -103,6 +115,30 @@ func PitfallOf(obj client.Object) string {
 	return name
 }
 
+// PitfallHiddenOf reports whether obj's pitfall is hidden from the learner.
+func PitfallHiddenOf(obj client.Object) bool {
+	return obj.GetAnnotations()[PitfallHiddenAnnotation] == "true"
+}
+
+// PitfallShown returns the pitfall of obj as the trace and the lab may show
+// it: PitfallHidden when it is hidden, else PitfallOf.
+func PitfallShown(obj client.Object) string {
+	if PitfallHiddenOf(obj) {
+		return PitfallHidden
+	}
+	return PitfallOf(obj)
+}
+
+// pitfallSwitch is the pitfall of one Database twice over: the one the
+// controller runs (name) and what the trace may say of it (shown).
+type pitfallSwitch struct {
+	name, shown string
+}
+
+func pitfallSwitchOf(obj client.Object) pitfallSwitch {
+	return pitfallSwitch{name: PitfallOf(obj), shown: PitfallShown(obj)}
+}
+
 // ValidatePitfall returns an error naming the value when name is neither
 // empty nor a known pitfall. The web layer uses it to refuse bad input.
 func ValidatePitfall(name string) error {
@@ -171,10 +207,11 @@ func (r *reconciler) reconcileWithoutFinalizer(ctx context.Context, req reconcil
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if controllerutil.ContainsFinalizer(&db, Finalizer) {
-		msg := "pitfall no-finalizer: nothing will hold a delete for the final snapshot"
+		msg := "nothing will hold a delete for the final snapshot"
 		if !db.DeletionTimestamp.IsZero() {
-			msg = "pitfall no-finalizer: deleted without a snapshot"
+			msg = "deleted without a snapshot"
 		}
+		msg = "pitfall " + PitfallShown(&db) + ": " + msg
 		note(ctx, Step{Type: StepFinalizer, Phase: "skipped", Message: msg})
 		if err := r.removeFinalizer(ctx, &db); err != nil {
 			return r.finish(ctx, &db, observation{err: err})
@@ -223,9 +260,14 @@ func (r *reconciler) thrashStatus(ctx context.Context, db *dbv1.Database, obs ob
 // not queued. An edge-triggered controller that missed the event would
 // never act. Ours is level-triggered: the periodic resync still comes.
 // AddAfter keeps the earliest due time, so repeated drops do not postpone it.
-func (h *traceHandler) dropEvent(s Step, req reconcile.Request, q queue) {
-	s.Ignored, s.Pitfall = true, PitfallDropEvents
-	s.Message = fmt.Sprintf("ignored (drop-events); the resync in %s will reconcile", h.resync)
+// A hidden pitfall stays unnamed: the ignored event is what the learner sees.
+func (h *traceHandler) dropEvent(s Step, p pitfallSwitch, req reconcile.Request, q queue) {
+	s.Ignored, s.Pitfall = true, p.shown
+	why := p.shown
+	if why == PitfallHidden {
+		why = "a hidden pitfall"
+	}
+	s.Message = fmt.Sprintf("ignored (%s); the resync in %s will reconcile", why, h.resync)
 	h.tr.emit(s)
 	q.AddAfter(req, h.resync)
 }

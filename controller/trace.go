@@ -132,7 +132,8 @@ type Step struct {
 	RequeueAfter time.Duration `json:"requeueAfterNs,omitempty"`
 	Retry        int           `json:"retry,omitempty"`
 
-	// Pitfall is the pitfall switched on for the object, if any.
+	// Pitfall is the pitfall switched on for the object, if any, or
+	// PitfallHidden, whether one is on or not, when the Database hides it.
 	Pitfall string `json:"pitfall,omitempty"`
 
 	// Message is a human sentence; Error carries an error text.

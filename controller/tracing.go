@@ -176,7 +176,7 @@ func (t *traceFuncs) get(ctx context.Context, c client.WithWatch, key client.Obj
 		rt.found = "error"
 		rt.step(Step{Type: StepFetch, Found: rt.found, Error: errText(err)})
 	default:
-		rt.found, rt.observed, rt.pitfall = "found", db.Status.ObservedGeneration, PitfallOf(db)
+		rt.found, rt.observed, rt.pitfall = "found", db.Status.ObservedGeneration, PitfallShown(db)
 		rt.step(Step{Type: StepFetch, Found: rt.found, Generation: db.Generation,
 			Message: fmt.Sprintf("generation %d, observed %d", db.Generation, db.Status.ObservedGeneration)})
 	}

@@ -153,32 +153,6 @@ func TestResyncPeriodFromTrace(t *testing.T) {
 	}
 }
 
-func TestSwitchedOff(t *testing.T) {
-	thrashFetch := controller.Step{Type: controller.StepFetch, Database: "bravo", Found: "found", Pitfall: controller.PitfallStatusThrash}
-	cleanFetch := controller.Step{Type: controller.StepFetch, Database: "bravo", Found: "found"}
-	decoy := controller.Step{Type: controller.StepFetch, Database: "alpha", Found: "found", Pitfall: controller.PitfallNonIdempotentCreate}
-	b := newStepTrace().add(decoy).add(thrashFetch).add(thrashFetch)
-	l := stepLog(b.steps)
-	if name, ok := l.thrasher(); !ok || name != "bravo" {
-		t.Errorf("thrasher = %q, %v; want bravo", name, ok)
-	}
-	if d := l.decoys("bravo"); d["alpha"] != controller.PitfallNonIdempotentCreate || len(d) != 1 {
-		t.Errorf("decoys = %v; want alpha with %s", d, controller.PitfallNonIdempotentCreate)
-	}
-	if _, ok := l.switchedOff("bravo"); ok {
-		t.Error("still thrashing: want not switched off")
-	}
-	b.add(cleanFetch)
-	if at, ok := stepLog(b.steps).switchedOff("bravo"); !ok || !at.Equal(b.t) {
-		t.Errorf("switchedOff = %s, %v; want %s", at, ok, b.t)
-	}
-	// Switched on again: the off time is after the last thrash.
-	b.add(thrashFetch)
-	if _, ok := stepLog(b.steps).switchedOff("bravo"); ok {
-		t.Error("switched on again: want not switched off")
-	}
-}
-
 func TestPauseWindows(t *testing.T) {
 	b := newStepTrace().phase("paused").dbEvent(tide, 2, true).dbEvent(tide, 2, true).dbEvent(tide, 3, true).dbEvent(tide, 4, true)
 	w, ok := stepLog(b.steps).bestWindow()

@@ -41,18 +41,37 @@ func TestStatusStormDecoy(t *testing.T) {
 	if err != nil {
 		t.Fatalf("start: %v", err)
 	}
+	// The test, unlike the learner, may read the answer from the API.
 	var decoy string
-	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
-		for _, s := range e.CheckEnv(t, ns, started).Trace {
-			if s.Type == controller.StepFetch && s.Pitfall == controller.PitfallNonIdempotentCreate {
-				decoy = s.Database
-				return true, nil
-			}
+	for _, name := range []string{"alpha", "bravo", "charlie"} {
+		var db dbv1.Database
+		if err := e.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &db); err != nil {
+			t.Fatal(err)
 		}
-		return false, nil
+		if db.Annotations[controller.PitfallHiddenAnnotation] != "true" {
+			t.Errorf("%s: annotations %v, want its pitfall hidden", name, db.Annotations)
+		}
+		if controller.PitfallOf(&db) == controller.PitfallNonIdempotentCreate {
+			decoy = name
+		}
+	}
+	if decoy == "" {
+		t.Fatal("no Database has the decoy's pitfall")
+	}
+	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+		trace := e.CheckEnv(t, ns, started).Trace
+		return slices.ContainsFunc(trace, func(s controller.Step) bool {
+			return s.Type == controller.StepResult && s.Database == decoy && s.Result == "error"
+		}) && slices.ContainsFunc(trace, isRewrite), nil
 	})
 	if err != nil {
-		t.Fatalf("no reconcile of the decoy in the trace: %v", err)
+		t.Fatalf("no failed reconcile of the decoy %s and no status rewrite in the trace: %v", decoy, err)
+	}
+	// The trace tells the three apart by what they do, never by name.
+	for _, s := range e.CheckEnv(t, ns, started).Trace {
+		if s.Pitfall != "" && s.Pitfall != controller.PitfallHidden {
+			t.Errorf("%s step of %s says pitfall %q, want %q", s.Type, s.Database, s.Pitfall, controller.PitfallHidden)
+		}
 	}
 	for _, name := range []string{"alpha", "bravo", "charlie"} {
 		if err := setPitfall(ctx, e.Client, ns, name, ""); err != nil {
@@ -70,9 +89,7 @@ func findThrasher(ctx context.Context, env challengetest.SolveEnv) (string, erro
 	var thrasher string
 	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
 		for _, s := range env.Trace() {
-			if s.Type == controller.StepStatus && !s.Skipped && slices.ContainsFunc(s.Conditions, func(c controller.ConditionChange) bool {
-				return !c.Transition && c.FromLastTransitionTime != "" && c.LastTransitionTime != c.FromLastTransitionTime
-			}) {
+			if isRewrite(s) {
 				thrasher = s.Database
 				return true, nil
 			}
@@ -83,6 +100,14 @@ func findThrasher(ctx context.Context, env challengetest.SolveEnv) (string, erro
 		return "", fmt.Errorf("no status rewrite seen on the timeline: %w", err)
 	}
 	return thrasher, nil
+}
+
+// isRewrite reports a status write that moved a condition's
+// lastTransitionTime without changing its status.
+func isRewrite(s controller.Step) bool {
+	return s.Type == controller.StepStatus && !s.Skipped && slices.ContainsFunc(s.Conditions, func(c controller.ConditionChange) bool {
+		return !c.Transition && c.FromLastTransitionTime != "" && c.LastTransitionTime != c.FromLastTransitionTime
+	})
 }
 
 func setPitfall(ctx context.Context, c client.Client, ns, name, pitfall string) error {

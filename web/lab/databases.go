@@ -95,6 +95,9 @@ func (h *Handler) setPitfall(ctx context.Context, ns string, r *http.Request) ou
 		return outcome{err: err}
 	}
 	p := strings.TrimSpace(r.PostForm.Get("pitfall"))
+	if p == keepHiddenPitfall {
+		return outcome{message: fmt.Sprintf("Left %s's pitfall as it was.", name)}
+	}
 	if err := validPitfall("pitfall", p, h.opts.Pitfalls); err != nil {
 		return outcome{err: err}
 	}

@@ -94,13 +94,16 @@ func (s KubeStore) DeleteDatabase(ctx context.Context, ns, name string) error {
 	return s.Client.Delete(ctx, database(ns, name))
 }
 
-// SetPitfall switches a pitfall on, or off when pitfall is "".
+// SetPitfall switches a pitfall on, or off when pitfall is "". Either way
+// the learner chose it, so a hidden pitfall is hidden no more.
 func (s KubeStore) SetPitfall(ctx context.Context, ns, name, pitfall string) error {
 	var value any
 	if pitfall != "" {
 		value = pitfall
 	}
-	patch := map[string]any{"metadata": map[string]any{"annotations": map[string]any{controller.PitfallAnnotation: value}}}
+	patch := map[string]any{"metadata": map[string]any{"annotations": map[string]any{
+		controller.PitfallAnnotation: value, controller.PitfallHiddenAnnotation: nil,
+	}}}
 	return s.mergePatch(ctx, database(ns, name), patch)
 }
 

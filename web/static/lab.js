@@ -242,6 +242,16 @@
     return h("span", { class: `pill ${cls} result` }, text);
   }
 
+  // pitfallPill names the reconcile's pitfall, which its steps carry from
+  // the fetch on; a hidden one (a challenge's) is "hidden", whether one is
+  // on or not.
+  function pitfallPill(row) {
+    const s = [row.start, ...row.steps].find((x) => x.pitfall);
+    if (!s) return "";
+    const hidden = s.pitfall === "hidden";
+    return h("span", { class: "pill warn small", title: hidden ? "A pitfall may be on, or none: which one is for you to find." : null }, "pitfall: " + s.pitfall);
+  }
+
   function drawRow(row) {
     if (row.group && row.group.members.length > 1) return drawGroup(row.group);
     const res = row.result;
@@ -252,7 +262,7 @@
         timeEl(row.start.time), " ",
         h("b", { class: "db-name" }, row.db), " ",
         h("span", { class: "pill trigger" }, triggerLabel(row)),
-        row.start.pitfall ? h("span", { class: "pill warn small" }, "pitfall: " + row.start.pitfall) : "",
+        pitfallPill(row),
         " ", resultPill(res),
         res && res.durationNs ? h("span", { class: "muted small" }, " " + dur(res.durationNs)) : ""),
       row.events.length ? h("details", { class: "coalesced" },

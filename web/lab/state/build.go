@@ -70,7 +70,7 @@ func build(db *v1alpha1.Database, rel Related, h *history, spec string) Database
 		Engine: string(db.Spec.Engine), Version: db.Spec.Version, Replicas: db.Spec.Replicas,
 		Storage:            db.Spec.Storage.String(),
 		SpecYAML:           spec,
-		Pitfall:            db.Annotations[controller.PitfallAnnotation],
+		Pitfall:            pitfallShown(db),
 		Generation:         db.Generation,
 		ObservedGeneration: db.Status.ObservedGeneration,
 		Stale:              db.Generation != db.Status.ObservedGeneration,
@@ -275,4 +275,13 @@ func eventTime(e corev1.Event) time.Time {
 		return e.EventTime.Time
 	}
 	return e.CreationTimestamp.Time
+}
+
+// pitfallShown is the pitfall annotation's value as the learner may see it:
+// controller.PitfallHidden when the Database's pitfall is hidden.
+func pitfallShown(db *v1alpha1.Database) string {
+	if controller.PitfallHiddenOf(db) {
+		return controller.PitfallHidden
+	}
+	return db.Annotations[controller.PitfallAnnotation]
 }

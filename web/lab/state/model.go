@@ -21,7 +21,9 @@ type Database struct {
 	Replicas int32  `json:"replicas"`
 	Storage  string `json:"storage"`
 	SpecYAML string `json:"specYAML"`
-	// Pitfall is the pitfall annotation's value, "" when none is on.
+	// Pitfall is the pitfall annotation's value, "" when none is on, or
+	// "hidden" (controller.PitfallHidden), whether one is on or not, when
+	// the Database's pitfall is hidden from the learner.
 	Pitfall string `json:"pitfall,omitempty"`
 
 	// Generation is metadata.generation; ObservedGeneration is

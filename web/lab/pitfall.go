@@ -1,0 +1,21 @@
+package lab
+
+import (
+	"github.com/oplab-dev/oplab/controller"
+	"github.com/oplab-dev/oplab/web/lab/state"
+)
+
+// A Database whose pitfall is hidden (controller.PitfallHiddenAnnotation,
+// set by a challenge that asks which Database has which pitfall) shows
+// "pitfall: hidden", whether one is on or not, and its menu offers to keep
+// it as it is without saying what that is. Picking anything else in the
+// menu is the learner's own choice, so it clears the hiding as well.
+
+// keepHiddenPitfall is the menu's value for "keep it as it is".
+const keepHiddenPitfall = controller.PitfallHidden
+
+// pitfallHidden reports whether d's pitfall is hidden from the learner.
+func pitfallHidden(d state.Database) bool { return d.Pitfall == controller.PitfallHidden }
+
+// hiddenPitfallNote is what the card says of a hidden pitfall.
+const hiddenPitfallNote = "A pitfall may be switched on here, or none: which one is for you to find from what the timeline shows."
