@@ -88,7 +88,18 @@ func TestBrowserFollowShowsOnlyThePresentersLab(t *testing.T) {
 	if got := evalString(t, learner, `document.activeElement?.id || document.activeElement?.tagName`); got != "follow-back-button" {
 		t.Errorf("the focus was in the own create form; following, it is on %q, want the way back", got)
 	}
+	// The presenter pauses their namespace: the follower's pill and note
+	// say whose namespace it is, not "your".
+	if err := chromedp.Do(teacher, chromedp.Click(chromedp.CSS(`button[data-controller="stop"]`))); err != nil {
+		t.Fatal(err)
+	}
+	poll(t, learner, "the presenter's pause, named", `document.getElementById("controller-status").textContent === "Ada's namespace is paused"
+		&& document.getElementById("loop-paused").textContent.includes("Ada's namespace") && !document.getElementById("loop-paused").hidden`)
 	checkPage(t, learner, src, "/lab following, the own controls hidden")
+	if err := chromedp.Do(teacher, chromedp.Click(chromedp.CSS(`button[data-controller="start"]`))); err != nil {
+		t.Fatal(err)
+	}
+	poll(t, learner, "the presenter's resume", `document.getElementById("controller-status").textContent === "Controller running"`)
 	viewShot(t, learner, "40-following-1280x800")
 	narrow(t, learner, "41-following-390px")
 
@@ -100,6 +111,7 @@ func TestBrowserFollowShowsOnlyThePresentersLab(t *testing.T) {
 	poll(t, learner, "Rejoin offered", `document.getElementById("classroom-rejoin")?.textContent === "Rejoin Ada"`)
 	if what := evalString(t, learner, `(() => { const out = [];
 		if (document.getElementById("objects-h").textContent !== "Your Databases") out.push("the heading is not the learner's own");
+		if (document.getElementById("controller-status").textContent !== "Controller running") out.push("the pill reads " + document.getElementById("controller-status").textContent);
 		if (document.getElementById("follow-back").getClientRects().length) out.push("the way back is still shown");
 		if (!document.querySelector("details.create").getClientRects().length) out.push("the create form is not shown");
 		if (document.getElementById("filter").disabled) out.push("the filter is still disabled");
