@@ -88,6 +88,17 @@ func TestBrowserFollowShowsOnlyThePresentersLab(t *testing.T) {
 	if got := evalString(t, learner, `document.activeElement?.id || document.activeElement?.tagName`); got != "follow-back-button" {
 		t.Errorf("the focus was in the own create form; following, it is on %q, want the way back", got)
 	}
+	// The timeline's keys wait as its buttons do: P does not pause the
+	// follower's view of a presenter who plays live.
+	if err := chromedp.Do(learner, chromedp.Focus(chromedp.CSS("#log")), chromedp.KeyEvent("p")); err != nil {
+		t.Fatal(err)
+	}
+	if got := labData(t, learner, "playback"); got != "playing" || labData(t, learner, "following") != "presenter" {
+		t.Errorf("P in the follower's timeline: playback %q, following %q; want the presenter's live timeline, still followed", got, labData(t, learner, "following"))
+	}
+	if err := chromedp.Do(learner, chromedp.Focus(chromedp.CSS("#follow-back-button"))); err != nil {
+		t.Fatal(err)
+	}
 	// The presenter pauses their namespace: the follower's pill and note
 	// say whose namespace it is, not "your".
 	if err := chromedp.Do(teacher, chromedp.Click(chromedp.CSS(`button[data-controller="stop"]`))); err != nil {
