@@ -900,7 +900,7 @@
     if (filterEl) { $$("option", filterEl).forEach((o) => { if (o.value) o.remove(); }); filterEl.value = ""; }
     showWaiting();
   }
-  // shown is whether el takes part in the page: displayed, so focusable.
+  // displayed is whether el takes part in the page, so can hold the focus.
   const displayed = (el) => !!el && el.isConnected && el.getClientRects().length > 0;
   // switchStream shows the presenter's lab alone (ns), or the learner's own
   // (""). The learner's own controls are not shown inside the presenter's
@@ -996,7 +996,8 @@
     if (!classroom) return;
     classroom.onChange(onClassroom);
     // Acting in one's own lab breaks away from the presenter, as in VS
-    // Code's Live Share: a form, the player, the filter.
+    // Code's Live Share. Following, the own forms and player are hidden
+    // (lab.css); this still holds for any own form shown meanwhile.
     root.addEventListener("click", (e) => {
       if (followNs && e.target.closest("form.act, .player button, #filter, details.create > summary")) classroom.breakAway();
     }, true);
