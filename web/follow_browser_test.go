@@ -159,11 +159,12 @@ func TestBrowserFollowThePresenter(t *testing.T) {
 	}
 	follows(t, late, "the late learner after Rejoin", "demo", next)
 
-	// Acting in one's own lab breaks away too.
-	if err := chromedp.Do(late, chromedp.Click(chromedp.CSS("details.create > summary"))); err != nil {
+	// The way back in the own form's place breaks away too (the own form
+	// itself is not shown while following).
+	if err := chromedp.Do(late, chromedp.Click(chromedp.CSS("#follow-back-button"))); err != nil {
 		t.Fatal(err)
 	}
-	poll(t, late, "a click on the own form breaks away", `document.getElementById("lab").dataset.following === ""`)
+	poll(t, late, "a click on the way back to the own lab breaks away", `document.getElementById("lab").dataset.following === ""`)
 	saveName(t, late, "Lin")
 	createInTab(t, late, "mine")
 	poll(t, late, "the learner's own Database Ready", `document.querySelector("#db-mine .db-head .pill.ok")?.textContent === "Ready True"`)

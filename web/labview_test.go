@@ -21,9 +21,11 @@ import (
 // openLab opens /lab (plus query) in ctx and waits for the stream.
 func openLab(t *testing.T, ctx context.Context, query string) string {
 	t.Helper()
-	if err := chromedp.Do(ctx, chromedp.Navigate(shared.http.URL+"/lab"+query), chromedp.WaitVisible(chromedp.CSS("#create-form"))); err != nil {
+	if err := chromedp.Do(ctx, chromedp.Navigate(shared.http.URL+"/lab"+query), chromedp.WaitReady(chromedp.CSS("#create-form"))); err != nil {
 		t.Fatal(err)
 	}
+	// A lab that follows the presenter does not show the learner's own form.
+	poll(t, ctx, "the create form, or following", `document.querySelector("#create-form").getClientRects().length > 0 || document.getElementById("lab").dataset.following === "presenter"`)
 	poll(t, ctx, "the stream to open", `document.getElementById("lab").dataset.stream === "open"`)
 	ns, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.getElementById("lab").dataset.namespace`))
 	if err != nil || ns == "" {

@@ -79,9 +79,13 @@
         n.of ? h("span", { class: "pill" }, `${n.demo ? n.demo + " · " : ""}step ${n.step} of ${n.of}${n.paused ? " · paused" : ""}`) : "",
         " ", n.text));
     }
+    // A button pressed here is replaced by the other one (Rejoin by Back):
+    // the focus moves to it, rather than to the page's start.
+    const hadFocus = banner.contains(document.activeElement);
     banner.replaceChildren(...kids);
     document.getElementById("classroom-leave")?.addEventListener("click", breakAway);
     document.getElementById("classroom-rejoin")?.addEventListener("click", rejoin);
+    if (hadFocus) banner.querySelector("button")?.focus();
   }
 
   // go follows the instructor's goto once per id, and the presenter's page

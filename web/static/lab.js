@@ -110,11 +110,19 @@
   function showPaused(paused) {
     root.dataset.paused = String(paused);
     const note = $("#loop-paused");
-    if (note) note.hidden = !paused;
+    if (note) {
+      note.hidden = !paused;
+      // Following, the pause shown is the presenter's, and so is its note.
+      if (paused && followNs) note.replaceChildren(h("b", {}, "paused"), ` The controller holds every reconcile of ${follow.name}'s namespace: events queue up, nothing is fetched or changed until ${follow.name} resumes it.`);
+      else if (paused && ownPausedNote) note.replaceChildren(...ownPausedNote.map((n) => n.cloneNode(true)));
+    }
     const cap = $("#loop-caption");
-    if (cap && paused) cap.textContent = "paused: reconciles of your namespace are held";
+    if (cap && paused) cap.textContent = `paused: reconciles of ${whose()} namespace are held`;
     drawControllerPill();
   }
+  const ownPausedNote = $("#loop-paused") ? [...$("#loop-paused").childNodes].map((n) => n.cloneNode(true)) : null;
+  // whose is whose namespace the lab shows: "your", or the presenter's.
+  const whose = () => (followNs ? `${follow.name}'s` : "your");
 
   // ---- the timeline --------------------------------------------------------
   const rowsEl = $("#rows");
@@ -369,7 +377,7 @@
     const pill = $("#controller-status");
     if (!pill) return;
     const paused = root.dataset.paused === "true";
-    pill.textContent = !ctrlUp ? "Controller stopped" : paused ? "Your namespace is paused" : "Controller running";
+    pill.textContent = !ctrlUp ? "Controller stopped" : paused ? `${followNs ? follow.name + "'s" : "Your"} namespace is paused` : "Controller running";
     pill.classList.toggle("ok", ctrlUp && !paused);
     pill.classList.toggle("warn", ctrlUp && paused);
     pill.classList.toggle("bad", !ctrlUp);
@@ -441,7 +449,7 @@
     const next = nextRun.get(db);
     el.hidden = !next;
     if (!next) return;
-    if (root.dataset.paused === "true") { el.textContent = `${db}: held, your namespace is paused`; return; }
+    if (root.dataset.paused === "true") { el.textContent = `${db}: held, ${whose()} namespace is paused`; return; }
     if (mode === "live" && $("#controller-status")?.classList.contains("bad")) {
       el.textContent = `${db}: no ${next.kind} while the controller is stopped`;
       return;
@@ -659,6 +667,9 @@
     // or a screen reader uses letter keys to move around the page.
     $(".timeline")?.addEventListener("keydown", (e) => {
       if (e.ctrlKey || e.metaKey || e.altKey || e.target.closest("input, select, textarea, [contenteditable]")) return;
+      // Following, the presenter steers the timeline: the keys wait, as
+      // the player's buttons (hidden then) do.
+      if (followNs) return;
       const k = e.key.toLowerCase();
       if (k === "p") { setPaused(!player.paused); e.preventDefault(); }
       if (k === "n") { stepOnce(); e.preventDefault(); }
@@ -874,9 +885,13 @@
 
   // ---- the classroom: following the presenter, or being followed -------------------
   const classroom = mode === "live" ? window.oplabClassroom : null;
-  const follow = { view: null, name: "" };
+  const follow = { view: null, name: "", ownPaused: false };
   const objectsH = $("#objects-h");
   const ownHeading = objectsH ? objectsH.textContent : "";
+  const backLine = $("#follow-back");
+  // playerNote says, in the player's place, who steers the timeline.
+  const playerNote = h("span", { id: "follow-player", class: "follow-player small", hidden: "" });
+  $(".player")?.prepend(playerNote);
 
   // clearView empties what the stream drew, before another namespace's
   // stream draws its own.
@@ -895,16 +910,38 @@
     if (filterEl) { $$("option", filterEl).forEach((o) => { if (o.value) o.remove(); }); filterEl.value = ""; }
     showWaiting();
   }
+  // displayed is whether el takes part in the page, so can hold the focus.
+  const displayed = (el) => !!el && el.isConnected && el.getClientRects().length > 0;
+  // switchStream shows the presenter's lab alone (ns), or the learner's own
+  // (""). The learner's own controls are not shown inside the presenter's
+  // lab (lab.css), and the filter only says what the presenter selected;
+  // one line in the create form's place leads back.
   function switchStream(ns) {
     if (ns === followNs) return;
+    const focused = document.activeElement;
+    if (ns && !followNs) follow.ownPaused = root.dataset.paused === "true";
     followNs = ns;
     clearView(ns ? `following ${follow.name}'s lab` : "back in your own namespace");
     root.dataset.following = ns ? "presenter" : "";
     if (objectsH) objectsH.textContent = ns ? `${follow.name}'s Databases (read-only)` : ownHeading;
+    if (backLine) backLine.hidden = !ns;
+    // A flash speaks of the lab it came from ("Created Database x: watch
+    // its first reconcile"): it goes with that lab.
+    $("#flash")?.replaceChildren();
+    if (filterEl) filterEl.disabled = !!ns;
+    playerNote.hidden = !ns;
+    playerNote.textContent = ns ? `${follow.name} steers this timeline.` : "";
+    // The stream's replay says whether the presenter's namespace is paused.
+    showPaused(ns ? false : follow.ownPaused);
     if (!ns) {
       follow.view = null;
       player.speed = Number(speedSel?.value) || 1;
       setPaused(false);
+    }
+    // Focus never falls to the page's start with what held it: it moves to
+    // the way back while following, and to the own create form after.
+    if (focused && focused !== document.body && root.contains(focused) && !displayed(focused)) {
+      (ns ? $("#follow-back-button") : $("details.create > summary"))?.focus();
     }
     reopen();
   }
@@ -914,6 +951,8 @@
     follow.view = v ? { paused: !!v.paused, seq: v.seq || 0 } : null;
     if (!v) return;
     player.speed = v.speed || 1;
+    playerNote.textContent = `${follow.name} steers this timeline: ` +
+      (v.paused ? "paused." : player.speed === 1 ? "live." : `${player.speed}× slow motion.`);
     if (speedSel) speedSel.value = String(player.speed);
     if (pauseBtn) {
       pauseBtn.textContent = v.paused ? "Resume" : "Pause";
@@ -967,10 +1006,14 @@
     if (!classroom) return;
     classroom.onChange(onClassroom);
     // Acting in one's own lab breaks away from the presenter, as in VS
-    // Code's Live Share: a form, the player, the filter.
+    // Code's Live Share. Following, the own forms and player are hidden
+    // (lab.css); this still holds for any own form shown meanwhile.
     root.addEventListener("click", (e) => {
       if (followNs && e.target.closest("form.act, .player button, #filter, details.create > summary")) classroom.breakAway();
     }, true);
+    // The way back in the create form's place: break away, and the form
+    // is there again, with the focus on it.
+    $("#follow-back-button")?.addEventListener("click", () => classroom.breakAway());
   }
 
   // ---- projector mode: big type, one screen, for the back of the room --------------
