@@ -3,11 +3,15 @@ package web
 import (
 	"context"
 	"fmt"
+	"html"
+	"io"
 	"net/http"
 	"net/http/cookiejar"
 	"net/http/httptest"
 	"net/url"
 	"os"
+	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -15,12 +19,15 @@ import (
 
 	"github.com/chromedp/chromedp"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/oplab-dev/oplab/controller"
 	"github.com/oplab-dev/oplab/controller/api/v1alpha1"
 	"github.com/oplab-dev/oplab/quiz"
 	"github.com/oplab-dev/oplab/web/instructor"
+	"github.com/oplab-dev/oplab/web/lab/state"
 	"github.com/oplab-dev/oplab/web/session"
 	"github.com/oplab-dev/oplab/web/stream"
 )
@@ -174,6 +181,10 @@ func TestRosterResetEmptiesALearnersNamespace(t *testing.T) {
 	if err != nil || resp.StatusCode != http.StatusSeeOther {
 		t.Fatalf("reset = %v %v, want 303", resp, err)
 	}
+	// The answer comes at once; the learner's row tells how it ended.
+	if state, text := waitReset(t, e, ic, ns); state != "done" || !strings.Contains(text, "2 Databases deleted, final snapshots kept") {
+		t.Fatalf("the reset's outcome = %s %q, want done with 2 Databases deleted", state, text)
+	}
 	var dbs v1alpha1.DatabaseList
 	if err := e.client.List(ctx, &dbs, client.InNamespace(ns)); err != nil || len(dbs.Items) != 0 {
 		t.Errorf("after the reset the API server lists %d Databases in %s (%v), want 0", len(dbs.Items), ns, err)
@@ -196,6 +207,134 @@ func TestRosterResetEmptiesALearnersNamespace(t *testing.T) {
 			t.Errorf("the reset lost the learner's progress: %+v", s)
 		}
 	}
+}
+
+// resetStatus is what the roster's row of ns says about its latest
+// reset: its state (running, done, failed) and its words; "" when the row
+// shows none.
+func resetStatus(t *testing.T, e *testEnv, ic *http.Client, ns string) (string, string) {
+	t.Helper()
+	_, body := get(t, ic, e.http.URL+"/instructor/roster")
+	re := regexp.MustCompile(`id="reset-status-` + regexp.QuoteMeta(ns) + `" data-reset-state="(\w+)" data-reset-seq="\d+">([^<]*)</p>`)
+	m := re.FindStringSubmatch(body)
+	if m == nil {
+		return "", ""
+	}
+	return m[1], html.UnescapeString(m[2])
+}
+
+// waitReset waits until the reset of ns is no longer running and returns
+// how it ended.
+func waitReset(t *testing.T, e *testEnv, ic *http.Client, ns string) (string, string) {
+	t.Helper()
+	var state, text string
+	eventually(t, "the reset of "+ns+" to end", func() (bool, error) {
+		state, text = resetStatus(t, e, ic, ns)
+		return state == "done" || state == "failed", nil
+	})
+	return state, text
+}
+
+// holdFinalizer keeps a Database from going until the test lets it go: a
+// reset waiting on it runs as long as the test needs.
+const holdFinalizer = "test.oplab.dev/hold"
+
+func release(t *testing.T, e *testEnv, ns, name string) {
+	t.Helper()
+	var db v1alpha1.Database
+	if err := e.client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, &db); err != nil {
+		if apierrors.IsNotFound(err) {
+			return
+		}
+		t.Fatal(err)
+	}
+	patch := client.MergeFrom(db.DeepCopy())
+	db.Finalizers = slices.DeleteFunc(db.Finalizers, func(f string) bool { return f == holdFinalizer })
+	if err := e.client.Patch(context.Background(), &db, patch); err != nil && !apierrors.IsNotFound(err) {
+		t.Fatal(err)
+	}
+}
+
+// A reset answers at once and runs on; while it runs a second Reset of the
+// same learner is refused saying why, as a page without script and as JSON
+// to the roster's script; the first one's outcome is then reported.
+func TestRosterSecondResetIsRefusedWhileTheFirstRuns(t *testing.T) {
+	e := needEnv(t)
+	_, ns := e.learner(t)
+	ctx := t.Context()
+	for _, name := range []string{"held", "free"} {
+		db := &v1alpha1.Database{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Spec: v1alpha1.DatabaseSpec{Engine: "postgres", Replicas: 1}}
+		if name == "held" {
+			db.Finalizers = []string{holdFinalizer}
+		}
+		if err := e.client.Create(ctx, db); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Cleanup(func() { release(t, e, ns, "held") })
+	eventually(t, "both Databases with the controller's finalizer, in the lab's state", func() (bool, error) {
+		dbs, err := e.server.watcher.Databases(ctx, ns)
+		return err == nil && len(dbs) == 2 && slices.ContainsFunc(dbs, func(d state.Database) bool {
+			return slices.Contains(d.Finalizers, controller.Finalizer) && d.Name == "held"
+		}), err
+	})
+
+	ic := e.instructorClient(t)
+	reset := e.http.URL + "/instructor/learners/" + ns + "/reset"
+	start := time.Now()
+	resp, err := ic.Post(reset, "application/x-www-form-urlencoded", nil)
+	if err != nil || resp.StatusCode != http.StatusSeeOther || !strings.Contains(resp.Header.Get("Location"), "done=reset-started") {
+		t.Fatalf("first reset = %v %v, want 303 to done=reset-started", resp, err)
+	}
+	resp.Body.Close()
+	t.Logf("The first reset answered in %s", time.Since(start))
+	eventually(t, "the row to show the reset running, with held the one left", func() (bool, error) {
+		state, text := resetStatus(t, e, ic, ns)
+		return state == "running" && strings.Contains(text, "1 of 2 Databases left: held"), fmt.Errorf("row says %s %q", state, text)
+	})
+
+	// A second Reset while the first runs: refused, saying why, both ways.
+	code, page := postReset(t, ic, reset, "")
+	if code != http.StatusConflict || !strings.Contains(page, "Reset refused: a reset of this learner is already running ("+ns) || !strings.Contains(page, `role="alert"`) {
+		t.Errorf("second reset without script = %d, want 409 and the page with the reason in an alert:\n%s", code, page)
+	}
+	code, answer := postReset(t, ic, reset, "application/json")
+	if code != http.StatusConflict || !strings.Contains(answer, `"error":"a reset of this learner is already running (`+ns) {
+		t.Errorf("second reset from the script = %d %s, want 409 with the reason in JSON", code, answer)
+	}
+	if state, _ := resetStatus(t, e, ic, ns); state != "running" {
+		t.Errorf("after the refusals the reset is %q, want still running", state)
+	}
+
+	release(t, e, ns, "held")
+	if state, text := waitReset(t, e, ic, ns); state != "done" || !strings.Contains(text, "2 Databases deleted, final snapshots kept") {
+		t.Fatalf("the first reset's outcome = %s %q, want done with 2 Databases deleted", state, text)
+	}
+	// Once it has ended, Reset is accepted again.
+	if code, answer := postReset(t, ic, reset, "application/json"); code != http.StatusAccepted || !strings.Contains(answer, "Resetting") {
+		t.Errorf("a reset after the first ended = %d %s, want 202", code, answer)
+	}
+	if state, text := waitReset(t, e, ic, ns); state != "done" || !strings.Contains(text, "no Databases to delete") {
+		t.Errorf("the reset of an empty namespace = %s %q", state, text)
+	}
+}
+
+// postReset posts an empty form to u asking for accept ("" for a browser's
+// default), returning the status and the body.
+func postReset(t *testing.T, c *http.Client, u, accept string) (int, string) {
+	t.Helper()
+	req, _ := http.NewRequest("POST", u, strings.NewReader(""))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	if accept != "" {
+		req.Header.Set("Accept", accept)
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
 }
 
 // joinServer is a second oplab on the shared cluster with a join code and
