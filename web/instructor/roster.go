@@ -3,7 +3,6 @@ package instructor
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/http"
 	"slices"
@@ -335,7 +334,7 @@ func (h *Handler) deleteDatabases(ctx context.Context, ns string, report func(to
 		}
 		select {
 		case <-ctx.Done():
-			return 0, h.stuck(ns, left, errors.Join(ctx.Err(), err))
+			return 0, h.stuck(ns, left, err)
 		case <-tick.C:
 		}
 	}
@@ -343,7 +342,8 @@ func (h *Handler) deleteDatabases(ctx context.Context, ns string, report func(to
 
 // stuck says why the Databases left did not go within ResetWait: which
 // finalizer holds each, and what on oplab's side keeps it from running.
-func (h *Handler) stuck(ns string, left []state.Database, cause error) error {
+// readErr is the last failure to read them, if any.
+func (h *Handler) stuck(ns string, left []state.Database, readErr error) error {
 	ro := h.opts.Roster
 	var why []string
 	for _, d := range left {
@@ -365,7 +365,10 @@ func (h *Handler) stuck(ns string, left []state.Database, cause error) error {
 	case ro.Pauses != nil && ro.Pauses.NamespacePaused(ns):
 		why = append(why, "the namespace was paused again meanwhile")
 	}
-	return fmt.Errorf("after %s, %s: %w", ro.ResetWait, strings.Join(why, "; "), cause)
+	if readErr != nil {
+		return fmt.Errorf("after %s, %s: %w", ro.ResetWait, strings.Join(why, "; "), readErr)
+	}
+	return fmt.Errorf("after %s, %s", ro.ResetWait, strings.Join(why, "; "))
 }
 
 func names(dbs []state.Database) []string {
