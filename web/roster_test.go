@@ -337,6 +337,96 @@ func postReset(t *testing.T, c *http.Client, u, accept string) (int, string) {
 	return resp.StatusCode, string(b)
 }
 
+// The roster, redrawn every 2 s, changes only what changed: unchanged
+// cells stay the same DOM nodes, a changed cell takes its new text, a new
+// learner's row is added, and the focused button keeps the focus; only
+// what matters is announced. Reset shows at once that it runs and how far
+// it got, can't be pressed twice, and ends saying what it did.
+func TestBrowserRosterResetShowsProgressAndKeepsTheTable(t *testing.T) {
+	e := needEnv(t)
+	_, ns := e.learner(t)
+	ctx := t.Context()
+	held := &v1alpha1.Database{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "held", Finalizers: []string{holdFinalizer}},
+		Spec: v1alpha1.DatabaseSpec{Engine: "postgres", Replicas: 1}}
+	if err := e.client.Create(ctx, held); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { release(t, e, ns, "held") })
+
+	instr := e.tab(t)
+	if err := chromedp.Do(instr, chromedp.Navigate(e.http.URL+"/instructor?token="+url.QueryEscape(testInstructorToken)),
+		chromedp.WaitVisible(chromedp.CSS("#roster-live"))); err != nil {
+		t.Fatal(err)
+	}
+	row := fmt.Sprintf(`document.getElementById(%q)`, "learner-"+ns)
+	button := fmt.Sprintf(`document.getElementById(%q)`, "reset-"+ns)
+	status := fmt.Sprintf(`document.getElementById(%q)`, "reset-status-"+ns)
+	announced := `document.getElementById("roster-announce").textContent`
+	poll(t, instr, "the learner's row with held", row+`?.querySelector('.learner-dbs [data-db="held"]')`)
+
+	// Mark the cells and focus the learner's Reset button; then change the
+	// learner's Databases and add a learner.
+	if err := chromedp.Do(instr, chromedp.Evaluate[chromedp.Void](`(() => { const r = `+row+`;
+		r.querySelector("code").oplabMark = "ns"; r.querySelector(".learner-name").oplabMark = "name";
+		r.querySelector(".learner-dbs").oplabMark = "dbs"; r.querySelector(".learner-quiz").oplabMark = "quiz";
+		document.querySelector("#roster-table caption").oplabMark = "caption";
+		`+button+`.oplabMark = "button"; `+button+`.focus(); })()`)); err != nil {
+		t.Fatal(err)
+	}
+	rows, err := chromedp.Run(instr, chromedp.Evaluate[int](`document.querySelectorAll("#roster-table tbody tr").length`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	second := &v1alpha1.Database{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "second"}, Spec: v1alpha1.DatabaseSpec{Engine: "postgres", Replicas: 1}}
+	if err := e.client.Create(ctx, second); err != nil {
+		t.Fatal(err)
+	}
+	_, other := e.learner(t)
+	poll(t, instr, "the changed Databases cell and the new learner's row", fmt.Sprintf(`%s.querySelector('.learner-dbs [data-db="second"]')
+		&& document.getElementById(%q) && document.querySelectorAll("#roster-table tbody tr").length === %d`, row, "learner-"+other, rows+1))
+	stamp, err := chromedp.Run(instr, chromedp.Evaluate[string](`document.getElementById("roster-live").dataset.refreshed`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	poll(t, instr, "one more redraw", fmt.Sprintf(`document.getElementById("roster-live").dataset.refreshed !== %q`, stamp))
+	showsNow(t, instr, "the unchanged cells the same nodes, the changed one updated in place, the focus kept, nothing announced", `(() => { const r = `+row+`;
+		return r.querySelector("code").oplabMark === "ns" && r.querySelector(".learner-name").oplabMark === "name"
+			&& r.querySelector(".learner-quiz").oplabMark === "quiz" && r.querySelector(".learner-dbs").oplabMark === "dbs"
+			&& document.querySelector("#roster-table caption").oplabMark === "caption"
+			&& r.querySelector(".learner-dbs").textContent.includes("second")
+			&& document.activeElement.oplabMark === "button" && `+announced+` === ""; })()`, "#roster-live")
+
+	// Reset: at once it says it runs and how far it got, in the row and
+	// once in the live region; the button stays focused but won't go twice.
+	if err := chromedp.Do(instr, chromedp.Evaluate[chromedp.Void](`window.confirm = () => true`), chromedp.Click(chromedp.CSS("#reset-"+ns))); err != nil {
+		t.Fatal(err)
+	}
+	poll(t, instr, "the reset announced and running", announced+`.includes("Resetting…") && `+button+`.getAttribute("aria-disabled") === "true"`)
+	poll(t, instr, "the row saying held is the one left", status+`?.dataset.resetState === "running" && `+status+`.textContent.includes("1 of 2 Databases left: held")
+		&& `+button+`.textContent === "Resetting…"`)
+	showsNow(t, instr, "the focus still on the same Reset button", `document.activeElement.oplabMark === "button"`, "#roster-live")
+	if err := chromedp.Do(instr, chromedp.Evaluate[chromedp.Void](row+`.scrollIntoView({block: "center"})`)); err != nil {
+		t.Fatal(err)
+	}
+	screenshot(t, instr, "65-roster-resetting")
+	if err := chromedp.Do(instr, chromedp.Click(chromedp.CSS("#reset-"+ns))); err != nil {
+		t.Fatal(err)
+	}
+	poll(t, instr, "a second press refused, saying why", announced+`.includes("a reset is already running")`)
+	axeCheck(t, instr, "/instructor (roster, reset running)")
+
+	release(t, e, ns, "held")
+	poll(t, instr, "the reset's outcome in the row and announced", status+`?.dataset.resetState === "done" && `+status+`.textContent.includes("2 Databases deleted, final snapshots kept")
+		&& `+announced+`.includes("Reset done at") && `+button+`.textContent === "Reset" && !`+button+`.hasAttribute("aria-disabled")
+		&& `+row+`.querySelector(".learner-dbs").textContent.trim() === "none"`)
+	showsNow(t, instr, "the focus kept through the reset, the cells too", `document.activeElement.oplabMark === "button" && `+row+`.querySelector("code").oplabMark === "ns"`, "#roster-live")
+	if err := chromedp.Do(instr, chromedp.Evaluate[chromedp.Void](row+`.scrollIntoView({block: "center"})`)); err != nil {
+		t.Fatal(err)
+	}
+	screenshot(t, instr, "66-roster-reset-done")
+	axeCheck(t, instr, "/instructor (roster, reset done)")
+}
+
 // joinServer is a second oplab on the shared cluster with a join code and
 // its own namespace prefix, so it touches none of the shared server's
 // namespaces.

@@ -630,14 +630,14 @@ func rosterTable(v *RosterView) templ.Component {
 					return templ_7745c5c3_Err
 				}
 				if l.Resetting() {
-					templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 62, "  <button type=\"submit\" class=\"button danger\" id=\"")
+					templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 62, "   <button type=\"submit\" class=\"button danger\" id=\"")
 					if templ_7745c5c3_Err != nil {
 						return templ_7745c5c3_Err
 					}
 					var templ_7745c5c3_Var34 string
 					templ_7745c5c3_Var34, templ_7745c5c3_Err = templruntime.NewAttributeExpression("reset-" + l.Namespace).Resolve(ctx)
 					if templ_7745c5c3_Err != nil {
-						return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/instructor/roster.templ`, Line: 143, Col: 80}
+						return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/instructor/roster.templ`, Line: 144, Col: 80}
 					}
 					_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var34)
 					if templ_7745c5c3_Err != nil {
@@ -648,9 +648,9 @@ func rosterTable(v *RosterView) templ.Component {
 						return templ_7745c5c3_Err
 					}
 					var templ_7745c5c3_Var35 string
-					templ_7745c5c3_Var35, templ_7745c5c3_Err = templruntime.NewAttributeExpression("Reset " + who(l)).Resolve(ctx)
+					templ_7745c5c3_Var35, templ_7745c5c3_Err = templruntime.NewAttributeExpression("Resetting… " + who(l)).Resolve(ctx)
 					if templ_7745c5c3_Err != nil {
-						return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/instructor/roster.templ`, Line: 143, Col: 113}
+						return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/instructor/roster.templ`, Line: 144, Col: 120}
 					}
 					_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var35)
 					if templ_7745c5c3_Err != nil {
@@ -663,7 +663,7 @@ func rosterTable(v *RosterView) templ.Component {
 					var templ_7745c5c3_Var36 string
 					templ_7745c5c3_Var36, templ_7745c5c3_Err = templruntime.NewAttributeExpression("reset-status-" + l.Namespace).Resolve(ctx)
 					if templ_7745c5c3_Err != nil {
-						return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/instructor/roster.templ`, Line: 143, Col: 185}
+						return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/instructor/roster.templ`, Line: 144, Col: 192}
 					}
 					_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var36)
 					if templ_7745c5c3_Err != nil {
@@ -681,7 +681,7 @@ func rosterTable(v *RosterView) templ.Component {
 					var templ_7745c5c3_Var37 string
 					templ_7745c5c3_Var37, templ_7745c5c3_Err = templruntime.NewAttributeExpression("reset-" + l.Namespace).Resolve(ctx)
 					if templ_7745c5c3_Err != nil {
-						return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/instructor/roster.templ`, Line: 145, Col: 80}
+						return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/instructor/roster.templ`, Line: 146, Col: 80}
 					}
 					_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var37)
 					if templ_7745c5c3_Err != nil {
@@ -694,7 +694,7 @@ func rosterTable(v *RosterView) templ.Component {
 					var templ_7745c5c3_Var38 string
 					templ_7745c5c3_Var38, templ_7745c5c3_Err = templruntime.NewAttributeExpression("Reset " + who(l)).Resolve(ctx)
 					if templ_7745c5c3_Err != nil {
-						return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/instructor/roster.templ`, Line: 145, Col: 113}
+						return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/instructor/roster.templ`, Line: 146, Col: 113}
 					}
 					_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var38)
 					if templ_7745c5c3_Err != nil {
@@ -707,7 +707,7 @@ func rosterTable(v *RosterView) templ.Component {
 					var templ_7745c5c3_Var39 string
 					templ_7745c5c3_Var39, templ_7745c5c3_Err = templruntime.NewAttributeExpression("reset-status-" + l.Namespace).Resolve(ctx)
 					if templ_7745c5c3_Err != nil {
-						return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/instructor/roster.templ`, Line: 145, Col: 164}
+						return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/instructor/roster.templ`, Line: 146, Col: 164}
 					}
 					_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var39)
 					if templ_7745c5c3_Err != nil {
@@ -725,7 +725,7 @@ func rosterTable(v *RosterView) templ.Component {
 					var templ_7745c5c3_Var40 string
 					templ_7745c5c3_Var40, templ_7745c5c3_Err = templruntime.NewAttributeExpression("reset-" + l.Namespace).Resolve(ctx)
 					if templ_7745c5c3_Err != nil {
-						return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/instructor/roster.templ`, Line: 147, Col: 80}
+						return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/instructor/roster.templ`, Line: 148, Col: 80}
 					}
 					_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var40)
 					if templ_7745c5c3_Err != nil {
@@ -738,7 +738,7 @@ func rosterTable(v *RosterView) templ.Component {
 					var templ_7745c5c3_Var41 string
 					templ_7745c5c3_Var41, templ_7745c5c3_Err = templruntime.NewAttributeExpression("Reset " + who(l)).Resolve(ctx)
 					if templ_7745c5c3_Err != nil {
-						return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/instructor/roster.templ`, Line: 147, Col: 113}
+						return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/instructor/roster.templ`, Line: 148, Col: 113}
 					}
 					_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var41)
 					if templ_7745c5c3_Err != nil {
@@ -783,7 +783,7 @@ func rosterTable(v *RosterView) templ.Component {
 						var templ_7745c5c3_Var44 string
 						templ_7745c5c3_Var44, templ_7745c5c3_Err = templruntime.NewAttributeExpression("reset-status-" + l.Namespace).Resolve(ctx)
 						if templ_7745c5c3_Err != nil {
-							return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/instructor/roster.templ`, Line: 151, Col: 104}
+							return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/instructor/roster.templ`, Line: 152, Col: 104}
 						}
 						_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var44)
 						if templ_7745c5c3_Err != nil {
@@ -796,7 +796,7 @@ func rosterTable(v *RosterView) templ.Component {
 						var templ_7745c5c3_Var45 string
 						templ_7745c5c3_Var45, templ_7745c5c3_Err = templruntime.NewAttributeExpression(string(l.Reset.State)).Resolve(ctx)
 						if templ_7745c5c3_Err != nil {
-							return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/instructor/roster.templ`, Line: 151, Col: 147}
+							return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/instructor/roster.templ`, Line: 152, Col: 147}
 						}
 						_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var45)
 						if templ_7745c5c3_Err != nil {
@@ -809,7 +809,7 @@ func rosterTable(v *RosterView) templ.Component {
 						var templ_7745c5c3_Var46 string
 						templ_7745c5c3_Var46, templ_7745c5c3_Err = templruntime.NewAttributeExpression(strconv.Itoa(l.Reset.Seq)).Resolve(ctx)
 						if templ_7745c5c3_Err != nil {
-							return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/instructor/roster.templ`, Line: 151, Col: 192}
+							return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/instructor/roster.templ`, Line: 152, Col: 192}
 						}
 						_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var46)
 						if templ_7745c5c3_Err != nil {
@@ -836,7 +836,7 @@ func rosterTable(v *RosterView) templ.Component {
 					var templ_7745c5c3_Var47 string
 					templ_7745c5c3_Var47, templ_7745c5c3_Err = templ.JoinStringErrs(l.Reset.Text())
 					if templ_7745c5c3_Err != nil {
-						return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/instructor/roster.templ`, Line: 151, Col: 211}
+						return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/instructor/roster.templ`, Line: 152, Col: 211}
 					}
 					_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var47))
 					if templ_7745c5c3_Err != nil {

@@ -71,10 +71,10 @@
   }
   noteResets(false);
 
-  let last = "", busy = false, again = false;
+  let last = "", fetching = false, again = false;
   async function refresh() {
-    if (busy) { again = true; return; }
-    busy = true;
+    if (fetching) { again = true; return; }
+    fetching = true;
     try {
       const res = await fetch(box.dataset.refresh, { credentials: "same-origin", headers: { Accept: "text/html" } });
       if (!res.ok) { box.dataset.refreshError = String(res.status); return; }
@@ -93,7 +93,7 @@
     } catch { /* the next tick tries again */ }
     finally {
       box.dataset.refreshed = String(Date.now());
-      busy = false;
+      fetching = false;
       if (again) { again = false; refresh(); }
     }
   }
@@ -112,9 +112,14 @@
       announce(who + ": a reset is already running; its row says how many Databases are left.");
       return;
     }
-    if (!window.confirm(btn.getAttribute("aria-label") + "? Every Database in the namespace is deleted; snapshots and progress are kept.")) return;
-    btn.setAttribute("aria-disabled", "true");
-    btn.textContent = "Resetting…";
+    if (!window.confirm("Reset " + who + "? Every Database in the namespace is deleted; snapshots and progress are kept.")) return;
+    // The name starts with the words the button shows.
+    const showBusy = (on) => {
+      btn.textContent = on ? "Resetting…" : "Reset";
+      btn.setAttribute("aria-label", btn.textContent + " " + who);
+      if (on) btn.setAttribute("aria-disabled", "true"); else btn.removeAttribute("aria-disabled");
+    };
+    showBusy(true);
     try {
       const res = await fetch(form.action, { method: "POST", credentials: "same-origin", headers: { Accept: "application/json" } });
       const body = await res.json().catch(() => ({}));
@@ -122,13 +127,11 @@
         seen.set(row.dataset.namespace, body.seq + ":running");
         announce(who + ": " + body.message);
       } else {
-        btn.removeAttribute("aria-disabled");
-        btn.textContent = "Reset";
+        showBusy(false);
         announce(who + ": reset refused: " + (body.error || "oplab answered " + res.status));
       }
     } catch {
-      btn.removeAttribute("aria-disabled");
-      btn.textContent = "Reset";
+      showBusy(false);
       announce(who + ": reset not sent: oplab could not be reached.");
     }
     refresh();
