@@ -17,6 +17,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/chromedp"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -425,6 +427,55 @@ func TestBrowserRosterResetShowsProgressAndKeepsTheTable(t *testing.T) {
 	}
 	screenshot(t, instr, "66-roster-reset-done")
 	axeCheck(t, instr, "/instructor (roster, reset done)")
+}
+
+// Without script Reset is a form post that comes back to the page saying
+// it started; a second press while it runs comes back with the reason in
+// an alert; a reload shows how it ended.
+func TestBrowserRosterResetWithoutJavaScript(t *testing.T) {
+	e := needEnv(t)
+	_, ns := e.learner(t)
+	held := &v1alpha1.Database{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "held", Finalizers: []string{holdFinalizer}},
+		Spec: v1alpha1.DatabaseSpec{Engine: "postgres", Replicas: 1}}
+	if err := e.client.Create(t.Context(), held); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { release(t, e, ns, "held") })
+	eventually(t, "held with the controller's finalizer, in the lab's state", func() (bool, error) {
+		dbs, err := e.server.watcher.Databases(t.Context(), ns)
+		return err == nil && len(dbs) == 1 && slices.Contains(dbs[0].Finalizers, controller.Finalizer), err
+	})
+
+	instr := e.tab(t)
+	status := fmt.Sprintf(`document.getElementById(%q)`, "reset-status-"+ns)
+	if err := chromedp.Do(instr, noScript(), chromedp.Navigate(e.http.URL+"/instructor?token="+url.QueryEscape(testInstructorToken)),
+		chromedp.WaitVisible(chromedp.CSS("#reset-"+ns)), chromedp.Click(chromedp.CSS("#reset-"+ns)), chromedp.WaitVisible(chromedp.CSS(".flash-ok"))); err != nil {
+		t.Fatal(err)
+	}
+	shows(t, instr, "the reset started, and the row saying it runs", `document.querySelector(".flash-ok").textContent.includes("Reset started")
+		&& `+status+`?.textContent.includes("Resetting…") && document.getElementById("reset-`+ns+`").getAttribute("aria-disabled") === "true"`, "main")
+	if err := chromedp.Do(instr, chromedp.Click(chromedp.CSS("#reset-"+ns)), chromedp.WaitVisible(chromedp.CSS("#roster-refusal"))); err != nil {
+		t.Fatal(err)
+	}
+	shows(t, instr, "the second press refused with the reason, in an alert", `document.getElementById("roster-refusal").getAttribute("role") === "alert"
+		&& document.getElementById("roster-refusal").textContent.includes("Reset refused: a reset of this learner is already running (`+ns+`")`, "main")
+	screenshot(t, instr, "67-roster-reset-refused-without-js")
+	// axe runs as a script: let scripts run again for it, on this page.
+	if err := chromedp.Do(instr, chromedp.Func(func(ctx context.Context, t *chromedp.Target) error {
+		_, err := cdp.Call(ctx, t, emulation.SetScriptExecutionDisabled, emulation.SetScriptExecutionDisabledParams{Value: false})
+		return err
+	})); err != nil {
+		t.Fatal(err)
+	}
+	axeCheck(t, instr, "/instructor (reset refused, no script)")
+
+	release(t, e, ns, "held")
+	ic := e.instructorClient(t)
+	waitReset(t, e, ic, ns)
+	if err := chromedp.Do(instr, chromedp.Navigate(e.http.URL+"/instructor"), chromedp.WaitVisible(chromedp.CSS("#reset-status-"+ns))); err != nil {
+		t.Fatal(err)
+	}
+	shows(t, instr, "the outcome after a reload", status+`.dataset.resetState === "done" && `+status+`.textContent.includes("1 Database deleted, final snapshots kept")`, "main")
 }
 
 // joinServer is a second oplab on the shared cluster with a join code and
