@@ -88,7 +88,7 @@ func (rs *resets) begin(ns string, now time.Time) (int, error) {
 	var refusal error
 	err := rs.do(func(m map[string]*ResetStatus) {
 		if cur, ok := m[ns]; ok && cur.State == ResetRunning {
-			refusal = fmt.Errorf("%w (%s, started at %s, %s): wait for it to end; its row says how it goes.",
+			refusal = fmt.Errorf("%w (%s, started at %s, %s): wait for it to end; its row says how it goes",
 				errResetRunning, ns, cur.Started.Format(time.TimeOnly), databasesLeft(len(cur.Left), cur.Total))
 			return
 		}
