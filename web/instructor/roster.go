@@ -285,7 +285,7 @@ func (h *Handler) refuseReset(w http.ResponseWriter, r *http.Request, code int, 
 // paused namespace's finalizers would never run), deletes every Database
 // and waits until the controller's finalizer has taken each one's final
 // snapshot and let it go. The snapshots, the namespace and the learner's
-// progress stay. It reports to h.resets as it goes.
+// progress stay. It reports to the roster's resets as it goes.
 func (h *Handler) runReset(ns string, seq int) {
 	ro := h.opts.Roster
 	if ro.Pauses != nil && ro.Pauses.NamespacePaused(ns) {
