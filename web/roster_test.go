@@ -427,6 +427,28 @@ func TestBrowserRosterResetShowsProgressAndKeepsTheTable(t *testing.T) {
 	}
 	screenshot(t, instr, "66-roster-reset-done")
 	axeCheck(t, instr, "/instructor (roster, reset done)")
+
+	// Two quiet redraws (only "last active" moves on): no element is
+	// added or removed, only text changes.
+	if err := chromedp.Do(instr, chromedp.Evaluate[chromedp.Void](`(() => { const m = window.oplabMutations = {added: 0, removed: 0, text: 0, cycles: 0};
+		const box = document.getElementById("roster-live"); let seen = box.dataset.refreshed;
+		new MutationObserver((list) => { for (const r of list) {
+			if (r.type === "characterData") m.text++;
+			if (r.type === "attributes" && r.attributeName === "data-refreshed" && box.dataset.refreshed !== seen) { seen = box.dataset.refreshed; m.cycles++; }
+			for (const n of r.addedNodes) if (n.nodeType === Node.ELEMENT_NODE) m.added++;
+			for (const n of r.removedNodes) if (n.nodeType === Node.ELEMENT_NODE) m.removed++; } })
+			.observe(box, {subtree: true, childList: true, characterData: true, attributes: true, attributeFilter: ["data-refreshed"]}); })()`)); err != nil {
+		t.Fatal(err)
+	}
+	poll(t, instr, "two redraws observed", `window.oplabMutations.cycles >= 2`)
+	counts, err := chromedp.Run(instr, chromedp.Evaluate[map[string]int](`window.oplabMutations`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("Two quiet redraws of a %d-row roster changed %d text nodes and added %d, removed %d elements", rows+1, counts["text"], counts["added"], counts["removed"])
+	if counts["added"] != 0 || counts["removed"] != 0 {
+		t.Errorf("quiet redraws added %d and removed %d elements, want none", counts["added"], counts["removed"])
+	}
 }
 
 // Without script Reset is a form post that comes back to the page saying
