@@ -3,24 +3,33 @@ package web
 import (
 	"context"
 	"fmt"
+	"html"
+	"io"
 	"net/http"
 	"net/http/cookiejar"
 	"net/http/httptest"
 	"net/url"
 	"os"
+	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/chromedp"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/oplab-dev/oplab/controller"
 	"github.com/oplab-dev/oplab/controller/api/v1alpha1"
 	"github.com/oplab-dev/oplab/quiz"
 	"github.com/oplab-dev/oplab/web/instructor"
+	"github.com/oplab-dev/oplab/web/lab/state"
 	"github.com/oplab-dev/oplab/web/session"
 	"github.com/oplab-dev/oplab/web/stream"
 )
@@ -174,6 +183,10 @@ func TestRosterResetEmptiesALearnersNamespace(t *testing.T) {
 	if err != nil || resp.StatusCode != http.StatusSeeOther {
 		t.Fatalf("reset = %v %v, want 303", resp, err)
 	}
+	// The answer comes at once; the learner's row tells how it ended.
+	if state, text := waitReset(t, e, ic, ns); state != "done" || !strings.Contains(text, "2 Databases deleted, final snapshots kept") {
+		t.Fatalf("the reset's outcome = %s %q, want done with 2 Databases deleted", state, text)
+	}
 	var dbs v1alpha1.DatabaseList
 	if err := e.client.List(ctx, &dbs, client.InNamespace(ns)); err != nil || len(dbs.Items) != 0 {
 		t.Errorf("after the reset the API server lists %d Databases in %s (%v), want 0", len(dbs.Items), ns, err)
@@ -196,6 +209,295 @@ func TestRosterResetEmptiesALearnersNamespace(t *testing.T) {
 			t.Errorf("the reset lost the learner's progress: %+v", s)
 		}
 	}
+}
+
+// resetStatus is what the roster's row of ns says about its latest
+// reset: its state (running, done, failed) and its words; "" when the row
+// shows none.
+func resetStatus(t *testing.T, e *testEnv, ic *http.Client, ns string) (string, string) {
+	t.Helper()
+	_, body := get(t, ic, e.http.URL+"/instructor/roster")
+	re := regexp.MustCompile(`id="reset-status-` + regexp.QuoteMeta(ns) + `" data-reset-state="(\w+)" data-reset-seq="\d+">([^<]*)</p>`)
+	m := re.FindStringSubmatch(body)
+	if m == nil {
+		return "", ""
+	}
+	return m[1], html.UnescapeString(m[2])
+}
+
+// waitReset waits until the reset of ns is no longer running and returns
+// how it ended.
+func waitReset(t *testing.T, e *testEnv, ic *http.Client, ns string) (string, string) {
+	t.Helper()
+	var state, text string
+	eventually(t, "the reset of "+ns+" to end", func() (bool, error) {
+		state, text = resetStatus(t, e, ic, ns)
+		return state == "done" || state == "failed", nil
+	})
+	return state, text
+}
+
+// holdFinalizer keeps a Database from going until the test lets it go: a
+// reset waiting on it runs as long as the test needs.
+const holdFinalizer = "test.oplab.dev/hold"
+
+func release(t *testing.T, e *testEnv, ns, name string) {
+	t.Helper()
+	var db v1alpha1.Database
+	if err := e.client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, &db); err != nil {
+		if apierrors.IsNotFound(err) {
+			return
+		}
+		t.Fatal(err)
+	}
+	patch := client.MergeFrom(db.DeepCopy())
+	db.Finalizers = slices.DeleteFunc(db.Finalizers, func(f string) bool { return f == holdFinalizer })
+	if err := e.client.Patch(context.Background(), &db, patch); err != nil && !apierrors.IsNotFound(err) {
+		t.Fatal(err)
+	}
+}
+
+// A reset answers at once and runs on; while it runs a second Reset of the
+// same learner is refused saying why, as a page without script and as JSON
+// to the roster's script; the first one's outcome is then reported.
+func TestRosterSecondResetIsRefusedWhileTheFirstRuns(t *testing.T) {
+	e := needEnv(t)
+	_, ns := e.learner(t)
+	ctx := t.Context()
+	for _, name := range []string{"held", "free"} {
+		db := &v1alpha1.Database{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Spec: v1alpha1.DatabaseSpec{Engine: "postgres", Replicas: 1}}
+		if name == "held" {
+			db.Finalizers = []string{holdFinalizer}
+		}
+		if err := e.client.Create(ctx, db); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Cleanup(func() { release(t, e, ns, "held") })
+	eventually(t, "both Databases with the controller's finalizer, in the lab's state", func() (bool, error) {
+		dbs, err := e.server.watcher.Databases(ctx, ns)
+		return err == nil && len(dbs) == 2 && slices.ContainsFunc(dbs, func(d state.Database) bool {
+			return slices.Contains(d.Finalizers, controller.Finalizer) && d.Name == "held"
+		}), err
+	})
+
+	ic := e.instructorClient(t)
+	reset := e.http.URL + "/instructor/learners/" + ns + "/reset"
+	start := time.Now()
+	resp, err := ic.Post(reset, "application/x-www-form-urlencoded", nil)
+	if err != nil || resp.StatusCode != http.StatusSeeOther || !strings.Contains(resp.Header.Get("Location"), "done=reset-started") {
+		t.Fatalf("first reset = %v %v, want 303 to done=reset-started", resp, err)
+	}
+	resp.Body.Close()
+	t.Logf("The first reset answered in %s", time.Since(start))
+	eventually(t, "the row to show the reset running, with held the one left", func() (bool, error) {
+		state, text := resetStatus(t, e, ic, ns)
+		return state == "running" && strings.Contains(text, "1 of 2 Databases left: held"), fmt.Errorf("row says %s %q", state, text)
+	})
+
+	// A second Reset while the first runs: refused, saying why, both ways.
+	code, page := postReset(t, ic, reset, "")
+	if code != http.StatusConflict || !strings.Contains(page, "Reset refused: a reset of this learner is already running ("+ns) || !strings.Contains(page, `role="alert"`) {
+		t.Errorf("second reset without script = %d, want 409 and the page with the reason in an alert:\n%s", code, page)
+	}
+	code, answer := postReset(t, ic, reset, "application/json")
+	if code != http.StatusConflict || !strings.Contains(answer, `"error":"a reset of this learner is already running (`+ns) {
+		t.Errorf("second reset from the script = %d %s, want 409 with the reason in JSON", code, answer)
+	}
+	if state, _ := resetStatus(t, e, ic, ns); state != "running" {
+		t.Errorf("after the refusals the reset is %q, want still running", state)
+	}
+
+	release(t, e, ns, "held")
+	if state, text := waitReset(t, e, ic, ns); state != "done" || !strings.Contains(text, "2 Databases deleted, final snapshots kept") {
+		t.Fatalf("the first reset's outcome = %s %q, want done with 2 Databases deleted", state, text)
+	}
+	// Once it has ended, Reset is accepted again.
+	if code, answer := postReset(t, ic, reset, "application/json"); code != http.StatusAccepted || !strings.Contains(answer, "Resetting") {
+		t.Errorf("a reset after the first ended = %d %s, want 202", code, answer)
+	}
+	if state, text := waitReset(t, e, ic, ns); state != "done" || !strings.Contains(text, "no Databases to delete") {
+		t.Errorf("the reset of an empty namespace = %s %q", state, text)
+	}
+}
+
+// postReset posts an empty form to u asking for accept ("" for a browser's
+// default), returning the status and the body.
+func postReset(t *testing.T, c *http.Client, u, accept string) (int, string) {
+	t.Helper()
+	req, _ := http.NewRequest("POST", u, strings.NewReader(""))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	if accept != "" {
+		req.Header.Set("Accept", accept)
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+// The roster, redrawn every 2 s, changes only what changed: unchanged
+// cells stay the same DOM nodes, a changed cell takes its new text, a new
+// learner's row is added, and the focused button keeps the focus; only
+// what matters is announced. Reset shows at once that it runs and how far
+// it got, can't be pressed twice, and ends saying what it did.
+func TestBrowserRosterResetShowsProgressAndKeepsTheTable(t *testing.T) {
+	e := needEnv(t)
+	_, ns := e.learner(t)
+	ctx := t.Context()
+	held := &v1alpha1.Database{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "held", Finalizers: []string{holdFinalizer}},
+		Spec: v1alpha1.DatabaseSpec{Engine: "postgres", Replicas: 1}}
+	if err := e.client.Create(ctx, held); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { release(t, e, ns, "held") })
+
+	instr := e.tab(t)
+	if err := chromedp.Do(instr, chromedp.Navigate(e.http.URL+"/instructor?token="+url.QueryEscape(testInstructorToken)),
+		chromedp.WaitVisible(chromedp.CSS("#roster-live"))); err != nil {
+		t.Fatal(err)
+	}
+	row := fmt.Sprintf(`document.getElementById(%q)`, "learner-"+ns)
+	button := fmt.Sprintf(`document.getElementById(%q)`, "reset-"+ns)
+	status := fmt.Sprintf(`document.getElementById(%q)`, "reset-status-"+ns)
+	announced := `document.getElementById("roster-announce").textContent`
+	poll(t, instr, "the learner's row with held", row+`?.querySelector('.learner-dbs [data-db="held"]')`)
+
+	// Mark the cells and focus the learner's Reset button; then change the
+	// learner's Databases and add a learner.
+	if err := chromedp.Do(instr, chromedp.Evaluate[chromedp.Void](`(() => { const r = `+row+`;
+		r.querySelector("code").oplabMark = "ns"; r.querySelector(".learner-name").oplabMark = "name";
+		r.querySelector(".learner-dbs").oplabMark = "dbs"; r.querySelector(".learner-quiz").oplabMark = "quiz";
+		document.querySelector("#roster-table caption").oplabMark = "caption";
+		`+button+`.oplabMark = "button"; `+button+`.focus(); })()`)); err != nil {
+		t.Fatal(err)
+	}
+	rows, err := chromedp.Run(instr, chromedp.Evaluate[int](`document.querySelectorAll("#roster-table tbody tr").length`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	second := &v1alpha1.Database{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "second"}, Spec: v1alpha1.DatabaseSpec{Engine: "postgres", Replicas: 1}}
+	if err := e.client.Create(ctx, second); err != nil {
+		t.Fatal(err)
+	}
+	_, other := e.learner(t)
+	poll(t, instr, "the changed Databases cell and the new learner's row", fmt.Sprintf(`%s.querySelector('.learner-dbs [data-db="second"]')
+		&& document.getElementById(%q) && document.querySelectorAll("#roster-table tbody tr").length === %d`, row, "learner-"+other, rows+1))
+	stamp, err := chromedp.Run(instr, chromedp.Evaluate[string](`document.getElementById("roster-live").dataset.refreshed`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	poll(t, instr, "one more redraw", fmt.Sprintf(`document.getElementById("roster-live").dataset.refreshed !== %q`, stamp))
+	showsNow(t, instr, "the unchanged cells the same nodes, the changed one updated in place, the focus kept, nothing announced", `(() => { const r = `+row+`;
+		return r.querySelector("code").oplabMark === "ns" && r.querySelector(".learner-name").oplabMark === "name"
+			&& r.querySelector(".learner-quiz").oplabMark === "quiz" && r.querySelector(".learner-dbs").oplabMark === "dbs"
+			&& document.querySelector("#roster-table caption").oplabMark === "caption"
+			&& r.querySelector(".learner-dbs").textContent.includes("second")
+			&& document.activeElement.oplabMark === "button" && `+announced+` === ""; })()`, "#roster-live")
+
+	// Reset: at once it says it runs and how far it got, in the row and
+	// once in the live region; the button stays focused but won't go twice.
+	if err := chromedp.Do(instr, chromedp.Evaluate[chromedp.Void](`window.confirm = () => true`), chromedp.Click(chromedp.CSS("#reset-"+ns))); err != nil {
+		t.Fatal(err)
+	}
+	poll(t, instr, "the reset announced and running", announced+`.includes("Resetting…") && `+button+`.getAttribute("aria-disabled") === "true"`)
+	poll(t, instr, "the row saying held is the one left", status+`?.dataset.resetState === "running" && `+status+`.textContent.includes("1 of 2 Databases left: held")
+		&& `+button+`.textContent === "Resetting…"`)
+	showsNow(t, instr, "the focus still on the same Reset button", `document.activeElement.oplabMark === "button"`, "#roster-live")
+	if err := chromedp.Do(instr, chromedp.Evaluate[chromedp.Void](row+`.scrollIntoView({block: "center"})`)); err != nil {
+		t.Fatal(err)
+	}
+	screenshot(t, instr, "65-roster-resetting")
+	if err := chromedp.Do(instr, chromedp.Click(chromedp.CSS("#reset-"+ns))); err != nil {
+		t.Fatal(err)
+	}
+	poll(t, instr, "a second press refused, saying why", announced+`.includes("a reset is already running")`)
+	axeCheck(t, instr, "/instructor (roster, reset running)")
+
+	release(t, e, ns, "held")
+	poll(t, instr, "the reset's outcome in the row and announced", status+`?.dataset.resetState === "done" && `+status+`.textContent.includes("2 Databases deleted, final snapshots kept")
+		&& `+announced+`.includes("Reset done at") && `+button+`.textContent === "Reset" && !`+button+`.hasAttribute("aria-disabled")
+		&& `+row+`.querySelector(".learner-dbs").textContent.trim() === "none"`)
+	showsNow(t, instr, "the focus kept through the reset, the cells too", `document.activeElement.oplabMark === "button" && `+row+`.querySelector("code").oplabMark === "ns"`, "#roster-live")
+	if err := chromedp.Do(instr, chromedp.Evaluate[chromedp.Void](row+`.scrollIntoView({block: "center"})`)); err != nil {
+		t.Fatal(err)
+	}
+	screenshot(t, instr, "66-roster-reset-done")
+	axeCheck(t, instr, "/instructor (roster, reset done)")
+
+	// Two quiet redraws (only "last active" moves on): no element is
+	// added or removed, only text changes.
+	if err := chromedp.Do(instr, chromedp.Evaluate[chromedp.Void](`(() => { const m = window.oplabMutations = {added: 0, removed: 0, text: 0, cycles: 0};
+		const box = document.getElementById("roster-live"); let seen = box.dataset.refreshed;
+		new MutationObserver((list) => { for (const r of list) {
+			if (r.type === "characterData") m.text++;
+			if (r.type === "attributes" && r.attributeName === "data-refreshed" && box.dataset.refreshed !== seen) { seen = box.dataset.refreshed; m.cycles++; }
+			for (const n of r.addedNodes) if (n.nodeType === Node.ELEMENT_NODE) m.added++;
+			for (const n of r.removedNodes) if (n.nodeType === Node.ELEMENT_NODE) m.removed++; } })
+			.observe(box, {subtree: true, childList: true, characterData: true, attributes: true, attributeFilter: ["data-refreshed"]}); })()`)); err != nil {
+		t.Fatal(err)
+	}
+	poll(t, instr, "two redraws observed", `window.oplabMutations.cycles >= 2`)
+	counts, err := chromedp.Run(instr, chromedp.Evaluate[map[string]int](`window.oplabMutations`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("Two quiet redraws of a %d-row roster changed %d text nodes and added %d, removed %d elements", rows+1, counts["text"], counts["added"], counts["removed"])
+	if counts["added"] != 0 || counts["removed"] != 0 {
+		t.Errorf("quiet redraws added %d and removed %d elements, want none", counts["added"], counts["removed"])
+	}
+}
+
+// Without script Reset is a form post that comes back to the page saying
+// it started; a second press while it runs comes back with the reason in
+// an alert; a reload shows how it ended.
+func TestBrowserRosterResetWithoutJavaScript(t *testing.T) {
+	e := needEnv(t)
+	_, ns := e.learner(t)
+	held := &v1alpha1.Database{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "held", Finalizers: []string{holdFinalizer}},
+		Spec: v1alpha1.DatabaseSpec{Engine: "postgres", Replicas: 1}}
+	if err := e.client.Create(t.Context(), held); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { release(t, e, ns, "held") })
+	eventually(t, "held with the controller's finalizer, in the lab's state", func() (bool, error) {
+		dbs, err := e.server.watcher.Databases(t.Context(), ns)
+		return err == nil && len(dbs) == 1 && slices.Contains(dbs[0].Finalizers, controller.Finalizer), err
+	})
+
+	instr := e.tab(t)
+	status := fmt.Sprintf(`document.getElementById(%q)`, "reset-status-"+ns)
+	if err := chromedp.Do(instr, noScript(), chromedp.Navigate(e.http.URL+"/instructor?token="+url.QueryEscape(testInstructorToken)),
+		chromedp.WaitVisible(chromedp.CSS("#reset-"+ns)), chromedp.Click(chromedp.CSS("#reset-"+ns)), chromedp.WaitVisible(chromedp.CSS(".flash-ok"))); err != nil {
+		t.Fatal(err)
+	}
+	shows(t, instr, "the reset started, and the row saying it runs", `document.querySelector(".flash-ok").textContent.includes("Reset started")
+		&& `+status+`?.textContent.includes("Resetting…") && document.getElementById("reset-`+ns+`").getAttribute("aria-disabled") === "true"`, "main")
+	if err := chromedp.Do(instr, chromedp.Click(chromedp.CSS("#reset-"+ns)), chromedp.WaitVisible(chromedp.CSS("#roster-refusal"))); err != nil {
+		t.Fatal(err)
+	}
+	shows(t, instr, "the second press refused with the reason, in an alert", `document.getElementById("roster-refusal").getAttribute("role") === "alert"
+		&& document.getElementById("roster-refusal").textContent.includes("Reset refused: a reset of this learner is already running (`+ns+`")`, "main")
+	screenshot(t, instr, "67-roster-reset-refused-without-js")
+	// axe runs as a script: let scripts run again for it, on this page.
+	if err := chromedp.Do(instr, chromedp.Func(func(ctx context.Context, t *chromedp.Target) error {
+		_, err := cdp.Call(ctx, t, emulation.SetScriptExecutionDisabled, emulation.SetScriptExecutionDisabledParams{Value: false})
+		return err
+	})); err != nil {
+		t.Fatal(err)
+	}
+	axeCheck(t, instr, "/instructor (reset refused, no script)")
+
+	release(t, e, ns, "held")
+	ic := e.instructorClient(t)
+	waitReset(t, e, ic, ns)
+	if err := chromedp.Do(instr, chromedp.Navigate(e.http.URL+"/instructor"), chromedp.WaitVisible(chromedp.CSS("#reset-status-"+ns))); err != nil {
+		t.Fatal(err)
+	}
+	shows(t, instr, "the outcome after a reload", status+`.dataset.resetState === "done" && `+status+`.textContent.includes("1 Database deleted, final snapshots kept")`, "main")
 }
 
 // joinServer is a second oplab on the shared cluster with a join code and

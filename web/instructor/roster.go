@@ -2,10 +2,11 @@ package instructor
 
 import (
 	"context"
-	"errors"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"slices"
+	"strings"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -69,6 +70,10 @@ type Roster struct {
 	ResetWait time.Duration
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
+
+	// resets is every namespace's latest reset, made when the routes are
+	// mounted.
+	resets *resets
 }
 
 // Destination is a page the instructor can send everyone to.
@@ -95,6 +100,8 @@ func (h *Handler) registerRoster(mux *http.ServeMux) {
 	if r.Destinations == nil && r.Broadcaster != nil {
 		r.Destinations = defaultDestinations(h)
 	}
+	r.resets = newResets()
+	go r.resets.run(h.base)
 	mux.HandleFunc("GET /instructor/roster", h.guard(h.rosterFragment))
 	mux.HandleFunc("POST /instructor/learners/{namespace}/reset", h.guard(h.reset))
 	mux.HandleFunc("POST /instructor/send", h.guard(h.send))
@@ -134,11 +141,18 @@ func (h *Handler) rosterView(ctx context.Context) *RosterView {
 	if ro.Now != nil {
 		now = ro.Now()
 	}
+	var resets map[string]ResetStatus
+	if ro.resets != nil {
+		resets = ro.resets.snapshot(now)
+	}
 	for _, s := range list {
 		row := Learner{
 			Name: s.Name, Namespace: s.Namespace, Acted: s.Acted, Scenarios: s.Progress.Scenarios,
 			QuizBest: s.Progress.QuizBest, CardsReviewed: s.Progress.CardsReviewed, Reported: !s.Progress.Reported.IsZero(),
 			LastActive: ago(now.Sub(s.LastSeen)),
+		}
+		if st, ok := resets[s.Namespace]; ok {
+			row.Reset = &st
 		}
 		if ro.Pauses != nil {
 			row.Paused = ro.Pauses.NamespacePaused(s.Namespace)
@@ -193,80 +207,177 @@ func (h *Handler) rosterFragment(w http.ResponseWriter, r *http.Request) {
 	render(w, r, http.StatusOK, rosterTable(h.rosterView(r.Context())))
 }
 
-// reset empties a learner's namespace of Databases: it resumes the
-// namespace if paused (a paused namespace's finalizers would never run),
-// deletes every Database and waits until the controller's finalizer has
-// taken each one's final snapshot and let it go. The snapshots, the
-// namespace and the learner's progress stay.
+// reset starts emptying a learner's namespace of Databases and answers at
+// once; the work goes on in runReset, and the learner's row shows how far
+// it got and how it ended. A second reset of the same namespace while one
+// runs is refused (409) with the reason. The page's script asks for JSON;
+// a form without script is redirected back to the page.
 func (h *Handler) reset(w http.ResponseWriter, r *http.Request) {
 	ro := h.opts.Roster
 	ns := r.PathValue("namespace")
 	if ro.States == nil || ro.Deleter == nil {
-		http.Error(w, "reset is not available: this oplab has no cluster client for the roster", http.StatusNotImplemented)
+		h.refuseReset(w, r, http.StatusNotImplemented, "reset is not available: this oplab has no cluster client for the roster")
 		return
 	}
 	list, err := ro.Learners.List(r.Context())
 	if err != nil {
-		http.Error(w, "could not read the sessions: "+err.Error(), http.StatusServiceUnavailable)
+		h.refuseReset(w, r, http.StatusServiceUnavailable, "could not read the sessions: "+err.Error())
 		return
 	}
 	if !slices.ContainsFunc(list, func(s session.SessionInfo) bool { return s.Namespace == ns }) {
-		http.Error(w, fmt.Sprintf("namespace %q: no learner session has it (it may have ended)", ns), http.StatusNotFound)
+		h.refuseReset(w, r, http.StatusNotFound, fmt.Sprintf("namespace %q: no learner session has it (it may have ended)", ns))
 		return
 	}
 	if !h.opts.Controller.Running() {
-		http.Error(w, "the controller is stopped for everyone: start it first, or the Databases' finalizers never run and the reset cannot finish", http.StatusConflict)
+		h.refuseReset(w, r, http.StatusConflict, "the controller is stopped for everyone: start it first, or the Databases' finalizers never run and the reset cannot finish")
 		return
 	}
+	seq, err := ro.resets.begin(ns, ro.Now())
+	if err != nil {
+		h.opts.Logger.Info("Refused a reset", "namespace", ns, "reason", err.Error())
+		h.refuseReset(w, r, http.StatusConflict, err.Error())
+		return
+	}
+	go h.runReset(ns, seq)
+	h.opts.Logger.Info("Started a reset of a learner's namespace from the instructor page", "namespace", ns)
+	if wantsJSON(r) {
+		writeJSON(w, http.StatusAccepted, resetAnswer{Namespace: ns, Seq: seq, Message: (&ResetStatus{State: ResetRunning}).Text()})
+		return
+	}
+	http.Redirect(w, r, "/instructor?done=reset-started#learner-"+ns, http.StatusSeeOther)
+}
+
+// resetAnswer is what the page's script gets back from a Reset.
+type resetAnswer struct {
+	Namespace string `json:"namespace"`
+	// Seq numbers the reset just started (ResetStatus.Seq).
+	Seq     int    `json:"seq,omitempty"`
+	Message string `json:"message,omitempty"`
+	Error   string `json:"error,omitempty"`
+}
+
+func wantsJSON(r *http.Request) bool {
+	return strings.Contains(r.Header.Get("Accept"), "application/json")
+}
+
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+// refuseReset says why a reset did not start: as JSON to the page's
+// script, otherwise as the instructor page with the reason above the
+// roster, so a browser without script is not left on a bare error.
+func (h *Handler) refuseReset(w http.ResponseWriter, r *http.Request, code int, reason string) {
+	if wantsJSON(r) {
+		writeJSON(w, code, resetAnswer{Namespace: r.PathValue("namespace"), Error: reason})
+		return
+	}
+	v := h.rosterView(r.Context())
+	if v != nil {
+		v.Refusal = "Reset refused: " + reason
+	}
+	render(w, r, code, PageView(Page{ControllerRunning: h.opts.Controller.Running(), Present: h.presentView(), Demo: h.demoView(r, ""), Roster: v}))
+}
+
+// runReset empties ns of Databases: it resumes the namespace if paused (a
+// paused namespace's finalizers would never run), deletes every Database
+// and waits until the controller's finalizer has taken each one's final
+// snapshot and let it go. The snapshots, the namespace and the learner's
+// progress stay. It reports to the roster's resets as it goes.
+func (h *Handler) runReset(ns string, seq int) {
+	ro := h.opts.Roster
 	if ro.Pauses != nil && ro.Pauses.NamespacePaused(ns) {
 		ro.Pauses.ResumeNamespace(ns)
 	}
-	n, err := h.deleteDatabases(r.Context(), ns)
+	n, err := h.deleteDatabases(h.base, ns, func(total int, left []string) { ro.resets.progress(ns, seq, total, left) })
+	ro.resets.finish(ns, seq, ro.Now(), err)
 	if err != nil {
 		h.opts.Logger.Error(err, "Failed to reset a learner's namespace", "namespace", ns)
-		http.Error(w, err.Error(), http.StatusBadGateway)
 		return
 	}
 	h.opts.Logger.Info("Reset a learner's namespace from the instructor page", "namespace", ns, "databases", n)
-	http.Redirect(w, r, "/instructor?done=reset", http.StatusSeeOther)
 }
 
 // deleteDatabases deletes every Database of ns and waits until they are
-// gone; it returns how many there were.
-func (h *Handler) deleteDatabases(ctx context.Context, ns string) (int, error) {
+// gone, telling report which are left whenever that changes; it returns
+// how many there were.
+func (h *Handler) deleteDatabases(ctx context.Context, ns string, report func(total int, left []string)) (int, error) {
 	ro := h.opts.Roster
 	dbs, err := ro.States.Databases(ctx, ns)
 	if err != nil {
-		return 0, fmt.Errorf("read the Databases of %s: %w", ns, err)
+		return 0, fmt.Errorf("could not read the Databases of %s: %w", ns, err)
 	}
+	report(len(dbs), names(dbs))
 	for _, d := range dbs {
 		db := &v1alpha1.Database{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: d.Name}}
 		uid := types.UID(d.UID)
 		err := ro.Deleter.Delete(ctx, db, client.Preconditions{UID: &uid})
 		if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
-			return 0, fmt.Errorf("delete Database %s/%s: %w", ns, d.Name, err)
+			return 0, fmt.Errorf("could not delete Database %s: %w", d.Name, err)
 		}
 	}
 	ctx, cancel := context.WithTimeout(ctx, ro.ResetWait)
 	defer cancel()
 	tick := time.NewTicker(200 * time.Millisecond)
 	defer tick.Stop()
+	said := names(dbs)
 	for {
 		left, err := ro.States.Databases(ctx, ns)
 		if err == nil && len(left) == 0 {
 			return len(dbs), nil
 		}
+		if now := names(left); err == nil && !slices.Equal(now, said) {
+			report(len(dbs), now)
+			said = now
+		}
 		select {
 		case <-ctx.Done():
-			names := make([]string, len(left))
-			for i, d := range left {
-				names[i] = d.Name
-			}
-			return 0, fmt.Errorf("reset of %s: Databases %v still there after %s (a finalizer still holds them, or the namespace was paused again): %w",
-				ns, names, ro.ResetWait, errors.Join(ctx.Err(), err))
+			return 0, h.stuck(ns, left, err)
 		case <-tick.C:
 		}
 	}
+}
+
+// stuck says why the Databases left did not go within ResetWait: which
+// finalizer holds each, and what on oplab's side keeps it from running.
+// readErr is the last failure to read them, if any.
+func (h *Handler) stuck(ns string, left []state.Database, readErr error) error {
+	ro := h.opts.Roster
+	var why []string
+	for _, d := range left {
+		switch {
+		case len(d.HeldBy) > 0:
+			why = append(why, fmt.Sprintf("Database %s is still held by its finalizer %s", d.Name, strings.Join(d.HeldBy, ", ")))
+		case d.Terminating:
+			why = append(why, fmt.Sprintf("Database %s is still being deleted", d.Name))
+		default:
+			why = append(why, fmt.Sprintf("Database %s is not being deleted (was it created again after the reset began?)", d.Name))
+		}
+	}
+	if len(why) == 0 {
+		why = append(why, "the Databases could not be read")
+	}
+	switch {
+	case !h.opts.Controller.Running():
+		why = append(why, "the controller was stopped for everyone meanwhile")
+	case ro.Pauses != nil && ro.Pauses.NamespacePaused(ns):
+		why = append(why, "the namespace was paused again meanwhile")
+	}
+	if readErr != nil {
+		return fmt.Errorf("after %s, %s: %w", ro.ResetWait, strings.Join(why, "; "), readErr)
+	}
+	return fmt.Errorf("after %s, %s", ro.ResetWait, strings.Join(why, "; "))
+}
+
+func names(dbs []state.Database) []string {
+	out := make([]string, len(dbs))
+	for i, d := range dbs {
+		out[i] = d.Name
+	}
+	slices.Sort(out)
+	return out
 }
 
 // send sends every learner's page to one of the destinations.
@@ -291,7 +402,7 @@ func (h *Handler) send(w http.ResponseWriter, r *http.Request) {
 }
 
 func init() {
-	messages["reset"] = "Reset the learner's namespace: its Databases are deleted (their final snapshots were taken and are kept) and it is no longer paused. Their progress is kept."
+	messages["reset-started"] = "Reset started: the learner's row says how many Databases are left and, once it ends, what happened (reload the page to see it)."
 	messages["sent"] = "Sent every learner's page there."
 }
 
@@ -299,7 +410,10 @@ func init() {
 type RosterView struct {
 	Learners []Learner
 	// Error says why the sessions could not be listed.
-	Error        string
+	Error string
+	// Refusal says why the Reset just pressed did not start (shown to a
+	// browser without script; the script announces it instead).
+	Refusal      string
 	JoinCode     string
 	CanSend      bool
 	Destinations []Destination
@@ -322,7 +436,12 @@ type Learner struct {
 	Reported   bool
 	Paused     bool
 	LastActive string
+	// Reset is the learner's latest reset; nil when none ran lately.
+	Reset *ResetStatus
 }
+
+// Resetting reports whether a reset of the learner runs now.
+func (l Learner) Resetting() bool { return l.Reset != nil && l.Reset.State == ResetRunning }
 
 // DatabaseRow is one of a learner's Databases.
 type DatabaseRow struct {

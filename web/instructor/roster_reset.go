@@ -1,0 +1,176 @@
+package instructor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// ResetState is where a learner's reset is.
+type ResetState string
+
+// The states of a reset.
+const (
+	ResetRunning ResetState = "running"
+	ResetDone    ResetState = "done"
+	ResetFailed  ResetState = "failed"
+)
+
+// ResetStatus is a namespace's latest reset, as the roster shows it.
+type ResetStatus struct {
+	State ResetState
+	// Seq numbers the resets oplab ran, so the page can tell a new outcome
+	// from the one it already announced.
+	Seq            int
+	Started, Ended time.Time
+	// Total is how many Databases the reset deleted; Left names those still
+	// there (while running, or when it failed).
+	Total int
+	Left  []string
+	// Error says, in words, what failed.
+	Error string
+}
+
+// resetKeep is how long the roster keeps showing a reset's outcome: long
+// enough for the instructor to look back at the row, short enough that the
+// map does not outlive the classes it served.
+const resetKeep = 10 * time.Minute
+
+// errResetRunning refuses a second reset of a namespace while one runs.
+var errResetRunning = errors.New("a reset of this learner is already running")
+
+// resets holds every namespace's latest reset. One goroutine (run) owns
+// the map; the handlers and each reset's worker reach it through ops, so
+// two Reset presses cannot both see "none running".
+type resets struct {
+	ops     chan func(map[string]*ResetStatus)
+	stopped chan struct{}
+	seq     int
+}
+
+func newResets() *resets {
+	return &resets{ops: make(chan func(map[string]*ResetStatus)), stopped: make(chan struct{})}
+}
+
+// run owns the map until ctx ends.
+func (rs *resets) run(ctx context.Context) {
+	defer close(rs.stopped)
+	m := map[string]*ResetStatus{}
+	for {
+		select {
+		case f := <-rs.ops:
+			f(m)
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+// do runs f on the owner's goroutine and waits until it has.
+func (rs *resets) do(f func(map[string]*ResetStatus)) error {
+	done := make(chan struct{})
+	select {
+	case rs.ops <- func(m map[string]*ResetStatus) { f(m); close(done) }:
+		<-done
+		return nil
+	case <-rs.stopped:
+		return errors.New("oplab is stopping: no reset can start or report")
+	}
+}
+
+// begin claims ns for a new reset, refusing while one runs there.
+func (rs *resets) begin(ns string, now time.Time) (int, error) {
+	var seq int
+	var refusal error
+	err := rs.do(func(m map[string]*ResetStatus) {
+		if cur, ok := m[ns]; ok && cur.State == ResetRunning {
+			refusal = fmt.Errorf("%w (%s, started at %s, %s): wait for it to end; its row says how it goes",
+				errResetRunning, ns, cur.Started.Format(time.TimeOnly), databasesLeft(len(cur.Left), cur.Total))
+			return
+		}
+		rs.seq++
+		seq = rs.seq
+		m[ns] = &ResetStatus{State: ResetRunning, Seq: seq, Started: now}
+	})
+	return seq, errors.Join(err, refusal)
+}
+
+// progress records which Databases of reset seq are still there.
+func (rs *resets) progress(ns string, seq, total int, left []string) {
+	_ = rs.do(func(m map[string]*ResetStatus) {
+		if cur, ok := m[ns]; ok && cur.Seq == seq {
+			cur.Total, cur.Left = total, left
+		}
+	})
+}
+
+// finish records the outcome of reset seq; failure nil means done.
+func (rs *resets) finish(ns string, seq int, now time.Time, failure error) {
+	_ = rs.do(func(m map[string]*ResetStatus) {
+		cur, ok := m[ns]
+		if !ok || cur.Seq != seq {
+			return
+		}
+		cur.State, cur.Ended = ResetDone, now
+		if failure != nil {
+			cur.State, cur.Error = ResetFailed, failure.Error()
+		}
+	})
+}
+
+// snapshot is a copy of every reset, dropping outcomes older than
+// resetKeep.
+func (rs *resets) snapshot(now time.Time) map[string]ResetStatus {
+	out := map[string]ResetStatus{}
+	_ = rs.do(func(m map[string]*ResetStatus) {
+		maps.DeleteFunc(m, func(_ string, s *ResetStatus) bool {
+			return s.State != ResetRunning && now.Sub(s.Ended) > resetKeep
+		})
+		for ns, s := range m {
+			c := *s
+			c.Left = append([]string(nil), s.Left...)
+			out[ns] = c
+		}
+	})
+	return out
+}
+
+// Text is the status in words, as the learner's row shows it and the page
+// announces it.
+func (s ResetStatus) Text() string {
+	switch s.State {
+	case ResetRunning:
+		if s.Total == 0 && len(s.Left) == 0 {
+			return "Resetting… deleting the Databases."
+		}
+		return "Resetting… " + databasesLeft(len(s.Left), s.Total) + ": " + strings.Join(s.Left, ", ") + "."
+	case ResetDone:
+		at := s.Ended.Format(time.TimeOnly)
+		if s.Total == 0 {
+			return "Reset done at " + at + ": there were no Databases to delete."
+		}
+		return "Reset done at " + at + ": " + databases(s.Total) + " deleted, final snapshots kept."
+	case ResetFailed:
+		return "Reset failed at " + s.Ended.Format(time.TimeOnly) + ": " + s.Error
+	}
+	return ""
+}
+
+// databasesLeft is "2 of 3 Databases left".
+func databasesLeft(left, total int) string {
+	if total == 0 {
+		return "starting"
+	}
+	return strconv.Itoa(left) + " of " + databases(total) + " left"
+}
+
+func databases(n int) string {
+	if n == 1 {
+		return "1 Database"
+	}
+	return strconv.Itoa(n) + " Databases"
+}

@@ -1,0 +1,102 @@
+package instructor
+
+import (
+	"context"
+	"errors"
+	"html"
+	"net/http"
+	"net/http/httptest"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/oplab-dev/oplab/web/lab/state"
+	"github.com/oplab-dev/oplab/web/session"
+)
+
+// stuckStates is a namespace whose Databases never go: what a reset sees
+// when a finalizer holds one. (That the real finalizer lets go is tested on
+// the real cluster in web/roster_test.go; this is about the words.)
+type stuckStates struct{ dbs []state.Database }
+
+func (s stuckStates) Databases(context.Context, string) ([]state.Database, error) { return s.dbs, nil }
+
+type failingDeleter struct{ err error }
+
+func (d failingDeleter) Delete(context.Context, client.Object, ...client.DeleteOption) error {
+	return d.err
+}
+
+// resetMux is a roster with one learner whose Databases are states and
+// whose deletes answer del.
+func resetMux(t *testing.T, states LabStates, del Deleter) (*http.ServeMux, string) {
+	t.Helper()
+	m, err := session.New(t.Context(), session.Options{Namespaces: inMemory{}, KnownScenario: func(string) bool { return true }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mux := http.NewServeMux()
+	m.Register(mux)
+	New(t.Context(), Options{Token: token, Controller: &fakeSwitch{running: true}, Roster: Roster{
+		Learners: m, States: states, Deleter: del, ResetWait: 300 * time.Millisecond,
+	}}).Register(mux)
+	s, err := m.Begin(httptest.NewRecorder(), httptest.NewRequest("GET", "/lab", nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return mux, s.Namespace
+}
+
+// outcome waits until the row of ns shows a reset that is not running.
+func outcome(t *testing.T, mux http.Handler, c *http.Cookie, ns string) (string, string) {
+	t.Helper()
+	re := regexp.MustCompile(`id="reset-status-` + regexp.QuoteMeta(ns) + `" data-reset-state="(\w+)" data-reset-seq="\d+">([^<]*)</p>`)
+	for end := time.Now().Add(10 * time.Second); time.Now().Before(end); time.Sleep(50 * time.Millisecond) {
+		m := re.FindStringSubmatch(do(mux, "GET", "/instructor/roster", nil, c).Body.String())
+		if m != nil && m[1] != string(ResetRunning) {
+			return m[1], html.UnescapeString(m[2])
+		}
+	}
+	t.Fatalf("the reset of %s never ended", ns)
+	return "", ""
+}
+
+func postResetJSON(mux http.Handler, c *http.Cookie, ns string) *httptest.ResponseRecorder {
+	r := httptest.NewRequest("POST", "/instructor/learners/"+ns+"/reset", nil)
+	r.Header.Set("Accept", "application/json")
+	r.AddCookie(c)
+	return serve(mux, r)
+}
+
+// A reset that cannot finish says, in words, which Database is held by
+// which finalizer; a delete the API server refuses is named too.
+func TestRosterResetFailureSaysWhatFailed(t *testing.T) {
+	c := instructorCookie()
+	held := stuckStates{dbs: []state.Database{{Name: "stuck", UID: "u1", Terminating: true, HeldBy: []string{"db.oplab.dev/final-snapshot"}}}}
+	mux, ns := resetMux(t, held, failingDeleter{})
+	if w := postResetJSON(mux, c, ns); w.Code != http.StatusAccepted || !strings.Contains(w.Body.String(), `"message":"Resetting…`) {
+		t.Fatalf("reset = %d %s, want 202 saying it runs", w.Code, w.Body)
+	}
+	st, text := outcome(t, mux, c, ns)
+	if st != string(ResetFailed) || !strings.Contains(text, "after 300ms, Database stuck is still held by its finalizer db.oplab.dev/final-snapshot") || strings.Contains(text, "deadline") {
+		t.Errorf("outcome = %s %q, want failed naming the Database and its finalizer (in words, no Go error)", st, text)
+	}
+
+	// A failed reset can be tried again (and is refused while it runs).
+	if w := postResetJSON(mux, c, ns); w.Code != http.StatusAccepted {
+		t.Errorf("a reset after a failed one = %d %s, want 202", w.Code, w.Body)
+	}
+	if w := postResetJSON(mux, c, ns); w.Code != http.StatusConflict || !strings.Contains(w.Body.String(), "already running") {
+		t.Errorf("a reset while one runs = %d %s, want 409 saying one is already running", w.Code, w.Body)
+	}
+	mux, ns = resetMux(t, held, failingDeleter{err: errors.New("databases.db.oplab.dev \"stuck\" is forbidden")})
+	if w := postResetJSON(mux, c, ns); w.Code != http.StatusAccepted {
+		t.Fatalf("reset = %d %s", w.Code, w.Body)
+	}
+	if st, text := outcome(t, mux, c, ns); st != string(ResetFailed) || !strings.Contains(text, `could not delete Database stuck: databases.db.oplab.dev "stuck" is forbidden`) {
+		t.Errorf("outcome = %s %q, want failed naming the refused delete", st, text)
+	}
+}
