@@ -72,7 +72,9 @@
 // The annotation db.oplab.dev/pitfall on one Database switches on a
 // deliberate bug for that Database only. Each pitfall is a variation of the
 // reconciler, all of them in pitfalls.go, none of them in the code the
-// lessons show.
+// lessons show. A second annotation, db.oplab.dev/pitfall-hidden, keeps the
+// pitfall's name (and whether one is on) off the trace while it still runs,
+// for a challenge whose exercise is to tell it from the behaviour.
 //
 // # Lessons
 //
