@@ -169,14 +169,17 @@ func (h *traceHandler) handle(ctx context.Context, kind string, obj client.Objec
 		Message:    h.message,
 	}
 	req := reconcile.Request{NamespacedName: key}
-	switch p := h.pitfall(ctx, obj, key); {
-	case h.gate.hold(key):
+	if h.gate.hold(key) {
 		// Paused: the event is shown arriving and held. It still counts
 		// towards the reconcile that resuming will run, which then shows
 		// how many events it coalesced.
 		s.Held, s.Message = true, "held: namespace paused"
 		h.tr.emit(s)
 		h.book.eventArrived(key, kind+" "+h.kind+" "+obj.GetName())
+		return
+	}
+	// Only an event that is not held needs the pitfall: a cache read.
+	switch p := h.pitfall(ctx, obj, key); {
 	case p.name == PitfallDropEvents:
 		h.dropEvent(s, p, req, q)
 	default:

@@ -211,7 +211,9 @@ func (r *reconciler) reconcileWithoutFinalizer(ctx context.Context, req reconcil
 		if !db.DeletionTimestamp.IsZero() {
 			msg = "deleted without a snapshot"
 		}
-		msg = "pitfall " + PitfallShown(&db) + ": " + msg
+		if !PitfallHiddenOf(&db) { // hidden, the skipped phase alone tells it
+			msg = "pitfall " + PitfallOf(&db) + ": " + msg
+		}
 		note(ctx, Step{Type: StepFinalizer, Phase: "skipped", Message: msg})
 		if err := r.removeFinalizer(ctx, &db); err != nil {
 			return r.finish(ctx, &db, observation{err: err})
@@ -241,6 +243,10 @@ func (r *reconciler) createBlindly(ctx context.Context, k childKind, desired cli
 func (r *reconciler) thrashStatus(ctx context.Context, db *dbv1.Database, obs observation) (ctrl.Result, error) {
 	now := r.clock.Now()
 	if wait := r.thrash.wait(client.ObjectKeyFromObject(db), now); wait > 0 && obs.err == nil {
+		// Not "unchanged": this loop would write, and oplab's cap holds it
+		// back so the storm stays watchable. The timeline says so.
+		note(ctx, Step{Type: StepStatus, Skipped: true, Held: true, ObservedGeneration: db.Status.ObservedGeneration,
+			Message: "write held back: oplab allows a loop that writes on every reconcile one status write a second"})
 		return ctrl.Result{RequeueAfter: wait}, nil
 	}
 	next := computeStatus(db, obs, now)
@@ -263,11 +269,10 @@ func (r *reconciler) thrashStatus(ctx context.Context, db *dbv1.Database, obs ob
 // A hidden pitfall stays unnamed: the ignored event is what the learner sees.
 func (h *traceHandler) dropEvent(s Step, p pitfallSwitch, req reconcile.Request, q queue) {
 	s.Ignored, s.Pitfall = true, p.shown
-	why := p.shown
-	if why == PitfallHidden {
-		why = "a hidden pitfall"
+	s.Message = fmt.Sprintf("ignored (%s); the resync in %s will reconcile", p.shown, h.resync)
+	if p.shown == PitfallHidden { // the ignored event is what the learner sees, not why
+		s.Message = fmt.Sprintf("ignored; the resync in %s will reconcile", h.resync)
 	}
-	s.Message = fmt.Sprintf("ignored (%s); the resync in %s will reconcile", why, h.resync)
 	h.tr.emit(s)
 	q.AddAfter(req, h.resync)
 }

@@ -91,7 +91,8 @@ type Step struct {
 	Generation int64  `json:"generation,omitempty"`
 	Ignored    bool   `json:"ignored,omitempty"`
 	// Held: the event arrived while its namespace was paused; it was not
-	// queued, and resuming reconciles the Database.
+	// queued, and resuming reconciles the Database. On a skipped status
+	// step: the write was held back by the status-thrash pitfall's cap.
 	Held bool `json:"held,omitempty"`
 
 	// Reconcile start: trigger is "event" when watch events preceded it,
@@ -196,8 +197,9 @@ type reconcileTrace struct {
 	found string
 	// observed is the fetched Database's status.observedGeneration.
 	observed int64
-	// statusWritten is set once the reconcile has written status.
-	statusWritten bool
+	// statusWritten is set once the reconcile has written status;
+	// statusSaid once any status step is emitted (a write, or one held back).
+	statusWritten, statusSaid bool
 }
 
 func (rt *reconcileTrace) step(s Step) {
@@ -208,6 +210,9 @@ func (rt *reconcileTrace) step(s Step) {
 	s.Database = rt.database.Name
 	if s.Pitfall == "" {
 		s.Pitfall = rt.pitfall
+	}
+	if s.Type == StepStatus {
+		rt.statusSaid = true
 	}
 	rt.emit(s)
 }

@@ -67,7 +67,7 @@ func (t *tracedReconciler) Reconcile(ctx context.Context, req reconcile.Request)
 
 	res, err := t.inner.Reconcile(withTrace(ctx, rt), req)
 
-	if rt.found == "found" && !rt.statusWritten {
+	if rt.found == "found" && !rt.statusSaid {
 		rt.step(Step{Type: StepStatus, Skipped: true, ObservedGeneration: rt.observed,
 			Message: "status unchanged; nothing written"})
 	}

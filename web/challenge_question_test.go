@@ -131,18 +131,31 @@ func TestChallengeAnswerWithoutScript(t *testing.T) {
 		return string(b)
 	}
 
-	resp, _ := post(url.Values{"task": {"decide"}, "choice": {"2"}, "since": {"1700000000000"}}, "")
+	// The question comes after the cluster tasks: answered early, it is
+	// refused with the reason, and a done list naming it alone does not
+	// make it done.
+	if resp, body := post(url.Values{"task": {"decide"}, "choice": {"1", "3"}}, "application/json"); resp.StatusCode != http.StatusConflict ||
+		!strings.Contains(body, "Not graded yet: Waits until task 2 is done.") {
+		t.Errorf("an answer while locked = %d %s, want 409 saying what it waits for", resp.StatusCode, body)
+	}
+	if body := page("/challenges/operator-or-chart?done=decide"); !strings.Contains(body, `data-task="decide" data-state="locked"`) {
+		t.Errorf("?done=decide alone shows the question not locked")
+	}
+
+	// As the browser keeps it, the cluster tasks are in the done list.
+	const before = "self-heal,uninstalled"
+	resp, _ := post(url.Values{"task": {"decide"}, "choice": {"2"}, "since": {"1700000000000"}, "done": {before}}, "")
 	loc := resp.Header.Get("Location")
-	if resp.StatusCode != http.StatusSeeOther || loc != "/challenges/operator-or-chart?since=1700000000000#task-decide" {
+	if resp.StatusCode != http.StatusSeeOther || loc != "/challenges/operator-or-chart?done=self-heal%2Cuninstalled&since=1700000000000#task-decide" {
 		t.Fatalf("a wrong answer = %d to %q, want 303 back to the task, done list unchanged", resp.StatusCode, loc)
 	}
 	if body := page(loc); !strings.Contains(body, `data-feedback>Not yet: one of your picks is wrong, and 2 right choices are missing.`) {
 		t.Errorf("the page after a wrong answer does not say why under the task")
 	}
 
-	resp, _ = post(url.Values{"task": {"decide"}, "choice": {"1", "3"}, "done": {"self-heal"}}, "")
+	resp, _ = post(url.Values{"task": {"decide"}, "choice": {"1", "3"}, "done": {before}}, "")
 	loc = resp.Header.Get("Location")
-	if resp.StatusCode != http.StatusSeeOther || loc != "/challenges/operator-or-chart?done=self-heal%2Cdecide#task-decide" {
+	if resp.StatusCode != http.StatusSeeOther || loc != "/challenges/operator-or-chart?done=self-heal%2Cuninstalled%2Cdecide#task-decide" {
 		t.Fatalf("a right answer = %d to %q, want 303 with decide added to the done list", resp.StatusCode, loc)
 	}
 	body := page(loc)
@@ -157,9 +170,10 @@ func TestChallengeAnswerWithoutScript(t *testing.T) {
 		code int
 		want string
 	}{
-		{url.Values{"task": {"decide"}, "choice": {"9"}}, http.StatusBadRequest, "choices 0 to 3, not 9"},
-		{url.Values{"task": {"decide"}, "choice": {"two"}}, http.StatusBadRequest, `choice \"two\" is not a choice number`},
-		{url.Values{"task": {"decide"}}, http.StatusBadRequest, "no choice picked"},
+		{url.Values{"task": {"decide"}, "done": {before}, "choice": {"9"}}, http.StatusBadRequest, "choices 0 to 3, not 9"},
+		{url.Values{"task": {"decide"}, "done": {before}, "choice": {"two"}}, http.StatusBadRequest, `choice \"two\" is not a choice number`},
+		{url.Values{"task": {"decide"}, "done": {before}}, http.StatusBadRequest, "no choice picked"},
+		{url.Values{"task": {"decide"}, "done": {before}, "choice": {"1"}, "since": {"soon"}}, http.StatusBadRequest, `since \"soon\" must be Unix milliseconds`},
 		{url.Values{"task": {"self-heal"}, "choice": {"1"}}, http.StatusBadRequest, `task \"self-heal\" of challenge operator-or-chart is checked against your namespace`},
 		{url.Values{"task": {"nope"}, "choice": {"1"}}, http.StatusNotFound, `no task \"nope\"`},
 	} {

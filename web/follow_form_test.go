@@ -106,6 +106,8 @@ func TestBrowserFollowShowsOnlyThePresentersLab(t *testing.T) {
 	}
 	poll(t, learner, "the presenter's pause, named", `document.getElementById("controller-status").textContent === "Ada's namespace is paused"
 		&& document.getElementById("loop-paused").textContent.includes("Ada's namespace") && !document.getElementById("loop-paused").hidden`)
+	poll(t, learner, "the timeline's pause row, named", `[...document.querySelectorAll("#log .row.controller .pill")].some(p => p.textContent === "Ada's namespace paused")
+		&& ![...document.querySelectorAll("#log .row.controller .pill")].some(p => p.textContent.startsWith("your namespace"))`)
 	checkPage(t, learner, src, "/lab following, the own controls hidden")
 	if err := chromedp.Do(teacher, chromedp.Click(chromedp.CSS(`button[data-controller="start"]`))); err != nil {
 		t.Fatal(err)

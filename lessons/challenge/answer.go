@@ -1,12 +1,16 @@
 package challenge
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
 
 	"github.com/oplab-dev/oplab/quiz"
 )
+
+// ErrNoTask is Answer's error for a task the challenge does not have.
+var ErrNoTask = errors.New("no such task")
 
 // Answered is the verdict on an answer to a question task.
 type Answered struct {
@@ -21,11 +25,13 @@ type Answered struct {
 // choices. A wrong answer says how many picks were wrong and how many right
 // ones are missing, and not which: the learner tries again. An error names
 // what is wrong with the request (no such task, a task checked against the
-// cluster, a choice out of range, nothing picked).
+// cluster, a choice out of range, nothing picked). Answer does not know
+// what the learner has done: a caller refuses a task that Evaluate finds
+// locked before it asks.
 func (c *Challenge) Answer(taskID string, picked []int) (Answered, error) {
 	i := slices.IndexFunc(c.Tasks, func(t Task) bool { return t.ID == taskID })
 	if i < 0 {
-		return Answered{}, fmt.Errorf("challenge %s has no task %q", c.ID, taskID)
+		return Answered{}, fmt.Errorf("challenge %s has no task %q: %w", c.ID, taskID, ErrNoTask)
 	}
 	t := c.Tasks[i]
 	if t.Question == nil {
@@ -36,7 +42,7 @@ func (c *Challenge) Answer(taskID string, picked []int) (Answered, error) {
 		return Answered{}, err
 	}
 	if g.Correct {
-		return Answered{Correct: true, Detail: "Right. " + t.Question.Explanation}, nil // as Evaluate says it afterwards
+		return Answered{Correct: true, Detail: rightDetail(t.Question)}, nil
 	}
 	right := t.Question.Correct()
 	var wrong, missed int
@@ -65,3 +71,7 @@ func (c *Challenge) Answer(taskID string, picked []int) (Answered, error) {
 	}
 	return Answered{Detail: "Not yet: " + strings.Join(parts, ", and ") + ". Read the hints and try again."}, nil
 }
+
+// rightDetail is what a question task says once answered right, on the
+// answer and on every evaluation after it.
+func rightDetail(q *quiz.Question) string { return "Right. " + q.Explanation }

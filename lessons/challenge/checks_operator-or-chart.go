@@ -30,9 +30,6 @@ const (
 	// billing is the Database; billingChart the plain manifests' name.
 	billing      = "billing"
 	billingChart = "billing-chart"
-	// LabelChallenge marks what a challenge's prepare made that is not a
-	// Database's child; Wipe deletes it at the next Start.
-	LabelChallenge = "db.oplab.dev/challenge"
 )
 
 func init() {
@@ -125,6 +122,11 @@ func checkSelfHeal(ctx context.Context, env Env) (Result, error) {
 	chartFound, err := env.Get(ctx, billingChart, &corev1.Service{})
 	if err != nil {
 		return Result{}, err
+	}
+	if repair == nil && env.DeletedInTrace(billing) {
+		// Deleted first: the garbage collector took its Service, and no
+		// reconcile of a Database that is gone puts it back.
+		return Result{Detail: "Database " + billing + " was deleted before its Service came back: press Start again, and delete the Services first."}, nil
 	}
 	var todo []string
 	switch {

@@ -195,7 +195,7 @@ func checkStormQuiet(_ context.Context, env Env) (Result, error) {
 	// the storm's last write (the resync itself, at the latest) that found
 	// nothing to write.
 	looked := slices.ContainsFunc(l, func(s controller.Step) bool {
-		return s.Type == controller.StepStatus && s.Database == thrasher && s.Skipped && !s.Time.Before(end.Time.Add(resync))
+		return s.Type == controller.StepStatus && s.Database == thrasher && s.Skipped && !s.Held && !s.Time.Before(end.Time.Add(resync))
 	})
 	if !looked {
 		return Result{Detail: fmt.Sprintf("No status rewrite for %s of the resync period (%s): waiting for the resync to come and find nothing to write.",

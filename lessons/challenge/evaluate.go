@@ -47,16 +47,19 @@ func (c *Challenge) Evaluate(ctx context.Context, env Env, already map[string]bo
 	out := make([]TaskState, 0, len(c.Tasks))
 	var errs []string
 	for _, t := range c.Tasks {
-		if already[t.ID] {
+		// A question is answered only once it is unlocked: a done list that
+		// names it early (a crafted address) does not skip the tasks before.
+		missing := notDone(t.After, done)
+		if already[t.ID] && (t.Question == nil || len(missing) == 0) {
 			done[t.ID] = true
 			st := TaskState{ID: t.ID, State: StateDone}
 			if t.Question != nil { // answered right: the explanation stays with it
-				st.Detail = "Right. " + t.Question.Explanation
+				st.Detail = rightDetail(t.Question)
 			}
 			out = append(out, st)
 			continue
 		}
-		if missing := notDone(t.After, done); len(missing) > 0 {
+		if len(missing) > 0 {
 			for i, id := range missing {
 				missing[i] = number[id]
 			}
@@ -64,7 +67,7 @@ func (c *Challenge) Evaluate(ctx context.Context, env Env, already map[string]bo
 			continue
 		}
 		if t.Question != nil { // answered on the page: done only once Answer said so
-			out = append(out, TaskState{ID: t.ID, State: StateTodo, Detail: "Answer the question below."})
+			out = append(out, TaskState{ID: t.ID, State: StateTodo, Detail: "Answer the question above."})
 			continue
 		}
 		check, ok := LookupCheck(t.Check)

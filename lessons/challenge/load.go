@@ -260,6 +260,8 @@ func (fm frontMatter) challenge(base string, lessons Resolver, questions []quiz.
 		switch {
 		case t.Check != "" && t.Question != "":
 			bad("%s: names both check %q and question %q: a task is judged one way", where, t.Check, t.Question)
+		case t.Check == "" && t.Question == "":
+			bad("%s: names neither a check nor a question: say how the task is judged", where)
 		case t.Question != "":
 			q, err := quiz.Find(questions, t.Question)
 			if err != nil {

@@ -23,6 +23,10 @@ const WipeSummary = "Start deletes every Database in your namespace (each goes t
 	"(objects labelled " + controller.LabelDatabase + ") or an earlier challenge set up (labelled " + LabelChallenge + "), resumes the controller for your namespace, " +
 	"and sets up this challenge's starting state. Your other objects are not touched."
 
+// LabelChallenge marks what a challenge's prepare made that is not a
+// Database's child; Wipe deletes it at the next Start.
+const LabelChallenge = "db.oplab.dev/challenge"
+
 // wipeTimeout bounds the wait for the Databases to go. A Database that is
 // still there by then is held by a finalizer nobody will remove (the
 // controller stopped for everyone, say): Start strips the finalizer so the

@@ -15,6 +15,7 @@ package challenges
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -238,11 +239,12 @@ type answerResult struct {
 func (h *Handler) answer(w http.ResponseWriter, r *http.Request) {
 	c, ok := h.opts.Set.Get(r.PathValue("id"))
 	if !ok {
-		http.Error(w, fmt.Sprintf("no challenge %q", r.PathValue("id")), http.StatusNotFound)
+		writeJSON(w, http.StatusNotFound, answerResult{Error: fmt.Sprintf("no challenge %q", r.PathValue("id"))})
 		return
 	}
-	if _, err := h.opts.Sessions.NamespaceOf(r); err != nil {
-		http.Error(w, "no lab session: open the challenge page first", http.StatusForbidden)
+	ns, err := h.opts.Sessions.NamespaceOf(r)
+	if err != nil {
+		writeJSON(w, http.StatusForbidden, answerResult{Error: "no lab session: open the challenge page first"})
 		return
 	}
 	r.Body = http.MaxBytesReader(w, r.Body, 4<<10)
@@ -251,6 +253,22 @@ func (h *Handler) answer(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	task := r.PostForm.Get("task")
+	since, err := parseSince(r.PostForm.Get("since"))
+	if err != nil {
+		h.answered(w, r, c, http.StatusBadRequest, answerResult{Task: task, Error: "Not graded: " + err.Error()})
+		return
+	}
+	// The tasks a question comes after must be done first, as the page
+	// shows it: judged the way the status is, from the done list and the
+	// checks.
+	states, err := h.evaluate(r.Context(), c, ns, since, splitIDs(r.PostForm.Get("done")))
+	if err != nil {
+		h.opts.Logger.Info("Could not evaluate every check", "challenge", c.ID, "namespace", ns, "err", err.Error())
+	}
+	if i := slices.IndexFunc(states, func(s challenge.TaskState) bool { return s.ID == task }); i >= 0 && states[i].State == challenge.StateLocked {
+		h.answered(w, r, c, http.StatusConflict, answerResult{Task: task, Error: "Not graded yet: " + states[i].Detail})
+		return
+	}
 	var picked []int
 	for _, v := range r.PostForm["choice"] {
 		i, err := strconv.Atoi(v)
@@ -263,7 +281,7 @@ func (h *Handler) answer(w http.ResponseWriter, r *http.Request) {
 	a, err := c.Answer(task, picked)
 	if err != nil {
 		code := http.StatusBadRequest
-		if !slices.ContainsFunc(c.Tasks, func(t challenge.Task) bool { return t.ID == task }) {
+		if errors.Is(err, challenge.ErrNoTask) {
 			code = http.StatusNotFound
 		}
 		h.answered(w, r, c, code, answerResult{Task: task, Error: "Not graded: " + err.Error()})

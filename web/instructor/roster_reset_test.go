@@ -30,6 +30,15 @@ func (d failingDeleter) Delete(context.Context, client.Object, ...client.DeleteO
 	return d.err
 }
 
+// blockingDeleter's deletes wait until gate is closed, whatever the reset's
+// deadline: until then the reset is running, however slow the machine.
+type blockingDeleter struct{ gate chan struct{} }
+
+func (d blockingDeleter) Delete(context.Context, client.Object, ...client.DeleteOption) error {
+	<-d.gate
+	return nil
+}
+
 // resetMux is a roster with one learner whose Databases are states and
 // whose deletes answer del.
 func resetMux(t *testing.T, states LabStates, del Deleter) (*http.ServeMux, string) {
@@ -85,12 +94,25 @@ func TestRosterResetFailureSaysWhatFailed(t *testing.T) {
 		t.Errorf("outcome = %s %q, want failed naming the Database and its finalizer (in words, no Go error)", st, text)
 	}
 
-	// A failed reset can be tried again (and is refused while it runs).
+	// A failed reset can be tried again.
 	if w := postResetJSON(mux, c, ns); w.Code != http.StatusAccepted {
 		t.Errorf("a reset after a failed one = %d %s, want 202", w.Code, w.Body)
 	}
+	outcome(t, mux, c, ns)
+
+	// One that runs refuses a second: its delete is held until the test
+	// lets it go, so "running" does not depend on how fast the machine is.
+	gate := make(chan struct{})
+	mux, ns = resetMux(t, held, blockingDeleter{gate})
+	if w := postResetJSON(mux, c, ns); w.Code != http.StatusAccepted {
+		t.Fatalf("reset = %d %s", w.Code, w.Body)
+	}
 	if w := postResetJSON(mux, c, ns); w.Code != http.StatusConflict || !strings.Contains(w.Body.String(), "already running") {
 		t.Errorf("a reset while one runs = %d %s, want 409 saying one is already running", w.Code, w.Body)
+	}
+	close(gate)
+	if st, _ := outcome(t, mux, c, ns); st != string(ResetFailed) {
+		t.Errorf("the held reset ended %s, want failed (its Database never goes)", st)
 	}
 	mux, ns = resetMux(t, held, failingDeleter{err: errors.New("databases.db.oplab.dev \"stuck\" is forbidden")})
 	if w := postResetJSON(mux, c, ns); w.Code != http.StatusAccepted {

@@ -53,6 +53,10 @@ type Page struct {
 	// Projector starts the page in projector mode (?projector=1): big type,
 	// the loop, the selected card and the timeline on one screen.
 	Projector bool
+	// Rendered is when the page asked the state watcher for its cards
+	// (RFC 3339, ms): the stream's catch-up replays older states, which the
+	// script keeps off the cards, since the page already shows them or newer.
+	Rendered string
 }
 
 // Card is what a Database card needs besides the Database: the choices its

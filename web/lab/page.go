@@ -4,6 +4,7 @@ import (
 	"errors"
 	"net/http"
 	"net/url"
+	"time"
 
 	"github.com/oplab-dev/oplab/controller"
 	"github.com/oplab-dev/oplab/web/session"
@@ -66,6 +67,9 @@ func (h *Handler) pageModel(r *http.Request, ns string) (Page, error) {
 			p.Flash = &session.Flash{Error: true, Message: unknownScenario(name).Error(), Field: "scenario"}
 		}
 	}
+	// Taken before the query: a state the watcher published before it is
+	// in the answer (the watcher's one goroutine serves both).
+	p.Rendered = time.Now().UTC().Format("2006-01-02T15:04:05.000Z07:00")
 	var err error
 	p.Databases, err = h.opts.States.Databases(r.Context(), ns)
 	if err == nil {

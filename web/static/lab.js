@@ -272,7 +272,9 @@
         h("span", { class: "pill trigger" }, triggerLabel(row)),
         pitfallPill(row),
         " ", resultPill(res),
-        res && res.durationNs ? h("span", { class: "muted small" }, " " + dur(res.durationNs)) : ""),
+        res && res.durationNs ? h("span", { class: "muted small" }, " " + dur(res.durationNs)) : "",
+        // The challenges name a reconcile by these eight characters.
+        row.start.reconcileID ? h("span", { class: "muted small rid", title: "reconcile ID" }, " #" + row.start.reconcileID.slice(0, 8)) : ""),
       row.events.length ? h("details", { class: "coalesced" },
         h("summary", {}, eventsSummary(row.events)),
         h("ul", { class: "events" }, row.events.map(eventLine))) : "",
@@ -343,13 +345,24 @@
       case "finalizer":
         return li("", h("b", {}, s.phase), s.message ? " — " + s.message : "");
       case "status":
+        if (s.skipped && s.held) return li("muted", "write held back: at most one status write a second (oplab's cap on a loop that writes on every reconcile)");
         if (s.skipped) return li("muted", "unchanged: write skipped", s.observedGeneration ? ` (observedGeneration ${s.observedGeneration})` : "");
         return li("", `written, observedGeneration ${s.observedGeneration || 0}: `,
-          (s.conditions || []).map((c) => h("span", { class: "cond" + (c.transition ? " transition" : "") },
-            `${c.type} ${c.from ? c.from + "→" : ""}${c.to} (${c.reason}) `)));
+          (s.conditions || []).map((c) => h("span", { class: "cond" + (c.transition ? " transition" : "") }, condText(c))));
       default:
         return li("", s.message || "");
     }
+  }
+
+  // condText says what a status write did to one condition: flipped
+  // (False→True), rewritten with only a new lastTransitionTime (the status
+  // thrash signature), or written unchanged beside a change elsewhere.
+  function condText(c) {
+    if (c.from && c.from === c.to && !c.transition) {
+      const moved = c.lastTransitionTime && c.fromLastTransitionTime && c.lastTransitionTime !== c.fromLastTransitionTime;
+      return `${c.type} ${c.to} (${c.reason}${moved ? "; rewritten, lastTransitionTime moved" : "; unchanged"}) `;
+    }
+    return `${c.type} ${c.from ? c.from + "→" : ""}${c.to} (${c.reason}) `;
   }
 
   function onStep(m) {
@@ -410,7 +423,7 @@
     const cls = { started: "ok", resumed: "ok", paused: "warn" }[m.phase] || "bad";
     addRow(h("li", { class: "row controller", "data-db": "" },
       h("div", { class: "row-head" }, timeEl(m.time), " ",
-        h("span", { class: "pill " + cls }, (mine ? "your namespace " : "controller ") + (m.phase || "")), " ", m.message || "")));
+        h("span", { class: "pill " + cls }, (mine ? whose() + " namespace " : "controller ") + (m.phase || "")), " ", m.message || "")));
   }
 
   // A scripted demo's narration (web/demo): the instructor's words, in
@@ -500,10 +513,21 @@
       case "ConfigMap": onSnapshot(m); return;
     }
   }
+  // rendered is when the server asked for the cards this page came with.
+  // A fresh stream first replays the recent past, states included; drawn,
+  // they would flash old cards for seconds (a Database deleted minutes ago,
+  // Terminating again) over cards that are already current. States older
+  // than the page stay off the cards; the timeline still shows every step.
+  // Another stream (following, a reset) has no page behind it: all count.
+  let rendered = Date.parse(root.dataset.rendered || "") || 0;
+  let cardsDrawn = 0;
+  const olderThanPage = (m) => rendered && m.time && new Date(m.time).getTime() < rendered;
   function onDatabase(m) {
     const name = m.object.name;
     if (!dbList) return;
     knowObject(name);
+    if (olderThanPage(m)) return;
+    root.dataset.cardsDrawn = String(++cardsDrawn);
     let card = document.getElementById("db-" + name);
     if (!m.state) {
       if (card) {
@@ -532,7 +556,7 @@
   // final snapshot whose Database is gone; a nil state removes it.
   function onSnapshot(m) {
     const list = $("#snapshots");
-    if (!list) return;
+    if (!list || olderThanPage(m)) return;
     const name = m.object.name;
     document.getElementById("snap-" + name)?.remove();
     if (m.state && m.state.html) {
@@ -554,7 +578,7 @@
   // ---- dispatch ----------------------------------------------------------------
   function handle(m) {
     switch (m.type) {
-      case "reset": reset(m); return;
+      case "reset": rendered = 0; reset(m); return;
       case "state": onState(m); return;
       case "controller": onController(m); return;
       case "dropped":
@@ -918,6 +942,7 @@
   // one line in the create form's place leads back.
   function switchStream(ns) {
     if (ns === followNs) return;
+    rendered = 0;
     const focused = document.activeElement;
     if (ns && !followNs) follow.ownPaused = root.dataset.paused === "true";
     followNs = ns;

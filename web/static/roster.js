@@ -60,14 +60,18 @@
   // seen is each learner's latest reset as "seq:state": a new one is
   // announced, its progress within a state is not.
   const seen = new Map();
+  // Several resets that changed in one redraw are said together: each
+  // announce replaces the words before it.
   function noteResets(speak) {
+    const said = [];
     for (const p of box.querySelectorAll(".reset-status")) {
       const row = p.closest("tr");
       if (!row) continue;
       const key = p.dataset.resetSeq + ":" + p.dataset.resetState;
-      if (speak && seen.get(row.dataset.namespace) !== key) announce(row.dataset.who + ": " + p.textContent.trim());
+      if (speak && seen.get(row.dataset.namespace) !== key) said.push(row.dataset.who + ": " + p.textContent.trim());
       seen.set(row.dataset.namespace, key);
     }
+    if (said.length) announce(said.join(" "));
   }
   noteResets(false);
 
