@@ -24,6 +24,9 @@ var questionsYAML []byte
 //go:embed cards.yaml
 var cardsYAML []byte
 
+//go:embed challenge-questions.yaml
+var challengeQuestionsYAML []byte
+
 // Choice is one possible answer.
 type Choice struct {
 	Text    string `json:"text"`
@@ -76,8 +79,10 @@ type Card struct {
 
 // Bank is every question and card.
 type Bank struct {
-	Questions []Question
-	Cards     []Card
+	// Questions are the quiz's; ChallengeQuestions are asked only by a
+	// challenge's question task, so the quiz never shows their answers.
+	Questions, ChallengeQuestions []Question
+	Cards                         []Card
 }
 
 // Load parses the embedded questions and cards.
@@ -86,11 +91,20 @@ func Load() (Bank, error) {
 	if err != nil {
 		return Bank{}, fmt.Errorf("questions.yaml: %w", err)
 	}
+	chs, err := ParseQuestions(challengeQuestionsYAML)
+	if err != nil {
+		return Bank{}, fmt.Errorf("challenge-questions.yaml: %w", err)
+	}
+	for _, q := range chs {
+		if _, err := Find(qs, q.ID); err == nil {
+			return Bank{}, fmt.Errorf("challenge-questions.yaml: id %q is also a quiz question in questions.yaml", q.ID)
+		}
+	}
 	cs, err := ParseCards(cardsYAML)
 	if err != nil {
 		return Bank{}, fmt.Errorf("cards.yaml: %w", err)
 	}
-	return Bank{Questions: qs, Cards: cs}, nil
+	return Bank{Questions: qs, ChallengeQuestions: chs, Cards: cs}, nil
 }
 
 // ParseQuestions decodes and validates a YAML list of questions.

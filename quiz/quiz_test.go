@@ -304,3 +304,20 @@ func checkErr(t *testing.T, err error, want string) bool {
 	}
 	return want == ""
 }
+
+// The challenges' own questions load with the quiz's checks, and none is a
+// quiz question (the quiz shows its answers after a wrong try).
+func TestChallengeQuestionsAreApart(t *testing.T) {
+	b, err := Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(b.ChallengeQuestions) == 0 {
+		t.Fatal("no challenge questions: the operator-or-chart challenge asks one")
+	}
+	for _, q := range b.ChallengeQuestions {
+		if _, err := Find(b.Questions, q.ID); err == nil {
+			t.Errorf("challenge question %s is also on the quiz", q.ID)
+		}
+	}
+}

@@ -55,6 +55,8 @@ func TestBrowserChallengeQuestion(t *testing.T) {
 	if err != nil || ns == "" {
 		t.Fatalf("no namespace on the page: %v", err)
 	}
+	showsNow(t, ctx, "the hints' kubectl pointed at the learner's kubeconfig", fmt.Sprintf(`document.getElementById("export-line")?.textContent === "export KUBECONFIG=~/Downloads/oplab-%s.kubeconfig"`, ns), "#work")
+	showsNow(t, ctx, "not complete before Start", `document.getElementById("complete").hidden`, "#tasks")
 	showsNow(t, ctx, "the question's four choices as checkboxes", `document.querySelectorAll('#task-decide input[type=checkbox][name=choice]').length === 4`, "#tasks")
 	if err := chromedp.Do(ctx,
 		chromedp.Click(chromedp.CSS(`#start-form input[name="confirm"]`)),
@@ -92,6 +94,7 @@ func TestBrowserChallengeQuestion(t *testing.T) {
 	shows(t, ctx, "the question done with the explanation", `document.querySelector("#task-decide .state-label").textContent === "Done" && document.querySelector("#task-decide [data-detail]").textContent.includes("day-2")`, "#tasks")
 	shows(t, ctx, "the challenge complete, said aloud", `document.getElementById("announce").textContent.includes("Challenge complete")`, "#tasks")
 	showsNow(t, ctx, "3 of 3 done", `document.getElementById("done-count").textContent === "3"`, "#tasks")
+	showsNow(t, ctx, "the end said on screen too", `!document.getElementById("complete").hidden && document.getElementById("complete").textContent.includes("Challenge complete")`, "#tasks")
 	showsNow(t, ctx, "the progress kept", `JSON.parse(localStorage.getItem("oplab.challenges"))["operator-or-chart"].tasks.decide === "done"`)
 	screenshot(t, ctx, "challenge-question-done")
 }

@@ -103,11 +103,33 @@ func TestLoadRefusesBadQuestionTasks(t *testing.T) {
 	unknown := strings.Replace(questionFile, "question: pick-two", "question: no-such", 1)
 	for name, tc := range map[string]struct{ file, want string }{
 		"both":    {both, `judge.md: tasks[1] (decide): names both check "test/b" and question "pick-two"`},
-		"unknown": {unknown, `judge.md: tasks[1] (decide): question "no-such" is not in the quiz`},
+		"unknown": {unknown, `judge.md: tasks[1] (decide): question "no-such" is not a challenge question`},
 	} {
 		_, err := load(t, map[string]string{"judge.md": tc.file})
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: err = %v, want %q", name, err, tc.want)
 		}
+	}
+}
+
+// Before Start no check runs: it would judge a namespace the challenge has
+// not set up. Tasks the browser has seen done stay done.
+func TestNotStartedRunsNoCheck(t *testing.T) {
+	c := loadJudge(t)
+	verdicts["test/a"] = true
+	t.Cleanup(func() { verdicts["test/a"] = false })
+	ss, err := c.Evaluate(context.Background(), challenge.Env{NotStarted: true}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ss[0].State != challenge.StateTodo || !strings.Contains(ss[0].Detail, "Press Start first") || strings.Contains(ss[0].Detail, "test/a") {
+		t.Errorf("not started: act = %+v, want to do, asking for Start, its check not run", ss[0])
+	}
+	if ss[1].State != challenge.StateLocked {
+		t.Errorf("not started: decide = %+v, want locked", ss[1])
+	}
+	ss, _ = c.Evaluate(context.Background(), challenge.Env{NotStarted: true}, map[string]bool{"act": true})
+	if ss[0].State != challenge.StateDone || ss[1].State != challenge.StateTodo {
+		t.Errorf("not started, act seen done: %+v, want act done and decide to answer", ss)
 	}
 }

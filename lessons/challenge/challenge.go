@@ -29,6 +29,10 @@ type Env struct {
 	Trace []controller.Step
 	// Paused says the learner's namespace is paused.
 	Paused bool
+	// NotStarted says the learner has not pressed Start: no check runs,
+	// since it would judge a namespace the challenge has not set up (and
+	// say things about objects that do not exist yet).
+	NotStarted bool
 }
 
 // Result is a check's verdict. Detail says, in words, what is still missing;

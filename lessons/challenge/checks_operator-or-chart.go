@@ -95,22 +95,23 @@ func prepareOperatorOrChart(ctx context.Context, env PrepareEnv) error {
 }
 
 // serviceRepair finds, after billing was first Ready, the delete event of
-// its Service and the reconcile that created it again: deleted < 0 when
-// there is no delete yet, repair nil when nothing has put it back.
-func serviceRepair(l stepLog) (deleted int, repair *reconcileRun) {
+// its Service, the reconcile that created it again and that create:
+// deleted < 0 when there is no delete yet, repair nil when nothing has put
+// it back.
+func serviceRepair(l stepLog) (deleted int, repair *reconcileRun, create controller.Step) {
 	deleted = l.childDeletedAfterReady(billing, "Service")
 	if deleted < 0 {
-		return -1, nil
+		return -1, nil, controller.Step{}
 	}
 	for _, r := range l.reconciles(billing, deleted) {
-		if slices.ContainsFunc(r.actions(), func(s controller.Step) bool {
-			return s.Action == "create" && s.Target != nil && s.Target.Kind == "Service" && s.Target.Name == billing &&
-				s.Outcome == controller.OutcomeCreated
-		}) {
-			return deleted, &r
+		for _, s := range r.actions() {
+			if s.Action == "create" && s.Target != nil && s.Target.Kind == "Service" && s.Target.Name == billing &&
+				s.Outcome == controller.OutcomeCreated {
+				return deleted, &r, s
+			}
 		}
 	}
-	return deleted, nil
+	return deleted, nil, controller.Step{}
 }
 
 // checkSelfHeal: both Services were deleted; the operator's came back in
@@ -118,7 +119,7 @@ func serviceRepair(l stepLog) (deleted int, repair *reconcileRun) {
 // uninstall, so a page reloaded without JavaScript still finds it done.
 func checkSelfHeal(ctx context.Context, env Env) (Result, error) {
 	l := stepLog(env.Trace)
-	deleted, repair := serviceRepair(l)
+	deleted, repair, create := serviceRepair(l)
 	chartFound, err := env.Get(ctx, billingChart, &corev1.Service{})
 	if err != nil {
 		return Result{}, err
@@ -150,7 +151,7 @@ func checkSelfHeal(ctx context.Context, env Env) (Result, error) {
 	}
 	return Result{Done: true, Detail: fmt.Sprintf("Reconcile %s put Service %s back, %s after its delete: the delete was a watch event on a child, "+
 		"and the operator closed the gap. Service %s is still gone, and will be until a person notices and applies the manifests again.",
-		shortID(repair.ID), billing, delayInWords(repair.Start.Sub(l[deleted].Time)), billingChart)}, nil
+		shortID(repair.ID), billing, delayInWords(create.Time.Sub(l[deleted].Time)), billingChart)}, nil
 }
 
 // delayInWords says a short delay in words: "4 ms", or "under a millisecond".

@@ -70,6 +70,10 @@ func (c *Challenge) Evaluate(ctx context.Context, env Env, already map[string]bo
 			out = append(out, TaskState{ID: t.ID, State: StateTodo, Detail: "Answer the question above."})
 			continue
 		}
+		if env.NotStarted {
+			out = append(out, TaskState{ID: t.ID, State: StateTodo, Detail: "Press Start first: the checks judge your namespace from the moment you start."})
+			continue
+		}
 		check, ok := LookupCheck(t.Check)
 		if !ok { // Load refuses such a file; a Challenge built by hand may still say it
 			errs = append(errs, fmt.Sprintf("task %s: check %q is not registered", t.ID, t.Check))

@@ -265,7 +265,7 @@ func (fm frontMatter) challenge(base string, lessons Resolver, questions []quiz.
 		case t.Question != "":
 			q, err := quiz.Find(questions, t.Question)
 			if err != nil {
-				bad("%s: question %q is not in the quiz (quiz/questions.yaml)", where, t.Question)
+				bad("%s: question %q is not a challenge question (quiz/challenge-questions.yaml)", where, t.Question)
 			}
 			task.Question = &q
 		default:
@@ -403,5 +403,5 @@ func LoadEmbedded(lessons Resolver) (*Set, error) {
 	if err != nil {
 		return nil, fmt.Errorf("load the quiz the challenges ask from: %w", err)
 	}
-	return Load(challenges.FS, lessons, bank.Questions)
+	return Load(challenges.FS, lessons, bank.ChallengeQuestions)
 }

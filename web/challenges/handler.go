@@ -70,6 +70,9 @@ type Options struct {
 	// as the lab does; empty: none is shown.
 	KubeconfigPath string
 	KubectlCommand func(namespace string) string
+	// KubeconfigExport is the line that points a terminal's kubectl at
+	// that kubeconfig: the hints write kubectl without --kubeconfig.
+	KubeconfigExport func(namespace string) string
 	Logger         logr.Logger
 }
 
@@ -370,7 +373,7 @@ func (h *Handler) evaluate(ctx context.Context, c *challenge.Challenge, ns strin
 	for _, id := range done {
 		already[id] = true
 	}
-	env := challenge.Env{Namespace: ns, Client: h.opts.Client, Trace: trace, Paused: h.opts.Controller.NamespacePaused(ns)}
+	env := challenge.Env{Namespace: ns, Client: h.opts.Client, Trace: trace, Paused: h.opts.Controller.NamespacePaused(ns), NotStarted: since.IsZero()}
 	return c.Evaluate(ctx, env, already)
 }
 

@@ -92,6 +92,7 @@ type pageView struct {
 	Since                   string // Unix ms of the Start the page judges from, "" for none
 	Message                 string // what the last Start said (no-JS redirect)
 	Kubeconfig, KubectlLine string
+	ExportLine              string
 }
 
 type taskView struct {
@@ -154,6 +155,9 @@ func (h *Handler) pageView(c *challenge.Challenge, ns string, since time.Time, d
 	}
 	if h.opts.KubeconfigPath != "" && h.opts.KubectlCommand != nil {
 		v.Kubeconfig, v.KubectlLine = h.opts.KubeconfigPath, h.opts.KubectlCommand(ns)
+		if h.opts.KubeconfigExport != nil {
+			v.ExportLine = h.opts.KubeconfigExport(ns)
+		}
 	}
 	for i, t := range c.Tasks {
 		tv := taskView{N: i + 1, ID: t.ID, TextHTML: withNamespace(t.TextHTML, ns), State: challenge.StateTodo}

@@ -47,6 +47,13 @@ func Command(ns string) string {
 	return "kubectl --kubeconfig ~/Downloads/" + FileName(ns) + " get databases -w"
 }
 
+// Export is the line that makes a terminal's kubectl use the downloaded
+// kubeconfig, so commands written without --kubeconfig (a challenge's
+// hints) reach the learner's namespace and no other cluster.
+func Export(ns string) string {
+	return "export KUBECONFIG=~/Downloads/" + FileName(ns)
+}
+
 func (h Handler) serve(w http.ResponseWriter, r *http.Request) {
 	a, err := h.Sessions.Access(r)
 	if errors.Is(err, session.ErrNoSession) {

@@ -505,6 +505,9 @@ func TestAnswerEndpoint(t *testing.T) {
 		{name: "pick-all right", body: `{"question":"status-subresource","choices":[2,0]}`, code: 200, wantCorrect: true},
 		{name: "pick-all partly", body: `{"question":"status-subresource","choices":[0]}`, code: 200},
 		{name: "unknown question", body: `{"question":"nope","choices":[0]}`, code: 404, wantErr: `no question has id "nope"`},
+		// A challenge's own question is graded only by its challenge: the
+		// quiz would answer with its right choices.
+		{name: "a challenge's question", body: `{"question":"operator-or-chart","choices":[1]}`, code: 404, wantErr: `no question has id "operator-or-chart"`},
 		{name: "choice out of range", body: `{"question":"level-triggered","choices":[9]}`, code: 400, wantErr: `question "level-triggered" has choices 0 to 3, not 9`},
 		{name: "two on a single", body: `{"question":"level-triggered","choices":[0,1]}`, code: 400, wantErr: `question "level-triggered" takes one answer, got 2`},
 		{name: "nothing picked", body: `{"question":"level-triggered","choices":[]}`, code: 400, wantErr: `no choice picked for question "level-triggered"`},

@@ -84,6 +84,8 @@
         if (s.state === "done") mine.tasks[s.id] = "done";
       });
       doneCount.textContent = String(done);
+      const complete = document.getElementById("complete");
+      if (complete) complete.hidden = done < of;
       store();
       if (turned.length) {
         turned.forEach((li) => {
