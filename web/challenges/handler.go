@@ -73,7 +73,7 @@ type Options struct {
 	// KubeconfigExport is the line that points a terminal's kubectl at
 	// that kubeconfig: the hints write kubectl without --kubeconfig.
 	KubeconfigExport func(namespace string) string
-	Logger         logr.Logger
+	Logger           logr.Logger
 }
 
 // Handler serves the challenge pages.
