@@ -19,7 +19,7 @@ func (s *Server) registerChallenges(ctx context.Context, mux *http.ServeMux, dir
 	}
 	challenges.New(ctx, challenges.Options{
 		Set: set, Course: course, Client: direct, Sessions: s.sessions, Controller: s.opts.Controller,
-		Exporter: s.opts.Recorder, KubeconfigPath: kubeconfig.Path, KubectlCommand: kubeconfig.Command, KubeconfigExport: kubeconfig.Export,
+		Exporter: s.opts.Recorder, Sink: s.opts.Recorder, KubeconfigPath: kubeconfig.Path, KubectlCommand: kubeconfig.Command, KubeconfigExport: kubeconfig.Export,
 		Logger: s.opts.Logger.WithName("challenges"),
 	}).Register(mux)
 	return nil

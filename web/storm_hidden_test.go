@@ -291,6 +291,7 @@ func TestBrowserStatusStormHidesThePitfalls(t *testing.T) {
 		[...document.querySelectorAll("#rows .steps li")].filter(li => li.textContent.includes("written, observedGeneration")).length >= 3`, "#rows")
 	showsNow(t, ctx, `"pitfall: hidden" on every card`, `["alpha", "bravo", "charlie"].every(n =>
 		document.querySelector("#db-" + n + " .db-head").textContent.includes("pitfall: hidden"))`, "#databases")
+	showsNow(t, ctx, "the Start's divider on the timeline", `[...document.querySelectorAll("#rows .row.divider")].some(r => r.textContent.includes("challenge started") && r.textContent.includes("the rows below are from before"))`, "#rows")
 	showsNow(t, ctx, `"pitfall: hidden" on the timeline's rows`, `[...document.querySelectorAll("#rows .row-head")].some(h => h.textContent.includes("pitfall: hidden"))`, "#rows")
 	for _, p := range stormPitfalls {
 		showsNow(t, ctx, "no card or row naming "+p, fmt.Sprintf(`!document.getElementById("databases").innerText.includes(%[1]q) &&

@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"sort"
 	"sync"
+	"time"
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -55,6 +56,9 @@ type PrepareEnv struct {
 	Client    client.Client
 	Pause     func(ctx context.Context) error
 	Resume    func(ctx context.Context) error
+	// Started, when set, is told once the wipe is done and before the
+	// prepare runs: the moment the challenge's trace begins.
+	Started func(at time.Time)
 }
 
 // Prepare builds a challenge's starting state. It runs after the learner's

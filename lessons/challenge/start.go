@@ -41,6 +41,9 @@ func (c *Challenge) Start(ctx context.Context, env PrepareEnv) (time.Time, error
 		return time.Time{}, fmt.Errorf("start challenge %s: %w", c.ID, err)
 	}
 	started := time.Now()
+	if env.Started != nil {
+		env.Started(started)
+	}
 	if c.Prepare == "" {
 		return started, nil
 	}

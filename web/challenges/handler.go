@@ -66,6 +66,10 @@ type Options struct {
 	Sessions   Sessions
 	Controller Controller
 	Exporter   Exporter
+	// Sink, when set, gets a step on the learner's timeline at each Start,
+	// so the rows of the Databases before it (often of the same names)
+	// read as the past.
+	Sink controller.Sink
 	// KubeconfigPath and KubectlCommand offer the learner's own kubectl,
 	// as the lab does; empty: none is shown.
 	KubeconfigPath string
@@ -165,6 +169,10 @@ func (h *Handler) page(w http.ResponseWriter, r *http.Request) {
 	render(w, r, h.opts.Logger, http.StatusOK, challengePage(v))
 }
 
+// PhaseStarted is the phase of the controller-type step a Start puts on
+// the learner's timeline.
+const PhaseStarted = "challenge-started"
+
 // startResult is the JSON answer of a scripted Start.
 type startResult struct {
 	Started int64  `json:"started"` // Unix milliseconds: the trace judged begins here
@@ -201,6 +209,16 @@ func (h *Handler) start(w http.ResponseWriter, r *http.Request) {
 		Namespace: ns, Client: h.opts.Client,
 		Pause:  func(context.Context) error { h.opts.Controller.PauseNamespace(ns); return nil },
 		Resume: func(context.Context) error { h.opts.Controller.ResumeNamespace(ns); return nil },
+		Started: func(at time.Time) {
+			if h.opts.Sink == nil {
+				return
+			}
+			h.opts.Sink.Emit(controller.Step{
+				Time: at, Type: controller.StepController, Phase: PhaseStarted,
+				Object:  controller.ObjectRef{Kind: "Challenge", Namespace: ns, Name: c.ID},
+				Message: fmt.Sprintf("%q: your namespace was wiped and set up again; the rows below are from before.", c.Title),
+			})
+		},
 	})
 	if err != nil {
 		h.opts.Logger.Error(err, "Failed to start a challenge", "challenge", c.ID, "namespace", ns)

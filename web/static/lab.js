@@ -402,6 +402,13 @@
   }
   function onController(m) {
     if (m.phase === "narration") { onNarration(m); return; }
+    if (m.phase === "challenge-started") {
+      // A challenge's Start wiped the namespace: what is below is from
+      // before, though its Databases may have the same names.
+      addRow(h("li", { class: "row controller divider", "data-db": "" },
+        h("div", { class: "row-head" }, timeEl(m.time), " ", h("span", { class: "pill warn" }, "challenge started"), " ", m.message || "")));
+      return;
+    }
     if (m.object && m.object.kind === "ControlPlane") {
       // A control-plane process went down or came back: say so in the
       // timeline, and leave the controller's own pill alone.
