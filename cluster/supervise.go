@@ -215,8 +215,7 @@ func (c *Cluster) supervise(exits chan exit) {
 				return
 			}
 			err := c.restart(e.name, exits)
-			if err == nil {
-				c.setDown("")
+			if err == nil { // restart cleared the down mark before it said so
 				break
 			}
 			lastErr = err
@@ -281,6 +280,9 @@ func (c *Cluster) restart(name string, exits chan<- exit) error {
 	}
 	c.watch(p, exits)
 	c.log.printf("Restarted %s (pid %d) in %s", name, p.PID, since(began))
+	// Up again before anyone hears so: a listener that asks Healthy on the
+	// event must not be told the process is still down.
+	c.setDown("")
 	c.emit(Event{Phase: PhaseRestarted, Process: name, PID: p.PID,
 		Message: fmt.Sprintf("%s is running again (restarted in %s)", name, since(began))})
 	return nil
