@@ -76,6 +76,10 @@ type Options struct {
 	Ready func(ctx context.Context) error
 	// MaxDatabasesPerNamespace caps each learner's Databases; default 5.
 	MaxDatabasesPerNamespace int
+	// NoQuotaController says the cluster runs no ResourceQuota controller
+	// (the embedded minimal mode), so a new namespace's quota status is
+	// written by oplab at once (session.KubeNamespaces).
+	NoQuotaController bool
 	// SessionIdleTimeout ends sessions without requests for this long and
 	// deletes their namespaces; default 2h. At start, New rebuilds the
 	// sessions from the lab namespaces in the cluster (session.Manager.Restore),
@@ -169,7 +173,7 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 		return nil, err
 	}
 	s.sessions, err = session.New(ctx, session.Options{
-		Namespaces:      explainedNamespaces{session.KubeNamespaces{Client: direct, MaxDatabases: opts.MaxDatabasesPerNamespace, Prefix: prefix}},
+		Namespaces:      explainedNamespaces{session.KubeNamespaces{Client: direct, MaxDatabases: opts.MaxDatabasesPerNamespace, Prefix: prefix, NoQuotaController: opts.NoQuotaController}},
 		NamespacePrefix: prefix, Revoke: explainRevoke(issuer.Revoke),
 		IdleTimeout: opts.SessionIdleTimeout, NewIdleTimeout: opts.SessionNewIdleTimeout,
 		MaxSessions: opts.MaxSessions, MaxPerClient: opts.MaxSessionsPerClient,

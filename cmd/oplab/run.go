@@ -110,6 +110,7 @@ func run(ctx context.Context, c config, out io.Writer) (retErr error) {
 		Controller:               runner,
 		Ready:                    checker.check,
 		MaxDatabasesPerNamespace: c.maxDatabases,
+		NoQuotaController:        embedded != nil && c.mode == cluster.ModeMinimal,
 		SessionIdleTimeout:       c.sessionIdle,
 		SessionNewIdleTimeout:    c.sessionIdleNew,
 		MaxSessions:              c.maxSessions,

@@ -105,7 +105,7 @@ func (h *Handler) setPitfall(ctx context.Context, ns string, r *http.Request) ou
 		return outcome{err: err}
 	}
 	if p == "" {
-		return outcome{message: fmt.Sprintf("%s has no pitfall now.", name)}
+		return outcome{message: fmt.Sprintf("Pitfall off for %s: the correct controller runs it now.", name)}
 	}
 	return outcome{message: fmt.Sprintf("Switched the %s pitfall on for %s.", p, name)}
 }
