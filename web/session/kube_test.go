@@ -207,3 +207,42 @@ func TestSessionsSurviveARestart(t *testing.T) {
 		t.Errorf("15 minutes on: unused %s alive %v, used %s alive %v; want only the used one kept", unused.Namespace, alive(unused.Namespace), s.Namespace, alive(s.Namespace))
 	}
 }
+
+// With no quota controller (the minimal cluster: no kube-controller-manager),
+// oplab writes the new quota's empty count itself, at once: the API server
+// enforces a quota only once its status lists the resource, so without it a
+// first create would be refused as "status unknown". (With a controller,
+// oplab waits for its count: TestNamespaceAndQuotaExistWhenTheSessionStarts.)
+func TestQuotaCountedWithoutAController(t *testing.T) {
+	kubeClient(t) // skips, or fails under CI, without the control plane
+	crds, err := controller.CRDs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	minimal, err := cluster.Start(t.Context(), cluster.Options{Mode: cluster.ModeMinimal, CRDs: crds})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = minimal.Stop() })
+	c, err := client.New(minimal.Config(), client.Options{Scheme: kubeClient(t).Scheme()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := session.New(t.Context(), session.Options{
+		Namespaces: session.KubeNamespaces{Client: c, MaxDatabases: 5, NoQuotaController: true}, IdleTimeout: time.Hour,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, _ := begin(t, m)
+	var q corev1.ResourceQuota
+	if err := c.Get(t.Context(), client.ObjectKey{Namespace: s.Namespace, Name: session.QuotaName}, &q); err != nil {
+		t.Fatal(err)
+	}
+	if used, ok := q.Status.Used[session.DatabaseQuotaResource]; !ok || !used.IsZero() {
+		t.Fatalf("quota status right after the session began = %+v, want %s used 0, written by oplab", q.Status, session.DatabaseQuotaResource)
+	}
+	if err := c.Create(t.Context(), database(s.Namespace, "first")); err != nil {
+		t.Errorf("the first Database in a fresh namespace: %v, want it admitted", err)
+	}
+}
