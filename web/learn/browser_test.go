@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -20,29 +21,35 @@ import (
 // chromiumPath is Debian's chromium, which the browser tests drive.
 const chromiumPath = "/usr/bin/chromium"
 
-// browser is the one Chromium shared by this package's tests; each test
-// opens its own tab. It is nil when Chromium could not start, and
-// browserErr says why.
+// browser is the one Chromium shared by this package's browser tests; each
+// test opens its own tab. It starts at the first newTab, so that running only
+// the unit tests starts no browser. It is nil when Chromium could not start,
+// and browserErr says why.
 var (
-	browser    context.Context
-	browserErr error
+	browserOnce sync.Once
+	browser     context.Context
+	browserErr  error
+	stopBrowser = func() {}
 )
 
-func TestMain(m *testing.M) { os.Exit(runMain(m)) }
+func TestMain(m *testing.M) {
+	code := m.Run()
+	stopBrowser()
+	os.Exit(code)
+}
 
-// runMain starts the shared browser around the tests, so that deferred
-// cleanup (browser, profile directory) runs before the process exits.
-func runMain(m *testing.M) int {
+// startBrowser starts the shared Chromium with a fresh profile directory,
+// which stopBrowser removes again.
+func startBrowser() {
 	if _, err := os.Stat(chromiumPath); err != nil {
 		browserErr = fmt.Errorf("chromium not installed at %s (apt-get install chromium): %w", chromiumPath, err)
-		return m.Run()
+		return
 	}
 	profile, err := os.MkdirTemp("", "oplab-learn-chromium-")
 	if err != nil {
 		browserErr = err
-		return m.Run()
+		return
 	}
-	defer os.RemoveAll(profile)
 	alloc, cancelAlloc := chromedp.NewExecAllocator(context.Background(),
 		chromedp.ExecPath(chromiumPath),
 		chromedp.Flag("headless", true),
@@ -54,21 +61,24 @@ func runMain(m *testing.M) int {
 		chromedp.NoFirstRun,
 		chromedp.UserDataDir(profile),
 	)
-	defer cancelAlloc()
 	ctx, cancel := chromedp.NewContext(alloc)
-	defer cancel()
+	stopBrowser = func() {
+		cancel()
+		cancelAlloc()
+		os.RemoveAll(profile)
+	}
 	if err := chromedp.Do(ctx); err != nil {
 		browserErr = fmt.Errorf("start chromium: %w", err)
-		return m.Run()
+		return
 	}
 	browser = ctx
-	return m.Run()
 }
 
 // newTab opens a tab in the shared browser, or skips the test when there is
 // no browser (and fails it in CI, where there must be one).
 func newTab(t *testing.T) context.Context {
 	t.Helper()
+	browserOnce.Do(startBrowser)
 	if browser == nil {
 		if os.Getenv("CI") != "" {
 			t.Fatalf("browser tests need Chromium in CI: %v", browserErr)
