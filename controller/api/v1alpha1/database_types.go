@@ -93,7 +93,10 @@ type DatabaseStatus struct {
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:shortName=db
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Generation",type=integer,JSONPath=`.metadata.generation`
+// +kubebuilder:printcolumn:name="Observed",type=integer,JSONPath=`.status.observedGeneration`
 // +kubebuilder:printcolumn:name="Replicas",type=integer,JSONPath=`.spec.replicas`
+// +kubebuilder:printcolumn:name="Deleting",type=date,JSONPath=`.metadata.deletionTimestamp`
 // +kubebuilder:printcolumn:name="Endpoint",type=string,JSONPath=`.status.endpoint`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type Database struct {

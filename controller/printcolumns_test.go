@@ -1,0 +1,93 @@
+package controller
+
+import (
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	dbv1 "github.com/oplab-dev/oplab/controller/api/v1alpha1"
+)
+
+// kubectlGet runs the control plane's own kubectl as the admin and returns the
+// table it prints for the namespace's Databases, one map per row keyed by the
+// column headers.
+func kubectlGet(t *testing.T, e *env) []map[string]string {
+	t.Helper()
+	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := shared.WriteKubeconfig(kubeconfig); err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command(shared.KubectlPath(), "--kubeconfig", kubeconfig, "-n", e.ns, "get", "databases").CombinedOutput()
+	if err != nil {
+		t.Fatalf("kubectl get databases: %v\n%s", err, out)
+	}
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	header := strings.Fields(lines[0])
+	var rows []map[string]string
+	for _, l := range lines[1:] {
+		f := strings.Fields(l)
+		if len(f) != len(header) {
+			t.Fatalf("kubectl printed a row of %d columns under %d headers:\n%s", len(f), len(header), out)
+		}
+		row := map[string]string{}
+		for i, h := range header {
+			row[h] = f[i]
+		}
+		rows = append(rows, row)
+	}
+	return rows
+}
+
+// TestKubectlColumnsTellStaleFromReady plays the lesson's point with the
+// real kubectl: a Database deleted while its controller is away keeps its old
+// status, so READY alone would say True; the GENERATION, OBSERVED and
+// DELETING columns show that status is stale and the object is going.
+func TestKubectlColumnsTellStaleFromReady(t *testing.T) {
+	e := newEnv(t)
+	r := e.startController(e.testOptions())
+	e.mustCreate(newDB("columns", 1, ""))
+	e.expectReady("columns")
+
+	rows := kubectlGet(t, e)
+	if len(rows) != 1 {
+		t.Fatalf("kubectl listed %d Databases, want 1: %v", len(rows), rows)
+	}
+	want := map[string]string{"NAME": "columns", "READY": "True", "GENERATION": "1", "OBSERVED": "1", "DELETING": "<none>"}
+	for col, v := range want {
+		if got := rows[0][col]; got != v {
+			t.Errorf("converged: column %s = %q, want %q (row %v)", col, got, v, rows[0])
+		}
+	}
+
+	// The controller goes away, then the Database is deleted: its finalizer
+	// holds it, and nobody updates its status.
+	if err := r.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.c.Delete(e.ctx, &dbv1.Database{ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: "columns"}}); err != nil {
+		t.Fatal(err)
+	}
+	e.waitFor("the deletionTimestamp", func() (bool, error) {
+		return e.getDB("columns").DeletionTimestamp != nil, nil
+	})
+	row := kubectlGet(t, e)[0]
+	if row["READY"] != "True" {
+		t.Fatalf("the stale status should still say Ready True (nothing rewrote it), got row %v", row)
+	}
+	if row["DELETING"] == "<none>" || row["DELETING"] == "" {
+		t.Errorf("a Terminating Database's DELETING column is %q, want its age: %v", row["DELETING"], row)
+	}
+	// A custom resource with finalizers gets a new generation when its
+	// deletionTimestamp is set, so OBSERVED trails GENERATION: the status is
+	// visibly stale.
+	if row["GENERATION"] == row["OBSERVED"] {
+		t.Errorf("GENERATION %s = OBSERVED %s on a Database deleted while the controller was away", row["GENERATION"], row["OBSERVED"])
+	}
+
+	// Back, the controller finishes the deletion through its finalizer.
+	e.startController(e.testOptions())
+	e.expectGone(&dbv1.Database{}, "columns")
+}
