@@ -96,16 +96,25 @@
 
   // ---- Lesson ----
 
-  // A page counts as read once its end has been on screen.
+  // A page counts as read once its end (the footer after its text) has
+  // been on screen. Opening a long page is not reading it: only the short
+  // ones show their end at once. The footer says when the page has
+  // counted, so the home page's "Pages read to the end" holds no surprise.
   function initLesson() {
     const article = document.querySelector("article.prose[data-slug]");
     const end = document.getElementById("lesson-end");
     if (!article || !end) return;
     const slug = article.dataset.slug;
-    if (!("IntersectionObserver" in window)) { markRead(slug); return; }
+    const note = end.querySelector(".read-note");
+    const counted = () => {
+      markRead(slug);
+      if (note) note.hidden = false;
+    };
+    if (readSlugs().has(slug)) { counted(); return; }
+    if (!("IntersectionObserver" in window)) { counted(); return; }
     const io = new IntersectionObserver((entries) => {
       if (!entries.some((e) => e.isIntersecting)) return;
-      markRead(slug);
+      counted();
       io.disconnect();
     });
     io.observe(end);
