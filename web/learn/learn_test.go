@@ -447,6 +447,38 @@ func TestStatesEndpoint(t *testing.T) {
 	}
 }
 
+// A question's excerpt (a trace, an object) is shown verbatim in a pre
+// block under its prompt, on the blank and on the graded page.
+func TestQuizShowsExcerptsVerbatim(t *testing.T) {
+	srv := newTestServer(t)
+	bank, err := quiz.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, blank := get(t, srv, "/quiz")
+	_, graded := postForm(t, srv, "/quiz", url.Values{})
+	n := 0
+	for _, q := range bank.Questions {
+		if q.Code == "" {
+			continue
+		}
+		n++
+		want := `<code>` + htmlEscape(q.Code) + `</code></pre>`
+		for name, body := range map[string]string{"quiz page": blank, "graded page": graded} {
+			i := strings.Index(body, `id="q-`+q.ID+`"`)
+			if i < 0 {
+				t.Fatalf("%s has no question %s", name, q.ID)
+			}
+			if j := strings.Index(body[i:], `<pre class="question-code"`); j < 0 || !strings.HasPrefix(body[i+j:][strings.Index(body[i+j:], "<code>"):], want) {
+				t.Errorf("%s: question %s does not show its excerpt verbatim in a pre block", name, q.ID)
+			}
+		}
+	}
+	if n == 0 {
+		t.Fatal("no question has an excerpt")
+	}
+}
+
 // POST /flashcards/preview tells each rating button what it will do: the
 // intervals are the ones a review at the same clock then gives.
 func TestPreviewEndpoint(t *testing.T) {
