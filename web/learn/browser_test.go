@@ -500,6 +500,12 @@ func TestBrowserScreenshots(t *testing.T) {
 				if m.mobile {
 					eventually(t, ctx, `String(document.documentElement.scrollWidth <= window.innerWidth)`, "true")
 				}
+				// Nothing is wider than the page's column (what a pre scrolls
+				// inside it aside): a phone's browser would zoom out to show
+				// it, and the text would shrink.
+				eventually(t, ctx, `(() => { const r = document.querySelector("main").getBoundingClientRect().right;
+					return [...document.querySelectorAll("main *")].filter((e) => (e.tagName === "PRE" || !e.closest("pre")) && e.getBoundingClientRect().right > r + 1)
+						.map((e) => e.tagName + "." + e.className).slice(0, 3).join(" ") || "none"; })()`, "none")
 				png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
 				if err != nil {
 					t.Fatal(err)
