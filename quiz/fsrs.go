@@ -300,3 +300,22 @@ func intervalDays(w *Weights, s float64) int {
 	d := math.Round(w.IntervalDays(s, DesiredRetention))
 	return int(math.Min(MaxInterval, math.Max(MinInterval, d)))
 }
+
+// Ratings are the four ratings in the order the flashcard page offers them.
+var Ratings = [4]Rating{Again, Hard, Good, Easy}
+
+// Preview returns the state each rating would give s at now, in the order
+// of Ratings: what the page shows on each button before the learner picks
+// one. It is Schedule run four times, so a preview and the review that
+// follows it at the same now cannot disagree.
+func Preview(s State, now time.Time) ([4]State, error) {
+	var out [4]State
+	for i, r := range Ratings {
+		next, err := Schedule(s, r, now)
+		if err != nil {
+			return [4]State{}, err
+		}
+		out[i] = next
+	}
+	return out, nil
+}

@@ -426,3 +426,33 @@ func TestStateRoundTripsThroughJSON(t *testing.T) {
 		t.Errorf("new card marshals a zero time: %s", b)
 	}
 }
+
+// Preview is Schedule for each rating, in button order.
+func TestPreviewMatchesSchedule(t *testing.T) {
+	now := time.Date(2026, 9, 1, 10, 0, 0, 0, time.UTC)
+	reviewed := State{Stability: 10, Difficulty: 5, Reps: 3, Interval: 10, Last: now.Add(-10 * day), Due: now}
+	for _, s := range []State{{}, reviewed} {
+		got, err := Preview(s, now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, r := range Ratings {
+			want, err := Schedule(s, r, now)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got[i] != want {
+				t.Errorf("preview of %s on %+v: %+v, Schedule gives %+v", r, s, got[i], want)
+			}
+		}
+		// Each better rating waits at least as long as the one before.
+		for i := 1; i < len(got); i++ {
+			if got[i].Due.Before(got[i-1].Due) {
+				t.Errorf("%s comes back before %s: %s < %s", Ratings[i], Ratings[i-1], got[i].Due, got[i-1].Due)
+			}
+		}
+	}
+	if _, err := Preview(State{Stability: -1, Difficulty: 3}, now); err == nil {
+		t.Error("Preview accepted a negative stability")
+	}
+}

@@ -36,8 +36,11 @@ type Choice struct {
 // Question is one quiz question.
 type Question struct {
 	// ID is stable and kebab-case; forms and retry links use it.
-	ID      string   `json:"id"`
-	Prompt  string   `json:"prompt"`
+	ID     string `json:"id"`
+	Prompt string `json:"prompt"`
+	// Code is an optional excerpt the question asks about (a trace, a YAML
+	// object), shown verbatim under the prompt.
+	Code    string   `json:"code,omitempty"`
 	Choices []Choice `json:"choices"`
 	// Explanation is shown once the question is answered, right or wrong.
 	Explanation string `json:"explanation"`

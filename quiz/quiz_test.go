@@ -321,3 +321,26 @@ func TestChallengeQuestionsAreApart(t *testing.T) {
 		}
 	}
 }
+
+// Some questions make the learner read what the lab or kubectl shows and
+// say what happens next; their excerpt is data of its own, not prose in the
+// prompt, so the page can show it verbatim.
+func TestSomeQuestionsReadATraceOrAnObject(t *testing.T) {
+	b := mustLoad(t)
+	var ids []string
+	for _, q := range b.Questions {
+		if q.Code == "" {
+			continue
+		}
+		ids = append(ids, q.ID)
+		if strings.TrimSpace(q.Code) != q.Code {
+			t.Errorf("question %s: code starts or ends with blank space", q.ID)
+		}
+		if !strings.Contains(q.Prompt, "next") {
+			t.Errorf("question %s shows an excerpt but does not ask what happens next: %q", q.ID, q.Prompt)
+		}
+	}
+	if len(ids) < 4 {
+		t.Errorf("%d questions with an excerpt (%v), want at least 4", len(ids), ids)
+	}
+}

@@ -15,6 +15,8 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/chromedp/chromedp/kb"
 
+	"github.com/oplab-dev/oplab/controller"
+	"github.com/oplab-dev/oplab/lessons"
 	"github.com/oplab-dev/oplab/quiz"
 )
 
@@ -236,6 +238,13 @@ func TestBrowserFlashcardsFlipRateAndRemember(t *testing.T) {
 	// A new card has no predicted recall yet.
 	eventually(t, ctx, text("#card-recall"), "New card: not reviewed yet.")
 
+	// Before any click, each rating button says when it brings the card
+	// back, as the Go scheduler has it for a new card: Again in a minute,
+	// Hard, Good and Easy after round(w1), round(w2), round(w3) days.
+	eventually(t, ctx, `document.getElementById("ratings").dataset.ready || ""`, "true")
+	eventually(t, ctx, `[...document.querySelectorAll("#ratings button")].map((b) => b.textContent.trim()).join(" | ")`,
+		"1 Again · 1 min | 2 Hard · 1 day | 3 Good · 2 days | 4 Easy · 8 days")
+
 	// Key 3 rates it Good: the Go FSRS scheduler gives a new card round(w2)
 	// = 2 days, and it leaves the due pile. The page says when it is due
 	// next and what its recall is predicted to be then; the card list shows
@@ -246,23 +255,54 @@ func TestBrowserFlashcardsFlipRateAndRemember(t *testing.T) {
 	eventually(t, ctx, text("#card-front"), bank.Cards[1].Front)
 	eventually(t, ctx, isHidden("#card .face.back"), "true")
 	eventually(t, ctx, isHidden("#last-review"), "false")
-	eventually(t, ctx, `String(/^“.+”: Good\. Next review in 2 days \(.+\), when its predicted recall will be 91%\.$/.test(`+text("#last-review")+`))`, "true")
+	eventually(t, ctx, `String(/^“.+”: Good\. Next review in 2 days \(.+\), when its predicted recall will have fallen to 91%, about the 90% the scheduler aims at \(intervals are whole days\)\.$/.test(`+text("#last-review")+`))`, "true")
 	eventually(t, ctx, text(fmt.Sprintf(`[data-recall-for=%q]`, first.ID)), "Recall now 100% · due in 2 days")
 	eventually(t, ctx, isHidden(fmt.Sprintf(`[data-recall-for=%q]`, bank.Cards[1].ID)), "true")
 	eventually(t, ctx, text("#card-recall"), "New card: not reviewed yet.")
 
-	// The review is in the log kept in this browser.
+	// The next card rated Again comes back within the sitting; the page
+	// says so, and predicts no recall for it.
+	do(t, ctx, chromedp.Click(chromedp.CSS("#card")))
+	eventually(t, ctx, `document.getElementById("ratings").dataset.ready || ""`, "true")
+	do(t, ctx, chromedp.KeyEvent("1"))
+	eventually(t, ctx, text("#last-review"), fmt.Sprintf("“%s”: Again. It comes back in 1 minute, in this sitting, to be relearned.", bank.Cards[1].Front))
+	eventually(t, ctx, fmt.Sprintf(`String(JSON.parse(localStorage.getItem("oplab.cards"))[%q].interval)`, bank.Cards[1].ID), "0")
+	eventually(t, ctx, text("#due-count"), fmt.Sprint(len(bank.Cards)-2))
+
+	// A reviewed card's buttons come from its own state: the card rated
+	// Good two days ago, seen again now, is offered longer intervals, and
+	// Good gives exactly the interval its button showed.
+	do(t, ctx, chromedp.Evaluate[chromedp.Void](fmt.Sprintf(`(() => {
+		const cards = JSON.parse(localStorage.getItem("oplab.cards"));
+		const s = cards[%q], day = 86400000;
+		s.last = new Date(Date.parse(s.last) - 2 * day).toISOString();
+		s.due = new Date(Date.now() - 1000).toISOString();
+		localStorage.setItem("oplab.cards", JSON.stringify(cards));
+	})()`, first.ID)), chromedp.Reload(), chromedp.WaitVisible(chromedp.CSS("#card")))
+	eventually(t, ctx, text("#card-front"), first.Front)
+	do(t, ctx, chromedp.Click(chromedp.CSS("#card")))
+	eventually(t, ctx, `document.getElementById("ratings").dataset.ready || ""`, "true")
+	good := eval[string](t, ctx, text(`#ratings button[data-rating="3"] .interval`))
+	days := strings.TrimSuffix(strings.TrimPrefix(good, "· "), " days")
+	if days == good || days == "2" {
+		t.Fatalf("Good on a card due after 2 days shows %q, want a longer interval in days", good)
+	}
+	do(t, ctx, chromedp.KeyEvent("3"))
+	eventually(t, ctx, fmt.Sprintf(`String(JSON.parse(localStorage.getItem("oplab.cards"))[%q].interval)`, first.ID), days)
+	eventually(t, ctx, text("#due-count"), fmt.Sprint(len(bank.Cards)-2))
+
+	// The reviews are in the log kept in this browser.
 	eventually(t, ctx, `(() => { const l = JSON.parse(localStorage.getItem("oplab.reviews")); return l.length + " " + l[0].card + " " + l[0].rating + " " + l[0].interval; })()`,
-		"1 "+first.ID+" 3 2")
+		"3 "+first.ID+" 3 2")
 	eventually(t, ctx, isHidden("#review-log"), "false")
-	eventually(t, ctx, text("#review-count"), "1")
+	eventually(t, ctx, text("#review-count"), "3")
 
 	// Progress survives a reload, on this page and on the home page.
 	do(t, ctx, chromedp.Reload(), chromedp.WaitVisible(chromedp.CSS("#card")))
-	eventually(t, ctx, text("#due-count"), fmt.Sprint(len(bank.Cards)-1))
-	eventually(t, ctx, text("#card-front"), bank.Cards[1].Front)
+	eventually(t, ctx, text("#due-count"), fmt.Sprint(len(bank.Cards)-2))
+	eventually(t, ctx, text("#card-front"), bank.Cards[2].Front)
 	do(t, ctx, chromedp.Navigate(srv.URL+"/"), chromedp.WaitVisible(chromedp.CSS("#progress")))
-	eventually(t, ctx, text(`[data-stat="due"]`), fmt.Sprint(len(bank.Cards)-1))
+	eventually(t, ctx, text(`[data-stat="due"]`), fmt.Sprint(len(bank.Cards)-2))
 }
 
 // A browser that reviewed cards under SM-2 keeps its progress: the stored
@@ -319,6 +359,44 @@ func TestBrowserLessonCountsAsReadAtItsEnd(t *testing.T) {
 	eventually(t, ctx, isHidden(`li[data-slug="status-owners-finalizers"] .read-mark`), "true")
 }
 
+// Issue 22 saw "Pages read 2 of 6" after all six pages had been opened: at
+// 1280×800 only the two shortest pages (revision notes, interview tips)
+// show their end without scrolling, so only they counted. Opening is not
+// reading; the footer now says when a page has counted, and a learner who
+// reads every page to its end gets 6 of 6.
+func TestBrowserEveryPageCountsOnceReadToTheEnd(t *testing.T) {
+	srv := newTestServer(t)
+	course, err := lessons.Load(lessons.Content, controller.Source)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pages := append(course.Kind(lessons.KindLesson), course.Kind(lessons.KindReference)...)
+	ctx := newTab(t)
+	do(t, ctx, chromedp.EmulateViewport(1280, 800))
+	long := 0
+	for _, l := range pages {
+		do(t, ctx, chromedp.Navigate(srv.URL+l.URL()), chromedp.WaitVisible(chromedp.CSS("article.prose")))
+		// A page whose end is below the fold has not counted on opening,
+		// and its footer does not claim it has.
+		if eval[bool](t, ctx, `document.getElementById("lesson-end").getBoundingClientRect().top > window.innerHeight`) {
+			long++
+			eventually(t, ctx, fmt.Sprintf(`String((JSON.parse(localStorage.getItem("oplab.read")) || []).includes(%q))`, l.Slug), "false")
+			eventually(t, ctx, isHidden("#lesson-end .read-note"), "true")
+		}
+		do(t, ctx, chromedp.KeyEvent(kb.End))
+		eventually(t, ctx, isHidden("#lesson-end .read-note"), "false")
+	}
+	if long == 0 {
+		t.Errorf("no page is longer than the window: the test no longer shows that opening a page does not count")
+	}
+	do(t, ctx, chromedp.Navigate(srv.URL+"/"), chromedp.WaitVisible(chromedp.CSS("#progress")))
+	eventually(t, ctx, text(`[data-stat="read"]`), fmt.Sprint(len(pages)))
+	eventually(t, ctx, text(`[data-stat="read"]`)+` + " of " + document.querySelector("#progress").dataset.pages`, fmt.Sprintf("%d of %d", len(pages), len(pages)))
+	// A page read before shows that it counted at once.
+	do(t, ctx, chromedp.Navigate(srv.URL+pages[0].URL()), chromedp.WaitVisible(chromedp.CSS("article.prose")))
+	eventually(t, ctx, isHidden("#lesson-end .read-note"), "false")
+}
+
 // Without JavaScript the quiz still grades (on the server) and the cards
 // still read as a list.
 func TestBrowserWorksWithoutJavaScript(t *testing.T) {
@@ -361,12 +439,16 @@ func TestBrowserScreenshots(t *testing.T) {
 	dir := artifactsDir(t)
 	// Each page is prepared by a script, then waited on until it shows what
 	// the script did (answers and reviews come back from the server).
-	pages := []struct{ name, path, prepare, ready string }{
-		{"home", "/", "", ""},
-		{"lesson", "/lessons/status-owners-finalizers", "", ""},
+	// focus names the part of a page also shot as the window shows it.
+	pages := []struct{ name, path, prepare, ready, focus string }{
+		{"home", "/", "", "", ""},
+		{"lesson", "/lessons/status-owners-finalizers", "", "", ""},
+		// Two questions answered, one of them a YAML to read; the
+		// following question, a trace, is left open.
 		{"quiz", "/quiz",
-			`document.querySelector('label[for="q-level-triggered-1"]').click(); document.querySelector('label[for="q-already-exists-0"]').click();`,
-			`String(document.querySelectorAll(".question .feedback:not([hidden]) .explanation:not(:empty)").length)`},
+			`document.querySelector('label[for="q-level-triggered-1"]').click(); document.querySelector('label[for="q-read-yaml-deleting-0"]').click();`,
+			`String(document.querySelectorAll(".question .feedback:not([hidden]) .explanation:not(:empty)").length)`,
+			"#q-read-yaml-deleting"},
 		// Rate the first card Good, then flip the next one.
 		{"flashcards", "/flashcards",
 			`(async () => {
@@ -379,15 +461,16 @@ func TestBrowserScreenshots(t *testing.T) {
 				document.getElementById("card").click();
 				document.getElementById("review-log").open = true;
 			})()`,
-			`String(!document.getElementById("last-review").hidden && document.getElementById("card").classList.contains("flipped") ? 2 : 0)`},
+			`String(!document.getElementById("last-review").hidden && document.getElementById("card").classList.contains("flipped") && document.getElementById("ratings").dataset.ready === "true" ? 2 : 0)`,
+			"#deck"},
 	}
 	modes := []struct {
 		name          string
 		width, height int64
 		mobile, dark  bool
 	}{
-		{"light", 1280, 900, false, false},
-		{"dark", 1280, 900, false, true},
+		{"light", 1280, 800, false, false},
+		{"dark", 1280, 800, false, true},
 		{"phone", 390, 844, true, false},
 		{"phone-dark", 390, 844, true, true},
 	}
@@ -417,12 +500,31 @@ func TestBrowserScreenshots(t *testing.T) {
 				if m.mobile {
 					eventually(t, ctx, `String(document.documentElement.scrollWidth <= window.innerWidth)`, "true")
 				}
+				// Nothing is wider than the page's column (what a pre scrolls
+				// inside it aside): a phone's browser would zoom out to show
+				// it, and the text would shrink.
+				eventually(t, ctx, `(() => { const r = document.querySelector("main").getBoundingClientRect().right;
+					return [...document.querySelectorAll("main *")].filter((e) => (e.tagName === "PRE" || !e.closest("pre")) && e.getBoundingClientRect().right > r + 1)
+						.map((e) => e.tagName + "." + e.className).slice(0, 3).join(" ") || "none"; })()`, "none")
 				png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
 				if err != nil {
 					t.Fatal(err)
 				}
 				file := filepath.Join(dir, p.name+"-"+m.name+".png")
 				if err := os.WriteFile(file, png, 0o644); err != nil {
+					t.Fatal(err)
+				}
+				if p.focus == "" {
+					continue
+				}
+				// The whole quiz is too tall to judge one question by: the
+				// window's view of the one in focus, as a learner sees it.
+				do(t, ctx, chromedp.Evaluate[chromedp.Void](fmt.Sprintf(`document.querySelector(%q).scrollIntoView()`, p.focus)))
+				png, err = chromedp.Run(ctx, chromedp.CaptureScreenshot())
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(filepath.Join(dir, p.name+"-focus-"+m.name+".png"), png, 0o644); err != nil {
 					t.Fatal(err)
 				}
 			}

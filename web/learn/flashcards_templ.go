@@ -57,7 +57,7 @@ func flashcardsPage(v cardsView) templ.Component {
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 2, " cards on the course's key terms. Flip a card, then say how well you knew it: each card comes back when your chance of recalling it is predicted to have fallen to 90%, so the ones you know well come back after longer and longer gaps and the ones you forget come back soon (FSRS-6 spaced repetition, the scheduler Anki uses).</p><section id=\"deck\" class=\"deck\" hidden aria-labelledby=\"deck-h\"><h2 id=\"deck-h\" class=\"deck-status\"><b id=\"due-count\">0</b> due now</h2><p id=\"last-review\" class=\"panel small\" hidden aria-live=\"polite\"></p><div id=\"deck-card\"><p id=\"card-recall\" class=\"muted small\">New card: not reviewed yet.</p><button type=\"button\" id=\"card\" class=\"flashcard\" aria-describedby=\"card-help\" aria-live=\"polite\"><span class=\"face front\"><span class=\"face-label\">Term</span><span id=\"card-front\" class=\"face-text\"></span></span> <span class=\"face back\" hidden><span class=\"face-label\">Answer</span><span id=\"card-back\" class=\"face-text\"></span></span></button><div id=\"ratings\" class=\"ratings\" role=\"group\" aria-label=\"How well did you know it?\" hidden><button type=\"button\" data-rating=\"1\"><kbd>1</kbd> Again</button> <button type=\"button\" data-rating=\"2\"><kbd>2</kbd> Hard</button> <button type=\"button\" data-rating=\"3\"><kbd>3</kbd> Good</button> <button type=\"button\" data-rating=\"4\"><kbd>4</kbd> Easy</button></div><p id=\"card-help\" class=\"muted small\">Click the card or press <kbd>Space</kbd> to flip it, then rate it: <kbd>1</kbd> Again, <kbd>2</kbd> Hard, <kbd>3</kbd> Good, <kbd>4</kbd> Easy.</p><p id=\"card-lesson\" class=\"small\" hidden>Read more: <a href=\"/lessons\"></a></p></div><p id=\"deck-done\" class=\"panel\" hidden>All caught up: nothing is due right now. Next card due <span id=\"next-due\">later</span>.</p><p id=\"deck-error\" class=\"error\" role=\"alert\" hidden></p><details id=\"review-log\" class=\"review-log\" hidden><summary>Your review log (<span id=\"review-count\">0</span>), kept in this browser</summary><ol id=\"review-list\" reversed></ol></details></section><section aria-labelledby=\"all-h\"><h2 id=\"all-h\">All cards</h2><ul class=\"card-list\">")
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 2, " cards on the course's key terms. Flip a card, then say how well you knew it; each button shows when you will see the card again. Hard, Good and Easy bring it back on the day your chance of recalling it is predicted to have fallen to 90%, so cards you know come back after ever longer gaps; Again brings it back in a minute, in this sitting (FSRS-6 spaced repetition, as in Anki).</p><section id=\"deck\" class=\"deck\" hidden aria-labelledby=\"deck-h\"><h2 id=\"deck-h\" class=\"deck-status\"><b id=\"due-count\">0</b> due now</h2><p id=\"last-review\" class=\"panel small\" hidden aria-live=\"polite\"></p><div id=\"deck-card\"><p id=\"card-recall\" class=\"muted small\">New card: not reviewed yet.</p><button type=\"button\" id=\"card\" class=\"flashcard\" aria-describedby=\"card-help\" aria-live=\"polite\"><span class=\"face front\"><span class=\"face-label\">Term</span><span id=\"card-front\" class=\"face-text\"></span></span> <span class=\"face back\" hidden><span class=\"face-label\">Answer</span><span id=\"card-back\" class=\"face-text\"></span></span></button><div id=\"ratings\" class=\"ratings\" role=\"group\" aria-labelledby=\"ratings-label\" hidden><p id=\"ratings-label\" class=\"ratings-label small\">How well did you know it? Each button says when the card comes back.</p><button type=\"button\" data-rating=\"1\"><kbd>1</kbd> Again<span class=\"interval\" data-interval-for=\"1\"></span></button> <button type=\"button\" data-rating=\"2\"><kbd>2</kbd> Hard<span class=\"interval\" data-interval-for=\"2\"></span></button> <button type=\"button\" data-rating=\"3\"><kbd>3</kbd> Good<span class=\"interval\" data-interval-for=\"3\"></span></button> <button type=\"button\" data-rating=\"4\"><kbd>4</kbd> Easy<span class=\"interval\" data-interval-for=\"4\"></span></button></div><p id=\"card-help\" class=\"muted small\">Click the card or press <kbd>Space</kbd> to flip it, then rate it: <kbd>1</kbd> Again, <kbd>2</kbd> Hard, <kbd>3</kbd> Good, <kbd>4</kbd> Easy.</p><p id=\"card-lesson\" class=\"small\" hidden>Read more: <a href=\"/lessons\"></a></p></div><p id=\"deck-done\" class=\"panel\" hidden>All caught up: nothing is due right now. Next card due <span id=\"next-due\">later</span>.</p><p id=\"deck-error\" class=\"error\" role=\"alert\" hidden></p><details id=\"review-log\" class=\"review-log\" hidden><summary>Your review log (<span id=\"review-count\">0</span>), kept in this browser</summary><ol id=\"review-list\" reversed></ol></details></section><section aria-labelledby=\"all-h\"><h2 id=\"all-h\">All cards</h2><ul class=\"card-list\">")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
@@ -69,7 +69,7 @@ func flashcardsPage(v cardsView) templ.Component {
 				var templ_7745c5c3_Var4 string
 				templ_7745c5c3_Var4, templ_7745c5c3_Err = templruntime.NewAttributeExpression("card-" + c.ID).Resolve(ctx)
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/learn/flashcards.templ`, Line: 47, Col: 28}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/learn/flashcards.templ`, Line: 48, Col: 28}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var4)
 				if templ_7745c5c3_Err != nil {
@@ -82,7 +82,7 @@ func flashcardsPage(v cardsView) templ.Component {
 				var templ_7745c5c3_Var5 string
 				templ_7745c5c3_Var5, templ_7745c5c3_Err = templ.JoinStringErrs(c.Front)
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/learn/flashcards.templ`, Line: 49, Col: 25}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/learn/flashcards.templ`, Line: 50, Col: 25}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var5))
 				if templ_7745c5c3_Err != nil {
@@ -95,7 +95,7 @@ func flashcardsPage(v cardsView) templ.Component {
 				var templ_7745c5c3_Var6 string
 				templ_7745c5c3_Var6, templ_7745c5c3_Err = templ.JoinStringErrs(c.Back)
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/learn/flashcards.templ`, Line: 50, Col: 18}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/learn/flashcards.templ`, Line: 51, Col: 18}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var6))
 				if templ_7745c5c3_Err != nil {
@@ -108,7 +108,7 @@ func flashcardsPage(v cardsView) templ.Component {
 				var templ_7745c5c3_Var7 string
 				templ_7745c5c3_Var7, templ_7745c5c3_Err = templruntime.NewAttributeExpression(templ.SafeURL(c.LessonURL)).ResolveURL(ctx)
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/learn/flashcards.templ`, Line: 51, Col: 71}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/learn/flashcards.templ`, Line: 52, Col: 71}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var7)
 				if templ_7745c5c3_Err != nil {
@@ -121,7 +121,7 @@ func flashcardsPage(v cardsView) templ.Component {
 				var templ_7745c5c3_Var8 string
 				templ_7745c5c3_Var8, templ_7745c5c3_Err = templ.JoinStringErrs(c.LessonTitle)
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/learn/flashcards.templ`, Line: 51, Col: 89}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/learn/flashcards.templ`, Line: 52, Col: 89}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var8))
 				if templ_7745c5c3_Err != nil {
@@ -134,7 +134,7 @@ func flashcardsPage(v cardsView) templ.Component {
 				var templ_7745c5c3_Var9 string
 				templ_7745c5c3_Var9, templ_7745c5c3_Err = templruntime.NewAttributeExpression(c.ID).Resolve(ctx)
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/learn/flashcards.templ`, Line: 53, Col: 63}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/learn/flashcards.templ`, Line: 54, Col: 63}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var9)
 				if templ_7745c5c3_Err != nil {

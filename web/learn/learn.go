@@ -8,8 +8,9 @@
 // from POST /quiz/answer (or the graded page) once the learner has
 // answered. Flashcard scheduling runs here too (the Go FSRS-6 in package
 // quiz): POST /flashcards/review takes a card's state from the browser and
-// returns the next one, and POST /flashcards/states converts states saved
-// under SM-2 and predicts each card's recall.
+// returns the next one, POST /flashcards/states converts states saved
+// under SM-2 and predicts each card's recall, and POST /flashcards/preview
+// gives each rating button its interval before it is pressed.
 package learn
 
 import (
@@ -38,6 +39,7 @@ import (
 //	GET  /flashcards          the flashcard deck
 //	POST /flashcards/review   schedules one review (JSON)
 //	POST /flashcards/states   reads the stored deck: converts, predicts recall (JSON)
+//	POST /flashcards/preview  what each rating would do to one card (JSON)
 //
 // The content is compiled in, so a defect in it (bad front matter, a broken
 // link, an invalid question) is a build defect that the tests of lessons,
@@ -125,6 +127,7 @@ func (s *site) register(mux *http.ServeMux) {
 	mux.HandleFunc("GET /flashcards", s.flashcards)
 	mux.HandleFunc("POST /flashcards/review", s.review)
 	mux.HandleFunc("POST /flashcards/states", s.states)
+	mux.HandleFunc("POST /flashcards/preview", s.preview)
 }
 
 func (s *site) home(w http.ResponseWriter, r *http.Request) {

@@ -186,8 +186,11 @@ type quizView struct {
 // gets a graded page from POST /quiz.
 type questionView struct {
 	ID, Number, Prompt string
-	Multi              bool
-	Choices            []choiceView
+	// Code is the trace excerpt or object the question asks about, shown
+	// verbatim; empty for most questions.
+	Code    string
+	Multi   bool
+	Choices []choiceView
 	// Explanation is empty until graded.
 	Explanation        string
 	LessonURL          string
@@ -243,7 +246,7 @@ func quizErrorView(b quiz.Bank, msg string) quizView {
 // only put in when graded.
 func newQuestionView(o outline, n int, q quiz.Question, picked []int, graded bool) questionView {
 	v := questionView{
-		ID: q.ID, Number: strconv.Itoa(n), Prompt: q.Prompt, Multi: q.Multi(),
+		ID: q.ID, Number: strconv.Itoa(n), Prompt: q.Prompt, Code: q.Code, Multi: q.Multi(),
 		LessonURL: q.Lesson, LessonTitle: o.describe(q.Lesson),
 		DemoURL: q.DemoURL(), DemoTitle: scenarioTitle(q.Demo),
 	}

@@ -5,8 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"slices"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/oplab-dev/oplab/quiz"
@@ -39,7 +42,7 @@ type reviewResponse struct {
 	// absent for a new card.
 	Recall *float64 `json:"recall,omitempty"`
 	// RecallAtDue is the predicted chance of recall when the card next
-	// falls due.
+	// falls due; absent after Again.
 	RecallAtDue *float64 `json:"recallAtDue,omitempty"`
 	// Converted says the state sent was an SM-2 one, converted first.
 	Converted bool   `json:"converted,omitempty"`
@@ -65,7 +68,13 @@ func (s *site) review(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusBadRequest, reviewResponse{Error: err.Error()})
 		return
 	}
-	resp := reviewResponse{State: &next, Converted: converted, RecallAtDue: recallAt(next, next.Due)}
+	resp := reviewResponse{State: &next, Converted: converted}
+	if req.Rating != quiz.Again {
+		// After Again the card comes back in a minute to be relearned, not
+		// when the forgetting curve reaches the desired retention, so its
+		// recall then says nothing about the schedule.
+		resp.RecallAtDue = recallAt(next, next.Due)
+	}
 	resp.Recall = recallAt(state, now)
 	writeJSON(w, http.StatusOK, resp)
 }
@@ -164,4 +173,97 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(status)
 	_ = json.NewEncoder(w).Encode(v)
+}
+
+// previewRequest is the body of POST /flashcards/preview: the state of the
+// card on screen, as for a review but without a rating.
+type previewRequest struct {
+	State json.RawMessage `json:"state"`
+	Now   *time.Time      `json:"now,omitempty"`
+}
+
+// ratingOption is what one rating button would do.
+type ratingOption struct {
+	Rating quiz.Rating `json:"rating"`
+	// Name is the button's word: Again, Hard, Good or Easy.
+	Name string `json:"name"`
+	// Interval is the wait before the card comes back, short enough for a
+	// button: "1 min", "2 days", "3.5 months".
+	Interval string `json:"interval"`
+	// Days is the interval in whole days; 0 for Again.
+	Days int       `json:"days"`
+	Due  time.Time `json:"due"`
+	// RecallAtDue is the predicted recall when the card comes back; absent
+	// for Again, which is not scheduled by the forgetting curve.
+	RecallAtDue *float64 `json:"recallAtDue,omitempty"`
+}
+
+type previewResponse struct {
+	// Now is the clock the preview used; a review sent with the same now
+	// gets exactly the intervals shown.
+	Now     time.Time      `json:"now,omitzero"`
+	Options []ratingOption `json:"options,omitempty"`
+	Error   string         `json:"error,omitempty"`
+}
+
+// preview runs the scheduler once per rating, so that each rating button can
+// say what it will do before it is pressed.
+func (s *site) preview(w http.ResponseWriter, r *http.Request) {
+	var req previewRequest
+	if status, err := decodeJSON(w, r, reviewLimit, &req, `{"state":{…},"now":"RFC 3339"}`); err != nil {
+		writeJSON(w, status, previewResponse{Error: "preview body " + err.Error()})
+		return
+	}
+	state, _, err := quiz.DecodeState(req.State)
+	if err != nil {
+		writeJSON(w, http.StatusBadRequest, previewResponse{Error: fmt.Sprintf("card state: %v", err)})
+		return
+	}
+	now := s.clock(req.Now)
+	next, err := quiz.Preview(state, now)
+	if err != nil {
+		writeJSON(w, http.StatusBadRequest, previewResponse{Error: err.Error()})
+		return
+	}
+	resp := previewResponse{Now: now}
+	for i, st := range next {
+		rating := quiz.Ratings[i]
+		o := ratingOption{Rating: rating, Name: ratingName(rating), Interval: intervalText(st.Due.Sub(now)), Days: st.Interval, Due: st.Due}
+		if rating != quiz.Again {
+			o.RecallAtDue = recallAt(st, st.Due)
+		}
+		resp.Options = append(resp.Options, o)
+	}
+	writeJSON(w, http.StatusOK, resp)
+}
+
+// ratingName is the rating as its button names it.
+func ratingName(r quiz.Rating) string {
+	n := r.String()
+	return strings.ToUpper(n[:1]) + n[1:]
+}
+
+// intervalText is a wait in the fewest words that stay exact enough to
+// choose by: minutes under an hour, whole days under a month, then months
+// and years to one decimal, as Anki's buttons show them.
+func intervalText(d time.Duration) string {
+	const month, year = 30 * 24 * time.Hour, 365 * 24 * time.Hour
+	plural := func(n float64, unit string) string {
+		s := strconv.FormatFloat(n, 'f', -1, 64)
+		if n == 1 {
+			return s + " " + unit
+		}
+		return s + " " + unit + "s"
+	}
+	switch {
+	case d < time.Hour:
+		return strconv.Itoa(max(1, int(math.Round(d.Minutes())))) + " min"
+	case d < 24*time.Hour:
+		return plural(math.Round(d.Hours()), "hour")
+	case d < month:
+		return plural(math.Round(d.Hours()/24), "day")
+	case d < year:
+		return plural(math.Round(10*float64(d)/float64(month))/10, "month")
+	}
+	return plural(math.Round(10*float64(d)/float64(year))/10, "year")
 }

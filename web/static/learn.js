@@ -96,16 +96,25 @@
 
   // ---- Lesson ----
 
-  // A page counts as read once its end has been on screen.
+  // A page counts as read once its end (the footer after its text) has
+  // been on screen. Opening a long page is not reading it: only the short
+  // ones show their end at once. The footer says when the page has
+  // counted, so the home page's "Pages read to the end" holds no surprise.
   function initLesson() {
     const article = document.querySelector("article.prose[data-slug]");
     const end = document.getElementById("lesson-end");
     if (!article || !end) return;
     const slug = article.dataset.slug;
-    if (!("IntersectionObserver" in window)) { markRead(slug); return; }
+    const note = end.querySelector(".read-note");
+    const counted = () => {
+      markRead(slug);
+      if (note) note.hidden = false;
+    };
+    if (readSlugs().has(slug)) { counted(); return; }
+    if (!("IntersectionObserver" in window)) { counted(); return; }
     const io = new IntersectionObserver((entries) => {
       if (!entries.some((e) => e.isIntersecting)) return;
-      markRead(slug);
+      counted();
       io.disconnect();
     });
     io.observe(end);
@@ -271,6 +280,12 @@
     let flipped = false;
     let busy = false;
     let timer = 0;
+    // preview is what each rating would do to the card on screen, as the
+    // server's scheduler worked it out when the answer was shown: {card,
+    // now, options}. The review is sent with the same clock, so the
+    // interval a button shows is the interval it gives.
+    let preview = null;
+    const PREVIEW_FRESH_MS = 10 * 60 * 1000;
     // recall is each reviewed card's predicted recall, as the server last
     // worked it out; the forgetting curve is not computed here.
     let recall = {};
@@ -323,6 +338,34 @@
       ui.lesson.hidden = !on;
       card.classList.toggle("flipped", on);
       card.setAttribute("aria-expanded", String(on));
+      if (on && current) loadPreview(current);
+    }
+
+    // loadPreview asks the server what each rating would do to c now and
+    // writes it on the buttons ("Good · 2 days"). Until it answers, or if
+    // it cannot, the buttons carry their names only.
+    async function loadPreview(c) {
+      if (preview && preview.card === c.id && Date.now() - preview.asked < PREVIEW_FRESH_MS) return;
+      showIntervals(null);
+      const asked = Date.now();
+      let reply;
+      try {
+        reply = await postJSON("/flashcards/preview", { state: load(KEY_CARDS, {})[c.id] || {}, now: new Date(asked).toISOString() });
+      } catch (err) {
+        fail("Could not work out the intervals", err);
+        return;
+      }
+      if (!current || current.id !== c.id) return; // the deck moved on meanwhile
+      preview = { card: c.id, asked, now: reply.now, options: reply.options };
+      showIntervals(reply.options);
+    }
+
+    function showIntervals(options) {
+      for (const b of ui.ratings.querySelectorAll("button[data-rating]")) {
+        const o = options && options.find((x) => String(x.rating) === b.dataset.rating);
+        b.querySelector(".interval").textContent = o ? ` · ${o.interval}` : "";
+      }
+      ui.ratings.dataset.ready = options ? "true" : "false";
     }
 
     // recallOf is a reviewed card's predicted recall and due time in
@@ -350,6 +393,7 @@
         if (r) p.textContent = `Recall now ${r.pct} · ${r.when}`;
       }
       current = due[0] || null;
+      if (!current || !preview || preview.card !== current.id) { preview = null; showIntervals(null); }
       ui.wrap.hidden = !current;
       ui.done.hidden = !!current;
       if (!current) { scheduleNext(now); return; }
@@ -390,7 +434,10 @@
       busy = true;
       const states = load(KEY_CARDS, {});
       const reviewed = current;
-      const at = new Date();
+      // The clock of the preview the buttons show, while it is fresh, so
+      // that the card gets exactly the interval its button said.
+      const fresh = preview && preview.card === reviewed.id && Date.now() - preview.asked < PREVIEW_FRESH_MS;
+      const at = fresh ? new Date(preview.now) : new Date();
       let reply;
       try {
         reply = await postJSON("/flashcards/review", { state: states[reviewed.id] || {}, rating, now: at.toISOString() });
@@ -401,6 +448,7 @@
         busy = false;
       }
       ui.error.hidden = true;
+      preview = null; // made for the state this review replaces
       states[reviewed.id] = reply.state;
       save(KEY_CARDS, states);
       const log = load(KEY_REVIEWS, []);
@@ -411,8 +459,13 @@
       });
       save(KEY_REVIEWS, log.slice(-MAX_LOG));
       const due = Date.parse(reply.state.due);
-      ui.last.textContent = `“${reviewed.front}”: ${RATING_NAMES[rating]}. Next review ${relative(due - Date.now())}` +
-        ` (${when(due)}), when its predicted recall will be ${pct(reply.recallAtDue)}.`;
+      // Again is not scheduled by the forgetting curve: the card comes
+      // back within the sitting, so no recall is predicted for it.
+      ui.last.textContent = rating === 1
+        ? `“${reviewed.front}”: Again. It comes back ${relative(due - Date.now())}, in this sitting, to be relearned.`
+        : `“${reviewed.front}”: ${RATING_NAMES[rating]}. Next review ${relative(due - Date.now())}` +
+          ` (${when(due)}), when its predicted recall will have fallen to ${pct(reply.recallAtDue)},` +
+          " about the 90% the scheduler aims at (intervals are whole days).";
       ui.last.hidden = false;
       await refresh();
       showLog();
