@@ -212,10 +212,7 @@ func scanExport(r io.Reader, namespace *string) (sum exportSummary, late bool, e
 				return fail("%w", err)
 			}
 		default:
-			var skip json.RawMessage
-			if err = dec.Decode(&skip); err == nil && len(skip) > maxMessageBytes {
-				err = errValueTooLarge
-			}
+			return fail("%s: unknown field", key)
 		}
 		if err != nil {
 			return fail("%s: %w", key, err)
@@ -240,8 +237,9 @@ func scanExport(r io.Reader, namespace *string) (sum exportSummary, late bool, e
 // exportKeys are the keys of an export that mean something.
 var exportKeys = []string{"version", "exportedAt", "namespace", "messages"}
 
-// knownKey refuses a known key spelt in another case: ReadExport (like
-// encoding/json) would read it, but the player, in JavaScript, would not.
+// knownKey refuses a known key spelt in another case, naming the key it
+// should be: encoding/json would read it as that key, the player, in
+// JavaScript, would not.
 func knownKey(key string) (string, error) {
 	for _, k := range exportKeys {
 		if strings.EqualFold(key, k) && key != k {
