@@ -293,7 +293,31 @@ func (s *Server) routes(ctx context.Context, direct client.Client) (http.Handler
 	if err := s.registerChallenges(ctx, mux, direct); err != nil {
 		return nil, err
 	}
-	return checkHost(s.opts.AllowedHosts, protect(mux)), nil
+	return securityHeaders(checkHost(s.opts.AllowedHosts, protect(mux))), nil
+}
+
+// contentSecurityPolicy is sent with every response. Scripts and styles
+// come only from oplab's own files (no inline script, no style attribute, no
+// eval), so text from a cluster object or an uploaded file that reached a
+// page as markup still could not run; connections go only back to oplab
+// (its /ws included); no other site may frame a page (clickjacking the
+// instructor's Stop).
+const contentSecurityPolicy = "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self'; " +
+	"connect-src 'self'; object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
+
+// securityHeaders sets the headers every response carries: the
+// Content-Security-Policy, nosniff (a file is only what its Content-Type
+// says, so an export is never run as a script), and no Referer to other
+// sites.
+func securityHeaders(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hd := w.Header()
+		hd.Set("Content-Security-Policy", contentSecurityPolicy)
+		hd.Set("X-Content-Type-Options", "nosniff")
+		hd.Set("X-Frame-Options", "DENY")
+		hd.Set("Referrer-Policy", "same-origin")
+		h.ServeHTTP(w, r)
+	})
 }
 
 // checkHost refuses requests whose Host header names a host oplab was not
