@@ -26,6 +26,8 @@ import (
 	"github.com/oplab-dev/oplab/controller"
 	"github.com/oplab-dev/oplab/controller/api/v1alpha1"
 	"github.com/oplab-dev/oplab/controller/permission"
+	"github.com/oplab-dev/oplab/quiz"
+	"github.com/oplab-dev/oplab/web/challenges"
 	"github.com/oplab-dev/oplab/web/classroom"
 	"github.com/oplab-dev/oplab/web/demo"
 	"github.com/oplab-dev/oplab/web/instructor"
@@ -163,6 +165,23 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
+	// A learner's progress report is held to the challenges and quiz that
+	// exist (issue 19 m).
+	_, set, err := challenges.LoadContent()
+	if err != nil {
+		return nil, err
+	}
+	challengeTasks := func(id string) (int, bool) {
+		if c, ok := set.Get(id); ok {
+			return len(c.Tasks), true
+		}
+		return 0, false
+	}
+	bank, err := quiz.Load()
+	if err != nil {
+		return nil, fmt.Errorf("load the quiz: %w", err)
+	}
+	quizSize := len(bank.Questions)
 	prefix := opts.NamespacePrefix
 	s := &Server{opts: opts, cache: c, cacheErr: make(chan error, 1), issuer: issuer}
 	s.watcher, err = state.NewWatcher(ctx, state.Options{
@@ -178,6 +197,7 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 		IdleTimeout: opts.SessionIdleTimeout, NewIdleTimeout: opts.SessionNewIdleTimeout,
 		MaxSessions: opts.MaxSessions, MaxPerClient: opts.MaxSessionsPerClient,
 		JoinCode: opts.JoinCode, KnownScenario: func(name string) bool { _, ok := lab.FindScenario(name); return ok },
+		ChallengeTasks: challengeTasks, QuizSize: quizSize,
 		OnExpire: opts.Recorder.Forget, OnRestore: restartedStep(opts.Recorder), Logger: opts.Logger.WithName("session"),
 	})
 	if err != nil {

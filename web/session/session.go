@@ -133,6 +133,14 @@ type Options struct {
 	// KnownScenario reports whether a learner's progress may name a
 	// scenario; nil accepts none.
 	KnownScenario func(name string) bool
+	// ChallengeTasks returns the number of tasks of a challenge by ID, or
+	// false when there is no such challenge; a progress report may name
+	// only known challenges, with no more tasks than they have. Nil
+	// accepts none.
+	ChallengeTasks func(id string) (int, bool)
+	// QuizSize is the number of questions of the quiz: the best score a
+	// report may claim.
+	QuizSize int
 	// Secure marks the cookie Secure (set it when served over HTTPS).
 	Secure bool
 	// Now is the clock; nil means time.Now.
