@@ -11,6 +11,7 @@ import (
 	"io/fs"
 	"net"
 	"net/http"
+	"net/netip"
 	"slices"
 	"strings"
 	"time"
@@ -103,6 +104,12 @@ type Options struct {
 	// KubeconfigServer is the API server URL learners' kubeconfigs name;
 	// empty means Config's host, the one the admin kubeconfig names.
 	KubeconfigServer string
+	// TrustedProxies are the proxies (an Ingress, a load balancer) whose
+	// X-Forwarded-For is believed: a request from one of them is counted,
+	// for the per-client session cap and the join code and instructor token
+	// throttles, against the right-most address in that header no trusted
+	// proxy wrote (session.ClientAddress). Empty: the peer's address.
+	TrustedProxies []netip.Prefix
 	// AllowedHosts are the host names (without port) the server answers to
 	// besides IP literals and localhost; see checkHost.
 	AllowedHosts []string
@@ -195,7 +202,7 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 		Namespaces:      explainedNamespaces{session.KubeNamespaces{Client: direct, MaxDatabases: opts.MaxDatabasesPerNamespace, Prefix: prefix, NoQuotaController: opts.NoQuotaController}},
 		NamespacePrefix: prefix, Revoke: explainRevoke(issuer.Revoke),
 		IdleTimeout: opts.SessionIdleTimeout, NewIdleTimeout: opts.SessionNewIdleTimeout,
-		MaxSessions: opts.MaxSessions, MaxPerClient: opts.MaxSessionsPerClient,
+		MaxSessions: opts.MaxSessions, MaxPerClient: opts.MaxSessionsPerClient, ClientOf: session.ClientAddress(opts.TrustedProxies),
 		JoinCode: opts.JoinCode, KnownScenario: func(name string) bool { _, ok := lab.FindScenario(name); return ok },
 		ChallengeTasks: challengeTasks, QuizSize: quizSize,
 		OnExpire: opts.Recorder.Forget, OnRestore: restartedStep(opts.Recorder), Logger: opts.Logger.WithName("session"),
@@ -302,6 +309,7 @@ func (s *Server) routes(ctx context.Context, direct client.Client) (http.Handler
 	go demos.Run(ctx)
 	instructor.New(ctx, instructor.Options{
 		Token: s.opts.InstructorToken, Controller: s.opts.Controller, Logger: s.opts.Logger.WithName("instructor"),
+		Throttle: session.NewThrottle(instructor.TokenGuesses, instructor.TokenGuessEvery, nil), ClientOf: session.ClientAddress(s.opts.TrustedProxies),
 		Demo: instructor.Demo{Runner: demos, Labs: s.sessions},
 		Roster: instructor.Roster{Learners: s.sessions, States: s.watcher, Pauses: s.opts.Controller, Deleter: direct,
 			Broadcaster: cmp.Or[instructor.Broadcaster](s.opts.Broadcaster, s.classroom), JoinCode: s.opts.JoinCode},

@@ -63,6 +63,7 @@ func TestParseFlagsRejectsBadInput(t *testing.T) {
 		{[]string{"--session-idle-new", "3h"}, "--session-idle-new"},
 		{[]string{"--session-idle", "5m", "--session-idle-new", "6m"}, "--session-idle-new"},
 		{[]string{"--max-sessions", "0"}, "--max-sessions"},
+		{[]string{"--trusted-proxies", "10.0.0.0/8,ingress-nginx"}, "trusted-proxies"},
 		{[]string{"--max-sessions-per-client", "-1"}, "--max-sessions-per-client"},
 		{[]string{"--max-sessions", "10", "--max-sessions-per-client", "11"}, "--max-sessions-per-client"},
 		{[]string{"--kubeconfig", "/nonexistent/kubeconfig"}, "--kubeconfig"},

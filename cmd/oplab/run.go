@@ -115,6 +115,7 @@ func run(ctx context.Context, c config, out io.Writer) (retErr error) {
 		MaxSessions:              c.maxSessions,
 		MaxSessionsPerClient:     c.maxPerClient,
 		AllowedHosts:             c.allowedHosts,
+		TrustedProxies:           c.trustedProxies,
 		InstructorToken:          c.instructorToken,
 		JoinCode:                 c.joinCode,
 		NamespacePrefix:          c.namespacePrefix,
