@@ -321,7 +321,25 @@ func (s *Server) routes(ctx context.Context, direct client.Client) (http.Handler
 	if err := s.registerChallenges(ctx, mux, direct); err != nil {
 		return nil, err
 	}
-	return securityHeaders(checkHost(s.opts.AllowedHosts, protect(mux))), nil
+	return securityHeaders(bodyDeadline(checkHost(s.opts.AllowedHosts, protect(mux)))), nil
+}
+
+// bodyTimeout bounds reading a request's body. Forms and reports are a
+// few KiB; the replay upload sets its own deadline, extended as the file
+// arrives (lab.replay).
+const bodyTimeout = 30 * time.Second
+
+// bodyDeadline gives every request but a websocket upgrade a read
+// deadline, so a client sending its body a byte at a time cannot hold a
+// handler for ever. (http.Server's ReadTimeout would do it too, but it
+// would also stay on the connection a websocket takes over.)
+func bodyDeadline(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Upgrade") == "" {
+			_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(bodyTimeout))
+		}
+		h.ServeHTTP(w, r)
+	})
 }
 
 // contentSecurityPolicy is sent with every response. Scripts and styles
