@@ -4,6 +4,7 @@
 package web
 
 import (
+	"bufio"
 	"cmp"
 	"context"
 	"errors"
@@ -14,6 +15,8 @@ import (
 	"net/netip"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -294,7 +297,7 @@ func (s *Server) routes(ctx context.Context, direct client.Client) (http.Handler
 	// The classroom: /ws?follow=presenter streams the presenter's namespace.
 	s.classroom = classroom.New(s.opts.Recorder, classroom.Options{})
 	context.AfterFunc(ctx, s.classroom.Close)
-	mux.Handle("GET /ws", s.classroom.Streams(s.opts.Hub.Handler, s.sessions.NamespaceOf))
+	mux.Handle("GET /ws", limitStreams(maxStreamsPerSession, s.streamOwner, s.classroom.Streams(s.opts.Hub.Handler, s.sessions.NamespaceOf)))
 	lab.New(lab.Options{
 		Store: lab.KubeStore{Client: direct}, Sessions: s.sessions, States: s.watcher,
 		Controller: s.opts.Controller, Exporter: s.opts.Recorder, KubectlLine: s.opts.KubectlLine,
@@ -460,4 +463,83 @@ func restartedStep(sink controller.Sink) func(namespace string) {
 			Message: "oplab restarted: your namespace and its Databases were kept; what happened before the restart is not on this timeline",
 		})
 	}
+}
+
+// maxStreamsPerSession is how many /ws connections one session (or one
+// address without a session) may hold: a learner's lab in a few tabs, with
+// room to spare. Each costs a buffer of frames in oplab; 300 on one cookie
+// was seen (issue 19 c).
+const maxStreamsPerSession = 8
+
+// streamOwner is whom a /ws connection counts against: the caller's own
+// session (a follower's, not the presenter's it streams), else its address.
+func (s *Server) streamOwner(r *http.Request) string {
+	if ns, err := s.sessions.NamespaceOf(r); err == nil {
+		return "ns:" + ns
+	}
+	return "addr:" + session.ClientAddress(s.opts.TrustedProxies)(r)
+}
+
+// limitStreams refuses (429) a websocket beyond max per owner. A stream
+// outlives its handler (the hub keeps the connection), so the count is
+// given back when the hijacked connection closes, not when the handler
+// returns.
+func limitStreams(max int, ownerOf func(*http.Request) string, next http.Handler) http.Handler {
+	var mu sync.Mutex
+	open := map[string]int{}
+	release := func(owner string) {
+		mu.Lock()
+		defer mu.Unlock()
+		if open[owner]--; open[owner] <= 0 {
+			delete(open, owner)
+		}
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		owner := ownerOf(r)
+		mu.Lock()
+		full := open[owner] >= max
+		if !full {
+			open[owner]++
+		}
+		mu.Unlock()
+		if full {
+			w.Header().Set("Retry-After", "10")
+			http.Error(w, fmt.Sprintf("too many live timelines open for this session (%d): close some lab tabs", max), http.StatusTooManyRequests)
+			return
+		}
+		cw := &countedWriter{ResponseWriter: w, release: sync.OnceFunc(func() { release(owner) })}
+		next.ServeHTTP(cw, r)
+		if !cw.hijacked.Load() {
+			cw.release() // refused before the upgrade: nothing stays open
+		}
+	})
+}
+
+// countedWriter hands out its connection wrapped, so that closing it gives
+// the stream's place back.
+type countedWriter struct {
+	http.ResponseWriter
+	release  func()
+	hijacked atomic.Bool
+}
+
+func (c *countedWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
+	conn, rw, err := http.NewResponseController(c.ResponseWriter).Hijack()
+	if err != nil {
+		return nil, nil, err
+	}
+	c.hijacked.Store(true)
+	return &countedConn{Conn: conn, release: c.release}, rw, nil
+}
+
+func (c *countedWriter) Unwrap() http.ResponseWriter { return c.ResponseWriter }
+
+type countedConn struct {
+	net.Conn
+	release func()
+}
+
+func (c *countedConn) Close() error {
+	c.release()
+	return c.Conn.Close()
 }
