@@ -74,3 +74,17 @@ func TestStreamsPerSessionAreBounded(t *testing.T) {
 		c.Close()
 	}
 }
+
+// Every response carries the policy: no inline script, no framing, nosniff.
+func TestSecurityHeadersOnEveryResponse(t *testing.T) {
+	h := securityHeaders(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { http.NotFound(w, r) }))
+	for _, path := range []string{"/lab", "/static/lab.js", "/nowhere"} {
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, httptest.NewRequest("GET", path, nil))
+		csp := w.Header().Get("Content-Security-Policy")
+		if !strings.Contains(csp, "script-src 'self'") || strings.Contains(csp, "unsafe-") || !strings.Contains(csp, "frame-ancestors 'none'") ||
+			w.Header().Get("X-Content-Type-Options") != "nosniff" {
+			t.Errorf("%s: CSP %q, nosniff %q", path, csp, w.Header().Get("X-Content-Type-Options"))
+		}
+	}
+}
