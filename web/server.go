@@ -330,7 +330,7 @@ func (s *Server) routes(ctx context.Context, direct client.Client) (http.Handler
 // bodyTimeout bounds reading a request's body. Forms and reports are a
 // few KiB; the replay upload sets its own deadline, extended as the file
 // arrives (lab.replay).
-const bodyTimeout = 30 * time.Second
+var bodyTimeout = 30 * time.Second // a variable for tests
 
 // bodyDeadline gives every request but a websocket upgrade a read
 // deadline, so a client sending its body a byte at a time cannot hold a

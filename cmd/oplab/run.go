@@ -144,7 +144,10 @@ func serve(ctx context.Context, c config, srv *web.Server, kubectlLine string, o
 	if err != nil {
 		return fmt.Errorf("listening on --addr %s: %w", addr, err)
 	}
-	httpSrv := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	// Headers have 10 s and an idle keep-alive connection 2 minutes; a
+	// body's deadline is set per request by the web server (ReadTimeout
+	// would also cut the websockets, which take the connection over).
+	httpSrv := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	errc := make(chan error, 2)
