@@ -187,10 +187,11 @@ func TestBrowserPagesKeepThePolicy(t *testing.T) {
 	if v := violations(t, tab); len(v) > 0 {
 		t.Errorf("/lab broke the policy: %q", v)
 	}
-	for _, path := range []string{"/learn", "/challenges", "/instructor?token=" + url.QueryEscape(testInstructorToken), "/instructor/demo", "/lab/replay"} {
-		if err := chromedp.Do(tab, chromedp.Navigate(e.http.URL+path), chromedp.WaitReady(chromedp.CSS("main"))); err != nil {
+	for _, path := range []string{"/", "/lessons", "/quiz", "/flashcards", "/challenges", "/instructor?token=" + url.QueryEscape(testInstructorToken), "/lab/replay"} {
+		if err := chromedp.Do(tab, chromedp.Navigate(e.http.URL+path), chromedp.WaitReady(chromedp.CSS("body"))); err != nil {
 			t.Fatalf("open %s: %v", path, err)
 		}
+		poll(t, tab, path+" loaded", `document.readyState === "complete"`)
 		if v := violations(t, tab); len(v) > 0 {
 			t.Errorf("%s broke the policy: %q", path, v)
 		}
