@@ -4,6 +4,7 @@
 package web
 
 import (
+	"bufio"
 	"cmp"
 	"context"
 	"errors"
@@ -11,8 +12,11 @@ import (
 	"io/fs"
 	"net"
 	"net/http"
+	"net/netip"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -26,6 +30,8 @@ import (
 	"github.com/oplab-dev/oplab/controller"
 	"github.com/oplab-dev/oplab/controller/api/v1alpha1"
 	"github.com/oplab-dev/oplab/controller/permission"
+	"github.com/oplab-dev/oplab/quiz"
+	"github.com/oplab-dev/oplab/web/challenges"
 	"github.com/oplab-dev/oplab/web/classroom"
 	"github.com/oplab-dev/oplab/web/demo"
 	"github.com/oplab-dev/oplab/web/instructor"
@@ -101,6 +107,12 @@ type Options struct {
 	// KubeconfigServer is the API server URL learners' kubeconfigs name;
 	// empty means Config's host, the one the admin kubeconfig names.
 	KubeconfigServer string
+	// TrustedProxies are the proxies (an Ingress, a load balancer) whose
+	// X-Forwarded-For is believed: a request from one of them is counted,
+	// for the per-client session cap and the join code and instructor token
+	// throttles, against the right-most address in that header no trusted
+	// proxy wrote (session.ClientAddress). Empty: the peer's address.
+	TrustedProxies []netip.Prefix
 	// AllowedHosts are the host names (without port) the server answers to
 	// besides IP literals and localhost; see checkHost.
 	AllowedHosts []string
@@ -163,6 +175,23 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
+	// A learner's progress report is held to the challenges and quiz that
+	// exist (issue 19 m).
+	_, set, err := challenges.LoadContent()
+	if err != nil {
+		return nil, err
+	}
+	challengeTasks := func(id string) (int, bool) {
+		if c, ok := set.Get(id); ok {
+			return len(c.Tasks), true
+		}
+		return 0, false
+	}
+	bank, err := quiz.Load()
+	if err != nil {
+		return nil, fmt.Errorf("load the quiz: %w", err)
+	}
+	quizSize := len(bank.Questions)
 	prefix := opts.NamespacePrefix
 	s := &Server{opts: opts, cache: c, cacheErr: make(chan error, 1), issuer: issuer}
 	s.watcher, err = state.NewWatcher(ctx, state.Options{
@@ -176,8 +205,9 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 		Namespaces:      explainedNamespaces{session.KubeNamespaces{Client: direct, MaxDatabases: opts.MaxDatabasesPerNamespace, Prefix: prefix, NoQuotaController: opts.NoQuotaController}},
 		NamespacePrefix: prefix, Revoke: explainRevoke(issuer.Revoke),
 		IdleTimeout: opts.SessionIdleTimeout, NewIdleTimeout: opts.SessionNewIdleTimeout,
-		MaxSessions: opts.MaxSessions, MaxPerClient: opts.MaxSessionsPerClient,
+		MaxSessions: opts.MaxSessions, MaxPerClient: opts.MaxSessionsPerClient, ClientOf: session.ClientAddress(opts.TrustedProxies),
 		JoinCode: opts.JoinCode, KnownScenario: func(name string) bool { _, ok := lab.FindScenario(name); return ok },
+		ChallengeTasks: challengeTasks, QuizSize: quizSize,
 		OnExpire: opts.Recorder.Forget, OnRestore: restartedStep(opts.Recorder), Logger: opts.Logger.WithName("session"),
 	})
 	if err != nil {
@@ -267,7 +297,7 @@ func (s *Server) routes(ctx context.Context, direct client.Client) (http.Handler
 	// The classroom: /ws?follow=presenter streams the presenter's namespace.
 	s.classroom = classroom.New(s.opts.Recorder, classroom.Options{})
 	context.AfterFunc(ctx, s.classroom.Close)
-	mux.Handle("GET /ws", s.classroom.Streams(s.opts.Hub.Handler, s.sessions.NamespaceOf))
+	mux.Handle("GET /ws", limitStreams(maxStreamsPerSession, s.streamOwner, s.classroom.Streams(s.opts.Hub.Handler, s.sessions.NamespaceOf)))
 	lab.New(lab.Options{
 		Store: lab.KubeStore{Client: direct}, Sessions: s.sessions, States: s.watcher,
 		Controller: s.opts.Controller, Exporter: s.opts.Recorder, KubectlLine: s.opts.KubectlLine,
@@ -282,6 +312,7 @@ func (s *Server) routes(ctx context.Context, direct client.Client) (http.Handler
 	go demos.Run(ctx)
 	instructor.New(ctx, instructor.Options{
 		Token: s.opts.InstructorToken, Controller: s.opts.Controller, Logger: s.opts.Logger.WithName("instructor"),
+		Throttle: session.NewThrottle(instructor.TokenGuesses, instructor.TokenGuessEvery, nil), ClientOf: session.ClientAddress(s.opts.TrustedProxies),
 		Demo: instructor.Demo{Runner: demos, Labs: s.sessions},
 		Roster: instructor.Roster{Learners: s.sessions, States: s.watcher, Pauses: s.opts.Controller, Deleter: direct,
 			Broadcaster: cmp.Or[instructor.Broadcaster](s.opts.Broadcaster, s.classroom), JoinCode: s.opts.JoinCode},
@@ -293,7 +324,49 @@ func (s *Server) routes(ctx context.Context, direct client.Client) (http.Handler
 	if err := s.registerChallenges(ctx, mux, direct); err != nil {
 		return nil, err
 	}
-	return checkHost(s.opts.AllowedHosts, protect(mux)), nil
+	return securityHeaders(bodyDeadline(checkHost(s.opts.AllowedHosts, protect(mux)))), nil
+}
+
+// bodyTimeout bounds reading a request's body. Forms and reports are a
+// few KiB; the replay upload sets its own deadline, extended as the file
+// arrives (lab.replay).
+var bodyTimeout = 30 * time.Second // a variable for tests
+
+// bodyDeadline gives every request but a websocket upgrade a read
+// deadline, so a client sending its body a byte at a time cannot hold a
+// handler for ever. (http.Server's ReadTimeout would do it too, but it
+// would also stay on the connection a websocket takes over.)
+func bodyDeadline(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Upgrade") == "" {
+			_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(bodyTimeout))
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
+// contentSecurityPolicy is sent with every response. Scripts and styles
+// come only from oplab's own files (no inline script, no style attribute, no
+// eval), so text from a cluster object or an uploaded file that reached a
+// page as markup still could not run; connections go only back to oplab
+// (its /ws included); no other site may frame a page (clickjacking the
+// instructor's Stop).
+const contentSecurityPolicy = "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self'; " +
+	"connect-src 'self'; object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
+
+// securityHeaders sets the headers every response carries: the
+// Content-Security-Policy, nosniff (a file is only what its Content-Type
+// says, so an export is never run as a script), and no Referer to other
+// sites.
+func securityHeaders(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hd := w.Header()
+		hd.Set("Content-Security-Policy", contentSecurityPolicy)
+		hd.Set("X-Content-Type-Options", "nosniff")
+		hd.Set("X-Frame-Options", "DENY")
+		hd.Set("Referrer-Policy", "same-origin")
+		h.ServeHTTP(w, r)
+	})
 }
 
 // checkHost refuses requests whose Host header names a host oplab was not
@@ -390,4 +463,83 @@ func restartedStep(sink controller.Sink) func(namespace string) {
 			Message: "oplab restarted: your namespace and its Databases were kept; what happened before the restart is not on this timeline",
 		})
 	}
+}
+
+// maxStreamsPerSession is how many /ws connections one session (or one
+// address without a session) may hold: a learner's lab in a few tabs, with
+// room to spare. Each costs a buffer of frames in oplab; 300 on one cookie
+// was seen (issue 19 c).
+const maxStreamsPerSession = 8
+
+// streamOwner is whom a /ws connection counts against: the caller's own
+// session (a follower's, not the presenter's it streams), else its address.
+func (s *Server) streamOwner(r *http.Request) string {
+	if ns, err := s.sessions.NamespaceOf(r); err == nil {
+		return "ns:" + ns
+	}
+	return "addr:" + session.ClientAddress(s.opts.TrustedProxies)(r)
+}
+
+// limitStreams refuses (429) a websocket beyond max per owner. A stream
+// outlives its handler (the hub keeps the connection), so the count is
+// given back when the hijacked connection closes, not when the handler
+// returns.
+func limitStreams(max int, ownerOf func(*http.Request) string, next http.Handler) http.Handler {
+	var mu sync.Mutex
+	open := map[string]int{}
+	release := func(owner string) {
+		mu.Lock()
+		defer mu.Unlock()
+		if open[owner]--; open[owner] <= 0 {
+			delete(open, owner)
+		}
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		owner := ownerOf(r)
+		mu.Lock()
+		full := open[owner] >= max
+		if !full {
+			open[owner]++
+		}
+		mu.Unlock()
+		if full {
+			w.Header().Set("Retry-After", "10")
+			http.Error(w, fmt.Sprintf("too many live timelines open for this session (%d): close some lab tabs", max), http.StatusTooManyRequests)
+			return
+		}
+		cw := &countedWriter{ResponseWriter: w, release: sync.OnceFunc(func() { release(owner) })}
+		next.ServeHTTP(cw, r)
+		if !cw.hijacked.Load() {
+			cw.release() // refused before the upgrade: nothing stays open
+		}
+	})
+}
+
+// countedWriter hands out its connection wrapped, so that closing it gives
+// the stream's place back.
+type countedWriter struct {
+	http.ResponseWriter
+	release  func()
+	hijacked atomic.Bool
+}
+
+func (c *countedWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
+	conn, rw, err := http.NewResponseController(c.ResponseWriter).Hijack()
+	if err != nil {
+		return nil, nil, err
+	}
+	c.hijacked.Store(true)
+	return &countedConn{Conn: conn, release: c.release}, rw, nil
+}
+
+func (c *countedWriter) Unwrap() http.ResponseWriter { return c.ResponseWriter }
+
+type countedConn struct {
+	net.Conn
+	release func()
+}
+
+func (c *countedConn) Close() error {
+	c.release()
+	return c.Conn.Close()
 }

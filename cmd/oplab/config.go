@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/netip"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -35,6 +36,8 @@ type config struct {
 	maxSessions     int
 	maxPerClient    int
 	allowedHosts    []string
+	// trustedProxies are the proxies whose X-Forwarded-For names the client.
+	trustedProxies []netip.Prefix
 	// instructorToken guards /instructor; parseFlags generates one when the
 	// flag is not given, so the page is never open.
 	instructorToken string
@@ -78,7 +81,7 @@ func parseFlagsInto(fs *flag.FlagSet, args []string) (config, error) {
 	fs.IntVar(&c.maxDatabases, "max-databases", 5, "the most Databases one learner's namespace may hold")
 	fs.DurationVar(&c.sessionIdle, "session-idle", 2*time.Hour, "a learner's namespace is deleted after this long without a request")
 	fs.DurationVar(&c.sessionIdleNew, "session-idle-new", 10*time.Minute, "a session whose browser never came back (no page, stream or form after the first page) is deleted with its namespace after this long")
-	fs.IntVar(&c.maxSessions, "max-sessions", 200, "the most lab sessions, and so learner namespaces, at once; when full, the oldest session never used makes room")
+	fs.IntVar(&c.maxSessions, "max-sessions", 200, "the most lab sessions, and so learner namespaces, at once; when full, the oldest session never used makes room, else the one idle longest once idle 5 minutes")
 	fs.IntVar(&c.maxPerClient, "max-sessions-per-client", 20, "the most lab sessions one client IP address may hold (0: no limit besides --max-sessions)")
 	fs.StringVar(&c.namespacePrefix, "namespace-prefix", session.NamespacePrefix, "start learner namespaces' names with this (lowercase, ending in a dash); oplab touches only namespaces labelled with its prefix, so several classrooms can share a cluster, one prefix each")
 	fs.StringVar(&c.kubeconfigHost, "kubeconfig-server", "", "API server URL the learners' own kubeconfigs name (default: the one oplab uses, as in the admin kubeconfig); set it when learners reach the API server by another address")
@@ -88,6 +91,14 @@ func parseFlagsInto(fs *flag.FlagSet, args []string) (config, error) {
 				c.allowedHosts = append(c.allowedHosts, h)
 			}
 		}
+		return nil
+	})
+	fs.Func("trusted-proxies", "comma-separated CIDRs (or IPs) of the proxies in front of oplab, such as the Ingress controller's Pods; only a request from one of them has its client address taken from X-Forwarded-For (the right-most hop not in these CIDRs), for --max-sessions-per-client and the join code and instructor token throttles (default: none, the peer's address)", func(v string) error {
+		p, err := session.ParseTrustedProxies(v)
+		if err != nil {
+			return err
+		}
+		c.trustedProxies = append(c.trustedProxies, p...)
 		return nil
 	})
 	fs.StringVar(&c.instructorToken, "instructor-token", "", "the token of the /instructor page, which stops and starts the controller for every learner (default: a random one, printed at start in the instructor URL)")

@@ -74,7 +74,7 @@ func run(ctx context.Context, c config, out io.Writer) (retErr error) {
 
 	// The CRD must be there before the controller starts, or its informer
 	// fails with a discovery error that names neither the CRD nor the fix.
-	checker, err := newReadiness(restCfg, nil)
+	checker, err := newReadiness(restCfg)
 	if err != nil {
 		return err
 	}
@@ -102,7 +102,6 @@ func run(ctx context.Context, c config, out io.Writer) (retErr error) {
 	}()
 
 	// 4. The web server.
-	checker.runner = runner
 	srv, err := web.New(ctx, web.Options{
 		Config:                   restCfg,
 		Recorder:                 rec,
@@ -116,6 +115,7 @@ func run(ctx context.Context, c config, out io.Writer) (retErr error) {
 		MaxSessions:              c.maxSessions,
 		MaxSessionsPerClient:     c.maxPerClient,
 		AllowedHosts:             c.allowedHosts,
+		TrustedProxies:           c.trustedProxies,
 		InstructorToken:          c.instructorToken,
 		JoinCode:                 c.joinCode,
 		NamespacePrefix:          c.namespacePrefix,
@@ -144,7 +144,10 @@ func serve(ctx context.Context, c config, srv *web.Server, kubectlLine string, o
 	if err != nil {
 		return fmt.Errorf("listening on --addr %s: %w", addr, err)
 	}
-	httpSrv := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	// Headers have 10 s and an idle keep-alive connection 2 minutes; a
+	// body's deadline is set per request by the web server (ReadTimeout
+	// would also cut the websockets, which take the connection over).
+	httpSrv := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	errc := make(chan error, 2)
@@ -286,16 +289,18 @@ func openControlPlaneLog(path string, out io.Writer) (io.Writer, func(), error) 
 // own timeouts.
 const readyTimeout = time.Second
 
-// readiness answers /readyz: the API server answers, the CRD is
-// established, and the controller is running.
+// readiness answers /readyz: the API server answers and the CRD is
+// established, so oplab can serve its pages. It says nothing about the
+// controller: the instructor stops it on purpose, for everyone, and the
+// pages say so; were it part of readiness, a Kubernetes readiness probe
+// would take oplab out of its Service, site and all.
 type readiness struct {
 	rest    rest.Interface
 	client  client.Reader
-	runner  interface{ Running() bool }
 	cluster interface{ Healthy() error } // the embedded cluster; nil with --kubeconfig
 }
 
-func newReadiness(cfg *rest.Config, runner interface{ Running() bool }) (*readiness, error) {
+func newReadiness(cfg *rest.Config) (*readiness, error) {
 	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("creating a discovery client: %w", err)
@@ -308,7 +313,7 @@ func newReadiness(cfg *rest.Config, runner interface{ Running() bool }) (*readin
 	if err != nil {
 		return nil, fmt.Errorf("creating a client: %w", err)
 	}
-	return &readiness{rest: dc.RESTClient(), client: cl, runner: runner}, nil
+	return &readiness{rest: dc.RESTClient(), client: cl}, nil
 }
 
 func (r *readiness) check(ctx context.Context) error {
@@ -322,13 +327,7 @@ func (r *readiness) check(ctx context.Context) error {
 	if err := r.rest.Get().AbsPath("/version").Do(ctx).Error(); err != nil {
 		return fmt.Errorf("api server unreachable: %w", err)
 	}
-	if err := r.checkCRD(ctx); err != nil {
-		return err
-	}
-	if !r.runner.Running() {
-		return errors.New("controller stopped")
-	}
-	return nil
+	return r.checkCRD(ctx)
 }
 
 // checkCRD reports whether the Database CRD is installed and established.

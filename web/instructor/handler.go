@@ -14,7 +14,10 @@ import (
 	"crypto/sha256"
 	"crypto/subtle"
 	"fmt"
+	"math"
 	"net/http"
+	"strconv"
+	"time"
 
 	"github.com/a-h/templ"
 	"github.com/go-logr/logr"
@@ -38,8 +41,27 @@ type Options struct {
 	Demo       Demo // the scripted demos (demo.go); zero: none
 	Roster     Roster
 	Present    Presenting
-	Logger     logr.Logger
+	// Throttle slows down wrong tokens per client address (ClientOf);
+	// nil: none.
+	Throttle Throttle
+	// ClientOf tells a request's client address; nil: the peer's.
+	ClientOf func(*http.Request) string
+	Logger   logr.Logger
 }
+
+// Throttle is what the handler needs of session.Throttle.
+type Throttle interface {
+	Wait(addr string) time.Duration
+	Fail(addr string)
+}
+
+// The instructor token's throttle: a few typos, then one guess every
+// 30 s from an address. (The token is at least 16 characters; this makes
+// guessing it at the server's speed impossible, not merely slow.)
+const (
+	TokenGuesses    = 5
+	TokenGuessEvery = 30 * time.Second
+)
 
 // Handler serves the instructor routes.
 type Handler struct {
@@ -78,28 +100,55 @@ type access int
 const (
 	noToken access = iota
 	wrongToken
+	throttled
 	instructor
 )
 
 // check reads the token from the cookie, or from given (a query or form
-// value), comparing in constant time.
-func (h *Handler) check(r *http.Request, given string) access {
+// value), comparing in constant time. A wrong one counts against the
+// caller's address; an address with no try left is not compared at all
+// (throttled, with the wait).
+func (h *Handler) check(r *http.Request, given string) (access, time.Duration) {
+	proof := h.proof[:]
+	var got []byte
 	if given != "" {
 		d := digest(given)
-		if subtle.ConstantTimeCompare(d[:], h.proof[:]) == 1 {
-			return instructor
+		got = d[:]
+	} else {
+		c, err := r.Cookie(CookieName)
+		if err != nil {
+			return noToken, 0
 		}
-		return wrongToken
+		got, proof = []byte(c.Value), []byte(fmt.Sprintf("%x", h.proof))
 	}
-	c, err := r.Cookie(CookieName)
-	if err != nil {
-		return noToken
+	client := h.clientOf(r)
+	if h.opts.Throttle != nil {
+		if wait := h.opts.Throttle.Wait(client); wait > 0 {
+			h.opts.Logger.Info("Throttled instructor token guesses", "client", client, "retryAfter", wait.Round(time.Second))
+			return throttled, wait
+		}
 	}
-	want := fmt.Sprintf("%x", h.proof)
-	if subtle.ConstantTimeCompare([]byte(c.Value), []byte(want)) == 1 {
-		return instructor
+	if subtle.ConstantTimeCompare(got, proof) == 1 {
+		return instructor, 0
 	}
-	return wrongToken
+	if h.opts.Throttle != nil {
+		h.opts.Throttle.Fail(client)
+	}
+	h.opts.Logger.Info("Refused a wrong instructor token", "client", client)
+	return wrongToken, 0
+}
+
+func (h *Handler) clientOf(r *http.Request) string {
+	if h.opts.ClientOf != nil {
+		return h.opts.ClientOf(r)
+	}
+	return r.RemoteAddr
+}
+
+// tooMany answers a throttled request: 429 with Retry-After.
+func tooMany(w http.ResponseWriter, wait time.Duration) {
+	w.Header().Set("Retry-After", strconv.Itoa(max(1, int(math.Ceil(wait.Seconds())))))
+	http.Error(w, fmt.Sprintf("too many wrong instructor tokens from your address: try again in %s s", w.Header().Get("Retry-After")), http.StatusTooManyRequests)
 }
 
 // setCookie remembers the instructor in this browser.
@@ -120,11 +169,17 @@ func (h *Handler) page(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	given := r.URL.Query().Get("token")
-	switch h.check(r, given) {
+	switch a, wait := h.check(r, given); a {
 	case noToken:
 		render(w, r, http.StatusUnauthorized, LoginView(Login{}))
 		return
+	case throttled:
+		tooMany(w, wait)
+		return
 	case wrongToken:
+		if given == "" {
+			h.clearCookie(w)
+		}
 		render(w, r, http.StatusForbidden, LoginView(Login{Error: "That is not the instructor token oplab printed at start."}))
 		return
 	}
@@ -144,8 +199,16 @@ func (h *Handler) login(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Referrer-Policy", "no-referrer")
 	r.Body = http.MaxBytesReader(w, r.Body, 4<<10)
 	given := r.PostFormValue("token")
-	if h.opts.Token == "" || given == "" || h.check(r, given) != instructor {
-		h.opts.Logger.Info("Refused an instructor login", "remote", r.RemoteAddr)
+	if h.opts.Token == "" || given == "" {
+		render(w, r, http.StatusForbidden, LoginView(Login{Error: "That is not the instructor token oplab printed at start."}))
+		return
+	}
+	switch a, wait := h.check(r, given); a {
+	case throttled:
+		tooMany(w, wait)
+		return
+	case instructor:
+	default:
 		render(w, r, http.StatusForbidden, LoginView(Login{Error: "That is not the instructor token oplab printed at start."}))
 		return
 	}
@@ -160,15 +223,26 @@ func (h *Handler) allowed(w http.ResponseWriter, r *http.Request) bool {
 		http.Error(w, "this oplab was started without an instructor token", http.StatusForbidden)
 		return false
 	}
-	switch h.check(r, "") {
+	switch a, wait := h.check(r, ""); a {
 	case noToken:
 		http.Error(w, "instructor token required: open the instructor URL oplab printed at start", http.StatusUnauthorized)
 		return false
+	case throttled:
+		tooMany(w, wait)
+		return false
 	case wrongToken:
+		h.clearCookie(w)
 		http.Error(w, "wrong instructor token", http.StatusForbidden)
 		return false
 	}
 	return true
+}
+
+// clearCookie drops a cookie that no longer proves the token (oplab
+// restarted with another one), so a page polling with it is refused once,
+// not counted against its address on every poll.
+func (h *Handler) clearCookie(w http.ResponseWriter) {
+	http.SetCookie(w, &http.Cookie{Name: CookieName, Value: "", Path: "/instructor", MaxAge: -1, HttpOnly: true, SameSite: http.SameSiteStrictMode})
 }
 
 // guard serves next only to the instructor, never from a cache.

@@ -46,7 +46,8 @@ func instructorCookie() *http.Cookie {
 
 func rosterMux(t *testing.T, b Broadcaster) (*http.ServeMux, *session.Manager) {
 	t.Helper()
-	m, err := session.New(t.Context(), session.Options{Namespaces: inMemory{}, KnownScenario: func(string) bool { return true }})
+	m, err := session.New(t.Context(), session.Options{Namespaces: inMemory{}, KnownScenario: func(string) bool { return true },
+		ChallengeTasks: func(string) (int, bool) { return 4, true }, QuizSize: 10})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -65,50 +65,58 @@ func ReplayFragments(e stream.Export) (stream.Export, error) {
 
 // ReplayMessage renders one encoded message's state again as the replay
 // shows it: read-only cards, without forms. An export written before states
-// carried their HTML replays the same way. Other messages come back as they
-// are. An error begins with the message's seq, for the caller to place.
+// carried their HTML replays the same way. The message is decoded strictly
+// (stream.DecodeStrict) and encoded again from what was decoded, so the
+// page gets exactly the fields that were checked, and a card's HTML only
+// ever comes from this renderer, never from the file. An error begins with
+// the message's seq, for the caller to place.
 func ReplayMessage(raw json.RawMessage) (json.RawMessage, error) {
 	var m stream.Message
-	if err := json.Unmarshal(raw, &m); err != nil {
-		return nil, fmt.Errorf(": decoding json: %w", err)
+	if err := stream.DecodeStrict(raw, &m); err != nil {
+		return nil, fmt.Errorf(": %w", err)
 	}
-	if m.Type != stream.TypeState || len(m.State) == 0 {
-		return raw, nil
+	if len(m.State) > 0 && string(m.State) != "null" {
+		if m.Type != stream.TypeState {
+			return nil, fmt.Errorf(" (seq %d): state: only a message of type %q carries one", m.Seq, stream.TypeState)
+		}
+		st, err := Fragments{Card: Card{ReadOnly: true}}.rerender(m.Object.Kind, m.State)
+		if err != nil {
+			return nil, fmt.Errorf(" (seq %d): %w", m.Seq, err)
+		}
+		m.State = st
 	}
-	st, err := Fragments{Card: Card{ReadOnly: true}}.rerender(m.Object.Kind, m.State)
+	out, err := json.Marshal(m)
 	if err != nil {
-		return nil, fmt.Errorf(" (seq %d): %w", m.Seq, err)
+		return nil, fmt.Errorf(" (seq %d): encode again: %w", m.Seq, err)
 	}
-	var fields map[string]json.RawMessage
-	if err := json.Unmarshal(raw, &fields); err != nil {
-		return nil, fmt.Errorf(" (seq %d): decoding json: %w", m.Seq, err)
-	}
-	fields["state"] = st
-	return json.Marshal(fields)
+	return out, nil
 }
 
+// rerender draws a state's card from its view model, decoded strictly; the
+// HTML the state carried is dropped. Only the kinds oplab publishes states
+// of have one.
 func (f Fragments) rerender(kind string, raw json.RawMessage) (json.RawMessage, error) {
 	switch kind {
 	case "Database":
-		var d state.Database
-		if err := json.Unmarshal(raw, &d); err != nil {
+		var d state.PublishedDatabase
+		if err := stream.DecodeStrict(raw, &d); err != nil {
 			return nil, fmt.Errorf("state: not a Database view: %w", err)
 		}
-		html, err := f.RenderDatabase(d)
+		html, err := f.RenderDatabase(d.Database)
 		if err != nil {
 			return nil, err
 		}
-		return json.Marshal(state.PublishedDatabase{Database: d, HTML: html})
+		return json.Marshal(state.PublishedDatabase{Database: d.Database, HTML: html})
 	case "ConfigMap":
-		var s state.Snapshot
-		if err := json.Unmarshal(raw, &s); err != nil {
+		var s state.PublishedSnapshot
+		if err := stream.DecodeStrict(raw, &s); err != nil {
 			return nil, fmt.Errorf("state: not a snapshot view: %w", err)
 		}
-		html, err := f.RenderSnapshot(s)
+		html, err := f.RenderSnapshot(s.Snapshot)
 		if err != nil {
 			return nil, err
 		}
-		return json.Marshal(state.PublishedSnapshot{Snapshot: s, HTML: html})
+		return json.Marshal(state.PublishedSnapshot{Snapshot: s.Snapshot, HTML: html})
 	}
-	return raw, nil
+	return nil, fmt.Errorf("state: oplab draws no state of an object of kind %q", kind)
 }

@@ -7,9 +7,11 @@ import (
 	"fmt"
 	"io"
 	"mime/multipart"
+	"net"
 	"net/http"
 	"os"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/a-h/templ"
@@ -35,11 +37,69 @@ const (
 	// replayWriteTimeout bounds writing the page, so a client that stops
 	// reading cannot hold a replay slot.
 	replayWriteTimeout = 2 * time.Minute
+	// An upload must keep coming: each replayProgressBytes read give
+	// replayProgressWait more to read the rest, up to replayReadTimeout in
+	// all. (64 KiB in 10 s is 52 kbit/s: any real link, and not a client
+	// that sends a byte now and then to hold a slot.)
+	replayProgressBytes = 64 << 10
+	replayReadTimeout   = 5 * time.Minute
 )
+
+// replayProgressWait is how long an upload may go without
+// replayProgressBytes more (a variable for tests).
+var replayProgressWait = 10 * time.Second
 
 // replaySlots bounds the replays in progress. It is one for the process, not
 // per Handler, because what it protects is the process's memory and disk.
 var replaySlots = make(chan struct{}, maxReplays)
+
+// replaying holds who has a replay in progress (their namespace, or their
+// address without a session): one each, so one learner cannot hold every
+// slot.
+var replaying = struct {
+	sync.Mutex
+	by map[string]bool
+}{by: map[string]bool{}}
+
+// replayer is who r is, for the one-replay-each rule.
+func (h *Handler) replayer(r *http.Request) string {
+	if h.opts.Sessions != nil {
+		if ns, err := h.opts.Sessions.NamespaceOf(r); err == nil {
+			return "ns:" + ns
+		}
+	}
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		host = r.RemoteAddr
+	}
+	return "addr:" + host
+}
+
+// progressReader extends the connection's read deadline as an upload
+// arrives (see replayProgressBytes), never past end.
+type progressReader struct {
+	r     io.Reader
+	rc    *http.ResponseController
+	end   time.Time
+	since int
+}
+
+func (p *progressReader) Read(b []byte) (int, error) {
+	n, err := p.r.Read(b)
+	if p.since += n; p.since >= replayProgressBytes {
+		p.since = 0
+		p.extend()
+	}
+	return n, err
+}
+
+func (p *progressReader) extend() {
+	d := time.Now().Add(replayProgressWait)
+	if d.After(p.end) {
+		d = p.end
+	}
+	_ = p.rc.SetReadDeadline(d)
+}
 
 // export downloads the caller's recorded timeline.
 func (h *Handler) export(w http.ResponseWriter, r *http.Request) {
@@ -65,8 +125,23 @@ func (h *Handler) replayForm(w http.ResponseWriter, r *http.Request) {
 // it renders has no forms that write to the cluster.
 func (h *Handler) replay(w http.ResponseWriter, r *http.Request) {
 	fail := func(code int, format string, args ...any) {
+		// A body cut by its deadline cancels the request's context; the
+		// answer saying so must still be written (the write deadline
+		// bounds it).
+		r := r.WithContext(context.WithoutCancel(r.Context()))
 		render(w, r, code, ReplayView(ReplayPage{Error: fmt.Sprintf(format, args...)}))
 	}
+	who := h.replayer(r)
+	replaying.Lock()
+	busy := replaying.by[who]
+	replaying.by[who] = true
+	replaying.Unlock()
+	if busy {
+		w.Header().Set("Retry-After", "5")
+		fail(http.StatusTooManyRequests, "You have a replay loading already: wait for it, or try again in a few seconds.")
+		return
+	}
+	defer func() { replaying.Lock(); delete(replaying.by, who); replaying.Unlock() }()
 	select {
 	case replaySlots <- struct{}{}:
 		defer func() { <-replaySlots }()
@@ -75,10 +150,21 @@ func (h *Handler) replay(w http.ResponseWriter, r *http.Request) {
 		fail(http.StatusServiceUnavailable, "Too many replays at once, try again in a few seconds.")
 		return
 	}
-	_ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(replayWriteTimeout))
-	r.Body = http.MaxBytesReader(w, r.Body, maxUploadBytes)
+	rc := http.NewResponseController(w)
+	_ = rc.SetWriteDeadline(time.Now().Add(replayWriteTimeout))
+	// A slow body must not hold the slot: the upload has to keep coming.
+	body := &progressReader{r: r.Body, rc: rc, end: time.Now().Add(replayReadTimeout)}
+	body.extend()
+	r.Body = http.MaxBytesReader(w, struct {
+		io.Reader
+		io.Closer
+	}{body, r.Body}, maxUploadBytes)
 	part, err := filePart(r)
 	if err != nil {
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			fail(http.StatusRequestTimeout, "file: the upload stopped arriving (at least %d KiB every %s are needed)", replayProgressBytes>>10, replayProgressWait)
+			return
+		}
 		if isTooLarge(err) {
 			fail(http.StatusRequestEntityTooLarge, "file: larger than the %d MiB limit", maxExportBytes>>20)
 			return
@@ -95,6 +181,10 @@ func (h *Handler) replay(w http.ResponseWriter, r *http.Request) {
 	defer func() { spool.Close(); os.Remove(spool.Name()) }()
 	sum, err := checkExport(io.TeeReader(part, spool), spool)
 	if err != nil {
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			fail(http.StatusRequestTimeout, "file: the upload stopped arriving (at least %d KiB every %s are needed)", replayProgressBytes>>10, replayProgressWait)
+			return
+		}
 		if isTooLarge(err) {
 			fail(http.StatusRequestEntityTooLarge, "file: larger than the %d MiB limit", maxExportBytes>>20)
 			return
@@ -212,10 +302,7 @@ func scanExport(r io.Reader, namespace *string) (sum exportSummary, late bool, e
 				return fail("%w", err)
 			}
 		default:
-			var skip json.RawMessage
-			if err = dec.Decode(&skip); err == nil && len(skip) > maxMessageBytes {
-				err = errValueTooLarge
-			}
+			return fail("%s: unknown field", key)
 		}
 		if err != nil {
 			return fail("%s: %w", key, err)
@@ -240,8 +327,9 @@ func scanExport(r io.Reader, namespace *string) (sum exportSummary, late bool, e
 // exportKeys are the keys of an export that mean something.
 var exportKeys = []string{"version", "exportedAt", "namespace", "messages"}
 
-// knownKey refuses a known key spelt in another case: ReadExport (like
-// encoding/json) would read it, but the player, in JavaScript, would not.
+// knownKey refuses a known key spelt in another case, naming the key it
+// should be: encoding/json would read it as that key, the player, in
+// JavaScript, would not.
 func knownKey(key string) (string, error) {
 	for _, k := range exportKeys {
 		if strings.EqualFold(key, k) && key != k {

@@ -26,8 +26,13 @@ func exportJSON(n int, extra string) string {
 		if i == n {
 			msg = extra
 		}
-		m, _ := json.Marshal(msg)
-		fmt.Fprintf(&b, `{"seq":%d,"time":"2026-01-01T00:00:00Z","type":"event","object":{"kind":"Database","namespace":"lab-a","name":"a"},"message":%s}`, i, m)
+		// An empty message is left out, as the recorder leaves it out.
+		text := ""
+		if msg != "" {
+			m, _ := json.Marshal(msg)
+			text = `,"message":` + string(m)
+		}
+		fmt.Fprintf(&b, `{"seq":%d,"time":"2026-01-01T00:00:00Z","type":"event","object":{"kind":"Database","namespace":"lab-a","name":"a"}%s}`, i, text)
 	}
 	b.WriteString(`]}`)
 	return b.String()
@@ -64,7 +69,12 @@ func TestReplayChecksTheFileAsItReadsIt(t *testing.T) {
 		{"trailing whitespace is fine", exportJSON(2, "") + "\n\n", 200, ""},
 		{"one message too large", exportJSON(2, huge), 422, "messages[1]: a single value is larger than 1024 KiB"},
 		{"one message far too large", exportJSON(2, huge+huge+huge), 422, "messages[1]: a single value is larger than 1024 KiB"},
-		{"an unknown key too large", `{"version":1,"junk":"` + huge + `","messages":[]}`, 422, "larger than 1024 KiB"},
+		{"an unknown key", `{"version":1,"junk":"` + huge + `","messages":[]}`, 422, "junk: unknown field"},
+		{"a key in another case", `{"version":1,"Namespace":"lab-a","messages":[]}`, 422, `key "Namespace": write it "namespace"`},
+		{"Kind beside kind", `{"version":1,"namespace":"lab-a","messages":[{"seq":1,"time":"2026-01-01T00:00:00Z","type":"state","object":{"kind":"Database","namespace":"lab-a","name":"a","Kind":"Nope"},"state":{}}]}`, 422, `messages[0]: object.Kind: unknown field (the field is "kind"`},
+		{"Type beside type", `{"version":1,"namespace":"lab-a","messages":[{"seq":1,"time":"2026-01-01T00:00:00Z","type":"state","Type":"event","object":{"kind":"Database","namespace":"lab-a","name":"a"}}]}`, 422, `messages[0]: Type: unknown field (the field is "type"`},
+		{"a state with HTML for a kind oplab draws none of", `{"version":1,"namespace":"lab-a","messages":[{"seq":1,"time":"2026-01-01T00:00:00Z","type":"state","object":{"kind":"Secret","namespace":"lab-a","name":"a"},"state":{"html":"<img src=x>"}}]}`, 422, `messages[0] (seq 1): state: oplab draws no state of an object of kind "Secret"`},
+		{"a key twice inside a state", `{"version":1,"namespace":"lab-a","messages":[{"seq":1,"time":"2026-01-01T00:00:00Z","type":"state","object":{"kind":"Database","namespace":"lab-a","name":"a"},"state":{"name":"a","name":"b"}}]}`, 422, `messages[0]: state.name: appears twice`},
 		{"messages twice", `{"version":1,"messages":[],"messages":[]}`, 422, "messages: appears twice"},
 		{"not an object", `[1,2]`, 422, "decoding json: want an object, found ["},
 		{"messages not an array", `{"version":1,"messages":{}}`, 422, "messages: decoding json: want an array, found {"},

@@ -4,9 +4,13 @@ import (
 	"crypto/sha256"
 	"crypto/subtle"
 	"errors"
+	"fmt"
+	"math"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
+	"time"
 )
 
 // ErrJoin is what every *JoinError is (errors.Is): a session was refused
@@ -30,6 +34,20 @@ func (e *JoinError) Error() string {
 // Is makes errors.Is(err, ErrJoin) true.
 func (e *JoinError) Is(target error) bool { return target == ErrJoin }
 
+// ThrottledError is a join code not even compared: the caller's address
+// gave too many wrong ones lately (Options.JoinThrottle).
+type ThrottledError struct {
+	// Wait is how long until the address may try again.
+	Wait time.Duration
+}
+
+func (e *ThrottledError) Error() string {
+	return fmt.Sprintf("too many wrong join codes from your address: try again in %d s", int(math.Ceil(e.Wait.Seconds())))
+}
+
+// Is makes errors.Is(err, ErrJoin) true: the answer is the join form.
+func (e *ThrottledError) Is(target error) bool { return target == ErrJoin }
+
 // JoinField is the query parameter and form field carrying the join code.
 const JoinField = "join"
 
@@ -47,8 +65,17 @@ func (m *Manager) checkJoin(r *http.Request) error {
 	if given == "" {
 		return &JoinError{}
 	}
+	// Guesses are throttled per address: a few, then one every few
+	// seconds, so a join code cannot be guessed at the server's speed.
+	client := m.opts.ClientOf(r)
+	if wait := m.opts.JoinThrottle.Wait(client); wait > 0 {
+		m.opts.Logger.Info("Throttled join code guesses", "client", client, "retryAfter", wait.Round(time.Second))
+		return &ThrottledError{Wait: wait}
+	}
 	want, got := sha256.Sum256([]byte(m.opts.JoinCode)), sha256.Sum256([]byte(given))
 	if subtle.ConstantTimeCompare(want[:], got[:]) != 1 {
+		m.opts.JoinThrottle.Fail(client)
+		m.opts.Logger.Info("Refused a wrong join code", "client", client)
 		return &JoinError{Given: true}
 	}
 	return nil
@@ -71,8 +98,13 @@ func (m *Manager) join(w http.ResponseWriter, r *http.Request) {
 	}
 	if _, err := m.begin(w, r, name); err != nil {
 		var je *JoinError
-		if errors.As(err, &je) {
-			m.opts.Logger.Info("Refused a lab session without the join code", "given", je.Given, "remote", r.RemoteAddr)
+		var te *ThrottledError
+		switch {
+		case errors.As(err, &te):
+			retryAfter(w, te.Wait)
+			writeJoin(w, r, http.StatusTooManyRequests, Join{Error: te.Error(), Field: JoinField, Name: name, Next: next})
+			return
+		case errors.As(err, &je):
 			writeJoin(w, r, http.StatusForbidden, Join{Error: je.Error(), Field: JoinField, Name: name, Next: next})
 			return
 		}
@@ -98,11 +130,19 @@ func labPath(next string) string {
 }
 
 // WriteJoinForm answers a request Begin refused with err (a *JoinError):
-// 403 and the join form, which posts back to the page asked for.
+// 403 and the join form, which posts back to the page asked for; 429 with
+// Retry-After for a *ThrottledError.
 func WriteJoinForm(w http.ResponseWriter, r *http.Request, err error) {
 	j := Join{Next: labPath(r.URL.RequestURI())}
 	var je *JoinError
-	if errors.As(err, &je) && je.Given {
+	var te *ThrottledError
+	switch {
+	case errors.As(err, &te):
+		retryAfter(w, te.Wait)
+		j.Error, j.Field = te.Error(), JoinField
+		writeJoin(w, r, http.StatusTooManyRequests, j)
+		return
+	case errors.As(err, &je) && je.Given:
 		j.Error, j.Field = je.Error(), JoinField
 	}
 	writeJoin(w, r, http.StatusForbidden, j)
@@ -126,4 +166,9 @@ func writeJoin(w http.ResponseWriter, r *http.Request, code int, j Join) {
 		m := "render failed: " + err.Error()
 		_, _ = w.Write([]byte("<p class=error>" + strings.NewReplacer("<", "&lt;", "&", "&amp;").Replace(m) + "</p>"))
 	}
+}
+
+// retryAfter sets Retry-After to wait in whole seconds, at least 1.
+func retryAfter(w http.ResponseWriter, wait time.Duration) {
+	w.Header().Set("Retry-After", strconv.Itoa(max(1, int(math.Ceil(wait.Seconds())))))
 }

@@ -41,16 +41,18 @@ type ChallengeProgress struct {
 // Complete reports whether every task is done.
 func (c ChallengeProgress) Complete() bool { return c.Of > 0 && c.Done == c.Of }
 
-// Bounds on a progress report: what a class could reach, far above it,
-// so a number beyond them is a broken or hostile page, not a learner.
+// Bounds on a progress report's shape. The numbers it carries are also
+// held to the real totals (Options.ChallengeTasks, Options.QuizSize): the
+// roster shows them to the instructor as a learner's progress.
 const (
-	maxProgressBody   = 4 << 10
-	maxName           = 40
-	maxScenarios      = 32
-	maxChallenges     = 64
-	maxChallengeTasks = 100
-	maxQuizBest       = 1000
-	maxCardsReviewed  = 1_000_000
+	maxProgressBody = 4 << 10
+	maxName         = 40
+	maxScenarios    = 32
+	maxChallenges   = 64
+	// maxCardsReviewed is the most reviews the browser's log holds
+	// (MAX_LOG in web/static/learn.js): the count it reports is that log's
+	// length.
+	maxCardsReviewed = 500
 )
 
 var challengeID = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]{0,62})$`)
@@ -91,9 +93,16 @@ type report struct {
 	CardsReviewed int                          `json:"cardsReviewed"`
 }
 
-// parseReport decodes and checks a report; known says which scenario
-// names exist.
-func parseReport(body []byte, known func(string) bool) (report, error) {
+// totals are what a report is checked against: the scenarios, challenges
+// and quiz that exist.
+type totals struct {
+	scenario  func(string) bool
+	challenge func(string) (int, bool)
+	quizSize  int
+}
+
+// parseReport decodes and checks a report against what exists.
+func parseReport(body []byte, known totals) (report, error) {
 	var rep report
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
@@ -114,7 +123,7 @@ func parseReport(body []byte, known func(string) bool) (report, error) {
 		return report{}, &ProgressError{Field: "scenarios", Message: fmt.Sprintf("%d names, at most %d", len(rep.Scenarios), maxScenarios)}
 	}
 	for i, s := range rep.Scenarios {
-		if known == nil || !known(s) {
+		if known.scenario == nil || !known.scenario(s) {
 			return report{}, &ProgressError{Field: fmt.Sprintf("scenarios[%d]", i), Message: fmt.Sprintf("unknown scenario %q", excerpt(s, maxFlashValue))}
 		}
 	}
@@ -124,12 +133,12 @@ func parseReport(body []byte, known func(string) bool) (report, error) {
 		return report{}, &ProgressError{Field: "challenges", Message: fmt.Sprintf("%d challenges, at most %d", len(rep.Challenges), maxChallenges)}
 	}
 	for id, c := range rep.Challenges {
-		if err := checkChallenge(id, c); err != nil {
+		if err := checkChallenge(id, c, known.challenge); err != nil {
 			return report{}, err
 		}
 	}
-	if rep.QuizBest < 0 || rep.QuizBest > maxQuizBest {
-		return report{}, &ProgressError{Field: "quizBest", Message: fmt.Sprintf("%d is not a quiz score (0 to %d)", rep.QuizBest, maxQuizBest)}
+	if rep.QuizBest < 0 || rep.QuizBest > known.quizSize {
+		return report{}, &ProgressError{Field: "quizBest", Message: fmt.Sprintf("%d is not a quiz score (0 to %d, the quiz's questions)", rep.QuizBest, known.quizSize)}
 	}
 	if rep.CardsReviewed < 0 || rep.CardsReviewed > maxCardsReviewed {
 		return report{}, &ProgressError{Field: "cardsReviewed", Message: fmt.Sprintf("%d is not a count of reviews (0 to %d)", rep.CardsReviewed, maxCardsReviewed)}
@@ -137,14 +146,21 @@ func parseReport(body []byte, known func(string) bool) (report, error) {
 	return rep, nil
 }
 
-func checkChallenge(id string, c ChallengeProgress) error {
+func checkChallenge(id string, c ChallengeProgress, tasksOf func(string) (int, bool)) error {
 	if !challengeID.MatchString(id) {
 		return &ProgressError{Field: "challenges", Message: fmt.Sprintf("%q is not a challenge ID (lowercase letters, digits and dashes)", excerpt(id, maxFlashValue))}
 	}
 	field := "challenges." + id
+	tasks, ok := 0, false
+	if tasksOf != nil {
+		tasks, ok = tasksOf(id)
+	}
+	if !ok {
+		return &ProgressError{Field: field, Message: fmt.Sprintf("no challenge has the ID %q", id)}
+	}
 	switch {
-	case c.Of < 1 || c.Of > maxChallengeTasks:
-		return &ProgressError{Field: field + ".of", Message: fmt.Sprintf("%d tasks: want 1 to %d", c.Of, maxChallengeTasks)}
+	case c.Of < 1 || c.Of > tasks:
+		return &ProgressError{Field: field + ".of", Message: fmt.Sprintf("%d tasks: the challenge has %d", c.Of, tasks)}
 	case c.Done < 0 || c.Done > c.Of:
 		return &ProgressError{Field: field + ".done", Message: fmt.Sprintf("%d tasks done of %d", c.Done, c.Of)}
 	}
@@ -182,7 +198,7 @@ func (m *Manager) progress(w http.ResponseWriter, r *http.Request) {
 		writeJSONError(w, http.StatusRequestEntityTooLarge, "body", fmt.Sprintf("body: over %d bytes, the most a progress report may be", maxProgressBody))
 		return
 	}
-	rep, err := parseReport(body, m.opts.KnownScenario)
+	rep, err := parseReport(body, totals{scenario: m.opts.KnownScenario, challenge: m.opts.ChallengeTasks, quizSize: m.opts.QuizSize})
 	if err != nil {
 		var pe *ProgressError
 		errors.As(err, &pe)

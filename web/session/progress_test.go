@@ -13,6 +13,17 @@ import (
 
 func knownScenario(name string) bool { return name == "first-reconcile" || name == "finalizer" }
 
+// challengeTasks knows one challenge, of 4 tasks.
+func challengeTasks(id string) (int, bool) {
+	if id == "drift-repair" {
+		return 4, true
+	}
+	return 0, false
+}
+
+// testQuizSize is the questions of the tests' quiz.
+const testQuizSize = 20
+
 func TestJoinCodeGuardsNewSessionsOnly(t *testing.T) {
 	ns, clk := &fakeNamespaces{}, &clock{now: time.Unix(0, 0)}
 	m := newManagerOpts(t, Options{Namespaces: ns, Now: clk.Now, JoinCode: "blue-otter"})
@@ -122,7 +133,7 @@ func postProgress(m *Manager, r *http.Request, body string) *httptest.ResponseRe
 
 func TestProgressIsKeptOnTheSessionAndGoesWithIt(t *testing.T) {
 	ns, clk, expired := &fakeNamespaces{}, &clock{now: time.Unix(0, 0)}, []string{}
-	m := newManagerOpts(t, Options{Namespaces: ns, Now: clk.Now, KnownScenario: knownScenario, IdleTimeout: time.Hour,
+	m := newManagerOpts(t, Options{Namespaces: ns, Now: clk.Now, KnownScenario: knownScenario, ChallengeTasks: challengeTasks, QuizSize: testQuizSize, IdleTimeout: time.Hour,
 		OnExpire: func(n string) { expired = append(expired, n) }})
 	r, s := begin(t, m)
 	w := postProgress(m, r, `{"name":"Grace","scenarios":["finalizer","first-reconcile","finalizer"],
@@ -148,6 +159,11 @@ func TestProgressIsKeptOnTheSessionAndGoesWithIt(t *testing.T) {
 		t.Errorf("after a report without a name: %+v", list[0])
 	}
 
+	// The real totals themselves are accepted.
+	if w := postProgress(m, r, `{"quizBest":20,"cardsReviewed":500,"challenges":{"drift-repair":{"done":4,"of":4}}}`); w.Code != http.StatusOK {
+		t.Errorf("progress at the totals = %d %s, want 200", w.Code, w.Body)
+	}
+
 	clk.Add(2 * time.Hour)
 	if n, err := m.Sweep(t.Context()); n != 1 || err != nil {
 		t.Fatalf("Sweep = %d, %v", n, err)
@@ -162,7 +178,7 @@ func TestProgressIsKeptOnTheSessionAndGoesWithIt(t *testing.T) {
 
 func TestProgressRefusesBadReportsNamingTheField(t *testing.T) {
 	ns := &fakeNamespaces{}
-	m := newManagerOpts(t, Options{Namespaces: ns, KnownScenario: knownScenario})
+	m := newManagerOpts(t, Options{Namespaces: ns, KnownScenario: knownScenario, ChallengeTasks: challengeTasks, QuizSize: testQuizSize})
 	// No session: refused, and none is started.
 	if w := postProgress(m, httptest.NewRequest("GET", "/", nil), `{"quizBest":1}`); w.Code != http.StatusForbidden || len(ns.created) != 0 {
 		t.Errorf("progress without a session = %d (created %v), want 403 and nothing created", w.Code, ns.created)
@@ -172,7 +188,13 @@ func TestProgressRefusesBadReportsNamingTheField(t *testing.T) {
 		{`{"scenarios":["first-reconcile","rm-rf"]}`, "scenarios[1]"},
 		{`{"quizBest":-1}`, "quizBest"},
 		{`{"quizBest":1e9}`, "quizBest"},
-		{`{"cardsReviewed":99999999}`, "cardsReviewed"},
+		// Issue 19 (m): only what exists, no more than it holds.
+		{`{"quizBest":1000}`, "quizBest"},
+		{`{"quizBest":21}`, "quizBest"},
+		{`{"cardsReviewed":1000000}`, "cardsReviewed"},
+		{`{"cardsReviewed":501}`, "cardsReviewed"},
+		{`{"challenges":{"not-a-real-challenge":{"done":99,"of":99}}}`, "challenges.not-a-real-challenge"},
+		{`{"challenges":{"drift-repair":{"done":5,"of":5}}}`, "challenges.drift-repair.of"},
 		{`{"challenges":{"drift-repair":{"done":5,"of":4}}}`, "challenges.drift-repair.done"},
 		{`{"challenges":{"drift-repair":{"done":1,"of":100000}}}`, "challenges.drift-repair.of"},
 		{`{"challenges":{"Drift Repair!":{"done":1,"of":2}}}`, "challenges"},

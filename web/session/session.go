@@ -6,8 +6,9 @@
 // Everything an anonymous request creates is bounded: sessions per client
 // address and in total, and a session whose cookie never came back (a
 // script, not a browser) ends after minutes with its namespace. When the
-// table is full, the oldest such session makes room, so a flood never locks
-// a learner out.
+// table is full, the oldest such session makes room, or else the session
+// idle longest, once idle for minutes, so a flood locks a learner out for
+// minutes at most.
 //
 // The namespace records the SHA-256 of its session's cookie in an
 // annotation, so a restarted oplab rebuilds the table from the cluster
@@ -54,6 +55,13 @@ const CookieHashAnnotation = "oplab.dev/session-sha256"
 // ActedAnnotation marks a lab namespace whose session has come back at
 // least once, so a restart keeps giving it the long idle timeout.
 const ActedAnnotation = "oplab.dev/session-acted"
+
+// The join code's throttle: a class behind one address mistyping it
+// still gets in, a script guessing it gets one try every few seconds.
+const (
+	JoinGuesses    = 10
+	JoinGuessEvery = 6 * time.Second
+)
 
 // ErrNoSession is returned when a request carries no known session cookie.
 var ErrNoSession = errors.New("no lab session: open /lab first")
@@ -133,6 +141,21 @@ type Options struct {
 	// KnownScenario reports whether a learner's progress may name a
 	// scenario; nil accepts none.
 	KnownScenario func(name string) bool
+	// ChallengeTasks returns the number of tasks of a challenge by ID, or
+	// false when there is no such challenge; a progress report may name
+	// only known challenges, with no more tasks than they have. Nil
+	// accepts none.
+	ChallengeTasks func(id string) (int, bool)
+	// QuizSize is the number of questions of the quiz: the best score a
+	// report may claim.
+	QuizSize int
+	// JoinThrottle limits wrong join codes per client address; nil means
+	// JoinGuesses tries, then one every JoinGuessEvery.
+	JoinThrottle *Throttle
+	// EvictIdleAfter is how long a session that was used must have been
+	// idle before, with the table full, it may end to make room for a
+	// newcomer; default 5 minutes.
+	EvictIdleAfter time.Duration
 	// Secure marks the cookie Secure (set it when served over HTTPS).
 	Secure bool
 	// Now is the clock; nil means time.Now.
@@ -212,8 +235,12 @@ func (t *table) remove(hash string) *entry {
 	return e
 }
 
-// oldestNew returns the hash of the oldest session that never came back.
-func (t *table) oldestNew() (string, bool) {
+// evictable returns the hash of the session to end to make room: the
+// oldest one that never came back, else the one idle longest if it has
+// been idle at least minIdle (before, given the time it took, a learner
+// in the middle of a lesson). So a table filled by a flood of sessions
+// that came back once frees a place for a newcomer within minIdle.
+func (t *table) evictable(now time.Time, minIdle time.Duration) (string, bool) {
 	var hash string
 	var oldest time.Time
 	for h, e := range t.sessions {
@@ -221,7 +248,18 @@ func (t *table) oldestNew() (string, bool) {
 			hash, oldest = h, e.started
 		}
 	}
-	return hash, hash != ""
+	if hash != "" {
+		return hash, true
+	}
+	for h, e := range t.sessions {
+		if hash == "" || e.lastSeen.Before(oldest) {
+			hash, oldest = h, e.lastSeen
+		}
+	}
+	if hash == "" || now.Sub(oldest) < minIdle {
+		return "", false
+	}
+	return hash, true
 }
 
 // Manager maps session cookies to lab namespaces.
@@ -256,6 +294,12 @@ func New(ctx context.Context, opts Options) (*Manager, error) {
 	}
 	if opts.Now == nil {
 		opts.Now = time.Now
+	}
+	if opts.JoinThrottle == nil {
+		opts.JoinThrottle = NewThrottle(JoinGuesses, JoinGuessEvery, opts.Now)
+	}
+	if opts.EvictIdleAfter <= 0 {
+		opts.EvictIdleAfter = 5 * time.Minute
 	}
 	m := &Manager{opts: opts, ops: make(chan func(*table)), done: ctx.Done()}
 	go m.own(ctx)
@@ -309,7 +353,8 @@ func HashCookie(value string) string {
 // Begin returns the caller's session, starting one (creating its namespace
 // and setting its cookie on w) when the request has none. When the table is
 // full it ends the oldest session whose cookie never came back to make
-// room; when every session is in use, or the caller's address has its
+// room, else the session idle longest if idle for EvictIdleAfter; when
+// every session was used more recently, or the caller's address has its
 // share, it returns an error wrapping ErrFull.
 func (m *Manager) Begin(w http.ResponseWriter, r *http.Request) (Session, error) {
 	return m.begin(w, r, "")
@@ -347,9 +392,9 @@ func (m *Manager) begin(w http.ResponseWriter, r *http.Request, name string) (Se
 			return
 		}
 		if len(t.sessions) >= m.opts.MaxSessions {
-			old, ok := t.oldestNew()
+			old, ok := t.evictable(e.started, m.opts.EvictIdleAfter)
 			if !ok {
-				refused = fmt.Errorf("%w (%d, all in use): try again later, or restart oplab with a larger --max-sessions", ErrFull, m.opts.MaxSessions)
+				refused = fmt.Errorf("%w (%d, all in use in the last %s): try again in a few minutes, or restart oplab with a larger --max-sessions", ErrFull, m.opts.MaxSessions, m.opts.EvictIdleAfter)
 				return
 			}
 			evicted = t.remove(old)
@@ -363,7 +408,8 @@ func (m *Manager) begin(w http.ResponseWriter, r *http.Request, name string) (Se
 		return Session{}, refused
 	}
 	if evicted != nil {
-		m.opts.Logger.Info("Evicted an unused lab session to make room", "namespace", evicted.namespace, "started", evicted.started)
+		m.opts.Logger.Info("Evicted a lab session to make room", "namespace", evicted.namespace, "started", evicted.started,
+			"used", evicted.acted, "lastSeen", evicted.lastSeen)
 		// The newcomer may give up waiting; the delete must still happen.
 		if err := m.end(context.WithoutCancel(r.Context()), evicted); err != nil {
 			m.opts.Logger.Error(err, "Failed to delete an evicted session's namespace", "namespace", evicted.namespace)

@@ -474,3 +474,42 @@ func TestReclaimDeletesOldOrphansOnly(t *testing.T) {
 		})
 	}
 }
+
+// Issue 19 (h): 10 addresses × 20 sessions that each came back once fill
+// the table "in use". A newcomer is refused while they are fresh, and
+// served once the one idle longest has been idle EvictIdleAfter.
+func TestFloodOfUsedSessionsYieldsWithinMinutes(t *testing.T) {
+	ns, clk := &fakeNamespaces{}, &clock{now: time.Unix(0, 0)}
+	m := newManagerOpts(t, Options{Namespaces: ns, Now: clk.Now, MaxSessions: 200, MaxPerClient: 20})
+	var flood []*http.Request
+	for i := range 200 {
+		clk.Add(100 * time.Millisecond)
+		r, _ := beginFrom(t, m, "203.0.113."+strconv.Itoa(i%10))
+		if _, err := m.Lookup(r); err != nil { // the cookie comes back once
+			t.Fatal(err)
+		}
+		flood = append(flood, r)
+	}
+	if _, err := beginErr(m, "192.0.2.99"); !errors.Is(err, ErrFull) || !strings.Contains(err.Error(), "in use in the last 5m0s") {
+		t.Fatalf("newcomer right after the flood: %v; want ErrFull saying they are all in use", err)
+	}
+	// A real learner keeps using theirs meanwhile: never the one evicted.
+	clk.Add(4 * time.Minute)
+	if _, err := m.Lookup(flood[199]); err != nil {
+		t.Fatal(err)
+	}
+	clk.Add(time.Minute + time.Second)
+	r, s := beginFrom(t, m, "192.0.2.99")
+	if got, err := m.Lookup(r); err != nil || got != s {
+		t.Fatalf("newcomer 5 minutes after the flood: %v %v; want served", got, err)
+	}
+	if _, err := m.Lookup(flood[0]); !errors.Is(err, ErrNoSession) {
+		t.Errorf("the session idle longest was kept: %v", err)
+	}
+	if _, err := m.Lookup(flood[199]); err != nil {
+		t.Errorf("the session used a minute ago was evicted: %v", err)
+	}
+	if live := len(ns.created) - len(ns.deleted); live != 200 {
+		t.Errorf("%d namespaces alive; want the cap, 200", live)
+	}
+}

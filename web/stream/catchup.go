@@ -37,7 +37,7 @@ type stateKey struct{ kind, name string }
 func (r *Recorder) space(ns string) *space {
 	s, ok := r.spaces[ns]
 	if !ok {
-		s = &space{ring: newRing(r.opts.RingSize), states: map[stateKey]*entry{}}
+		s = &space{ring: newRing(r.opts.RingSize, r.opts.RingBytes), states: map[stateKey]*entry{}}
 		s.ring.floor = r.seq
 		r.spaces[ns] = s
 	}
@@ -50,7 +50,7 @@ func (r *Recorder) lookup(ns string) *space {
 	if s, ok := r.spaces[ns]; ok {
 		return s
 	}
-	return &space{ring: newRing(1), states: map[stateKey]*entry{}}
+	return &space{ring: newRing(1, 0), states: map[stateKey]*entry{}}
 }
 
 func (s *space) keepState(e *entry, deleted bool) {

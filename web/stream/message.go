@@ -85,23 +85,26 @@ func ReadExport(r io.Reader, limit int64) (Export, error) {
 	if limit > 0 {
 		lr.N = limit + 1
 	}
-	tooBig := func() bool { return limit > 0 && lr.N <= 0 }
-	var e Export
-	dec := json.NewDecoder(lr)
-	if err := dec.Decode(&e); err != nil {
-		if tooBig() {
-			return Export{}, fmt.Errorf("read export: larger than the %d-byte limit", limit)
-		}
+	data, err := io.ReadAll(lr)
+	if err != nil {
+		return Export{}, fmt.Errorf("read export: %w", err)
+	}
+	if limit > 0 && int64(len(data)) > limit {
+		return Export{}, fmt.Errorf("read export: larger than the %d-byte limit", limit)
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	var whole json.RawMessage
+	if err := dec.Decode(&whole); err != nil {
 		return Export{}, fmt.Errorf("read export: decoding json: %w", err)
 	}
 	if _, err := dec.Token(); err != io.EOF {
-		if tooBig() {
-			return Export{}, fmt.Errorf("read export: larger than the %d-byte limit", limit)
-		}
 		return Export{}, fmt.Errorf("read export: unexpected data after the timeline's JSON object (at byte %d)", dec.InputOffset())
 	}
-	if tooBig() {
-		return Export{}, fmt.Errorf("read export: larger than the %d-byte limit", limit)
+	// Strictly: a key in another case or twice would be read one way here
+	// and another way by the page's JavaScript.
+	var e Export
+	if err := DecodeStrict(whole, &e); err != nil {
+		return Export{}, fmt.Errorf("read export: %w", err)
 	}
 	if err := validateExport(e); err != nil {
 		return Export{}, fmt.Errorf("read export: %w", err)
@@ -126,14 +129,11 @@ func validateExport(e Export) error {
 	}
 	var prev uint64
 	for i, raw := range e.Messages {
-		var m messageHead
-		if err := json.Unmarshal(raw, &m); err != nil {
-			return fmt.Errorf("messages[%d]: decoding json: %w", i, err)
-		}
-		if err := validateMessage(m, e.Namespace, prev); err != nil {
+		seq, err := CheckMessage(raw, &e.Namespace, prev)
+		if err != nil {
 			return fmt.Errorf("messages[%d]: %w", i, err)
 		}
-		prev = m.Seq
+		prev = seq
 	}
 	return nil
 }

@@ -36,6 +36,21 @@ func TestReadExportRejectsBadFiles(t *testing.T) {
 		{"garbage after the object", `{"version":1,"namespace":"a","messages":[]}]`, []string{"after the timeline's JSON object"}},
 		{"time not a time", `{"version":1,"namespace":"a","messages":[{"seq":1,"time":"yesterday","type":"event","object":{"kind":"Database","name":"db"}}]}`,
 			[]string{"decoding json", "time"}},
+		// Finding (d) of issue 19: encoding/json matches keys in any case and
+		// keeps the last of two, JavaScript neither; such a file would be
+		// checked as one thing and drawn as another.
+		{"kind beside Kind", `{"version":1,"namespace":"a","messages":[{"seq":1,"time":"2026-11-30T09:00:00Z","type":"state","object":{"kind":"Database","name":"db","Kind":"Nope"},"state":{}}]}`,
+			[]string{"messages[0]", "object.Kind", `"kind"`}},
+		{"type beside Type", `{"version":1,"namespace":"a","messages":[{"seq":1,"time":"2026-11-30T09:00:00Z","type":"state","Type":"event","object":{"kind":"Database","name":"db"}}]}`,
+			[]string{"messages[0]", "Type", `"type"`}},
+		{"type twice", `{"version":1,"namespace":"a","messages":[{"seq":1,"time":"2026-11-30T09:00:00Z","type":"event","type":"state","object":{"kind":"Database","name":"db"}}]}`,
+			[]string{"messages[0]", "type: appears twice"}},
+		{"unknown message key", `{"version":1,"namespace":"a","messages":[{"seq":1,"time":"2026-11-30T09:00:00Z","type":"event","object":{"kind":"Database","name":"db"},"html":"<img>"}]}`,
+			[]string{"messages[0]", "html: unknown field"}},
+		{"Namespace beside namespace", `{"version":1,"namespace":"a","Namespace":"b","messages":[]}`,
+			[]string{"Namespace", `"namespace"`}},
+		{"unknown export key", `{"version":1,"namespace":"a","messages":[],"extra":1}`,
+			[]string{"extra: unknown field"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := ReadExport(strings.NewReader(tc.file), 1<<20)

@@ -16,6 +16,7 @@ import (
 // Defaults for the zero RecorderOptions.
 const (
 	DefaultRingSize  = 4096
+	DefaultRingBytes = 4 << 20
 	DefaultInboxSize = 8192
 )
 
@@ -24,6 +25,10 @@ type RecorderOptions struct {
 	// RingSize is how many recent messages are kept per namespace (default
 	// 4096). Older ones survive only as the latest state per object.
 	RingSize int
+	// RingBytes is how many bytes of messages' JSON are kept per namespace
+	// at most (default 4 MiB): the count bound alone let one learner's
+	// large messages take tens of MiB.
+	RingBytes int
 	// InboxSize is how many steps may wait for Run (default 8192); Emit
 	// drops and counts steps beyond it.
 	InboxSize int
@@ -35,6 +40,7 @@ type RecorderOptions struct {
 
 func (o RecorderOptions) withDefaults() RecorderOptions {
 	o.RingSize = orDefault(o.RingSize, DefaultRingSize)
+	o.RingBytes = orDefault(o.RingBytes, DefaultRingBytes)
 	o.InboxSize = orDefault(o.InboxSize, DefaultInboxSize)
 	if o.Clock == nil {
 		o.Clock = controller.RealClock{}

@@ -19,29 +19,42 @@ type entry struct {
 	raw []byte
 }
 
-// ring holds the most recent entries of one namespace in seq order. floor is
-// the seq of the newest entry it has evicted (at first, the seq when the
-// ring was made): a viewer whose resume point is below floor may have
-// missed something and must start again from a snapshot.
+// ring holds the most recent entries of one namespace in seq order, at most
+// len(buf) of them and at most maxBytes of their JSON (a learner whose
+// objects make large messages, such as a Database card listing hundreds of
+// Pods, gets a shorter history, not more memory). floor is the seq of the
+// newest entry it has evicted (at first, the seq when the ring was made): a
+// viewer whose resume point is below floor may have missed something and
+// must start again from a snapshot.
 type ring struct {
-	buf   []*entry
-	start int // index of the oldest entry
-	n     int
-	floor uint64
+	buf      []*entry
+	start    int // index of the oldest entry
+	n        int
+	floor    uint64
+	bytes    int
+	maxBytes int
 }
 
-func newRing(size int) *ring { return &ring{buf: make([]*entry, size)} }
+// newRing returns a ring of size entries and maxBytes of JSON (no byte
+// bound when maxBytes <= 0).
+func newRing(size, maxBytes int) *ring {
+	return &ring{buf: make([]*entry, size), maxBytes: maxBytes}
+}
 
-// push appends e, evicting the oldest entry when full.
+// push appends e, evicting the oldest entries while it is full, by count
+// or by bytes. The newest entry is always kept, whatever its size.
 func (r *ring) push(e *entry) {
-	if r.n < len(r.buf) {
-		r.buf[(r.start+r.n)%len(r.buf)] = e
-		r.n++
-		return
+	for r.n > 0 && (r.n == len(r.buf) || (r.maxBytes > 0 && r.bytes+len(e.raw) > r.maxBytes)) {
+		old := r.buf[r.start]
+		r.floor = old.seq
+		r.bytes -= len(old.raw)
+		r.buf[r.start] = nil
+		r.start = (r.start + 1) % len(r.buf)
+		r.n--
 	}
-	r.floor = r.buf[r.start].seq
-	r.buf[r.start] = e
-	r.start = (r.start + 1) % len(r.buf)
+	r.buf[(r.start+r.n)%len(r.buf)] = e
+	r.n++
+	r.bytes += len(e.raw)
 }
 
 func (r *ring) at(i int) *entry { return r.buf[(r.start+i)%len(r.buf)] }

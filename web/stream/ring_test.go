@@ -45,7 +45,7 @@ func TestRing(t *testing.T) {
 		{"sparse seqs", 4, []uint64{2, 7, 9, 15, 20}, 8, []uint64{9, 15, 20}, 2},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			r := newRing(tc.size)
+			r := newRing(tc.size, 0)
 			for _, e := range entries(tc.push...) {
 				r.push(e)
 			}
@@ -56,6 +56,43 @@ func TestRing(t *testing.T) {
 				t.Errorf("floor = %d, want %d", r.floor, tc.wantFloor)
 			}
 		})
+	}
+}
+
+// Issue 19 (c): the ring was bounded by count only, so a learner whose
+// messages were large (a Database card listing 600 Pods) held tens of MiB.
+// It keeps at most maxBytes, evicting the oldest, and the newest always.
+func TestRingBoundedInBytes(t *testing.T) {
+	r := newRing(100, 1000)
+	sized := func(seq uint64, n int) *entry { return &entry{seq: seq, raw: make([]byte, n)} }
+	for i := range 10 {
+		r.push(sized(uint64(i+1), 300))
+		if r.bytes > 1000 {
+			t.Fatalf("after %d pushes the ring holds %d bytes, over its 1000", i+1, r.bytes)
+		}
+	}
+	if diff := cmp.Diff([]uint64{8, 9, 10}, entrySeqs(r.after(0))); diff != "" {
+		t.Errorf("kept (-want +got):\n%s", diff)
+	}
+	if r.floor != 7 || r.bytes != 900 {
+		t.Errorf("floor %d, bytes %d; want 7 and 900", r.floor, r.bytes)
+	}
+	// One message larger than the bound is kept alone.
+	r.push(sized(11, 5000))
+	if diff := cmp.Diff([]uint64{11}, entrySeqs(r.after(0))); diff != "" || r.bytes != 5000 || r.floor != 10 {
+		t.Errorf("after a huge message: kept %v, bytes %d, floor %d", entrySeqs(r.after(0)), r.bytes, r.floor)
+	}
+	r.push(sized(12, 10))
+	if diff := cmp.Diff([]uint64{12}, entrySeqs(r.after(0))); diff != "" || r.bytes != 10 {
+		t.Errorf("after a small one: kept %v, bytes %d", entrySeqs(r.after(0)), r.bytes)
+	}
+	// The count bound still holds with room in bytes.
+	small := newRing(3, 1<<20)
+	for i := range 5 {
+		small.push(sized(uint64(i+1), 1))
+	}
+	if diff := cmp.Diff([]uint64{3, 4, 5}, entrySeqs(small.after(0))); diff != "" {
+		t.Errorf("count bound (-want +got):\n%s", diff)
 	}
 }
 

@@ -1,0 +1,99 @@
+package session
+
+import (
+	"fmt"
+	"math"
+	"net/http"
+	"sync"
+	"time"
+)
+
+// Throttle slows down guessing a secret (the join code, the instructor
+// token) from one client address: each address may fail Burst times, then
+// once more every Every (a token bucket refilled by failures' absence).
+// While an address has no try left, its guesses are not even compared:
+// they are answered 429 with Retry-After. A correct guess costs nothing.
+type Throttle struct {
+	burst int
+	every time.Duration
+	now   func() time.Time
+
+	mu      sync.Mutex
+	buckets map[string]*bucket
+}
+
+type bucket struct {
+	tries float64
+	at    time.Time
+}
+
+// maxThrottled bounds the addresses a Throttle remembers; past it, the
+// addresses whose buckets are full again are forgotten.
+const maxThrottled = 10000
+
+// NewThrottle returns a Throttle of burst failures, then one every every;
+// now is the clock (nil: time.Now).
+func NewThrottle(burst int, every time.Duration, now func() time.Time) *Throttle {
+	if now == nil {
+		now = time.Now
+	}
+	return &Throttle{burst: burst, every: every, now: now, buckets: map[string]*bucket{}}
+}
+
+// refill brings b up to date; the caller holds t.mu.
+func (t *Throttle) refill(b *bucket, now time.Time) {
+	if elapsed := now.Sub(b.at); elapsed > 0 {
+		b.tries = math.Min(float64(t.burst), b.tries+float64(elapsed)/float64(t.every))
+	}
+	b.at = now
+}
+
+// Wait returns how long addr must wait before its next guess is compared;
+// zero means now.
+func (t *Throttle) Wait(addr string) time.Duration {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	b, ok := t.buckets[addr]
+	if !ok {
+		return 0
+	}
+	t.refill(b, t.now())
+	if b.tries >= 1 {
+		return 0
+	}
+	return time.Duration((1 - b.tries) * float64(t.every))
+}
+
+// Fail records a wrong guess by addr.
+func (t *Throttle) Fail(addr string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	now := t.now()
+	b, ok := t.buckets[addr]
+	if !ok {
+		if len(t.buckets) >= maxThrottled {
+			t.forgetFull(now)
+		}
+		b = &bucket{tries: float64(t.burst), at: now}
+		t.buckets[addr] = b
+	}
+	t.refill(b, now)
+	b.tries = math.Max(0, b.tries-1)
+}
+
+// forgetFull drops the addresses that have all their tries again; the
+// caller holds t.mu.
+func (t *Throttle) forgetFull(now time.Time) {
+	for addr, b := range t.buckets {
+		if t.refill(b, now); b.tries >= float64(t.burst) {
+			delete(t.buckets, addr)
+		}
+	}
+}
+
+// RetryAfter answers a throttled request: 429, Retry-After in whole
+// seconds (at least 1), and msg.
+func RetryAfter(w http.ResponseWriter, wait time.Duration, msg string) {
+	retryAfter(w, wait)
+	http.Error(w, fmt.Sprintf("%s: try again in %s s", msg, w.Header().Get("Retry-After")), http.StatusTooManyRequests)
+}
