@@ -232,6 +232,18 @@ func startEmbedded(ctx context.Context, c config, out io.Writer, sink controller
 		return nil, "", nil, fmt.Errorf("starting the embedded cluster: %w", err)
 	}
 	started(cl)
+	if from, to := cl.PortMoved(); from != 0 {
+		// Learners' kubeconfigs from before the restart name the old port;
+		// every viewer is told (the step stays in the catch-up) to fetch
+		// a new one.
+		msg := fmt.Sprintf("kube-apiserver's port %d was taken by another program, so it now serves on %d: download your kubeconfig again (the one from before this restart no longer connects)", from, to)
+		fmt.Fprintln(out, msg)
+		sink.Emit(controller.Step{
+			Time: time.Now(), Type: controller.StepController,
+			Object: controller.ObjectRef{Kind: "ControlPlane", Name: "kube-apiserver"},
+			Phase:  "control-plane-moved", Message: msg,
+		})
+	}
 	stop := func() {
 		if err := cl.Stop(); err != nil {
 			fmt.Fprintln(os.Stderr, "oplab: stopping the embedded cluster:", err)
