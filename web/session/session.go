@@ -30,6 +30,7 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -229,6 +230,8 @@ type Manager struct {
 	opts Options
 	ops  chan func(*table)
 	done <-chan struct{}
+	// guard, when set (SetGuard), unblocks the namespaces end deletes.
+	guard atomic.Pointer[Guard]
 }
 
 // New returns a Manager whose owner goroutine runs until ctx is done.
@@ -609,6 +612,9 @@ func (m *Manager) end(ctx context.Context, e *entry) error {
 	m.revoke(ctx, e.namespace)
 	if err := m.opts.Namespaces.Delete(ctx, e.namespace); err != nil {
 		return fmt.Errorf("delete idle lab namespace %s: %w", e.namespace, err)
+	}
+	if g := m.guard.Load(); g != nil {
+		g.Unblock(ctx, e.namespace)
 	}
 	m.opts.Logger.Info("Deleted idle lab namespace", "namespace", e.namespace, "used", e.acted)
 	if m.opts.OnExpire != nil {
