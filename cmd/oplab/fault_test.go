@@ -516,3 +516,58 @@ func TestLearnerFindsTheirLabAfterARestart(t *testing.T) {
 		}
 	}
 }
+
+// TestFrozenEtcdGivesTheLearnerATimeout freezes etcd (SIGSTOP) under a
+// running lab: a create from the lab's form answers 504 with a message
+// that says the cluster did not answer, rather than hanging. After SIGCONT
+// the lab creates again.
+func TestFrozenEtcdGivesTheLearnerATimeout(t *testing.T) {
+	p := startOplab(t, "--mode", "minimal", "--ephemeral", "--write-kubeconfig", "")
+	jar, _ := cookiejar.New(nil)
+	hc := &http.Client{Jar: jar, Timeout: time.Minute}
+	resp, err := hc.Get(p.url + "/lab")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	create := func(name string) (int, string, time.Duration) {
+		t.Helper()
+		req, err := http.NewRequest("POST", p.url+"/lab/databases", strings.NewReader(url.Values{"name": {name}, "engine": {"postgres"}, "replicas": {"1"}}.Encode()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		req.Header.Set("Accept", "application/json")
+		began := time.Now()
+		resp, err := hc.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var res struct{ Message string }
+		_ = json.NewDecoder(resp.Body).Decode(&res)
+		return resp.StatusCode, res.Message, time.Since(began)
+	}
+	if code, msg, _ := create("before"); code != http.StatusOK {
+		t.Fatalf("creating before the freeze: %d %s", code, msg)
+	}
+
+	etcd := descendantNamed(t, p, "etcd")
+	if err := syscall.Kill(etcd, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = syscall.Kill(etcd, syscall.SIGCONT) })
+	code, msg, took := create("frozen")
+	t.Logf("figure: a lab create with etcd frozen answered %d after %s: %s", code, took.Round(time.Millisecond), msg)
+	if code != http.StatusGatewayTimeout || !strings.Contains(msg, "did not answer within") {
+		t.Errorf("a create with etcd frozen = %d %q, want 504 saying the cluster did not answer", code, msg)
+	}
+	if err := syscall.Kill(etcd, syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, time.Minute, "a create to work again after SIGCONT", func() bool {
+		code, _, _ := create("after")
+		// 409: the create made while frozen may have landed since.
+		return code == http.StatusOK || code == http.StatusConflict
+	})
+}
