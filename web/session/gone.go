@@ -164,12 +164,13 @@ func (g *Guard) deleted(ctx context.Context, name string, uid types.UID) {
 }
 
 // waitGone waits until the namespace (uid) no longer exists, removing the
-// finalizers left in it once it has been Terminating for g.Grace.
+// finalizers left in it each time it has been Terminating for g.Grace.
 func (g *Guard) waitGone(ctx context.Context, name string, uid types.UID) error {
 	ctx, cancel := context.WithTimeout(ctx, goneRecreateLimit)
 	defer cancel()
-	cleared := false
-	began := time.Now()
+	// Cleared at most once a grace: a finalizer put back (or an object
+	// made meanwhile) is cleared on the next round.
+	last := time.Now()
 	for {
 		ns, err := g.cs.CoreV1().Namespaces().Get(ctx, name, metav1.GetOptions{})
 		switch {
@@ -177,7 +178,8 @@ func (g *Guard) waitGone(ctx context.Context, name string, uid types.UID) error 
 			return nil
 		case err == nil && ns.UID != uid:
 			return nil // already made again (by a Create racing this)
-		case err == nil && !cleared && time.Since(began) >= g.Grace:
+		case err == nil && time.Since(last) >= g.Grace:
+			last = time.Now()
 			n, cerr := ClearFinalizers(ctx, g.dyn, g.disc, name)
 			if cerr != nil {
 				g.m.opts.Logger.Error(cerr, "Could not remove every finalizer holding a deleted namespace", "namespace", name)
@@ -185,7 +187,6 @@ func (g *Guard) waitGone(ctx context.Context, name string, uid types.UID) error 
 			if n > 0 {
 				g.m.opts.Logger.Info("Removed finalizers that held a deleted namespace", "namespace", name, "objects", n)
 			}
-			cleared = cerr == nil
 		}
 		select {
 		case <-ctx.Done():
