@@ -12,7 +12,6 @@ import (
 	"net/http"
 	"net/url"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -24,7 +23,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
 )
 
 // TestEtcdRefusesClientsWithoutCertificate checks that etcd's client port
@@ -326,7 +327,7 @@ func TestKubeconfigSurvivesRestart(t *testing.T) {
 	learner := filepath.Join(t.TempDir(), "learner.kubeconfig")
 	writeTokenKubeconfig(t, first, learner)
 	for _, path := range []string{admin, learner} {
-		if err := kubeconfigWorks(first.KubectlPath(), path); err != nil {
+		if err := kubeconfigWorks(path); err != nil {
 			t.Fatalf("before the restart, %s: %v", filepath.Base(path), err)
 		}
 	}
@@ -340,7 +341,7 @@ func TestKubeconfigSurvivesRestart(t *testing.T) {
 		t.Errorf("after the restart the API server is at %s, want %s", second.Config().Host, oldHost)
 	}
 	for _, path := range []string{admin, learner} {
-		if err := kubeconfigWorks(second.KubectlPath(), path); err != nil {
+		if err := kubeconfigWorks(path); err != nil {
 			t.Errorf("after the restart, %s: %v", filepath.Base(path), err)
 		}
 	}
@@ -399,11 +400,18 @@ func writeTokenKubeconfig(t *testing.T, c *Cluster, path string) {
 	}
 }
 
-// kubeconfigWorks runs kubectl with the kubeconfig, as a learner would.
-func kubeconfigWorks(kubectl, path string) error {
-	out, err := exec.Command(kubectl, "--kubeconfig="+path, "--request-timeout=10s", "get", "serviceaccounts", "-n", "default", "-o", "name").CombinedOutput()
+// kubeconfigWorks loads the kubeconfig as kubectl does and lists the
+// ServiceAccounts of default through it.
+func kubeconfigWorks(path string) error {
+	cfg, err := clientcmd.BuildConfigFromFlags("", path)
 	if err != nil {
-		return fmt.Errorf("kubectl: %w: %s", err, out)
+		return fmt.Errorf("loading %s: %w", path, err)
 	}
-	return nil
+	cfg.Timeout = 10 * time.Second
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	_, err = cs.CoreV1().ServiceAccounts("default").List(context.Background(), metav1.ListOptions{})
+	return err
 }
