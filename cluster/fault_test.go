@@ -361,7 +361,7 @@ func TestKubeconfigSurvivesRestart(t *testing.T) {
 	defer ln.Close()
 	third := startClusterOn(t, data)
 	from, to := third.PortMoved()
-	if strconv.Itoa(from) != u.Port() || to == 0 || third.Config().Host != fmt.Sprintf("https://127.0.0.1:%d", to) {
+	if strconv.Itoa(from) != u.Port() || to == 0 || strings.TrimSuffix(third.Config().Host, "/") != fmt.Sprintf("https://127.0.0.1:%d", to) {
 		t.Errorf("with the old port taken, PortMoved() = %d, %d and the host %s, want from %s to the new host's port", from, to, third.Config().Host, u.Port())
 	}
 	if _, err := clientset(t, third).CoreV1().Namespaces().Get(ctx, "default", metav1.GetOptions{}); err != nil {
@@ -370,7 +370,8 @@ func TestKubeconfigSurvivesRestart(t *testing.T) {
 }
 
 // writeTokenKubeconfig writes a kubeconfig as a learner's: the cluster's
-// server and CA, and a ServiceAccount token (bound to cluster-view rights).
+// server and CA, and a ServiceAccount token (bound, in default only, to
+// cluster-admin: view is aggregated by kcm, which minimal mode lacks).
 func writeTokenKubeconfig(t *testing.T, c *Cluster, path string) {
 	t.Helper()
 	ctx := context.Background()
@@ -381,7 +382,7 @@ func writeTokenKubeconfig(t *testing.T, c *Cluster, path string) {
 	}
 	rb := &rbacv1.RoleBinding{
 		ObjectMeta: metav1.ObjectMeta{Name: "learner", Namespace: "default"},
-		RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: "view"},
+		RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: "cluster-admin"},
 		Subjects:   []rbacv1.Subject{{Kind: "ServiceAccount", Name: "learner", Namespace: "default"}},
 	}
 	if _, err := cs.RbacV1().RoleBindings("default").Create(ctx, rb, metav1.CreateOptions{}); err != nil {
@@ -401,7 +402,7 @@ func writeTokenKubeconfig(t *testing.T, c *Cluster, path string) {
 }
 
 // kubeconfigWorks loads the kubeconfig as kubectl does and lists the
-// ServiceAccounts of default through it.
+// ConfigMaps of default through it.
 func kubeconfigWorks(path string) error {
 	cfg, err := clientcmd.BuildConfigFromFlags("", path)
 	if err != nil {
@@ -412,6 +413,6 @@ func kubeconfigWorks(path string) error {
 	if err != nil {
 		return err
 	}
-	_, err = cs.CoreV1().ServiceAccounts("default").List(context.Background(), metav1.ListOptions{})
+	_, err = cs.CoreV1().ConfigMaps("default").List(context.Background(), metav1.ListOptions{})
 	return err
 }
