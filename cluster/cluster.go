@@ -23,6 +23,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/debug"
+	"strconv"
 	"sync"
 	"time"
 
@@ -95,6 +96,7 @@ type Cluster struct {
 	env      *envtest.Environment
 	etcdTLS  etcdTLS
 	etcdURL  string // etcd's client port (TLS with client certificates)
+	serving  *servingState
 	spawner  *spawner
 	commands map[string]command // how to start kcm, the scheduler and kwok again
 
@@ -246,6 +248,17 @@ func (c *Cluster) startAPIServer(assets string, opts Options) error {
 	if err != nil {
 		return err
 	}
+	serving, err := loadServing(c.data)
+	if err != nil {
+		return err
+	}
+	if err := serving.writeServingCert(certDir); err != nil {
+		return err
+	}
+	c.serving = serving
+	if serving.MovedFrom != 0 {
+		c.log.printf("kube-apiserver's port %d is taken; it serves on %d now, so kubeconfigs written before must be downloaded again", serving.MovedFrom, serving.Port)
+	}
 	binDir := filepath.Join(c.dir, "bin")
 	etcdPath, err := writeWrapper(binDir, filepath.Join(assets, nameEtcd), c.exitFile(nameEtcd), childGOGC)
 	if err != nil {
@@ -311,8 +324,15 @@ func (c *Cluster) startAPIServer(assets string, opts Options) error {
 			APIServer: &envtest.APIServer{
 				Path:    apiserverPath,
 				CertDir: certDir,
-				Out:     c.log.prefixed(nameAPIServer),
-				Err:     c.log.prefixed(nameAPIServer),
+				// The port and both CAs come from the data folder, so
+				// kubeconfigs written before a restart still work.
+				SecureServing: envtest.SecureServing{
+					ListenAddr: envtest.ListenAddr{Address: "127.0.0.1", Port: strconv.Itoa(serving.Port)},
+					CA:         serving.servingCA.certPEM,
+					Authn:      &keptAuthn{ca: serving.clientCA},
+				},
+				Out: c.log.prefixed(nameAPIServer),
+				Err: c.log.prefixed(nameAPIServer),
 			},
 			KubectlPath: c.kubectl,
 		},
@@ -432,6 +452,17 @@ func (c *Cluster) spawn(cmd command) error {
 // Config returns a copy of the admin (system:masters) REST config.
 func (c *Cluster) Config() *rest.Config {
 	return rest.CopyConfig(c.cfg)
+}
+
+// PortMoved reports, when the data folder's API server served on another
+// port before this start and something else holds that port now, the old
+// port and the new: every kubeconfig written before names the old one and
+// must be written (or downloaded) again. It returns 0, 0 otherwise.
+func (c *Cluster) PortMoved() (from, to int) {
+	if c.serving == nil || c.serving.MovedFrom == 0 {
+		return 0, 0
+	}
+	return c.serving.MovedFrom, c.serving.Port
 }
 
 // DataDir is the folder holding the cluster's data: Options.DataDir, or

@@ -20,9 +20,14 @@ import (
 //	<data dir>/etcd/                etcd's data: every object of the cluster
 //	<data dir>/service-account.key  kube-apiserver's token signing key, so
 //	<data dir>/service-account.pub  tokens it issued stay valid after a restart
+//	<data dir>/apiserver/           kube-apiserver's port and the CAs of its
+//	                                serving and client certificates, so
+//	                                kubeconfigs written before a restart
+//	                                still work after it (see serving.go)
 //
-// Everything else (certificates, kubeconfigs, wrapper scripts) is made
-// afresh at every start in the cluster's runtime dir and removed at Stop.
+// Everything else (etcd's certificates, kubeconfigs, wrapper scripts) is
+// made afresh at every start in the cluster's runtime dir and removed at
+// Stop.
 const (
 	lockFile          = "lock"
 	etcdDataDir       = "etcd"

@@ -7,16 +7,25 @@ import (
 	"crypto/x509"
 	"encoding/base64"
 	"errors"
+	"fmt"
+	"net"
 	"net/http"
+	"net/url"
 	"os"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
 )
 
 // TestEtcdRefusesClientsWithoutCertificate checks that etcd's client port
@@ -292,4 +301,118 @@ func TestSupervisorRestartsKilledChild(t *testing.T) {
 	if err := c.Err(); err != nil {
 		t.Errorf("Err() = %v", err)
 	}
+}
+
+// TestKubeconfigSurvivesRestart writes the admin kubeconfig and a
+// ServiceAccount token kubeconfig (as a learner downloads), stops the
+// cluster and starts another on the same data folder: both still work,
+// since the port and the CAs are kept. Then, with the old port taken by
+// someone else, a start moves to a new port and says so.
+func TestKubeconfigSurvivesRestart(t *testing.T) {
+	needAssets(t)
+	data := t.TempDir()
+	ctx := context.Background()
+	first, err := Start(ctx, Options{Mode: ModeMinimal, Log: &testLog{t: t}, DataDir: data})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = first.Stop() })
+	if from, to := first.PortMoved(); from != 0 || to != 0 {
+		t.Errorf("PortMoved() on a new data folder = %d, %d, want 0, 0", from, to)
+	}
+	admin := filepath.Join(t.TempDir(), "admin.kubeconfig")
+	if err := first.WriteKubeconfig(admin); err != nil {
+		t.Fatal(err)
+	}
+	learner := filepath.Join(t.TempDir(), "learner.kubeconfig")
+	writeTokenKubeconfig(t, first, learner)
+	for _, path := range []string{admin, learner} {
+		if err := kubeconfigWorks(path); err != nil {
+			t.Fatalf("before the restart, %s: %v", filepath.Base(path), err)
+		}
+	}
+	oldHost := first.Config().Host
+	if err := first.Stop(); err != nil {
+		t.Fatal(err)
+	}
+
+	second := startClusterOn(t, data)
+	if second.Config().Host != oldHost {
+		t.Errorf("after the restart the API server is at %s, want %s", second.Config().Host, oldHost)
+	}
+	for _, path := range []string{admin, learner} {
+		if err := kubeconfigWorks(path); err != nil {
+			t.Errorf("after the restart, %s: %v", filepath.Base(path), err)
+		}
+	}
+	if err := second.Stop(); err != nil {
+		t.Fatal(err)
+	}
+
+	// Someone takes the old port while oplab is down.
+	u, err := url.Parse(oldHost)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", u.Host)
+	if err != nil {
+		t.Fatalf("taking the old port %s: %v", u.Host, err)
+	}
+	defer ln.Close()
+	third := startClusterOn(t, data)
+	from, to := third.PortMoved()
+	if strconv.Itoa(from) != u.Port() || to == 0 || strings.TrimSuffix(third.Config().Host, "/") != fmt.Sprintf("https://127.0.0.1:%d", to) {
+		t.Errorf("with the old port taken, PortMoved() = %d, %d and the host %s, want from %s to the new host's port", from, to, third.Config().Host, u.Port())
+	}
+	if _, err := clientset(t, third).CoreV1().Namespaces().Get(ctx, "default", metav1.GetOptions{}); err != nil {
+		t.Errorf("the moved API server does not serve: %v", err)
+	}
+}
+
+// writeTokenKubeconfig writes a kubeconfig as a learner's: the cluster's
+// server and CA, and a ServiceAccount token (bound, in default only, to
+// cluster-admin: view is aggregated by kcm, which minimal mode lacks).
+func writeTokenKubeconfig(t *testing.T, c *Cluster, path string) {
+	t.Helper()
+	ctx := context.Background()
+	cs := clientset(t, c)
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "learner", Namespace: "default"}}
+	if _, err := cs.CoreV1().ServiceAccounts("default").Create(ctx, sa, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	rb := &rbacv1.RoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "learner", Namespace: "default"},
+		RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: "cluster-admin"},
+		Subjects:   []rbacv1.Subject{{Kind: "ServiceAccount", Name: "learner", Namespace: "default"}},
+	}
+	if _, err := cs.RbacV1().RoleBindings("default").Create(ctx, rb, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	secs := int64(3600)
+	tr, err := cs.CoreV1().ServiceAccounts("default").CreateToken(ctx, "learner", &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: &secs}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := rest.CopyConfig(c.Config())
+	cfg.CertData, cfg.KeyData = nil, nil
+	cfg.BearerToken = tr.Status.Token
+	if err := writeKubeconfig(path, cfg); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// kubeconfigWorks loads the kubeconfig as kubectl does and lists the
+// ConfigMaps of default through it.
+func kubeconfigWorks(path string) error {
+	cfg, err := clientcmd.BuildConfigFromFlags("", path)
+	if err != nil {
+		return fmt.Errorf("loading %s: %w", path, err)
+	}
+	cfg.Timeout = 10 * time.Second
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	_, err = cs.CoreV1().ConfigMaps("default").List(context.Background(), metav1.ListOptions{})
+	return err
 }

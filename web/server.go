@@ -224,6 +224,7 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 	} else if n > 0 {
 		opts.Logger.Info("Deleted orphaned lab namespaces from an earlier run", "count", n)
 	}
+	s.startGuard(ctx)
 	go func() { s.cacheErr <- c.Start(ctx) }()
 	go s.watcher.Run(ctx)
 	syncCtx, stopWaiting := context.WithCancel(ctx)

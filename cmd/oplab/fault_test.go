@@ -22,6 +22,7 @@ import (
 	"github.com/gorilla/websocket"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -30,6 +31,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/oplab-dev/oplab/cluster"
 	"github.com/oplab-dev/oplab/controller"
 	dbv1 "github.com/oplab-dev/oplab/controller/api/v1alpha1"
 )
@@ -217,6 +219,7 @@ func soakClient(t *testing.T, kubeconfig string) client.Client {
 	scheme := runtime.NewScheme()
 	_ = clientgoscheme.AddToScheme(scheme)
 	_ = dbv1.AddToScheme(scheme)
+	_ = apiextensionsv1.AddToScheme(scheme)
 	cl, err := client.New(cfg, client.Options{Scheme: scheme})
 	if err != nil {
 		t.Fatal(err)
@@ -514,5 +517,140 @@ func TestLearnerFindsTheirLabAfterARestart(t *testing.T) {
 			}
 			seen = append(seen, m.Type+"/"+m.Phase)
 		}
+	}
+}
+
+// TestFrozenEtcdGivesTheLearnerATimeout freezes etcd (SIGSTOP) under a
+// running lab: a create from the lab's form answers 504 with a message
+// that says the cluster did not answer, rather than hanging. After SIGCONT
+// the lab creates again.
+func TestFrozenEtcdGivesTheLearnerATimeout(t *testing.T) {
+	p := startOplab(t, "--mode", "minimal", "--ephemeral", "--write-kubeconfig", "")
+	jar, _ := cookiejar.New(nil)
+	hc := &http.Client{Jar: jar, Timeout: time.Minute}
+	resp, err := hc.Get(p.url + "/lab")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	create := func(name string) (int, string, time.Duration) {
+		t.Helper()
+		req, err := http.NewRequest("POST", p.url+"/lab/databases", strings.NewReader(url.Values{"name": {name}, "engine": {"postgres"}, "replicas": {"1"}}.Encode()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		req.Header.Set("Accept", "application/json")
+		began := time.Now()
+		resp, err := hc.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var res struct{ Message string }
+		_ = json.NewDecoder(resp.Body).Decode(&res)
+		return resp.StatusCode, res.Message, time.Since(began)
+	}
+	if code, msg, _ := create("before"); code != http.StatusOK {
+		t.Fatalf("creating before the freeze: %d %s", code, msg)
+	}
+
+	etcd := descendantNamed(t, p, "etcd")
+	if err := syscall.Kill(etcd, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = syscall.Kill(etcd, syscall.SIGCONT) })
+	code, msg, took := create("frozen")
+	t.Logf("figure: a lab create with etcd frozen answered %d after %s: %s", code, took.Round(time.Millisecond), msg)
+	if code != http.StatusGatewayTimeout || !strings.Contains(msg, "did not answer within") {
+		t.Errorf("a create with etcd frozen = %d %q, want 504 saying the cluster did not answer", code, msg)
+	}
+	if err := syscall.Kill(etcd, syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, time.Minute, "a create to work again after SIGCONT", func() bool {
+		code, _, _ := create("after")
+		// 409: the create made while frozen may have landed since.
+		return code == http.StatusOK || code == http.StatusConflict
+	})
+}
+
+// TestDeletedCRDIsInstalledAgain deletes the Database CRD under a running
+// embedded oplab, as an administrator might: oplab installs it again, and
+// the controller reconciles a Database made afterwards (its finalizer).
+func TestDeletedCRDIsInstalledAgain(t *testing.T) {
+	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
+	p := startOplab(t, "--mode", "minimal", "--ephemeral", "--write-kubeconfig", kubeconfig)
+	cl := soakClient(t, kubeconfig)
+	createDatabases(t, cl, "crd", 1)
+	ctx := context.Background()
+	var before apiextensionsv1.CustomResourceDefinition
+	if err := cl.Get(ctx, client.ObjectKey{Name: databasesCRD}, &before); err != nil {
+		t.Fatal(err)
+	}
+	deleted := time.Now()
+	if err := cl.Delete(ctx, &before); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 2*time.Minute, "the CRD to be installed again", func() bool {
+		var crd apiextensionsv1.CustomResourceDefinition
+		err := cl.Get(ctx, client.ObjectKey{Name: databasesCRD}, &crd)
+		return err == nil && crd.UID != before.UID && crdEstablished(&crd)
+	})
+	t.Logf("figure: the deleted CRD was established again %s after the delete", time.Since(deleted).Round(time.Millisecond))
+	if !strings.Contains(p.logs.String(), "installed it again") {
+		t.Errorf("oplab's log does not say it installed the CRD again:\n%s", tail(p.logs.String(), 2000))
+	}
+	db := &dbv1.Database{ObjectMeta: metav1.ObjectMeta{Name: "after", Namespace: "crd"}, Spec: dbv1.DatabaseSpec{Engine: dbv1.EnginePostgres, Replicas: 1}}
+	waitFor(t, 2*time.Minute, "a Database to be created after the reinstall", func() bool {
+		err := cl.Create(ctx, db.DeepCopy())
+		return err == nil || apierrors.IsAlreadyExists(err)
+	})
+	waitFor(t, 2*time.Minute, "the controller to reconcile a Database made after the reinstall", func() bool {
+		return cl.Get(ctx, client.ObjectKeyFromObject(db), db) == nil && slices.Contains(db.Finalizers, controller.Finalizer)
+	})
+	waitFor(t, time.Minute, "/readyz to answer 200", func() bool { return readyz(p) == http.StatusOK })
+}
+
+// TestDeletedCRDNamedWhenOplabMayNotInstall runs oplab with
+// --install-crds=false against a cluster it did not start and deletes the
+// CRD there: /readyz says it is missing and names the kubectl line to run.
+func TestDeletedCRDNamedWhenOplabMayNotInstall(t *testing.T) {
+	requireAssets(t)
+	crds, err := controller.CRDs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ext, err := cluster.Start(context.Background(), cluster.Options{Mode: cluster.ModeMinimal, CRDs: crds})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = ext.Stop() })
+	kubeconfig := filepath.Join(t.TempDir(), "external.kubeconfig")
+	if err := ext.WriteKubeconfig(kubeconfig); err != nil {
+		t.Fatal(err)
+	}
+	p := startOplab(t, "--kubeconfig", kubeconfig, "--install-crds=false")
+	cl := soakClient(t, kubeconfig)
+	ctx := context.Background()
+	if err := cl.Delete(ctx, &apiextensionsv1.CustomResourceDefinition{ObjectMeta: metav1.ObjectMeta{Name: databasesCRD}}); err != nil {
+		t.Fatal(err)
+	}
+	var body string
+	waitFor(t, time.Minute, "/readyz to name the missing CRD and the line to run", func() bool {
+		resp, err := http.Get(p.url + "/readyz")
+		if err != nil {
+			return false
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		body = string(b)
+		return resp.StatusCode == http.StatusServiceUnavailable && strings.Contains(body, crdApplyLine)
+	})
+	t.Logf("/readyz: %s", strings.TrimSpace(body))
+	waitFor(t, time.Minute, "oplab's log to say what to run", func() bool { return strings.Contains(p.logs.String(), crdApplyLine) })
+	var crd apiextensionsv1.CustomResourceDefinition
+	if err := cl.Get(ctx, client.ObjectKey{Name: databasesCRD}, &crd); !apierrors.IsNotFound(err) {
+		t.Errorf("with --install-crds=false oplab put the CRD back (%v)", err)
 	}
 }

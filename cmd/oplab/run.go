@@ -82,7 +82,7 @@ func run(ctx context.Context, c config, out io.Writer) (retErr error) {
 		checker.cluster = embedded
 	}
 	if err := checker.checkCRD(ctx); err != nil {
-		return fmt.Errorf("%w; install it (run without --install-crds=false, or kubectl apply -f controller/config/crd)", err)
+		return fmt.Errorf("%w; install it (run without --install-crds=false, or %s)", err, crdApplyLine)
 	}
 
 	// 3. The controller. It runs in its own manager so the lab can really
@@ -100,6 +100,10 @@ func run(ctx context.Context, c config, out io.Writer) (retErr error) {
 			log.Error(err, "Stopping the controller failed")
 		}
 	}()
+
+	// A CRD deleted while oplab runs is put back where oplab may, and
+	// named (with what to run) where it may not.
+	go keepCRD(ctx, restCfg, embedded != nil || c.installCRDs, rec, log.WithName("crd"))
 
 	// 4. The web server.
 	srv, err := web.New(ctx, web.Options{
@@ -235,6 +239,18 @@ func startEmbedded(ctx context.Context, c config, out io.Writer, sink controller
 		return nil, "", nil, fmt.Errorf("starting the embedded cluster: %w", err)
 	}
 	started(cl)
+	if from, to := cl.PortMoved(); from != 0 {
+		// Learners' kubeconfigs from before the restart name the old port;
+		// every viewer is told (the step stays in the catch-up) to fetch
+		// a new one.
+		msg := fmt.Sprintf("kube-apiserver's port %d was taken by another program, so it now serves on %d: download your kubeconfig again (the one from before this restart no longer connects)", from, to)
+		fmt.Fprintln(out, msg)
+		sink.Emit(controller.Step{
+			Time: time.Now(), Type: controller.StepController,
+			Object: controller.ObjectRef{Kind: "ControlPlane", Name: "kube-apiserver"},
+			Phase:  "control-plane-moved", Message: msg,
+		})
+	}
 	stop := func() {
 		if err := cl.Stop(); err != nil {
 			fmt.Fprintln(os.Stderr, "oplab: stopping the embedded cluster:", err)
@@ -335,7 +351,7 @@ func (r *readiness) checkCRD(ctx context.Context) error {
 	var crd apiextensionsv1.CustomResourceDefinition
 	if err := r.client.Get(ctx, client.ObjectKey{Name: databasesCRD}, &crd); err != nil {
 		if apierrors.IsNotFound(err) {
-			return fmt.Errorf("the Database CRD %s is not installed", databasesCRD)
+			return fmt.Errorf("the Database CRD %s is not installed (oplab installs it again within seconds where it may; otherwise run %s)", databasesCRD, crdApplyLine)
 		}
 		return fmt.Errorf("reading the Database CRD %s: %w", databasesCRD, permission.Explain(err))
 	}

@@ -104,6 +104,7 @@ func (h *Handler) registerRoster(mux *http.ServeMux) {
 	go r.resets.run(h.base)
 	mux.HandleFunc("GET /instructor/roster", h.guard(h.rosterFragment))
 	mux.HandleFunc("POST /instructor/learners/{namespace}/reset", h.guard(h.reset))
+	mux.HandleFunc("POST /instructor/learners/{namespace}/finalizers/remove", h.guard(h.unblock))
 	mux.HandleFunc("POST /instructor/send", h.guard(h.send))
 }
 
@@ -304,6 +305,12 @@ func (h *Handler) runReset(ns string, seq int) {
 // gone, telling report which are left whenever that changes; it returns
 // how many there were.
 func (h *Handler) deleteDatabases(ctx context.Context, ns string, report func(total int, left []string)) (int, error) {
+	return h.removeDatabases(ctx, ns, report, nil)
+}
+
+// removeDatabases is deleteDatabases, with then, when set, run on each
+// Database after its delete (to remove its finalizers).
+func (h *Handler) removeDatabases(ctx context.Context, ns string, report func(total int, left []string), then func(context.Context, state.Database) error) (int, error) {
 	ro := h.opts.Roster
 	dbs, err := ro.States.Databases(ctx, ns)
 	if err != nil {
@@ -316,6 +323,11 @@ func (h *Handler) deleteDatabases(ctx context.Context, ns string, report func(to
 		err := ro.Deleter.Delete(ctx, db, client.Preconditions{UID: &uid})
 		if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
 			return 0, fmt.Errorf("could not delete Database %s: %w", d.Name, err)
+		}
+		if then != nil {
+			if err := then(ctx, d); err != nil {
+				return 0, err
+			}
 		}
 	}
 	ctx, cancel := context.WithTimeout(ctx, ro.ResetWait)
@@ -402,6 +414,7 @@ func (h *Handler) send(w http.ResponseWriter, r *http.Request) {
 }
 
 func init() {
+	messages["finalizers-removed"] = "Removing the remaining finalizers: the learner's Databases go without final snapshots; their row says when it is done (reload the page to see it)."
 	messages["reset-started"] = "Reset started: the learner's row says how many Databases are left and, once it ends, what happened (reload the page to see it)."
 	messages["sent"] = "Sent every learner's page there."
 }
@@ -439,6 +452,10 @@ type Learner struct {
 	// Reset is the learner's latest reset; nil when none ran lately.
 	Reset *ResetStatus
 }
+
+// Stuck reports whether the learner's latest reset failed, so the roster
+// offers to remove the finalizers left.
+func (l Learner) Stuck() bool { return l.Reset != nil && l.Reset.State == ResetFailed }
 
 // Resetting reports whether a reset of the learner runs now.
 func (l Learner) Resetting() bool { return l.Reset != nil && l.Reset.State == ResetRunning }

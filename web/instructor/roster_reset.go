@@ -5,9 +5,20 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/oplab-dev/oplab/controller/api/v1alpha1"
+	"github.com/oplab-dev/oplab/web/lab/state"
+	"github.com/oplab-dev/oplab/web/session"
 )
 
 // ResetState is where a learner's reset is.
@@ -33,6 +44,9 @@ type ResetStatus struct {
 	Left  []string
 	// Error says, in words, what failed.
 	Error string
+	// Forced is true for the way out of a failed reset: the finalizers
+	// left were removed, so no final snapshot was taken.
+	Forced bool
 }
 
 // resetKeep is how long the roster keeps showing a reset's outcome: long
@@ -84,6 +98,12 @@ func (rs *resets) do(f func(map[string]*ResetStatus)) error {
 
 // begin claims ns for a new reset, refusing while one runs there.
 func (rs *resets) begin(ns string, now time.Time) (int, error) {
+	return rs.start(ns, now, false)
+}
+
+// start claims ns for a new reset (forced: the removal of the finalizers
+// left by a failed one), refusing while one runs there.
+func (rs *resets) start(ns string, now time.Time, forced bool) (int, error) {
 	var seq int
 	var refusal error
 	err := rs.do(func(m map[string]*ResetStatus) {
@@ -94,7 +114,7 @@ func (rs *resets) begin(ns string, now time.Time) (int, error) {
 		}
 		rs.seq++
 		seq = rs.seq
-		m[ns] = &ResetStatus{State: ResetRunning, Seq: seq, Started: now}
+		m[ns] = &ResetStatus{State: ResetRunning, Seq: seq, Started: now, Forced: forced}
 	})
 	return seq, errors.Join(err, refusal)
 }
@@ -144,17 +164,26 @@ func (rs *resets) snapshot(now time.Time) map[string]ResetStatus {
 func (s ResetStatus) Text() string {
 	switch s.State {
 	case ResetRunning:
+		if s.Forced {
+			return "Removing the remaining finalizers… " + databasesLeft(len(s.Left), s.Total) + "."
+		}
 		if s.Total == 0 && len(s.Left) == 0 {
 			return "Resetting… deleting the Databases."
 		}
 		return "Resetting… " + databasesLeft(len(s.Left), s.Total) + ": " + strings.Join(s.Left, ", ") + "."
 	case ResetDone:
 		at := s.Ended.Format(time.TimeOnly)
+		if s.Forced {
+			return "Finalizers removed at " + at + ": " + databases(s.Total) + " deleted without a final snapshot."
+		}
 		if s.Total == 0 {
 			return "Reset done at " + at + ": there were no Databases to delete."
 		}
 		return "Reset done at " + at + ": " + databases(s.Total) + " deleted, final snapshots kept."
 	case ResetFailed:
+		if s.Forced {
+			return "Removing the finalizers failed at " + s.Ended.Format(time.TimeOnly) + ": " + s.Error
+		}
 		return "Reset failed at " + s.Ended.Format(time.TimeOnly) + ": " + s.Error
 	}
 	return ""
@@ -173,4 +202,67 @@ func databases(n int) string {
 		return "1 Database"
 	}
 	return strconv.Itoa(n) + " Databases"
+}
+
+// Patcher patches an object in the cluster (a controller-runtime client);
+// the roster's Deleter is one when it can remove finalizers.
+type Patcher interface {
+	Patch(ctx context.Context, obj client.Object, patch client.Patch, opts ...client.PatchOption) error
+}
+
+// unblock is the way out of a Reset that failed because finalizers oplab
+// does not own (a learner's evil.example/never) or cannot run (a stopped
+// controller) hold the Databases: it deletes every Database left, removes
+// all of their finalizers (so no final snapshot is taken) and waits until
+// they are gone. It is offered only after a Reset failed, answers 202
+// (JSON) or 303 like Reset, and its progress shows in the same row.
+func (h *Handler) unblock(w http.ResponseWriter, r *http.Request) {
+	ro := h.opts.Roster
+	ns := r.PathValue("namespace")
+	p, ok := ro.Deleter.(Patcher)
+	if ro.States == nil || !ok {
+		h.refuseReset(w, r, http.StatusNotImplemented, "removing finalizers is not available: this oplab has no cluster client for the roster")
+		return
+	}
+	list, err := ro.Learners.List(r.Context())
+	if err != nil {
+		h.refuseReset(w, r, http.StatusServiceUnavailable, "could not read the sessions: "+err.Error())
+		return
+	}
+	if !slices.ContainsFunc(list, func(s session.SessionInfo) bool { return s.Namespace == ns }) {
+		h.refuseReset(w, r, http.StatusNotFound, fmt.Sprintf("namespace %q: no learner session has it (it may have ended)", ns))
+		return
+	}
+	seq, err := ro.resets.start(ns, ro.Now(), true)
+	if err != nil {
+		h.refuseReset(w, r, http.StatusConflict, err.Error())
+		return
+	}
+	go func() {
+		n, err := h.clearDatabases(h.base, ns, p, func(total int, left []string) { ro.resets.progress(ns, seq, total, left) })
+		ro.resets.finish(ns, seq, ro.Now(), err)
+		if err != nil {
+			h.opts.Logger.Error(err, "Failed to remove the finalizers left in a learner's namespace", "namespace", ns)
+			return
+		}
+		h.opts.Logger.Info("Removed the finalizers left in a learner's namespace from the instructor page (no final snapshots)", "namespace", ns, "databases", n)
+	}()
+	if wantsJSON(r) {
+		writeJSON(w, http.StatusAccepted, resetAnswer{Namespace: ns, Seq: seq, Message: (&ResetStatus{State: ResetRunning, Forced: true}).Text()})
+		return
+	}
+	http.Redirect(w, r, "/instructor?done=finalizers-removed#learner-"+ns, http.StatusSeeOther)
+}
+
+// clearDatabases deletes every Database of ns, removes all their
+// finalizers and waits, as a reset does, until they are gone.
+func (h *Handler) clearDatabases(ctx context.Context, ns string, p Patcher, report func(total int, left []string)) (int, error) {
+	return h.removeDatabases(ctx, ns, report, func(ctx context.Context, d state.Database) error {
+		patch := fmt.Appendf(nil, `{"metadata":{"uid":%q,"finalizers":null}}`, d.UID)
+		db := &v1alpha1.Database{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: d.Name}}
+		if err := p.Patch(ctx, db, client.RawPatch(types.MergePatchType, patch)); err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("could not remove the finalizers of Database %s: %w", d.Name, err)
+		}
+		return nil
+	})
 }

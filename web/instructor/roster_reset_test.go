@@ -122,3 +122,49 @@ func TestRosterResetFailureSaysWhatFailed(t *testing.T) {
 		t.Errorf("outcome = %s %q, want failed naming the refused delete", st, text)
 	}
 }
+
+// patchingDeleter records the patches of a removal of finalizers.
+type patchingDeleter struct {
+	failingDeleter
+	patches chan string
+}
+
+func (d patchingDeleter) Patch(_ context.Context, obj client.Object, p client.Patch, _ ...client.PatchOption) error {
+	data, err := p.Data(obj)
+	d.patches <- obj.GetName() + " " + string(data)
+	return err
+}
+
+// The way out is offered only once a reset failed; it patches the
+// finalizers away on the Databases left (UID-checked) and reports in the
+// same row.
+func TestRosterOffersToRemoveFinalizersAfterAFailedReset(t *testing.T) {
+	c := instructorCookie()
+	held := stuckStates{dbs: []state.Database{{Name: "stuck", UID: "u1", Terminating: true, HeldBy: []string{"evil.example/never"}}}}
+	del := patchingDeleter{patches: make(chan string, 4)}
+	mux, ns := resetMux(t, held, del)
+	if body := do(mux, "GET", "/instructor/roster", nil, c).Body.String(); strings.Contains(body, `id="unblock-`) {
+		t.Fatalf("the roster offers to remove finalizers before any reset failed")
+	}
+	postResetJSON(mux, c, ns)
+	if st, _ := outcome(t, mux, c, ns); st != string(ResetFailed) {
+		t.Fatalf("reset = %s, want failed", st)
+	}
+	body := do(mux, "GET", "/instructor/roster", nil, c).Body.String()
+	if !strings.Contains(body, `action="/instructor/learners/`+ns+`/finalizers/remove"`) || !strings.Contains(body, "Remove the remaining finalizers (no snapshot)</button>") {
+		t.Fatalf("after a failed reset the roster offers no way out:\n%s", body)
+	}
+	r := httptest.NewRequest("POST", "/instructor/learners/"+ns+"/finalizers/remove", nil)
+	r.Header.Set("Accept", "application/json")
+	r.AddCookie(c)
+	if w := serve(mux, r); w.Code != http.StatusAccepted || !strings.Contains(w.Body.String(), "Removing the remaining finalizers") {
+		t.Fatalf("remove finalizers = %d %s, want 202 saying it runs", w.Code, w.Body)
+	}
+	if got, want := <-del.patches, `stuck {"metadata":{"uid":"u1","finalizers":null}}`; got != want {
+		t.Errorf("patch = %s, want %s", got, want)
+	}
+	// These fake Databases never go, so it ends failed, saying so.
+	if st, text := outcome(t, mux, c, ns); st != string(ResetFailed) || !strings.HasPrefix(text, "Removing the finalizers failed at") {
+		t.Errorf("outcome = %s %q, want failed, as a removal of finalizers", st, text)
+	}
+}

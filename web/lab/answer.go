@@ -86,6 +86,9 @@ func describe(out outcome) (Result, int) {
 	if errors.Is(out.err, session.ErrNoSession) {
 		return Result{Message: out.err.Error()}, http.StatusForbidden
 	}
+	if timedOut(out.err) {
+		return Result{Message: timeoutMessage}, http.StatusGatewayTimeout
+	}
 	var mbe *http.MaxBytesError
 	if errors.As(out.err, &mbe) {
 		return Result{Message: out.err.Error()}, http.StatusRequestEntityTooLarge

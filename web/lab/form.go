@@ -41,7 +41,9 @@ func (h *Handler) form(act action) http.HandlerFunc {
 			h.answer(w, r, outcome{err: err})
 			return
 		}
-		out := act(r.Context(), ns, r)
+		ctx, cancel := withActionDeadline(r)
+		defer cancel()
+		out := act(ctx, ns, r)
 		if out.scenario == "" {
 			out.scenario = knownScenario(r.PostForm.Get("scenario"))
 		}

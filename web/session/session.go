@@ -31,6 +31,7 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -267,6 +268,8 @@ type Manager struct {
 	opts Options
 	ops  chan func(*table)
 	done <-chan struct{}
+	// guard, when set (SetGuard), unblocks the namespaces end deletes.
+	guard atomic.Pointer[Guard]
 }
 
 // New returns a Manager whose owner goroutine runs until ctx is done.
@@ -655,6 +658,9 @@ func (m *Manager) end(ctx context.Context, e *entry) error {
 	m.revoke(ctx, e.namespace)
 	if err := m.opts.Namespaces.Delete(ctx, e.namespace); err != nil {
 		return fmt.Errorf("delete idle lab namespace %s: %w", e.namespace, err)
+	}
+	if g := m.guard.Load(); g != nil {
+		g.Unblock(ctx, e.namespace)
 	}
 	m.opts.Logger.Info("Deleted idle lab namespace", "namespace", e.namespace, "used", e.acted)
 	if m.opts.OnExpire != nil {

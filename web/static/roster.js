@@ -107,6 +107,8 @@
   // box). A reset already running is not posted again.
   box.addEventListener("submit", async (e) => {
     const form = e.target;
+    // A data-plain form (removing the finalizers left) posts as HTML does.
+    if (form.hasAttribute("data-plain")) return;
     const btn = form.querySelector("button[aria-label]");
     const row = form.closest("tr");
     if (!btn || !row) return;

@@ -1,0 +1,37 @@
+package web
+
+import (
+	"context"
+	"time"
+
+	"github.com/oplab-dev/oplab/controller"
+	"github.com/oplab-dev/oplab/web/session"
+)
+
+// startGuard watches the learners' namespaces for deletes oplab did not
+// make (session.Guard) and unblocks the ones it makes; a namespace made
+// again is announced on its learner's timeline. A guard that cannot start
+// is logged, not fatal: the lab works without it.
+func (s *Server) startGuard(ctx context.Context) {
+	g, err := session.NewGuard(s.sessions, s.opts.Config, goneStep(s.opts.Recorder))
+	if err != nil {
+		s.opts.Logger.Error(err, "Could not watch the lab namespaces for deletes")
+		return
+	}
+	s.sessions.SetGuard(g)
+	go g.Run(ctx)
+}
+
+// goneStep tells the learner, on their timeline, that their namespace was
+// deleted outside oplab and made again.
+func goneStep(sink controller.Sink) func(namespace string) {
+	return func(ns string) {
+		sink.Emit(controller.Step{
+			Time:    time.Now(),
+			Type:    controller.StepController,
+			Object:  controller.ObjectRef{Kind: "Controller", Namespace: ns, Name: "oplab"},
+			Phase:   "namespace-recreated",
+			Message: session.GoneMessage,
+		})
+	}
+}
