@@ -204,7 +204,7 @@ func runOplab(t *testing.T, args ...string) (string, error) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, oplabBin, args...)
+	cmd := exec.CommandContext(ctx, oplabBinary(t), args...)
 	cmd.Env = slices.DeleteFunc(os.Environ(), func(kv string) bool { return strings.HasPrefix(kv, "KUBECONFIG=") })
 	out, err := cmd.CombinedOutput()
 	return string(out), err

@@ -15,6 +15,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -25,8 +26,15 @@ import (
 	"github.com/oplab-dev/oplab/cluster"
 )
 
-// oplabBin is the oplab binary built once for the process tests.
-var oplabBin string
+// The oplab binary the process tests run is built at the first test that
+// needs it (oplabBinary), so that listing or running only the unit tests
+// builds nothing; TestMain removes it.
+var (
+	oplabOnce sync.Once
+	oplabDir  string
+	oplabPath string
+	oplabErr  error
+)
 
 func TestMain(m *testing.M) {
 	os.Exit(testMain(m))
@@ -36,18 +44,30 @@ func testMain(m *testing.M) int {
 	// The soak's clients log through controller-runtime, which complains
 	// (with a stack trace) when nobody ever sets a logger.
 	ctrllog.SetLogger(logr.Discard())
-	dir, err := os.MkdirTemp("", "oplab-cmd-test-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
+	code := m.Run()
+	if oplabDir != "" {
+		os.RemoveAll(oplabDir)
 	}
-	defer os.RemoveAll(dir)
-	oplabBin = filepath.Join(dir, "oplab")
-	if out, err := exec.Command("go", "build", "-o", oplabBin, ".").CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "building oplab: %v\n%s", err, out)
-		return 1
+	return code
+}
+
+// oplabBinary builds oplab once for the package and returns its path.
+func oplabBinary(t testing.TB) string {
+	t.Helper()
+	oplabOnce.Do(func() {
+		oplabDir, oplabErr = os.MkdirTemp("", "oplab-cmd-test-")
+		if oplabErr != nil {
+			return
+		}
+		oplabPath = filepath.Join(oplabDir, "oplab")
+		if out, err := exec.Command("go", "build", "-o", oplabPath, ".").CombinedOutput(); err != nil {
+			oplabErr = fmt.Errorf("building oplab: %w\n%s", err, out)
+		}
+	})
+	if oplabErr != nil {
+		t.Fatal(oplabErr)
 	}
-	return m.Run()
+	return oplabPath
 }
 
 func TestParseFlagsRejectsBadInput(t *testing.T) {
@@ -123,7 +143,7 @@ func TestParseFlagsDefaults(t *testing.T) {
 }
 
 func TestHelpDocumentsEveryFlag(t *testing.T) {
-	out, err := exec.Command(oplabBin, "--help").CombinedOutput()
+	out, err := exec.Command(oplabBinary(t), "--help").CombinedOutput()
 	if err != nil {
 		t.Fatalf("oplab --help: %v\n%s", err, out)
 	}
@@ -169,7 +189,7 @@ var (
 func startOplab(t *testing.T, args ...string) *oplabProc {
 	t.Helper()
 	requireAssets(t)
-	cmd := exec.Command(oplabBin, append([]string{"--addr", "127.0.0.1:0"}, args...)...)
+	cmd := exec.Command(oplabBinary(t), append([]string{"--addr", "127.0.0.1:0"}, args...)...)
 	// A developer's KUBECONFIG would turn these runs into external mode
 	// against a real cluster; tests that want external mode pass --kubeconfig.
 	cmd.Env = slices.DeleteFunc(os.Environ(), func(kv string) bool { return strings.HasPrefix(kv, "KUBECONFIG=") })
@@ -352,7 +372,7 @@ func TestExternalMode(t *testing.T) {
 	}
 	// With --install-crds=false oplab must not install the CRD, and must say
 	// clearly that it is missing instead of serving a lab that cannot work.
-	out, err := exec.Command(oplabBin, "--addr", "127.0.0.1:0", "--kubeconfig", kubeconfig, "--install-crds=false").CombinedOutput()
+	out, err := exec.Command(oplabBinary(t), "--addr", "127.0.0.1:0", "--kubeconfig", kubeconfig, "--install-crds=false").CombinedOutput()
 	if err == nil {
 		t.Fatalf("oplab ran against a cluster without the CRD and --install-crds=false:\n%s", out)
 	}
