@@ -50,6 +50,8 @@ type reconciler struct {
 	resync    time.Duration
 	// thrash bounds the status-thrash pitfall (pitfalls.go).
 	thrash *thrashLimiter
+	// registry is where the engines' images come from (Options.ImageRegistry).
+	registry string
 }
 
 var _ reconcile.Reconciler = &reconciler{}
@@ -170,7 +172,7 @@ func (r *reconciler) ensureChildren(ctx context.Context, db *dbv1.Database) obse
 // did: Created, Updated or Unchanged. It reads the child from the cache, so
 // a converged Database costs no API request at all.
 func (r *reconciler) ensureChild(ctx context.Context, db *dbv1.Database, k childKind) (client.Object, Outcome, error) {
-	desired := k.desired(db)
+	desired := k.desired(db, r.registry)
 	if err := controllerutil.SetControllerReference(db, desired, r.scheme); err != nil {
 		return nil, "", fmt.Errorf("setting owner of %s %s: %w", k.kind, desired.GetName(), err)
 	}

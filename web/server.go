@@ -16,6 +16,11 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -98,6 +103,14 @@ type Options struct {
 	// their instance label, so several oplab instances can share a cluster
 	// (session.ValidatePrefix); default session.NamespacePrefix.
 	NamespacePrefix string
+	// AllNamespaces makes the lab's state watcher read every namespace's
+	// objects, Secrets with a cluster-wide informer, as before instances
+	// had their own namespaces (a personal cluster). Off, it reads only
+	// the namespaces labelled with its instance, and Secrets per namespace.
+	AllNamespaces bool
+	// NamespaceRoles are the ClusterRoles oplab binds to itself in each
+	// learner namespace (session.KubeNamespaces.Roles); empty: none.
+	NamespaceRoles []string
 	// KubeconfigServer is the API server URL learners' kubeconfigs name;
 	// empty means Config's host, the one the admin kubeconfig names.
 	KubeconfigServer string
@@ -148,15 +161,29 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 	// An informer oplab may not list would keep the cache from syncing for
 	// ever; refusals says which, so New fails naming the permission.
 	refusals := permission.NewRefusals(opts.Logger.WithName("cache"))
-	c, err := cache.New(opts.Config, cache.Options{Scheme: scheme, DefaultTransform: cache.TransformStripManagedFields(),
-		DefaultWatchErrorHandler: refusals.WatchErrorHandler})
-	if err != nil {
-		return nil, fmt.Errorf("create informer cache: %w", err)
-	}
 	if opts.NamespacePrefix == "" {
 		opts.NamespacePrefix = session.NamespacePrefix
 	}
 	if err := session.ValidatePrefix(opts.NamespacePrefix); err != nil {
+		return nil, err
+	}
+	cacheOpts := cache.Options{Scheme: scheme, DefaultTransform: cache.TransformStripManagedFields(),
+		DefaultWatchErrorHandler: refusals.WatchErrorHandler}
+	var secrets *controller.NamespaceCaches
+	if !opts.AllNamespaces {
+		// Only this instance's namespaces: the Namespace informer selects
+		// them, and Secrets are watched in each of them, not cluster-wide.
+		sel := labels.SelectorFromSet(labels.Set{session.InstanceLabel: session.Instance(opts.NamespacePrefix)})
+		cacheOpts.ByObject = map[client.Object]cache.ByObject{&corev1.Namespace{}: controller.InstanceNamespaces(sel)}
+		secrets = controller.NewNamespaceCaches(opts.Config, cache.Options{Scheme: scheme, DefaultTransform: cache.TransformStripManagedFields()},
+			state.SecretMeta(), opts.Logger.WithName("secrets"))
+	}
+	c, err := cache.New(opts.Config, cacheOpts)
+	if err != nil {
+		return nil, fmt.Errorf("create informer cache: %w", err)
+	}
+	self, err := selfSubject(ctx, opts)
+	if err != nil {
 		return nil, err
 	}
 	issuer, err := newIssuer(opts)
@@ -165,15 +192,29 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 	}
 	prefix := opts.NamespacePrefix
 	s := &Server{opts: opts, cache: c, cacheErr: make(chan error, 1), issuer: issuer}
+	watched := func(ns string) bool { return strings.HasPrefix(ns, prefix) }
+	if secrets != nil {
+		nsInformer, err := c.GetInformer(ctx, &corev1.Namespace{}, cache.BlockUntilSynced(false))
+		if err != nil {
+			return nil, fmt.Errorf("get informer for namespaces: %w", err)
+		}
+		if err := secrets.Follow(ctx, nsInformer); err != nil {
+			return nil, err
+		}
+		watched = func(ns string) bool {
+			return c.Get(context.Background(), client.ObjectKey{Name: ns}, &corev1.Namespace{}) == nil
+		}
+	}
 	s.watcher, err = state.NewWatcher(ctx, state.Options{
-		Cache: c, Publisher: opts.Recorder, Watched: func(ns string) bool { return strings.HasPrefix(ns, prefix) }, Render: lab.NewFragments(),
+		Cache: c, Secrets: secrets, Publisher: opts.Recorder, Watched: watched, Render: lab.NewFragments(),
 		Logger: opts.Logger.WithName("state"),
 	})
 	if err != nil {
 		return nil, err
 	}
 	s.sessions, err = session.New(ctx, session.Options{
-		Namespaces:      explainedNamespaces{session.KubeNamespaces{Client: direct, MaxDatabases: opts.MaxDatabasesPerNamespace, Prefix: prefix, NoQuotaController: opts.NoQuotaController}},
+		Namespaces: explainedNamespaces{session.KubeNamespaces{Client: direct, MaxDatabases: opts.MaxDatabasesPerNamespace, Prefix: prefix,
+			NoQuotaController: opts.NoQuotaController, Roles: opts.NamespaceRoles, Self: self}},
 		NamespacePrefix: prefix, Revoke: explainRevoke(issuer.Revoke),
 		IdleTimeout: opts.SessionIdleTimeout, NewIdleTimeout: opts.SessionNewIdleTimeout,
 		MaxSessions: opts.MaxSessions, MaxPerClient: opts.MaxSessionsPerClient,
@@ -215,6 +256,30 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 		return nil, err
 	}
 	return s, nil
+}
+
+// selfSubject is oplab's own identity as the API server knows it, the
+// subject of the RoleBindings it makes itself in learner namespaces; only
+// asked when there are roles to bind.
+func selfSubject(ctx context.Context, opts Options) (rbacv1.Subject, error) {
+	if len(opts.NamespaceRoles) == 0 {
+		return rbacv1.Subject{}, nil
+	}
+	cs, err := kubernetes.NewForConfig(opts.Config)
+	if err != nil {
+		return rbacv1.Subject{}, fmt.Errorf("create API clientset: %w", err)
+	}
+	r, err := cs.AuthenticationV1().SelfSubjectReviews().Create(ctx, &authenticationv1.SelfSubjectReview{}, metav1.CreateOptions{})
+	if err != nil {
+		return rbacv1.Subject{}, fmt.Errorf("ask the API server who oplab is (to bind --namespace-roles to it): %w", err)
+	}
+	name := r.Status.UserInfo.Username
+	if rest, ok := strings.CutPrefix(name, "system:serviceaccount:"); ok {
+		if ns, sa, ok := strings.Cut(rest, ":"); ok {
+			return rbacv1.Subject{Kind: rbacv1.ServiceAccountKind, Namespace: ns, Name: sa}, nil
+		}
+	}
+	return rbacv1.Subject{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: name}, nil
 }
 
 // newIssuer makes the learners' kubeconfigs: oplab's own client grants
