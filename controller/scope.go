@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
@@ -15,6 +16,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/source"
+
+	"github.com/oplab-dev/oplab/controller/permission"
 )
 
 // NamespaceCaches keeps one informer cache per namespace of a set, for the
@@ -122,10 +125,21 @@ func (n *NamespaceCaches) open(ns string) {
 	opts := n.opts
 	opts.DefaultNamespaces = map[string]cache.Config{ns: {}}
 	// A new namespace's cache may list before oplab's RoleBinding there
-	// exists (the session makes it right after the namespace): the
-	// reflector retries, so a refusal is said quietly.
-	opts.DefaultWatchErrorHandler = func(_ context.Context, _ *toolscache.Reflector, err error) {
-		n.log.V(1).Info("Watch in a namespace failed; retrying", "namespace", ns, "error", err.Error())
+	// exists (the session makes it right after the namespace), and the
+	// reflector retries: the first refusal is said quietly, a second one
+	// (about a second later) in words, as a permission oplab lacks.
+	var failures atomic.Int32
+	opts.DefaultWatchErrorHandler = func(ctx context.Context, r *toolscache.Reflector, err error) {
+		explained := permission.Explain(err)
+		if !permission.Explained(explained) {
+			toolscache.DefaultWatchErrorHandler(ctx, r, err)
+			return
+		}
+		if failures.Add(1) == 1 {
+			n.log.V(1).Info("Refused a watch in a namespace; retrying", "namespace", ns, "error", explained.Error())
+			return
+		}
+		n.log.Error(explained, "Failed to watch in a learner namespace; retrying", "namespace", ns, "type", r.TypeDescription())
 	}
 	c, err := cache.New(n.cfg, opts)
 	if err != nil {

@@ -103,15 +103,17 @@ func TestManifestsInstallEverything(t *testing.T) {
 	var kinds []string
 	for _, u := range objs {
 		kinds = append(kinds, u.GetKind()+"/"+u.GetName())
-		scoped := u.GetKind() != "Namespace" && u.GetKind() != "CustomResourceDefinition" && !strings.HasPrefix(u.GetKind(), "Cluster")
+		scoped := u.GetKind() != "Namespace" && u.GetKind() != "CustomResourceDefinition" && !strings.HasPrefix(u.GetKind(), "Cluster") &&
+			!strings.HasPrefix(u.GetKind(), "ValidatingAdmissionPolicy")
 		if scoped && u.GetNamespace() != ns {
 			t.Errorf("%s %s is in namespace %q, want %s", u.GetKind(), u.GetName(), u.GetNamespace(), ns)
 		}
 	}
 	want := []string{
 		"Namespace/" + ns, "CustomResourceDefinition/databases.db.oplab.dev", "ServiceAccount/oplab",
-		"ClusterRole/oplab-controller", "ClusterRole/oplab-web",
-		"ClusterRoleBinding/oplab-controller", "ClusterRoleBinding/oplab-web",
+		"ClusterRole/oplab-controller", "ClusterRole/oplab-web", "ClusterRole/oplab-cluster",
+		"ClusterRoleBinding/oplab-cluster", "ConfigMap/oplab-instance",
+		"ValidatingAdmissionPolicy/oplab-instance-namespaces", "ValidatingAdmissionPolicyBinding/oplab-instance-namespaces",
 		"Deployment/oplab", "Service/oplab",
 	}
 	for _, w := range want {
@@ -119,7 +121,14 @@ func TestManifestsInstallEverything(t *testing.T) {
 			t.Errorf("rendered no %s; got %v", w, kinds)
 		}
 	}
-	for _, name := range []string{"oplab-controller", "oplab-web"} {
+	// oplab-controller and oplab-web are bound by oplab itself, per
+	// learner namespace: nothing binds them cluster-wide.
+	for _, u := range objs {
+		if u.GetKind() == "ClusterRoleBinding" && u.GetName() != "oplab-cluster" {
+			t.Errorf("ClusterRoleBinding %s: only oplab-cluster is bound cluster-wide", u.GetName())
+		}
+	}
+	for _, name := range []string{"oplab-cluster"} {
 		var b rbacv1.ClusterRoleBinding
 		find(t, objs, "ClusterRoleBinding", name, &b)
 		wantSubject := []rbacv1.Subject{{Kind: "ServiceAccount", Name: "oplab", Namespace: ns}}
