@@ -442,8 +442,11 @@ func newManager(base *rest.Config, opts Options, gate *pauseGate, resumed <-chan
 		if err != nil {
 			return nil, fmt.Errorf("registering informer for namespaces: %w", err)
 		}
-		secrets := NewNamespaceCaches(cfg, cache.Options{Scheme: scheme, ByObject: map[client.Object]cache.ByObject{&corev1.Secret{}: labelled}},
+		secrets, err := NewNamespaceCaches(cfg, cache.Options{Scheme: scheme, ByObject: map[client.Object]cache.ByObject{&corev1.Secret{}: labelled}},
 			&corev1.Secret{}, opts.Logger.WithName("secrets"))
+		if err != nil {
+			return nil, err
+		}
 		if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
 			if err := secrets.Follow(ctx, nsInformer); err != nil {
 				return err

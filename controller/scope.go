@@ -13,6 +13,7 @@ import (
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/source"
@@ -52,8 +53,21 @@ type namespaceCache struct {
 // NewNamespaceCaches returns caches of kind, one per namespace, built with
 // opts (its DefaultNamespaces is set per namespace; ByObject may select
 // kind by label).
-func NewNamespaceCaches(cfg *rest.Config, opts cache.Options, kind client.Object, log logr.Logger) *NamespaceCaches {
-	return &NamespaceCaches{cfg: cfg, opts: opts, kind: kind, log: log, caches: map[string]*namespaceCache{}}
+func NewNamespaceCaches(cfg *rest.Config, opts cache.Options, kind client.Object, log logr.Logger) (*NamespaceCaches, error) {
+	// One HTTP client and one REST mapper for all of them: a namespace's
+	// cache then costs no discovery of its own.
+	var err error
+	if opts.HTTPClient == nil {
+		if opts.HTTPClient, err = rest.HTTPClientFor(cfg); err != nil {
+			return nil, fmt.Errorf("create HTTP client for namespace caches: %w", err)
+		}
+	}
+	if opts.Mapper == nil {
+		if opts.Mapper, err = apiutil.NewDynamicRESTMapper(cfg, opts.HTTPClient); err != nil {
+			return nil, fmt.Errorf("create REST mapper for namespace caches: %w", err)
+		}
+	}
+	return &NamespaceCaches{cfg: cfg, opts: opts, kind: kind, log: log, caches: map[string]*namespaceCache{}}, nil
 }
 
 // Follow opens a namespace's cache when namespaces (an informer of the

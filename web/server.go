@@ -25,6 +25,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
+	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -175,8 +176,10 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 		// them, and Secrets are watched in each of them, not cluster-wide.
 		sel := labels.SelectorFromSet(labels.Set{session.InstanceLabel: session.Instance(opts.NamespacePrefix)})
 		cacheOpts.ByObject = map[client.Object]cache.ByObject{&corev1.Namespace{}: controller.InstanceNamespaces(sel)}
-		secrets = controller.NewNamespaceCaches(opts.Config, cache.Options{Scheme: scheme, DefaultTransform: cache.TransformStripManagedFields()},
-			state.SecretMeta(), opts.Logger.WithName("secrets"))
+		if secrets, err = controller.NewNamespaceCaches(opts.Config, cache.Options{Scheme: scheme, DefaultTransform: cache.TransformStripManagedFields()},
+			state.SecretMeta(), opts.Logger.WithName("secrets")); err != nil {
+			return nil, err
+		}
 	}
 	c, err := cache.New(opts.Config, cacheOpts)
 	if err != nil {
@@ -201,7 +204,13 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 		if err := secrets.Follow(ctx, nsInformer); err != nil {
 			return nil, err
 		}
+		// The watcher's informers start with this one: a Database of a
+		// restored session listed before the namespaces are would be
+		// dropped, so the first answers wait for them.
 		watched = func(ns string) bool {
+			if !nsInformer.HasSynced() {
+				toolscache.WaitForCacheSync(ctx.Done(), nsInformer.HasSynced)
+			}
 			return c.Get(context.Background(), client.ObjectKey{Name: ns}, &corev1.Namespace{}) == nil
 		}
 	}
