@@ -29,7 +29,7 @@ import (
 // +kubebuilder:rbac:groups=db.oplab.dev,resources=databases,verbs=get;list;watch;update;patch
 // +kubebuilder:rbac:groups=db.oplab.dev,resources=databases/status,verbs=get;patch
 // +kubebuilder:rbac:groups=db.oplab.dev,resources=databases/finalizers,verbs=update
-// +kubebuilder:rbac:groups=apps,resources=statefulsets,verbs=get;list;watch;create;update;patch
+// +kubebuilder:rbac:groups=apps,resources=statefulsets,verbs=get;list;watch;create;patch
 // +kubebuilder:rbac:groups="",resources=services;secrets,verbs=get;list;watch;create;patch
 // +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;create;update
 // +kubebuilder:rbac:groups="",resources=pods,verbs=list

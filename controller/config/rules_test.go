@@ -295,6 +295,16 @@ func probes() []probe {
 			},
 		},
 		{
+			// The learner scales through the scale subresource; the lab's
+			// own drift action patches the StatefulSet, as an admin would.
+			what:  "the lab's drift action scales the StatefulSet (the action's message)",
+			perms: []string{"patch statefulsets.apps"},
+			setup: readyLearner,
+			act: func(t *testing.T, h *harness, l *learner, p perm) string {
+				return l.post(t, "/lab/databases/shop/statefulset/scale", url.Values{"replicas": {"3"}}, false)
+			},
+		},
+		{
 			what:  "the lab's drift action deletes the Secret (the action's message)",
 			perms: []string{"delete secrets"},
 			setup: readyLearner,
