@@ -41,7 +41,6 @@ func TestApplyInstallsOplab(t *testing.T) {
 		&rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "oplab-cluster"}},
 		&admissionregistrationv1.ValidatingAdmissionPolicy{ObjectMeta: metav1.ObjectMeta{Name: "oplab-instance-namespaces"}},
 		&admissionregistrationv1.ValidatingAdmissionPolicyBinding{ObjectMeta: metav1.ObjectMeta{Name: "oplab-instance-namespaces"}},
-		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "oplab-instance"}},
 	} {
 		if err := admin.Get(ctx, client.ObjectKeyFromObject(obj), obj); err != nil {
 			t.Errorf("%T %s: %v", obj, obj.GetName(), err)

@@ -112,7 +112,7 @@ func TestManifestsInstallEverything(t *testing.T) {
 	want := []string{
 		"Namespace/" + ns, "CustomResourceDefinition/databases.db.oplab.dev", "ServiceAccount/oplab",
 		"ClusterRole/oplab-controller", "ClusterRole/oplab-web", "ClusterRole/oplab-cluster",
-		"ClusterRoleBinding/oplab-cluster", "ConfigMap/oplab-instance",
+		"ClusterRoleBinding/oplab-cluster",
 		"ValidatingAdmissionPolicy/oplab-instance-namespaces", "ValidatingAdmissionPolicyBinding/oplab-instance-namespaces",
 		"Deployment/oplab", "Service/oplab",
 	}
