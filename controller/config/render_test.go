@@ -277,3 +277,27 @@ func TestControllerEmbedsOnlyTheCRD(t *testing.T) {
 		t.Errorf("crd/ renders %v", rendered)
 	}
 }
+
+// TestClusterWideRoleReadsNoSecrets checks the one role bound cluster-wide
+// for what finding (a) of issue 19 was: nothing on Secrets or tokens, no
+// Role or ServiceAccount writes, "bind" only on oplab's own two roles, and
+// no reads beyond watch of what the lab shows.
+func TestClusterWideRoleReadsNoSecrets(t *testing.T) {
+	var role rbacv1.ClusterRole
+	find(t, render(t, "rbac"), "ClusterRole", "oplab-cluster", &role)
+	for _, r := range role.Rules {
+		for _, res := range r.Resources {
+			switch {
+			case res == "secrets" || strings.HasPrefix(res, "serviceaccounts") || res == "roles" || res == "clusterrolebindings":
+				t.Errorf("oplab-cluster grants %v on %s cluster-wide", r.Verbs, res)
+			case res == "clusterroles" && (!slices.Equal(r.Verbs, []string{"bind"}) || !slices.Equal(r.ResourceNames, []string{"oplab-controller", "oplab-web"})):
+				t.Errorf("oplab-cluster grants %v on clusterroles %v, want only bind on oplab-controller and oplab-web", r.Verbs, r.ResourceNames)
+			case res == "rolebindings" && !slices.Equal(r.Verbs, []string{"create"}):
+				t.Errorf("oplab-cluster grants %v on rolebindings, want create only (the admission policy holds it to its namespaces)", r.Verbs)
+			}
+		}
+		if slices.Contains(r.Verbs, "*") || slices.Contains(r.Resources, "*") || slices.Contains(r.APIGroups, "*") {
+			t.Errorf("oplab-cluster has a wildcard rule: %+v", r)
+		}
+	}
+}
