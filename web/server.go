@@ -104,11 +104,13 @@ type Options struct {
 	// their instance label, so several oplab instances can share a cluster
 	// (session.ValidatePrefix); default session.NamespacePrefix.
 	NamespacePrefix string
-	// AllNamespaces makes the lab's state watcher read every namespace's
-	// objects, Secrets with a cluster-wide informer, as before instances
-	// had their own namespaces (a personal cluster). Off, it reads only
-	// the namespaces labelled with its instance, and Secrets per namespace.
-	AllNamespaces bool
+	// InstanceOnly makes the lab's state watcher read only the namespaces
+	// labelled with its instance (session.InstanceLabel), and their
+	// Secrets with one informer per namespace, so oplab needs no
+	// cluster-wide Secret permission; oplab sets it unless
+	// --all-namespaces. Off, it reads the namespaces named with its
+	// prefix, Secrets with a cluster-wide informer (a personal cluster).
+	InstanceOnly bool
 	// NamespaceRoles are the ClusterRoles oplab binds to itself in each
 	// learner namespace (session.KubeNamespaces.Roles); empty: none.
 	NamespaceRoles []string
@@ -171,7 +173,7 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 	cacheOpts := cache.Options{Scheme: scheme, DefaultTransform: cache.TransformStripManagedFields(),
 		DefaultWatchErrorHandler: refusals.WatchErrorHandler}
 	var secrets *controller.NamespaceCaches
-	if !opts.AllNamespaces {
+	if opts.InstanceOnly {
 		// Only this instance's namespaces: the Namespace informer selects
 		// them, and Secrets are watched in each of them, not cluster-wide.
 		sel := labels.SelectorFromSet(labels.Set{session.InstanceLabel: session.Instance(opts.NamespacePrefix)})

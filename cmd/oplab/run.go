@@ -126,7 +126,7 @@ func run(ctx context.Context, c config, out io.Writer) (retErr error) {
 		JoinCode:                 c.joinCode,
 		NamespacePrefix:          c.namespacePrefix,
 		KubeconfigServer:         c.kubeconfigHost,
-		AllNamespaces:            c.allNamespaces,
+		InstanceOnly:             !c.allNamespaces,
 		NamespaceRoles:           c.namespaceRoles,
 		Logger:                   log.WithName("web"),
 	})
