@@ -5,9 +5,11 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
@@ -51,13 +53,18 @@ func enginePort(e dbv1.Engine) int32 {
 	return 5432
 }
 
-// image is the container image for the Database's engine and version.
-// kwok fakes the kubelet, so the image is never pulled in the embedded cluster.
-func image(db *dbv1.Database) string {
+// image is the container image for the Database's engine and version,
+// from registry when set (a mirror: "mirror.example.com/library"),
+// otherwise Docker Hub's official images as short names. kwok fakes the
+// kubelet, so the image is never pulled in the embedded cluster.
+func image(db *dbv1.Database, registry string) string {
 	e := engine(db)
 	v := db.Spec.Version
 	if v == "" {
 		v = dbv1.DefaultVersion(e)
+	}
+	if registry != "" {
+		return fmt.Sprintf("%s/%s:%s", strings.TrimSuffix(registry, "/"), e, v)
 	}
 	return fmt.Sprintf("%s:%s", e, v)
 }
@@ -124,7 +131,7 @@ func desiredService(db *dbv1.Database) *corev1.Service {
 // desiredStatefulSet runs the engine's image. Its data volume is an emptyDir
 // sized from spec.storage rather than a PersistentVolumeClaim: the embedded
 // cluster has no storage provisioner, so a claim would stay Pending forever.
-func desiredStatefulSet(db *dbv1.Database) *appsv1.StatefulSet {
+func desiredStatefulSet(db *dbv1.Database, registry string) *appsv1.StatefulSet {
 	e := engine(db)
 	size := storage(db)
 	return &appsv1.StatefulSet{
@@ -139,11 +146,14 @@ func desiredStatefulSet(db *dbv1.Database) *appsv1.StatefulSet {
 			Template: corev1.PodTemplateSpec{
 				ObjectMeta: metav1.ObjectMeta{Labels: childLabels(db)},
 				Spec: corev1.PodSpec{
+					SecurityContext: podSecurity(),
 					Containers: []corev1.Container{{
-						Name:  string(e),
-						Image: image(db),
-						Ports: []corev1.ContainerPort{{Name: string(e), ContainerPort: enginePort(e)}},
-						Env:   engineEnv(db),
+						Name:            string(e),
+						Image:           image(db, registry),
+						Ports:           []corev1.ContainerPort{{Name: string(e), ContainerPort: enginePort(e)}},
+						Env:             engineEnv(db),
+						SecurityContext: containerSecurity(),
+						Resources:       podResources(),
 						VolumeMounts: []corev1.VolumeMount{{
 							Name: "data", MountPath: dataDir(e),
 						}},
@@ -155,6 +165,43 @@ func desiredStatefulSet(db *dbv1.Database) *appsv1.StatefulSet {
 				},
 			},
 		},
+	}
+}
+
+// engineUID is the user both engines' official images run as (postgres
+// and mysql are uid 999 there): a Pod that must not run as root names it,
+// and owns its data folder through fsGroup.
+const engineUID = 999
+
+// podSecurity and containerSecurity are what Pod Security "restricted"
+// demands, which learner namespaces enforce: no root, no privilege
+// escalation, no capabilities, the runtime's default seccomp profile. The
+// Database's Pods comply so the lab works in a namespace a learner cannot
+// use to run a privileged Pod.
+func podSecurity() *corev1.PodSecurityContext {
+	return &corev1.PodSecurityContext{
+		RunAsNonRoot:   ptr.To(true),
+		RunAsUser:      ptr.To[int64](engineUID),
+		RunAsGroup:     ptr.To[int64](engineUID),
+		FSGroup:        ptr.To[int64](engineUID),
+		SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+	}
+}
+
+func containerSecurity() *corev1.SecurityContext {
+	return &corev1.SecurityContext{
+		AllowPrivilegeEscalation: ptr.To(false),
+		Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
+	}
+}
+
+// podResources are each replica's requests and limits: set, so that a
+// namespace's quota on requests counts them and a learner's Pods are
+// bounded on a real node.
+func podResources() corev1.ResourceRequirements {
+	return corev1.ResourceRequirements{
+		Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m"), corev1.ResourceMemory: resource.MustParse("256Mi")},
+		Limits:   corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("500m"), corev1.ResourceMemory: resource.MustParse("512Mi")},
 	}
 }
 
@@ -184,7 +231,7 @@ func engineEnv(db *dbv1.Database) []corev1.EnvVar {
 type childKind struct {
 	kind    string
 	empty   func() client.Object
-	desired func(db *dbv1.Database) client.Object
+	desired func(db *dbv1.Database, registry string) client.Object
 	// diff lists what differs in actual from desired, in words; nil means in sync.
 	diff func(actual, desired client.Object) []string
 	// correct copies the managed fields of desired into actual.
@@ -198,21 +245,23 @@ var children = []childKind{
 	{
 		kind:    "Secret",
 		empty:   func() client.Object { return &corev1.Secret{} },
-		desired: func(db *dbv1.Database) client.Object { return desiredSecret(db) },
+		desired: func(db *dbv1.Database, _ string) client.Object { return desiredSecret(db) },
 		diff:    func(a, d client.Object) []string { return diffLabels(a, d) },
 		correct: func(a, d client.Object) { correctLabels(a, d) },
 	},
 	{
 		kind:    "Service",
 		empty:   func() client.Object { return &corev1.Service{} },
-		desired: func(db *dbv1.Database) client.Object { return desiredService(db) },
+		desired: func(db *dbv1.Database, _ string) client.Object { return desiredService(db) },
 		diff:    func(a, d client.Object) []string { return diffService(a.(*corev1.Service), d.(*corev1.Service)) },
 		correct: func(a, d client.Object) { correctService(a.(*corev1.Service), d.(*corev1.Service)) },
 	},
 	{
-		kind:    "StatefulSet",
-		empty:   func() client.Object { return &appsv1.StatefulSet{} },
-		desired: func(db *dbv1.Database) client.Object { return desiredStatefulSet(db) },
+		kind:  "StatefulSet",
+		empty: func() client.Object { return &appsv1.StatefulSet{} },
+		desired: func(db *dbv1.Database, registry string) client.Object {
+			return desiredStatefulSet(db, registry)
+		},
 		diff: func(a, d client.Object) []string {
 			return diffStatefulSet(a.(*appsv1.StatefulSet), d.(*appsv1.StatefulSet))
 		},
@@ -283,7 +332,23 @@ func diffStatefulSet(actual, desired *appsv1.StatefulSet) []string {
 	if got, want := dataSize(actual), dataSize(desired); got != want {
 		out = append(out, fmt.Sprintf("storage %s → %s", got, want))
 	}
+	if !sameSecurity(actual, desired) {
+		out = append(out, "pod security context and resources")
+	}
 	return out
+}
+
+// sameSecurity reports whether actual's Pods run as restricted as
+// desired's: a template from before they did (or changed by an admin) is
+// put back.
+func sameSecurity(actual, desired *appsv1.StatefulSet) bool {
+	a, d := actual.Spec.Template.Spec, desired.Spec.Template.Spec
+	if len(a.Containers) == 0 || len(d.Containers) == 0 {
+		return len(a.Containers) == len(d.Containers)
+	}
+	return equality.Semantic.DeepEqual(a.SecurityContext, d.SecurityContext) &&
+		equality.Semantic.DeepEqual(a.Containers[0].SecurityContext, d.Containers[0].SecurityContext) &&
+		equality.Semantic.DeepEqual(a.Containers[0].Resources, d.Containers[0].Resources)
 }
 
 // containerImage is the image of the first container: the engine's.
@@ -309,7 +374,7 @@ func dataSize(s *appsv1.StatefulSet) string {
 func correctStatefulSet(actual, desired *appsv1.StatefulSet) {
 	correctLabels(actual, desired)
 	actual.Spec.Replicas = desired.Spec.Replicas
-	if containerImage(actual) != containerImage(desired) || dataSize(actual) != dataSize(desired) {
+	if containerImage(actual) != containerImage(desired) || dataSize(actual) != dataSize(desired) || !sameSecurity(actual, desired) {
 		actual.Spec.Template = desired.Spec.Template
 	}
 }

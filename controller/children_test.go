@@ -38,7 +38,7 @@ func TestDesiredStatefulSet(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			s := desiredStatefulSet(tt.db)
+			s := desiredStatefulSet(tt.db, "")
 			c := s.Spec.Template.Spec.Containers[0]
 			got := []any{c.Image, c.VolumeMounts[0].MountPath, dataSize(s), *s.Spec.Replicas, c.Ports[0].ContainerPort, c.Env[0].Name}
 			want := []any{tt.image, tt.mount, tt.size, tt.replicas, tt.port, tt.passwordEnv}
@@ -77,7 +77,7 @@ func TestDesiredSecretGeneratesFreshPasswords(t *testing.T) {
 }
 
 func TestDiffStatefulSet(t *testing.T) {
-	desired := desiredStatefulSet(specDB(dbv1.EnginePostgres, "17", 3, "2Gi"))
+	desired := desiredStatefulSet(specDB(dbv1.EnginePostgres, "17", 3, "2Gi"), "")
 	tests := []struct {
 		name   string
 		mutate func(s *appsv1.StatefulSet)
@@ -112,7 +112,7 @@ func TestDiffStatefulSet(t *testing.T) {
 }
 
 func TestCorrectStatefulSetKeepsTemplateOnReplicaChange(t *testing.T) {
-	desired := desiredStatefulSet(specDB(dbv1.EnginePostgres, "17", 3, ""))
+	desired := desiredStatefulSet(specDB(dbv1.EnginePostgres, "17", 3, ""), "")
 	actual := desired.DeepCopy()
 	actual.Spec.Replicas = ptr.To[int32](1)
 	actual.Spec.Template.Spec.RestartPolicy = corev1.RestartPolicyAlways // a server default
@@ -143,5 +143,20 @@ func TestNames(t *testing.T) {
 	}
 	if got := SecretName("orders"); got != "orders-credentials" {
 		t.Errorf("SecretName = %q", got)
+	}
+}
+
+// TestDesiredStatefulSetFromAMirror names the engine's image in the
+// registry given, so a cluster that pulls only from a mirror works.
+func TestDesiredStatefulSetFromAMirror(t *testing.T) {
+	for registry, want := range map[string]string{
+		"":                             "postgres:16.4",
+		"mirror.example.com/library":   "mirror.example.com/library/postgres:16.4",
+		"mirror.example.com:5000/hub/": "mirror.example.com:5000/hub/postgres:16.4",
+	} {
+		s := desiredStatefulSet(specDB(dbv1.EnginePostgres, "16.4", 1, ""), registry)
+		if got := s.Spec.Template.Spec.Containers[0].Image; got != want {
+			t.Errorf("registry %q: image %q, want %q", registry, got, want)
+		}
 	}
 }

@@ -29,7 +29,7 @@ import (
 // +kubebuilder:rbac:groups=db.oplab.dev,resources=databases,verbs=get;list;watch;update;patch
 // +kubebuilder:rbac:groups=db.oplab.dev,resources=databases/status,verbs=get;patch
 // +kubebuilder:rbac:groups=db.oplab.dev,resources=databases/finalizers,verbs=update
-// +kubebuilder:rbac:groups=apps,resources=statefulsets,verbs=get;list;watch;create;update;patch
+// +kubebuilder:rbac:groups=apps,resources=statefulsets,verbs=get;list;watch;create;patch
 // +kubebuilder:rbac:groups="",resources=services;secrets,verbs=get;list;watch;create;patch
 // +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;create;update
 // +kubebuilder:rbac:groups="",resources=pods,verbs=list
@@ -50,6 +50,8 @@ type reconciler struct {
 	resync    time.Duration
 	// thrash bounds the status-thrash pitfall (pitfalls.go).
 	thrash *thrashLimiter
+	// registry is where the engines' images come from (Options.ImageRegistry).
+	registry string
 }
 
 var _ reconcile.Reconciler = &reconciler{}
@@ -170,7 +172,7 @@ func (r *reconciler) ensureChildren(ctx context.Context, db *dbv1.Database) obse
 // did: Created, Updated or Unchanged. It reads the child from the cache, so
 // a converged Database costs no API request at all.
 func (r *reconciler) ensureChild(ctx context.Context, db *dbv1.Database, k childKind) (client.Object, Outcome, error) {
-	desired := k.desired(db)
+	desired := k.desired(db, r.registry)
 	if err := controllerutil.SetControllerReference(db, desired, r.scheme); err != nil {
 		return nil, "", fmt.Errorf("setting owner of %s %s: %w", k.kind, desired.GetName(), err)
 	}

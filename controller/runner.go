@@ -29,6 +29,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
@@ -60,6 +61,20 @@ type Options struct {
 	// Namespaces restricts the controller to these namespaces; empty means
 	// all. Tests and benchmarks use it to run controllers side by side.
 	Namespaces []string
+	// NamespaceSelector, when set, restricts the controller to the
+	// Databases of the namespaces whose labels it matches (an oplab
+	// instance's, oplab.dev/instance=<name>): another instance's Databases
+	// are never reconciled, let alone finalized, by this one. Their
+	// Secrets are then watched per namespace (NamespaceCaches), so the
+	// controller needs no cluster-wide Secret permission. Nil means every
+	// namespace, with a cluster-wide Secret informer (a personal cluster's
+	// --all-namespaces).
+	NamespaceSelector labels.Selector
+	// ImageRegistry, when set, is the registry (and path) the engines'
+	// images are pulled from, as "REGISTRY/postgres:16": a mirror for a
+	// cluster that cannot reach Docker Hub. Empty means the short names
+	// ("postgres:16"), as the node resolves them.
+	ImageRegistry string
 }
 
 // DefaultOptions are the settings oplab ships: enough client throughput and
@@ -322,6 +337,7 @@ func newTracedReconciler(c client.Client, apiReader client.Reader, scheme *runti
 		clock:     opts.Clock,
 		resync:    opts.ResyncPeriod,
 		thrash:    newThrashLimiter(),
+		registry:  opts.ImageRegistry,
 	}
 	return &tracedReconciler{
 		inner:   pitfallReconciler{reconciler: r, cache: own},
@@ -358,6 +374,19 @@ func newManager(base *rest.Config, opts Options, gate *pauseGate, resumed <-chan
 	cacheOpts := cache.Options{ByObject: map[client.Object]cache.ByObject{
 		&corev1.Secret{}: labelled, &corev1.Service{}: labelled, &appsv1.StatefulSet{}: labelled,
 	}, DefaultWatchErrorHandler: watchErr}
+	scoped := opts.NamespaceSelector != nil
+	clientOpts := client.Options{}
+	if scoped {
+		// No cluster-wide Secret informer: the reconciler reads a Secret
+		// live in its namespace, and watches come from per-namespace caches.
+		for obj := range cacheOpts.ByObject {
+			if _, ok := obj.(*corev1.Secret); ok {
+				delete(cacheOpts.ByObject, obj)
+			}
+		}
+		cacheOpts.ByObject[&corev1.Namespace{}] = InstanceNamespaces(opts.NamespaceSelector)
+		clientOpts.Cache = &client.CacheOptions{DisableFor: []client.Object{&corev1.Secret{}}}
+	}
 	if len(opts.Namespaces) > 0 {
 		cacheOpts.DefaultNamespaces = map[string]cache.Config{}
 		for _, ns := range opts.Namespaces {
@@ -368,6 +397,7 @@ func newManager(base *rest.Config, opts Options, gate *pauseGate, resumed <-chan
 		Scheme:                 scheme,
 		Logger:                 opts.Logger,
 		Cache:                  cacheOpts,
+		Client:                 clientOpts,
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
 		LeaderElection:         false,
@@ -393,21 +423,51 @@ func newManager(base *rest.Config, opts Options, gate *pauseGate, resumed <-chan
 	// children's, mapped to their Database through the controller
 	// ownerReference (what Owns() would do).
 	ofOwner := pitfallOfOwner(mgr.GetCache())
-	err = ctrl.NewControllerManagedBy(mgr).
+	b := ctrl.NewControllerManagedBy(mgr).
 		Named("database").
 		WithOptions(controller.Options{MaxConcurrentReconciles: opts.MaxConcurrentReconciles, RateLimiter: backoff}).
 		Watches(&dbv1.Database{}, handler("Database", selfKey, pitfallOfObject)).
-		Watches(&corev1.Secret{}, handler("Secret", ownerKey, ofOwner)).
 		Watches(&corev1.Service{}, handler("Service", ownerKey, ofOwner)).
 		Watches(&appsv1.StatefulSet{}, handler("StatefulSet", ownerKey, ofOwner)).
-		WatchesRawSource(source.Channel(resumed, resume)).
-		Complete(traced)
-	if err != nil {
+		WatchesRawSource(source.Channel(resumed, resume))
+	informers := []client.Object{&dbv1.Database{}, &appsv1.StatefulSet{}, &corev1.Service{}}
+	if scoped {
+		// Only the instance's namespaces count: the Namespace informer
+		// selects them, and an event elsewhere is dropped before the trace
+		// or the queue sees it. The Namespace informer is registered
+		// below, so it has synced before the controller starts and the
+		// initial list of Databases is filtered against the full set.
+		b = b.WithEventFilter(predicate.NewPredicateFuncs(inScope(mgr.GetCache())))
+		nsInformer, err := mgr.GetCache().GetInformer(context.Background(), &corev1.Namespace{})
+		if err != nil {
+			return nil, fmt.Errorf("registering informer for namespaces: %w", err)
+		}
+		secrets, err := NewNamespaceCaches(cfg, cache.Options{Scheme: scheme, ByObject: map[client.Object]cache.ByObject{&corev1.Secret{}: labelled}},
+			&corev1.Secret{}, opts.Logger.WithName("secrets"))
+		if err != nil {
+			return nil, err
+		}
+		if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
+			if err := secrets.Follow(ctx, nsInformer); err != nil {
+				return err
+			}
+			<-ctx.Done()
+			return nil
+		})); err != nil {
+			return nil, fmt.Errorf("adding the per-namespace Secret caches: %w", err)
+		}
+		b = b.WatchesRawSource(namespaceSource{caches: secrets, h: handler("Secret", ownerKey, ofOwner)})
+		informers = append(informers, &corev1.Namespace{})
+	} else {
+		b = b.Watches(&corev1.Secret{}, handler("Secret", ownerKey, ofOwner))
+		informers = append(informers, &corev1.Secret{})
+	}
+	if err := b.Complete(traced); err != nil {
 		return nil, fmt.Errorf("setting up database controller: %w", err)
 	}
 	// Register the informers now, so that WaitForCacheSync in Start covers
 	// them rather than racing the controller's own registration.
-	for _, obj := range []client.Object{&dbv1.Database{}, &appsv1.StatefulSet{}, &corev1.Service{}, &corev1.Secret{}} {
+	for _, obj := range informers {
 		if _, err := mgr.GetCache().GetInformer(context.Background(), obj); err != nil {
 			return nil, fmt.Errorf("registering informer for %T: %w", obj, err)
 		}

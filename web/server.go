@@ -20,10 +20,16 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
+	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -104,6 +110,16 @@ type Options struct {
 	// their instance label, so several oplab instances can share a cluster
 	// (session.ValidatePrefix); default session.NamespacePrefix.
 	NamespacePrefix string
+	// InstanceOnly makes the lab's state watcher read only the namespaces
+	// labelled with its instance (session.InstanceLabel), and their
+	// Secrets with one informer per namespace, so oplab needs no
+	// cluster-wide Secret permission; oplab sets it unless
+	// --all-namespaces. Off, it reads the namespaces named with its
+	// prefix, Secrets with a cluster-wide informer (a personal cluster).
+	InstanceOnly bool
+	// NamespaceRoles are the ClusterRoles oplab binds to itself in each
+	// learner namespace (session.KubeNamespaces.Roles); empty: none.
+	NamespaceRoles []string
 	// KubeconfigServer is the API server URL learners' kubeconfigs name;
 	// empty means Config's host, the one the admin kubeconfig names.
 	KubeconfigServer string
@@ -160,15 +176,31 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 	// An informer oplab may not list would keep the cache from syncing for
 	// ever; refusals says which, so New fails naming the permission.
 	refusals := permission.NewRefusals(opts.Logger.WithName("cache"))
-	c, err := cache.New(opts.Config, cache.Options{Scheme: scheme, DefaultTransform: cache.TransformStripManagedFields(),
-		DefaultWatchErrorHandler: refusals.WatchErrorHandler})
-	if err != nil {
-		return nil, fmt.Errorf("create informer cache: %w", err)
-	}
 	if opts.NamespacePrefix == "" {
 		opts.NamespacePrefix = session.NamespacePrefix
 	}
 	if err := session.ValidatePrefix(opts.NamespacePrefix); err != nil {
+		return nil, err
+	}
+	cacheOpts := cache.Options{Scheme: scheme, DefaultTransform: cache.TransformStripManagedFields(),
+		DefaultWatchErrorHandler: refusals.WatchErrorHandler}
+	var secrets *controller.NamespaceCaches
+	if opts.InstanceOnly {
+		// Only this instance's namespaces: the Namespace informer selects
+		// them, and Secrets are watched in each of them, not cluster-wide.
+		sel := labels.SelectorFromSet(labels.Set{session.InstanceLabel: session.Instance(opts.NamespacePrefix)})
+		cacheOpts.ByObject = map[client.Object]cache.ByObject{&corev1.Namespace{}: controller.InstanceNamespaces(sel)}
+		if secrets, err = controller.NewNamespaceCaches(opts.Config, cache.Options{Scheme: scheme, DefaultTransform: cache.TransformStripManagedFields()},
+			state.SecretMeta(), opts.Logger.WithName("secrets")); err != nil {
+			return nil, err
+		}
+	}
+	c, err := cache.New(opts.Config, cacheOpts)
+	if err != nil {
+		return nil, fmt.Errorf("create informer cache: %w", err)
+	}
+	self, err := selfSubject(ctx, opts)
+	if err != nil {
 		return nil, err
 	}
 	issuer, err := newIssuer(opts)
@@ -194,15 +226,35 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 	quizSize := len(bank.Questions)
 	prefix := opts.NamespacePrefix
 	s := &Server{opts: opts, cache: c, cacheErr: make(chan error, 1), issuer: issuer}
+	watched := func(ns string) bool { return strings.HasPrefix(ns, prefix) }
+	if secrets != nil {
+		nsInformer, err := c.GetInformer(ctx, &corev1.Namespace{}, cache.BlockUntilSynced(false))
+		if err != nil {
+			return nil, fmt.Errorf("get informer for namespaces: %w", err)
+		}
+		if err := secrets.Follow(ctx, nsInformer); err != nil {
+			return nil, err
+		}
+		// The watcher's informers start with this one: a Database of a
+		// restored session listed before the namespaces are would be
+		// dropped, so the first answers wait for them.
+		watched = func(ns string) bool {
+			if !nsInformer.HasSynced() {
+				toolscache.WaitForCacheSync(ctx.Done(), nsInformer.HasSynced)
+			}
+			return c.Get(context.Background(), client.ObjectKey{Name: ns}, &corev1.Namespace{}) == nil
+		}
+	}
 	s.watcher, err = state.NewWatcher(ctx, state.Options{
-		Cache: c, Publisher: opts.Recorder, Watched: func(ns string) bool { return strings.HasPrefix(ns, prefix) }, Render: lab.NewFragments(),
+		Cache: c, Secrets: secrets, Publisher: opts.Recorder, Watched: watched, Render: lab.NewFragments(),
 		Logger: opts.Logger.WithName("state"),
 	})
 	if err != nil {
 		return nil, err
 	}
 	s.sessions, err = session.New(ctx, session.Options{
-		Namespaces:      explainedNamespaces{session.KubeNamespaces{Client: direct, MaxDatabases: opts.MaxDatabasesPerNamespace, Prefix: prefix, NoQuotaController: opts.NoQuotaController}},
+		Namespaces: explainedNamespaces{session.KubeNamespaces{Client: direct, MaxDatabases: opts.MaxDatabasesPerNamespace, Prefix: prefix,
+			NoQuotaController: opts.NoQuotaController, Roles: opts.NamespaceRoles, Self: self}},
 		NamespacePrefix: prefix, Revoke: explainRevoke(issuer.Revoke),
 		IdleTimeout: opts.SessionIdleTimeout, NewIdleTimeout: opts.SessionNewIdleTimeout,
 		MaxSessions: opts.MaxSessions, MaxPerClient: opts.MaxSessionsPerClient, ClientOf: session.ClientAddress(opts.TrustedProxies),
@@ -246,6 +298,30 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 		return nil, err
 	}
 	return s, nil
+}
+
+// selfSubject is oplab's own identity as the API server knows it, the
+// subject of the RoleBindings it makes itself in learner namespaces; only
+// asked when there are roles to bind.
+func selfSubject(ctx context.Context, opts Options) (rbacv1.Subject, error) {
+	if len(opts.NamespaceRoles) == 0 {
+		return rbacv1.Subject{}, nil
+	}
+	cs, err := kubernetes.NewForConfig(opts.Config)
+	if err != nil {
+		return rbacv1.Subject{}, fmt.Errorf("create API clientset: %w", err)
+	}
+	r, err := cs.AuthenticationV1().SelfSubjectReviews().Create(ctx, &authenticationv1.SelfSubjectReview{}, metav1.CreateOptions{})
+	if err != nil {
+		return rbacv1.Subject{}, fmt.Errorf("ask the API server who oplab is (to bind --namespace-roles to it): %w", err)
+	}
+	name := r.Status.UserInfo.Username
+	if rest, ok := strings.CutPrefix(name, "system:serviceaccount:"); ok {
+		if ns, sa, ok := strings.Cut(rest, ":"); ok {
+			return rbacv1.Subject{Kind: rbacv1.ServiceAccountKind, Namespace: ns, Name: sa}, nil
+		}
+	}
+	return rbacv1.Subject{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: name}, nil
 }
 
 // newIssuer makes the learners' kubeconfigs: oplab's own client grants

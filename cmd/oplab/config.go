@@ -45,6 +45,13 @@ type config struct {
 	joinCode        string
 	namespacePrefix string
 	kubeconfigHost  string
+	// allNamespaces lets the controller and the lab's watcher act on every
+	// namespace, not only the instance's (a personal cluster).
+	allNamespaces bool
+	// namespaceRoles are bound by oplab to itself in each learner namespace.
+	namespaceRoles []string
+	// imageRegistry is where the engines' images are pulled from.
+	imageRegistry string
 }
 
 // parseFlags reads the command line. Errors name the flag at fault; they and
@@ -101,6 +108,16 @@ func parseFlagsInto(fs *flag.FlagSet, args []string) (config, error) {
 		c.trustedProxies = append(c.trustedProxies, p...)
 		return nil
 	})
+	fs.BoolVar(&c.allNamespaces, "all-namespaces", false, "the controller reconciles Databases in every namespace and the lab watches every namespace, with a cluster-wide Secret informer (a personal cluster); default: only the namespaces labelled with this instance (--namespace-prefix)")
+	fs.Func("namespace-roles", "comma-separated ClusterRoles oplab binds to itself in each learner namespace it creates, so its per-namespace powers (Secrets, tokens, the learner's Role) reach no other namespace (the manifests set oplab-controller,oplab-web); default: none", func(v string) error {
+		for _, r := range strings.Split(v, ",") {
+			if r = strings.TrimSpace(r); r != "" {
+				c.namespaceRoles = append(c.namespaceRoles, r)
+			}
+		}
+		return nil
+	})
+	fs.StringVar(&c.imageRegistry, "image-registry", "", "registry (and path) the Databases' images are pulled from, as REGISTRY/postgres:17, for a cluster that pulls through a mirror (default: the short names postgres:17 and mysql:8.4)")
 	fs.StringVar(&c.instructorToken, "instructor-token", "", "the token of the /instructor page, which stops and starts the controller for every learner (default: a random one, printed at start in the instructor URL)")
 	fs.StringVar(&c.joinCode, "join-code", "", "a code visitors must give (on the join form, or ?join=CODE on /lab) before they get a lab namespace; for a self-hosted class (default: none, anyone may start a lab)")
 	if err := fs.Parse(args); err != nil {

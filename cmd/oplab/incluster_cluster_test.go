@@ -89,7 +89,7 @@ func TestInClusterModeAsItsServiceAccount(t *testing.T) {
 	t.Cleanup(func() { serviceAccountDir = old })
 
 	// The Deployment's arguments, but on loopback.
-	c, err := parseFlags([]string{"--addr", "127.0.0.1:0", "--install-crds=false", "--session-idle", "1m"}, io.Discard)
+	c, err := parseFlags([]string{"--addr", "127.0.0.1:0", "--install-crds=false", "--namespace-roles", "oplab-controller,oplab-web", "--session-idle", "1m"}, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}

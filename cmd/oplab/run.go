@@ -16,6 +16,7 @@ import (
 	"github.com/go-logr/logr"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/rest"
@@ -26,6 +27,7 @@ import (
 	"github.com/oplab-dev/oplab/controller"
 	"github.com/oplab-dev/oplab/controller/permission"
 	"github.com/oplab-dev/oplab/web"
+	"github.com/oplab-dev/oplab/web/session"
 	"github.com/oplab-dev/oplab/web/stream"
 )
 
@@ -91,6 +93,10 @@ func run(ctx context.Context, c config, out io.Writer) (retErr error) {
 	opts.Sink = rec
 	opts.ResyncPeriod = c.resync
 	opts.Logger = log.WithName("controller")
+	opts.ImageRegistry = c.imageRegistry
+	if !c.allNamespaces {
+		opts.NamespaceSelector = labels.SelectorFromSet(labels.Set{session.InstanceLabel: session.Instance(c.namespacePrefix)})
+	}
 	runner := controller.NewRunner(restCfg, opts)
 	if err := runner.Start(ctx); err != nil {
 		return fmt.Errorf("starting the controller: %w", err)
@@ -124,6 +130,8 @@ func run(ctx context.Context, c config, out io.Writer) (retErr error) {
 		JoinCode:                 c.joinCode,
 		NamespacePrefix:          c.namespacePrefix,
 		KubeconfigServer:         c.kubeconfigHost,
+		InstanceOnly:             !c.allNamespaces,
+		NamespaceRoles:           c.namespaceRoles,
 		Logger:                   log.WithName("web"),
 	})
 	if err != nil {

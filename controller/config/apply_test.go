@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
@@ -36,8 +37,10 @@ func TestApplyInstallsOplab(t *testing.T) {
 		&corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "oplab"}},
 		&rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "oplab-controller"}},
 		&rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "oplab-web"}},
-		&rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "oplab-controller"}},
-		&rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "oplab-web"}},
+		&rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "oplab-cluster"}},
+		&rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "oplab-cluster"}},
+		&admissionregistrationv1.ValidatingAdmissionPolicy{ObjectMeta: metav1.ObjectMeta{Name: "oplab-instance-namespaces"}},
+		&admissionregistrationv1.ValidatingAdmissionPolicyBinding{ObjectMeta: metav1.ObjectMeta{Name: "oplab-instance-namespaces"}},
 	} {
 		if err := admin.Get(ctx, client.ObjectKeyFromObject(obj), obj); err != nil {
 			t.Errorf("%T %s: %v", obj, obj.GetName(), err)

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
@@ -16,16 +17,19 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/oplab-dev/oplab/controller"
 	dbv1 "github.com/oplab-dev/oplab/controller/api/v1alpha1"
+	"github.com/oplab-dev/oplab/web/kubeconfig"
+	"github.com/oplab-dev/oplab/web/session"
 )
 
 // oplabIdentity mints a token for oplab's ServiceAccount with the
@@ -79,18 +83,26 @@ func identity(t *testing.T, sa string) *rest.Config {
 }
 
 // TestOplabMayNotDoMore asks the API server what oplab's ServiceAccount may
-// do: the web side's needs are granted, and nothing that would let it take
-// over the cluster.
+// do: in a learner namespace it made, the web side's needs are granted;
+// in kube-system and default, none of the per-namespace powers; and
+// nowhere anything that would let it take over the cluster.
 func TestOplabMayNotDoMore(t *testing.T) {
-	cs, err := kubernetes.NewForConfig(oplabIdentity(t))
+	cfg := oplabIdentity(t)
+	cs, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
+	c, err := client.New(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lab := labNamespace(t, c)
 	canI := func(verb, group, resource, name, namespace string) bool {
 		t.Helper()
+		res, sub, _ := strings.Cut(resource, "/")
 		r, err := cs.AuthorizationV1().SelfSubjectAccessReviews().Create(context.Background(), &authorizationv1.SelfSubjectAccessReview{
 			Spec: authorizationv1.SelfSubjectAccessReviewSpec{ResourceAttributes: &authorizationv1.ResourceAttributes{
-				Verb: verb, Group: group, Resource: resource, Name: name, Namespace: namespace,
+				Verb: verb, Group: group, Resource: res, Subresource: sub, Name: name, Namespace: namespace,
 			}},
 		}, metav1.CreateOptions{})
 		if err != nil {
@@ -98,22 +110,47 @@ func TestOplabMayNotDoMore(t *testing.T) {
 		}
 		return r.Status.Allowed
 	}
-	allowed := []struct{ verb, group, resource, name string }{
+	type perm struct{ verb, group, resource, name string }
+	// Granted everywhere (the policy, not RBAC, holds the namespace and
+	// RoleBinding writes to oplab's own namespaces: TestOplabIsConfined).
+	for _, a := range []perm{
 		{"create", "", "namespaces", ""},
 		{"delete", "", "namespaces", ""},
-		{"create", "", "resourcequotas", ""},
-		{"create", "", "serviceaccounts/token", ""},
-		{"create", "rbac.authorization.k8s.io", "roles", ""},
 		{"create", "rbac.authorization.k8s.io", "rolebindings", ""},
+		{"bind", "rbac.authorization.k8s.io", "clusterroles", "oplab-web"},
 		{"get", "apiextensions.k8s.io", "customresourcedefinitions", "databases.db.oplab.dev"},
 		{"watch", "", "events", ""},
-	}
-	for _, a := range allowed {
-		if !canI(a.verb, a.group, a.resource, a.name, "lab-any") {
-			t.Errorf("oplab may not %s %s.%s %s", a.verb, a.resource, a.group, a.name)
+		{"watch", "", "pods", ""},
+	} {
+		if !canI(a.verb, a.group, a.resource, a.name, "") {
+			t.Errorf("oplab may not %s %s.%s %s cluster-wide", a.verb, a.resource, a.group, a.name)
 		}
 	}
-	denied := []struct{ verb, group, resource, name string }{
+	// Granted in its learner namespace only, by the RoleBindings it made.
+	perNamespace := []perm{
+		{"create", "", "resourcequotas", ""},
+		{"create", "", "serviceaccounts/token", ""},
+		{"get", "", "secrets", ""},
+		{"list", "", "secrets", ""},
+		{"watch", "", "secrets", ""},
+		{"create", "", "secrets", ""},
+		{"delete", "", "secrets", ""},
+		{"create", "rbac.authorization.k8s.io", "roles", ""},
+		{"delete", "rbac.authorization.k8s.io", "rolebindings", ""},
+		{"delete", "", "serviceaccounts", ""},
+		{"delete", "", "pods", ""},
+	}
+	for _, a := range perNamespace {
+		if !canI(a.verb, a.group, a.resource, a.name, lab) {
+			t.Errorf("oplab may not %s %s.%s in its namespace %s", a.verb, a.resource, a.group, lab)
+		}
+		for _, elsewhere := range []string{"kube-system", "default", ""} {
+			if canI(a.verb, a.group, a.resource, a.name, elsewhere) {
+				t.Errorf("oplab may %s %s.%s in namespace %q, which is not its own", a.verb, a.resource, a.group, elsewhere)
+			}
+		}
+	}
+	denied := []perm{
 		{"create", "apiextensions.k8s.io", "customresourcedefinitions", ""},
 		{"update", "apiextensions.k8s.io", "customresourcedefinitions", "databases.db.oplab.dev"},
 		{"get", "apiextensions.k8s.io", "customresourcedefinitions", "other.example.com"},
@@ -121,16 +158,20 @@ func TestOplabMayNotDoMore(t *testing.T) {
 		{"create", "rbac.authorization.k8s.io", "clusterrolebindings", ""},
 		{"escalate", "rbac.authorization.k8s.io", "roles", ""},
 		{"bind", "rbac.authorization.k8s.io", "clusterroles", "cluster-admin"},
+		{"bind", "rbac.authorization.k8s.io", "clusterroles", "admin"},
 		{"impersonate", "", "users", ""},
 		{"delete", "", "nodes", ""},
 		{"create", "", "pods", ""},
 		{"create", "", "pods/exec", ""},
 		{"create", "apps", "deployments", ""},
 		{"delete", "apps", "deployments", ""},
+		{"*", "*", "*", ""},
 	}
 	for _, d := range denied {
-		if canI(d.verb, d.group, d.resource, d.name, "lab-any") {
-			t.Errorf("oplab may %s %s.%s %s, which it never needs", d.verb, d.resource, d.group, d.name)
+		for _, where := range []string{lab, "kube-system", ""} {
+			if canI(d.verb, d.group, d.resource, d.name, where) {
+				t.Errorf("oplab may %s %s.%s %s in namespace %q, which it never needs", d.verb, d.resource, d.group, d.name, where)
+			}
 		}
 	}
 }
@@ -185,6 +226,7 @@ func TestControllerRunsWithOnlyItsServiceAccount(t *testing.T) {
 	errs := &stepErrors{}
 	opts := controller.DefaultOptions()
 	opts.Sink = errs
+	opts.NamespaceSelector = labels.SelectorFromSet(labels.Set{session.InstanceLabel: "lab"})
 	runner := controller.NewRunner(cfg, opts)
 	if err := runner.Start(ctx); err != nil {
 		t.Fatalf("starting the controller as oplab: %v", err)
@@ -195,30 +237,16 @@ func TestControllerRunsWithOnlyItsServiceAccount(t *testing.T) {
 		}
 	})
 
-	// A session: the lab namespace, as web/lab's KubeNamespaces makes it.
-	lab := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "lab-", Labels: map[string]string{"oplab.dev/lab": "true"}}}
-	if err := c.Create(ctx, lab); err != nil {
-		t.Fatalf("creating a lab namespace as oplab: %v", err)
-	}
+	// A session: the lab namespace, as web/session's KubeNamespaces makes
+	// it: labelled, with oplab's own RoleBindings, its quota and
+	// LimitRange; then the learner's kubectl identity, as the kubeconfig
+	// download makes it.
+	lab := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: labNamespace(t, c)}}
 	var labs corev1.NamespaceList
 	if err := c.List(ctx, &labs, client.MatchingLabels{"oplab.dev/lab": "true"}); err != nil || len(labs.Items) == 0 {
 		t.Errorf("listing lab namespaces as oplab: %d, %v", len(labs.Items), err)
 	}
-	quota := &corev1.ResourceQuota{
-		ObjectMeta: metav1.ObjectMeta{Namespace: lab.Name, Name: "lab"},
-		Spec:       corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{"count/databases.db.oplab.dev": resource.MustParse("5")}},
-	}
-	if err := c.Create(ctx, quota); err != nil {
-		t.Errorf("creating the lab's ResourceQuota as oplab: %v", err)
-	}
-	// As web/session does: the API server enforces a quota only for what
-	// its status lists, and on a cluster whose quota controller has not yet
-	// found the new CRD nobody else writes it.
-	quota.Status = corev1.ResourceQuotaStatus{Hard: quota.Spec.Hard, Used: corev1.ResourceList{"count/databases.db.oplab.dev": resource.MustParse("0")}}
-	if err := c.Status().Update(ctx, quota); err != nil && !apierrors.IsConflict(err) { // a conflict: kcm was first
-		t.Errorf("writing the status of the lab's ResourceQuota as oplab: %v", err)
-	}
-	learnerIdentity(t, c, lab.Name)
+	learnerKubeconfig(t, cfg, lab.Name)
 
 	// create → Ready, as the lab's create form does.
 	db := &dbv1.Database{ObjectMeta: metav1.ObjectMeta{Namespace: lab.Name, Name: "shop"}, Spec: dbv1.DatabaseSpec{Engine: dbv1.EnginePostgres, Replicas: 1}}
@@ -252,14 +280,18 @@ func TestControllerRunsWithOnlyItsServiceAccount(t *testing.T) {
 		return c.Get(ctx, client.ObjectKey{Namespace: lab.Name, Name: "shop"}, &corev1.Service{})
 	})
 
-	// What the lab's state watcher reads, cluster-wide: Secrets as metadata
-	// only, Pods, ConfigMaps, Events.
+	// What the lab's state watcher reads in a learner namespace: Secrets
+	// as metadata only, Pods, ConfigMaps, Events. Secrets it may not list
+	// across the cluster.
 	secrets := &metav1.PartialObjectMetadataList{}
 	secrets.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("SecretList"))
 	for _, l := range []client.ObjectList{secrets, &corev1.PodList{}, &corev1.ConfigMapList{}, &corev1.EventList{}} {
-		if err := c.List(ctx, l); err != nil {
-			t.Errorf("listing %T cluster-wide as oplab: %v", l, err)
+		if err := c.List(ctx, l, client.InNamespace(lab.Name)); err != nil {
+			t.Errorf("listing %T in %s as oplab: %v", l, lab.Name, err)
 		}
+	}
+	if err := c.List(ctx, secrets); !apierrors.IsForbidden(err) {
+		t.Errorf("listing Secrets cluster-wide as oplab = %v, want Forbidden", err)
 	}
 
 	// delete → the finalizer writes the final snapshot, then the Database goes.
@@ -304,39 +336,28 @@ func TestControllerRunsWithOnlyItsServiceAccount(t *testing.T) {
 	}
 }
 
-// learnerIdentity makes the learner's scoped kubectl identity as oplab
-// would: a ServiceAccount, a Role and RoleBinding in the lab namespace, and
-// a TokenRequest token. Kubernetes refuses a Role that grants more than
-// its creator holds, so this also shows oplab holds what it grants.
-func learnerIdentity(t *testing.T, c client.Client, labNS string) {
+// learnerKubeconfig makes the learner's scoped kubectl identity as oplab
+// does (web/kubeconfig.Issuer: a ServiceAccount, a Role and RoleBinding in
+// the lab namespace, and a TokenRequest token), as oplab, and returns a
+// client config with that identity. Kubernetes refuses a Role that grants
+// more than its creator holds there, so this also shows oplab holds what
+// it grants.
+func learnerKubeconfig(t *testing.T, oplab *rest.Config, labNS string) *rest.Config {
 	t.Helper()
-	ctx := context.Background()
-	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: labNS, Name: "learner"}}
-	role := &rbacv1.Role{
-		ObjectMeta: metav1.ObjectMeta{Namespace: labNS, Name: "learner"},
-		Rules: []rbacv1.PolicyRule{
-			{APIGroups: []string{"db.oplab.dev"}, Resources: []string{"databases"}, Verbs: []string{"get", "list", "watch", "create", "update", "patch", "delete"}},
-			{APIGroups: []string{"apps"}, Resources: []string{"statefulsets"}, Verbs: []string{"get", "list", "watch", "patch", "delete"}},
-			{APIGroups: []string{""}, Resources: []string{"pods", "services", "configmaps", "events"}, Verbs: []string{"get", "list", "watch"}},
-		},
+	cs, err := kubernetes.NewForConfig(oplab)
+	if err != nil {
+		t.Fatal(err)
 	}
-	binding := &rbacv1.RoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Namespace: labNS, Name: "learner"},
-		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "learner"},
-		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: "learner", Namespace: labNS}},
+	issuer := &kubeconfig.Issuer{Client: cs, Cluster: kubeconfig.Cluster{Server: oplab.Host, CAData: oplab.CAData}}
+	creds, err := issuer.Issue(context.Background(), labNS, time.Now().Add(time.Hour))
+	if err != nil {
+		t.Fatalf("making the learner's kubeconfig as oplab: %v", err)
 	}
-	for _, obj := range []client.Object{sa, role, binding} {
-		if err := c.Create(ctx, obj); err != nil {
-			t.Fatalf("creating the learner's %T as oplab: %v", obj, err)
-		}
+	cfg, err := clientcmd.RESTConfigFromKubeConfig(creds.Kubeconfig)
+	if err != nil {
+		t.Fatal(err)
 	}
-	tr := &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](600)}}
-	if err := c.SubResource("token").Create(ctx, sa, tr); err != nil {
-		t.Fatalf("minting the learner's token as oplab: %v", err)
-	}
-	if tr.Status.Token == "" {
-		t.Error("the learner's TokenRequest returned no token")
-	}
+	return cfg
 }
 
 // waitReady waits until the Database is Ready for its current generation.

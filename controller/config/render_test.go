@@ -103,15 +103,17 @@ func TestManifestsInstallEverything(t *testing.T) {
 	var kinds []string
 	for _, u := range objs {
 		kinds = append(kinds, u.GetKind()+"/"+u.GetName())
-		scoped := u.GetKind() != "Namespace" && u.GetKind() != "CustomResourceDefinition" && !strings.HasPrefix(u.GetKind(), "Cluster")
+		scoped := u.GetKind() != "Namespace" && u.GetKind() != "CustomResourceDefinition" && !strings.HasPrefix(u.GetKind(), "Cluster") &&
+			!strings.HasPrefix(u.GetKind(), "ValidatingAdmissionPolicy")
 		if scoped && u.GetNamespace() != ns {
 			t.Errorf("%s %s is in namespace %q, want %s", u.GetKind(), u.GetName(), u.GetNamespace(), ns)
 		}
 	}
 	want := []string{
 		"Namespace/" + ns, "CustomResourceDefinition/databases.db.oplab.dev", "ServiceAccount/oplab",
-		"ClusterRole/oplab-controller", "ClusterRole/oplab-web",
-		"ClusterRoleBinding/oplab-controller", "ClusterRoleBinding/oplab-web",
+		"ClusterRole/oplab-controller", "ClusterRole/oplab-web", "ClusterRole/oplab-cluster",
+		"ClusterRoleBinding/oplab-cluster",
+		"ValidatingAdmissionPolicy/oplab-instance-namespaces", "ValidatingAdmissionPolicyBinding/oplab-instance-namespaces",
 		"Deployment/oplab", "Service/oplab",
 	}
 	for _, w := range want {
@@ -119,7 +121,14 @@ func TestManifestsInstallEverything(t *testing.T) {
 			t.Errorf("rendered no %s; got %v", w, kinds)
 		}
 	}
-	for _, name := range []string{"oplab-controller", "oplab-web"} {
+	// oplab-controller and oplab-web are bound by oplab itself, per
+	// learner namespace: nothing binds them cluster-wide.
+	for _, u := range objs {
+		if u.GetKind() == "ClusterRoleBinding" && u.GetName() != "oplab-cluster" {
+			t.Errorf("ClusterRoleBinding %s: only oplab-cluster is bound cluster-wide", u.GetName())
+		}
+	}
+	for _, name := range []string{"oplab-cluster"} {
 		var b rbacv1.ClusterRoleBinding
 		find(t, objs, "ClusterRoleBinding", name, &b)
 		wantSubject := []rbacv1.Subject{{Kind: "ServiceAccount", Name: "oplab", Namespace: ns}}
@@ -266,5 +275,29 @@ func TestControllerEmbedsOnlyTheCRD(t *testing.T) {
 	}
 	if !slices.Equal(rendered, []string{"CustomResourceDefinition/databases.db.oplab.dev"}) {
 		t.Errorf("crd/ renders %v", rendered)
+	}
+}
+
+// TestClusterWideRoleReadsNoSecrets checks the one role bound cluster-wide
+// for what finding (a) of issue 19 was: nothing on Secrets or tokens, no
+// Role or ServiceAccount writes, "bind" only on oplab's own two roles, and
+// no reads beyond watch of what the lab shows.
+func TestClusterWideRoleReadsNoSecrets(t *testing.T) {
+	var role rbacv1.ClusterRole
+	find(t, render(t, "rbac"), "ClusterRole", "oplab-cluster", &role)
+	for _, r := range role.Rules {
+		for _, res := range r.Resources {
+			switch {
+			case res == "secrets" || strings.HasPrefix(res, "serviceaccounts") || res == "roles" || res == "clusterrolebindings":
+				t.Errorf("oplab-cluster grants %v on %s cluster-wide", r.Verbs, res)
+			case res == "clusterroles" && (!slices.Equal(r.Verbs, []string{"bind"}) || !slices.Equal(r.ResourceNames, []string{"oplab-controller", "oplab-web"})):
+				t.Errorf("oplab-cluster grants %v on clusterroles %v, want only bind on oplab-controller and oplab-web", r.Verbs, r.ResourceNames)
+			case res == "rolebindings" && !slices.Equal(r.Verbs, []string{"create"}):
+				t.Errorf("oplab-cluster grants %v on rolebindings, want create only (the admission policy holds it to its namespaces)", r.Verbs)
+			}
+		}
+		if slices.Contains(r.Verbs, "*") || slices.Contains(r.Resources, "*") || slices.Contains(r.APIGroups, "*") {
+			t.Errorf("oplab-cluster has a wildcard rule: %+v", r)
+		}
 	}
 }

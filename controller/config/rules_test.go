@@ -100,19 +100,33 @@ func rules(perms []perm) []rbacv1.PolicyRule {
 	return out
 }
 
-// granted returns every perm oplab's two ClusterRoles grant, read from the
-// manifests as kustomize renders them, so a rule added there is probed (or
-// named as unprobed) without touching this file.
-func granted(t *testing.T) []perm {
+// namespaceRoles are the ClusterRoles oplab binds to itself in each
+// learner namespace (the Deployment's --namespace-roles); clusterRole is
+// the one bound cluster-wide.
+var namespaceRoles = []string{"oplab-controller", "oplab-web"}
+
+const clusterRole = "oplab-cluster"
+
+// granted returns every perm oplab's three ClusterRoles grant, read from
+// the manifests as kustomize renders them, so a rule added there is probed
+// (or named as unprobed) without touching this file; cluster says which
+// of them are granted cluster-wide (a perm in both is removed from both).
+func granted(t *testing.T) (all []perm, cluster map[perm]bool) {
 	t.Helper()
 	objs := render(t, "rbac")
-	var all []rbacv1.PolicyRule
-	for _, name := range []string{"oplab-controller", "oplab-web"} {
+	var rules []rbacv1.PolicyRule
+	for _, name := range append(slices.Clone(namespaceRoles), clusterRole) {
 		var role rbacv1.ClusterRole
 		find(t, objs, "ClusterRole", name, &role)
-		all = append(all, role.Rules...)
+		rules = append(rules, role.Rules...)
+		if name == clusterRole {
+			cluster = map[perm]bool{}
+			for _, p := range explode(role.Rules) {
+				cluster[p] = true
+			}
+		}
 	}
-	return explode(all)
+	return explode(rules), cluster
 }
 
 // A probe shows what a missing perm does to a user: setup runs with every
@@ -180,8 +194,9 @@ func probes() []probe {
 			act: downloadKubeconfig,
 		},
 		{
-			what:  "session start: the learner's namespace and its quota (the lab page's error)",
-			perms: []string{"create namespaces", "create resourcequotas"},
+			what: "session start: the learner's namespace, oplab's own RoleBindings there, its quota and LimitRange (the lab page's error)",
+			perms: []string{"create namespaces", "create resourcequotas", "create limitranges",
+				"bind clusterroles.rbac.authorization.k8s.io named oplab-controller", "bind clusterroles.rbac.authorization.k8s.io named oplab-web"},
 			setup: func(t *testing.T, h *harness) *learner { return &learner{h: h, hc: newClient()} },
 			act: func(t *testing.T, h *harness, l *learner, p perm) string {
 				code, body := l.get(t, "/lab")
@@ -280,6 +295,16 @@ func probes() []probe {
 			},
 		},
 		{
+			// The learner scales through the scale subresource; the lab's
+			// own drift action patches the StatefulSet, as an admin would.
+			what:  "the lab's drift action scales the StatefulSet (the action's message)",
+			perms: []string{"patch statefulsets.apps"},
+			setup: readyLearner,
+			act: func(t *testing.T, h *harness, l *learner, p perm) string {
+				return l.post(t, "/lab/databases/shop/statefulset/scale", url.Values{"replicas": {"3"}}, false)
+			},
+		},
+		{
 			what:  "the lab's drift action deletes the Secret (the action's message)",
 			perms: []string{"delete secrets"},
 			setup: readyLearner,
@@ -330,7 +355,7 @@ func probes() []probe {
 			// (client-go's WatchListClient), so they need watch, not list;
 			// list is for the lab's own lists and the learner's Role.
 			what: "start: the informer caches of the controller and the state watcher (oplab's log, or its exit error)",
-			perms: []string{"watch databases.db.oplab.dev", "watch statefulsets.apps", "watch services", "watch secrets",
+			perms: []string{"watch databases.db.oplab.dev", "watch statefulsets.apps", "watch services", "watch namespaces",
 				"watch pods", "watch configmaps", "watch events"},
 			startup: true,
 			noWait:  true,
@@ -346,6 +371,18 @@ func probes() []probe {
 					return fmt.Errorf("not named; the log:\n%s", h.proc.log())
 				})
 				return found
+			},
+		},
+		{
+			// Secrets are watched per learner namespace, by a cache
+			// opened when the namespace appears: a refusal shows when
+			// the next namespace is made.
+			what:  "a new learner namespace's Secret informers, the controller's and the state watcher's (log only)",
+			perms: []string{"watch secrets"},
+			setup: func(t *testing.T, h *harness) *learner { return &learner{h: h, hc: newClient()} },
+			act: func(t *testing.T, h *harness, l *learner, p perm) string {
+				l = newLearnerOnce(t, h)
+				return h.proc.logged(t, "Failed to watch in a learner namespace; retrying", l.ns)
 			},
 		},
 		{
@@ -392,7 +429,8 @@ var unprovable = map[string]string{
 func TestEveryRuleHasAProbe(t *testing.T) {
 	assets(t)
 	have := map[string]bool{}
-	for _, p := range granted(t) {
+	all, _ := granted(t)
+	for _, p := range all {
 		have[p.String()] = true
 	}
 	covered := map[string]bool{}
@@ -424,12 +462,12 @@ func TestEveryRuleHasAProbe(t *testing.T) {
 func TestEachRuleIsNeeded(t *testing.T) {
 	admin, _ := installed(t)
 	began := time.Now()
-	all := granted(t)
+	all, cluster := granted(t)
 	byName := map[string]perm{}
 	for _, p := range all {
 		byName[p.String()] = p
 	}
-	h := newHarness(t, admin, all)
+	h := newHarness(t, admin, all, cluster)
 
 	// Each start-up probe runs its own oplab instance (a prefix of its own),
 	// with an orphan to reclaim, which must be older than the shortest
@@ -447,6 +485,8 @@ func TestEachRuleIsNeeded(t *testing.T) {
 		if err := admin.Create(context.Background(), orphan); err != nil {
 			t.Fatal(err)
 		}
+		// As oplab left it: its own RoleBinding there.
+		h.bindInNamespace(t, orphan.Name)
 	}
 	orphanBorn := time.Now()
 
@@ -550,34 +590,49 @@ type harness struct {
 	admin      client.Client
 	cs         kubernetes.Interface
 	all        []perm
+	cluster    map[perm]bool
 	kubeconfig string
 	binary     string
 	proc       *proc
 	orphan     string
 }
 
-const probeSA = "oplab-probe"
+// The probe identity's roles: probeSA, bound cluster-wide, holds the
+// perms of oplab-cluster; probeNamespaceRole, which the probe's oplab binds
+// to itself in each learner namespace (--namespace-roles), holds those of
+// oplab-controller and oplab-web.
+const (
+	probeSA            = "oplab-probe"
+	probeNamespaceRole = "oplab-probe-namespace"
+	// probeCheckNS is where grant asks the authorizer: the probe identity
+	// holds its per-namespace role there too.
+	probeCheckNS = "rp-check"
+)
 
-func newHarness(t *testing.T, admin client.Client, all []perm) *harness {
+func newHarness(t *testing.T, admin client.Client, all []perm, cluster map[perm]bool) *harness {
 	t.Helper()
 	ctx := context.Background()
 	cs, err := kubernetes.NewForConfig(shared.cl.Config())
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := &harness{admin: admin, cs: cs, all: all}
+	h := &harness{admin: admin, cs: cs, all: all, cluster: cluster}
+	clusterRules, nsRules := h.rules(nil)
 	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: probeSA}}
-	role := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: probeSA}, Rules: rules(all)}
+	role := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: probeSA}, Rules: clusterRules}
+	nsRole := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: probeNamespaceRole}, Rules: nsRules}
 	binding := &rbacv1.ClusterRoleBinding{
 		ObjectMeta: metav1.ObjectMeta{Name: probeSA},
 		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: probeSA},
 		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: probeSA, Namespace: ns}},
 	}
-	for _, obj := range []client.Object{sa, role, binding} {
+	check := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: probeCheckNS}}
+	for _, obj := range []client.Object{sa, role, nsRole, binding, check} {
 		if err := admin.Create(ctx, obj); err != nil && !apierrors.IsAlreadyExists(err) {
 			t.Fatal(err)
 		}
 	}
+	h.bindInNamespace(t, probeCheckNS)
 	cfg := identity(t, probeSA)
 	kc := clientcmdapi.NewConfig()
 	kc.Clusters["probe"] = &clientcmdapi.Cluster{Server: cfg.Host, CertificateAuthorityData: cfg.CAData}
@@ -597,51 +652,95 @@ func newHarness(t *testing.T, admin client.Client, all []perm) *harness {
 	t.Cleanup(func() {
 		_ = admin.Delete(ctx, binding)
 		_ = admin.Delete(ctx, role)
+		_ = admin.Delete(ctx, nsRole)
+		_ = admin.Delete(ctx, check)
 	})
 	return h
+}
+
+// bindInNamespace binds the probe identity's per-namespace role to it in
+// namespace, as oplab does in the namespaces it makes.
+func (h *harness) bindInNamespace(t *testing.T, namespace string) {
+	t.Helper()
+	rb := &rbacv1.RoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: probeNamespaceRole},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: probeNamespaceRole},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: probeSA, Namespace: ns}},
+	}
+	if err := h.admin.Create(context.Background(), rb); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+}
+
+// probeName is p as the probe identity holds it: "bind" names the probe's
+// per-namespace role instead of oplab's.
+func probeName(p perm) perm {
+	if p.Verb == "bind" && slices.Contains(namespaceRoles, p.Name) {
+		p.Name = probeNamespaceRole
+	}
+	return p
+}
+
+// rules are the probe identity's cluster-wide and per-namespace rules:
+// every perm but without (nil: all). A perm granted both ways goes from
+// both; the two "bind" perms name one role, so either one missing takes it.
+func (h *harness) rules(without *perm) (cluster, namespaced []rbacv1.PolicyRule) {
+	var c, n []perm
+	for _, p := range h.all {
+		if without != nil && (p == *without || probeName(p) == probeName(*without)) {
+			continue
+		}
+		if h.cluster[p] {
+			if q := probeName(p); !slices.Contains(c, q) {
+				c = append(c, q)
+			}
+		} else {
+			n = append(n, p)
+		}
+	}
+	return rules(c), rules(n)
 }
 
 // grant gives the probe identity every perm but without (nil: all), and
 // waits until the API server's authorizer says so.
 func (h *harness) grant(t *testing.T, without *perm) {
 	t.Helper()
-	var keep []perm
-	for _, p := range h.all {
-		if without == nil || p != *without {
-			keep = append(keep, p)
+	clusterRules, nsRules := h.rules(without)
+	ctx := context.Background()
+	for name, rs := range map[string][]rbacv1.PolicyRule{probeSA: clusterRules, probeNamespaceRole: nsRules} {
+		var role rbacv1.ClusterRole
+		if err := h.admin.Get(ctx, client.ObjectKey{Name: name}, &role); err != nil {
+			t.Fatal(err)
+		}
+		role.Rules = rs
+		if err := h.admin.Update(ctx, &role); err != nil {
+			t.Fatal(err)
 		}
 	}
-	ctx := context.Background()
-	var role rbacv1.ClusterRole
-	if err := h.admin.Get(ctx, client.ObjectKey{Name: probeSA}, &role); err != nil {
-		t.Fatal(err)
-	}
-	role.Rules = rules(keep)
-	if err := h.admin.Update(ctx, &role); err != nil {
-		t.Fatal(err)
-	}
-	check := h.all[0]
+	checks := []perm{h.all[0], h.all[len(h.all)-1]}
 	want := true
 	if without != nil {
-		check, want = *without, false
+		checks, want = []perm{probeName(*without)}, false
 	}
-	eventually(t, fmt.Sprintf("the authorizer to see %s allowed=%v", check, want), func(ctx context.Context) error {
-		r, err := h.cs.AuthorizationV1().SubjectAccessReviews().Create(ctx, &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
-			User:   "system:serviceaccount:" + ns + ":" + probeSA,
-			Groups: []string{"system:serviceaccounts", "system:serviceaccounts:" + ns, "system:authenticated"},
-			ResourceAttributes: &authorizationv1.ResourceAttributes{
-				Verb: check.Verb, Group: check.Group, Resource: strings.Split(check.Resource, "/")[0],
-				Subresource: subresource(check.Resource), Name: check.Name, Namespace: "rp-any",
-			},
-		}}, metav1.CreateOptions{})
-		if err != nil {
-			return err
-		}
-		if r.Status.Allowed != want {
-			return fmt.Errorf("allowed=%v", r.Status.Allowed)
-		}
-		return nil
-	})
+	for _, check := range checks {
+		eventually(t, fmt.Sprintf("the authorizer to see %s allowed=%v", check, want), func(ctx context.Context) error {
+			r, err := h.cs.AuthorizationV1().SubjectAccessReviews().Create(ctx, &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
+				User:   "system:serviceaccount:" + ns + ":" + probeSA,
+				Groups: []string{"system:serviceaccounts", "system:serviceaccounts:" + ns, "system:authenticated"},
+				ResourceAttributes: &authorizationv1.ResourceAttributes{
+					Verb: check.Verb, Group: check.Group, Resource: strings.Split(check.Resource, "/")[0],
+					Subresource: subresource(check.Resource), Name: check.Name, Namespace: probeCheckNS,
+				},
+			}}, metav1.CreateOptions{})
+			if err != nil {
+				return err
+			}
+			if r.Status.Allowed != want {
+				return fmt.Errorf("allowed=%v", r.Status.Allowed)
+			}
+			return nil
+		})
+	}
 }
 
 func subresource(res string) string {
@@ -664,6 +763,7 @@ type proc struct {
 func (h *harness) start(t *testing.T, prefix string, extra []string, wait bool) *proc {
 	t.Helper()
 	args := append([]string{"--kubeconfig", h.kubeconfig, "--install-crds=false", "--addr", "127.0.0.1:0",
+		"--namespace-roles", probeNamespaceRole,
 		"--namespace-prefix", prefix, "--session-idle", "1m", "--resync", "10s",
 		"--max-sessions", "500", "--max-sessions-per-client", "0"}, extra...)
 	p := &proc{cmd: exec.Command(h.binary, args...), done: make(chan error, 1)}

@@ -10,12 +10,13 @@ import (
 )
 
 // The API server lets oplab grant in a learner's Role only what oplab itself
-// holds. In a cluster oplab holds its two ClusterRoles (controller/config/
-// rbac): everything Rules grants must be in them, or the first kubeconfig
-// download in a self-hosted class fails.
+// holds in that namespace. In a cluster oplab holds its ClusterRoles
+// (controller/config/rbac): oplab-cluster everywhere, oplab-controller and
+// oplab-web in each learner namespace. Everything Rules grants must be in
+// them, or the first kubeconfig download in a self-hosted class fails.
 func TestOplabsRolesHoldWhatALearnerIsGranted(t *testing.T) {
 	var held []rbacv1.PolicyRule
-	for _, f := range []string{"../../controller/config/rbac/role.yaml", "../../controller/config/rbac/web_role.yaml"} {
+	for _, f := range []string{"../../controller/config/rbac/role.yaml", "../../controller/config/rbac/web_role.yaml", "../../controller/config/rbac/cluster_role.yaml"} {
 		b, err := os.ReadFile(f)
 		if err != nil {
 			t.Fatal(err)
@@ -52,4 +53,23 @@ func notHeld(want, held []rbacv1.PolicyRule) []string {
 		}
 	}
 	return out
+}
+
+// A learner may scale a StatefulSet (drift) but not patch or update it:
+// either would let them write its Pod template.
+func TestALearnerCannotWriteAPodTemplate(t *testing.T) {
+	for _, r := range Rules {
+		if slices.Contains(r.APIGroups, "apps") && slices.Contains(r.Resources, "statefulsets") &&
+			(slices.Contains(r.Verbs, "patch") || slices.Contains(r.Verbs, "update") || slices.Contains(r.Verbs, "*")) {
+			t.Errorf("the learner's Role may %v statefulsets, which writes their Pod template", r.Verbs)
+		}
+		for _, res := range r.Resources {
+			if res == "pods" && (slices.Contains(r.Verbs, "create") || slices.Contains(r.Verbs, "patch") || slices.Contains(r.Verbs, "update")) {
+				t.Errorf("the learner's Role may %v pods", r.Verbs)
+			}
+		}
+	}
+	if len(notHeld([]rbacv1.PolicyRule{{APIGroups: []string{"apps"}, Resources: []string{"statefulsets/scale"}, Verbs: []string{"patch"}}}, Rules)) != 0 {
+		t.Error("the learner's Role does not let them scale a StatefulSet: drift by scale is part of the lab")
+	}
 }

@@ -49,13 +49,16 @@ const MinTokenLife = 10 * time.Minute
 // the lab itself lets them do, with the verbs that takes and no more. They
 // may create, edit and delete their Databases, read their status, read
 // every child the lab shows, and cause drift behind the controller's back
-// (scale or delete the StatefulSet, delete the Service, a Pod or the final
-// snapshot). Secrets are read only. oplab's own identity must hold these
+// (scale the StatefulSet through its scale subresource, delete it, the
+// Service, a Pod or the final snapshot). Secrets are read only. They may
+// not patch or update a StatefulSet itself: that would let them change its
+// Pod template (an image of their own, a host path); the namespace's Pod
+// Security level and quota hold whatever Pods they still cause. oplab's own identity must hold these
 // permissions too: the API server lets nobody grant more than they have.
 var Rules = []rbacv1.PolicyRule{
 	{APIGroups: []string{"db.oplab.dev"}, Resources: []string{"databases"}, Verbs: []string{"get", "list", "watch", "create", "update", "patch", "delete"}},
 	{APIGroups: []string{"db.oplab.dev"}, Resources: []string{"databases/status"}, Verbs: []string{"get"}},
-	{APIGroups: []string{"apps"}, Resources: []string{"statefulsets"}, Verbs: []string{"get", "list", "watch", "patch", "update", "delete"}},
+	{APIGroups: []string{"apps"}, Resources: []string{"statefulsets"}, Verbs: []string{"get", "list", "watch", "delete"}},
 	{APIGroups: []string{"apps"}, Resources: []string{"statefulsets/scale"}, Verbs: []string{"get", "patch", "update"}},
 	{APIGroups: []string{""}, Resources: []string{"services", "configmaps", "pods"}, Verbs: []string{"get", "list", "watch", "delete"}},
 	{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"get", "list", "watch"}},

@@ -203,6 +203,8 @@ func TestLearnerKubeconfigWorksOnlyInTheirNamespace(t *testing.T) {
 	denied := []struct{ verb, group, resource string }{
 		{"create", "", "secrets"}, {"update", "db.oplab.dev", "databases/status"}, {"create", "rbac.authorization.k8s.io", "rolebindings"},
 		{"create", "", "serviceaccounts/token"}, {"delete", "", "resourcequotas"}, {"create", "apps", "statefulsets"},
+		// A Pod template is not theirs to write: scale and delete only.
+		{"patch", "apps", "statefulsets"}, {"update", "apps", "statefulsets"}, {"create", "", "pods"},
 	}
 	for _, p := range denied {
 		if canI(t, cs, p.verb, p.group, p.resource, a.Namespace, "") {

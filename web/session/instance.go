@@ -56,9 +56,30 @@ func (n KubeNamespaces) prefix() string {
 	return n.Prefix
 }
 
-// labels are the labels of the lab namespaces n creates.
+// labels select the lab namespaces of n's instance.
 func (n KubeNamespaces) labels() map[string]string {
 	return map[string]string{LabLabel: "true", InstanceLabel: Instance(n.prefix())}
+}
+
+// Pod Security labels of every lab namespace: the "restricted" level,
+// enforced, so a learner's kubectl cannot run a privileged, host-sharing
+// or root Pod there (the Database's own Pods comply). The admission policy
+// of controller/config/policy refuses oplab a namespace without it.
+const (
+	PodSecurityEnforce = "pod-security.kubernetes.io/enforce"
+	PodSecurityWarn    = "pod-security.kubernetes.io/warn"
+	PodSecurityAudit   = "pod-security.kubernetes.io/audit"
+	PodSecurityLevel   = "restricted"
+)
+
+// newLabels are the labels of a lab namespace n creates: its instance's
+// and Pod Security's.
+func (n KubeNamespaces) newLabels() map[string]string {
+	l := n.labels()
+	l[PodSecurityEnforce] = PodSecurityLevel
+	l[PodSecurityWarn] = PodSecurityLevel
+	l[PodSecurityAudit] = PodSecurityLevel
+	return l
 }
 
 // ours reports whether a namespace found in the cluster is one of n's:

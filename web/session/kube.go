@@ -5,19 +5,24 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
+	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/oplab-dev/oplab/controller/permission"
 )
 
 // QuotaName is the ResourceQuota in every lab namespace that caps its
-// Databases.
+// Databases, and its Pods with what they request.
 const QuotaName = "databases"
 
 // DatabaseQuotaResource is the object-count quota resource of Databases
@@ -38,7 +43,37 @@ type KubeNamespaces struct {
 	// (the embedded minimal mode): Create writes the new quota's status
 	// itself at once instead of waiting for the controller's first count.
 	NoQuotaController bool
+	// Roles are the ClusterRoles oplab binds to itself (Self) in each lab
+	// namespace it creates, one RoleBinding each, named as the role: its
+	// per-namespace powers (Secrets, tokens, the learner's identity),
+	// which reach no other namespace. Empty: none (oplab holds what it
+	// needs cluster-wide, as an admin's kubeconfig does).
+	Roles []string
+	// Self is oplab's own identity, the subject of those RoleBindings.
+	Self rbacv1.Subject
 }
+
+// Per-namespace bounds besides the Database count: what the Database's
+// Pods ask for, each replica (controller/children.go), times the most a
+// lab namespace needs (MaxDatabases Databases of at most 5 replicas), plus
+// room for a challenge's extra Pod. A learner scaling a StatefulSet to
+// hundreds behind the controller's back gets this many Pods, no more.
+var (
+	podRequestCPU    = resource.MustParse("100m")
+	podRequestMemory = resource.MustParse("256Mi")
+	podLimitCPU      = resource.MustParse("500m")
+	podLimitMemory   = resource.MustParse("512Mi")
+)
+
+// maxReplicas is the Database CRD's maximum of spec.replicas.
+const maxReplicas = 5
+
+// LimitRangeName is the LimitRange of every lab namespace.
+const LimitRangeName = "pods"
+
+// MaxPods is the Pod count a lab namespace's quota allows with
+// maxDatabases Databases.
+func MaxPods(maxDatabases int) int { return maxDatabases*maxReplicas + maxReplicas }
 
 // quotaCountWait bounds how long Create waits for the quota controller's
 // first count of a new quota before writing the status itself.
@@ -52,13 +87,84 @@ var _ Namespaces = KubeNamespaces{}
 // client, kubectl included, not only for the lab's forms.
 func (n KubeNamespaces) Create(ctx context.Context, name, cookieHash string) error {
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{
-		Name: name, Labels: n.labels(),
+		Name: name, Labels: n.newLabels(),
 		Annotations: map[string]string{CookieHashAnnotation: cookieHash},
 	}}
 	if err := client.IgnoreAlreadyExists(n.Client.Create(ctx, ns)); err != nil {
 		return err
 	}
+	if err := n.bindSelf(ctx, name); err != nil {
+		return err
+	}
+	if err := n.createLimits(ctx, name); err != nil {
+		return err
+	}
 	return n.createQuota(ctx, name)
+}
+
+// bindSelf binds Roles to Self in ns and waits until the API server's
+// authorizer has seen the bindings (its RBAC cache follows a watch), so
+// the creates that follow are not refused.
+func (n KubeNamespaces) bindSelf(ctx context.Context, ns string) error {
+	if len(n.Roles) == 0 {
+		return nil
+	}
+	for _, role := range n.Roles {
+		rb := &rbacv1.RoleBinding{
+			ObjectMeta: metav1.ObjectMeta{Name: role, Namespace: ns, Labels: map[string]string{"app.kubernetes.io/managed-by": "oplab"}},
+			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role},
+			Subjects:   []rbacv1.Subject{n.Self},
+		}
+		err := n.Client.Create(ctx, rb)
+		if apierrors.IsAlreadyExists(err) {
+			continue
+		}
+		if err != nil {
+			// Binding a ClusterRole takes "bind" on it by name (or holding
+			// all it grants): the API server's refusal lists the rules,
+			// which would point the admin at the wrong fix.
+			if apierrors.IsForbidden(err) && strings.Contains(err.Error(), "attempting to grant RBAC permissions not currently held") {
+				err = &permission.Error{Missing: []permission.Rule{{Verbs: []string{"bind"}, Group: rbacv1.GroupName, Resource: "clusterroles"}}, Err: err}
+			}
+			return fmt.Errorf("bind ClusterRole %s to oplab in namespace %s: %w", role, ns, err)
+		}
+	}
+	err := wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, bindWait, true, func(ctx context.Context) (bool, error) {
+		r := &authorizationv1.SelfSubjectAccessReview{Spec: authorizationv1.SelfSubjectAccessReviewSpec{
+			ResourceAttributes: &authorizationv1.ResourceAttributes{Verb: "create", Resource: "serviceaccounts", Namespace: ns},
+		}}
+		if err := n.Client.Create(ctx, r); err != nil {
+			return false, err
+		}
+		return r.Status.Allowed, nil
+	})
+	if err != nil {
+		return fmt.Errorf("wait for oplab's RoleBindings in namespace %s to take effect: %w", ns, err)
+	}
+	return nil
+}
+
+// bindWait bounds the wait for the authorizer to see new RoleBindings.
+const bindWait = 10 * time.Second
+
+// createLimits creates ns's LimitRange: a container that names no requests
+// or limits gets the Database Pods' own, and none may ask for more than
+// twice their limits. With it, the quota on requests counts every Pod.
+func (n KubeNamespaces) createLimits(ctx context.Context, ns string) error {
+	two := func(q resource.Quantity) resource.Quantity { q.Add(q); return q }
+	lr := &corev1.LimitRange{
+		ObjectMeta: metav1.ObjectMeta{Name: LimitRangeName, Namespace: ns},
+		Spec: corev1.LimitRangeSpec{Limits: []corev1.LimitRangeItem{{
+			Type:           corev1.LimitTypeContainer,
+			DefaultRequest: corev1.ResourceList{corev1.ResourceCPU: podRequestCPU, corev1.ResourceMemory: podRequestMemory},
+			Default:        corev1.ResourceList{corev1.ResourceCPU: podLimitCPU, corev1.ResourceMemory: podLimitMemory},
+			Max:            corev1.ResourceList{corev1.ResourceCPU: two(podLimitCPU), corev1.ResourceMemory: two(podLimitMemory)},
+		}}},
+	}
+	if err := client.IgnoreAlreadyExists(n.Client.Create(ctx, lr)); err != nil {
+		return fmt.Errorf("create limit range %s: %w", LimitRangeName, err)
+	}
+	return nil
 }
 
 func (n KubeNamespaces) createQuota(ctx context.Context, ns string) error {
@@ -66,7 +172,16 @@ func (n KubeNamespaces) createQuota(ctx context.Context, ns string) error {
 	if maxDBs <= 0 {
 		maxDBs = 5
 	}
-	hard := corev1.ResourceList{DatabaseQuotaResource: resource.MustParse(strconv.Itoa(maxDBs))}
+	pods := int64(MaxPods(maxDBs))
+	times := func(q resource.Quantity) resource.Quantity {
+		return *resource.NewMilliQuantity(q.MilliValue()*pods, q.Format)
+	}
+	hard := corev1.ResourceList{
+		DatabaseQuotaResource:         resource.MustParse(strconv.Itoa(maxDBs)),
+		corev1.ResourcePods:           *resource.NewQuantity(pods, resource.DecimalSI),
+		corev1.ResourceRequestsCPU:    times(podRequestCPU),
+		corev1.ResourceRequestsMemory: times(podRequestMemory),
+	}
 	q := &corev1.ResourceQuota{
 		ObjectMeta: metav1.ObjectMeta{Name: QuotaName, Namespace: ns},
 		Spec:       corev1.ResourceQuotaSpec{Hard: hard},
@@ -91,7 +206,11 @@ func (n KubeNamespaces) createQuota(ctx context.Context, ns string) error {
 	if !n.NoQuotaController && n.countedByController(ctx, ns) {
 		return nil
 	}
-	q.Status = corev1.ResourceQuotaStatus{Hard: hard, Used: corev1.ResourceList{DatabaseQuotaResource: resource.MustParse("0")}}
+	used := corev1.ResourceList{}
+	for r := range hard {
+		used[r] = resource.MustParse("0")
+	}
+	q.Status = corev1.ResourceQuotaStatus{Hard: hard, Used: used}
 	if err := n.Client.Status().Update(ctx, q); err != nil && !apierrors.IsConflict(err) {
 		return fmt.Errorf("write the status of quota %s: %w", QuotaName, err)
 	}

@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
@@ -245,4 +246,58 @@ func TestQuotaCountedWithoutAController(t *testing.T) {
 	if err := c.Create(t.Context(), database(s.Namespace, "first")); err != nil {
 		t.Errorf("the first Database in a fresh namespace: %v, want it admitted", err)
 	}
+}
+
+// TestANewNamespaceIsASandbox checks what the API server holds for a new
+// session's namespace: Pod Security "restricted" enforced (a privileged
+// Pod is refused), a LimitRange that fills in a Pod's missing requests,
+// and a quota on Pods and their requests (MaxPods Pods, then refused).
+func TestANewNamespaceIsASandbox(t *testing.T) {
+	c := kubeClient(t)
+	m := newManager(t, t.Context(), c, nil)
+	s, _ := begin(t, m)
+	deleteLater(t, c, s.Namespace)
+	var ns corev1.Namespace
+	if err := c.Get(t.Context(), client.ObjectKey{Name: s.Namespace}, &ns); err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range []string{session.PodSecurityEnforce, session.PodSecurityWarn, session.PodSecurityAudit} {
+		if ns.Labels[l] != "restricted" {
+			t.Errorf("namespace label %s = %q, want restricted", l, ns.Labels[l])
+		}
+	}
+	pod := func(name string, sc *corev1.SecurityContext) *corev1.Pod {
+		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: s.Namespace, Name: name},
+			Spec: corev1.PodSpec{
+				SecurityContext: &corev1.PodSecurityContext{RunAsNonRoot: ptr.To(true), RunAsUser: ptr.To[int64](999),
+					SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault}},
+				Containers: []corev1.Container{{Name: "x", Image: "postgres:17", SecurityContext: sc}},
+			}}
+	}
+	restricted := &corev1.SecurityContext{AllowPrivilegeEscalation: ptr.To(false), Capabilities: &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}}}
+	if err := c.Create(t.Context(), pod("privileged", &corev1.SecurityContext{Privileged: ptr.To(true)})); !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), "PodSecurity") {
+		t.Errorf("a privileged Pod: %v, want Forbidden by PodSecurity", err)
+	}
+	// A compliant Pod without requests gets the LimitRange's.
+	first := pod("p-0", restricted)
+	if err := c.Create(t.Context(), first); err != nil {
+		t.Fatalf("a restricted Pod without requests: %v", err)
+	}
+	if r := first.Spec.Containers[0].Resources.Requests; r.Cpu().IsZero() || r.Memory().IsZero() {
+		t.Errorf("the Pod's requests after admission: %v, want the LimitRange's defaults", r)
+	}
+	maxPods := session.MaxPods(5)
+	created := 1
+	var refusal error
+	for i := 1; i <= maxPods+5; i++ {
+		if err := c.Create(t.Context(), pod(fmt.Sprint("p-", i), restricted)); err != nil {
+			refusal = err
+			break
+		}
+		created++
+	}
+	if created > maxPods || !apierrors.IsForbidden(refusal) || !strings.Contains(refusal.Error(), "exceeded quota") {
+		t.Errorf("created %d Pods, then %v; want at most %d, then exceeded quota", created, refusal, maxPods)
+	}
+	t.Logf("%d Pods admitted, then: %v", created, refusal)
 }

@@ -50,6 +50,10 @@ type Options struct {
 	Render Renderer
 	// Watched filters namespaces; nil watches all of them.
 	Watched func(namespace string) bool
+	// Secrets, when set, are the per-namespace caches the Secrets are
+	// watched in (as metadata), instead of Cache: an oplab confined to its
+	// instance's namespaces may not watch Secrets cluster-wide.
+	Secrets *controller.NamespaceCaches
 	// Now is the clock used to stamp condition history; nil means time.Now.
 	Now    func() time.Time
 	Logger logr.Logger
@@ -109,11 +113,12 @@ func NewWatcher(ctx context.Context, opts Options) (*Watcher, error) {
 func Watched() []client.Object {
 	return []client.Object{
 		&v1alpha1.Database{}, &appsv1.StatefulSet{}, &corev1.Pod{}, &corev1.Service{},
-		secretMeta(), &corev1.ConfigMap{}, &corev1.Event{},
+		SecretMeta(), &corev1.ConfigMap{}, &corev1.Event{},
 	}
 }
 
-func secretMeta() *metav1.PartialObjectMetadata {
+// SecretMeta is a Secret as metadata only: how the watcher reads Secrets.
+func SecretMeta() *metav1.PartialObjectMetadata {
 	m := &metav1.PartialObjectMetadata{}
 	m.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Secret"))
 	return m
@@ -121,6 +126,12 @@ func secretMeta() *metav1.PartialObjectMetadata {
 
 func (w *Watcher) register(ctx context.Context) error {
 	for _, obj := range Watched() {
+		if m, ok := obj.(*metav1.PartialObjectMetadata); ok && m.Kind == "Secret" && w.opts.Secrets != nil {
+			if err := w.opts.Secrets.AddEventHandler(w.childHandler()); err != nil {
+				return fmt.Errorf("add event handler for Secrets: %w", err)
+			}
+			continue
+		}
 		inf, err := w.opts.Cache.GetInformer(ctx, obj, cache.BlockUntilSynced(false))
 		if err != nil {
 			return fmt.Errorf("get informer for %T: %w", obj, err)
@@ -472,6 +483,12 @@ func (o *owner) related(ctx context.Context, ns string) (*Related, error) {
 	secrets := &metav1.PartialObjectMetadataList{}
 	secrets.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("SecretList"))
 	for _, l := range []client.ObjectList{&sts, &pods, &svcs, secrets, &cms, &evs} {
+		if l == secrets && o.w.opts.Secrets != nil {
+			if err := o.w.opts.Secrets.List(ctx, l, ns); err != nil {
+				return nil, fmt.Errorf("list Secrets in %s: %w", ns, err)
+			}
+			continue
+		}
 		if err := o.w.opts.Cache.List(ctx, l, client.InNamespace(ns)); err != nil {
 			return nil, fmt.Errorf("list %T in %s: %w", l, ns, err)
 		}
