@@ -164,11 +164,14 @@ func (t *eventTracer) admit(verb string, obj client.Object, message string) bool
 		t.book.eventArrived(key, verb+" "+kind+" "+obj.GetName())
 		return false
 	}
-	// Only an event that is not held needs the pitfall: a cache read for
-	// a child's event.
-	if p := t.pitfallOf(obj, key); p.name == PitfallDropEvents && message == "" {
-		t.dropEvent(s, p, key)
-		return false
+	// Only a watch event that is not held needs the pitfall (a cache read
+	// for a child's event). A generic event that says why it came (a
+	// namespace resumed) is oplab's own and no pitfall drops it.
+	if message == "" {
+		if p := t.pitfallOf(obj, key); p.name == PitfallDropEvents {
+			t.dropEvent(s, p, key)
+			return false
+		}
 	}
 	t.tr.emit(s)
 	t.book.eventArrived(key, verb+" "+kind+" "+obj.GetName())
