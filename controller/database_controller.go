@@ -103,6 +103,11 @@ func (r *DatabaseReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 
 // lesson:end reconcile-loop
 
+// SetupWithManager is the wiring as a learner writes it, and how the
+// reconciler runs on a stock manager (TestSetupWithManagerAlone). oplab's
+// Runner wires it with setupController (wiring.go): the same For and Owns,
+// with the trace, the pause gate and the pitfalls added around them.
+
 // lesson:begin controller-wiring
 
 // SetupWithManager registers the controller with the manager. For names the
