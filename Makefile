@@ -11,9 +11,15 @@ IMAGE    ?= oplab:dev
 # How many Databases the controller benchmark creates (1000 for the issue's target).
 BENCH_DBS ?= 100
 
-# How long `make fuzz` runs each fuzz target. Minimizing a new input is capped
-# at 1s (the default, 60s, can spend a short run minimizing instead of fuzzing).
-FUZZTIME ?= 10s
+# How much `make fuzz` runs each fuzz target: a count of executions
+# (`-fuzztime Nx`), not a duration. A duration races the Go fuzz coordinator's
+# own deadline under load, which fails the run with "context deadline
+# exceeded" and no failing input (golang/go#75804); a count ends when the work
+# is done, however slow the machine. Minimizing a new input is capped by count
+# too (the default, 60s, can spend a short run minimizing instead of fuzzing).
+# FUZZTIME=10s still works for a timed run at the desk.
+FUZZTIME ?= 20000x
+FUZZMINIMIZETIME ?= 500x
 # Every fuzz target, as package:Target.
 FUZZ_TARGETS = ./web/lab:FuzzFormValidation ./web/lab:FuzzReplay ./web/stream:FuzzParseSince \
 	./web/stream:FuzzReadExport ./web/session:FuzzSessionCookie
@@ -57,10 +63,10 @@ verify: vet generate ## fail when generated files are stale, go.mod is untidy or
 	@test -z "$$(git status --porcelain --untracked-files=all -- controller/config web)" || \
 		{ git status --short -- controller/config web; echo "generation created untracked files"; exit 1; }
 
-fuzz: ## run each fuzz target for FUZZTIME (10s); a failing input is saved under the package's testdata/fuzz
+fuzz: ## run each fuzz target for FUZZTIME executions (20000x); a failing input is saved under the package's testdata/fuzz
 	@for t in $(FUZZ_TARGETS); do \
 		pkg=$${t%%:*}; name=$${t##*:}; echo "== $$name ($$pkg)"; \
-		$(GO) test -run '^$$' -fuzz "^$$name\$$" -fuzztime $(FUZZTIME) -fuzzminimizetime 1s $$pkg || exit 1; \
+		$(GO) test -run '^$$' -fuzz "^$$name\$$" -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINIMIZETIME) $$pkg || exit 1; \
 	done
 
 build: ## build the oplab binary into bin/

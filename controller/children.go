@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"context"
 	"crypto/rand"
 	"fmt"
 	"maps"
@@ -14,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	dbv1 "github.com/oplab-dev/oplab/controller/api/v1alpha1"
 )
@@ -224,49 +226,89 @@ func engineEnv(db *dbv1.Database) []corev1.EnvVar {
 	return []corev1.EnvVar{{Name: "POSTGRES_PASSWORD", ValueFrom: pw}}
 }
 
-// A childKind knows how to build one kind of child and how to compare and
-// correct the fields the controller manages. Only those fields are compared:
-// everything else (defaults the API server filled in, annotations other
-// tools added) is left alone, or the controller would fight them forever.
-type childKind struct {
-	kind    string
-	empty   func() client.Object
-	desired func(db *dbv1.Database, registry string) client.Object
-	// diff lists what differs in actual from desired, in words; nil means in sync.
-	diff func(actual, desired client.Object) []string
-	// correct copies the managed fields of desired into actual.
-	correct func(actual, desired client.Object)
+// Each ensure function makes one child exist and match the spec, and says
+// whether it created it. Only the fields the controller manages are
+// compared: everything else (defaults the API server filled in, annotations
+// other tools added) is left alone, or the controller would fight them
+// forever.
+
+// ensureSecret creates the credentials Secret. An existing Secret's data is
+// never compared, only its labels: regenerating the password would break
+// every client holding the old one.
+func (r *DatabaseReconciler) ensureSecret(ctx context.Context, db *dbv1.Database) (created bool, err error) {
+	desired := desiredSecret(db)
+	if err := controllerutil.SetControllerReference(db, desired, r.Scheme); err != nil {
+		return false, fmt.Errorf("setting owner of Secret %s: %w", desired.Name, err)
+	}
+	var actual corev1.Secret
+	if created, err := r.getOrCreate(ctx, desired, &actual); err != nil || created {
+		return created, err
+	}
+	adopt, err := checkOwner(db, &actual)
+	if err != nil {
+		return false, err
+	}
+	differences := diffLabels(&actual, desired)
+	if len(differences) == 0 && !adopt {
+		return false, nil
+	}
+	fixed := actual.DeepCopy()
+	correctLabels(fixed, desired)
+	return false, r.patchChild(ctx, db, &actual, fixed, adopt, differences)
 }
 
-// children lists the kinds in the order they are created: the Secret first
-// because the StatefulSet's Pods read it, the Service before the StatefulSet
-// because the StatefulSet names it as its governing Service.
-var children = []childKind{
-	{
-		kind:    "Secret",
-		empty:   func() client.Object { return &corev1.Secret{} },
-		desired: func(db *dbv1.Database, _ string) client.Object { return desiredSecret(db) },
-		diff:    func(a, d client.Object) []string { return diffLabels(a, d) },
-		correct: func(a, d client.Object) { correctLabels(a, d) },
-	},
-	{
-		kind:    "Service",
-		empty:   func() client.Object { return &corev1.Service{} },
-		desired: func(db *dbv1.Database, _ string) client.Object { return desiredService(db) },
-		diff:    func(a, d client.Object) []string { return diffService(a.(*corev1.Service), d.(*corev1.Service)) },
-		correct: func(a, d client.Object) { correctService(a.(*corev1.Service), d.(*corev1.Service)) },
-	},
-	{
-		kind:  "StatefulSet",
-		empty: func() client.Object { return &appsv1.StatefulSet{} },
-		desired: func(db *dbv1.Database, registry string) client.Object {
-			return desiredStatefulSet(db, registry)
-		},
-		diff: func(a, d client.Object) []string {
-			return diffStatefulSet(a.(*appsv1.StatefulSet), d.(*appsv1.StatefulSet))
-		},
-		correct: func(a, d client.Object) { correctStatefulSet(a.(*appsv1.StatefulSet), d.(*appsv1.StatefulSet)) },
-	},
+// ensureService creates or corrects the headless Service.
+func (r *DatabaseReconciler) ensureService(ctx context.Context, db *dbv1.Database) (created bool, err error) {
+	desired := desiredService(db)
+	if err := controllerutil.SetControllerReference(db, desired, r.Scheme); err != nil {
+		return false, fmt.Errorf("setting owner of Service %s: %w", desired.Name, err)
+	}
+	var actual corev1.Service
+	if created, err := r.getOrCreate(ctx, desired, &actual); err != nil || created {
+		return created, err
+	}
+	adopt, err := checkOwner(db, &actual)
+	if err != nil {
+		return false, err
+	}
+	differences := diffService(&actual, desired)
+	if len(differences) == 0 && !adopt {
+		return false, nil
+	}
+	fixed := actual.DeepCopy()
+	correctService(fixed, desired)
+	return false, r.patchChild(ctx, db, &actual, fixed, adopt, differences)
+}
+
+// ensureStatefulSet creates or corrects the StatefulSet and returns it as
+// last read or written: its status says how many replicas are ready.
+func (r *DatabaseReconciler) ensureStatefulSet(ctx context.Context, db *dbv1.Database) (sts *appsv1.StatefulSet, created bool, err error) {
+	desired := desiredStatefulSet(db, r.ImageRegistry)
+	if err := controllerutil.SetControllerReference(db, desired, r.Scheme); err != nil {
+		return nil, false, fmt.Errorf("setting owner of StatefulSet %s: %w", desired.Name, err)
+	}
+	var actual appsv1.StatefulSet
+	created, err = r.getOrCreate(ctx, desired, &actual)
+	if err != nil {
+		return nil, false, err
+	}
+	if created {
+		return desired, true, nil
+	}
+	adopt, err := checkOwner(db, &actual)
+	if err != nil {
+		return nil, false, err
+	}
+	differences := diffStatefulSet(&actual, desired)
+	if len(differences) == 0 && !adopt {
+		return &actual, false, nil
+	}
+	fixed := actual.DeepCopy()
+	correctStatefulSet(fixed, desired)
+	if err := r.patchChild(ctx, db, &actual, fixed, adopt, differences); err != nil {
+		return nil, false, err
+	}
+	return fixed, false, nil
 }
 
 // diffLabels reports our labels that are missing or changed; labels others

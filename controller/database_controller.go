@@ -35,26 +35,29 @@ import (
 // +kubebuilder:rbac:groups="",resources=pods,verbs=list
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
-// reconciler reconciles a Database into a Secret, a headless Service and a
-// StatefulSet. It is traced from outside (tracing.go): its client records
-// each API call, and a wrapper opens and closes each reconcile.
-type reconciler struct {
-	// client reads from the informer cache and writes to the API server.
-	client client.Client
-	// apiReader reads from the API server directly: for the few reads the
+// DatabaseReconciler reconciles a Database into a Secret, a headless
+// Service and a StatefulSet. It is the ordinary reconciler and nothing
+// else: oplab traces it, pauses it and breaks it on purpose from outside
+// (wiring.go), through the client it is given and wrappers around Reconcile.
+type DatabaseReconciler struct {
+	// Client reads from the informer cache and writes to the API server.
+	Client client.Client
+	// APIReader reads from the API server directly: for the few reads the
 	// cache cannot answer (a child the cache has not seen yet, Pods).
-	apiReader client.Reader
-	scheme    *runtime.Scheme
-	recorder  events.EventRecorder
-	clock     Clock
-	resync    time.Duration
-	// thrash bounds the status-thrash pitfall (pitfalls.go).
-	thrash *thrashLimiter
-	// registry is where the engines' images come from (Options.ImageRegistry).
-	registry string
+	APIReader client.Reader
+	Scheme    *runtime.Scheme
+	Recorder  events.EventRecorder
+	// Clock stamps conditions and snapshots; tests inject their own.
+	Clock Clock
+	// ResyncPeriod is how long after a successful reconcile the Database
+	// is looked at again without any event.
+	ResyncPeriod time.Duration
+	// ImageRegistry, when set, is where the engines' images are pulled
+	// from (a mirror); empty means their short names.
+	ImageRegistry string
 }
 
-var _ reconcile.Reconciler = &reconciler{}
+var _ reconcile.Reconciler = &DatabaseReconciler{}
 
 // progressPoll is how soon a progressing Database (waiting for its
 // replicas) is looked at again at first. The StatefulSet's status updates
@@ -69,13 +72,13 @@ const progressPoll = 2 * time.Second
 // asks which event woke it, it compares the whole desired state with the
 // whole actual state and closes the gap. Running it twice in a row is safe:
 // the second pass finds nothing to do and writes nothing.
-func (r *reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+func (r *DatabaseReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	// 1. Fetch the Database. The request carries only its name; the object
 	//    comes from the informer cache, not from the event. If it is gone,
 	//    there is nothing left to do: its children go with it through
 	//    their ownerReferences.
 	var db dbv1.Database
-	if err := r.client.Get(ctx, req.NamespacedName, &db); err != nil {
+	if err := r.Client.Get(ctx, req.NamespacedName, &db); err != nil {
 		if apierrors.IsNotFound(err) {
 			return ctrl.Result{}, nil
 		}
@@ -103,17 +106,39 @@ func (r *reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 
 // lesson:end reconcile-loop
 
+// SetupWithManager is the wiring as a learner writes it, and how the
+// reconciler runs on a stock manager (TestSetupWithManagerAlone). oplab's
+// Runner wires it with setupController (wiring.go): the same For and Owns,
+// with the trace, the pause gate and the pitfalls added around them.
+
+// lesson:begin controller-wiring
+
+// SetupWithManager registers the controller with the manager. For names the
+// kind it reconciles: every change to a Database queues that Database. Owns
+// names the kinds it creates: a change to a Secret, Service or StatefulSet
+// queues the Database named in its controller ownerReference, so a child
+// deleted or edited by hand is put back. Either way the work queue receives
+// only a name, and a burst of changes to one Database becomes one reconcile.
+func (r *DatabaseReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	return ctrl.NewControllerManagedBy(mgr).
+		For(&dbv1.Database{}).
+		Owns(&corev1.Secret{}).
+		Owns(&corev1.Service{}).
+		Owns(&appsv1.StatefulSet{}).
+		Named("database").
+		Complete(r)
+}
+
+// lesson:end controller-wiring
+
 // finish computes and writes the status and decides the result. An error
 // goes back to controller-runtime, which requeues with backoff; success asks
 // for the periodic resync, so drift that produced no event is still found.
-func (r *reconciler) finish(ctx context.Context, db *dbv1.Database, obs observation) (ctrl.Result, error) {
-	if PitfallOf(db) == PitfallStatusThrash {
-		return r.thrashStatus(ctx, db, obs)
-	}
+func (r *DatabaseReconciler) finish(ctx context.Context, db *dbv1.Database, obs observation) (ctrl.Result, error) {
 	// A permission oplab lacks is named in words, in the condition and the
 	// timeline alike.
 	obs.err = permission.Explain(obs.err)
-	next := computeStatus(db, obs, r.clock.Now())
+	next := computeStatus(db, obs, r.Clock.Now())
 	err := r.writeStatus(ctx, db, next)
 	if apierrors.IsNotFound(err) && !db.DeletionTimestamp.IsZero() {
 		// Our copy was stale: the Database is gone, finalized already.
@@ -129,137 +154,132 @@ func (r *reconciler) finish(ctx context.Context, db *dbv1.Database, obs observat
 		progressing.Status == metav1.ConditionTrue && obs.deleting == "" {
 		return ctrl.Result{RequeueAfter: r.progressWait(progressing.LastTransitionTime.Time)}, nil
 	}
-	return ctrl.Result{RequeueAfter: r.resync}, nil
+	return ctrl.Result{RequeueAfter: r.ResyncPeriod}, nil
 }
 
 // progressWait is how long a Database progressing since the given time may
 // wait for its next look: progressPoll at first, then as long again as it
 // has been progressing (looks at 2, 4, 8 s…), never longer than the resync.
-func (r *reconciler) progressWait(since time.Time) time.Duration {
-	return max(min(r.clock.Now().Sub(since), r.resync), min(progressPoll, r.resync))
+func (r *DatabaseReconciler) progressWait(since time.Time) time.Duration {
+	return max(min(r.Clock.Now().Sub(since), r.ResyncPeriod), min(progressPoll, r.ResyncPeriod))
 }
 
 // ensureChildren brings each child in line and returns what it saw, for the
 // status. It stops at the first error: later children depend on earlier
-// ones. What it created is announced in one Kubernetes Event rather than
-// one per child: events are API writes too, and a thousand new Databases
-// should not cost three thousand of them.
-func (r *reconciler) ensureChildren(ctx context.Context, db *dbv1.Database) observation {
-	var obs observation
+// ones (the StatefulSet's Pods read the Secret, and the StatefulSet names
+// the Service as its governing Service). What it created is announced in
+// one Kubernetes Event rather than one per child: events are API writes
+// too, and a thousand new Databases should not cost three thousand of them.
+func (r *DatabaseReconciler) ensureChildren(ctx context.Context, db *dbv1.Database) observation {
 	var created []string
 	defer func() {
 		if len(created) > 0 {
-			r.recorder.Eventf(db, nil, corev1.EventTypeNormal, "Created", "Create", "Created %s", strings.Join(created, ", "))
+			r.Recorder.Eventf(db, nil, corev1.EventTypeNormal, "Created", "Create", "Created %s", strings.Join(created, ", "))
 		}
 	}()
-	for _, k := range children {
-		obj, outcome, err := r.ensureChild(ctx, db, k)
-		if err != nil {
-			obs.err = err
-			return obs
-		}
-		if outcome == OutcomeCreated {
-			created = append(created, k.kind+" "+obj.GetName())
-		}
-		if s, ok := obj.(*appsv1.StatefulSet); ok {
-			obs.sts = s
-		}
-	}
-	return obs
-}
-
-// ensureChild makes one child exist and match the spec, and says what it
-// did: Created, Updated or Unchanged. It reads the child from the cache, so
-// a converged Database costs no API request at all.
-func (r *reconciler) ensureChild(ctx context.Context, db *dbv1.Database, k childKind) (client.Object, Outcome, error) {
-	desired := k.desired(db, r.registry)
-	if err := controllerutil.SetControllerReference(db, desired, r.scheme); err != nil {
-		return nil, "", fmt.Errorf("setting owner of %s %s: %w", k.kind, desired.GetName(), err)
-	}
-	if PitfallOf(db) == PitfallNonIdempotentCreate {
-		return r.createBlindly(ctx, k, desired)
-	}
-	actual := k.empty()
-	err := r.client.Get(ctx, client.ObjectKeyFromObject(desired), actual)
-	if apierrors.IsNotFound(err) {
-		note(ctx, diffStep(k.kind, desired, []string{"missing"}))
-		return r.create(ctx, db, k, desired)
-	}
+	made, err := r.ensureSecret(ctx, db)
 	if err != nil {
-		return nil, "", fmt.Errorf("reading %s %s: %w", k.kind, desired.GetName(), err)
+		return observation{err: err}
 	}
-	return r.correct(ctx, db, k, actual, desired)
+	if made {
+		created = append(created, "Secret "+SecretName(db.Name))
+	}
+	if made, err = r.ensureService(ctx, db); err != nil {
+		return observation{err: err}
+	}
+	if made {
+		created = append(created, "Service "+db.Name)
+	}
+	sts, made, err := r.ensureStatefulSet(ctx, db)
+	if err != nil {
+		return observation{err: err}
+	}
+	if made {
+		created = append(created, "StatefulSet "+db.Name)
+	}
+	return observation{sts: sts}
 }
 
 // lesson:begin already-exists
 
-// create creates a missing child. AlreadyExists is not an error: it means
-// the child exists, only our cache had not seen it yet (we created it a
-// moment ago, or someone else did). That is convergence, so read the live
-// object and carry on comparing it like any other.
-func (r *reconciler) create(ctx context.Context, db *dbv1.Database, k childKind, desired client.Object) (client.Object, Outcome, error) {
-	err := r.client.Create(ctx, desired)
+// getOrCreate reads the child desired names into actual, or creates it when
+// it is missing and reports that it did. It reads from the cache, so a
+// converged Database costs no API request at all. AlreadyExists is not an
+// error: it means the child exists, only our cache had not seen it yet (we
+// created it a moment ago, or someone else did). That is convergence, so
+// read the live object and compare it like any other.
+func (r *DatabaseReconciler) getOrCreate(ctx context.Context, desired, actual client.Object) (created bool, err error) {
+	key, kind := client.ObjectKeyFromObject(desired), kindOf(desired)
+	err = r.Client.Get(ctx, key, actual)
+	if err == nil {
+		return false, nil
+	}
+	if !apierrors.IsNotFound(err) {
+		return false, fmt.Errorf("reading %s %s: %w", kind, key.Name, err)
+	}
+	err = r.Client.Create(ctx, desired)
 	if apierrors.IsAlreadyExists(err) {
-		actual := k.empty()
-		if err := r.apiReader.Get(ctx, client.ObjectKeyFromObject(desired), actual); err != nil {
-			return nil, "", fmt.Errorf("reading %s %s after AlreadyExists: %w", k.kind, desired.GetName(), err)
+		if err := r.APIReader.Get(ctx, key, actual); err != nil {
+			return false, fmt.Errorf("reading %s %s after AlreadyExists: %w", kind, key.Name, err)
 		}
-		return r.correct(ctx, db, k, actual, desired)
+		return false, nil
 	}
 	if err != nil {
-		return nil, "", fmt.Errorf("creating %s %s: %w", k.kind, desired.GetName(), err)
+		return false, fmt.Errorf("creating %s %s: %w", kind, key.Name, err)
 	}
-	ctrl.LoggerFrom(ctx).Info("Created child", "kind", k.kind, "name", desired.GetName())
-	return desired, OutcomeCreated, nil
+	ctrl.LoggerFrom(ctx).Info("Created child", "kind", kind, "name", key.Name)
+	return true, nil
 }
 
 // lesson:end already-exists
 
-// correct compares an existing child with the desired one and patches what
-// drifted (a replica count changed by hand, a label removed). A child with
-// no controller (made before its Database, by hand or by an earlier run)
-// is adopted; one another controller owns is left alone and reported:
-// taking it over could destroy someone else's data.
-func (r *reconciler) correct(ctx context.Context, db *dbv1.Database, k childKind, actual, desired client.Object) (client.Object, Outcome, error) {
+// checkOwner says whether db may correct actual, and whether it adopts it
+// doing so. A child with no controller (made before its Database, by hand or
+// by an earlier run) is adopted; one another controller owns is left alone
+// and reported: taking it over could destroy someone else's data.
+func checkOwner(db *dbv1.Database, actual client.Object) (adopt bool, err error) {
 	if owner := metav1.GetControllerOfNoCopy(actual); owner != nil && owner.UID != db.UID {
-		note(ctx, diffStep(k.kind, desired, []string{fmt.Sprintf("controlled by %s %s", owner.Kind, owner.Name)}))
-		return nil, "", fmt.Errorf("%s %s exists but is controlled by %s %s, not by database %s",
-			k.kind, actual.GetName(), owner.Kind, owner.Name, db.Name)
+		return false, fmt.Errorf("%s %s exists but is controlled by %s %s, not by database %s",
+			kindOf(actual), actual.GetName(), owner.Kind, owner.Name, db.Name)
 	}
-	differences := k.diff(actual, desired)
-	adopt := !metav1.IsControlledBy(actual, db)
-	if adopt {
-		differences = append([]string{"no owner: adopting it"}, differences...)
-	}
-	note(ctx, diffStep(k.kind, desired, differences))
-	if len(differences) == 0 {
-		return actual, OutcomeUnchanged, nil
-	}
-	// Copying the cached object before changing it: objects from the cache
-	// are shared, and a merge patch of the difference sends only the
-	// fields that drifted.
-	actual = actual.DeepCopyObject().(client.Object)
-	patch := client.MergeFrom(actual.DeepCopyObject().(client.Object))
-	k.correct(actual, desired)
-	if adopt {
-		if err := controllerutil.SetControllerReference(db, actual, r.scheme); err != nil {
-			return nil, "", fmt.Errorf("adopting %s %s: %w", k.kind, actual.GetName(), err)
-		}
-	}
-	if err := r.client.Patch(ctx, actual, patch); err != nil {
-		return nil, "", fmt.Errorf("updating %s %s: %w", k.kind, actual.GetName(), err)
-	}
-	ctrl.LoggerFrom(ctx).Info("Updated child", "kind", k.kind, "name", actual.GetName(), "differences", differences)
-	r.recorder.Eventf(db, actual, corev1.EventTypeNormal, "Updated", "Update", "Updated %s %s: %v", k.kind, actual.GetName(), differences)
-	return actual, OutcomeUpdated, nil
+	return !metav1.IsControlledBy(actual, db), nil
 }
 
-// diffStep is the trace's diff of one child: what differs, in words.
-func diffStep(kind string, obj client.Object, differences []string) Step {
-	msg := "in sync"
-	if len(differences) > 0 {
-		msg = fmt.Sprintf("%d difference(s)", len(differences))
+// patchChild sends the fields of fixed that drifted from actual (a replica
+// count changed by hand, a label removed) as a merge patch, adopting the
+// child when adopt is set, and announces what it corrected.
+func (r *DatabaseReconciler) patchChild(ctx context.Context, db *dbv1.Database, actual, fixed client.Object, adopt bool, differences []string) error {
+	if adopt {
+		differences = append([]string{adoptingDifference}, differences...)
+		if err := controllerutil.SetControllerReference(db, fixed, r.Scheme); err != nil {
+			return fmt.Errorf("adopting %s %s: %w", kindOf(fixed), fixed.GetName(), err)
+		}
 	}
-	return Step{Type: StepDiff, Target: &ObjectRef{Kind: kind, Namespace: obj.GetNamespace(), Name: obj.GetName()},
-		Differences: differences, Message: msg}
+	if err := r.Client.Patch(ctx, fixed, client.MergeFrom(actual)); err != nil {
+		return fmt.Errorf("updating %s %s: %w", kindOf(fixed), fixed.GetName(), err)
+	}
+	ctrl.LoggerFrom(ctx).Info("Updated child", "kind", kindOf(fixed), "name", fixed.GetName(), "differences", differences)
+	r.Recorder.Eventf(db, fixed, corev1.EventTypeNormal, "Updated", "Update", "Updated %s %s: %v", kindOf(fixed), fixed.GetName(), differences)
+	return nil
+}
+
+// adoptingDifference is how an unowned child's difference reads.
+const adoptingDifference = "no owner: adopting it"
+
+// kindOf names a child's kind in messages. The typed objects the controller
+// builds carry no TypeMeta, so the kind comes from the Go type.
+func kindOf(obj client.Object) string {
+	switch obj.(type) {
+	case *corev1.Secret:
+		return "Secret"
+	case *corev1.Service:
+		return "Service"
+	case *appsv1.StatefulSet:
+		return "StatefulSet"
+	case *corev1.ConfigMap:
+		return "ConfigMap"
+	case *dbv1.Database:
+		return "Database"
+	}
+	return fmt.Sprintf("%T", obj)
 }

@@ -33,13 +33,13 @@ const drainPoll = time.Second
 // ensureFinalizer adds the finalizer to a live Database. The patch carries
 // the resourceVersion (optimistic lock): the finalizers list is replaced as a
 // whole, and another controller's finalizer added meanwhile must not be lost.
-func (r *reconciler) ensureFinalizer(ctx context.Context, db *dbv1.Database) error {
+func (r *DatabaseReconciler) ensureFinalizer(ctx context.Context, db *dbv1.Database) error {
 	if controllerutil.ContainsFinalizer(db, Finalizer) {
 		return nil
 	}
 	patch := client.MergeFromWithOptions(db.DeepCopy(), client.MergeFromWithOptimisticLock{})
 	controllerutil.AddFinalizer(db, Finalizer)
-	if err := r.client.Patch(ctx, db, patch); err != nil {
+	if err := r.Client.Patch(ctx, db, patch); err != nil {
 		return fmt.Errorf("adding finalizer: %w", err)
 	}
 	return nil
@@ -49,7 +49,7 @@ func (r *reconciler) ensureFinalizer(ctx context.Context, db *dbv1.Database) err
 // phase has to wait: 1. drop connections (scale to zero, wait for the Pods
 // to go), 2. snapshot the data, 3. remove the finalizer. The garbage
 // collector then deletes the children through their ownerReferences.
-func (r *reconciler) finalize(ctx context.Context, db *dbv1.Database) (ctrl.Result, error) {
+func (r *DatabaseReconciler) finalize(ctx context.Context, db *dbv1.Database) (ctrl.Result, error) {
 	if !controllerutil.ContainsFinalizer(db, Finalizer) {
 		return ctrl.Result{}, nil
 	}
@@ -96,13 +96,13 @@ func (r *reconciler) finalize(ctx context.Context, db *dbv1.Database) (ctrl.Resu
 // gone means someone let it go first (the escape hatch), and a change comes
 // with its own watch event and reconcile, which finds the finalizer still
 // there or the Database gone.
-func (r *reconciler) removeFinalizer(ctx context.Context, db *dbv1.Database) error {
+func (r *DatabaseReconciler) removeFinalizer(ctx context.Context, db *dbv1.Database) error {
 	if !controllerutil.ContainsFinalizer(db, Finalizer) {
 		return nil
 	}
 	patch := client.MergeFromWithOptions(db.DeepCopy(), client.MergeFromWithOptimisticLock{})
 	controllerutil.RemoveFinalizer(db, Finalizer)
-	err := r.client.Patch(ctx, db, patch)
+	err := r.Client.Patch(ctx, db, patch)
 	switch {
 	case apierrors.IsNotFound(err):
 		return nil
@@ -119,9 +119,9 @@ func (r *reconciler) removeFinalizer(ctx context.Context, db *dbv1.Database) err
 // drain scales the StatefulSet to zero and returns how many of its Pods
 // still exist. Pods are listed from the API server rather than a cache: the
 // controller watches no Pods, and this read happens only during deletion.
-func (r *reconciler) drain(ctx context.Context, db *dbv1.Database) (int, error) {
+func (r *DatabaseReconciler) drain(ctx context.Context, db *dbv1.Database) (int, error) {
 	var sts appsv1.StatefulSet
-	err := r.client.Get(ctx, client.ObjectKey{Namespace: db.Namespace, Name: db.Name}, &sts)
+	err := r.Client.Get(ctx, client.ObjectKey{Namespace: db.Namespace, Name: db.Name}, &sts)
 	if err != nil && !apierrors.IsNotFound(err) {
 		return 0, fmt.Errorf("reading statefulset for draining: %w", err)
 	}
@@ -131,20 +131,19 @@ func (r *reconciler) drain(ctx context.Context, db *dbv1.Database) (int, error) 
 		}
 	}
 	var pods corev1.PodList
-	if err := r.apiReader.List(ctx, &pods, client.InNamespace(db.Namespace), client.MatchingLabels(selectorLabels(db))); err != nil {
+	if err := r.APIReader.List(ctx, &pods, client.InNamespace(db.Namespace), client.MatchingLabels(selectorLabels(db))); err != nil {
 		return 0, fmt.Errorf("listing pods for draining: %w", err)
 	}
-	note(ctx, Step{Type: StepFinalizer, Phase: "draining", Message: fmt.Sprintf("dropping connections: %d Pod(s) left", len(pods.Items))})
 	return len(pods.Items), nil
 }
 
-func (r *reconciler) scaleToZero(ctx context.Context, db *dbv1.Database, sts *appsv1.StatefulSet) error {
+func (r *DatabaseReconciler) scaleToZero(ctx context.Context, db *dbv1.Database, sts *appsv1.StatefulSet) error {
 	patch := client.MergeFrom(sts.DeepCopy())
 	sts.Spec.Replicas = ptr.To[int32](0)
-	if err := r.client.Patch(ctx, sts, patch); err != nil {
+	if err := r.Client.Patch(ctx, sts, patch); err != nil {
 		return fmt.Errorf("scaling statefulset to zero: %w", err)
 	}
-	r.recorder.Eventf(db, sts, corev1.EventTypeNormal, "DrainingConnections", "Delete", "Scaled StatefulSet %s to 0", sts.Name)
+	r.Recorder.Eventf(db, sts, corev1.EventTypeNormal, "DrainingConnections", "Delete", "Scaled StatefulSet %s to 0", sts.Name)
 	return nil
 }
 
@@ -154,8 +153,8 @@ func (r *reconciler) scaleToZero(ctx context.Context, db *dbv1.Database, sts *ap
 // the Database. A snapshot of this very Database (same UID) that exists
 // already, from an attempt whose later step failed, is kept as it is: a
 // delete writes its snapshot once.
-func (r *reconciler) snapshot(ctx context.Context, db *dbv1.Database) (*dbv1.SnapshotReference, error) {
-	now := r.clock.Now()
+func (r *DatabaseReconciler) snapshot(ctx context.Context, db *dbv1.Database) (*dbv1.SnapshotReference, error) {
+	now := r.Clock.Now()
 	spec, err := yaml.Marshal(db.Spec)
 	if err != nil {
 		return nil, fmt.Errorf("encoding spec for snapshot: %w", err)
@@ -173,14 +172,10 @@ func (r *reconciler) snapshot(ctx context.Context, db *dbv1.Database) (*dbv1.Sna
 		},
 	}
 	taken, err := r.writeSnapshot(ctx, db, cm)
-	if apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause) {
-		note(ctx, Step{Type: StepFinalizer, Phase: "skipped", Message: "namespace terminating: no snapshot can be written or kept"})
-	}
 	if err != nil {
 		return nil, err
 	}
-	note(ctx, Step{Type: StepFinalizer, Phase: "snapshot", Message: "final snapshot written to ConfigMap " + cm.Name})
-	r.recorder.Eventf(db, cm, corev1.EventTypeNormal, "SnapshotTaken", "Snapshot", "Wrote final snapshot to ConfigMap %s", cm.Name)
+	r.Recorder.Eventf(db, cm, corev1.EventTypeNormal, "SnapshotTaken", "Snapshot", "Wrote final snapshot to ConfigMap %s", cm.Name)
 	ctrl.LoggerFrom(ctx).Info("Took final snapshot", "configmap", cm.Name)
 	return &dbv1.SnapshotReference{Name: cm.Name, Time: metav1.NewTime(taken.Truncate(time.Second))}, nil
 }
@@ -189,9 +184,9 @@ func (r *reconciler) snapshot(ctx context.Context, db *dbv1.Database) (*dbv1.Sna
 // existing ConfigMap of the same name is this Database's snapshot already
 // (its UID matches: kept, with its own time) or an earlier Database's of
 // the same name (overwritten).
-func (r *reconciler) writeSnapshot(ctx context.Context, db *dbv1.Database, cm *corev1.ConfigMap) (time.Time, error) {
-	now := r.clock.Now()
-	err := r.client.Create(ctx, cm)
+func (r *DatabaseReconciler) writeSnapshot(ctx context.Context, db *dbv1.Database, cm *corev1.ConfigMap) (time.Time, error) {
+	now := r.Clock.Now()
+	err := r.Client.Create(ctx, cm)
 	if err == nil {
 		return now, nil
 	}
@@ -199,7 +194,7 @@ func (r *reconciler) writeSnapshot(ctx context.Context, db *dbv1.Database, cm *c
 		return time.Time{}, fmt.Errorf("creating snapshot configmap: %w", err)
 	}
 	var existing corev1.ConfigMap
-	if err := r.apiReader.Get(ctx, client.ObjectKeyFromObject(cm), &existing); err != nil {
+	if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(cm), &existing); err != nil {
 		return time.Time{}, fmt.Errorf("reading snapshot configmap: %w", err)
 	}
 	if existing.Data["uid"] == string(db.UID) {
@@ -210,7 +205,7 @@ func (r *reconciler) writeSnapshot(ctx context.Context, db *dbv1.Database, cm *c
 	}
 	existing.Data = cm.Data
 	existing.Labels = cm.Labels
-	if err := r.client.Update(ctx, &existing); err != nil {
+	if err := r.Client.Update(ctx, &existing); err != nil {
 		return time.Time{}, fmt.Errorf("updating snapshot configmap: %w", err)
 	}
 	return now, nil

@@ -106,7 +106,7 @@ func setCondition(conds *[]metav1.Condition, c metav1.Condition, now time.Time) 
 // differs from what the API server already has: a write that changes nothing
 // still costs a request and, worse, fires a watch event that triggers yet
 // another reconcile.
-func (r *reconciler) writeStatus(ctx context.Context, db *dbv1.Database, next dbv1.DatabaseStatus) error {
+func (r *DatabaseReconciler) writeStatus(ctx context.Context, db *dbv1.Database, next dbv1.DatabaseStatus) error {
 	if equality.Semantic.DeepEqual(db.Status, next) {
 		return nil
 	}
@@ -115,7 +115,7 @@ func (r *reconciler) writeStatus(ctx context.Context, db *dbv1.Database, next db
 	// stale cache never fails with a conflict.
 	patch := client.MergeFrom(db.DeepCopy())
 	db.Status = next
-	if err := r.client.Status().Patch(ctx, db, patch); err != nil {
+	if err := r.Client.Status().Patch(ctx, db, patch); err != nil {
 		return fmt.Errorf("writing status: %w", err)
 	}
 	return nil

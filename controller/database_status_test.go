@@ -7,6 +7,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	appsv1 "k8s.io/api/apps/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
@@ -171,9 +172,24 @@ func TestConditionChanges(t *testing.T) {
 	}
 }
 
+// TestThrashStampsEveryCondition checks what the status-thrash pitfall
+// rests on: a status computed with the conditions hidden (thrashClient)
+// gives every condition a fresh lastTransitionTime, and so differs from the
+// stored one, where the same status computed from the stored conditions
+// keeps their times.
 func TestThrashStampsEveryCondition(t *testing.T) {
-	st := computeStatus(testDB(1, 1), observation{sts: sts(1, 1, 1, 1)}, t0)
-	thrash(&st, t1)
+	db := testDB(1, 1)
+	db.Status = computeStatus(db, observation{sts: sts(1, 1, 1, 1)}, t0)
+	kept := computeStatus(db, observation{sts: sts(1, 1, 1, 1)}, t1)
+	if !equality.Semantic.DeepEqual(db.Status, kept) {
+		t.Errorf("recomputed status differs from the stored one:\n%s", cmp.Diff(db.Status, kept))
+	}
+	hidden := db.DeepCopy()
+	hidden.Status.Conditions = nil
+	st := computeStatus(hidden, observation{sts: sts(1, 1, 1, 1)}, t1)
+	if len(st.Conditions) != 3 {
+		t.Fatalf("%d conditions, want 3", len(st.Conditions))
+	}
 	for _, c := range st.Conditions {
 		if !c.LastTransitionTime.Time.Equal(t1) {
 			t.Errorf("condition %s lastTransitionTime = %s, want %s", c.Type, c.LastTransitionTime, t1)

@@ -19,17 +19,20 @@
 //
 // # The loop
 //
-// Reconcile (database_controller.go) is level-triggered and idempotent:
-// fetch (gone → done); deletion → the finalizer (database_finalizer.go);
-// ensure the finalizer; create or correct each child, reading it from the
-// informer cache and comparing only the fields the controller manages
-// (AlreadyExists is convergence); compute the status in memory and write it
-// once, only when it changed (database_status.go). Errors requeue with the
-// work queue's exponential backoff and set Degraded; success schedules a
-// periodic resync (Options.ResyncPeriod, 30 s by default), sooner while the
-// Database still waits for its replicas (after 2 s, then less and less
-// often). A child that exists without an owner (made before its Database)
-// is adopted; one another controller owns is an error.
+// DatabaseReconciler.Reconcile (database_controller.go) is level-triggered
+// and idempotent: fetch (gone → done); deletion → the finalizer
+// (database_finalizer.go); ensure the finalizer; create or correct each
+// child (ensureSecret, ensureService, ensureStatefulSet in children.go),
+// reading it from the informer cache and comparing only the fields the
+// controller manages (AlreadyExists is convergence); compute the status in
+// memory and write it once, only when it changed (database_status.go).
+// Errors requeue with the work queue's exponential backoff and set
+// Degraded; success schedules a periodic resync (Options.ResyncPeriod, 30 s
+// by default), sooner while the Database still waits for its replicas
+// (after 2 s, then less and less often). A child that exists without an
+// owner (made before its Database) is adopted; one another controller owns
+// is an error. SetupWithManager is the wiring in the kubebuilder book's
+// shape: For the Database, Owns its three children.
 //
 // Deletion runs through the finalizer db.oplab.dev/final-snapshot: scale the
 // StatefulSet to zero and wait until its Pods are gone ("drop connections"),
@@ -46,15 +49,16 @@
 // # Tracing
 //
 // The reconciler is traced from outside, so its code stays the ordinary
-// one (tracing.go): the event handlers (events.go) record each watch event
-// before it is queued; a wrapper opens each reconcile (reconcile.start, with
-// its trigger) and closes it (result, with the next resync or the retry's
-// backoff); the reconciler's client, wrapped with controller-runtime's
-// client/interceptor, records what each API call did (fetch, action,
-// finalizer, status). The current reconcile's trace travels in its
-// context.Context; the reconciler reports only what no API call shows (a
-// diff, a drain) through note. Steps go to the Sink in Options (trace.go);
-// Emit must never block. The package never imports web/.
+// one; wiring.go puts the pieces around it. An event filter (events.go)
+// records each watch event before it is queued; a wrapper opens each
+// reconcile (reconcile.start, with its trigger) and closes it (result,
+// with the next resync or the retry's backoff) (tracing.go); the
+// reconciler's client and APIReader, wrapped with controller-runtime's
+// client/interceptor, record what each call did (fetch, the diff of each
+// child, action, finalizer phases, status), working out a call's meaning
+// from the Database the reconcile fetched. The current reconcile's trace
+// travels in its context.Context. Steps go to the Sink in Options
+// (trace.go); Emit must never block. The package never imports web/.
 //
 // The reconciler reads its own writes to Databases (fresh.go): a reconcile
 // that starts before the informer cache has caught up with the previous
@@ -65,21 +69,25 @@
 //
 // Runner.PauseNamespace holds the reconciles of one namespace in the one
 // shared controller (pause.go): its watch events are still traced, marked
-// held, but not queued; ResumeNamespace reconciles every Database in it.
+// held, but filtered out of the queue, and a resync or retry that comes
+// due is put aside; ResumeNamespace reconciles every Database in it and
+// every one held.
 //
 // # Pitfalls
 //
 // The annotation db.oplab.dev/pitfall on one Database switches on a
 // deliberate bug for that Database only. Each pitfall is a variation of the
-// reconciler, all of them in pitfalls.go, none of them in the code the
-// lessons show. A second annotation, db.oplab.dev/pitfall-hidden, keeps the
-// pitfall's name (and whether one is on) off the trace while it still runs,
-// for a challenge whose exercise is to tell it from the behaviour.
+// reconciler, all of them in pitfalls.go, picked per Database by a wrapper
+// around it; none of them is in the reconciler's files. A second
+// annotation, db.oplab.dev/pitfall-hidden, keeps the pitfall's name (and
+// whether one is on) off the trace while it still runs, for a challenge
+// whose exercise is to tell it from the behaviour.
 //
 // # Lessons
 //
 // Code regions between "// lesson:begin NAME" and "// lesson:end NAME"
-// comments are pulled into the lessons at build time: reconcile-loop and
-// already-exists (database_controller.go), finalizer (database_finalizer.go),
-// status-write (database_status.go).
+// comments are pulled into the lessons at build time: reconcile-loop,
+// controller-wiring and already-exists (database_controller.go), finalizer
+// (database_finalizer.go), status-write (database_status.go). Source embeds
+// those three files and no other.
 package controller

@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	dbv1 "github.com/oplab-dev/oplab/controller/api/v1alpha1"
@@ -110,88 +111,107 @@ func (b *triggerBook) forget(key types.NamespacedName) {
 	delete(b.first, key)
 }
 
-// pitfallFunc returns the pitfall of the Database an event maps to.
-type pitfallFunc func(ctx context.Context, obj client.Object, key types.NamespacedName) pitfallSwitch
-
-// queue is the work queue an event handler adds requests to.
-type queue = workqueue.TypedRateLimitingInterface[reconcile.Request]
-
-// traceHandler is the event handler of one watched kind: it maps the object
-// to its Database, records the event on the trace and enqueues the request
-// (or, with the drop-events pitfall, ignores it).
-type traceHandler struct {
-	kind string
-	// owner maps an object to the Database to reconcile; false means none.
-	owner func(client.Object) (types.NamespacedName, bool)
-	// pitfall returns the pitfall of the Database key names.
-	pitfall pitfallFunc
-	book    *triggerBook
-	tr      tracer
-	resync  time.Duration
-	gate    *pauseGate
-	// message, when set, is said of every event (why a generic event came).
-	message string
+// eventTracer sees every watch event before the controller queues it. It
+// sits outside the controller's wiring as an event filter (a predicate),
+// so the watches stay the plain For and Owns: it records the event on the
+// trace and in the trigger book and lets it through, or holds it (the
+// namespace is paused) or ignores it (the drop-events pitfall) by filtering
+// it out.
+type eventTracer struct {
+	book *triggerBook
+	tr   tracer
+	gate *pauseGate
+	// cache reads a child's Database, for its pitfall.
+	cache  client.Reader
+	resync time.Duration
+	// later queues a request for the resync, as a dropped event's stand-in.
+	later func(types.NamespacedName)
 }
 
-var _ handler.EventHandler = &traceHandler{}
-
-// Create handles a create event (including the initial list after a start).
-func (h *traceHandler) Create(ctx context.Context, e event.CreateEvent, q queue) {
-	h.handle(ctx, "create", e.Object, q)
-}
-
-// Update handles an update event; the new object is the one that counts.
-func (h *traceHandler) Update(ctx context.Context, e event.UpdateEvent, q queue) {
-	h.handle(ctx, "update", e.ObjectNew, q)
-}
-
-// Delete handles a delete event.
-func (h *traceHandler) Delete(ctx context.Context, e event.DeleteEvent, q queue) {
-	h.handle(ctx, "delete", e.Object, q)
-}
-
-// Generic handles an event from a non-Kubernetes source.
-func (h *traceHandler) Generic(ctx context.Context, e event.GenericEvent, q queue) {
-	h.handle(ctx, "generic", e.Object, q)
-}
-
-func (h *traceHandler) handle(ctx context.Context, kind string, obj client.Object, q queue) {
-	key, ok := h.owner(obj)
-	if !ok {
-		return
+// filter is the predicate the controller's watches run every event through.
+func (t *eventTracer) filter() predicate.Predicate {
+	return predicate.Funcs{
+		CreateFunc:  func(e event.CreateEvent) bool { return t.admit("create", e.Object, "") },
+		UpdateFunc:  func(e event.UpdateEvent) bool { return t.admit("update", e.ObjectNew, "") },
+		DeleteFunc:  func(e event.DeleteEvent) bool { return t.admit("delete", e.Object, "") },
+		GenericFunc: func(e event.GenericEvent) bool { return t.admit("generic", e.Object, "") },
 	}
+}
+
+// admit traces one event and reports whether it may be queued. message,
+// when set, is said of the event (why a generic event came).
+func (t *eventTracer) admit(verb string, obj client.Object, message string) bool {
+	key, ok := databaseKey(obj)
+	if !ok {
+		// Not ours: For and Owns queue nothing for it either.
+		return true
+	}
+	kind := kindOf(obj)
 	s := Step{
 		Type:       StepEvent,
-		Object:     ObjectRef{Kind: h.kind, Namespace: obj.GetNamespace(), Name: obj.GetName()},
+		Object:     ObjectRef{Kind: kind, Namespace: obj.GetNamespace(), Name: obj.GetName()},
 		Database:   key.Name,
-		Event:      kind,
+		Event:      verb,
 		Generation: obj.GetGeneration(),
-		Message:    h.message,
+		Message:    message,
 	}
-	req := reconcile.Request{NamespacedName: key}
-	if h.gate.hold(key) {
+	if t.gate.hold(key) {
 		// Paused: the event is shown arriving and held. It still counts
 		// towards the reconcile that resuming will run, which then shows
 		// how many events it coalesced.
 		s.Held, s.Message = true, "held: namespace paused"
-		h.tr.emit(s)
-		h.book.eventArrived(key, kind+" "+h.kind+" "+obj.GetName())
-		return
+		t.tr.emit(s)
+		t.book.eventArrived(key, verb+" "+kind+" "+obj.GetName())
+		return false
 	}
-	// Only an event that is not held needs the pitfall: a cache read.
-	switch p := h.pitfall(ctx, obj, key); {
-	case p.name == PitfallDropEvents:
-		h.dropEvent(s, p, req, q)
-	default:
-		h.tr.emit(s)
-		h.book.eventArrived(key, kind+" "+h.kind+" "+obj.GetName())
-		q.Add(req)
+	// Only a watch event that is not held needs the pitfall (a cache read
+	// for a child's event). A generic event that says why it came (a
+	// namespace resumed) is oplab's own and no pitfall drops it.
+	if message == "" {
+		if p := t.pitfallOf(obj, key); p.name == PitfallDropEvents {
+			t.dropEvent(s, p, key)
+			return false
+		}
 	}
+	t.tr.emit(s)
+	t.book.eventArrived(key, verb+" "+kind+" "+obj.GetName())
+	return true
 }
 
-// selfKey maps a Database to itself.
-func selfKey(obj client.Object) (types.NamespacedName, bool) {
-	return client.ObjectKeyFromObject(obj), true
+// pitfallOf reads the pitfall of the Database an event maps to: from the
+// object itself for a Database's own event, from the cache for a child's.
+func (t *eventTracer) pitfallOf(obj client.Object, key types.NamespacedName) pitfallSwitch {
+	if _, ok := obj.(*dbv1.Database); ok {
+		return pitfallSwitchOf(obj)
+	}
+	var db dbv1.Database
+	if err := t.cache.Get(context.Background(), key, &db); err != nil {
+		return pitfallSwitch{}
+	}
+	return pitfallSwitchOf(&db)
+}
+
+// resumed handles the Databases a resumed namespace sends: each is traced
+// like any other event, and queued.
+func (t *eventTracer) resumed() handler.EventHandler {
+	return handler.Funcs{GenericFunc: func(_ context.Context, e event.GenericEvent, q queue) {
+		if t.admit("generic", e.Object, "namespace resumed: reconcile every Database in it") {
+			q.Add(reconcile.Request{NamespacedName: client.ObjectKeyFromObject(e.Object)})
+		}
+	}}
+}
+
+// queue is the controller's work queue.
+type queue = workqueue.TypedRateLimitingInterface[reconcile.Request]
+
+// databaseKey maps an event's object to the Database to reconcile, as For
+// and Owns do: a Database to itself, a child to the Database named in its
+// controller reference.
+func databaseKey(obj client.Object) (types.NamespacedName, bool) {
+	if _, ok := obj.(*dbv1.Database); ok {
+		return client.ObjectKeyFromObject(obj), true
+	}
+	return ownerKey(obj)
 }
 
 var databaseGK = schema.GroupKind{Group: dbv1.GroupVersion.Group, Kind: "Database"}
@@ -208,25 +228,4 @@ func ownerKey(obj client.Object) (types.NamespacedName, bool) {
 		return types.NamespacedName{}, false
 	}
 	return types.NamespacedName{Namespace: obj.GetNamespace(), Name: ref.Name}, true
-}
-
-// noPitfall is for events no pitfall may drop: resuming a namespace.
-func noPitfall(context.Context, client.Object, types.NamespacedName) pitfallSwitch {
-	return pitfallSwitch{}
-}
-
-// pitfallOfObject reads the pitfall of a Database event from the object itself.
-func pitfallOfObject(_ context.Context, obj client.Object, _ types.NamespacedName) pitfallSwitch {
-	return pitfallSwitchOf(obj)
-}
-
-// pitfallOfOwner reads the pitfall of a child's Database from the cache.
-func pitfallOfOwner(reader client.Reader) pitfallFunc {
-	return func(ctx context.Context, _ client.Object, key types.NamespacedName) pitfallSwitch {
-		var db dbv1.Database
-		if err := reader.Get(ctx, key, &db); err != nil {
-			return pitfallSwitch{}
-		}
-		return pitfallSwitchOf(&db)
-	}
 }

@@ -3,14 +3,17 @@ package controller
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
@@ -165,45 +168,74 @@ func pitfallNames() string {
 }
 
 // The pitfalls are variations of the reconciler, all in this file, so that
-// the reconciler the lessons show is the correct one and nothing else:
+// the reconciler the lessons show is the correct one and nothing else.
+// pitfallReconciler wraps it from outside and picks, per Database:
 //
-//   - no-finalizer changes the loop itself: pitfallReconciler runs
-//     reconcileWithoutFinalizer instead of Reconcile;
-//   - non-idempotent-create changes one step: ensureChild calls createBlindly
-//     instead of looking before it creates;
-//   - status-thrash changes one step: finish calls thrashStatus instead of
-//     writeStatus;
-//   - drop-events changes no reconciler code at all: the event handlers
-//     call dropEvent instead of queueing the request.
+//   - no-finalizer: reconcileWithoutFinalizer, the loop without steps 2
+//     and 3;
+//   - non-idempotent-create: reconcileCreatingBlindly, the loop that
+//     creates every child on every reconcile;
+//   - status-thrash: the plain loop, given a client that hides the
+//     Database's conditions, so it builds them from scratch and writes
+//     them on every reconcile (thrashClient);
+//   - drop-events changes no reconciler code at all: the event filter
+//     ignores the events (events.go, dropEvent).
 
 // pitfallReconciler is the reconciler the controller runs: the plain one,
-// unless the Database's pitfall replaces the whole loop.
+// unless the Database's pitfall swaps it for a broken variation.
 type pitfallReconciler struct {
-	*reconciler
+	plain *DatabaseReconciler
+	// thrashing is the plain reconciler with thrashClient.
+	thrashing *DatabaseReconciler
 	// cache reads the Database without tracing it: this look at the
 	// annotation is not one of the reconciler's steps.
-	cache client.Reader
+	cache  client.Reader
+	thrash *thrashLimiter
 }
 
-func (p pitfallReconciler) Reconcile(ctx context.Context, req reconcile.Request) (ctrl.Result, error) {
+func newPitfallReconciler(plain *DatabaseReconciler, cache client.Reader) *pitfallReconciler {
+	limiter := newThrashLimiter()
+	thrashing := *plain
+	thrashing.Client = thrashClient(plain.Client, limiter, plain.Clock)
+	return &pitfallReconciler{plain: plain, thrashing: &thrashing, cache: cache, thrash: limiter}
+}
+
+var _ reconcile.Reconciler = &pitfallReconciler{}
+
+func (p *pitfallReconciler) Reconcile(ctx context.Context, req reconcile.Request) (ctrl.Result, error) {
 	var db dbv1.Database
 	err := p.cache.Get(ctx, req.NamespacedName, &db)
 	if apierrors.IsNotFound(err) {
 		p.thrash.forget(req.NamespacedName)
 	}
-	if err == nil && PitfallOf(&db) == PitfallNoFinalizer {
-		return p.reconcileWithoutFinalizer(ctx, req)
+	if err != nil {
+		return p.plain.Reconcile(ctx, req)
 	}
-	return p.reconciler.Reconcile(ctx, req)
+	switch PitfallOf(&db) {
+	case PitfallNoFinalizer:
+		return p.reconcileWithoutFinalizer(ctx, req)
+	case PitfallNonIdempotentCreate:
+		return p.reconcileCreatingBlindly(ctx, req)
+	case PitfallStatusThrash:
+		var held time.Duration
+		res, err := p.thrashing.Reconcile(context.WithValue(ctx, thrashHoldKey{}, &held), req)
+		if err == nil && held > 0 {
+			// The write was held back: look again when it may go out.
+			return ctrl.Result{RequeueAfter: held}, nil
+		}
+		return res, err
+	}
+	return p.plain.Reconcile(ctx, req)
 }
 
 // reconcileWithoutFinalizer is the no-finalizer pitfall: the loop as written
 // by someone who never thought about deletion. It has no steps 2 and 3 (and
 // removes a finalizer left from before the pitfall was switched on), so a
 // delete goes through at once and no snapshot is ever taken.
-func (r *reconciler) reconcileWithoutFinalizer(ctx context.Context, req reconcile.Request) (ctrl.Result, error) {
+func (p *pitfallReconciler) reconcileWithoutFinalizer(ctx context.Context, req reconcile.Request) (ctrl.Result, error) {
+	r := p.plain
 	var db dbv1.Database
-	if err := r.client.Get(ctx, req.NamespacedName, &db); err != nil {
+	if err := r.Client.Get(ctx, req.NamespacedName, &db); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if controllerutil.ContainsFinalizer(&db, Finalizer) {
@@ -225,63 +257,97 @@ func (r *reconciler) reconcileWithoutFinalizer(ctx context.Context, req reconcil
 	return r.finish(ctx, &db, r.ensureChildren(ctx, &db))
 }
 
-// createBlindly is the non-idempotent-create pitfall: Create on every
-// reconcile without looking first, and AlreadyExists returned as an error
-// like any other, where create treats it as convergence.
-func (r *reconciler) createBlindly(ctx context.Context, k childKind, desired client.Object) (client.Object, Outcome, error) {
-	if err := r.client.Create(ctx, desired); err != nil {
-		return nil, "", fmt.Errorf("creating %s %s: %w", k.kind, desired.GetName(), err)
+// reconcileCreatingBlindly is the non-idempotent-create pitfall: the loop as
+// written by someone who assumed Create runs once. It calls Create for every
+// child on every reconcile without looking first, and returns AlreadyExists
+// as an error like any other, where getOrCreate treats it as convergence.
+func (p *pitfallReconciler) reconcileCreatingBlindly(ctx context.Context, req reconcile.Request) (ctrl.Result, error) {
+	r := p.plain
+	var db dbv1.Database
+	if err := r.Client.Get(ctx, req.NamespacedName, &db); err != nil {
+		if apierrors.IsNotFound(err) {
+			return ctrl.Result{}, nil
+		}
+		return ctrl.Result{}, fmt.Errorf("fetching database: %w", err)
 	}
-	return desired, OutcomeCreated, nil
+	if !db.DeletionTimestamp.IsZero() {
+		return r.finalize(ctx, &db)
+	}
+	if err := r.ensureFinalizer(ctx, &db); err != nil {
+		return r.finish(ctx, &db, observation{err: err})
+	}
+	sts := desiredStatefulSet(&db, r.ImageRegistry)
+	var created []string
+	for _, child := range []client.Object{desiredSecret(&db), desiredService(&db), sts} {
+		if err := controllerutil.SetControllerReference(&db, child, r.Scheme); err != nil {
+			return r.finish(ctx, &db, observation{err: fmt.Errorf("setting owner of %s %s: %w", kindOf(child), child.GetName(), err)})
+		}
+		if err := r.Client.Create(ctx, child); err != nil {
+			return r.finish(ctx, &db, observation{err: fmt.Errorf("creating %s %s: %w", kindOf(child), child.GetName(), err)})
+		}
+		created = append(created, kindOf(child)+" "+child.GetName())
+	}
+	r.Recorder.Eventf(&db, nil, corev1.EventTypeNormal, "Created", "Create", "Created %s", strings.Join(created, ", "))
+	return r.finish(ctx, &db, observation{sts: sts})
 }
 
-// thrashStatus is the status-thrash pitfall: the status written on every
-// reconcile with a fresh lastTransitionTime on every condition, as a
-// controller that builds its conditions from scratch would write it. Each
-// write is a watch event that triggers the next reconcile; thrashLimiter
-// keeps the storm to one write a second.
-func (r *reconciler) thrashStatus(ctx context.Context, db *dbv1.Database, obs observation) (ctrl.Result, error) {
-	now := r.clock.Now()
-	if wait := r.thrash.wait(client.ObjectKeyFromObject(db), now); wait > 0 && obs.err == nil {
-		// Not "unchanged": this loop would write, and oplab's cap holds it
-		// back so the storm stays watchable. The timeline says so.
-		note(ctx, Step{Type: StepStatus, Skipped: true, Held: true, ObservedGeneration: db.Status.ObservedGeneration,
-			Message: "write held back: oplab allows a loop that writes on every reconcile one status write a second"})
-		return ctrl.Result{RequeueAfter: wait}, nil
-	}
-	next := computeStatus(db, obs, now)
-	thrash(&next, now)
-	patch := client.MergeFrom(db.DeepCopy())
-	db.Status = next
-	if err := r.client.Status().Patch(ctx, db, patch); err != nil && obs.err == nil {
-		obs.err = fmt.Errorf("writing status: %w", err)
-	}
-	if obs.err != nil {
-		return ctrl.Result{}, obs.err
-	}
-	return ctrl.Result{RequeueAfter: r.resync}, nil
+// thrashClient is the status-thrash pitfall, made from outside the
+// reconciler: it hides the Database's conditions from the reconciler, as a
+// controller that builds its conditions from scratch would ignore them. The
+// plain reconciler then finds every condition new, stamps each with a fresh
+// lastTransitionTime and writes the status on every reconcile. Each write is
+// a watch event that triggers the next reconcile. thrashLimiter keeps the
+// storm to one write a second; a write that fails the reconcile (Degraded)
+// is never held back.
+func thrashClient(c client.Client, limiter *thrashLimiter, clock Clock) client.Client {
+	return interceptor.NewClient(withoutWatch{c}, interceptor.Funcs{
+		Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+			err := c.Get(ctx, key, obj, opts...)
+			if db, ok := obj.(*dbv1.Database); ok && err == nil {
+				db.Status.Conditions = nil
+			}
+			return err
+		},
+		SubResourcePatch: func(ctx context.Context, c client.Client, sub string, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
+			db, ok := obj.(*dbv1.Database)
+			if !ok || sub != "status" || meta.IsStatusConditionTrue(db.Status.Conditions, ConditionDegraded) {
+				return c.SubResource(sub).Patch(ctx, obj, patch, opts...)
+			}
+			wait := limiter.wait(client.ObjectKeyFromObject(db), clock.Now())
+			if wait == 0 {
+				return c.SubResource(sub).Patch(ctx, obj, patch, opts...)
+			}
+			// Not "unchanged": this loop would write, and oplab's cap holds
+			// it back so the storm stays watchable. The timeline says so.
+			note(ctx, Step{Type: StepStatus, Skipped: true, Held: true, ObservedGeneration: db.Status.ObservedGeneration,
+				Message: "write held back: oplab allows a loop that writes on every reconcile one status write a second"})
+			if held, ok := ctx.Value(thrashHoldKey{}).(*time.Duration); ok {
+				*held = wait
+			}
+			return nil
+		},
+	})
 }
+
+// thrashHoldKey carries, in a thrashing reconcile's context, where
+// thrashClient says how long a held-back write must wait.
+type thrashHoldKey struct{}
 
 // dropEvent is the drop-events pitfall: the event is traced as ignored and
 // not queued. An edge-triggered controller that missed the event would
-// never act. Ours is level-triggered: the periodic resync still comes.
-// AddAfter keeps the earliest due time, so repeated drops do not postpone it.
-// A hidden pitfall stays unnamed: the ignored event is what the learner sees.
-func (h *traceHandler) dropEvent(s Step, p pitfallSwitch, req reconcile.Request, q queue) {
+// never act. Ours is level-triggered: the periodic resync still comes, and
+// later queues it for the resync in case no reconcile has scheduled one
+// yet (AddAfter keeps the earliest due time, so repeated drops do not
+// postpone it). A hidden pitfall stays unnamed: the ignored event is what
+// the learner sees.
+func (t *eventTracer) dropEvent(s Step, p pitfallSwitch, key types.NamespacedName) {
 	s.Ignored, s.Pitfall = true, p.shown
-	s.Message = fmt.Sprintf("ignored (%s); the resync in %s will reconcile", p.shown, h.resync)
+	s.Message = fmt.Sprintf("ignored (%s); the resync in %s will reconcile", p.shown, t.resync)
 	if p.shown == PitfallHidden { // the ignored event is what the learner sees, not why
-		s.Message = fmt.Sprintf("ignored; the resync in %s will reconcile", h.resync)
+		s.Message = fmt.Sprintf("ignored; the resync in %s will reconcile", t.resync)
 	}
-	h.tr.emit(s)
-	q.AddAfter(req, h.resync)
-}
-
-// thrash stamps every condition with a fresh lastTransitionTime.
-func thrash(st *dbv1.DatabaseStatus, now time.Time) {
-	for i := range st.Conditions {
-		st.Conditions[i].LastTransitionTime = metav1.NewTime(now.Truncate(time.Second))
-	}
+	t.tr.emit(s)
+	t.later(key)
 }
 
 // thrashLimiter bounds the status-thrash pitfall: it remembers when each

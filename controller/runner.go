@@ -18,20 +18,14 @@ import (
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
-	"k8s.io/client-go/tools/events"
-	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/config"
-	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
-	"sigs.k8s.io/controller-runtime/pkg/predicate"
-	"sigs.k8s.io/controller-runtime/pkg/reconcile"
-	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	dbv1 "github.com/oplab-dev/oplab/controller/api/v1alpha1"
 	"github.com/oplab-dev/oplab/controller/permission"
@@ -322,33 +316,6 @@ func (r *Runner) emit(ns, phase, msg string) {
 	})
 }
 
-// newTracedReconciler builds the reconciler as the controller runs it:
-// the plain reconciler, its pitfall variations, a client that reads its own
-// writes (fresh.go) and is traced from outside, and the trace's wrapper
-// around each reconcile (tracing.go). c reads from a cache.
-func newTracedReconciler(c client.Client, apiReader client.Reader, scheme *runtime.Scheme, recorder events.EventRecorder, opts Options, gate *pauseGate) *tracedReconciler {
-	book := newTriggerBook()
-	own := newOwnWrites().client(c)
-	r := &reconciler{
-		client:    tracingClient(own, own, book),
-		apiReader: apiReader,
-		scheme:    scheme,
-		recorder:  recorder,
-		clock:     opts.Clock,
-		resync:    opts.ResyncPeriod,
-		thrash:    newThrashLimiter(),
-		registry:  opts.ImageRegistry,
-	}
-	return &tracedReconciler{
-		inner:   pitfallReconciler{reconciler: r, cache: own},
-		tr:      tracer{sink: opts.Sink, clock: opts.Clock},
-		book:    book,
-		backoff: workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](backoffBase, backoffMax),
-		resync:  opts.ResyncPeriod,
-		gate:    gate,
-	}
-}
-
 // newManager builds a manager with nothing but the Database controller: no
 // metrics server, no health probes, no leader election.
 func newManager(base *rest.Config, opts Options, gate *pauseGate, resumed <-chan event.GenericEvent, watchErr toolscache.WatchErrorHandlerWithContext) (ctrl.Manager, error) {
@@ -409,61 +376,14 @@ func newManager(base *rest.Config, opts Options, gate *pauseGate, resumed <-chan
 		return nil, fmt.Errorf("creating manager: %w", err)
 	}
 
-	traced := newTracedReconciler(mgr.GetClient(), mgr.GetAPIReader(), scheme, mgr.GetEventRecorder(RecorderName), opts, gate)
-	book, backoff, tr := traced.book, traced.backoff, traced.tr
-	handler := func(kind string, owner func(client.Object) (types.NamespacedName, bool), pitfall pitfallFunc) *traceHandler {
-		return &traceHandler{kind: kind, owner: owner, pitfall: pitfall, book: book, tr: tr, resync: opts.ResyncPeriod, gate: gate}
-	}
-	// A resumed namespace's Databases arrive as generic events, which the
-	// timeline shows like any other event.
-	resume := handler("Database", selfKey, noPitfall)
-	resume.message = "namespace resumed: reconcile every Database in it"
-	// Every watch goes through a traceHandler, so the timeline sees each
-	// watch event before it is queued: the Database's own events and its
-	// children's, mapped to their Database through the controller
-	// ownerReference (what Owns() would do).
-	ofOwner := pitfallOfOwner(mgr.GetCache())
-	b := ctrl.NewControllerManagedBy(mgr).
-		Named("database").
-		WithOptions(controller.Options{MaxConcurrentReconciles: opts.MaxConcurrentReconciles, RateLimiter: backoff}).
-		Watches(&dbv1.Database{}, handler("Database", selfKey, pitfallOfObject)).
-		Watches(&corev1.Service{}, handler("Service", ownerKey, ofOwner)).
-		Watches(&appsv1.StatefulSet{}, handler("StatefulSet", ownerKey, ofOwner)).
-		WatchesRawSource(source.Channel(resumed, resume))
-	informers := []client.Object{&dbv1.Database{}, &appsv1.StatefulSet{}, &corev1.Service{}}
-	if scoped {
-		// Only the instance's namespaces count: the Namespace informer
-		// selects them, and an event elsewhere is dropped before the trace
-		// or the queue sees it. The Namespace informer is registered
-		// below, so it has synced before the controller starts and the
-		// initial list of Databases is filtered against the full set.
-		b = b.WithEventFilter(predicate.NewPredicateFuncs(inScope(mgr.GetCache())))
-		nsInformer, err := mgr.GetCache().GetInformer(context.Background(), &corev1.Namespace{})
-		if err != nil {
-			return nil, fmt.Errorf("registering informer for namespaces: %w", err)
-		}
-		secrets, err := NewNamespaceCaches(cfg, cache.Options{Scheme: scheme, ByObject: map[client.Object]cache.ByObject{&corev1.Secret{}: labelled}},
-			&corev1.Secret{}, opts.Logger.WithName("secrets"))
-		if err != nil {
-			return nil, err
-		}
-		if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
-			if err := secrets.Follow(ctx, nsInformer); err != nil {
-				return err
-			}
-			<-ctx.Done()
-			return nil
-		})); err != nil {
-			return nil, fmt.Errorf("adding the per-namespace Secret caches: %w", err)
-		}
-		b = b.WatchesRawSource(namespaceSource{caches: secrets, h: handler("Secret", ownerKey, ofOwner)})
-		informers = append(informers, &corev1.Namespace{})
-	} else {
-		b = b.Watches(&corev1.Secret{}, handler("Secret", ownerKey, ofOwner))
-		informers = append(informers, &corev1.Secret{})
-	}
-	if err := b.Complete(traced); err != nil {
+	// The controller's wiring, with the trace, the pause gate and the
+	// pitfalls around it, is in wiring.go.
+	if err := setupController(mgr, cfg, opts, gate, resumed, labelled); err != nil {
 		return nil, fmt.Errorf("setting up database controller: %w", err)
+	}
+	informers := []client.Object{&dbv1.Database{}, &appsv1.StatefulSet{}, &corev1.Service{}, &corev1.Secret{}}
+	if scoped {
+		informers[len(informers)-1] = &corev1.Namespace{}
 	}
 	// Register the informers now, so that WaitForCacheSync in Start covers
 	// them rather than racing the controller's own registration.

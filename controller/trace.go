@@ -3,6 +3,8 @@ package controller
 import (
 	"context"
 	"time"
+
+	dbv1 "github.com/oplab-dev/oplab/controller/api/v1alpha1"
 )
 
 // StepType says what a trace Step records. The values are part of the JSON
@@ -192,6 +194,9 @@ type reconcileTrace struct {
 	id       string
 	database ObjectRef
 	pitfall  string
+	// db is the Database as fetched, nil before the fetch: the wrappers
+	// work out from it what the reconciler's calls mean.
+	db *dbv1.Database
 
 	// found is the fetch's outcome ("found", "not-found", "error"), "" before it.
 	found string
@@ -230,8 +235,8 @@ func traceOf(ctx context.Context) *reconcileTrace {
 }
 
 // note reports, on the trace of the reconcile ctx belongs to, what no API
-// call shows: a diff, a finalizer phase. Everything else is traced from
-// outside the reconciler. Outside a reconcile it does nothing.
+// call shows. Only the pitfalls' variations use it; the reconciler itself
+// is traced from outside. Outside a reconcile it does nothing.
 func note(ctx context.Context, s Step) {
 	if rt := traceOf(ctx); rt != nil {
 		rt.step(s)

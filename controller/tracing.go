@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -24,10 +26,12 @@ import (
 )
 
 // The trace is taken from outside the reconciler: tracedReconciler opens
-// and closes each reconcile (reconcile.start, result), the client the
-// reconciler is given records what each API call did (fetch, action,
-// finalizer, status), and the event handlers (events.go) record the watch
-// events. The reconciler itself only notes what no API call shows.
+// and closes each reconcile (reconcile.start, result); the client the
+// reconciler is given records what each API call did (fetch, diff, action,
+// finalizer, status), and so does its APIReader; the event filter
+// (events.go) records the watch events. The reconciler's own code holds no
+// trace call: what its calls mean (a child compared, Pods drained, a
+// snapshot written) the wrappers work out from the calls themselves.
 
 // tracedReconciler wraps the reconciler in its trace: a start step saying
 // what triggered the reconcile, and a result step saying how it ended, how
@@ -143,8 +147,8 @@ const (
 // adding or removing the finalizer a finalizer step, a status write the
 // status step with the conditions it changed. before reads the Database as
 // the reconciler last saw it, untraced, to tell what a write changed.
-func tracingClient(c client.Client, before client.Reader, book *triggerBook) client.Client {
-	t := &traceFuncs{before: before, book: book}
+func tracingClient(c client.Client, before client.Reader, book *triggerBook, registry string) client.Client {
+	t := &traceFuncs{before: before, book: book, registry: registry}
 	return interceptor.NewClient(withoutWatch{c}, interceptor.Funcs{
 		Get:               t.get,
 		Create:            t.create,
@@ -159,13 +163,20 @@ func tracingClient(c client.Client, before client.Reader, book *triggerBook) cli
 type traceFuncs struct {
 	before client.Reader
 	book   *triggerBook
+	// registry is the reconciler's ImageRegistry, so that the diffs traced
+	// compare against the image the reconciler wants.
+	registry string
 }
 
 func (t *traceFuncs) get(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
 	err := c.Get(ctx, key, obj, opts...)
 	db, ok := obj.(*dbv1.Database)
+	if !ok {
+		getChild(ctx, key, obj, err, t.registry)
+		return err
+	}
 	rt := traceOf(ctx)
-	if !ok || rt == nil || key.Name != rt.database.Name || key.Namespace != rt.database.Namespace || rt.found != "" {
+	if rt == nil || key.Name != rt.database.Name || key.Namespace != rt.database.Namespace || rt.found != "" {
 		return err
 	}
 	switch {
@@ -177,8 +188,119 @@ func (t *traceFuncs) get(ctx context.Context, c client.WithWatch, key client.Obj
 		rt.step(Step{Type: StepFetch, Found: rt.found, Error: errText(err)})
 	default:
 		rt.found, rt.observed, rt.pitfall = "found", db.Status.ObservedGeneration, PitfallShown(db)
+		rt.db = db.DeepCopy()
 		rt.step(Step{Type: StepFetch, Found: rt.found, Generation: db.Generation,
 			Message: fmt.Sprintf("generation %d, observed %d", db.Generation, db.Status.ObservedGeneration)})
+	}
+	return err
+}
+
+// getChild traces a read of one of the Database's children as the diff the
+// reconciler is about to act on: missing, in sync, or what differs in
+// words. It works the diff out itself, from the Database it fetched and the
+// same comparisons the reconciler makes (children.go). A read during a
+// deletion (draining) compares nothing and is not traced.
+func getChild(ctx context.Context, key client.ObjectKey, obj client.Object, err error, registry string) {
+	rt := traceOf(ctx)
+	if rt == nil || rt.db == nil || !rt.db.DeletionTimestamp.IsZero() || !isChild(rt.db, obj, key) {
+		return
+	}
+	switch {
+	case apierrors.IsNotFound(err):
+		rt.step(diffStep(kindOf(obj), key, []string{"missing"}))
+	case err == nil:
+		rt.step(diffStep(kindOf(obj), key, childDifferences(rt.db, obj, registry)))
+	}
+}
+
+// isChild reports whether key names one of db's children of obj's kind.
+func isChild(db *dbv1.Database, obj client.Object, key client.ObjectKey) bool {
+	if key.Namespace != db.Namespace {
+		return false
+	}
+	switch obj.(type) {
+	case *corev1.Secret:
+		return key.Name == SecretName(db.Name)
+	case *corev1.Service, *appsv1.StatefulSet:
+		return key.Name == db.Name
+	}
+	return false
+}
+
+// childDifferences is what the reconciler will find differs in actual, a
+// child of db: the ownership first (another controller's child is left
+// alone, an unowned one adopted), then the fields the controller manages.
+func childDifferences(db *dbv1.Database, actual client.Object, registry string) []string {
+	if owner := metav1.GetControllerOfNoCopy(actual); owner != nil && owner.UID != db.UID {
+		return []string{fmt.Sprintf("controlled by %s %s", owner.Kind, owner.Name)}
+	}
+	var out []string
+	switch a := actual.(type) {
+	case *corev1.Secret:
+		out = diffLabels(a, desiredSecret(db))
+	case *corev1.Service:
+		out = diffService(a, desiredService(db))
+	case *appsv1.StatefulSet:
+		out = diffStatefulSet(a, desiredStatefulSet(db, registry))
+	}
+	if !metav1.IsControlledBy(actual, db) {
+		out = append([]string{adoptingDifference}, out...)
+	}
+	return out
+}
+
+// diffStep is the trace's diff of one child: what differs, in words.
+func diffStep(kind string, key client.ObjectKey, differences []string) Step {
+	msg := "in sync"
+	if len(differences) > 0 {
+		msg = fmt.Sprintf("%d difference(s)", len(differences))
+	}
+	return Step{Type: StepDiff, Target: &ObjectRef{Kind: kind, Namespace: key.Namespace, Name: key.Name},
+		Differences: differences, Message: msg}
+}
+
+// snapshotStep traces the final snapshot's ConfigMap being written (phase
+// snapshot) or refused because the namespace is going (phase skipped).
+func snapshotStep(ctx context.Context, obj client.Object, err error) {
+	rt := traceOf(ctx)
+	if _, ok := obj.(*corev1.ConfigMap); !ok || rt == nil || obj.GetName() != SnapshotName(rt.database.Name) {
+		return
+	}
+	switch {
+	case err == nil:
+		rt.step(Step{Type: StepFinalizer, Phase: "snapshot", Message: "final snapshot written to ConfigMap " + obj.GetName()})
+	case apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause):
+		rt.step(Step{Type: StepFinalizer, Phase: "skipped", Message: "namespace terminating: no snapshot can be written or kept"})
+	}
+}
+
+// tracingReader wraps the reconciler's APIReader as tracingClient wraps its
+// client: a child read live (after AlreadyExists) is a diff, the Pods
+// listed during a deletion are the drain, and a snapshot of this very
+// Database found from an earlier attempt is the snapshot, kept.
+func tracingReader(r client.Reader, registry string) client.Reader { return tracedReader{r, registry} }
+
+type tracedReader struct {
+	client.Reader
+	registry string
+}
+
+func (t tracedReader) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	err := t.Reader.Get(ctx, key, obj, opts...)
+	getChild(ctx, key, obj, err, t.registry)
+	if cm, ok := obj.(*corev1.ConfigMap); ok && err == nil {
+		if rt := traceOf(ctx); rt != nil && rt.db != nil && cm.Name == SnapshotName(rt.db.Name) && cm.Data["uid"] == string(rt.db.UID) {
+			rt.step(Step{Type: StepFinalizer, Phase: "snapshot", Message: "final snapshot kept: ConfigMap " + cm.Name + " was written by an earlier attempt"})
+		}
+	}
+	return err
+}
+
+func (t tracedReader) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
+	err := t.Reader.List(ctx, list, opts...)
+	pods, ok := list.(*corev1.PodList)
+	if rt := traceOf(ctx); ok && err == nil && rt != nil && rt.db != nil && !rt.db.DeletionTimestamp.IsZero() {
+		rt.step(Step{Type: StepFinalizer, Phase: "draining", Message: fmt.Sprintf("dropping connections: %d Pod(s) left", len(pods.Items))})
 	}
 	return err
 }
@@ -194,6 +316,7 @@ func (t *traceFuncs) create(ctx context.Context, c client.WithWatch, obj client.
 		outcome = OutcomeError
 	}
 	t.action(ctx, c, "create", obj, outcome, began, err, msg)
+	snapshotStep(ctx, obj, err)
 	return err
 }
 
@@ -201,6 +324,9 @@ func (t *traceFuncs) update(ctx context.Context, c client.WithWatch, obj client.
 	began := time.Now()
 	err := c.Update(ctx, obj, opts...)
 	t.action(ctx, c, "update", obj, outcomeOf(err, OutcomeUpdated), began, err, "")
+	if err == nil {
+		snapshotStep(ctx, obj, nil)
+	}
 	return err
 }
 

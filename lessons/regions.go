@@ -36,7 +36,8 @@ type Region struct {
 var markerRE = regexp.MustCompile(`^\s*// lesson:(begin|end) ([a-z0-9][a-z0-9-]*)\s*$`)
 
 // Regions reads every non-test .go file at the root of code and returns its
-// marked regions by name. A region may not span files, nest inside itself,
+// marked regions by name. controller.Source embeds only the files that carry
+// regions, so that is all it reads there. A region may not span files, nest inside itself,
 // be left open, or share its name with another region.
 func Regions(code fs.FS) (map[string]Region, error) {
 	files, err := fs.Glob(code, "*.go")

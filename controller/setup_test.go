@@ -1,0 +1,73 @@
+package controller
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/config"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+)
+
+// TestSetupWithManagerAlone runs the controller as the lesson shows it
+// wired, and nothing else: a stock manager, SetupWithManager, no trace, no
+// pause gate, no pitfalls. For brings a new Database to Ready; Owns brings
+// a StatefulSet scaled by hand back to the spec.
+func TestSetupWithManagerAlone(t *testing.T) {
+	e := newEnv(t)
+	mgr, err := ctrl.NewManager(e.cfg, ctrl.Options{
+		Scheme:                 testScheme,
+		Cache:                  cache.Options{DefaultNamespaces: map[string]cache.Config{e.ns: {}}},
+		Metrics:                metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress: "0",
+		// Other tests' managers run controllers named "database" too.
+		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &DatabaseReconciler{
+		Client:       mgr.GetClient(),
+		APIReader:    mgr.GetAPIReader(),
+		Scheme:       mgr.GetScheme(),
+		Recorder:     mgr.GetEventRecorder(RecorderName),
+		Clock:        RealClock{},
+		ResyncPeriod: time.Hour, // only events may drive this test
+	}
+	if err := r.SetupWithManager(mgr); err != nil {
+		t.Fatalf("SetupWithManager: %v", err)
+	}
+	ctx, cancel := context.WithCancel(e.ctx)
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("manager: %v", err)
+		}
+	})
+
+	e.mustCreate(newDB("plain", 1, ""))
+	e.expectReady("plain")
+
+	var sts appsv1.StatefulSet
+	if err := e.c.Get(e.ctx, e.key("plain"), &sts); err != nil {
+		t.Fatal(err)
+	}
+	patch := client.MergeFrom(sts.DeepCopy())
+	sts.Spec.Replicas = ptr.To[int32](3)
+	if err := e.c.Patch(e.ctx, &sts, patch); err != nil {
+		t.Fatal(err)
+	}
+	e.waitFor("the StatefulSet scaled back to 1 by its owner", func() (bool, error) {
+		if err := e.c.Get(e.ctx, e.key("plain"), &sts); err != nil {
+			return false, err
+		}
+		return ptr.Deref(sts.Spec.Replicas, 0) == 1, nil
+	})
+}
