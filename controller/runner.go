@@ -330,6 +330,7 @@ func newTracedReconciler(c client.Client, apiReader client.Reader, scheme *runti
 		backoff: workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](backoffBase, backoffMax),
 		resync:  opts.ResyncPeriod,
 		gate:    gate,
+		client:  r.client,
 	}
 }
 
