@@ -191,3 +191,60 @@ func TestDeadlineIsAFailedReconcileRetried(t *testing.T) {
 		}), nil
 	})
 }
+
+// BenchmarkRunToFirstReconcile is "press Run → the first reconcile of the
+// learner's code on the timeline": compile in a fresh child, hand over,
+// and the first result step marked your code for an existing Database.
+func BenchmarkRunToFirstReconcile(b *testing.B) {
+	cl := startCluster(b)
+	ctx := context.Background()
+	c, err := client.New(cl.Config(), client.Options{Scheme: newScheme()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "sbx-bench-"}}
+	if err := c.Create(ctx, ns); err != nil {
+		b.Fatal(err)
+	}
+	rec := &steps{}
+	opts := controller.DefaultOptions()
+	opts.Sink, opts.Namespaces = rec, []string{ns.Name}
+	r := controller.NewRunner(cl.Config(), opts)
+	if err := r.Start(ctx); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = r.Stop() })
+	if err := c.Create(ctx, &dbv1.Database{ObjectMeta: metav1.ObjectMeta{Namespace: ns.Name, Name: "shop"}}); err != nil {
+		b.Fatal(err)
+	}
+	src := starters.Source("oplab")
+	var d []time.Duration
+	for b.Loop() {
+		rec.mu.Lock()
+		from := len(rec.s)
+		rec.mu.Unlock()
+		sb := &Sandbox{Command: testSandboxCommand}
+		began := time.Now()
+		if serr := sb.Compile(ctx, src); serr != nil {
+			b.Fatal(serr)
+		}
+		r.HandOver(ns.Name, sb)
+		err := wait.PollUntilContextTimeout(ctx, 5*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
+			rec.mu.Lock()
+			defer rec.mu.Unlock()
+			for _, s := range rec.s[from:] {
+				if s.YourCode && s.Type == controller.StepResult {
+					return true, nil
+				}
+			}
+			return false, nil
+		})
+		if err != nil {
+			b.Fatal(err)
+		}
+		d = append(d, time.Since(began))
+		r.TakeBack(ns.Name)
+		sb.Close()
+	}
+	percentiles(b, "run-to-first-reconcile", d)
+}

@@ -37,10 +37,12 @@ func TestMain(m *testing.M) {
 
 func testSandbox(t *testing.T) *Sandbox {
 	t.Helper()
-	s := &Sandbox{Command: func() *exec.Cmd { return exec.Command(os.Args[0], ChildArg) }}
+	s := &Sandbox{Command: testSandboxCommand}
 	t.Cleanup(s.Close)
 	return s
 }
+
+func testSandboxCommand() *exec.Cmd { return exec.Command(os.Args[0], ChildArg) }
 
 // fakeClient stands in for the traced client where no API server
 // behaviour is under test: what the parent refuses never reaches one.
