@@ -273,6 +273,14 @@ func TestChildHasNoEnvironment(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	stat, err := os.ReadFile("/proc/" + strconv.Itoa(s.p.cmd.Process.Pid) + "/stat")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Field 19 of stat is the nice value; the command name (field 2) has no spaces here.
+	if f := strings.Fields(string(stat)); len(f) < 19 || f[18] != "10" {
+		t.Errorf("the child's nice value is %v, want 10", f[18:19])
+	}
 	for _, want := range []string{"Max cpu time              30                   30", "Max file size             0                    0", "Max open files            8                    8"} {
 		if !strings.Contains(string(lim), want) {
 			t.Errorf("the child's limits lack %q:\n%s", want, lim)
