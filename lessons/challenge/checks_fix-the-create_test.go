@@ -1,0 +1,58 @@
+package challenge
+
+import (
+	"context"
+	"testing"
+
+	"github.com/oplab-dev/oplab/controller"
+)
+
+func yourResult(db, result string) controller.Step {
+	return controller.Step{Type: controller.StepResult, YourCode: true, Database: db, Result: result}
+}
+
+// The fix-the-create checks read only the trace: a synthetic one is enough.
+func TestFixTheCreateChecksReadTheTrace(t *testing.T) {
+	failing := []controller.Step{
+		yourResult("tally", "requeue"),
+		{Type: controller.StepAction, YourCode: true, Database: "tally", ReconcileID: "r2", Action: "create",
+			Outcome: controller.OutcomeAlreadyExists, Target: &controller.ObjectRef{Kind: "Service", Name: "tally"}},
+		{Type: controller.StepResult, YourCode: true, Database: "tally", ReconcileID: "r2", Result: "error"},
+		yourResult("tally", "error"),
+	}
+	oplabs := []controller.Step{yourResult("tally", "error"),
+		{Type: controller.StepResult, Database: "tally", Result: "done"}, {Type: controller.StepResult, Database: "tally", Result: "done"}}
+	for _, c := range []struct {
+		name  string
+		check Check
+		trace []controller.Step
+		done  bool
+	}{
+		{"failing: the pitfall's trace", checkYourCreateFails, failing, true},
+		{"failing: no trace", checkYourCreateFails, nil, false},
+		{"fixed: still failing", checkYourReconcilesSucceed, failing, false},
+		{"fixed: one success after", checkYourReconcilesSucceed, append(failing[:len(failing):len(failing)], yourResult("tally", "done")), false},
+		{"fixed: two successes after", checkYourReconcilesSucceed, append(failing[:len(failing):len(failing)], yourResult("tally", "requeue"), yourResult("tally", "done")), true},
+		{"fixed: oplab's successes do not count", checkYourReconcilesSucceed, oplabs, false},
+		{"fixed: successes without a failure first", checkYourReconcilesSucceed, []controller.Step{yourResult("a", "done"), yourResult("a", "done")}, false},
+	} {
+		r, err := c.check(context.Background(), Env{Namespace: "ns", Trace: c.trace})
+		if err != nil || r.Done != c.done {
+			t.Errorf("%s: done %v (%s), %v; want done %v", c.name, r.Done, r.Detail, err, c.done)
+		}
+	}
+}
+
+// yourCode counts only the learner's own steps.
+func TestYourCodeNeedsTheLearnersStep(t *testing.T) {
+	always := func(context.Context, Env) (Result, error) { return Result{Done: true, Detail: "ok"}, nil }
+	check := yourCode(always, func(s controller.Step) bool { return s.Type == controller.StepFinalizer && s.Phase == "removed" }, "not yet")
+	oplab := []controller.Step{{Type: controller.StepFinalizer, Phase: "removed"}}
+	if r, _ := check(context.Background(), Env{Trace: oplab}); r.Done {
+		t.Error("oplab's own finalizer step counted as the learner's")
+	}
+	mine := []controller.Step{{Type: controller.StepFinalizer, Phase: "removed", YourCode: true}}
+	if r, _ := check(context.Background(), Env{Trace: mine}); !r.Done {
+		t.Errorf("the learner's finalizer step did not count: %s", r.Detail)
+	}
+}
