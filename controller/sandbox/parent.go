@@ -45,10 +45,57 @@ type Sandbox struct {
 	// Deadline is the time learner code may run per reconcile; zero means
 	// DefaultDeadline.
 	Deadline time.Duration
+	// IdleTimeout stops the child after this long without a reconcile (a
+	// learner who left, or whose Databases are all settled); the next
+	// reconcile starts a fresh one. Zero means DefaultIdleTimeout.
+	IdleTimeout time.Duration
 
 	mu     sync.Mutex
 	source string
 	p      *proc
+	idle   *time.Timer
+	used   time.Time // the last compile or reconcile
+}
+
+// DefaultIdleTimeout is how long an unused child is kept.
+const DefaultIdleTimeout = 5 * time.Minute
+
+func (s *Sandbox) idleTimeout() time.Duration {
+	if s.IdleTimeout > 0 {
+		return s.IdleTimeout
+	}
+	return DefaultIdleTimeout
+}
+
+// touch restarts the idle clock; s.mu is held.
+func (s *Sandbox) touch() {
+	s.used = time.Now()
+	if s.idle != nil {
+		s.idle.Stop()
+	}
+	s.idle = time.AfterFunc(s.idleTimeout(), s.stopIdle)
+}
+
+// stopIdle stops the child; the code is kept for the next reconcile. A
+// timer that fired while a reconcile ran finds the child used since, and
+// leaves it to the next timer.
+func (s *Sandbox) stopIdle() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if time.Since(s.used) < s.idleTimeout() {
+		return
+	}
+	if s.p != nil {
+		s.p.close()
+		s.p = nil
+	}
+}
+
+// Alive reports whether a child process runs.
+func (s *Sandbox) Alive() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.p != nil
 }
 
 // proc is one running child.
@@ -157,6 +204,9 @@ func (s *Sandbox) Close() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.source = ""
+	if s.idle != nil {
+		s.idle.Stop()
+	}
 	if s.p != nil {
 		s.p.close()
 		s.p = nil
@@ -181,6 +231,7 @@ func (s *Sandbox) Compile(ctx context.Context, src string) *SourceError {
 		s.p.close()
 	}
 	s.p, s.source = p, src
+	s.touch()
 	return nil
 }
 
@@ -239,6 +290,7 @@ func (s *Sandbox) Reconcile(ctx context.Context, c client.Client, req reconcile.
 		s.p = p
 	}
 	p := s.p
+	defer s.touch()
 	res, serr := s.run(ctx, p, c, req)
 	if serr != nil && (serr.Kind == "deadline" || serr.Kind == "crash") {
 		// The child is gone or in an unknown state: the next reconcile

@@ -287,3 +287,22 @@ func TestChildHasNoEnvironment(t *testing.T) {
 		}
 	}
 }
+
+// An idle child is stopped; the next reconcile starts a fresh one and the
+// code still runs.
+func TestIdleChildIsStoppedAndRestarted(t *testing.T) {
+	s := testSandbox(t)
+	s.IdleTimeout = 50 * time.Millisecond
+	compileOK(t, s, learner("", "\treturn ctrl.Result{RequeueAfter: 5}, nil"))
+	deadline := time.Now().Add(time.Minute)
+	for s.Alive() && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if s.Alive() {
+		t.Fatal("the idle child still runs")
+	}
+	res, err := s.Reconcile(context.Background(), fakeClient(), req)
+	if err != nil || res.RequeueAfter != 5 {
+		t.Fatalf("after the idle stop: %v, %v", res, err)
+	}
+}

@@ -253,14 +253,15 @@ func (h *Handler) back(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, runView{Running: false})
 }
 
-// running counts the namespaces whose code runs.
+// running counts the sandboxes with a live child: a learner who left stops
+// counting once their idle child is stopped (sandbox.DefaultIdleTimeout).
 func (h *Handler) running() int {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	n := 0
 	for _, l := range h.learners {
 		l.mu.Lock()
-		if l.sb != nil {
+		if l.sb != nil && l.sb.Alive() {
 			n++
 		}
 		l.mu.Unlock()
