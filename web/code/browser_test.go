@@ -19,6 +19,7 @@ import (
 
 	"github.com/oplab-dev/oplab/controller"
 	"github.com/oplab-dev/oplab/controller/sandbox"
+	"github.com/oplab-dev/oplab/controller/sandbox/starters"
 	"github.com/oplab-dev/oplab/web/static"
 )
 
@@ -83,7 +84,7 @@ func newTab(t *testing.T) context.Context {
 	}
 	ctx, cancel := chromedp.NewContext(browser, chromedp.WithNewBrowserContext())
 	t.Cleanup(cancel)
-	ctx, cancelT := context.WithTimeout(ctx, 4*time.Minute)
+	ctx, cancelT := context.WithTimeout(ctx, 8*time.Minute)
 	t.Cleanup(cancelT)
 	return ctx
 }
@@ -257,4 +258,42 @@ func TestTabIndentsAndRunHandsOver(t *testing.T) {
 	if runner.HandedOver("lab-tab") {
 		t.Error("Back did not take the namespace back")
 	}
+}
+
+// TestTypedSolutionCompilesAndRuns types oplab's reconciler (the reference
+// solution of the write-your-own challenge) key by key into the empty
+// editor, as a learner would, and runs it: the editor holds exactly what
+// was typed (Tab inserts a tab, nothing is auto-indented), it compiles in a
+// real child, and the namespace is handed over. That the solution then
+// passes the walk-through on the cluster is controller/sandbox's
+// TestOplabStarterWalksTheInterview and the write-your-own self-test.
+func TestTypedSolutionCompilesAndRuns(t *testing.T) {
+	ctx := newTab(t)
+	runner := &fakeRunner{}
+	srv := newServer(t, "lab-typed", runner)
+	solution := starters.Source("oplab")
+	do(t, ctx, chromedp.EmulateViewport(1280, 800), chromedp.Navigate(srv.URL+"/code"), chromedp.WaitVisible(chromedp.CSS("#source")))
+	setSource(t, ctx, "")
+	do(t, ctx, chromedp.SendKeys(chromedp.CSS("#source"), solution))
+	if got := eval[string](t, ctx, `document.getElementById("source").value`); got != solution {
+		t.Fatalf("the editor holds %d characters after typing, want the %d typed (first difference at %d)", len(got), len(solution), firstDiff(got, solution))
+	}
+	do(t, ctx, chromedp.Click(chromedp.CSS("#run")))
+	eventually(t, ctx, `document.getElementById("code").dataset.running`, "true")
+	if got := eval[string](t, ctx, text("#code-error")); got != "" {
+		t.Errorf("the typed solution shows an error: %q", got)
+	}
+	if !runner.HandedOver("lab-typed") {
+		t.Error("the typed solution was not handed the namespace")
+	}
+	shoot(t, ctx, "code-typed.png")
+}
+
+func firstDiff(a, b string) int {
+	for i := range min(len(a), len(b)) {
+		if a[i] != b[i] {
+			return i
+		}
+	}
+	return min(len(a), len(b))
 }
