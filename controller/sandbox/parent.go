@@ -100,10 +100,12 @@ func (s *Sandbox) Alive() bool {
 
 // proc is one running child.
 type proc struct {
-	cmd    *exec.Cmd
-	stdin  io.WriteCloser
-	enc    *json.Encoder
-	dec    *json.Decoder
+	cmd   *exec.Cmd
+	stdin io.WriteCloser
+	enc   *json.Encoder
+	out   *bufio.Reader
+	// tooBig is set when the child sent a message over maxMessage.
+	tooBig bool
 	stderr *bytes.Buffer
 	killed bool // the parent killed it (deadline); read after a decode fails
 	mu     sync.Mutex
@@ -153,8 +155,31 @@ func (s *Sandbox) start() (*proc, error) {
 		return nil, fmt.Errorf("starting the sandbox: %w", err)
 	}
 	p := &proc{cmd: cmd, stdin: stdin, enc: json.NewEncoder(stdin),
-		dec: json.NewDecoder(bufio.NewReaderSize(io.LimitReader(stdout, 1<<40), 64<<10)), stderr: stderr}
+		out: bufio.NewReaderSize(stdout, 64<<10), stderr: stderr}
 	return p, nil
+}
+
+// read decodes the child's next message, a line of at most maxMessage
+// bytes: the child is not trusted, and a line without an end must not make
+// the parent hold it all. A longer one kills the child.
+func (p *proc) read(m *message) error {
+	var line []byte
+	for {
+		chunk, err := p.out.ReadSlice('\n')
+		if len(line)+len(chunk) > maxMessage {
+			p.tooBig = true
+			p.kill()
+			return fmt.Errorf("the sandbox sent more than %d bytes at once", maxMessage)
+		}
+		line = append(line, chunk...)
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, bufio.ErrBufferFull) {
+			return err
+		}
+	}
+	return json.Unmarshal(line, m)
 }
 
 // kill ends the child's whole process group and reaps it.
@@ -183,6 +208,9 @@ func (p *proc) close() {
 
 // died describes a child that stopped answering.
 func (p *proc) died(d time.Duration) *SourceError {
+	if p.tooBig {
+		return &SourceError{Kind: "crash", Message: fmt.Sprintf("your code sent an object larger than %d MiB to the API and was stopped", maxMessage>>20)}
+	}
 	if p.wasKilled() {
 		return &SourceError{Kind: "deadline", Message: fmt.Sprintf("your code ran past %s and was stopped", d)}
 	}
@@ -257,7 +285,7 @@ func (s *Sandbox) compileIn(ctx context.Context, src string) (*proc, *SourceErro
 		p.close()
 		return nil, se
 	}
-	if err := p.dec.Decode(&m); err != nil || m.Op != opCompiled {
+	if err := p.read(&m); err != nil || m.Op != opCompiled {
 		se := p.died(compileDeadline)
 		if se.Kind == "deadline" {
 			se.Message = fmt.Sprintf("your code's package initialisation ran past %s and was stopped", compileDeadline)
@@ -317,7 +345,7 @@ func (s *Sandbox) run(ctx context.Context, p *proc, c client.Client, req reconci
 		began := time.Now()
 		timer := time.AfterFunc(budget, p.kill)
 		var m message
-		err := p.dec.Decode(&m)
+		err := p.read(&m)
 		timer.Stop()
 		budget -= time.Since(began)
 		if err != nil {

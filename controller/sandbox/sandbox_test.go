@@ -306,3 +306,23 @@ func TestIdleChildIsStoppedAndRestarted(t *testing.T) {
 		t.Fatalf("after the idle stop: %v, %v", res, err)
 	}
 }
+
+// An object too large for the pipe ends the child, not the parent.
+func TestHugeObjectIsRefused(t *testing.T) {
+	s := testSandbox(t)
+	// Building and encoding 9 MiB in the interpreter is slow on a busy
+	// machine: the test is about the size, not the deadline.
+	s.Deadline = time.Minute
+	compileOK(t, s, learner("\t\"strings\"\n\tmetav1 \"k8s.io/apimachinery/pkg/apis/meta/v1\"\n\tcorev1 \"k8s.io/api/core/v1\"\n", `	cm := corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: req.Namespace, Name: "big"},
+		Data: map[string]string{"x": strings.Repeat("x", 9<<20)}}
+	return ctrl.Result{}, r.Create(ctx, &cm)`))
+	c := fakeClient()
+	_, err := s.Reconcile(context.Background(), c, req)
+	if se, ok := AsSourceError(err); !ok || !strings.Contains(se.Message, "larger than 8 MiB") {
+		t.Fatalf("got %v, want the object refused", err)
+	}
+	var list corev1.ConfigMapList
+	if err := c.List(context.Background(), &list); err != nil || len(list.Items) != 0 {
+		t.Fatalf("ConfigMaps after the refusal: %d, %v", len(list.Items), err)
+	}
+}
