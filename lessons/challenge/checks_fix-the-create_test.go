@@ -56,3 +56,37 @@ func TestYourCodeNeedsTheLearnersStep(t *testing.T) {
 		t.Errorf("the learner's finalizer step did not count: %s", r.Detail)
 	}
 }
+
+func yourRewrite(db, from, to string) controller.Step {
+	return controller.Step{Type: controller.StepStatus, YourCode: true, Database: db,
+		Conditions: []controller.ConditionChange{{Type: "Ready", From: "False", To: "False", LastTransitionTime: to, FromLastTransitionTime: from}}}
+}
+
+func TestFixTheStormChecksReadTheTrace(t *testing.T) {
+	storm := []controller.Step{
+		yourRewrite("s", "t0", "t1"), yourRewrite("s", "t1", "t2"), yourRewrite("s", "t2", "t3"),
+	}
+	skipped := controller.Step{Type: controller.StepStatus, YourCode: true, Database: "s", Skipped: true}
+	oplabSkipped := controller.Step{Type: controller.StepStatus, Database: "s", Skipped: true}
+	flip := controller.Step{Type: controller.StepStatus, YourCode: true, Database: "s",
+		Conditions: []controller.ConditionChange{{Type: "Ready", From: "False", To: "True", Transition: true, LastTransitionTime: "t9", FromLastTransitionTime: "t0"}}}
+	for _, c := range []struct {
+		name  string
+		check Check
+		trace []controller.Step
+		done  bool
+	}{
+		{"storm: three rewrites", checkYourStorm, storm, true},
+		{"storm: two rewrites", checkYourStorm, storm[:2], false},
+		{"storm: a real transition is no rewrite", checkYourStorm, []controller.Step{flip, flip, flip}, false},
+		{"quiet: still storming", checkYourQuiet, storm, false},
+		{"quiet: skipped after the storm", checkYourQuiet, append(storm[:3:3], skipped), true},
+		{"quiet: skipped before the storm", checkYourQuiet, append([]controller.Step{skipped}, storm...), false},
+		{"quiet: oplab's skip does not count", checkYourQuiet, append(storm[:3:3], oplabSkipped), false},
+	} {
+		r, err := c.check(context.Background(), Env{Namespace: "ns", Trace: c.trace})
+		if err != nil || r.Done != c.done {
+			t.Errorf("%s: done %v (%s), %v; want done %v", c.name, r.Done, r.Detail, err, c.done)
+		}
+	}
+}
