@@ -90,3 +90,14 @@ func TestFixTheStormChecksReadTheTrace(t *testing.T) {
 		}
 	}
 }
+
+func TestUnfinalizedReadsTheLearnersSteps(t *testing.T) {
+	create := func(db string, mine bool) controller.Step {
+		return controller.Step{Type: controller.StepAction, YourCode: mine, Database: db, Action: "create", Target: &controller.ObjectRef{Kind: "StatefulSet", Name: db}}
+	}
+	added := controller.Step{Type: controller.StepFinalizer, YourCode: true, Database: "kept", Phase: "added"}
+	got := unfinalized([]controller.Step{create("lost", true), added, create("kept", true), create("oplabs", false)})
+	if len(got) != 1 || got[0] != "lost" {
+		t.Errorf("unfinalized = %v, want [lost]", got)
+	}
+}
