@@ -15,6 +15,7 @@ require (
 	github.com/google/go-cmp v0.7.0
 	github.com/google/go-containerregistry v0.22.1
 	github.com/gorilla/websocket v1.5.4-0.20250319132907-e064f32e3674
+	github.com/traefik/yaegi v0.16.1
 	github.com/yuin/goldmark v1.8.7
 	k8s.io/api v0.37.2
 	k8s.io/apiextensions-apiserver v0.37.2

@@ -23,6 +23,9 @@ import (
 type pauseGate struct {
 	mu     sync.Mutex
 	paused map[string]map[types.NamespacedName]struct{} // namespace → keys held
+
+	// overrides are the namespaces handed to learner code (override.go).
+	overrides overrides
 }
 
 func newPauseGate() *pauseGate {

@@ -139,6 +139,10 @@ type Step struct {
 	// PitfallHidden, whether one is on or not, when the Database hides it.
 	Pitfall string `json:"pitfall,omitempty"`
 
+	// YourCode marks the steps of a reconcile run by the learner's own
+	// code (Runner.HandOver) rather than oplab's reconciler.
+	YourCode bool `json:"yourCode,omitempty"`
+
 	// Message is a human sentence; Error carries an error text.
 	Message  string        `json:"message,omitempty"`
 	Error    string        `json:"error,omitempty"`
@@ -205,6 +209,8 @@ type reconcileTrace struct {
 	// statusWritten is set once the reconcile has written status;
 	// statusSaid once any status step is emitted (a write, or one held back).
 	statusWritten, statusSaid bool
+	// yourCode: the learner's code runs this reconcile (override.go).
+	yourCode bool
 }
 
 func (rt *reconcileTrace) step(s Step) {
@@ -213,6 +219,7 @@ func (rt *reconcileTrace) step(s Step) {
 		s.Object = rt.database
 	}
 	s.Database = rt.database.Name
+	s.YourCode = rt.yourCode
 	if s.Pitfall == "" {
 		s.Pitfall = rt.pitfall
 	}

@@ -45,6 +45,9 @@ type tracedReconciler struct {
 	backoff workqueue.TypedRateLimiter[reconcile.Request]
 	resync  time.Duration
 	gate    *pauseGate
+	// client is the traced client inner uses, lent to a namespace's
+	// override (override.go).
+	client client.Client
 }
 
 var _ reconcile.Reconciler = &tracedReconciler{}
@@ -66,10 +69,11 @@ func (t *tracedReconciler) Reconcile(ctx context.Context, req reconcile.Request)
 	if trigger == TriggerRequeue {
 		retry = t.backoff.NumRequeues(req)
 	}
+	inner := t.reconcilerFor(req, rt)
 	rt.step(Step{Type: StepReconcileStart, Trigger: trigger, Retry: retry, FirstEvent: first,
 		Message: triggerMessage(trigger, n, retry)})
 
-	res, err := t.inner.Reconcile(withTrace(ctx, rt), req)
+	res, err := inner.Reconcile(withTrace(ctx, rt), req)
 
 	if rt.found == "found" && !rt.statusSaid {
 		rt.step(Step{Type: StepStatus, Skipped: true, ObservedGeneration: rt.observed,

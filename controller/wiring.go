@@ -176,5 +176,6 @@ func newTracedReconciler(c client.Client, apiReader client.Reader, scheme *runti
 		backoff: workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](backoffBase, backoffMax),
 		resync:  opts.ResyncPeriod,
 		gate:    gate,
+		client:  plain.Client,
 	}
 }

@@ -318,7 +318,7 @@ func (c *Course) Resolve(link string) error {
 		// By syntax, as the lab's scenarios: the challenges are loaded
 		// against the course, and web's tests check each link's target.
 		return nil
-	case slices.Contains([]string{"/", "/lessons", "/quiz", "/flashcards"}, u.Path):
+	case slices.Contains([]string{"/", "/lessons", "/quiz", "/flashcards", "/code"}, u.Path):
 		if u.RawQuery != "" || u.Fragment != "" {
 			return fmt.Errorf("link %q: %s takes no query or fragment", link, u.Path)
 		}

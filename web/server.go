@@ -39,6 +39,7 @@ import (
 	"github.com/oplab-dev/oplab/quiz"
 	"github.com/oplab-dev/oplab/web/challenges"
 	"github.com/oplab-dev/oplab/web/classroom"
+	"github.com/oplab-dev/oplab/web/code"
 	"github.com/oplab-dev/oplab/web/demo"
 	"github.com/oplab-dev/oplab/web/instructor"
 	"github.com/oplab-dev/oplab/web/kubeconfig"
@@ -132,7 +133,10 @@ type Options struct {
 	// AllowedHosts are the host names (without port) the server answers to
 	// besides IP literals and localhost; see checkHost.
 	AllowedHosts []string
-	Logger       logr.Logger
+	// LearnerCode hands a learner's namespace to their own reconciler
+	// (the /code page); nil: no /code page.
+	LearnerCode code.Runner
+	Logger      logr.Logger
 }
 
 // Server is oplab's HTTP server and the background work behind the lab.
@@ -395,6 +399,9 @@ func (s *Server) routes(ctx context.Context, direct client.Client) (http.Handler
 			Broadcaster: cmp.Or[instructor.Broadcaster](s.opts.Broadcaster, s.classroom), JoinCode: s.opts.JoinCode},
 		Present: instructor.Presenting{Classroom: s.classroom, Sessions: s.sessions},
 	}).Register(mux)
+	if s.opts.LearnerCode != nil {
+		code.New(code.Options{Runner: s.opts.LearnerCode, Sessions: s.sessions, Logger: s.opts.Logger.WithName("code")}).Register(mux)
+	}
 	if err := learn.Register(mux); err != nil {
 		return nil, err
 	}

@@ -14,9 +14,15 @@ import (
 	"syscall"
 
 	"github.com/oplab-dev/oplab/cluster"
+	"github.com/oplab-dev/oplab/controller/sandbox"
 )
 
 func main() {
+	// `oplab sandbox` is the child that runs a learner's reconciler
+	// (controller/sandbox): oplab starts it itself, never a user.
+	if len(os.Args) == 2 && os.Args[1] == sandbox.ChildArg {
+		os.Exit(sandbox.RunChild(os.Stdin, os.Stdout))
+	}
 	cluster.TuneGC()
 	os.Exit(runMain())
 }

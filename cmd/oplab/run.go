@@ -117,6 +117,7 @@ func run(ctx context.Context, c config, out io.Writer) (retErr error) {
 		Recorder:                 rec,
 		Hub:                      hub,
 		Controller:               runner,
+		LearnerCode:              runner,
 		Ready:                    checker.check,
 		MaxDatabasesPerNamespace: c.maxDatabases,
 		NoQuotaController:        embedded != nil && c.mode == cluster.ModeMinimal,

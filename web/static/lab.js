@@ -271,6 +271,8 @@
         h("b", { class: "db-name" }, row.db), " ",
         h("span", { class: "pill trigger" }, triggerLabel(row)),
         pitfallPill(row),
+        // The learner's own reconciler ran this one (the code page, /code).
+        row.start.yourCode ? h("span", { class: "pill ok small your-code" }, "your code") : "",
         " ", resultPill(res),
         res && res.durationNs ? h("span", { class: "muted small" }, " " + dur(res.durationNs)) : "",
         // The challenges name a reconcile by these eight characters.

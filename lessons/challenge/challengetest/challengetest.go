@@ -22,6 +22,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
 	"strings"
 	"sync"
 	"testing"
@@ -41,6 +42,7 @@ import (
 	"github.com/oplab-dev/oplab/cluster"
 	"github.com/oplab-dev/oplab/controller"
 	dbv1 "github.com/oplab-dev/oplab/controller/api/v1alpha1"
+	"github.com/oplab-dev/oplab/controller/sandbox"
 	"github.com/oplab-dev/oplab/lessons"
 	"github.com/oplab-dev/oplab/lessons/challenge"
 	"github.com/oplab-dev/oplab/web/kubeconfig"
@@ -76,6 +78,10 @@ type SolveEnv struct {
 	// challenge, and, when right, remembered as done, as the learner's
 	// browser remembers it.
 	Answer func(task string, picked []int) (challenge.Answered, error)
+	// RunCode compiles src in a sandbox and hands the namespace to it, as
+	// the code page's Run my code does; BackToOplab takes it back.
+	RunCode     func(ctx context.Context, src string) error
+	BackToOplab func()
 }
 
 // Env is the shared cluster, controller and recorder.
@@ -97,6 +103,11 @@ var (
 // Main runs the package's tests and stops the shared cluster afterwards; it
 // returns the exit code for os.Exit.
 func Main(m *testing.M) int {
+	// The test binary is also the sandbox child learner code runs in
+	// (SolveEnv.RunCode), as oplab is.
+	if len(os.Args) == 2 && os.Args[1] == sandbox.ChildArg {
+		return sandbox.RunChild(os.Stdin, os.Stdout)
+	}
 	ctrllog.SetLogger(logr.Discard())
 	code := m.Run()
 	if shared != nil {
@@ -312,6 +323,17 @@ func Run(t *testing.T, id string, solve func(ctx context.Context, env SolveEnv) 
 			return a, err
 		},
 	}
+	sb := &sandbox.Sandbox{Command: func() *exec.Cmd { return exec.Command(os.Args[0], sandbox.ChildArg) }}
+	defer sb.Close()
+	defer e.Runner.TakeBack(ns)
+	senv.RunCode = func(ctx context.Context, src string) error {
+		if serr := sb.Compile(ctx, src); serr != nil {
+			return serr
+		}
+		e.Runner.HandOver(ns, sb)
+		return nil
+	}
+	senv.BackToOplab = func() { e.Runner.TakeBack(ns) }
 	if err := solve(ctx, senv); err != nil {
 		t.Fatalf("solve %s: %v\n%s", id, err, w.report())
 	}

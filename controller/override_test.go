@@ -1,0 +1,80 @@
+package controller
+
+import (
+	"context"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	dbv1 "github.com/oplab-dev/oplab/controller/api/v1alpha1"
+)
+
+// stubReconciler records the client and requests it is given.
+type stubReconciler struct {
+	got  []reconcile.Request
+	with client.Client
+}
+
+// Reconcile fetches its Database through c, as learner code does first.
+func (s *stubReconciler) Reconcile(ctx context.Context, c client.Client, req reconcile.Request) (ctrl.Result, error) {
+	s.got = append(s.got, req)
+	s.with = c
+	if err := c.Get(ctx, req.NamespacedName, &dbv1.Database{}); client.IgnoreNotFound(err) != nil {
+		return ctrl.Result{}, err
+	}
+	return ctrl.Result{RequeueAfter: 3}, nil
+}
+
+// The dispatch only (which reconciler a worker calls, and how its steps are
+// marked): no API server behaviour is involved, the learner's reconciler is
+// a stub and oplab's finds no Database in the fake client.
+func TestOverrideTakesItsNamespaceOnly(t *testing.T) {
+	sink := &recordingSink{}
+	opts := DefaultOptions()
+	opts.Sink = sink
+	gate := newPauseGate()
+	c := fake.NewClientBuilder().WithScheme(testScheme).Build()
+	tr := newTracedReconciler(c, c, testScheme, nil, opts.withDefaults(), gate)
+	stub := &stubReconciler{}
+	gate.overrides.m.Store("learner", NamespaceReconciler(stub))
+
+	mine := reconcile.Request{NamespacedName: types.NamespacedName{Namespace: "learner", Name: "shop"}}
+	res, err := tr.Reconcile(context.Background(), mine)
+	if err != nil || res.RequeueAfter != 3 {
+		t.Fatalf("handed-over reconcile: %v, %v; want the stub's result", res, err)
+	}
+	if len(stub.got) != 1 || stub.got[0] != mine {
+		t.Fatalf("the stub got %v, want %v", stub.got, mine)
+	}
+	// The stub's Get went through the traced client: it is the fetch step.
+	fetched := false
+	for _, s := range sink.all() {
+		fetched = fetched || s.Type == StepFetch && s.Found == "not-found" && s.YourCode && s.Object.Namespace == "learner"
+	}
+	if !fetched {
+		t.Error("the learner's Get did not go through the traced client: no fetch step marked yourCode")
+	}
+	other := reconcile.Request{NamespacedName: types.NamespacedName{Namespace: "other", Name: "shop"}}
+	if _, err := tr.Reconcile(context.Background(), other); err != nil {
+		t.Fatalf("oplab's reconcile of a missing Database: %v", err)
+	}
+	if len(stub.got) != 1 {
+		t.Fatalf("the stub reconciled another namespace: %v", stub.got)
+	}
+	for _, s := range sink.all() {
+		if want := s.Object.Namespace == "learner"; s.YourCode != want {
+			t.Errorf("step %s of %s/%s: yourCode %v, want %v", s.Type, s.Object.Namespace, s.Object.Name, s.YourCode, want)
+		}
+	}
+	if len(sink.all()) < 4 {
+		t.Errorf("steps: %v, want a start and a result for each reconcile", sink.all())
+	}
+	gate.overrides.m.Delete("learner")
+	if _, err := tr.Reconcile(context.Background(), mine); err != nil || len(stub.got) != 1 {
+		t.Fatalf("after the take-back: %v, the stub got %v", err, stub.got)
+	}
+}

@@ -1,0 +1,32 @@
+package sandbox
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"testing"
+
+	"github.com/oplab-dev/oplab/controller/sandbox/starters"
+)
+
+// FuzzCompile feeds arbitrary source through the parent's whole compile
+// path (Check in the parent, the interpreter in a child): whatever the
+// input, the parent gets an answer or a SourceError, and never panics.
+func FuzzCompile(f *testing.F) {
+	for _, st := range starters.All {
+		f.Add(starters.Source(st.ID))
+	}
+	f.Add("package controller\nimport \"os\"\n")
+	f.Add("package controller\nfunc init() { for {} }\n")
+	f.Add("package")
+	f.Add("\x00\xff")
+	f.Add(learner("", "\treturn ctrl.Result{}, nil"))
+	s := &Sandbox{Command: func() *exec.Cmd { return exec.Command(os.Args[0], ChildArg) }}
+	f.Cleanup(s.Close)
+	f.Fuzz(func(t *testing.T, src string) {
+		serr := s.Compile(context.Background(), src)
+		if serr != nil && serr.Message == "" {
+			t.Fatalf("an error without a message for %q", src)
+		}
+	})
+}

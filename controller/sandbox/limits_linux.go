@@ -1,0 +1,79 @@
+package sandbox
+
+import (
+	"fmt"
+	"os"
+	"runtime"
+	"runtime/debug"
+	"strconv"
+	"strings"
+	"syscall"
+)
+
+// Child limits. Memory is what the child may map beyond what the Go runtime
+// had mapped when it started; CPU is the child's whole life, over many
+// reconciles (the parent starts a fresh child when this one dies).
+const (
+	childMemory  = 512 << 20
+	childCPUSecs = 30
+	childMaxFDs  = 8
+	childNice    = 10
+)
+
+// limitSelf is the child's first act, before it reads any learner code: it
+// caps its address space, CPU time, files and stack, and runs on one core.
+//
+// RLIMIT_NPROC is not set: it counts threads per user, and the Go runtime
+// starts threads as it needs them, so the child would die at random; the
+// child has no way to start a process anyway (no os/exec, no syscall).
+func limitSelf() error {
+	runtime.GOMAXPROCS(1)
+	// Below oplab in the scheduler's eyes: a learner's busy loop, until
+	// its deadline, takes CPU from oplab's own controller last.
+	if err := syscall.Setpriority(syscall.PRIO_PROCESS, 0, childNice); err != nil {
+		return fmt.Errorf("lowering the priority: %w", err)
+	}
+	debug.SetMaxStack(64 << 20)
+	debug.SetMaxThreads(64)
+	vm, err := vmSize()
+	if err != nil {
+		return err
+	}
+	for _, l := range []struct {
+		res int
+		val uint64
+	}{
+		{syscall.RLIMIT_AS, vm + childMemory},
+		{syscall.RLIMIT_DATA, vm + childMemory},
+		{syscall.RLIMIT_CPU, childCPUSecs},
+		{syscall.RLIMIT_FSIZE, 0},
+		{syscall.RLIMIT_CORE, 0},
+		{syscall.RLIMIT_NOFILE, childMaxFDs},
+	} {
+		if err := syscall.Setrlimit(l.res, &syscall.Rlimit{Cur: l.val, Max: l.val}); err != nil {
+			return fmt.Errorf("setting rlimit %d: %w", l.res, err)
+		}
+	}
+	// The soft memory limit makes the collector work hard before the hard
+	// limit ends the child.
+	debug.SetMemoryLimit(childMemory / 2)
+	return nil
+}
+
+// vmSize is the child's mapped address space now, from /proc/self/status.
+func vmSize() (uint64, error) {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0, fmt.Errorf("reading the address space size: %w", err)
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if rest, ok := strings.CutPrefix(line, "VmSize:"); ok {
+			kb, err := strconv.ParseUint(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
+			if err != nil {
+				return 0, fmt.Errorf("parsing VmSize %q: %w", rest, err)
+			}
+			return kb << 10, nil
+		}
+	}
+	return 0, fmt.Errorf("no VmSize in /proc/self/status")
+}

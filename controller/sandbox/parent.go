@@ -1,0 +1,383 @@
+package sandbox
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"sync"
+	"syscall"
+	"time"
+
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+)
+
+// Defaults for a Sandbox.
+const (
+	// DefaultDeadline is how long learner code may run in one reconcile,
+	// not counting the time the parent spends on its API calls.
+	DefaultDeadline = 2 * time.Second
+	// compileDeadline bounds a compile, which also runs the code's package
+	// initialisers.
+	compileDeadline = 5 * time.Second
+)
+
+// Sandbox runs one learner's reconciler in a child process. The parent
+// (this side) never interprets the code: it starts `oplab sandbox` with an
+// empty environment and nothing but two pipes, sends it the source, and for
+// each reconcile executes the API calls the child asks for, through the
+// client it is given, with the namespace enforced. A child that overruns
+// its deadline, crashes or runs out of memory is killed (its whole process
+// group) and the next reconcile starts a fresh one.
+//
+// A Sandbox runs one reconcile at a time: a learner's reconciles queue
+// behind each other, never beside anyone else's.
+type Sandbox struct {
+	// Command starts the child; nil means the running binary with ChildArg.
+	Command func() *exec.Cmd
+	// Deadline is the time learner code may run per reconcile; zero means
+	// DefaultDeadline.
+	Deadline time.Duration
+	// IdleTimeout stops the child after this long without a reconcile (a
+	// learner who left, or whose Databases are all settled); the next
+	// reconcile starts a fresh one. Zero means DefaultIdleTimeout.
+	IdleTimeout time.Duration
+
+	mu     sync.Mutex
+	source string
+	p      *proc
+	idle   *time.Timer
+	used   time.Time // the last compile or reconcile
+}
+
+// DefaultIdleTimeout is how long an unused child is kept.
+const DefaultIdleTimeout = 5 * time.Minute
+
+func (s *Sandbox) idleTimeout() time.Duration {
+	if s.IdleTimeout > 0 {
+		return s.IdleTimeout
+	}
+	return DefaultIdleTimeout
+}
+
+// touch restarts the idle clock; s.mu is held.
+func (s *Sandbox) touch() {
+	s.used = time.Now()
+	if s.idle != nil {
+		s.idle.Stop()
+	}
+	s.idle = time.AfterFunc(s.idleTimeout(), s.stopIdle)
+}
+
+// stopIdle stops the child; the code is kept for the next reconcile. A
+// timer that fired while a reconcile ran finds the child used since, and
+// leaves it to the next timer.
+func (s *Sandbox) stopIdle() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if time.Since(s.used) < s.idleTimeout() {
+		return
+	}
+	if s.p != nil {
+		s.p.close()
+		s.p = nil
+	}
+}
+
+// Alive reports whether a child process runs.
+func (s *Sandbox) Alive() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.p != nil
+}
+
+// proc is one running child.
+type proc struct {
+	cmd   *exec.Cmd
+	stdin io.WriteCloser
+	enc   *json.Encoder
+	out   *bufio.Reader
+	// tooBig is set when the child sent a message over maxMessage.
+	tooBig bool
+	stderr *bytes.Buffer
+	killed bool // the parent killed it (deadline); read after a decode fails
+	mu     sync.Mutex
+}
+
+// SelfCommand starts the running binary as the sandbox child.
+func SelfCommand() *exec.Cmd {
+	exe, err := os.Executable()
+	if err != nil {
+		exe = "/proc/self/exe"
+	}
+	return exec.Command(exe, ChildArg)
+}
+
+func (s *Sandbox) deadline() time.Duration {
+	if s.Deadline > 0 {
+		return s.Deadline
+	}
+	return DefaultDeadline
+}
+
+// start starts a fresh child.
+func (s *Sandbox) start() (*proc, error) {
+	mk := s.Command
+	if mk == nil {
+		mk = SelfCommand
+	}
+	cmd := mk()
+	// An empty environment (not nil, which would inherit oplab's), the
+	// root directory, no extra files, its own process group so that a kill
+	// reaches anything it might have become, and death with its parent.
+	cmd.Env = []string{}
+	cmd.Dir = "/"
+	cmd.ExtraFiles = nil
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	stderr := &bytes.Buffer{}
+	cmd.Stderr = limitedWriter{stderr, 16 << 10}
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, fmt.Errorf("starting the sandbox: %w", err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, fmt.Errorf("starting the sandbox: %w", err)
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("starting the sandbox: %w", err)
+	}
+	p := &proc{cmd: cmd, stdin: stdin, enc: json.NewEncoder(stdin),
+		out: bufio.NewReaderSize(stdout, 64<<10), stderr: stderr}
+	return p, nil
+}
+
+// read decodes the child's next message, a line of at most maxMessage
+// bytes: the child is not trusted, and a line without an end must not make
+// the parent hold it all. A longer one kills the child.
+func (p *proc) read(m *message) error {
+	var line []byte
+	for {
+		chunk, err := p.out.ReadSlice('\n')
+		if len(line)+len(chunk) > maxMessage {
+			p.tooBig = true
+			p.kill()
+			return fmt.Errorf("the sandbox sent more than %d bytes at once", maxMessage)
+		}
+		line = append(line, chunk...)
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, bufio.ErrBufferFull) {
+			return err
+		}
+	}
+	return json.Unmarshal(line, m)
+}
+
+// kill ends the child's whole process group and reaps it.
+func (p *proc) kill() {
+	p.mu.Lock()
+	p.killed = true
+	p.mu.Unlock()
+	if p.cmd.Process != nil {
+		_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
+		_ = p.cmd.Process.Kill()
+	}
+}
+
+func (p *proc) wasKilled() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.killed
+}
+
+// close kills the child and waits for it.
+func (p *proc) close() {
+	_ = p.stdin.Close()
+	p.kill()
+	_ = p.cmd.Wait()
+}
+
+// died describes a child that stopped answering.
+func (p *proc) died(d time.Duration) *SourceError {
+	if p.tooBig {
+		return &SourceError{Kind: "crash", Message: fmt.Sprintf("your code sent an object larger than %d MiB to the API and was stopped", maxMessage>>20)}
+	}
+	if p.wasKilled() {
+		return &SourceError{Kind: "deadline", Message: fmt.Sprintf("your code ran past %s and was stopped", d)}
+	}
+	_ = p.cmd.Wait()
+	msg := "the sandbox running your code died"
+	if st := p.cmd.ProcessState; st != nil {
+		msg += " (" + st.String() + ")"
+	}
+	if out := bytes.TrimSpace(p.stderr.Bytes()); len(out) > 0 {
+		first, _, _ := bytes.Cut(out, []byte("\n"))
+		msg += ": " + string(first)
+	}
+	return &SourceError{Kind: "crash", Message: msg}
+}
+
+// Close stops the child, if one runs, and forgets the code: a reconcile
+// that comes after fails rather than starting a new child.
+func (s *Sandbox) Close() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.source = ""
+	if s.idle != nil {
+		s.idle.Stop()
+	}
+	if s.p != nil {
+		s.p.close()
+		s.p = nil
+	}
+}
+
+// Compile starts a fresh child and compiles src in it. On success the
+// Sandbox keeps src for the reconciles to come; on failure it keeps what it
+// had, and the error says where (SourceError.Line).
+func (s *Sandbox) Compile(ctx context.Context, src string) *SourceError {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	// Refuse what Check refuses without starting anything.
+	if _, serr := Check(src); serr != nil {
+		return serr
+	}
+	p, serr := s.compileIn(ctx, src)
+	if serr != nil {
+		return serr
+	}
+	if s.p != nil {
+		s.p.close()
+	}
+	s.p, s.source = p, src
+	s.touch()
+	return nil
+}
+
+// Compiled reports whether code has compiled and is kept.
+func (s *Sandbox) Compiled() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.source != ""
+}
+
+func (s *Sandbox) compileIn(ctx context.Context, src string) (*proc, *SourceError) {
+	p, err := s.start()
+	if err != nil {
+		return nil, &SourceError{Kind: "crash", Message: err.Error()}
+	}
+	ctx, cancel := context.WithTimeout(ctx, compileDeadline)
+	defer cancel()
+	stop := context.AfterFunc(ctx, p.kill)
+	defer stop()
+	var m message
+	if err := p.enc.Encode(message{Op: opCompile, Source: src}); err != nil {
+		se := p.died(compileDeadline)
+		p.close()
+		return nil, se
+	}
+	if err := p.read(&m); err != nil || m.Op != opCompiled {
+		se := p.died(compileDeadline)
+		if se.Kind == "deadline" {
+			se.Message = fmt.Sprintf("your code's package initialisation ran past %s and was stopped", compileDeadline)
+		}
+		p.close()
+		return nil, se
+	}
+	if m.Error != nil {
+		p.close()
+		return nil, m.Error
+	}
+	return p, nil
+}
+
+// Reconcile runs the learner's Reconcile for req in the child, executing
+// its API calls with c, confined to req.Namespace. A compile error, a
+// panic, an overrun or a crash comes back as a *SourceError, which the
+// controller treats as a failed reconcile (and retries with backoff).
+func (s *Sandbox) Reconcile(ctx context.Context, c client.Client, req reconcile.Request) (ctrl.Result, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.source == "" {
+		return ctrl.Result{}, &SourceError{Kind: "compile", Message: "no code to run"}
+	}
+	if s.p == nil {
+		p, serr := s.compileIn(ctx, s.source)
+		if serr != nil {
+			return ctrl.Result{}, serr
+		}
+		s.p = p
+	}
+	p := s.p
+	defer s.touch()
+	res, serr := s.run(ctx, p, c, req)
+	if serr != nil && (serr.Kind == "deadline" || serr.Kind == "crash") {
+		// The child is gone or in an unknown state: the next reconcile
+		// starts a fresh one.
+		p.close()
+		s.p = nil
+	}
+	if serr != nil {
+		return res, serr
+	}
+	return res, nil
+}
+
+// run is one reconcile in p. The deadline counts the child's time only: the
+// clock stops while the parent makes an API call for it.
+func (s *Sandbox) run(ctx context.Context, p *proc, c client.Client, req reconcile.Request) (ctrl.Result, *SourceError) {
+	budget := s.deadline()
+	stopCtx := context.AfterFunc(ctx, p.kill)
+	defer stopCtx()
+	if err := p.enc.Encode(message{Op: opReconcile, Namespace: req.Namespace, Name: req.Name}); err != nil {
+		return ctrl.Result{}, p.died(budget)
+	}
+	for {
+		began := time.Now()
+		timer := time.AfterFunc(budget, p.kill)
+		var m message
+		err := p.read(&m)
+		timer.Stop()
+		budget -= time.Since(began)
+		if err != nil {
+			return ctrl.Result{}, p.died(s.deadline())
+		}
+		switch m.Op {
+		case opCall:
+			if m.Call == nil {
+				return ctrl.Result{}, &SourceError{Kind: "crash", Message: "the sandbox sent an empty call"}
+			}
+			r := Execute(ctx, c, req, *m.Call)
+			if err := p.enc.Encode(message{Op: opReply, Reply: &r}); err != nil {
+				return ctrl.Result{}, p.died(s.deadline())
+			}
+		case opResult:
+			res := ctrl.Result{Requeue: m.Requeue, RequeueAfter: m.RequeueAfter} //nolint:staticcheck // the learner may set Requeue.
+			if m.Error != nil {
+				if m.Error.Kind == "crash" {
+					return res, m.Error
+				}
+				return res, m.Error
+			}
+			return res, nil
+		default:
+			return ctrl.Result{}, &SourceError{Kind: "crash", Message: fmt.Sprintf("the sandbox sent %q during a reconcile", m.Op)}
+		}
+	}
+}
+
+// AsSourceError finds the SourceError in err, if there is one.
+func AsSourceError(err error) (*SourceError, bool) {
+	var se *SourceError
+	ok := errors.As(err, &se)
+	return se, ok
+}

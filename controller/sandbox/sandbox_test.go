@@ -1,0 +1,328 @@
+package sandbox
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	dbv1 "github.com/oplab-dev/oplab/controller/api/v1alpha1"
+)
+
+// The test binary is its own sandbox child: `pkg.test sandbox` runs
+// RunChild, as `oplab sandbox` does.
+func TestMain(m *testing.M) {
+	if len(os.Args) == 2 && os.Args[1] == ChildArg {
+		os.Exit(RunChild(os.Stdin, os.Stdout))
+	}
+	ctrllog.SetLogger(logr.Discard())
+	code := m.Run()
+	if sharedCluster != nil {
+		_ = sharedCluster.Stop()
+	}
+	os.Exit(code)
+}
+
+func testSandbox(t *testing.T) *Sandbox {
+	t.Helper()
+	s := &Sandbox{Command: testSandboxCommand}
+	t.Cleanup(s.Close)
+	return s
+}
+
+func testSandboxCommand() *exec.Cmd { return exec.Command(os.Args[0], ChildArg) }
+
+// fakeClient stands in for the traced client where no API server
+// behaviour is under test: what the parent refuses never reaches one.
+func fakeClient(objs ...client.Object) client.Client {
+	return fake.NewClientBuilder().WithScheme(newScheme()).WithObjects(objs...).
+		WithStatusSubresource(&dbv1.Database{}).Build()
+}
+
+const header = `package controller
+
+import (
+	"context"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+%s)
+
+type DatabaseReconciler struct {
+	client.Client
+	Scheme *runtime.Scheme
+}
+
+func (r *DatabaseReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+%s
+}
+`
+
+func learner(imports, body string) string {
+	return strings.Replace(strings.Replace(header, "%s", imports, 1), "%s", body, 1)
+}
+
+var req = reconcile.Request{NamespacedName: types.NamespacedName{Namespace: "learner", Name: "shop"}}
+
+func compileOK(t *testing.T, s *Sandbox, src string) {
+	t.Helper()
+	if serr := s.Compile(context.Background(), src); serr != nil {
+		t.Fatalf("compile: %v", serr)
+	}
+}
+
+func TestCompileRefusesForbiddenImports(t *testing.T) {
+	s := testSandbox(t)
+	for _, pkg := range []string{"os", "net", "unsafe", "reflect", "syscall", "os/exec", "io/ioutil", "net/http", "runtime", "github.com/oplab-dev/oplab/cluster"} {
+		src := learner("\t_ \""+pkg+"\"\n", "\treturn ctrl.Result{}, nil")
+		serr := s.Compile(context.Background(), src)
+		if serr == nil {
+			t.Errorf("import %q compiled", pkg)
+			continue
+		}
+		if serr.Line != 9 || !strings.Contains(serr.Message, "not available") {
+			t.Errorf("import %q: got %+v, want line 9, not available", pkg, serr)
+		}
+	}
+	if s.Compiled() {
+		t.Error("the Sandbox kept code after refusals only")
+	}
+}
+
+func TestCompileRefusesGoStatements(t *testing.T) {
+	s := testSandbox(t)
+	serr := s.Compile(context.Background(), learner("", "\tgo func() {}()\n\treturn ctrl.Result{}, nil"))
+	if serr == nil || serr.Line != 17 || !strings.Contains(serr.Message, "go statements") {
+		t.Fatalf("got %+v, want a refusal at line 17", serr)
+	}
+}
+
+func TestCompileErrorHasItsLine(t *testing.T) {
+	s := testSandbox(t)
+	serr := s.Compile(context.Background(), learner("", "\tx := undefinedThing\n\treturn ctrl.Result{}, x"))
+	if serr == nil || serr.Line != 17 {
+		t.Fatalf("got %+v, want an error at line 17", serr)
+	}
+	t.Logf("compile error: %v", serr)
+	serr = s.Compile(context.Background(), "package controller\n\nfunc (\n")
+	if serr == nil || serr.Line == 0 {
+		t.Fatalf("syntax error: got %+v, want a line", serr)
+	}
+}
+
+func TestCompileNeedsTheKubebuilderShape(t *testing.T) {
+	s := testSandbox(t)
+	serr := s.Compile(context.Background(), "package controller\n\ntype Other struct{}\n")
+	if serr == nil || !strings.Contains(serr.Message, "DatabaseReconciler") {
+		t.Fatalf("got %+v, want an error naming DatabaseReconciler", serr)
+	}
+}
+
+func TestReconcileGetsThroughTheFacade(t *testing.T) {
+	s := testSandbox(t)
+	compileOK(t, s, learner("\t\"fmt\"\n\tdbv1 \"github.com/oplab-dev/oplab/controller/api/v1alpha1\"\n", `	var db dbv1.Database
+	if err := r.Get(ctx, req.NamespacedName, &db); err != nil {
+		return ctrl.Result{}, err
+	}
+	if db.Spec.Replicas != 3 {
+		return ctrl.Result{}, fmt.Errorf("replicas %d", db.Spec.Replicas)
+	}
+	return ctrl.Result{RequeueAfter: 7}, nil`))
+	c := fakeClient(&dbv1.Database{ObjectMeta: metav1.ObjectMeta{Namespace: "learner", Name: "shop"}, Spec: dbv1.DatabaseSpec{Replicas: 3}})
+	res, err := s.Reconcile(context.Background(), c, req)
+	if err != nil || res.RequeueAfter != 7 {
+		t.Fatalf("got %v, %v; want RequeueAfter 7, no error", res, err)
+	}
+}
+
+func TestNotFoundCrossesThePipe(t *testing.T) {
+	s := testSandbox(t)
+	compileOK(t, s, learner("\t\"errors\"\n\tapierrors \"k8s.io/apimachinery/pkg/api/errors\"\n\tdbv1 \"github.com/oplab-dev/oplab/controller/api/v1alpha1\"\n", `	var db dbv1.Database
+	err := r.Get(ctx, req.NamespacedName, &db)
+	if apierrors.IsNotFound(err) {
+		return ctrl.Result{}, nil
+	}
+	return ctrl.Result{}, errors.New("expected NotFound")`))
+	if _, err := s.Reconcile(context.Background(), fakeClient(), req); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestOtherNamespaceIsRefused(t *testing.T) {
+	s := testSandbox(t)
+	compileOK(t, s, learner("\t\"k8s.io/apimachinery/pkg/types\"\n\tcorev1 \"k8s.io/api/core/v1\"\n", `	var sec corev1.Secret
+	err := r.Get(ctx, types.NamespacedName{Namespace: "kube-system", Name: "admin"}, &sec)
+	return ctrl.Result{}, err`))
+	c := fakeClient(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "kube-system", Name: "admin"}})
+	_, err := s.Reconcile(context.Background(), c, req)
+	if err == nil || !strings.Contains(err.Error(), `may touch only namespace "learner"`) {
+		t.Fatalf("got %v, want the Get refused", err)
+	}
+}
+
+func TestCreateInOtherNamespaceIsRefused(t *testing.T) {
+	s := testSandbox(t)
+	compileOK(t, s, learner("\tmetav1 \"k8s.io/apimachinery/pkg/apis/meta/v1\"\n\tcorev1 \"k8s.io/api/core/v1\"\n", `	cm := corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "x"}}
+	return ctrl.Result{}, r.Create(ctx, &cm)`))
+	c := fakeClient()
+	_, err := s.Reconcile(context.Background(), c, req)
+	if err == nil || !strings.Contains(err.Error(), "refused") {
+		t.Fatalf("got %v, want the Create refused", err)
+	}
+	var list corev1.ConfigMapList
+	if err := c.List(context.Background(), &list); err != nil || len(list.Items) != 0 {
+		t.Fatalf("ConfigMaps after a refused create: %v, %v", list.Items, err)
+	}
+}
+
+func TestKindOutsideTheWhitelistIsRefused(t *testing.T) {
+	s := testSandbox(t)
+	compileOK(t, s, learner("\tcorev1 \"k8s.io/api/core/v1\"\n", `	var ns corev1.Namespace
+	return ctrl.Result{}, r.Get(ctx, client.ObjectKey{Name: "kube-system"}, &ns)`))
+	_, err := s.Reconcile(context.Background(), fakeClient(), req)
+	if err == nil || !strings.Contains(err.Error(), "works only on") {
+		t.Fatalf("got %v, want the kind refused", err)
+	}
+}
+
+func TestEndlessLoopIsKilledAtTheDeadline(t *testing.T) {
+	s := testSandbox(t)
+	s.Deadline = 500 * time.Millisecond
+	compileOK(t, s, learner("", "\tfor {\n\t}"))
+	_, err := s.Reconcile(context.Background(), fakeClient(), req)
+	se, ok := AsSourceError(err)
+	if !ok || se.Kind != "deadline" {
+		t.Fatalf("got %v, want a deadline error", err)
+	}
+	// The next reconcile runs in a fresh child, and overruns again.
+	_, err = s.Reconcile(context.Background(), fakeClient(), req)
+	if se, ok := AsSourceError(err); !ok || se.Kind != "deadline" {
+		t.Fatalf("second reconcile: got %v, want a deadline error", err)
+	}
+}
+
+func TestUnboundedAllocationKillsOnlyTheChild(t *testing.T) {
+	s := testSandbox(t)
+	compileOK(t, s, learner("", `	var keep [][]byte
+	for {
+		keep = append(keep, make([]byte, 1<<20))
+	}`))
+	_, err := s.Reconcile(context.Background(), fakeClient(), req)
+	se, ok := AsSourceError(err)
+	if !ok || (se.Kind != "crash" && se.Kind != "deadline") {
+		t.Fatalf("got %v, want the child dead", err)
+	}
+	t.Logf("allocation: %v", err)
+}
+
+func TestPanicHasItsLine(t *testing.T) {
+	s := testSandbox(t)
+	compileOK(t, s, learner("", "\tvar m map[string]int\n\tm[\"x\"] = 1\n\treturn ctrl.Result{}, nil"))
+	_, err := s.Reconcile(context.Background(), fakeClient(), req)
+	se, ok := AsSourceError(err)
+	// yaegi reports a panic at the node it ran last that has a position:
+	// the statement, or the declaration of the variable it used (here m,
+	// line 17, for the assignment on line 18).
+	if !ok || se.Kind != "panic" || se.Line < 17 || se.Line > 18 {
+		t.Fatalf("got %+v, want a panic at line 17 or 18", se)
+	}
+	// The child survives a panic: the next reconcile runs the code again.
+	_, err = s.Reconcile(context.Background(), fakeClient(), req)
+	if se, ok := AsSourceError(err); !ok || se.Kind != "panic" {
+		t.Fatalf("second reconcile: got %v", err)
+	}
+}
+
+func TestStackOverflowKillsOnlyTheChild(t *testing.T) {
+	s := testSandbox(t)
+	compileOK(t, s, learner("", "\treturn ctrl.Result{}, recurse(0)\n}\n\nfunc recurse(n int) error {\n\treturn recurse(n + 1)"))
+	_, err := s.Reconcile(context.Background(), fakeClient(), req)
+	if se, ok := AsSourceError(err); !ok || (se.Kind != "crash" && se.Kind != "deadline") {
+		t.Fatalf("got %v, want the child dead", err)
+	}
+}
+
+func TestChildHasNoEnvironment(t *testing.T) {
+	t.Setenv("OPLAB_SECRET_FOR_TEST", "leak")
+	s := testSandbox(t)
+	// The child itself (not learner code, which cannot read it) reports
+	// its environment through a compile of code that cannot see it: the
+	// check is on the process, read from /proc.
+	compileOK(t, s, learner("", "\treturn ctrl.Result{}, nil"))
+	env, err := os.ReadFile("/proc/" + strconv.Itoa(s.p.cmd.Process.Pid) + "/environ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(env) != 0 {
+		t.Fatalf("the child's environment is %q, want empty", env)
+	}
+	lim, err := os.ReadFile("/proc/" + strconv.Itoa(s.p.cmd.Process.Pid) + "/limits")
+	if err != nil {
+		t.Fatal(err)
+	}
+	stat, err := os.ReadFile("/proc/" + strconv.Itoa(s.p.cmd.Process.Pid) + "/stat")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Field 19 of stat is the nice value; the command name (field 2) has no spaces here.
+	if f := strings.Fields(string(stat)); len(f) < 19 || f[18] != "10" {
+		t.Errorf("the child's nice value is %v, want 10", f[18:19])
+	}
+	for _, want := range []string{"Max cpu time              30                   30", "Max file size             0                    0", "Max open files            8                    8"} {
+		if !strings.Contains(string(lim), want) {
+			t.Errorf("the child's limits lack %q:\n%s", want, lim)
+		}
+	}
+}
+
+// An idle child is stopped; the next reconcile starts a fresh one and the
+// code still runs.
+func TestIdleChildIsStoppedAndRestarted(t *testing.T) {
+	s := testSandbox(t)
+	s.IdleTimeout = 50 * time.Millisecond
+	compileOK(t, s, learner("", "\treturn ctrl.Result{RequeueAfter: 5}, nil"))
+	deadline := time.Now().Add(time.Minute)
+	for s.Alive() && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if s.Alive() {
+		t.Fatal("the idle child still runs")
+	}
+	res, err := s.Reconcile(context.Background(), fakeClient(), req)
+	if err != nil || res.RequeueAfter != 5 {
+		t.Fatalf("after the idle stop: %v, %v", res, err)
+	}
+}
+
+// An object too large for the pipe ends the child, not the parent.
+func TestHugeObjectIsRefused(t *testing.T) {
+	s := testSandbox(t)
+	// Building and encoding 9 MiB in the interpreter is slow on a busy
+	// machine: the test is about the size, not the deadline.
+	s.Deadline = time.Minute
+	compileOK(t, s, learner("\t\"strings\"\n\tmetav1 \"k8s.io/apimachinery/pkg/apis/meta/v1\"\n\tcorev1 \"k8s.io/api/core/v1\"\n", `	cm := corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: req.Namespace, Name: "big"},
+		Data: map[string]string{"x": strings.Repeat("x", 9<<20)}}
+	return ctrl.Result{}, r.Create(ctx, &cm)`))
+	c := fakeClient()
+	_, err := s.Reconcile(context.Background(), c, req)
+	if se, ok := AsSourceError(err); !ok || !strings.Contains(se.Message, "larger than 8 MiB") {
+		t.Fatalf("got %v, want the object refused", err)
+	}
+	var list corev1.ConfigMapList
+	if err := c.List(context.Background(), &list); err != nil || len(list.Items) != 0 {
+		t.Fatalf("ConfigMaps after the refusal: %d, %v", len(list.Items), err)
+	}
+}

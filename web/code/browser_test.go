@@ -1,0 +1,299 @@
+package code
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+	"github.com/go-logr/logr"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/oplab-dev/oplab/controller"
+	"github.com/oplab-dev/oplab/controller/sandbox"
+	"github.com/oplab-dev/oplab/controller/sandbox/starters"
+	"github.com/oplab-dev/oplab/web/static"
+)
+
+const chromiumPath = "/usr/bin/chromium"
+
+var (
+	browser    context.Context
+	browserErr error
+)
+
+// The test binary is also the sandbox child, as oplab is.
+func TestMain(m *testing.M) {
+	if len(os.Args) == 2 && os.Args[1] == sandbox.ChildArg {
+		os.Exit(sandbox.RunChild(os.Stdin, os.Stdout))
+	}
+	ctrllog.SetLogger(logr.Discard())
+	os.Exit(runMain(m))
+}
+
+func runMain(m *testing.M) int {
+	defer stopCluster()
+	if _, err := os.Stat(chromiumPath); err != nil {
+		browserErr = fmt.Errorf("chromium not installed at %s: %w", chromiumPath, err)
+		return m.Run()
+	}
+	profile, err := os.MkdirTemp("", "oplab-code-chromium-")
+	if err != nil {
+		browserErr = err
+		return m.Run()
+	}
+	defer os.RemoveAll(profile)
+	alloc, cancelAlloc := chromedp.NewExecAllocator(context.Background(),
+		chromedp.ExecPath(chromiumPath),
+		chromedp.Flag("headless", true),
+		chromedp.NoSandbox,
+		chromedp.DisableGPU,
+		chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true),
+		chromedp.NoFirstRun,
+		chromedp.UserDataDir(profile),
+		chromedp.WindowSize(1280, 800),
+	)
+	defer cancelAlloc()
+	ctx, cancel := chromedp.NewContext(alloc)
+	defer cancel()
+	if err := chromedp.Do(ctx); err != nil {
+		browserErr = fmt.Errorf("start chromium: %w", err)
+		return m.Run()
+	}
+	browser = ctx
+	return m.Run()
+}
+
+func newTab(t *testing.T) context.Context {
+	t.Helper()
+	if browser == nil {
+		if os.Getenv("CI") != "" {
+			t.Fatal(browserErr)
+		}
+		t.Skip(browserErr)
+	}
+	ctx, cancel := chromedp.NewContext(browser, chromedp.WithNewBrowserContext())
+	t.Cleanup(cancel)
+	ctx, cancelT := context.WithTimeout(ctx, 8*time.Minute)
+	t.Cleanup(cancelT)
+	return ctx
+}
+
+// oneNamespace is a session store with one learner.
+type oneNamespace string
+
+func (n oneNamespace) NamespaceOf(*http.Request) (string, error) {
+	if n == "" {
+		return "", errors.New("no session")
+	}
+	return string(n), nil
+}
+
+// fakeRunner records hand-overs: the page's own behaviour needs no cluster.
+type fakeRunner struct {
+	mu   sync.Mutex
+	recs map[string]controller.NamespaceReconciler
+}
+
+func (f *fakeRunner) HandOver(ns string, rec controller.NamespaceReconciler) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.recs == nil {
+		f.recs = map[string]controller.NamespaceReconciler{}
+	}
+	f.recs[ns] = rec
+}
+
+func (f *fakeRunner) TakeBack(ns string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	delete(f.recs, ns)
+}
+
+func (f *fakeRunner) HandedOver(ns string) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.recs[ns] != nil
+}
+
+func childSandbox() *sandbox.Sandbox {
+	return &sandbox.Sandbox{Command: func() *exec.Cmd { return exec.Command(os.Args[0], sandbox.ChildArg) }}
+}
+
+func newServer(t *testing.T, ns string, runner Runner) *httptest.Server {
+	t.Helper()
+	mux := http.NewServeMux()
+	mux.Handle("GET /static/", http.StripPrefix("/static/", http.FileServerFS(static.FS)))
+	New(Options{Runner: runner, Sessions: oneNamespace(ns), NewSandbox: childSandbox}).Register(mux)
+	srv := httptest.NewServer(http.NewCrossOriginProtection().Handler(mux))
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+func do(t *testing.T, ctx context.Context, steps ...chromedp.Action[chromedp.Void]) {
+	t.Helper()
+	if err := chromedp.Do(ctx, steps...); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func eval[T any](t *testing.T, ctx context.Context, js string) T {
+	t.Helper()
+	v, err := chromedp.Run(ctx, chromedp.Evaluate[T](js))
+	if err != nil {
+		t.Fatalf("evaluate %s: %v", js, err)
+	}
+	return v
+}
+
+// eventually polls js until it returns want; the deadline catches a hang,
+// it times nothing.
+func eventually(t *testing.T, ctx context.Context, js, want string) {
+	t.Helper()
+	deadline := time.Now().Add(3 * time.Minute)
+	var got string
+	for time.Now().Before(deadline) {
+		v, err := chromedp.Run(ctx, chromedp.Evaluate[string](js))
+		if err == nil && v == want {
+			return
+		}
+		got = v
+		if err != nil {
+			got = "error: " + err.Error()
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Fatalf("%s = %q, want %q", js, got, want)
+}
+
+func text(sel string) string {
+	return fmt.Sprintf(`(document.querySelector(%q) || {textContent: "<missing>"}).textContent.trim()`, sel)
+}
+
+// setSource replaces the editor's text as a paste would.
+func setSource(t *testing.T, ctx context.Context, src string) {
+	t.Helper()
+	eval[bool](t, ctx, fmt.Sprintf(`(() => { const s = document.getElementById("source"); s.value = %q;
+		s.dispatchEvent(new Event("input")); return true })()`, src))
+}
+
+func shoot(t *testing.T, ctx context.Context, name string) {
+	t.Helper()
+	dir := os.Getenv("OPLAB_SCREENSHOTS")
+	if dir == "" {
+		return
+	}
+	png, err := chromedp.Run(ctx, chromedp.CaptureScreenshot())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(dir+"/"+name, png, 0o644); err != nil {
+		t.Error(err)
+	}
+}
+
+// TestCompileErrorMarksItsLine: a compile error comes back to the editor
+// with its line marked in the gutter, and the namespace is not handed over.
+func TestCompileErrorMarksItsLine(t *testing.T) {
+	ctx := newTab(t)
+	runner := &fakeRunner{}
+	srv := newServer(t, "lab-test", runner)
+	do(t, ctx, chromedp.EmulateViewport(1280, 800), chromedp.Navigate(srv.URL+"/code"), chromedp.WaitVisible(chromedp.CSS("#source")))
+	setSource(t, ctx, "package controller\n\nimport \"os\"\n")
+	do(t, ctx, chromedp.Click(chromedp.CSS("#run")))
+	eventually(t, ctx, text("#gutter .bad"), "3")
+	if got := eval[string](t, ctx, text("#code-error")); !strings.Contains(got, "line 3") || !strings.Contains(got, `"os" is not available`) {
+		t.Errorf("error shown: %q", got)
+	}
+	if runner.HandedOver("lab-test") {
+		t.Error("code that did not compile was handed the namespace")
+	}
+	shoot(t, ctx, "code-compile-error.png")
+}
+
+// TestTabIndentsAndRunHandsOver: Tab indents in the editor (it does not
+// leave it), the code is kept across a reload, and Run hands the namespace
+// over; Back takes it back.
+func TestTabIndentsAndRunHandsOver(t *testing.T) {
+	ctx := newTab(t)
+	runner := &fakeRunner{}
+	srv := newServer(t, "lab-tab", runner)
+	do(t, ctx, chromedp.EmulateViewport(1280, 800), chromedp.Navigate(srv.URL+"/code"), chromedp.WaitVisible(chromedp.CSS("#source")),
+		chromedp.SetValue(chromedp.CSS("#starter"), "oplab"), chromedp.Click(chromedp.CSS("#load")))
+	eventually(t, ctx, `String(document.getElementById("source").value.includes("ensureStatefulSet"))`, "true")
+	eval[bool](t, ctx, `(() => { const s = document.getElementById("source"); s.focus(); s.setSelectionRange(0, 0); return true })()`)
+	do(t, ctx, chromedp.KeyEvent("\t"))
+	value := eval[string](t, ctx, `document.getElementById("source").value`)
+	if !strings.HasPrefix(value, "\tpackage controller") {
+		t.Errorf("after Tab the code starts %q, want a tab before package", value[:min(len(value), 30)])
+	}
+	if got := eval[string](t, ctx, `document.activeElement.id`); got != "source" {
+		t.Errorf("after Tab the focus is on %q, want the editor", got)
+	}
+	// Undo the tab (Shift+Tab outdents) so the code compiles, then run it.
+	do(t, ctx, chromedp.KeyEvent("\t", chromedp.KeyModifiers(chromedp.ModifierShift)))
+	value = eval[string](t, ctx, `document.getElementById("source").value`)
+	do(t, ctx, chromedp.Click(chromedp.CSS("#run")))
+	eventually(t, ctx, `document.getElementById("code").dataset.running`, "true")
+	if !runner.HandedOver("lab-tab") || !strings.Contains(eval[string](t, ctx, text("#code-state")), "Your code") {
+		t.Errorf("after Run: handed over %v", runner.HandedOver("lab-tab"))
+	}
+	shoot(t, ctx, "code-running.png")
+	do(t, ctx, chromedp.Reload(), chromedp.WaitVisible(chromedp.CSS("#source")))
+	if kept := eval[string](t, ctx, `document.getElementById("source").value`); kept != value {
+		t.Errorf("after a reload the editor holds %d characters, want the %d typed", len(kept), len(value))
+	}
+	do(t, ctx, chromedp.Click(chromedp.CSS("#back")))
+	eventually(t, ctx, `document.getElementById("code").dataset.running`, "false")
+	if runner.HandedOver("lab-tab") {
+		t.Error("Back did not take the namespace back")
+	}
+}
+
+// TestTypedSolutionCompilesAndRuns types oplab's reconciler (the reference
+// solution of the write-your-own challenge) key by key into the empty
+// editor, as a learner would, and runs it: the editor holds exactly what
+// was typed (Tab inserts a tab, nothing is auto-indented), it compiles in a
+// real child, and the namespace is handed over. That the solution then
+// passes the walk-through on the cluster is controller/sandbox's
+// TestOplabStarterWalksTheInterview and the write-your-own self-test.
+func TestTypedSolutionCompilesAndRuns(t *testing.T) {
+	ctx := newTab(t)
+	runner := &fakeRunner{}
+	srv := newServer(t, "lab-typed", runner)
+	solution := starters.Source("oplab")
+	do(t, ctx, chromedp.EmulateViewport(1280, 800), chromedp.Navigate(srv.URL+"/code"), chromedp.WaitVisible(chromedp.CSS("#source")))
+	setSource(t, ctx, "")
+	do(t, ctx, chromedp.SendKeys(chromedp.CSS("#source"), solution))
+	if got := eval[string](t, ctx, `document.getElementById("source").value`); got != solution {
+		t.Fatalf("the editor holds %d characters after typing, want the %d typed (first difference at %d)", len(got), len(solution), firstDiff(got, solution))
+	}
+	do(t, ctx, chromedp.Click(chromedp.CSS("#run")))
+	eventually(t, ctx, `document.getElementById("code").dataset.running`, "true")
+	if got := eval[string](t, ctx, text("#code-error")); got != "" {
+		t.Errorf("the typed solution shows an error: %q", got)
+	}
+	if !runner.HandedOver("lab-typed") {
+		t.Error("the typed solution was not handed the namespace")
+	}
+	shoot(t, ctx, "code-typed.png")
+}
+
+func firstDiff(a, b string) int {
+	for i := range min(len(a), len(b)) {
+		if a[i] != b[i] {
+			return i
+		}
+	}
+	return min(len(a), len(b))
+}

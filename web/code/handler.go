@@ -1,0 +1,298 @@
+// Package code is the code page, /code: the learner writes a Database
+// reconciler in the browser, and "Run my code" hands their namespace to it
+// (controller/sandbox runs it in a child process); "Back to oplab's
+// controller" takes the namespace back.
+package code
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/a-h/templ"
+	"github.com/go-logr/logr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/oplab-dev/oplab/controller"
+	"github.com/oplab-dev/oplab/controller/sandbox"
+	"github.com/oplab-dev/oplab/controller/sandbox/starters"
+)
+
+// Runner is what the page needs of controller.Runner: handing a namespace
+// to learner code and taking it back.
+type Runner interface {
+	HandOver(ns string, rec controller.NamespaceReconciler)
+	TakeBack(ns string)
+	HandedOver(ns string) bool
+}
+
+// Sessions resolves the caller's lab namespace.
+type Sessions interface {
+	NamespaceOf(r *http.Request) (string, error)
+}
+
+// Options configures the Handler.
+type Options struct {
+	Runner   Runner
+	Sessions Sessions
+	// NewSandbox makes a learner's sandbox; nil means a Sandbox that runs
+	// the oplab binary itself as the child.
+	NewSandbox func() *sandbox.Sandbox
+	// MaxRunning caps the namespaces handed to learner code at once (each
+	// has a child process); default 40.
+	MaxRunning int
+	Logger     logr.Logger
+}
+
+// Handler serves /code.
+type Handler struct {
+	opts Options
+
+	mu       sync.Mutex
+	learners map[string]*learner // namespace → its code and sandbox
+}
+
+// learner is one namespace's code: the last source saved (the session's
+// copy, alongside the browser's), its sandbox while it runs, and how its
+// last reconcile ended.
+type learner struct {
+	mu      sync.Mutex
+	source  string
+	sb      *sandbox.Sandbox
+	last    *sandbox.SourceError
+	runs    int
+	lastRun time.Time
+}
+
+// New returns the handler.
+func New(opts Options) *Handler {
+	if opts.MaxRunning <= 0 {
+		opts.MaxRunning = 40
+	}
+	if opts.NewSandbox == nil {
+		opts.NewSandbox = func() *sandbox.Sandbox { return &sandbox.Sandbox{} }
+	}
+	if opts.Logger.GetSink() == nil {
+		opts.Logger = logr.Discard()
+	}
+	return &Handler{opts: opts, learners: map[string]*learner{}}
+}
+
+// Register mounts the routes on mux.
+func (h *Handler) Register(mux *http.ServeMux) {
+	mux.HandleFunc("GET /code", h.page)
+	mux.HandleFunc("GET /code/starters/{id}", h.starter)
+	mux.HandleFunc("GET /code/status", h.status)
+	mux.HandleFunc("POST /code/save", h.save)
+	mux.HandleFunc("POST /code/run", h.run)
+	mux.HandleFunc("POST /code/back", h.back)
+}
+
+func (h *Handler) learnerOf(ns string) *learner {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	l, ok := h.learners[ns]
+	if !ok {
+		l = &learner{}
+		h.learners[ns] = l
+	}
+	return l
+}
+
+func (h *Handler) page(w http.ResponseWriter, r *http.Request) {
+	ns, err := h.opts.Sessions.NamespaceOf(r)
+	if err != nil {
+		http.Redirect(w, r, "/lab", http.StatusSeeOther)
+		return
+	}
+	l := h.learnerOf(ns)
+	l.mu.Lock()
+	v := pageView{Namespace: ns, Source: l.source, Running: h.opts.Runner.HandedOver(ns), Starters: starters.All}
+	l.mu.Unlock()
+	if v.Source == "" {
+		v.Source = starters.Source("skeleton")
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	render(w, r, Page(v))
+}
+
+func render(w http.ResponseWriter, r *http.Request, c templ.Component) {
+	if err := c.Render(r.Context(), w); err != nil {
+		_, _ = fmt.Fprintf(w, "<p class=error>render failed: %s</p>", templ.EscapeString(err.Error()))
+	}
+}
+
+func (h *Handler) starter(w http.ResponseWriter, r *http.Request) {
+	src := starters.Source(r.PathValue("id"))
+	if src == "" {
+		http.Error(w, fmt.Sprintf("no starter %q", r.PathValue("id")), http.StatusNotFound)
+		return
+	}
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	_, _ = io.WriteString(w, src)
+}
+
+// statusView is what the page polls: whether the learner's code runs and
+// how its last reconcile ended.
+type statusView struct {
+	Running bool                 `json:"running"`
+	Runs    int                  `json:"runs"`
+	Error   *sandbox.SourceError `json:"error,omitempty"`
+}
+
+func (h *Handler) status(w http.ResponseWriter, r *http.Request) {
+	ns, err := h.opts.Sessions.NamespaceOf(r)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusForbidden)
+		return
+	}
+	l := h.learnerOf(ns)
+	l.mu.Lock()
+	v := statusView{Running: h.opts.Runner.HandedOver(ns), Runs: l.runs, Error: l.last}
+	l.mu.Unlock()
+	writeJSON(w, http.StatusOK, v)
+}
+
+// maxSource bounds a posted source (the sandbox refuses more than 256 KiB).
+const maxSource = 300 << 10
+
+func readSource(w http.ResponseWriter, r *http.Request) (string, error) {
+	var in struct {
+		Source string `json:"source"`
+	}
+	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxSource)).Decode(&in); err != nil {
+		return "", fmt.Errorf("reading the code: %w", err)
+	}
+	return in.Source, nil
+}
+
+func (h *Handler) save(w http.ResponseWriter, r *http.Request) {
+	ns, err := h.opts.Sessions.NamespaceOf(r)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusForbidden)
+		return
+	}
+	src, err := readSource(w, r)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	l := h.learnerOf(ns)
+	l.mu.Lock()
+	l.source = src
+	l.mu.Unlock()
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// runView answers Run: compiled and handed over, or the compile error.
+type runView struct {
+	Running bool                 `json:"running"`
+	Error   *sandbox.SourceError `json:"error,omitempty"`
+}
+
+func (h *Handler) run(w http.ResponseWriter, r *http.Request) {
+	ns, err := h.opts.Sessions.NamespaceOf(r)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusForbidden)
+		return
+	}
+	src, err := readSource(w, r)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	if !h.opts.Runner.HandedOver(ns) && h.running() >= h.opts.MaxRunning {
+		http.Error(w, fmt.Sprintf("%d learners run their own code already, the most this server allows: try again in a while", h.opts.MaxRunning), http.StatusServiceUnavailable)
+		return
+	}
+	l := h.learnerOf(ns)
+	l.mu.Lock()
+	l.source = src
+	sb := l.sb
+	l.mu.Unlock()
+	if sb == nil {
+		sb = h.opts.NewSandbox()
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), 10*time.Second)
+	defer cancel()
+	if serr := sb.Compile(ctx, src); serr != nil {
+		writeJSON(w, http.StatusOK, runView{Running: h.opts.Runner.HandedOver(ns), Error: serr})
+		return
+	}
+	l.mu.Lock()
+	l.sb, l.last, l.runs = sb, nil, 0
+	l.mu.Unlock()
+	h.opts.Runner.HandOver(ns, recording{sb: sb, l: l})
+	h.opts.Logger.Info("Learner code runs", "namespace", ns)
+	writeJSON(w, http.StatusOK, runView{Running: true})
+}
+
+func (h *Handler) back(w http.ResponseWriter, r *http.Request) {
+	ns, err := h.opts.Sessions.NamespaceOf(r)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusForbidden)
+		return
+	}
+	h.opts.Runner.TakeBack(ns)
+	l := h.learnerOf(ns)
+	l.mu.Lock()
+	sb := l.sb
+	l.sb = nil
+	l.mu.Unlock()
+	if sb != nil {
+		// A reconcile still running finishes first: Close waits for it.
+		go sb.Close()
+	}
+	writeJSON(w, http.StatusOK, runView{Running: false})
+}
+
+// running counts the sandboxes with a live child: a learner who left stops
+// counting once their idle child is stopped (sandbox.DefaultIdleTimeout).
+func (h *Handler) running() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	n := 0
+	for _, l := range h.learners {
+		l.mu.Lock()
+		if l.sb != nil && l.sb.Alive() {
+			n++
+		}
+		l.mu.Unlock()
+	}
+	return n
+}
+
+// recording runs a reconcile in the sandbox and keeps how it ended, for the
+// page's status poll (the error's line marks the editor).
+type recording struct {
+	sb *sandbox.Sandbox
+	l  *learner
+}
+
+func (rc recording) Reconcile(ctx context.Context, c client.Client, req reconcile.Request) (ctrl.Result, error) {
+	res, err := rc.sb.Reconcile(ctx, c, req)
+	se, _ := sandbox.AsSourceError(err)
+	if err != nil && se == nil {
+		se = &sandbox.SourceError{Kind: "error", Message: err.Error()}
+	}
+	rc.l.mu.Lock()
+	rc.l.runs++
+	rc.l.last, rc.l.lastRun = se, time.Now()
+	rc.l.mu.Unlock()
+	return res, err
+}
+
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	if err := json.NewEncoder(w).Encode(v); err != nil && !errors.Is(err, http.ErrHandlerTimeout) {
+		return
+	}
+}

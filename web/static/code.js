@@ -1,0 +1,155 @@
+// The code page: a textarea with line numbers, Tab indenting and the
+// error's line marked; Run my code / Back to oplab's controller; the code
+// kept in localStorage and in the session. No framework, no build step.
+(function () {
+  "use strict";
+  const root = document.getElementById("code");
+  if (!root) return;
+  const src = document.getElementById("source");
+  const gutter = document.getElementById("gutter");
+  const state = document.getElementById("code-state");
+  const errBox = document.getElementById("code-error");
+  const runBtn = document.getElementById("run");
+  const backBtn = document.getElementById("back");
+  const key = "oplab.code." + root.dataset.namespace;
+  let badLine = 0;
+  let escaped = false;
+
+  // The browser's copy wins over the session's when it is newer work.
+  const kept = localStorage.getItem(key);
+  if (kept) src.value = kept;
+
+  function drawGutter() {
+    const n = src.value.split("\n").length;
+    let html = "";
+    for (let i = 1; i <= n; i++) {
+      html += (i === badLine ? '<span class="bad">' + i + "</span>" : String(i)) + "\n";
+    }
+    gutter.innerHTML = html;
+    gutter.scrollTop = src.scrollTop;
+  }
+
+  let saveTimer = 0;
+  function keep() {
+    localStorage.setItem(key, src.value);
+    clearTimeout(saveTimer);
+    saveTimer = setTimeout(() => post("/code/save", { source: src.value }).catch(() => {}), 1000);
+  }
+
+  function post(url, body) {
+    return fetch(url, {
+      method: "POST", credentials: "same-origin",
+      headers: { "Content-Type": "application/json" }, body: JSON.stringify(body || {}),
+    });
+  }
+
+  function lineStart(n) {
+    const lines = src.value.split("\n");
+    let pos = 0;
+    for (let i = 0; i < n - 1 && i < lines.length; i++) pos += lines[i].length + 1;
+    return pos;
+  }
+
+  function goToLine(n) {
+    const start = lineStart(n);
+    const end = src.value.indexOf("\n", start);
+    src.focus();
+    src.setSelectionRange(start, end < 0 ? src.value.length : end);
+    const lh = parseFloat(getComputedStyle(src).lineHeight) || 18;
+    src.scrollTop = Math.max(0, (n - 5) * lh);
+    drawGutter();
+  }
+
+  function showError(e) {
+    errBox.textContent = "";
+    badLine = 0;
+    if (e) {
+      const where = e.line ? "line " + e.line + (e.col ? ":" + e.col : "") : "";
+      const label = { compile: "Compile error", panic: "Panic", error: "Reconcile returned an error",
+        deadline: "Stopped", crash: "The sandbox died" }[e.kind] || "Error";
+      if (e.line) {
+        badLine = e.line;
+        const a = document.createElement("a");
+        a.href = "#source";
+        a.textContent = where;
+        a.addEventListener("click", (ev) => { ev.preventDefault(); goToLine(e.line); });
+        errBox.append(label + " at ", a, ": " + e.message);
+      } else {
+        errBox.textContent = label + ": " + e.message;
+      }
+    }
+    drawGutter();
+  }
+
+  function setRunning(running) {
+    root.dataset.running = String(running);
+    state.textContent = running ? "Your code reconciles this namespace." : "oplab's controller reconciles this namespace.";
+  }
+
+  src.addEventListener("input", () => { drawGutter(); keep(); });
+  src.addEventListener("scroll", () => { gutter.scrollTop = src.scrollTop; });
+  src.addEventListener("keydown", (ev) => {
+    if (ev.key === "Escape") { escaped = true; return; }
+    if (ev.key !== "Tab" || escaped || ev.ctrlKey || ev.metaKey || ev.altKey) { escaped = false; return; }
+    ev.preventDefault();
+    const s = src.selectionStart, e = src.selectionEnd, v = src.value;
+    const from = v.lastIndexOf("\n", s - 1) + 1;
+    if (s === e && !ev.shiftKey) {
+      src.setRangeText("\t", s, e, "end");
+    } else {
+      const block = v.slice(from, e);
+      const out = ev.shiftKey ? block.replace(/^\t/gm, "") : block.replace(/^/gm, "\t");
+      src.setRangeText(out, from, e, "select");
+    }
+    drawGutter();
+    keep();
+  });
+
+  document.getElementById("load").addEventListener("click", async () => {
+    const id = document.getElementById("starter").value;
+    const res = await fetch("/code/starters/" + encodeURIComponent(id));
+    if (!res.ok) { errBox.textContent = await res.text(); return; }
+    src.value = await res.text();
+    showError(null);
+    keep();
+  });
+
+  runBtn.addEventListener("click", async () => {
+    state.textContent = "Compiling…";
+    runBtn.disabled = true;
+    try {
+      const res = await post("/code/run", { source: src.value });
+      if (!res.ok) { showError({ kind: "error", message: await res.text() }); setRunning(root.dataset.running === "true"); return; }
+      const v = await res.json();
+      setRunning(v.running);
+      showError(v.error);
+      if (!v.error) lastRuns = 0;
+    } finally {
+      runBtn.disabled = false;
+    }
+  });
+
+  backBtn.addEventListener("click", async () => {
+    const res = await post("/code/back");
+    if (res.ok) setRunning(false);
+  });
+
+  // While the code runs, its last reconcile's failure (panic, overrun,
+  // returned error) is shown and its line marked.
+  let lastRuns = -1;
+  async function poll() {
+    if (document.hidden) return;
+    try {
+      const res = await fetch("/code/status", { credentials: "same-origin" });
+      if (!res.ok) return;
+      const v = await res.json();
+      setRunning(v.running);
+      if (v.running && v.runs !== lastRuns) {
+        lastRuns = v.runs;
+        showError(v.error);
+      }
+    } catch (_) { /* offline for a moment: the next poll tries again */ }
+  }
+  setInterval(poll, 1500);
+  drawGutter();
+})();
