@@ -190,6 +190,13 @@ func podSecurity() *corev1.PodSecurityContext {
 	}
 }
 
+// RestrictedSecurity is the Pod's and the container's security context of a
+// Database's Pods, for any other workload oplab makes in a learner namespace,
+// where Pod Security "restricted" refuses Pods without them.
+func RestrictedSecurity() (*corev1.PodSecurityContext, *corev1.SecurityContext) {
+	return podSecurity(), containerSecurity()
+}
+
 func containerSecurity() *corev1.SecurityContext {
 	return &corev1.SecurityContext{
 		AllowPrivilegeEscalation: ptr.To(false),

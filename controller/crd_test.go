@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"slices"
 	"testing"
 )
 
@@ -20,7 +21,7 @@ func TestCRDsParseTheEmbeddedManifest(t *testing.T) {
 	for _, c := range v.AdditionalPrinterColumns {
 		cols = append(cols, c.Name)
 	}
-	if want := []string{"Ready", "Replicas", "Endpoint", "Age"}; len(cols) != len(want) || cols[0] != want[0] || cols[3] != want[3] {
+	if want := []string{"Ready", "Generation", "Observed", "Replicas", "Deleting", "Endpoint", "Age"}; !slices.Equal(cols, want) {
 		t.Errorf("printer columns = %v, want %v", cols, want)
 	}
 	spec := v.Schema.OpenAPIV3Schema.Properties["spec"]

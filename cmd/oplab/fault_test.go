@@ -601,9 +601,11 @@ func TestDeletedCRDIsInstalledAgain(t *testing.T) {
 		return err == nil && crd.UID != before.UID && crdEstablished(&crd)
 	})
 	t.Logf("figure: the deleted CRD was established again %s after the delete", time.Since(deleted).Round(time.Millisecond))
-	if !strings.Contains(p.logs.String(), "installed it again") {
-		t.Errorf("oplab's log does not say it installed the CRD again:\n%s", tail(p.logs.String(), 2000))
-	}
+	// The log line follows the install, so it may come a moment after the
+	// CRD is established.
+	waitFor(t, time.Minute, "oplab's log to say it installed the CRD again", func() bool {
+		return strings.Contains(p.logs.String(), "installed it again")
+	})
 	db := &dbv1.Database{ObjectMeta: metav1.ObjectMeta{Name: "after", Namespace: "crd"}, Spec: dbv1.DatabaseSpec{Engine: dbv1.EnginePostgres, Replicas: 1}}
 	waitFor(t, 2*time.Minute, "a Database to be created after the reinstall", func() bool {
 		err := cl.Create(ctx, db.DeepCopy())

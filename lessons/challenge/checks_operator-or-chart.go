@@ -55,6 +55,7 @@ func prepareOperatorOrChart(ctx context.Context, env PrepareEnv) error {
 			Ports:     []corev1.ServicePort{{Name: "postgres", Port: 5432, TargetPort: intstr.FromInt32(5432), Protocol: corev1.ProtocolTCP}},
 		},
 	}
+	podSec, containerSec := controller.RestrictedSecurity()
 	sts := &appsv1.StatefulSet{
 		ObjectMeta: metav1.ObjectMeta{Name: billingChart, Namespace: env.Namespace, Labels: labels},
 		Spec: appsv1.StatefulSetSpec{
@@ -63,10 +64,13 @@ func prepareOperatorOrChart(ctx context.Context, env PrepareEnv) error {
 			Selector:    &metav1.LabelSelector{MatchLabels: map[string]string{"app.kubernetes.io/name": billingChart}},
 			Template: corev1.PodTemplateSpec{
 				ObjectMeta: metav1.ObjectMeta{Labels: labels},
-				Spec: corev1.PodSpec{Containers: []corev1.Container{{
-					Name:  "postgres",
-					Image: "postgres:" + dbv1.DefaultVersion(dbv1.EnginePostgres),
-					Ports: []corev1.ContainerPort{{Name: "postgres", ContainerPort: 5432}},
+				// A learner namespace enforces Pod Security "restricted", as
+				// a chart installed there would have to comply with too.
+				Spec: corev1.PodSpec{SecurityContext: podSec, Containers: []corev1.Container{{
+					Name:            "postgres",
+					Image:           "postgres:" + dbv1.DefaultVersion(dbv1.EnginePostgres),
+					Ports:           []corev1.ContainerPort{{Name: "postgres", ContainerPort: 5432}},
+					SecurityContext: containerSec,
 				}}},
 			},
 		},

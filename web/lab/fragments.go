@@ -117,6 +117,11 @@ func (f Fragments) rerender(kind string, raw json.RawMessage) (json.RawMessage, 
 			return nil, err
 		}
 		return json.Marshal(state.PublishedSnapshot{Snapshot: s.Snapshot, HTML: html})
+	case "Classroom":
+		// The presenter's state, which every export carries as a global
+		// message: a replay follows nobody, so it is dropped, never drawn
+		// or acted on.
+		return json.RawMessage("null"), nil
 	}
 	return nil, fmt.Errorf("state: oplab draws no state of an object of kind %q", kind)
 }
