@@ -91,4 +91,13 @@ func TestLearnerKubeconfigFlags(t *testing.T) {
 	if got := kubectl("auth", "can-i", "list", "namespaces"); got != "no" {
 		t.Errorf("learner kubectl auth can-i list namespaces = %q; want no", got)
 	}
+	// The learner may patch a StatefulSet; oplab (--install-crds, the
+	// default) installed the policy that keeps its spec theirs not.
+	if got := kubectl("auth", "can-i", "patch", "statefulsets"); got != "yes" {
+		t.Errorf("learner kubectl auth can-i patch statefulsets = %q; want yes (owner-gc's first task)", got)
+	}
+	out, err = exec.Command(cl.KubectlPath(), "--kubeconfig", admin, "get", "validatingadmissionpolicybinding", "oplab-learner-statefulsets", "-o", "jsonpath={.spec.policyName}").CombinedOutput()
+	if err != nil || strings.TrimSpace(string(out)) != "oplab-learner-statefulsets" {
+		t.Errorf("the learner policy's binding after oplab started: %q, %v; want it installed", out, err)
+	}
 }

@@ -212,7 +212,10 @@ func connect(ctx context.Context, c config, out io.Writer, sink controller.Sink,
 		if err := controller.InstallCRDs(ctx, t.cfg); err != nil {
 			return nil, "", nil, fmt.Errorf("installing the Database CRD: %w", err)
 		}
-		fmt.Fprintln(out, "Installed the Database CRD (databases.db.oplab.dev)")
+		if err := controller.InstallLearnerPolicy(ctx, t.cfg); err != nil {
+			return nil, "", nil, fmt.Errorf("installing the learner policy (--install-crds=false leaves it to the manifests, controller/config/policy): %w", err)
+		}
+		fmt.Fprintln(out, "Installed the Database CRD (databases.db.oplab.dev) and the learner policy (oplab-learner-statefulsets)")
 	}
 	line := ""
 	if t.kind == targetKubeconfig {
@@ -248,6 +251,14 @@ func startEmbedded(ctx context.Context, c config, out io.Writer, sink controller
 		return nil, "", nil, fmt.Errorf("starting the embedded cluster: %w", err)
 	}
 	started(cl)
+	// The learner policy lets a learner's kubectl patch a StatefulSet's
+	// metadata and nothing else: without it their Role's patch would
+	// reach the Pod template.
+	if err := controller.InstallLearnerPolicy(ctx, cl.Config()); err != nil {
+		_ = cl.Stop()
+		closeLog()
+		return nil, "", nil, fmt.Errorf("installing the learner policy on the embedded cluster: %w", err)
+	}
 	if from, to := cl.PortMoved(); from != 0 {
 		// Learners' kubeconfigs from before the restart name the old port;
 		// every viewer is told (the step stays in the catch-up) to fetch

@@ -58,6 +58,16 @@ func refused(t *testing.T, what string, err error) {
 	t.Logf("%s: refused: %v", what, err)
 }
 
+// byPolicy is refused, by the learner policy: the learner's Role lets the
+// request through, so nothing else stands in its way.
+func byPolicy(t *testing.T, what string, err error) {
+	t.Helper()
+	refused(t, what, err)
+	if err != nil && !strings.Contains(err.Error(), "oplab-learner-statefulsets") {
+		t.Errorf("%s: refused by %v; want the learner policy oplab-learner-statefulsets", what, err)
+	}
+}
+
 // TestOplabIsConfined runs, as oplab's ServiceAccount, each request the
 // issue's attacker would make with its token, against the API server
 // with the manifests applied: all refused, by RBAC or by the admission
@@ -227,13 +237,13 @@ func TestALearnerIsSandboxed(t *testing.T) {
 
 	evil := []byte(`{"spec":{"template":{"spec":{"hostPID":true,"hostNetwork":true,` +
 		`"volumes":[{"name":"host","hostPath":{"path":"/"}}],` +
-		`"containers":[{"name":"postgres","image":"busybox","securityContext":{"privileged":true},"volumeMounts":[{"name":"host","mountPath":"/host"}]}]}}}}`)
+		`"containers":[{"name":"postgres","image":"busybox","securityContext":{"privileged":true,"allowPrivilegeEscalation":true},"volumeMounts":[{"name":"host","mountPath":"/host"}]}]}}}}`)
 	sts := &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Namespace: lab, Name: "shop"}}
 	for _, paused := range []bool{false, true} {
 		if paused {
 			runner.PauseNamespace(lab)
 		}
-		refused(t, fmt.Sprintf("the learner's privileged patch (paused %v)", paused), lc.Patch(ctx, sts, client.RawPatch(types.StrategicMergePatchType, evil)))
+		byPolicy(t, fmt.Sprintf("the learner's privileged patch (paused %v)", paused), lc.Patch(ctx, sts, client.RawPatch(types.StrategicMergePatchType, evil)))
 		var got appsv1.StatefulSet
 		if err := lc.Get(ctx, client.ObjectKeyFromObject(sts), &got); err != nil {
 			t.Fatal(err)
@@ -246,6 +256,16 @@ func TestALearnerIsSandboxed(t *testing.T) {
 		refused(t, fmt.Sprintf("the learner's update of the StatefulSet (paused %v)", paused), lc.Update(ctx, &got))
 		refused(t, "the learner creating a Pod", lc.Create(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: lab, Name: "mine"},
 			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "x", Image: "busybox"}}}}))
+		// Their Role may patch the StatefulSet: the learner policy is what
+		// refuses a spec change, even one without privileges.
+		image := []byte(`{"spec":{"template":{"spec":{"containers":[{"name":"postgres","image":"example.com/mine:1"}]}}}}`)
+		byPolicy(t, fmt.Sprintf("the learner's image patch (paused %v)", paused), lc.Patch(ctx, sts, client.RawPatch(types.StrategicMergePatchType, image)))
+	}
+	// Metadata is theirs (the owner-gc challenge): removing the
+	// ownerReference goes through (paused here, nothing adopts it back).
+	orphan := client.RawPatch(types.JSONPatchType, []byte(`[{"op":"remove","path":"/metadata/ownerReferences"}]`))
+	if err := lc.Patch(ctx, sts, orphan); err != nil {
+		t.Errorf("the learner removing the StatefulSet's ownerReference: %v; want it allowed", err)
 	}
 	// Pod Security "restricted" is enforced there: even an admin's
 	// privileged Pod is refused (a dry run).

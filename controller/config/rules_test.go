@@ -17,6 +17,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"sync"
 	"testing"
 	"time"
@@ -843,9 +844,16 @@ func (p *proc) stopOr(t *testing.T, slow func(format string, args ...any)) {
 	select {
 	case <-p.done:
 	case <-time.After(30 * time.Second):
-		_ = p.cmd.Process.Kill()
-		<-p.done
-		slow("oplab did not stop within 30s of SIGINT")
+		// SIGQUIT makes the Go runtime print every goroutine: what oplab
+		// was waiting on goes to the test's log.
+		_ = p.cmd.Process.Signal(syscall.SIGQUIT)
+		select {
+		case <-p.done:
+		case <-time.After(5 * time.Second):
+			_ = p.cmd.Process.Kill()
+			<-p.done
+		}
+		slow("oplab did not stop within 30s of SIGINT; its goroutines:\n%s", p.log())
 	}
 }
 

@@ -48,14 +48,9 @@ func TestObservedGeneration(t *testing.T) {
 
 // TestOwnerGC orphans the StatefulSet, waits for the adoption, then deletes
 // the owner and lets the garbage collector work, all with the learner's
-// own permissions.
+// own permissions: their Role may patch a StatefulSet, and the learner
+// policy lets a metadata-only patch through.
 func TestOwnerGC(t *testing.T) {
-	// The learner's Role no longer patches StatefulSets (issue 19: a learner
-	// may not change a Pod template), so the challenge's first task, removing
-	// the StatefulSet's ownerReference with kubectl, is refused until it gets
-	// a lab action or an admission policy that allows metadata-only patches.
-	// The self-test stays, to run again once it has one.
-	t.Skip("owner-gc's first task needs a StatefulSet patch the learner's Role no longer grants (issue 19, left open)")
 	challengetest.Run(t, "owner-gc", func(ctx context.Context, env challengetest.SolveEnv) error {
 		key := client.ObjectKey{Namespace: env.Namespace, Name: "cart"}
 		var sts appsv1.StatefulSet

@@ -51,14 +51,18 @@ const MinTokenLife = 10 * time.Minute
 // every child the lab shows, and cause drift behind the controller's back
 // (scale the StatefulSet through its scale subresource, delete it, the
 // Service, a Pod or the final snapshot). Secrets are read only. They may
-// not patch or update a StatefulSet itself: that would let them change its
-// Pod template (an image of their own, a host path); the namespace's Pod
-// Security level and quota hold whatever Pods they still cause. oplab's own identity must hold these
-// permissions too: the API server lets nobody grant more than they have.
+// patch a StatefulSet, because the owner-gc challenge has them remove its
+// ownerReference; the admission policy oplab-learner-statefulsets
+// (controller/config/policy/learner.yaml) refuses any change to its spec,
+// so its Pod template (an image of their own, a host path) stays the
+// controller's. Update, which replaces the whole object, is not granted.
+// The namespace's Pod Security level and quota hold whatever Pods they
+// still cause. oplab's own identity must hold these permissions too: the
+// API server lets nobody grant more than they have.
 var Rules = []rbacv1.PolicyRule{
 	{APIGroups: []string{"db.oplab.dev"}, Resources: []string{"databases"}, Verbs: []string{"get", "list", "watch", "create", "update", "patch", "delete"}},
 	{APIGroups: []string{"db.oplab.dev"}, Resources: []string{"databases/status"}, Verbs: []string{"get"}},
-	{APIGroups: []string{"apps"}, Resources: []string{"statefulsets"}, Verbs: []string{"get", "list", "watch", "delete"}},
+	{APIGroups: []string{"apps"}, Resources: []string{"statefulsets"}, Verbs: []string{"get", "list", "watch", "patch", "delete"}},
 	{APIGroups: []string{"apps"}, Resources: []string{"statefulsets/scale"}, Verbs: []string{"get", "patch", "update"}},
 	{APIGroups: []string{""}, Resources: []string{"services", "configmaps", "pods"}, Verbs: []string{"get", "list", "watch", "delete"}},
 	{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"get", "list", "watch"}},

@@ -46,6 +46,7 @@ import (
 	"github.com/oplab-dev/oplab/lessons"
 	"github.com/oplab-dev/oplab/lessons/challenge"
 	"github.com/oplab-dev/oplab/web/kubeconfig"
+	"github.com/oplab-dev/oplab/web/session"
 	"github.com/oplab-dev/oplab/web/stream"
 )
 
@@ -168,6 +169,11 @@ func start() (_ *Env, err error) {
 	if e.Cluster, err = cluster.Start(ctx, opts); err != nil {
 		return e, err
 	}
+	// As `make run` does: the learner's kubectl may patch a StatefulSet's
+	// metadata (owner-gc), not its spec.
+	if err := controller.InstallLearnerPolicy(ctx, e.Cluster.Config()); err != nil {
+		return e, err
+	}
 	e.Recorder = stream.NewRecorder(stream.RecorderOptions{})
 	go e.Recorder.Run(ctx)
 	copts := controller.DefaultOptions()
@@ -207,7 +213,9 @@ func (e *Env) stop() error {
 // Namespace creates a fresh namespace for one test, deleted when it ends.
 func (e *Env) Namespace(t testing.TB) string {
 	t.Helper()
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "ch-"}}
+	// Labelled as a learner's lab namespace, so the learner policy holds
+	// there as it does in the lab.
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "ch-", Labels: map[string]string{session.LabLabel: "true"}}}
 	if err := e.Client.Create(context.Background(), ns); err != nil {
 		t.Fatalf("create namespace: %v", err)
 	}
