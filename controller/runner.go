@@ -169,7 +169,7 @@ func (r *Runner) Start(ctx context.Context) error {
 	// A child kind oplab may not list or watch would keep the caches from
 	// syncing for ever; refusals says which.
 	refusals := permission.NewRefusals(r.opts.Logger)
-	mgr, err := newManager(r.cfg, r.opts, r.gate, cur.resumed, refusals.WatchErrorHandler)
+	mgr, err := newManager(r.cfg, r.opts, r.gate, cur.resumed, refusals.WatchErrorHandler, runCtx.Done())
 	if err != nil {
 		cancel()
 		close(cur.done)
@@ -198,7 +198,7 @@ func (r *Runner) Start(ctx context.Context) error {
 		case <-syncCtx.Done():
 		}
 	}()
-	if !mgr.GetCache().WaitForCacheSync(syncCtx) {
+	if !mgr.GetCache().(stoppableCache).Cache.WaitForCacheSync(syncCtx) {
 		cancel()
 		<-cur.done
 		r.cur.CompareAndSwap(cur, nil)
@@ -318,7 +318,7 @@ func (r *Runner) emit(ns, phase, msg string) {
 
 // newManager builds a manager with nothing but the Database controller: no
 // metrics server, no health probes, no leader election.
-func newManager(base *rest.Config, opts Options, gate *pauseGate, resumed <-chan event.GenericEvent, watchErr toolscache.WatchErrorHandlerWithContext) (ctrl.Manager, error) {
+func newManager(base *rest.Config, opts Options, gate *pauseGate, resumed <-chan event.GenericEvent, watchErr toolscache.WatchErrorHandlerWithContext, stopping <-chan struct{}) (ctrl.Manager, error) {
 	cfg := rest.CopyConfig(base)
 	cfg.QPS, cfg.Burst = opts.QPS, opts.Burst
 
@@ -371,6 +371,10 @@ func newManager(base *rest.Config, opts Options, gate *pauseGate, resumed <-chan
 		// A restarted controller has the same name as the stopped one.
 		Controller:              config.Controller{SkipNameValidation: ptr.To(true)},
 		GracefulShutdownTimeout: ptr.To(15 * time.Second),
+		NewCache: func(cfg *rest.Config, opts cache.Options) (cache.Cache, error) {
+			c, err := cache.New(cfg, opts)
+			return stoppableCache{Cache: c, stopping: stopping}, err
+		},
 	})
 	if err != nil {
 		return nil, fmt.Errorf("creating manager: %w", err)
@@ -393,4 +397,39 @@ func newManager(base *rest.Config, opts Options, gate *pauseGate, resumed <-chan
 		}
 	}
 	return mgr, nil
+}
+
+// stoppableCache is the manager's cache, reporting itself synced to the
+// manager once the manager is stopping. controller-runtime v0.25.2's
+// manager waits, before anything else runs, for its caches to sync, under
+// a context that only its own shutdown cancels, and that shutdown waits
+// for the wait: an informer refused its list (a missing RBAC rule) kept
+// the manager, and so oplab's Ctrl-C, waiting for ever at full CPU
+// (kubernetes-sigs/controller-runtime pull 3440). Told "synced" once
+// stopping, the manager goes on to its shutdown. Start waits on the cache
+// inside, which says the truth.
+type stoppableCache struct {
+	cache.Cache
+	stopping <-chan struct{}
+}
+
+func (c stoppableCache) WaitForCacheSync(ctx context.Context) bool {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		select {
+		case <-c.stopping:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	if c.Cache.WaitForCacheSync(ctx) {
+		return true
+	}
+	select {
+	case <-c.stopping:
+		return true
+	default:
+		return false
+	}
 }
