@@ -138,7 +138,7 @@ func TestBrowserRosterShowsALearnersProgress(t *testing.T) {
 			&& r.textContent.includes(%q)
 			&& r.querySelector('.learner-dbs [data-db="first"] .pill.ok')?.textContent === "Ready True"
 			&& r.querySelector(".learner-scenarios").textContent.includes("first-reconcile")
-			&& Number(r.querySelector(".learner-quiz").textContent) >= 1; })()`, row, ns))
+			&& parseInt(r.querySelector(".learner-quiz").textContent, 10) >= 1; })()`, row, ns))
 	poll(t, instr, "the roster redrawn by its script", `Number(document.getElementById("roster-live").dataset.refreshed) > 0`)
 	if err := chromedp.Do(instr, chromedp.Evaluate[chromedp.Void](row+`.scrollIntoView({block: "center"})`)); err != nil {
 		t.Fatal(err)

@@ -14,9 +14,10 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/oplab-dev/oplab/controller"
 	"github.com/oplab-dev/oplab/controller/api/v1alpha1"
 	"github.com/oplab-dev/oplab/lessons"
+	"github.com/oplab-dev/oplab/quiz"
+	"github.com/oplab-dev/oplab/web/challenges"
 	"github.com/oplab-dev/oplab/web/lab"
 	"github.com/oplab-dev/oplab/web/lab/state"
 	"github.com/oplab-dev/oplab/web/session"
@@ -65,6 +66,10 @@ type Roster struct {
 	Destinations []Destination
 	// JoinCode is shown to the instructor, to hand out; empty: none.
 	JoinCode string
+	// QuizQuestions and ChallengeCount are the denominators of a
+	// learner's quiz best and challenges complete; 0 means the course's
+	// own (the embedded quiz and challenges).
+	QuizQuestions, ChallengeCount int
 	// ResetWait bounds how long a reset waits for the Databases to go;
 	// default 60s.
 	ResetWait time.Duration
@@ -100,22 +105,35 @@ func (h *Handler) registerRoster(mux *http.ServeMux) {
 	if r.Destinations == nil && r.Broadcaster != nil {
 		r.Destinations = defaultDestinations(h)
 	}
+	if r.QuizQuestions == 0 {
+		if bank, err := quiz.Load(); err == nil {
+			r.QuizQuestions = len(bank.Questions)
+		}
+	}
+	if r.ChallengeCount == 0 {
+		if _, set, err := challenges.LoadContent(); err == nil {
+			r.ChallengeCount = len(set.Challenges)
+		}
+	}
 	r.resets = newResets()
 	go r.resets.run(h.base)
 	mux.HandleFunc("GET /instructor/roster", h.guard(h.rosterFragment))
 	mux.HandleFunc("POST /instructor/learners/{namespace}/reset", h.guard(h.reset))
 	mux.HandleFunc("POST /instructor/learners/{namespace}/finalizers/remove", h.guard(h.unblock))
 	mux.HandleFunc("POST /instructor/send", h.guard(h.send))
+	mux.HandleFunc("GET /instructor/results.csv", h.guard(h.resultsCSV))
+	mux.HandleFunc("GET /instructor/results.json", h.guard(h.resultsJSON))
 }
 
-// defaultDestinations is every scenario of the lab and every page of the
-// course.
+// defaultDestinations is every scenario of the lab, every page of the
+// course, every challenge, the quiz, the flashcards and the code page: a
+// class moves through all of them in a day.
 func defaultDestinations(h *Handler) []Destination {
 	var d []Destination
 	for _, s := range lab.Scenarios {
 		d = append(d, Destination{Href: lessons.ScenarioURL(s.Name), Title: "Lab: " + s.Title})
 	}
-	course, err := lessons.Load(lessons.Content, controller.Source)
+	course, set, err := challenges.LoadContent()
 	if err != nil {
 		h.opts.Logger.Error(err, "Failed to load the course for the send-everyone list; offering the scenarios only")
 		return d
@@ -123,7 +141,15 @@ func defaultDestinations(h *Handler) []Destination {
 	for _, l := range course.Lessons {
 		d = append(d, Destination{Href: l.URL(), Title: "Lesson: " + l.Title})
 	}
-	return d
+	d = append(d, Destination{Href: "/challenges", Title: "Challenges: the list"})
+	for _, c := range set.Challenges {
+		d = append(d, Destination{Href: "/challenges/" + c.ID, Title: "Challenge: " + c.Title})
+	}
+	return append(d,
+		Destination{Href: "/quiz", Title: "Quiz"},
+		Destination{Href: "/flashcards", Title: "Flashcards"},
+		Destination{Href: "/code", Title: "Write your own reconciler"},
+	)
 }
 
 // rosterView builds the roster's view model; nil when there is no roster.
@@ -132,7 +158,8 @@ func (h *Handler) rosterView(ctx context.Context) *RosterView {
 	if ro.Learners == nil {
 		return nil
 	}
-	v := &RosterView{JoinCode: ro.JoinCode, Destinations: ro.Destinations, CanSend: ro.Broadcaster != nil, RefreshMs: rosterRefresh.Milliseconds()}
+	v := &RosterView{JoinCode: ro.JoinCode, Destinations: ro.Destinations, CanSend: ro.Broadcaster != nil, RefreshMs: rosterRefresh.Milliseconds(),
+		QuizQuestions: ro.QuizQuestions, ChallengeCount: ro.ChallengeCount}
 	list, err := ro.Learners.List(ctx)
 	if err != nil {
 		v.Error = "could not read the sessions: " + err.Error()
@@ -402,7 +429,7 @@ func (h *Handler) send(w http.ResponseWriter, r *http.Request) {
 	r.Body = http.MaxBytesReader(w, r.Body, 4<<10)
 	href := r.PostFormValue("href")
 	if !slices.ContainsFunc(ro.Destinations, func(d Destination) bool { return d.Href == href }) {
-		http.Error(w, fmt.Sprintf("href: %q is not a scenario or lesson this page offers", href), http.StatusBadRequest)
+		http.Error(w, fmt.Sprintf("href: %q is not one of the pages this page offers (a scenario, lesson, challenge, the quiz, flashcards or code page)", href), http.StatusBadRequest)
 		return
 	}
 	if err := ro.Broadcaster.SendEveryone(href); err != nil {
@@ -431,6 +458,9 @@ type RosterView struct {
 	CanSend      bool
 	Destinations []Destination
 	RefreshMs    int64
+	// QuizQuestions and ChallengeCount are the course's totals (0:
+	// unknown), the "of" of each learner's quiz best and challenges.
+	QuizQuestions, ChallengeCount int
 }
 
 // Learner is one row of the roster.

@@ -54,7 +54,7 @@ func rosterMux(t *testing.T, b Broadcaster) (*http.ServeMux, *session.Manager) {
 	mux := http.NewServeMux()
 	m.Register(mux)
 	New(t.Context(), Options{Token: token, Controller: &fakeSwitch{running: true}, Roster: Roster{
-		Learners: m, Broadcaster: b, JoinCode: "blue-otter",
+		Learners: m, Broadcaster: b, JoinCode: "blue-otter", QuizQuestions: 10, ChallengeCount: 12,
 		Destinations: []Destination{{Href: "/lab?scenario=finalizer", Title: "Lab: A finalizer at work"}},
 	}}).Register(mux)
 	return mux, m
@@ -68,6 +68,8 @@ func TestRosterRoutesRefuseWithoutTheInstructorCookie(t *testing.T) {
 		{"GET", "/instructor/roster"},
 		{"POST", "/instructor/learners/lab-abc/reset"},
 		{"POST", "/instructor/send"},
+		{"GET", "/instructor/results.csv"},
+		{"GET", "/instructor/results.json"},
 	} {
 		form := url.Values{"href": {"/lab?scenario=finalizer"}}
 		if w := do(mux, rt.method, rt.target, form, nil); w.Code != http.StatusUnauthorized {
@@ -107,8 +109,8 @@ func TestRosterShowsLearnersProgressToTheInstructor(t *testing.T) {
 		w := do(mux, "GET", target, nil, c)
 		body := w.Body.String()
 		for _, want := range []string{
-			"Ada &lt;b&gt;", `nowrap">` + s.Namespace + "</code>", "finalizer", "1 of 2 complete", "drift-repair: 4/4 tasks",
-			`class="learner-quiz">6<`, `class="learner-cards">9<`, "/instructor/learners/" + s.Namespace + "/reset",
+			"Ada &lt;b&gt;", `nowrap">` + s.Namespace + "</code>", "finalizer", "1 of 12 complete, 2 begun", "drift-repair: 4/4 tasks",
+			`class="learner-quiz">6 of 10<`, `class="learner-cards">9<`, "/instructor/learners/" + s.Namespace + "/reset",
 		} {
 			if !strings.Contains(body, want) {
 				t.Errorf("GET %s lacks %q:\n%s", target, want, body)
@@ -166,5 +168,32 @@ func TestDefaultDestinationsOfferScenariosAndLessons(t *testing.T) {
 	}
 	if !scenario || !lesson {
 		t.Errorf("destinations %v lack a scenario or a lesson", d)
+	}
+}
+
+// A day's class moves through every part of the course: by default "send
+// everyone" offers the challenges, quiz, flashcards and code page as well
+// as the scenarios and lessons, and each is sent as offered.
+func TestSendEveryoneOffersTheWholeCourse(t *testing.T) {
+	m, err := session.New(t.Context(), session.Options{Namespaces: inMemory{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := &recordingBroadcaster{}
+	mux := http.NewServeMux()
+	New(t.Context(), Options{Token: token, Controller: &fakeSwitch{running: true}, Roster: Roster{Learners: m, Broadcaster: b}}).Register(mux)
+	c := instructorCookie()
+	body := do(mux, "GET", "/instructor", nil, c).Body.String()
+	want := []string{"/lab?scenario=finalizer", "/challenges", "/challenges/owner-gc", "/quiz", "/flashcards", "/code"}
+	for _, href := range want {
+		if !strings.Contains(body, `<option value="`+href+`"`) {
+			t.Errorf("send everyone does not offer %s", href)
+		}
+		if w := do(mux, "POST", "/instructor/send", url.Values{"href": {href}}, c); w.Code != http.StatusSeeOther {
+			t.Errorf("send %s = %d %s", href, w.Code, w.Body)
+		}
+	}
+	if strings.Join(b.sent, " ") != strings.Join(want, " ") {
+		t.Errorf("sent %v, want %v", b.sent, want)
 	}
 }
