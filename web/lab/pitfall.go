@@ -19,3 +19,14 @@ func pitfallHidden(d state.Database) bool { return d.Pitfall == controller.Pitfa
 
 // hiddenPitfallNote is what the card says of a hidden pitfall.
 const hiddenPitfallNote = "A pitfall may be switched on here, or none: which one is for you to find from what the timeline shows."
+
+// findPitfall is the pitfall named name, for the card to say what the one
+// switched on does.
+func findPitfall(pfs []controller.PitfallInfo, name string) (controller.PitfallInfo, bool) {
+	for _, pf := range pfs {
+		if name != "" && pf.Name == name {
+			return pf, true
+		}
+	}
+	return controller.PitfallInfo{}, false
+}

@@ -2,6 +2,7 @@ package lab
 
 import (
 	"encoding/json"
+	"html/template"
 	"net/url"
 	"regexp"
 	"strings"
@@ -42,5 +43,43 @@ func TestHiddenPitfallCardAndMenu(t *testing.T) {
 	h.post("/lab/databases/alpha/pitfall", url.Values{"pitfall": {controller.PitfallDropEvents}}, true)
 	if want := "pitfall alpha |pitfall alpha drop-events"; strings.Join(h.store.calls, "|") != want {
 		t.Errorf("store calls = %q, want %q", h.store.calls, want)
+	}
+}
+
+// Each pitfall's description is on the page, not only in a tooltip: under
+// the create form's menu, all of them; on a card, the one switched on.
+// A hidden pitfall's card says nothing of it.
+func TestPitfallDescriptionsOnThePage(t *testing.T) {
+	on := state.Database{Namespace: "lab-x", Name: "alpha", Engine: "postgres", Replicas: 1, Pitfall: controller.PitfallDropEvents}
+	hidden := state.Database{Namespace: "lab-x", Name: "beta", Engine: "postgres", Replicas: 1, Pitfall: controller.PitfallHidden}
+	page := newHarness(t, on, hidden).get("/lab").Body.String()
+	help, _, ok := strings.Cut(page, "</details>")
+	if _, help, ok = strings.Cut(help, `class="pitfall-help"`); !ok {
+		t.Fatal("no pitfall help on the page")
+	}
+	for _, pf := range controller.Pitfalls {
+		if d := template.HTMLEscapeString(pf.Description); !strings.Contains(help, d[:40]) {
+			t.Errorf("the help under the menu lacks %s's description", pf.Name)
+		}
+	}
+	card := func(name string) string {
+		_, c, ok := strings.Cut(page, `id="db-`+name+`"`)
+		if !ok {
+			t.Fatalf("no card of %s", name)
+		}
+		c, _, _ = strings.Cut(c, "</article>")
+		return c
+	}
+	var drop controller.PitfallInfo
+	for _, pf := range controller.Pitfalls {
+		if pf.Name == controller.PitfallDropEvents {
+			drop = pf
+		}
+	}
+	if c := card("alpha"); !strings.Contains(c, `class="hint small pitfall-now"`) || !strings.Contains(c, template.HTMLEscapeString(drop.Description)[:40]) {
+		t.Errorf("alpha's card does not say what its pitfall does:\n%s", c)
+	}
+	if c := card("beta"); strings.Contains(c, "pitfall-now") {
+		t.Errorf("beta's hidden pitfall is described on its card:\n%s", c)
 	}
 }
