@@ -22,6 +22,7 @@ import (
 
 	"github.com/oplab-dev/oplab/cluster"
 	"github.com/oplab-dev/oplab/controller"
+	"github.com/oplab-dev/oplab/web/demo"
 	"github.com/oplab-dev/oplab/web/stream"
 )
 
@@ -120,6 +121,8 @@ func startEnv() (_ *testEnv, err error) {
 	e.server, err = New(ctx, Options{
 		Config: e.cluster.Config(), Recorder: e.recorder, Hub: hub, Controller: e.runner, Logger: testLogger(logFile),
 		InstructorToken: testInstructorToken, KubectlLine: testKubectlLine,
+		// The demo tests check what happens, not the room's pace.
+		DemoDwell: demo.MinDwell,
 	})
 	if err != nil {
 		return e, err

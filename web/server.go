@@ -77,6 +77,9 @@ type Options struct {
 	// JoinCode, when set, must be given before a visitor gets a lab
 	// session (session.Options.JoinCode).
 	JoinCode string
+	// DemoDwell, when set, is the pause between a demo's steps; zero: each
+	// step's narration sets it, at a speaking pace (demo.SpeakingDwell).
+	DemoDwell time.Duration
 	// Broadcaster is how the instructor's roster sends every learner to a
 	// scenario or lesson; nil means the server's own classroom (tests put
 	// a recorder here).
@@ -389,7 +392,7 @@ func (s *Server) routes(ctx context.Context, direct client.Client) (http.Handler
 	kubeconfig.Handler{Sessions: s.sessions, Minter: s.issuer, Logger: s.opts.Logger.WithName("kubeconfig")}.Register(mux)
 	// The scripted demos play in the instructor's own lab namespace and
 	// narrate on its timeline and, through the classroom, to the room.
-	demos := demo.New(demo.Options{Client: direct, Controller: s.opts.Controller, Sink: s.opts.Recorder, Narrator: s.classroom, Logger: s.opts.Logger.WithName("demo")})
+	demos := demo.New(demo.Options{Client: direct, Controller: s.opts.Controller, Sink: s.opts.Recorder, Narrator: s.classroom, Dwell: s.opts.DemoDwell, Logger: s.opts.Logger.WithName("demo")})
 	go demos.Run(ctx)
 	instructor.New(ctx, instructor.Options{
 		Token: s.opts.InstructorToken, Controller: s.opts.Controller, Logger: s.opts.Logger.WithName("instructor"),

@@ -10,6 +10,7 @@
 package demo
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -52,14 +53,28 @@ type Options struct {
 	// Scripts are the demos offered; nil means Scripts.
 	Scripts []Script
 	// Dwell is how long a finished step stays before the next begins,
-	// unless the step says otherwise; zero means DefaultDwell.
+	// unless the step says otherwise; zero means the step's narration
+	// sets it (SpeakingDwell).
 	Dwell  time.Duration
 	Logger logr.Logger
 }
 
-// DefaultDwell is the pause between two steps: long enough to read the
-// rows the step produced, short enough to keep a room's attention.
-const DefaultDwell = 5 * time.Second
+// MinDwell is the shortest pause between two steps: long enough to read
+// the rows the step produced.
+const MinDwell = 5 * time.Second
+
+// speakingRate is a presenter's pace reading to a room, 150 words a
+// minute, in words a second.
+const speakingRate = 2.5
+
+// SpeakingDwell is how long a step stays once done: until its narration,
+// read aloud at a speaking pace from the moment the step began, is over
+// (elapsed is how long the step has taken), and at least MinDwell. A
+// fixed pause cut a 50-word narration off after 5 s.
+func SpeakingDwell(say string, elapsed time.Duration) time.Duration {
+	reading := time.Duration(float64(len(strings.Fields(say))) / speakingRate * float64(time.Second))
+	return max(MinDwell, reading-elapsed)
+}
 
 // checkTimeout bounds the checks Play makes before it starts.
 const checkTimeout = 10 * time.Second
@@ -124,9 +139,6 @@ func New(opts Options) *Runner {
 	if opts.Scripts == nil {
 		opts.Scripts = Scripts
 	}
-	if opts.Dwell <= 0 {
-		opts.Dwell = DefaultDwell
-	}
 	return &Runner{opts: opts, ops: make(chan func(*owner)), results: make(chan result), done: make(chan struct{})}
 }
 
@@ -141,9 +153,11 @@ type run struct {
 	// next is the index of the next step to begin; shown is the number of
 	// the step last begun (from 1).
 	next, shown int
-	busy        bool
-	cancel      context.CancelFunc
-	err         string
+	// began is when the step last begun began.
+	began  time.Time
+	busy   bool
+	cancel context.CancelFunc
+	err    string
 }
 
 // result is a finished step, sent by the goroutine that ran it.
@@ -343,6 +357,7 @@ func (o *owner) begin() {
 	st := c.script.Steps[c.next]
 	c.next++
 	c.shown = c.next
+	c.began = time.Now()
 	c.busy = true
 	o.narrate(st, true)
 	ctx, cancel := context.WithCancel(o.ctx)
@@ -377,9 +392,10 @@ func (o *owner) finished(res result) {
 	if c.state != Playing {
 		return
 	}
-	d := c.script.Steps[c.shown-1].Dwell
+	st := c.script.Steps[c.shown-1]
+	d := cmp.Or(st.Dwell, o.r.opts.Dwell)
 	if d <= 0 {
-		d = o.r.opts.Dwell
+		d = SpeakingDwell(st.Say, time.Since(c.began))
 	}
 	o.dwell.Reset(d)
 }

@@ -381,3 +381,24 @@ func TestScriptsAreComplete(t *testing.T) {
 		t.Error("the walk-through demo reconcile-loop is missing")
 	}
 }
+
+// A step's pause lasts until its narration, read at 150 words a minute from
+// the step's start, is over: a room is not moved on mid-sentence, and a
+// short line still leaves MinDwell to read the rows.
+func TestSpeakingDwellFollowsTheNarration(t *testing.T) {
+	fifty := strings.Repeat("word ", 50)
+	for _, c := range []struct {
+		say     string
+		elapsed time.Duration
+		want    time.Duration
+	}{
+		{fifty, 0, 20 * time.Second},
+		{fifty, 12 * time.Second, 8 * time.Second},
+		{fifty, time.Minute, MinDwell},
+		{"Short.", 0, MinDwell},
+	} {
+		if got := SpeakingDwell(c.say, c.elapsed); got != c.want {
+			t.Errorf("SpeakingDwell(%d words, %s) = %s, want %s", len(strings.Fields(c.say)), c.elapsed, got, c.want)
+		}
+	}
+}
