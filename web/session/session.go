@@ -669,10 +669,6 @@ func (m *Manager) end(ctx context.Context, e *entry) error {
 	return nil
 }
 
-// IsLabNamespace reports whether ns is named like a lab namespace of the
-// default prefix (Manager.Owns knows the Manager's own).
-func IsLabNamespace(ns string) bool { return strings.HasPrefix(ns, NamespacePrefix) }
-
 var encoding = base32.NewEncoding("abcdefghijklmnopqrstuvwxyz234567").WithPadding(base32.NoPadding)
 
 // randomString returns n random bytes as lowercase base32, which is valid in
