@@ -201,11 +201,15 @@ func TestBrowserInstructorPageAndPausedLab(t *testing.T) {
 	}
 	poll(t, learner, "the flash saying only this namespace is paused", `document.querySelector("#flash .flash-ok")?.textContent.includes("other learners' Databases are still reconciled")`)
 	poll(t, learner, "the controller shown paused here", `document.getElementById("controller-status").textContent.includes("Your namespace is paused")`)
+	// Only the button that applies is enabled, and the page says why.
+	poll(t, learner, "Pause disabled, Resume enabled, and why", `document.querySelector('button[data-controller="stop"]').disabled
+		&& !document.querySelector('button[data-controller="start"]').disabled && document.getElementById("pause-why").textContent.startsWith("Paused:")`)
 	screenshot(t, learner, "22-lab-paused")
 	if err := chromedp.Do(learner, chromedp.Click(chromedp.CSS(`button[data-controller="start"]`))); err != nil {
 		t.Fatal(err)
 	}
-	poll(t, learner, "the controller shown running again", `document.getElementById("controller-status").textContent.includes("running")`)
+	poll(t, learner, "the controller shown running again, Resume disabled", `document.getElementById("controller-status").textContent.includes("running")
+		&& document.querySelector('button[data-controller="start"]').disabled && !document.querySelector('button[data-controller="stop"]').disabled`)
 	if !e.runner.Running() {
 		t.Error("the learner's Stop stopped the whole controller")
 	}

@@ -109,6 +109,8 @@ func TestBrowserFollowShowsOnlyThePresentersLab(t *testing.T) {
 	poll(t, learner, "the timeline's pause row, named", `[...document.querySelectorAll("#log .row.controller .pill")].some(p => p.textContent === "Ada's namespace paused")
 		&& ![...document.querySelectorAll("#log .row.controller .pill")].some(p => p.textContent.startsWith("your namespace"))`)
 	checkPage(t, learner, src, "/lab following, the own controls hidden")
+	// Resume applies once the presenter's own page shows the pause.
+	poll(t, teacher, "the presenter's Resume enabled", `!document.querySelector('button[data-controller="start"]').disabled`)
 	if err := chromedp.Do(teacher, chromedp.Click(chromedp.CSS(`button[data-controller="start"]`))); err != nil {
 		t.Fatal(err)
 	}

@@ -30,3 +30,12 @@ func findPitfall(pfs []controller.PitfallInfo, name string) (controller.PitfallI
 	}
 	return controller.PitfallInfo{}, false
 }
+
+// pauseWhy says why one of Pause and Resume is disabled. lab.js says the
+// same words as the pause changes.
+func pauseWhy(paused bool) string {
+	if paused {
+		return "Paused: Resume lets the controller reconcile your namespace again."
+	}
+	return "Not paused: Resume has nothing to do until you pause."
+}

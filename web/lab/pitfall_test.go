@@ -83,3 +83,21 @@ func TestPitfallDescriptionsOnThePage(t *testing.T) {
 		t.Errorf("beta's hidden pitfall is described on its card:\n%s", c)
 	}
 }
+
+// Of Pause and Resume, the one that does not apply is disabled on load,
+// and the line after them says why.
+func TestPauseAndResumeOnlyWhenTheyApply(t *testing.T) {
+	db := state.Database{Namespace: "lab-x", Name: "alpha", Engine: "postgres", Replicas: 1}
+	page := newHarness(t, db).get("/lab").Body.String()
+	button := regexp.MustCompile(`<button[^>]*data-controller="(stop|start)"[^>]*>`)
+	disabled := map[string]bool{}
+	for _, m := range button.FindAllStringSubmatch(page, -1) {
+		disabled[m[1]] = strings.Contains(m[0], " disabled")
+	}
+	if len(disabled) != 2 || disabled["stop"] || !disabled["start"] {
+		t.Errorf("not paused: disabled %v, want only Resume (start) disabled", disabled)
+	}
+	if !strings.Contains(page, `id="pause-why"`) || !strings.Contains(page, pauseWhy(false)) {
+		t.Error("the page does not say why Resume is disabled")
+	}
+}

@@ -396,6 +396,12 @@
     pill.classList.toggle("ok", ctrlUp && !paused);
     pill.classList.toggle("warn", ctrlUp && paused);
     pill.classList.toggle("bad", !ctrlUp);
+    // Only the button that applies is enabled; the line after them says
+    // why (the server draws the same on load: web/lab pauseWhy).
+    const stop = $('button[data-controller="stop"]'), start = $('button[data-controller="start"]'), why = $("#pause-why");
+    if (stop) stop.disabled = paused;
+    if (start) start.disabled = !paused;
+    if (why) why.textContent = paused ? "Paused: Resume lets the controller reconcile your namespace again." : "Not paused: Resume has nothing to do until you pause.";
     showCountdown();
   }
   function showController(running) {
@@ -668,7 +674,7 @@
   function setPaused(p) {
     player.paused = p;
     if (pauseBtn) {
-      pauseBtn.textContent = p ? "Resume" : "Pause";
+      pauseBtn.textContent = p ? "Unfreeze timeline" : "Freeze timeline";
       pauseBtn.setAttribute("aria-pressed", String(p));
     }
     if (stepBtn) stepBtn.disabled = !p && !paced();
@@ -989,7 +995,7 @@
       (v.paused ? "paused." : player.speed === 1 ? "live." : `${player.speed}× slow motion.`);
     if (speedSel) speedSel.value = String(player.speed);
     if (pauseBtn) {
-      pauseBtn.textContent = v.paused ? "Resume" : "Pause";
+      pauseBtn.textContent = v.paused ? "Unfreeze timeline" : "Freeze timeline";
       pauseBtn.setAttribute("aria-pressed", String(!!v.paused));
     }
     root.dataset.playback = v.paused ? "paused" : "playing";
