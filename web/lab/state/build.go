@@ -71,6 +71,7 @@ func build(db *v1alpha1.Database, rel Related, h *history, spec string) Database
 		Storage:            db.Spec.Storage.String(),
 		SpecYAML:           spec,
 		Pitfall:            pitfallShown(db),
+		Pods:               controller.PodsModeOf(db),
 		Generation:         db.Generation,
 		ObservedGeneration: db.Status.ObservedGeneration,
 		Stale:              db.Generation != db.Status.ObservedGeneration,

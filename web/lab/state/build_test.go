@@ -207,6 +207,20 @@ func TestBuild(t *testing.T) {
 				t.Errorf("spec yaml = %q, want %q", v.SpecYAML, want)
 			}
 		}},
+		{"pods mode", func(d *v1alpha1.Database) {
+			d.Annotations = map[string]string{"db.oplab.dev/pods": "crash-loop"}
+		}, func(t *testing.T, v Database) {
+			if v.Pods != "crash-loop" {
+				t.Errorf("pods = %q, want crash-loop", v.Pods)
+			}
+		}},
+		{"unknown pods mode is none", func(d *v1alpha1.Database) {
+			d.Annotations = map[string]string{"db.oplab.dev/pods": "slow"}
+		}, func(t *testing.T, v Database) {
+			if v.Pods != "" {
+				t.Errorf("pods = %q, want none", v.Pods)
+			}
+		}},
 		{"owned snapshot is in the tree, not unowned", nil, func(t *testing.T, v Database) {}},
 	}
 	for _, tt := range tests {
