@@ -138,11 +138,17 @@ func reportPods(pods []corev1.Pod) podReport {
 		if p.DeletionTimestamp != nil || podIsReady(&p) {
 			continue
 		}
-		if out.progress == "" {
+		// A Pod still Pending on its way (scheduled, its container being
+		// created) is not worth a word: under a burst of creates that
+		// would cost each late Database a status write.
+		if out.progress == "" && p.Status.Phase == corev1.PodRunning {
 			out.progress = fmt.Sprintf("Pod %s is %s, not ready yet.", p.Name, p.Status.Phase)
 		}
 		for _, c := range p.Status.ContainerStatuses {
 			if w := c.State.Waiting; w != nil && slices.Contains(podFailureReasons, w.Reason) {
+				if out.progress == "" {
+					out.progress = fmt.Sprintf("Pod %s is %s, not ready yet.", p.Name, p.Status.Phase)
+				}
 				out.reason = w.Reason
 				out.message = fmt.Sprintf("Pod %s: container %s is waiting: %s: %s%s.",
 					p.Name, c.Name, w.Reason, strings.TrimSuffix(w.Message, "."), restarts(c))

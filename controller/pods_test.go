@@ -60,9 +60,8 @@ func TestReportPods(t *testing.T) {
 			progess: "Pod db-1 is Running, not ready yet.",
 		},
 		{
-			name:    "creating is on the way",
-			pods:    []corev1.Pod{pod("db-0", corev1.PodPending, notReady, waiting("ContainerCreating", "", 0))},
-			progess: "Pod db-0 is Pending, not ready yet.",
+			name: "creating is on the way, and no word",
+			pods: []corev1.Pod{pod("db-0", corev1.PodPending, notReady, waiting("ContainerCreating", "", 0))},
 		},
 		{
 			name:    "image pull back-off, first pod by name",
