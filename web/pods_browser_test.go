@@ -30,10 +30,12 @@ func TestBrowserPodsSwitch(t *testing.T) {
 		db, mode string
 		// typ, reasons and text are the condition the card must show.
 		typ, reasons, text string
+		// pod is a regular expression the Pod's line in the owner tree matches.
+		pod string
 	}{
-		{"slow", "slow-start", "Progressing", "WaitingForReplicas", "is Running, not ready yet"},
-		{"pull", "image-pull-error", "Degraded", "ErrImagePull ImagePullBackOff", "failed to pull"},
-		{"crash", "crash-loop", "Degraded", "CrashLoopBackOff", "restarted"},
+		{"slow", "slow-start", "Progressing", "WaitingForReplicas", "is Running, not ready yet", `Running, not ready$`},
+		{"pull", "image-pull-error", "Degraded", "ErrImagePull ImagePullBackOff", "failed to pull", `Pending, not ready: (ErrImagePull|ImagePullBackOff)`},
+		{"crash", "crash-loop", "Degraded", "CrashLoopBackOff", "restarted", `Running, not ready(: CrashLoopBackOff)?, \d+ restarts?`},
 	}
 	for _, m := range modes {
 		if err := chromedp.Do(ctx,
@@ -58,6 +60,8 @@ func TestBrowserPodsSwitch(t *testing.T) {
 			}
 			poll(t, ctx, "the pods pill", fmt.Sprintf(`[...document.querySelectorAll("#db-%s .db-head .pill")].some(p => p.textContent === "pods: %s")`, m.db, m.mode))
 			poll(t, ctx, m.typ+" "+m.reasons, conditionShown(m.db, m.typ, m.reasons, m.text))
+			poll(t, ctx, "the Pod's state in the owner tree", fmt.Sprintf(`[...document.querySelectorAll("#db-%s .tree li")].some(li =>
+				li.querySelector(":scope > .kind")?.textContent === "Pod" && /%s/.test(li.textContent.trim()))`, m.db, m.pod))
 			poll(t, ctx, "Ready=False on "+m.db, fmt.Sprintf(`document.querySelector("#db-%s .db-head .pill")?.textContent === "Ready False"`, m.db))
 			cardScreenshot(t, ctx, m.db, "pods-"+m.mode)
 		})
