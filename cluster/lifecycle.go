@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	_ "embed"
 	"errors"
 	"fmt"
 	"os"
@@ -19,6 +20,18 @@ import (
 // nodePollInterval is how often Start checks whether the kwok Node is
 // schedulable: short, since it directly adds to the time to ready.
 const nodePollInterval = 50 * time.Millisecond
+
+// podStages are oplab's own kwok stages, which give a Pod annotated
+// db.oplab.dev/pods a slow start, an image pull error or a crash loop. They
+// live in the source rather than in the provisioned assets folder, so a
+// cache built before they existed needs no rebuild.
+//
+//go:embed kwok-pod-stages.yaml
+var podStages []byte
+
+// PodStagesFile is where a full-mode cluster writes podStages in its
+// runtime dir, for kwok's second --config.
+const PodStagesFile = "kwok-pod-stages.yaml"
 
 // command is one child process to exec.
 type command struct {
@@ -61,6 +74,10 @@ leaderElection:
 `, kubeconfigs[nameScheduler])), 0o600); err != nil {
 		return nil, fmt.Errorf("writing the scheduler config: %w", err)
 	}
+	podStagesPath := filepath.Join(c.dir, PodStagesFile)
+	if err := os.WriteFile(podStagesPath, podStages, 0o600); err != nil {
+		return nil, fmt.Errorf("writing kwok's Pod stages: %w", err)
+	}
 
 	return []command{{
 		name: nameKCM,
@@ -98,7 +115,10 @@ leaderElection:
 		path: filepath.Join(assets, nameKwok),
 		args: []string{
 			"--kubeconfig=" + kubeconfigs[nameKwok],
+			// kwok reads every --config in turn: its own stages from the
+			// assets folder, then oplab's, which win for the Pods they select.
 			"--config=" + filepath.Join(assets, KwokStagesFile),
+			"--config=" + podStagesPath,
 			"--manage-all-nodes=false",
 			"--manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake",
 			"--server-address=", // no kubelet API server: nothing listens

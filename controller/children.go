@@ -146,7 +146,8 @@ func desiredStatefulSet(db *dbv1.Database, registry string) *appsv1.StatefulSet 
 			// and scaling to zero on deletion drains every Pod at once.
 			PodManagementPolicy: appsv1.ParallelPodManagement,
 			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: childLabels(db)},
+				// The pods mode rides on the Pods, where kwok's stages read it.
+				ObjectMeta: metav1.ObjectMeta{Labels: childLabels(db), Annotations: podTemplateAnnotations(db)},
 				Spec: corev1.PodSpec{
 					SecurityContext: podSecurity(),
 					Containers: []corev1.Container{{
@@ -384,7 +385,18 @@ func diffStatefulSet(actual, desired *appsv1.StatefulSet) []string {
 	if !sameSecurity(actual, desired) {
 		out = append(out, "pod security context and resources")
 	}
+	if got, want := templatePodsMode(actual), templatePodsMode(desired); got != want {
+		out = append(out, fmt.Sprintf("pods %s → %s", orDefault(got), orDefault(want)))
+	}
 	return out
+}
+
+// orDefault names the absence of a pods mode in a difference.
+func orDefault(mode string) string {
+	if mode == "" {
+		return "default"
+	}
+	return mode
 }
 
 // sameSecurity reports whether actual's Pods run as restricted as
@@ -423,7 +435,8 @@ func dataSize(s *appsv1.StatefulSet) string {
 func correctStatefulSet(actual, desired *appsv1.StatefulSet) {
 	correctLabels(actual, desired)
 	actual.Spec.Replicas = desired.Spec.Replicas
-	if containerImage(actual) != containerImage(desired) || dataSize(actual) != dataSize(desired) || !sameSecurity(actual, desired) {
+	if containerImage(actual) != containerImage(desired) || dataSize(actual) != dataSize(desired) || !sameSecurity(actual, desired) ||
+		templatePodsMode(actual) != templatePodsMode(desired) {
 		actual.Spec.Template = desired.Spec.Template
 	}
 }

@@ -10,8 +10,9 @@ const (
 	// ConditionProgressing is True while the controller is moving the
 	// cluster towards the spec (creating, scaling, rolling out, deleting).
 	ConditionProgressing = "Progressing"
-	// ConditionDegraded is True when the last reconcile failed; its message
-	// carries the cause.
+	// ConditionDegraded is True when the last reconcile failed, or when a
+	// Pod's container cannot start or keeps exiting; its message carries the
+	// cause.
 	ConditionDegraded = "Degraded"
 )
 
@@ -40,4 +41,17 @@ const (
 	// ReasonTakingSnapshot: Progressing=True while the final snapshot is
 	// written.
 	ReasonTakingSnapshot = "TakingSnapshot"
+	// ReasonContainerExited: Degraded=True while a container that exited
+	// with an error runs again and is not ready yet (between two
+	// CrashLoopBackOff waits).
+	ReasonContainerExited = "ContainerExited"
 )
+
+// podFailureReasons are the kubelet's waiting reasons of a container that
+// cannot start. Degraded takes them as its reason verbatim (they are
+// CamelCase already), so the learner sees the word kubectl get pods shows.
+// ContainerCreating and PodInitializing are absent: they are on the way.
+var podFailureReasons = []string{
+	"ErrImagePull", "ImagePullBackOff", "CrashLoopBackOff", "InvalidImageName",
+	"CreateContainerConfigError", "CreateContainerError", "RunContainerError",
+}

@@ -197,7 +197,8 @@ func (r *DatabaseReconciler) ensureChildren(ctx context.Context, db *dbv1.Databa
 	if made {
 		created = append(created, "StatefulSet "+db.Name)
 	}
-	return observation{sts: sts}
+	pods, err := r.lookAtPods(ctx, db, sts)
+	return observation{sts: sts, pods: pods, err: err}
 }
 
 // lesson:begin already-exists

@@ -30,6 +30,8 @@ type observation struct {
 	message string
 	// snapshot is set once the final snapshot has been written.
 	snapshot *dbv1.SnapshotReference
+	// pods is what the Pods say of replicas that are late (lookAtPods).
+	pods podReport
 }
 
 // computeStatus derives the next status from the current one and what the
@@ -60,6 +62,9 @@ func computeStatus(db *dbv1.Database, obs observation, now time.Time) dbv1.Datab
 			st.SecretName = SecretName(db.Name)
 			break
 		}
+		if obs.pods.progress != "" {
+			msg += " " + obs.pods.progress
+		}
 		set(ConditionReady, metav1.ConditionFalse, ReasonWaitingForReplicas, msg)
 		set(ConditionProgressing, metav1.ConditionTrue, ReasonWaitingForReplicas, msg)
 	case meta.FindStatusCondition(st.Conditions, ConditionReady) == nil:
@@ -68,9 +73,12 @@ func computeStatus(db *dbv1.Database, obs observation, now time.Time) dbv1.Datab
 		set(ConditionReady, metav1.ConditionUnknown, ReasonNotObservedYet, "The StatefulSet has not been observed yet.")
 	}
 
-	if obs.err != nil {
+	switch {
+	case obs.err != nil:
 		set(ConditionDegraded, metav1.ConditionTrue, ReasonReconcileError, obs.err.Error())
-	} else {
+	case obs.pods.reason != "":
+		set(ConditionDegraded, metav1.ConditionTrue, obs.pods.reason, obs.pods.message)
+	default:
 		set(ConditionDegraded, metav1.ConditionFalse, ReasonNoErrors, "The last reconcile succeeded.")
 	}
 	if obs.snapshot != nil {

@@ -109,6 +109,7 @@ func (h *Handler) Register(mux *http.ServeMux) {
 	mux.HandleFunc("POST /lab/databases/{name}/edit", h.form(h.editDatabase))
 	mux.HandleFunc("POST /lab/databases/{name}/delete", h.form(h.deleteDatabase))
 	mux.HandleFunc("POST /lab/databases/{name}/pitfall", h.form(h.setPitfall))
+	mux.HandleFunc("POST /lab/databases/{name}/pods", h.form(h.setPods))
 	mux.HandleFunc("POST /lab/databases/{name}/finalizers/remove", h.form(h.removeFinalizers))
 	mux.HandleFunc("POST /lab/databases/{name}/children/{kind}/delete", h.form(h.deleteChild))
 	mux.HandleFunc("POST /lab/databases/{name}/statefulset/scale", h.form(h.scaleStatefulSet))

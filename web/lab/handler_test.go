@@ -63,6 +63,9 @@ func (s *recordingStore) DeleteDatabase(_ context.Context, _, name string) error
 func (s *recordingStore) SetPitfall(_ context.Context, _, name, p string) error {
 	return s.record("pitfall " + name + " " + p)
 }
+func (s *recordingStore) SetPods(_ context.Context, _, name, mode string) error {
+	return s.record("pods " + name + " " + mode)
+}
 func (s *recordingStore) RemoveFinalizers(_ context.Context, _, name string) error {
 	return s.record("unfinalize " + name)
 }
@@ -248,6 +251,9 @@ func TestFormsValidateInput(t *testing.T) {
 		{"delete", "/lab/databases/orders/delete", nil, 200, "", "finalizer", "delete orders"},
 		{"pitfall off", "/lab/databases/orders/pitfall", url.Values{"pitfall": {""}}, 200, "", "off", "pitfall orders "},
 		{"pitfall unknown", "/lab/databases/orders/pitfall", url.Values{"pitfall": {"x"}}, 422, "pitfall", "unknown pitfall", ""},
+		{"pods crash loop", "/lab/databases/orders/pods", url.Values{"pods": {"crash-loop"}}, 200, "", "db.oplab.dev/pods=crash-loop", "pods orders crash-loop"},
+		{"pods default", "/lab/databases/orders/pods", url.Values{"pods": {""}}, 200, "", "Ready at once again", "pods orders "},
+		{"pods unknown", "/lab/databases/orders/pods", url.Values{"pods": {"slow"}}, 422, "pods", `unknown pods mode "slow"`, ""},
 		{"child statefulset", "/lab/databases/orders/children/statefulset/delete", nil, 200, "", "recreates", "delete-child orders statefulset"},
 		{"child not in list", "/lab/databases/orders/children/namespace/delete", nil, 422, "kind", `"namespace" is not a child`, ""},
 		{"scale by hand", "/lab/databases/orders/statefulset/scale", url.Values{"replicas": {"0"}}, 200, "", "by hand", "scale orders 0"},

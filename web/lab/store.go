@@ -24,6 +24,7 @@ type Store interface {
 	EditDatabase(ctx context.Context, ns, name string, in EditInput) error
 	DeleteDatabase(ctx context.Context, ns, name string) error
 	SetPitfall(ctx context.Context, ns, name, pitfall string) error
+	SetPods(ctx context.Context, ns, name, mode string) error
 	RemoveFinalizers(ctx context.Context, ns, name string) error
 	DeleteChild(ctx context.Context, ns, name string, kind ChildKind) error
 	ScaleStatefulSet(ctx context.Context, ns, name string, replicas int32) error
@@ -104,6 +105,17 @@ func (s KubeStore) SetPitfall(ctx context.Context, ns, name, pitfall string) err
 	patch := map[string]any{"metadata": map[string]any{"annotations": map[string]any{
 		controller.PitfallAnnotation: value, controller.PitfallHiddenAnnotation: nil,
 	}}}
+	return s.mergePatch(ctx, database(ns, name), patch)
+}
+
+// SetPods sets the Database's pods mode (controller.PodsAnnotation), or
+// removes it when mode is "".
+func (s KubeStore) SetPods(ctx context.Context, ns, name, mode string) error {
+	var value any
+	if mode != "" {
+		value = mode
+	}
+	patch := map[string]any{"metadata": map[string]any{"annotations": map[string]any{controller.PodsAnnotation: value}}}
 	return s.mergePatch(ctx, database(ns, name), patch)
 }
 

@@ -71,6 +71,7 @@ func build(db *v1alpha1.Database, rel Related, h *history, spec string) Database
 		Storage:            db.Spec.Storage.String(),
 		SpecYAML:           spec,
 		Pitfall:            pitfallShown(db),
+		Pods:               controller.PodsModeOf(db),
 		Generation:         db.Generation,
 		ObservedGeneration: db.Status.ObservedGeneration,
 		Stale:              db.Generation != db.Status.ObservedGeneration,
@@ -220,7 +221,28 @@ func serviceSummary(s corev1.Service) string {
 	return s.Spec.ClusterIP
 }
 
+// podSummary reads as kubectl get pods does: the phase, or the reason a
+// container waits (ImagePullBackOff, CrashLoopBackOff…) and its restarts,
+// which say why a replica is not ready.
 func podSummary(p corev1.Pod) string {
+	s := podReadiness(p)
+	if len(p.Status.ContainerStatuses) == 0 {
+		return s
+	}
+	c := p.Status.ContainerStatuses[0]
+	if w := c.State.Waiting; w != nil && w.Reason != "" {
+		s += ": " + w.Reason
+	}
+	switch {
+	case c.RestartCount == 1:
+		s += ", 1 restart"
+	case c.RestartCount > 1:
+		s += fmt.Sprintf(", %d restarts", c.RestartCount)
+	}
+	return s
+}
+
+func podReadiness(p corev1.Pod) string {
 	for _, c := range p.Status.Conditions {
 		if c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue {
 			return string(p.Status.Phase) + ", ready"

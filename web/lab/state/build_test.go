@@ -207,6 +207,20 @@ func TestBuild(t *testing.T) {
 				t.Errorf("spec yaml = %q, want %q", v.SpecYAML, want)
 			}
 		}},
+		{"pods mode", func(d *v1alpha1.Database) {
+			d.Annotations = map[string]string{"db.oplab.dev/pods": "crash-loop"}
+		}, func(t *testing.T, v Database) {
+			if v.Pods != "crash-loop" {
+				t.Errorf("pods = %q, want crash-loop", v.Pods)
+			}
+		}},
+		{"unknown pods mode is none", func(d *v1alpha1.Database) {
+			d.Annotations = map[string]string{"db.oplab.dev/pods": "slow"}
+		}, func(t *testing.T, v Database) {
+			if v.Pods != "" {
+				t.Errorf("pods = %q, want none", v.Pods)
+			}
+		}},
 		{"owned snapshot is in the tree, not unowned", nil, func(t *testing.T, v Database) {}},
 	}
 	for _, tt := range tests {
@@ -300,5 +314,29 @@ func TestSpecTextIsKeptPerGeneration(t *testing.T) {
 	other := &v1alpha1.Database{ObjectMeta: metav1.ObjectMeta{Name: "orders", UID: "b", Generation: 2}, Spec: v1alpha1.DatabaseSpec{Replicas: 5}}
 	if got := o.specText(key, other); !strings.Contains(got, "replicas: 5") {
 		t.Errorf("new object, same name and generation: spec text %q, want replicas: 5", got)
+	}
+}
+
+func TestPodSummary(t *testing.T) {
+	notReady := []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionFalse}}
+	waiting := func(reason string, restarts int32) []corev1.ContainerStatus {
+		return []corev1.ContainerStatus{{Name: "postgres", RestartCount: restarts,
+			State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: reason}}}}
+	}
+	tests := []struct {
+		name string
+		pod  corev1.PodStatus
+		want string
+	}{
+		{"new", corev1.PodStatus{}, "Pending"},
+		{"ready", corev1.PodStatus{Phase: corev1.PodRunning, Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}}, "Running, ready"},
+		{"image pull", corev1.PodStatus{Phase: corev1.PodPending, Conditions: notReady, ContainerStatuses: waiting("ImagePullBackOff", 0)}, "Pending, not ready: ImagePullBackOff"},
+		{"crash loop", corev1.PodStatus{Phase: corev1.PodRunning, Conditions: notReady, ContainerStatuses: waiting("CrashLoopBackOff", 3)}, "Running, not ready: CrashLoopBackOff, 3 restarts"},
+		{"running again", corev1.PodStatus{Phase: corev1.PodRunning, Conditions: notReady, ContainerStatuses: []corev1.ContainerStatus{{RestartCount: 1}}}, "Running, not ready, 1 restart"},
+	}
+	for _, tt := range tests {
+		if got := podSummary(corev1.Pod{Status: tt.pod}); got != tt.want {
+			t.Errorf("%s: podSummary = %q, want %q", tt.name, got, tt.want)
+		}
 	}
 }

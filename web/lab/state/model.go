@@ -25,6 +25,9 @@ type Database struct {
 	// "hidden" (controller.PitfallHidden), whether one is on or not, when
 	// the Database's pitfall is hidden from the learner.
 	Pitfall string `json:"pitfall,omitempty"`
+	// Pods is the Database's pods mode (controller.PodsAnnotation: a slow
+	// start, an image pull error, a crash loop), "" for Pods Ready at once.
+	Pods string `json:"pods,omitempty"`
 
 	// Generation is metadata.generation; ObservedGeneration is
 	// status.observedGeneration. Stale is true while they differ: the status
