@@ -319,6 +319,10 @@ func (c *Cluster) startAPIServer(assets string, opts Options) error {
 
 	c.env = &envtest.Environment{
 		BinaryAssetsDirectory: assets,
+		// envtest's 20 s per try is too short on a loaded 2-core machine
+		// (load 20: kube-apiserver missed it five times in a row, and every
+		// cluster test of a package failed); a try that works is as quick.
+		ControlPlaneStartTimeout: time.Minute,
 		ControlPlane: envtest.ControlPlane{
 			Etcd: etcd,
 			APIServer: &envtest.APIServer{
