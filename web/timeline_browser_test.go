@@ -96,7 +96,7 @@ func TestBrowserTimelineTeaches(t *testing.T) {
 	}
 	check("the fold's count is its rows, all hidden", `(() => { const f = `+fold+`; const rows = f.querySelectorAll("ol.folded > li.row");
 		return !f.querySelector("details").open && +f.querySelector(".fold-count").textContent.replace(/\D/g, "") === rows.length
-			&& [...rows].every(r => !r.checkVisibility() && r.querySelector(".step.status")?.textContent.startsWith("status unchanged: nothing in the status changed")); })()`)
+			&& [...rows].every(r => !r.checkVisibility() && r.querySelector(".step.status")?.textContent.startsWith("status unchanged: write skipped, nothing in the status changed")); })()`)
 	screenshot(t, ctx, "51-timeline-folded")
 
 	// Enter on the line opens it: the rows themselves, each a full reconcile.

@@ -258,7 +258,8 @@
       (s.type === "fetch" && s.found === "found") ||
       (s.type === "diff" && !(s.differences && s.differences.length)) ||
       (s.type === "action" && s.outcome === "Unchanged") ||
-      (s.type === "status" && s.skipped)));
+      // A write the status-thrash cap held back is not "nothing changed".
+      (s.type === "status" && s.skipped && !s.held)));
   }
 
   function resultPill(res) {
@@ -374,8 +375,8 @@
         return li("", h("b", {}, s.phase), s.message ? " — " + s.message : "");
       case "status":
         if (s.skipped && s.held) return li("muted", "write held back: at most one status write a second (oplab's cap on a loop that writes on every reconcile)");
-        if (s.skipped) return li("muted", "unchanged: nothing in the status changed, so no write", s.observedGeneration ? ` (observedGeneration ${s.observedGeneration})` : "");
-        if (s.fields) return li("", `written, observedGeneration ${s.observedGeneration || 0}: `, fieldsShown(s.fields).map(fieldText));
+        if (s.skipped) return li("muted", "unchanged: write skipped, nothing in the status changed", s.observedGeneration ? ` (observedGeneration ${s.observedGeneration})` : "");
+        if (s.fields) return li("", `written, observedGeneration ${s.observedGeneration || 0}: `, fieldsShown(s.fields).map((f) => fieldText(f, s)));
         // An export from before status steps named their fields.
         return li("", `written, observedGeneration ${s.observedGeneration || 0}: `,
           (s.conditions || []).map((c) => h("span", { class: "cond" + (c.transition ? " transition" : "") }, condText(c))));
@@ -407,7 +408,12 @@
     });
   }
   // fieldText is one changed field, old→new; a flipped condition stands out.
-  function fieldText(f) {
+  // A condition rewritten with only a new lastTransitionTime (the status
+  // thrash signature) reads as the condition, "rewritten".
+  function fieldText(f, s) {
+    const moved = /^conditions\[([^\]]+)\]\.lastTransitionTime$/.exec(f.field);
+    const c = moved && (s.conditions || []).find((x) => x.type === moved[1]);
+    if (c) return h("span", { class: "cond" }, condText(c));
     const flip = /^conditions\[[^\]]+\]$/.test(f.field);
     const v = (x) => (x === undefined || x === "" ? "∅" : x);
     return h("span", { class: "field" + (flip ? " transition" : "") }, `${f.field} ${v(f.from)}→${v(f.to)} `);
