@@ -66,6 +66,9 @@ func TestBrowserTimelineTeaches(t *testing.T) {
 	poll(t, ctx, "a reconcile woken by StatefulSet lesson, through Owns", rowsOfLesson+`.some(r =>
 		/^StatefulSet lesson changed · /.test(r.querySelector(".pill.trigger")?.textContent)
 		&& r.querySelector(".woke")?.textContent === "woken by an Owns watch: StatefulSet lesson is owned by lesson")`)
+	// Each watch event says which watch saw it.
+	poll(t, ctx, "events naming their watch", `[...document.querySelectorAll('#rows li.row[data-db="lesson"] li.ev')].some(e => /Database lesson create .* via For$/.test(e.textContent))
+		&& [...document.querySelectorAll('#rows li.row[data-db="lesson"] li.ev')].some(e => /StatefulSet lesson update .* via Owns$/.test(e.textContent))`)
 	// Every fetch names the resourceVersion it read; the last status write
 	// names Ready's flip and the ready replicas, old→new.
 	poll(t, ctx, "fetches naming their resourceVersion", `(() => { const f = [...document.querySelectorAll('#rows li.row[data-db="lesson"] .step.fetch')];

@@ -159,6 +159,8 @@
       timeEl(m.time), " ",
       h("span", { class: "kind" }, m.object.kind), ` ${m.object.name} `, h("b", {}, m.event),
       m.generation ? ` (generation ${m.generation})` : "",
+      // Which of the controller's watches saw it: For (the Database) or Owns (a child).
+      m.watch ? h("span", { class: "muted small" }, ` via ${m.watch}`) : "",
       m.ignored ? h("span", { class: "pill warn small" }, "ignored: " + (m.pitfall || "dropped")) : "");
   }
 
