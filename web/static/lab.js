@@ -247,7 +247,11 @@
     else if (s.watch === "Owns") text = `woken by an Owns watch: ${s.wokenBy ? s.wokenBy.kind + " " + s.wokenBy.name : "a child"} is owned by ${row.db}`;
     else if (s.trigger === "resync") text = "no watch event: the periodic resync";
     else if (s.trigger === "requeue") text = row.retry ? "no watch event: the retry after an error" : "no watch event: the last reconcile asked to run again";
-    else if (s.trigger === "event" && s.wokenBy) text = s.message || "";
+    else if (s.trigger === "event" && s.wokenBy) {
+      // An event oplab sent itself (a namespace resumed) says why on the event.
+      const ev = row.events.find((e) => !e.ignored && e.message);
+      text = "woken by oplab, not a watch" + (ev ? ": " + ev.message : "");
+    }
     return text ? h("span", { class: "muted small woke" }, text) : "";
   }
 
