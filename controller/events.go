@@ -43,7 +43,22 @@ type triggerBook struct {
 	pending      map[types.NamespacedName]int
 	lastEnd      map[types.NamespacedName]string // TriggerRequeue or TriggerResync
 	statusWrites map[types.NamespacedName]int
-	first        map[types.NamespacedName]string // the first pending event, in words
+	first        map[types.NamespacedName]wake // the first pending event
+}
+
+// wake is an event as the reconcile it queued reports it: its kind, its
+// object and the watch that saw it.
+type wake struct {
+	event, watch string
+	object       ObjectRef
+}
+
+// words is the event as FirstEvent says it: "update StatefulSet shop".
+func (w wake) words() string {
+	if w.event == "" {
+		return ""
+	}
+	return w.event + " " + w.object.Kind + " " + w.object.Name
 }
 
 func newTriggerBook() *triggerBook {
@@ -51,7 +66,7 @@ func newTriggerBook() *triggerBook {
 		pending:      map[types.NamespacedName]int{},
 		lastEnd:      map[types.NamespacedName]string{},
 		statusWrites: map[types.NamespacedName]int{},
-		first:        map[types.NamespacedName]string{},
+		first:        map[types.NamespacedName]wake{},
 	}
 }
 
@@ -63,9 +78,8 @@ func (b *triggerBook) statusWritten(key types.NamespacedName) int {
 	return b.statusWrites[key]
 }
 
-// eventArrived counts an enqueued event for key; what says what it was
-// ("update StatefulSet shop").
-func (b *triggerBook) eventArrived(key types.NamespacedName, what string) {
+// eventArrived counts an enqueued event for key; what says what it was.
+func (b *triggerBook) eventArrived(key types.NamespacedName, what wake) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.pending[key] == 0 {
@@ -76,8 +90,8 @@ func (b *triggerBook) eventArrived(key types.NamespacedName, what string) {
 
 // reconcileStarted takes the events counted for key and says what triggered
 // the reconcile now starting.
-// It also returns the first of those events, in words.
-func (b *triggerBook) reconcileStarted(key types.NamespacedName) (trigger string, events int, first string) {
+// It also returns the first of those events.
+func (b *triggerBook) reconcileStarted(key types.NamespacedName) (trigger string, events int, first wake) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	events, first = b.pending[key], b.first[key]
@@ -87,11 +101,11 @@ func (b *triggerBook) reconcileStarted(key types.NamespacedName) (trigger string
 		return TriggerEvent, events, first
 	}
 	if end, ok := b.lastEnd[key]; ok {
-		return end, 0, ""
+		return end, 0, wake{}
 	}
 	// No event and no previous reconcile: a requeue scheduled by a dropped
 	// event (drop-events pitfall) waiting for the resync.
-	return TriggerResync, 0, ""
+	return TriggerResync, 0, wake{}
 }
 
 // reconcileEnded records what the next reconcile of key will be, absent events.
@@ -146,12 +160,14 @@ func (t *eventTracer) admit(verb string, obj client.Object, message string) bool
 		// Not ours: For and Owns queue nothing for it either.
 		return true
 	}
-	kind := kindOf(obj)
+	w := wake{event: verb, watch: watchOf(obj, message),
+		object: ObjectRef{Kind: kindOf(obj), Namespace: obj.GetNamespace(), Name: obj.GetName()}}
 	s := Step{
 		Type:       StepEvent,
-		Object:     ObjectRef{Kind: kind, Namespace: obj.GetNamespace(), Name: obj.GetName()},
+		Object:     w.object,
 		Database:   key.Name,
 		Event:      verb,
+		Watch:      w.watch,
 		Generation: obj.GetGeneration(),
 		Message:    message,
 	}
@@ -161,7 +177,7 @@ func (t *eventTracer) admit(verb string, obj client.Object, message string) bool
 		// how many events it coalesced.
 		s.Held, s.Message = true, "held: namespace paused"
 		t.tr.emit(s)
-		t.book.eventArrived(key, verb+" "+kind+" "+obj.GetName())
+		t.book.eventArrived(key, w)
 		return false
 	}
 	// Only a watch event that is not held needs the pitfall (a cache read
@@ -174,8 +190,26 @@ func (t *eventTracer) admit(verb string, obj client.Object, message string) bool
 		}
 	}
 	t.tr.emit(s)
-	t.book.eventArrived(key, verb+" "+kind+" "+obj.GetName())
+	t.book.eventArrived(key, w)
 	return true
+}
+
+// watchOf names the watch an event came through: For for the Database's
+// own, Owns for a child's. An event oplab sends itself (message says why)
+// came through no watch.
+func watchOf(obj client.Object, message string) string {
+	switch {
+	case message != "":
+		return ""
+	case isDatabase(obj):
+		return WatchFor
+	}
+	return WatchOwns
+}
+
+func isDatabase(obj client.Object) bool {
+	_, ok := obj.(*dbv1.Database)
+	return ok
 }
 
 // pitfallOf reads the pitfall of the Database an event maps to: from the

@@ -87,19 +87,22 @@ func TestTriggerBook(t *testing.T) {
 	check := func(wantTrigger string, wantEvents int, wantFirst string) {
 		t.Helper()
 		trigger, n, first := b.reconcileStarted(key)
-		if trigger != wantTrigger || n != wantEvents || first != wantFirst {
-			t.Errorf("reconcileStarted = %s/%d/%q, want %s/%d/%q", trigger, n, first, wantTrigger, wantEvents, wantFirst)
+		if trigger != wantTrigger || n != wantEvents || first.words() != wantFirst {
+			t.Errorf("reconcileStarted = %s/%d/%q, want %s/%d/%q", trigger, n, first.words(), wantTrigger, wantEvents, wantFirst)
 		}
 	}
-	b.eventArrived(key, "update StatefulSet b")
-	b.eventArrived(key, "update Database b")
-	b.eventArrived(key, "create Service b")
+	ev := func(verb, kind, watch string) wake {
+		return wake{event: verb, watch: watch, object: ObjectRef{Kind: kind, Namespace: "a", Name: "b"}}
+	}
+	b.eventArrived(key, ev("update", "StatefulSet", WatchOwns))
+	b.eventArrived(key, ev("update", "Database", WatchFor))
+	b.eventArrived(key, ev("create", "Service", WatchOwns))
 	check(TriggerEvent, 3, "update StatefulSet b")
 	b.reconcileEnded(key, TriggerRequeue)
 	check(TriggerRequeue, 0, "")
 	b.reconcileEnded(key, TriggerResync)
 	check(TriggerResync, 0, "")
-	b.eventArrived(key, "delete Service b")
+	b.eventArrived(key, ev("delete", "Service", WatchOwns))
 	check(TriggerEvent, 1, "delete Service b")
 	b.forget(key)
 	if len(b.pending) != 0 || len(b.lastEnd) != 0 || len(b.first) != 0 {

@@ -72,6 +72,25 @@ type ConditionChange struct {
 	FromLastTransitionTime string `json:"fromLastTransitionTime,omitempty"`
 }
 
+// FieldChange is one status field a write changed: its path as a learner
+// reads it ("readyReplicas", "conditions[Ready]",
+// "conditions[Ready].reason") and its values before and after, "" when
+// absent.
+type FieldChange struct {
+	Field string `json:"field"`
+	From  string `json:"from,omitempty"`
+	To    string `json:"to,omitempty"`
+}
+
+// The watches an event can come through, as Step.Watch names them.
+const (
+	// WatchFor is the controller's For watch: the Database itself.
+	WatchFor = "For"
+	// WatchOwns is one of its Owns watches: a Secret, Service or
+	// StatefulSet whose controller reference names the Database.
+	WatchOwns = "Owns"
+)
+
 // Step is one thing the controller saw or did. Seq is zero when emitted; the
 // recorder that receives it stamps a monotonically increasing sequence number.
 // Fields other than Seq, Time, Type and Object are set per type and omitted
@@ -99,12 +118,23 @@ type Step struct {
 
 	// Reconcile start: trigger is "event" when watch events preceded it,
 	// otherwise "requeue" or "resync". FirstEvent names the first of those
-	// events: "update StatefulSet shop".
-	Trigger    string `json:"trigger,omitempty"`
-	FirstEvent string `json:"firstEvent,omitempty"`
+	// events: "update StatefulSet shop". WokenBy is that event's object and
+	// Event its kind (create, update, delete, generic), as the event
+	// handler saw them.
+	Trigger    string     `json:"trigger,omitempty"`
+	FirstEvent string     `json:"firstEvent,omitempty"`
+	WokenBy    *ObjectRef `json:"wokenBy,omitempty"`
+	// Watch (an event, and a reconcile.start a watch event woke) is the
+	// watch that saw the event: WatchFor for the Database's own watch,
+	// WatchOwns for an owned child's. Empty for an event oplab sends itself
+	// (a namespace resumed), which says why in its message.
+	Watch string `json:"watch,omitempty"`
 
 	// Fetch: "found", "not-found" or "error"; Generation is set when found.
 	Found string `json:"found,omitempty"`
+	// ResourceVersion: on a fetch, the Database's resourceVersion as read;
+	// on a write refused with a conflict, the one the write was based on.
+	ResourceVersion string `json:"resourceVersion,omitempty"`
 
 	// Diff: what is missing or different, in words ("replicas 1 → 3").
 	Differences []string `json:"differences,omitempty"`
@@ -113,6 +143,10 @@ type Step struct {
 	Action  string     `json:"action,omitempty"`
 	Target  *ObjectRef `json:"target,omitempty"`
 	Outcome Outcome    `json:"outcome,omitempty"`
+	// Conflict (an action or a status write): the API server refused the
+	// write with 409 Conflict, because the object changed since it was read
+	// (optimistic locking). Message explains it; nothing was written.
+	Conflict bool `json:"conflict,omitempty"`
 
 	// Finalizer phase: "added", "draining", "snapshot", "removed", "skipped".
 	Phase string `json:"phase,omitempty"`
@@ -121,7 +155,9 @@ type Step struct {
 	// Generation is the Database's generation; StatusWrites counts the
 	// status writes this controller has made for the Database so far, this
 	// one included, so a rewrite of an unchanged spec is plain to see.
+	// Fields lists every status field the write changed, old and new.
 	Conditions         []ConditionChange `json:"conditions,omitempty"`
+	Fields             []FieldChange     `json:"fields,omitempty"`
 	Skipped            bool              `json:"skipped,omitempty"`
 	ObservedGeneration int64             `json:"observedGeneration,omitempty"`
 	StatusWrites       int               `json:"statusWrites,omitempty"`

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
+	"strings"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -70,8 +72,12 @@ func (t *tracedReconciler) Reconcile(ctx context.Context, req reconcile.Request)
 		retry = t.backoff.NumRequeues(req)
 	}
 	inner := t.reconcilerFor(req, rt)
-	rt.step(Step{Type: StepReconcileStart, Trigger: trigger, Retry: retry, FirstEvent: first,
-		Message: triggerMessage(trigger, n, retry)})
+	start := Step{Type: StepReconcileStart, Trigger: trigger, Retry: retry, FirstEvent: first.words(),
+		Message: triggerMessage(trigger, n, retry)}
+	if first.event != "" {
+		start.WokenBy, start.Event, start.Watch = &first.object, first.event, first.watch
+	}
+	rt.step(start)
 
 	res, err := inner.Reconcile(withTrace(ctx, rt), req)
 
@@ -193,8 +199,8 @@ func (t *traceFuncs) get(ctx context.Context, c client.WithWatch, key client.Obj
 	default:
 		rt.found, rt.observed, rt.pitfall = "found", db.Status.ObservedGeneration, PitfallShown(db)
 		rt.db = db.DeepCopy()
-		rt.step(Step{Type: StepFetch, Found: rt.found, Generation: db.Generation,
-			Message: fmt.Sprintf("generation %d, observed %d", db.Generation, db.Status.ObservedGeneration)})
+		rt.step(Step{Type: StepFetch, Found: rt.found, Generation: db.Generation, ResourceVersion: db.ResourceVersion,
+			Message: fmt.Sprintf("generation %d, observed %d, resourceVersion %s", db.Generation, db.Status.ObservedGeneration, db.ResourceVersion)})
 	}
 	return err
 }
@@ -396,18 +402,102 @@ func (t *traceFuncs) status(ctx context.Context, sub string, obj client.Object, 
 	}
 	var old dbv1.Database
 	_ = t.before.Get(ctx, client.ObjectKeyFromObject(db), &old)
+	// The write may fail and leave obj as the caller set it; what it was
+	// based on is taken before.
+	based := db.ResourceVersion
 	began := time.Now()
 	err := write()
 	changes := conditionChanges(old.Status.Conditions, db.Status.Conditions)
+	fields := statusFields(old.Status, db.Status)
 	if err != nil {
-		rt.step(Step{Type: StepStatus, Conditions: changes, Error: errText(err), Duration: time.Since(began)})
+		s := Step{Type: StepStatus, Conditions: changes, Fields: fields, Error: errText(err), Duration: time.Since(began)}
+		if apierrors.IsConflict(err) {
+			s.Conflict, s.ResourceVersion, s.Message = true, based, conflictMessage("Database", based)
+		}
+		rt.step(s)
 		return err
 	}
 	rt.statusWritten = true
-	rt.step(Step{Type: StepStatus, Conditions: changes, Generation: db.Generation,
+	rt.step(Step{Type: StepStatus, Conditions: changes, Fields: fields, Generation: db.Generation,
 		ObservedGeneration: db.Status.ObservedGeneration, StatusWrites: t.book.statusWritten(client.ObjectKeyFromObject(db)),
-		Duration: time.Since(began), Message: fmt.Sprintf("status written (%d condition change(s))", len(changes))})
+		Duration: time.Since(began), Message: statusMessage(fields)})
 	return nil
+}
+
+// statusMessage says what a status write changed, field by field.
+func statusMessage(fields []FieldChange) string {
+	if len(fields) == 0 {
+		return "status written; no field changed"
+	}
+	parts := make([]string, len(fields))
+	for i, f := range fields {
+		parts[i] = f.Field + " " + orNone(f.From) + "→" + orNone(f.To)
+	}
+	return "status written: " + strings.Join(parts, ", ")
+}
+
+func orNone(v string) string {
+	if v == "" {
+		return "∅"
+	}
+	return v
+}
+
+// conflictMessage explains a 409 Conflict to a learner: optimistic locking
+// refused a write based on an old read, and only a fresh read can fix it.
+func conflictMessage(kind, resourceVersion string) string {
+	based := ""
+	if resourceVersion != "" {
+		based = " (resourceVersion " + resourceVersion + ")"
+	}
+	return "409 Conflict: the " + kind + " changed since this reconcile read it" + based +
+		". The API server takes a write only if it is based on the current version (optimistic locking), so nothing was written. " +
+		"The next reconcile, queued by the change's own watch event or by the retry of this error, reads the object again and decides afresh."
+}
+
+// statusFields lists every field of the status that differs between prev
+// and next, the conditions one by one: a flipped status as
+// "conditions[Ready] False→True", any other part of a condition that moved
+// as "conditions[Ready].reason", ".message", ".observedGeneration" or
+// ".lastTransitionTime".
+func statusFields(prev, next dbv1.DatabaseStatus) []FieldChange {
+	var out []FieldChange
+	add := func(field, from, to string) {
+		if from != to {
+			out = append(out, FieldChange{Field: field, From: from, To: to})
+		}
+	}
+	num := func(n int64) string { return strconv.FormatInt(n, 10) }
+	add("observedGeneration", num(prev.ObservedGeneration), num(next.ObservedGeneration))
+	add("readyReplicas", num(int64(prev.ReadyReplicas)), num(int64(next.ReadyReplicas)))
+	add("endpoint", prev.Endpoint, next.Endpoint)
+	add("secretName", prev.SecretName, next.SecretName)
+	snap := func(s *dbv1.SnapshotReference) string {
+		if s == nil {
+			return ""
+		}
+		return s.Name
+	}
+	add("lastSnapshot", snap(prev.LastSnapshot), snap(next.LastSnapshot))
+	for _, c := range next.Conditions {
+		at := "conditions[" + c.Type + "]"
+		o := meta.FindStatusCondition(prev.Conditions, c.Type)
+		if o == nil {
+			add(at, "", string(c.Status))
+			continue
+		}
+		add(at, string(o.Status), string(c.Status))
+		add(at+".reason", o.Reason, c.Reason)
+		add(at+".message", o.Message, c.Message)
+		add(at+".observedGeneration", num(o.ObservedGeneration), num(c.ObservedGeneration))
+		add(at+".lastTransitionTime", rfc3339(o.LastTransitionTime), rfc3339(c.LastTransitionTime))
+	}
+	for _, c := range prev.Conditions {
+		if meta.FindStatusCondition(next.Conditions, c.Type) == nil {
+			add("conditions["+c.Type+"]", string(c.Status), "")
+		}
+	}
+	return out
 }
 
 // action reports one change attempted on the cluster and its outcome.
@@ -424,6 +514,11 @@ func (t *traceFuncs) action(ctx context.Context, c client.Client, verb string, o
 		Outcome: outcome, Message: msg, Duration: time.Since(began)}
 	if err != nil && outcome == OutcomeError {
 		s.Error = errText(err)
+	}
+	if apierrors.IsConflict(err) {
+		// A failed write leaves obj as the caller sent it: its
+		// resourceVersion is the one the write was based on.
+		s.Conflict, s.ResourceVersion, s.Message = true, obj.GetResourceVersion(), conflictMessage(kind, obj.GetResourceVersion())
 	}
 	rt.step(s)
 }

@@ -152,7 +152,7 @@ func TestBrowserTimelinePauseStepSlowMotion(t *testing.T) {
 	poll(t, ctx, "calm Ready", `document.querySelector("#db-calm .db-head .pill.ok")?.textContent === "Ready True"`)
 
 	// The first reconcile's header names its trigger.
-	poll(t, ctx, "the trigger named", `[...document.querySelectorAll('#rows li[data-db="calm"] .pill.trigger')].some(p => /^Database (first )?created · \d+ events? → 1 reconcile$/.test(p.textContent))`)
+	poll(t, ctx, "the trigger named", `[...document.querySelectorAll('#rows li[data-db="calm"] .pill.trigger')].some(p => /^Database calm created · \d+ events? → 1 reconcile$/.test(p.textContent))`)
 
 	// Slow motion: steps are held while playing, and shown in time.
 	if err := chromedp.Do(ctx, chromedp.Evaluate[chromedp.Void](`(() => { const s = document.getElementById("play-speed"); s.value = "0.25"; s.dispatchEvent(new Event("change")); })()`)); err != nil {
@@ -167,7 +167,7 @@ func TestBrowserTimelinePauseStepSlowMotion(t *testing.T) {
 
 	// Resyncs (every 10 s here) that change nothing fold into one line, and
 	// the countdown names the next one.
-	poll(t, ctx, "no-op reconciles folded", `[...document.querySelectorAll('#rows li.noop[data-db="calm"] .pill')].some(p => /^\d+ reconciles · in sync$/.test(p.textContent))`)
+	poll(t, ctx, "no-op reconciles folded", `[...document.querySelectorAll('#rows li.noop[data-db="calm"] .pill')].some(p => /^in sync ×\d+$/.test(p.textContent))`)
 	poll(t, ctx, "the resync countdown", `/^calm: next resync in \d+s$/.test(document.getElementById("resync").textContent)`)
 	text, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS("#rows")))
 	if err != nil {

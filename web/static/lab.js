@@ -96,7 +96,7 @@
       case "diff": return `diff: ${(m.differences || []).join(", ") || "in sync"}`;
       case "action": return m.outcome === "Unchanged" ? `${targetName(m)}: in sync` : `${m.action} ${targetName(m)}: ${m.outcome}`;
       case "finalizer": return `finalizer: ${m.phase}`;
-      case "status": return m.skipped ? "status unchanged: write skipped" : `status written, observedGeneration ${m.observedGeneration || 0}`;
+      case "status": return m.conflict ? "status write refused: 409 Conflict" : m.skipped ? "status unchanged: write skipped" : `status written, observedGeneration ${m.observedGeneration || 0}`;
       case "result": return m.message || m.result;
     }
     return "";
@@ -159,6 +159,8 @@
       timeEl(m.time), " ",
       h("span", { class: "kind" }, m.object.kind), ` ${m.object.name} `, h("b", {}, m.event),
       m.generation ? ` (generation ${m.generation})` : "",
+      // Which of the controller's watches saw it: For (the Database) or Owns (a child).
+      m.watch ? h("span", { class: "muted small" }, ` via ${m.watch}`) : "",
       m.ignored ? h("span", { class: "pill warn small" }, "ignored: " + (m.pitfall || "dropped")) : "");
   }
 
@@ -205,6 +207,7 @@
       db, start: m, steps: [], events: p ? p.events : [], retry: 0,
       el: h("li", { class: "row", "data-db": db, "data-reconcile": m.reconcileID }),
     };
+    row.el._row = row;
     if (m.trigger === "requeue") row.retry = failures.get(db) || 0;
     rows.set(m.reconcileID, row);
     if (rows.size > MAX_ROWS * 2) rows.delete(rows.keys().next().value);
@@ -213,14 +216,19 @@
   }
 
   const pastTense = { create: "created", update: "changed", delete: "deleted", generic: "poked" };
-  // triggerLabel names what made the reconcile run: the first object whose
-  // watch event queued it, the periodic resync, or the retry after an error.
+  // triggerLabel names what made the reconcile run: the object whose watch
+  // event queued it (as the controller's event handler saw it, or, in an
+  // older export, the first event this page saw), the periodic resync, or
+  // the retry after an error.
   function triggerLabel(row) {
     const used = row.events.filter((e) => !e.ignored);
+    const count = used.length > 1 ? `${used.length} events` : "1 event";
+    const w = row.start.wokenBy;
+    if (w) return `${w.kind} ${w.name} ${pastTense[row.start.event] || row.start.event} · ${count} → 1 reconcile`;
     if (used.length) {
       const e = used[0];
       const what = `${e.object.kind} ${used.length > 1 ? "first " : ""}${pastTense[e.event] || e.event}`;
-      return `${what} · ${used.length > 1 ? used.length + " events" : "1 event"} → 1 reconcile`;
+      return `${what} · ${count} → 1 reconcile`;
     }
     switch (row.start.trigger) {
       case "event": return "event → 1 reconcile"; // its events came before we connected
@@ -230,16 +238,34 @@
     return row.start.trigger || "requeued";
   }
 
+  // wokeNote says, beside the trigger, which watch woke the reconcile
+  // (For: the Database's own; Owns: a child's) or that no watch did.
+  function wokeNote(row) {
+    const s = row.start;
+    let text = "";
+    if (s.watch === "For") text = "woken by the For watch: the Database's own event";
+    else if (s.watch === "Owns") text = `woken by an Owns watch: ${s.wokenBy ? s.wokenBy.kind + " " + s.wokenBy.name : "a child"} is owned by ${row.db}`;
+    else if (s.trigger === "resync") text = "no watch event: the periodic resync";
+    else if (s.trigger === "requeue") text = row.retry ? "no watch event: the retry after an error" : "no watch event: the last reconcile asked to run again";
+    else if (s.trigger === "event" && s.wokenBy) {
+      // An event oplab sent itself (a namespace resumed) says why on the event.
+      const ev = row.events.find((e) => !e.ignored && e.message);
+      text = "woken by oplab, not a watch" + (ev ? ": " + ev.message : "");
+    }
+    return text ? h("span", { class: "muted small woke" }, text) : "";
+  }
+
   // isNoop: the reconcile found everything as it should be and changed
   // nothing. Consecutive ones fold into one line.
   function isNoop(row) {
     const r = row.result;
-    if (!r || r.result !== "done" || r.error) return false;
+    if (!r || (r.result !== "done" && r.result !== "requeue") || r.error) return false;
     return row.steps.every((s) => !s.error && (
       (s.type === "fetch" && s.found === "found") ||
       (s.type === "diff" && !(s.differences && s.differences.length)) ||
       (s.type === "action" && s.outcome === "Unchanged") ||
-      (s.type === "status" && s.skipped)));
+      // A write the status-thrash cap held back is not "nothing changed".
+      (s.type === "status" && s.skipped && !s.held)));
   }
 
   function resultPill(res) {
@@ -261,7 +287,6 @@
   }
 
   function drawRow(row) {
-    if (row.group && row.group.members.length > 1) return drawGroup(row.group);
     const res = row.result;
     const hasError = row.steps.some((s) => s.error || s.outcome === "Error") || (res && res.result === "error");
     row.el.classList.toggle("error", !!hasError);
@@ -276,33 +301,45 @@
         " ", resultPill(res),
         res && res.durationNs ? h("span", { class: "muted small" }, " " + dur(res.durationNs)) : "",
         // The challenges name a reconcile by these eight characters.
-        row.start.reconcileID ? h("span", { class: "muted small rid", title: "reconcile ID" }, " #" + row.start.reconcileID.slice(0, 8)) : ""),
+        row.start.reconcileID ? h("span", { class: "muted small rid", title: "reconcile ID" }, " #" + row.start.reconcileID.slice(0, 8)) : "",
+        wokeNote(row)),
       row.events.length ? h("details", { class: "coalesced" },
         h("summary", {}, eventsSummary(row.events)),
         h("ul", { class: "events" }, row.events.map(eventLine))) : "",
       h("ol", { class: "steps" }, row.steps.map(stepLine)),
       res && (res.message || res.error) ? h("p", { class: res.error ? "error small" : "muted small" }, res.error || res.message) : "");
+    if (row.group) drawGroup(row.group);
   }
 
-  // fold puts a finished no-op reconcile together with the no-op row just
-  // below it (the one before it on the timeline) when both are of the
-  // same Database: "3 reconciles · in sync".
+  // fold puts a finished no-op reconcile (nothing created, changed or
+  // deleted; status unchanged) together with the no-op rows of the same
+  // Database just below it (the ones before it on the timeline) as one
+  // line, "in sync ×3". The line is a disclosure: a click or Enter on it
+  // shows the reconciles themselves, each drawn as it was.
   function fold(row) {
     if (!isNoop(row)) return;
     row.el.classList.add("noop");
     const below = row.el.nextElementSibling;
-    const group = below && below.classList.contains("noop") && below.dataset.db === row.db ? below._group : null;
-    if (!group) {
-      row.group = { members: [row], el: row.el };
-      row.el._group = row.group;
-      return;
+    if (!below || below.dataset.db !== row.db || !below.classList.contains("noop")) return;
+    let g = below._group;
+    if (!g) {
+      const prev = below._row;
+      if (!prev) return;
+      const summary = h("summary", { class: "row-head" });
+      const list = h("ol", { class: "rows folded" });
+      g = { members: [], summary, list, el: h("li", { class: "row noop fold", "data-db": row.db }, h("details", { class: "fold" }, summary, list)) };
+      g.el._group = g;
+      below.replaceWith(g.el);
+      applyFilter(g.el);
+      join(g, prev);
     }
-    group.members.push(row);
-    row.group = group;
-    row.el.remove();
-    row.el = group.el;
-    rowsEl.prepend(group.el); // the group is as new as its newest member
-    drawGroup(group);
+    join(g, row);
+    drawGroup(g);
+  }
+  function join(g, row) {
+    g.members.push(row);
+    row.group = g;
+    g.list.prepend(row.el); // newest first, as on the timeline
   }
 
   function drawGroup(g) {
@@ -313,27 +350,23 @@
       counts.set(t, (counts.get(t) || 0) + 1);
     }
     const why = [...counts].map(([t, n]) => (n > 1 ? `${t} ×${n}` : t)).join(", ");
-    g.el.classList.remove("error");
-    g.el.replaceChildren(
-      h("div", { class: "row-head" },
-        timeEl(last.start.time), " ",
-        h("b", { class: "db-name" }, last.db), " ",
-        h("span", { class: "pill ok" }, `${g.members.length} reconciles · in sync`), " ",
-        h("span", { class: "muted small" }, why), " ",
-        resultPill(last.result)),
-      h("details", { class: "coalesced" },
-        h("summary", {}, "each of them: fetched, compared, nothing to change, status write skipped"),
-        h("ul", { class: "events" }, g.members.slice().reverse().map((r) => h("li", {},
-          timeEl(r.start.time), ` ${triggerLabel(r)}`, r.result && r.result.durationNs ? ` · ${dur(r.result.durationNs)}` : "")))));
+    g.summary.replaceChildren(
+      timeEl(last.start.time), " ",
+      h("b", { class: "db-name" }, last.db), " ",
+      h("span", { class: "pill ok fold-count" }, `in sync ×${g.members.length}`), " ",
+      h("span", { class: "muted small" }, `${why}: each read the Database, found nothing to change and skipped the status write`), " ",
+      resultPill(last.result));
     g.el.dataset.reconcile = last.start.reconcileID;
   }
 
   function stepLine(s) {
     const li = (cls, ...kids) => h("li", { class: "step " + s.type + " " + (cls || "") }, h("span", { class: "st" }, s.type), " ", ...kids,
-      s.error ? h("span", { class: "error" }, " " + s.error) : "");
+      s.error && !s.conflict ? h("span", { class: "error" }, " " + s.error) : "");
+    if (s.conflict) return conflictLine(s, li);
     switch (s.type) {
       case "fetch":
-        return li("", `Database ${s.found}`, s.generation ? ` (generation ${s.generation})` : "");
+        return li("", `Database ${s.found}`, s.generation ? ` (generation ${s.generation})` : "",
+          s.resourceVersion ? h("span", { class: "rv", title: "the version of the object this reconcile works from" }, ` · read at resourceVersion ${s.resourceVersion}`) : "");
       case "diff": {
         const what = s.target ? `${targetName(s)}: ` : "";
         if (s.differences && s.differences.length) return li("", what, s.differences.join("; "));
@@ -348,12 +381,48 @@
         return li("", h("b", {}, s.phase), s.message ? " — " + s.message : "");
       case "status":
         if (s.skipped && s.held) return li("muted", "write held back: at most one status write a second (oplab's cap on a loop that writes on every reconcile)");
-        if (s.skipped) return li("muted", "unchanged: write skipped", s.observedGeneration ? ` (observedGeneration ${s.observedGeneration})` : "");
+        if (s.skipped) return li("muted", "unchanged: write skipped, nothing in the status changed", s.observedGeneration ? ` (observedGeneration ${s.observedGeneration})` : "");
+        if (s.fields) return li("", `written, observedGeneration ${s.observedGeneration || 0}: `, fieldsShown(s.fields).map((f) => fieldText(f, s)));
+        // An export from before status steps named their fields.
         return li("", `written, observedGeneration ${s.observedGeneration || 0}: `,
           (s.conditions || []).map((c) => h("span", { class: "cond" + (c.transition ? " transition" : "") }, condText(c))));
       default:
         return li("", s.message || "");
     }
+  }
+
+  // conflictLine is a write the API server refused with 409 Conflict: the
+  // object changed since the reconcile read it. The step says so and why
+  // (its message); the API server's own words are its title.
+  function conflictLine(s, li) {
+    const what = s.type === "status" ? "write" : `${s.action} ${targetName(s)}`;
+    return li("conflict", `${what} → `, h("span", { class: "pill small bad", title: s.error || "" }, "409 Conflict"),
+      s.resourceVersion ? ` (based on resourceVersion ${s.resourceVersion})` : "",
+      h("span", { class: "why" }, s.message || "the object changed since it was read"));
+  }
+
+  // fieldsShown drops what another field says already: a condition's
+  // lastTransitionTime moves when its status flips, and its
+  // observedGeneration follows the status's.
+  function fieldsShown(fields) {
+    const has = (f, from, to) => fields.some((x) => x.field === f && (from === undefined || (x.from === from && x.to === to)));
+    return fields.filter((f) => {
+      const m = /^(conditions\[[^\]]+\])\.(lastTransitionTime|observedGeneration)$/.exec(f.field);
+      if (!m) return true;
+      if (m[2] === "lastTransitionTime") return !has(m[1]);
+      return !has("observedGeneration", f.from, f.to);
+    });
+  }
+  // fieldText is one changed field, old→new; a flipped condition stands out.
+  // A condition rewritten with only a new lastTransitionTime (the status
+  // thrash signature) reads as the condition, "rewritten".
+  function fieldText(f, s) {
+    const moved = /^conditions\[([^\]]+)\]\.lastTransitionTime$/.exec(f.field);
+    const c = moved && (s.conditions || []).find((x) => x.type === moved[1]);
+    if (c) return h("span", { class: "cond" }, condText(c));
+    const flip = /^conditions\[[^\]]+\]$/.test(f.field);
+    const v = (x) => (x === undefined || x === "" ? "∅" : x);
+    return h("span", { class: "field" + (flip ? " transition" : "") }, `${f.field} ${v(f.from)}→${v(f.to)} `);
   }
 
   // condText says what a status write did to one condition: flipped
