@@ -83,10 +83,43 @@ func (h *Handler) deleteDatabase(ctx context.Context, ns string, r *http.Request
 	if err != nil {
 		return outcome{err: err}
 	}
+	// What the delete will meet, from the object as it is: a finalizer
+	// holds it, or (the no-finalizer pitfall) nothing does.
+	finalizers, known := h.finalizersOf(ctx, ns, name)
 	if err := h.opts.Store.DeleteDatabase(ctx, ns, name); err != nil {
 		return outcome{err: err}
 	}
-	return outcome{message: fmt.Sprintf("Asked to delete %s. Its finalizer holds it until the controller has cleaned up.", name)}
+	return outcome{message: deleteMessage(name, finalizers, known)}
+}
+
+// finalizersOf reads name's finalizers from the lab's view of ns.
+func (h *Handler) finalizersOf(ctx context.Context, ns, name string) ([]string, bool) {
+	if h.opts.States == nil {
+		return nil, false
+	}
+	dbs, err := h.opts.States.Databases(ctx, ns)
+	if err != nil {
+		return nil, false
+	}
+	for _, d := range dbs {
+		if d.Name == name {
+			return d.Finalizers, true
+		}
+	}
+	return nil, false
+}
+
+// deleteMessage says what a delete of name sets off, from its finalizers.
+func deleteMessage(name string, finalizers []string, known bool) string {
+	switch {
+	case !known:
+		return fmt.Sprintf("Asked to delete %s. Watch the timeline: a finalizer, if it has one, holds it until the controller has cleaned up.", name)
+	case len(finalizers) == 0:
+		return fmt.Sprintf("Asked to delete %s. It has no finalizer, so nothing holds it: the API server removes it at once, the garbage collector takes its children, and no final snapshot is taken.", name)
+	case len(finalizers) == 1:
+		return fmt.Sprintf("Asked to delete %s. Its finalizer %s holds it until the controller has cleaned up.", name, finalizers[0])
+	}
+	return fmt.Sprintf("Asked to delete %s. Its finalizers %s hold it until each is removed.", name, strings.Join(finalizers, ", "))
 }
 
 func (h *Handler) setPitfall(ctx context.Context, ns string, r *http.Request) outcome {

@@ -109,14 +109,20 @@ type Event struct {
 	Last    time.Time `json:"last"`
 }
 
-// Ready reports the Ready condition's status, "" when there is none.
-func (d Database) Ready() string {
+// Condition is d's condition of type t, if it has one.
+func (d Database) Condition(t string) (Condition, bool) {
 	for _, c := range d.Conditions {
-		if c.Type == "Ready" {
-			return c.Status
+		if c.Type == t {
+			return c, true
 		}
 	}
-	return ""
+	return Condition{}, false
+}
+
+// Ready reports the Ready condition's status, "" when there is none.
+func (d Database) Ready() string {
+	c, _ := d.Condition("Ready")
+	return c.Status
 }
 
 // Snapshot is the view model of a final snapshot ConfigMap whose Database is

@@ -1,0 +1,59 @@
+package lab
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/oplab-dev/oplab/web/lab/state"
+)
+
+// The card's header says Degraded when reconciles fail, even while Ready
+// (the Pods) stays True; and a delete's stale generation says why it moved.
+func TestCardSaysDegradedAndWhyADeleteIsStale(t *testing.T) {
+	now := time.Now()
+	looping := state.Database{Namespace: "lab-x", Name: "loop", Engine: "postgres", Replicas: 1, Generation: 1, ObservedGeneration: 1,
+		Conditions: []state.Condition{{Type: "Ready", Status: "True", Reason: "Available"}, {Type: "Degraded", Status: "True", Reason: "ReconcileError"}}}
+	deleting := state.Database{Namespace: "lab-x", Name: "gone", Engine: "postgres", Replicas: 1, Generation: 2, ObservedGeneration: 1, Stale: true,
+		Terminating: true, DeletionTimestamp: &now, Conditions: []state.Condition{{Type: "Ready", Status: "True"}, {Type: "Degraded", Status: "False"}}}
+	scaled := state.Database{Namespace: "lab-x", Name: "scaled", Engine: "postgres", Replicas: 2, Generation: 2, ObservedGeneration: 1, Stale: true}
+	page := newHarness(t, looping, deleting, scaled).get("/lab").Body.String()
+	card := func(name string) string {
+		_, c, ok := strings.Cut(page, `id="db-`+name+`"`)
+		if !ok {
+			t.Fatalf("no card of %s", name)
+		}
+		c, _, _ = strings.Cut(c, "</article>")
+		return c
+	}
+	head := func(name string) string { h, _, _ := strings.Cut(card(name), "</header>"); return h }
+	if h := head("loop"); !strings.Contains(h, "Degraded: ReconcileError") || !strings.Contains(h, "Ready True") {
+		t.Errorf("an error loop's header:\n%s\nwant Ready True and Degraded: ReconcileError beside it", h)
+	}
+	if h := head("gone"); strings.Contains(h, "Degraded") {
+		t.Errorf("Degraded False shown in the header:\n%s", h)
+	}
+	if c := card("gone"); !strings.Contains(c, "the delete set deletionTimestamp") {
+		t.Errorf("a deleting Database's stale generation is not explained:\n%s", c)
+	}
+	if c := card("scaled"); !strings.Contains(c, "stale: the status describes generation 1") || strings.Contains(c, "deletionTimestamp") {
+		t.Errorf("a spec change's stale pill:\n%s", c)
+	}
+}
+
+// The delete's message comes from the object's own finalizers: the
+// no-finalizer pitfall's Database is not said to be held by one.
+func TestDeleteMessageNamesTheFinalizersThere(t *testing.T) {
+	held := state.Database{Namespace: "lab-x", Name: "held", Engine: "postgres", Replicas: 1, Finalizers: []string{"db.oplab.dev/final-snapshot"}}
+	bare := state.Database{Namespace: "lab-x", Name: "bare", Engine: "postgres", Replicas: 1}
+	h := newHarness(t, held, bare)
+	for name, want := range map[string]string{
+		"held": "Its finalizer db.oplab.dev/final-snapshot holds it",
+		"bare": "It has no finalizer, so nothing holds it",
+	} {
+		w := h.post("/lab/databases/"+name+"/delete", nil, true)
+		if w.Code != 200 || !strings.Contains(w.Body.String(), want) {
+			t.Errorf("delete %s = %d %s, want %q", name, w.Code, w.Body, want)
+		}
+	}
+}
