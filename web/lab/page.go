@@ -16,7 +16,7 @@ import (
 func (h *Handler) page(w http.ResponseWriter, r *http.Request) {
 	sess, err := h.opts.Sessions.Begin(w, r)
 	if errors.Is(err, session.ErrJoin) {
-		session.WriteJoinForm(w, r, err)
+		session.WriteJoinForm(w, r, h.opts.Logger, err)
 		return
 	}
 	if err != nil {
