@@ -377,7 +377,6 @@ func (h *Handler) status(w http.ResponseWriter, r *http.Request) {
 			st.Done++
 		}
 	}
-	w.Header().Set("Cache-Control", "no-store")
 	httpx.JSON(w, http.StatusOK, st)
 }
 
