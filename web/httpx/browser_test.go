@@ -18,11 +18,7 @@ import (
 // this package need none.
 var browser = &browsertest.Browser{}
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	browser.Stop()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { os.Exit(browser.Run(m)) }
 
 // The error page is a page of the app, styled and with its navigation, so
 // a learner whose page failed can go on; the screenshot is for a person to

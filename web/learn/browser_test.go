@@ -23,11 +23,7 @@ import (
 // by the first of them.
 var browser = &browsertest.Browser{}
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	browser.Stop()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { os.Exit(browser.Run(m)) }
 
 func newTab(t *testing.T) context.Context { return browser.Tab(t) }
 

@@ -14,11 +14,7 @@ import (
 // browser is the Chromium these tests share, started by the first of them.
 var browser = &browsertest.Browser{}
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	browser.Stop()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { os.Exit(browser.Run(m)) }
 
 // basePage serves a page that loads base.js as the layout does, and
 // nothing else, so the helpers are tested alone.

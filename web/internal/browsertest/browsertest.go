@@ -8,7 +8,7 @@
 //
 //	var browser = &browsertest.Browser{Width: 1280, Height: 800}
 //
-//	func TestMain(m *testing.M) { code := m.Run(); browser.Stop(); os.Exit(code) }
+//	func TestMain(m *testing.M) { os.Exit(browser.Run(m)) }
 //
 // and a test opens a tab with browser.Tab(t). Without Chromium a browser
 // test is skipped, except in CI (CI set), where it fails.
@@ -134,6 +134,13 @@ func (b *Browser) Stop() {
 	if stop != nil {
 		stop()
 	}
+}
+
+// Run runs the tests, then Stops the browser, and returns their exit code:
+// all a TestMain with nothing else to set up needs.
+func (b *Browser) Run(m *testing.M) int {
+	defer b.Stop()
+	return m.Run()
 }
 
 // Do runs actions in the tab, failing the test on an error.

@@ -16,11 +16,7 @@ import (
 
 var browser = &Browser{Width: 640, Height: 480}
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	browser.Stop()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { os.Exit(browser.Run(m)) }
 
 // page serves one page whose script sets its title to "ready" a moment
 // after it loads, so Eventually has to wait for it.
