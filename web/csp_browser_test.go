@@ -72,30 +72,12 @@ func replayOnly(t *testing.T) *httptest.Server {
 	return srv
 }
 
-// ownBrowser starts a Chromium for a test that needs no cluster.
-func ownBrowser(t *testing.T) context.Context {
-	t.Helper()
-	if _, err := os.Stat("/usr/bin/chromium"); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("CI=%s and no chromium: %v", os.Getenv("CI"), err)
-		}
-		t.Skipf("skipping: needs /usr/bin/chromium (make browser): %v", err)
-	}
-	ctx, stop, err := startBrowser()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(stop)
-	return ctx
-}
-
 // The two payloads of issue 19's finding (d): a key that encoding/json
 // reads in any case ("Kind" beside "kind", "Type" beside "type") made the
 // server skip drawing a state's card itself while the page put the file's
 // own state.html in the page. The upload must be refused, naming the key,
 // and nothing of the file may run.
 func TestBrowserReplayPayloadsRunNoScript(t *testing.T) {
-	browser := ownBrowser(t)
 	srv := replayOnly(t)
 	marker, hits := markerServer(t)
 	state := fmt.Sprintf(`{"namespace":"lab-a","name":"a","uid":"u","engine":"postgres","version":"16","replicas":1,"storage":"1Gi","specYAML":"","generation":1,"observedGeneration":1,"stale":false,"readyReplicas":1,"html":%q}`, payload(marker))
@@ -109,8 +91,7 @@ func TestBrowserReplayPayloadsRunNoScript(t *testing.T) {
 			if err := os.WriteFile(file, []byte(body), 0o644); err != nil {
 				t.Fatal(err)
 			}
-			tab, cancel := chromedp.NewContext(browser, chromedp.WithNewBrowserContext())
-			defer cancel()
+			tab := browser.Tab(t)
 			watchViolations(t, tab)
 			if err := chromedp.Do(tab, chromedp.Navigate(srv.URL+"/lab/replay"),
 				chromedp.SetUploadFiles(chromedp.CSS(`input[type="file"]`), []string{file}),
@@ -147,15 +128,13 @@ func TestBrowserReplayPayloadsRunNoScript(t *testing.T) {
 // object ever reach a page: no inline script, no event handler attribute,
 // no javascript: URL runs, and nothing is fetched from another origin.
 func TestBrowserPolicyBlocksInlineScript(t *testing.T) {
-	browser := ownBrowser(t)
 	marker, hits := markerServer(t)
 	srv := httptest.NewServer(securityHeaders(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
 		fmt.Fprintf(w, `<!doctype html><title>page</title><div id="in"></div>%s<script src="/nothing.js"></script>`, payload(marker))
 	})))
 	t.Cleanup(srv.Close)
-	tab, cancel := chromedp.NewContext(browser, chromedp.WithNewBrowserContext())
-	defer cancel()
+	tab := browser.Tab(t)
 	watchViolations(t, tab)
 	if err := chromedp.Do(tab, chromedp.Navigate(srv.URL+"/"),
 		// What lab.js does with a state's HTML.

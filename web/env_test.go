@@ -23,6 +23,7 @@ import (
 	"github.com/oplab-dev/oplab/cluster"
 	"github.com/oplab-dev/oplab/controller"
 	"github.com/oplab-dev/oplab/web/demo"
+	"github.com/oplab-dev/oplab/web/internal/browsertest"
 	"github.com/oplab-dev/oplab/web/stream"
 )
 
@@ -40,16 +41,19 @@ const deadline = 3 * time.Minute
 // cluster, one controller, one recorder, one server and one browser, started
 // on first use and stopped by TestMain.
 type testEnv struct {
-	cluster     *cluster.Cluster
-	runner      *controller.Runner
-	recorder    *stream.Recorder
-	server      *Server
-	http        *httptest.Server
-	client      client.Client
-	browser     context.Context
-	cancel      context.CancelFunc
-	stopBrowser context.CancelFunc
+	cluster  *cluster.Cluster
+	runner   *controller.Runner
+	recorder *stream.Recorder
+	server   *Server
+	http     *httptest.Server
+	client   client.Client
+	cancel   context.CancelFunc
 }
+
+// browser is the one Chromium the package's browser tests share, started by
+// the first tab, so the tests that need only the cluster start none. A tab's
+// timeout catches a hang; the longest browser test here takes minutes.
+var browser = &browsertest.Browser{Width: 1400, Height: 1000, TabTimeout: 15 * time.Minute}
 
 var (
 	shared     *testEnv
@@ -60,6 +64,7 @@ var (
 func TestMain(m *testing.M) {
 	ctrllog.SetLogger(logr.Discard())
 	code := m.Run()
+	browser.Stop()
 	if shared != nil {
 		shared.stop()
 	}
@@ -129,10 +134,7 @@ func startEnv() (_ *testEnv, err error) {
 	}
 	go func() { _ = e.server.Run(ctx) }()
 	e.http = httptest.NewServer(e.server.Handler()) // 127.0.0.1 only
-	if e.client, err = client.New(e.cluster.Config(), client.Options{Scheme: mustScheme()}); err != nil {
-		return e, err
-	}
-	e.browser, e.stopBrowser, err = startBrowser()
+	e.client, err = client.New(e.cluster.Config(), client.Options{Scheme: mustScheme()})
 	return e, err
 }
 
@@ -145,9 +147,6 @@ func mustScheme() *runtime.Scheme {
 }
 
 func (e *testEnv) stop() {
-	if e.stopBrowser != nil {
-		e.stopBrowser()
-	}
 	if e.http != nil {
 		e.http.Close()
 	}
@@ -162,44 +161,9 @@ func (e *testEnv) stop() {
 	}
 }
 
-// startBrowser starts the one headless Chromium the package's tests share.
-func startBrowser() (context.Context, context.CancelFunc, error) {
-	dir, err := os.MkdirTemp("", "oplab-chromium-")
-	if err != nil {
-		return nil, nil, err
-	}
-	alloc, cancelAlloc := chromedp.NewExecAllocator(context.Background(),
-		chromedp.ExecPath("/usr/bin/chromium"),
-		chromedp.Flag("headless", true),
-		chromedp.Flag("no-sandbox", true),
-		chromedp.Flag("disable-gpu", true),
-		chromedp.Flag("disable-background-networking", true),
-		chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("disable-sync", true),
-		chromedp.Flag("no-first-run", true),
-		chromedp.UserDataDir(dir),
-		chromedp.WindowSize(1400, 1000),
-	)
-	ctx, cancelCtx := chromedp.NewContext(alloc)
-	stop := func() { cancelCtx(); cancelAlloc(); _ = os.RemoveAll(dir) }
-	if err := chromedp.Do(ctx); err != nil { // starts the browser
-		stop()
-		return nil, nil, fmt.Errorf("start chromium: %w", err)
-	}
-	return ctx, stop, nil
-}
-
 // tab opens a tab in a fresh browser context: its own cookies, hence its own
 // lab session and namespace.
-func (e *testEnv) tab(t *testing.T) context.Context {
-	t.Helper()
-	ctx, cancel := chromedp.NewContext(e.browser, chromedp.WithNewBrowserContext())
-	t.Cleanup(cancel)
-	if err := chromedp.Do(ctx); err != nil {
-		t.Fatalf("open a tab: %v", err)
-	}
-	return ctx
-}
+func (e *testEnv) tab(t *testing.T) context.Context { return browser.Tab(t) }
 
 // learner is an HTTP client with its own cookie jar: one lab session.
 func (e *testEnv) learner(t *testing.T) (*http.Client, string) {

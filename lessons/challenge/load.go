@@ -207,10 +207,10 @@ func loadFile(md goldmark.Markdown, files fs.FS, name string, resolver Resolver,
 
 // challenge validates the front matter and builds the Challenge. base is
 // the file's name without ".md", which the id must equal.
-func (fm frontMatter) challenge(base string, lessons Resolver, questions []quiz.Question) (*Challenge, error) {
+func (fm frontMatter) challenge(base string, course Resolver, questions []quiz.Question) (*Challenge, error) {
 	var errs []error
 	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
-	if !validID(fm.ID) {
+	if !lessons.ValidSlug(fm.ID) {
 		bad("id %q must be lowercase letters, digits and dashes", fm.ID)
 	} else if fm.ID != base {
 		bad("id %q must equal the file name %q", fm.ID, base)
@@ -218,13 +218,13 @@ func (fm frontMatter) challenge(base string, lessons Resolver, questions []quiz.
 	if strings.TrimSpace(fm.Title) == "" {
 		bad("title is empty")
 	}
-	main, err := lessonRef("lesson", fm.Lesson, lessons)
+	main, err := lessonRef("lesson", fm.Lesson, course)
 	if err != nil {
 		errs = append(errs, err)
 	}
 	var also []LessonRef
 	for i, ref := range fm.Also {
-		r, err := lessonRef(fmt.Sprintf("also[%d]", i), ref, lessons)
+		r, err := lessonRef(fmt.Sprintf("also[%d]", i), ref, course)
 		switch {
 		case err != nil:
 			errs = append(errs, err)
@@ -247,7 +247,7 @@ func (fm frontMatter) challenge(base string, lessons Resolver, questions []quiz.
 	for i, t := range fm.Tasks {
 		where := fmt.Sprintf("tasks[%d] (%s)", i, t.ID)
 		switch {
-		case !validID(t.ID):
+		case !lessons.ValidSlug(t.ID):
 			bad("tasks[%d]: id %q must be lowercase letters, digits and dashes", i, t.ID)
 		case seen[t.ID]:
 			bad("%s: id %q is used by an earlier task", where, t.ID)
@@ -345,20 +345,6 @@ func dependencyOrder(tasks []Task) ([]Task, error) {
 func allPlaced(ids []string, placed map[string]bool) bool {
 	for _, id := range ids {
 		if !placed[id] {
-			return false
-		}
-	}
-	return true
-}
-
-// validID is the course's slug rule: lower-case letters, digits and inner
-// hyphens.
-func validID(s string) bool {
-	if s == "" || s[0] == '-' || s[len(s)-1] == '-' {
-		return false
-	}
-	for _, r := range s {
-		if (r < 'a' || r > 'z') && (r < '0' || r > '9') && r != '-' {
 			return false
 		}
 	}

@@ -135,6 +135,8 @@ func TestLoadRefusesBadFiles(t *testing.T) {
 		{"empty title", "title: A good challenge", "title: ''", []string{"bad.md", "title is empty"}},
 		{"unknown field", "prepare: test/prepare", "prepar: test/prepare", []string{"bad.md", "front matter", "prepar"}},
 		{"cycle", "    check: test/a\n", "    check: test/a\n    after: [second]\n", []string{"bad.md", "after forms a cycle among second, first"}},
+		{"task id in capitals", "id: second", "id: Second", []string{"bad.md", `tasks[0]: id "Second" must be lowercase letters, digits and dashes`}},
+		{"task id ending in a dash", "id: second", "id: second-", []string{"bad.md", `tasks[0]: id "second-" must be lowercase letters, digits and dashes`}},
 		{"duplicate task", "id: second", "id: first", []string{"bad.md", `id "first" is used by an earlier task`}},
 		{"no front matter", "---\nid: good", "id: good", []string{"bad.md", "front matter missing"}},
 	}

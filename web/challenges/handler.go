@@ -14,7 +14,6 @@ package challenges
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -25,13 +24,13 @@ import (
 	"sync"
 	"time"
 
-	"github.com/a-h/templ"
 	"github.com/go-logr/logr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/oplab-dev/oplab/controller"
 	"github.com/oplab-dev/oplab/lessons"
 	"github.com/oplab-dev/oplab/lessons/challenge"
+	"github.com/oplab-dev/oplab/web/httpx"
 	"github.com/oplab-dev/oplab/web/session"
 	"github.com/oplab-dev/oplab/web/stream"
 )
@@ -139,13 +138,13 @@ func (h *Handler) Register(mux *http.ServeMux) {
 }
 
 func (h *Handler) list(w http.ResponseWriter, r *http.Request) {
-	render(w, r, h.opts.Logger, http.StatusOK, listPage(h.listView()))
+	httpx.Render(w, r, h.opts.Logger, http.StatusOK, listPage(h.listView()))
 }
 
 func (h *Handler) page(w http.ResponseWriter, r *http.Request) {
 	c, ok := h.opts.Set.Get(r.PathValue("id"))
 	if !ok {
-		render(w, r, h.opts.Logger, http.StatusNotFound, notFoundPage(r.PathValue("id"), h.listView()))
+		httpx.Render(w, r, h.opts.Logger, http.StatusNotFound, notFoundPage(r.PathValue("id"), h.listView()))
 		return
 	}
 	sess, err := h.opts.Sessions.Begin(w, r)
@@ -161,12 +160,12 @@ func (h *Handler) page(w http.ResponseWriter, r *http.Request) {
 	}
 	// Without JavaScript the page shows the tasks as they stand when it is
 	// loaded; the script keeps them current.
-	states, err := h.evaluate(r.Context(), c, sess.Namespace, since, splitIDs(q.Get("done")))
+	states, err := h.evaluate(r.Context(), c, sess.Namespace, since, httpx.SplitIDs(q.Get("done"), len(c.Tasks)))
 	if err != nil {
 		h.opts.Logger.Info("Could not evaluate every check", "challenge", c.ID, "namespace", sess.Namespace, "err", err.Error())
 	}
 	v.apply(states)
-	render(w, r, h.opts.Logger, http.StatusOK, challengePage(v))
+	httpx.Render(w, r, h.opts.Logger, http.StatusOK, challengePage(v))
 }
 
 // PhaseStarted is the phase of the controller-type step a Start puts on
@@ -232,8 +231,8 @@ func (h *Handler) start(w http.ResponseWriter, r *http.Request) {
 // answerStart answers the script with JSON, and a plain form post with a
 // redirect to the page (which then judges the trace since the start).
 func (h *Handler) answerStart(w http.ResponseWriter, r *http.Request, c *challenge.Challenge, code int, res startResult) {
-	if strings.Contains(r.Header.Get("Accept"), "application/json") {
-		writeJSON(w, code, res)
+	if httpx.WantsJSON(r) {
+		httpx.JSON(w, code, res)
 		return
 	}
 	h.opts.Sessions.SetFlash(r, session.Flash{Error: res.Error != "", Message: res.Message + res.Error})
@@ -260,12 +259,12 @@ type answerResult struct {
 func (h *Handler) answer(w http.ResponseWriter, r *http.Request) {
 	c, ok := h.opts.Set.Get(r.PathValue("id"))
 	if !ok {
-		writeJSON(w, http.StatusNotFound, answerResult{Error: fmt.Sprintf("no challenge %q", r.PathValue("id"))})
+		httpx.JSON(w, http.StatusNotFound, answerResult{Error: fmt.Sprintf("no challenge %q", r.PathValue("id"))})
 		return
 	}
 	ns, err := h.opts.Sessions.NamespaceOf(r)
 	if err != nil {
-		writeJSON(w, http.StatusForbidden, answerResult{Error: "no lab session: open the challenge page first"})
+		httpx.JSON(w, http.StatusForbidden, answerResult{Error: "no lab session: open the challenge page first"})
 		return
 	}
 	r.Body = http.MaxBytesReader(w, r.Body, 4<<10)
@@ -282,7 +281,7 @@ func (h *Handler) answer(w http.ResponseWriter, r *http.Request) {
 	// The tasks a question comes after must be done first, as the page
 	// shows it: judged the way the status is, from the done list and the
 	// checks.
-	states, err := h.evaluate(r.Context(), c, ns, since, splitIDs(r.PostForm.Get("done")))
+	states, err := h.evaluate(r.Context(), c, ns, since, httpx.SplitIDs(r.PostForm.Get("done"), len(c.Tasks)))
 	if err != nil {
 		h.opts.Logger.Info("Could not evaluate every check", "challenge", c.ID, "namespace", ns, "err", err.Error())
 	}
@@ -315,11 +314,11 @@ func (h *Handler) answer(w http.ResponseWriter, r *http.Request) {
 // redirect to the page: a right answer joins the done list in its address,
 // a wrong one (or an error) is shown under the task.
 func (h *Handler) answered(w http.ResponseWriter, r *http.Request, c *challenge.Challenge, code int, res answerResult) {
-	if strings.Contains(r.Header.Get("Accept"), "application/json") {
-		writeJSON(w, code, res)
+	if httpx.WantsJSON(r) {
+		httpx.JSON(w, code, res)
 		return
 	}
-	done := splitIDs(r.PostForm.Get("done"))
+	done := httpx.SplitIDs(r.PostForm.Get("done"), len(c.Tasks))
 	if res.Correct && !slices.Contains(done, res.Task) {
 		done = append(done, res.Task)
 	} else if !res.Correct {
@@ -354,21 +353,21 @@ type Status struct {
 func (h *Handler) status(w http.ResponseWriter, r *http.Request) {
 	c, ok := h.opts.Set.Get(r.PathValue("id"))
 	if !ok {
-		writeJSON(w, http.StatusNotFound, Status{Error: fmt.Sprintf("no challenge %q", r.PathValue("id"))})
+		httpx.JSON(w, http.StatusNotFound, Status{Error: fmt.Sprintf("no challenge %q", r.PathValue("id"))})
 		return
 	}
 	ns, err := h.opts.Sessions.NamespaceOf(r)
 	if err != nil {
-		writeJSON(w, http.StatusForbidden, Status{Error: "no lab session: reload the page"})
+		httpx.JSON(w, http.StatusForbidden, Status{Error: "no lab session: reload the page"})
 		return
 	}
 	q := r.URL.Query()
 	since, err := parseSince(q.Get("since"))
 	if err != nil {
-		writeJSON(w, http.StatusBadRequest, Status{Error: err.Error()})
+		httpx.JSON(w, http.StatusBadRequest, Status{Error: err.Error()})
 		return
 	}
-	states, err := h.evaluate(r.Context(), c, ns, since, splitIDs(q.Get("done")))
+	states, err := h.evaluate(r.Context(), c, ns, since, httpx.SplitIDs(q.Get("done"), len(c.Tasks)))
 	st := Status{Tasks: states, Of: len(states), Paused: h.opts.Controller.NamespacePaused(ns)}
 	if err != nil {
 		st.Error = "Some checks could not look: " + err.Error()
@@ -378,8 +377,7 @@ func (h *Handler) status(w http.ResponseWriter, r *http.Request) {
 			st.Done++
 		}
 	}
-	w.Header().Set("Cache-Control", "no-store")
-	writeJSON(w, http.StatusOK, st)
+	httpx.JSON(w, http.StatusOK, st)
 }
 
 func (h *Handler) evaluate(ctx context.Context, c *challenge.Challenge, ns string, since time.Time, done []string) ([]challenge.TaskState, error) {
@@ -405,35 +403,6 @@ func parseSince(s string) (time.Time, error) {
 		return time.Time{}, fmt.Errorf("since %q must be Unix milliseconds", s)
 	}
 	return time.UnixMilli(ms), nil
-}
-
-// splitIDs reads "a,b,c", keeping at most 64 ids: a task list is short.
-func splitIDs(s string) []string {
-	var out []string
-	for _, id := range strings.Split(s, ",") {
-		if id = strings.TrimSpace(id); id != "" && len(out) < 64 {
-			out = append(out, id)
-		}
-	}
-	return out
-}
-
-func writeJSON(w http.ResponseWriter, code int, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(code)
-	_ = json.NewEncoder(w).Encode(v)
-}
-
-func render(w http.ResponseWriter, r *http.Request, log logr.Logger, code int, c templ.Component) {
-	var b strings.Builder
-	if err := c.Render(r.Context(), &b); err != nil {
-		log.Error(err, "Failed to render page", "path", r.URL.Path)
-		http.Error(w, "internal error while rendering the page", http.StatusInternalServerError)
-		return
-	}
-	w.Header().Set("Content-Type", "text/html; charset=utf-8")
-	w.WriteHeader(code)
-	_, _ = w.Write([]byte(b.String()))
 }
 
 // LoadContent loads the embedded course and the challenges against it. A

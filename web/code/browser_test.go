@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -20,15 +21,14 @@ import (
 	"github.com/oplab-dev/oplab/controller"
 	"github.com/oplab-dev/oplab/controller/sandbox"
 	"github.com/oplab-dev/oplab/controller/sandbox/starters"
+	"github.com/oplab-dev/oplab/web/internal/browsertest"
 	"github.com/oplab-dev/oplab/web/static"
 )
 
-const chromiumPath = "/usr/bin/chromium"
-
-var (
-	browser    context.Context
-	browserErr error
-)
+// browser is the Chromium this package's browser tests share, started by
+// the first of them. A tab may wait minutes: a Run compiles the learner's
+// code in a child process, slow on a loaded machine.
+var browser = &browsertest.Browser{Width: 1280, Height: 800, TabTimeout: 8 * time.Minute}
 
 // The test binary is also the sandbox child, as oplab is.
 func TestMain(m *testing.M) {
@@ -41,53 +41,11 @@ func TestMain(m *testing.M) {
 
 func runMain(m *testing.M) int {
 	defer stopCluster()
-	if _, err := os.Stat(chromiumPath); err != nil {
-		browserErr = fmt.Errorf("chromium not installed at %s: %w", chromiumPath, err)
-		return m.Run()
-	}
-	profile, err := os.MkdirTemp("", "oplab-code-chromium-")
-	if err != nil {
-		browserErr = err
-		return m.Run()
-	}
-	defer os.RemoveAll(profile)
-	alloc, cancelAlloc := chromedp.NewExecAllocator(context.Background(),
-		chromedp.ExecPath(chromiumPath),
-		chromedp.Flag("headless", true),
-		chromedp.NoSandbox,
-		chromedp.DisableGPU,
-		chromedp.Flag("disable-background-networking", true),
-		chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("disable-sync", true),
-		chromedp.NoFirstRun,
-		chromedp.UserDataDir(profile),
-		chromedp.WindowSize(1280, 800),
-	)
-	defer cancelAlloc()
-	ctx, cancel := chromedp.NewContext(alloc)
-	defer cancel()
-	if err := chromedp.Do(ctx); err != nil {
-		browserErr = fmt.Errorf("start chromium: %w", err)
-		return m.Run()
-	}
-	browser = ctx
+	defer browser.Stop()
 	return m.Run()
 }
 
-func newTab(t *testing.T) context.Context {
-	t.Helper()
-	if browser == nil {
-		if os.Getenv("CI") != "" {
-			t.Fatal(browserErr)
-		}
-		t.Skip(browserErr)
-	}
-	ctx, cancel := chromedp.NewContext(browser, chromedp.WithNewBrowserContext())
-	t.Cleanup(cancel)
-	ctx, cancelT := context.WithTimeout(ctx, 8*time.Minute)
-	t.Cleanup(cancelT)
-	return ctx
-}
+func newTab(t *testing.T) context.Context { return browser.Tab(t) }
 
 // oneNamespace is a session store with one learner.
 type oneNamespace string
@@ -140,44 +98,14 @@ func newServer(t *testing.T, ns string, runner Runner) *httptest.Server {
 	return srv
 }
 
-func do(t *testing.T, ctx context.Context, steps ...chromedp.Action[chromedp.Void]) {
-	t.Helper()
-	if err := chromedp.Do(ctx, steps...); err != nil {
-		t.Fatal(err)
-	}
-}
+var (
+	do         = browsertest.Do
+	eventually = browsertest.Eventually
+	text       = browsertest.Text
+)
 
 func eval[T any](t *testing.T, ctx context.Context, js string) T {
-	t.Helper()
-	v, err := chromedp.Run(ctx, chromedp.Evaluate[T](js))
-	if err != nil {
-		t.Fatalf("evaluate %s: %v", js, err)
-	}
-	return v
-}
-
-// eventually polls js until it returns want; the deadline catches a hang,
-// it times nothing.
-func eventually(t *testing.T, ctx context.Context, js, want string) {
-	t.Helper()
-	deadline := time.Now().Add(3 * time.Minute)
-	var got string
-	for time.Now().Before(deadline) {
-		v, err := chromedp.Run(ctx, chromedp.Evaluate[string](js))
-		if err == nil && v == want {
-			return
-		}
-		got = v
-		if err != nil {
-			got = "error: " + err.Error()
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	t.Fatalf("%s = %q, want %q", js, got, want)
-}
-
-func text(sel string) string {
-	return fmt.Sprintf(`(document.querySelector(%q) || {textContent: "<missing>"}).textContent.trim()`, sel)
+	return browsertest.Eval[T](t, ctx, js)
 }
 
 // setSource replaces the editor's text as a paste would.
@@ -187,19 +115,10 @@ func setSource(t *testing.T, ctx context.Context, src string) {
 		s.dispatchEvent(new Event("input")); return true })()`, src))
 }
 
+// shoot saves the page as a learner sees it, for a person to look at.
 func shoot(t *testing.T, ctx context.Context, name string) {
 	t.Helper()
-	dir := os.Getenv("OPLAB_SCREENSHOTS")
-	if dir == "" {
-		return
-	}
-	png, err := chromedp.Run(ctx, chromedp.CaptureScreenshot())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(dir+"/"+name, png, 0o644); err != nil {
-		t.Error(err)
-	}
+	browsertest.Screenshot(t, ctx, filepath.Join(browsertest.ArtifactsDir(t, "code"), name))
 }
 
 // TestCompileErrorMarksItsLine: a compile error comes back to the editor

@@ -7,14 +7,12 @@ package code
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"sync"
 	"time"
 
-	"github.com/a-h/templ"
 	"github.com/go-logr/logr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -23,6 +21,7 @@ import (
 	"github.com/oplab-dev/oplab/controller"
 	"github.com/oplab-dev/oplab/controller/sandbox"
 	"github.com/oplab-dev/oplab/controller/sandbox/starters"
+	"github.com/oplab-dev/oplab/web/httpx"
 )
 
 // Runner is what the page needs of controller.Runner: handing a namespace
@@ -119,14 +118,7 @@ func (h *Handler) page(w http.ResponseWriter, r *http.Request) {
 	if v.Source == "" {
 		v.Source = starters.Source("skeleton")
 	}
-	w.Header().Set("Content-Type", "text/html; charset=utf-8")
-	render(w, r, Page(v))
-}
-
-func render(w http.ResponseWriter, r *http.Request, c templ.Component) {
-	if err := c.Render(r.Context(), w); err != nil {
-		_, _ = fmt.Fprintf(w, "<p class=error>render failed: %s</p>", templ.EscapeString(err.Error()))
-	}
+	httpx.Render(w, r, h.opts.Logger, http.StatusOK, Page(v))
 }
 
 func (h *Handler) starter(w http.ResponseWriter, r *http.Request) {
@@ -157,7 +149,7 @@ func (h *Handler) status(w http.ResponseWriter, r *http.Request) {
 	l.mu.Lock()
 	v := statusView{Running: h.opts.Runner.HandedOver(ns), Runs: l.runs, Error: l.last}
 	l.mu.Unlock()
-	writeJSON(w, http.StatusOK, v)
+	httpx.JSON(w, http.StatusOK, v)
 }
 
 // maxSource bounds a posted source (the sandbox refuses more than 256 KiB).
@@ -223,7 +215,7 @@ func (h *Handler) run(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), 10*time.Second)
 	defer cancel()
 	if serr := sb.Compile(ctx, src); serr != nil {
-		writeJSON(w, http.StatusOK, runView{Running: h.opts.Runner.HandedOver(ns), Error: serr})
+		httpx.JSON(w, http.StatusOK, runView{Running: h.opts.Runner.HandedOver(ns), Error: serr})
 		return
 	}
 	l.mu.Lock()
@@ -231,7 +223,7 @@ func (h *Handler) run(w http.ResponseWriter, r *http.Request) {
 	l.mu.Unlock()
 	h.opts.Runner.HandOver(ns, recording{sb: sb, l: l})
 	h.opts.Logger.Info("Learner code runs", "namespace", ns)
-	writeJSON(w, http.StatusOK, runView{Running: true})
+	httpx.JSON(w, http.StatusOK, runView{Running: true})
 }
 
 func (h *Handler) back(w http.ResponseWriter, r *http.Request) {
@@ -250,7 +242,7 @@ func (h *Handler) back(w http.ResponseWriter, r *http.Request) {
 		// A reconcile still running finishes first: Close waits for it.
 		go sb.Close()
 	}
-	writeJSON(w, http.StatusOK, runView{Running: false})
+	httpx.JSON(w, http.StatusOK, runView{Running: false})
 }
 
 // running counts the sandboxes with a live child: a learner who left stops
@@ -287,12 +279,4 @@ func (rc recording) Reconcile(ctx context.Context, c client.Client, req reconcil
 	rc.l.last, rc.l.lastRun = se, time.Now()
 	rc.l.mu.Unlock()
 	return res, err
-}
-
-func writeJSON(w http.ResponseWriter, code int, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(code)
-	if err := json.NewEncoder(w).Encode(v); err != nil && !errors.Is(err, http.ErrHandlerTimeout) {
-		return
-	}
 }

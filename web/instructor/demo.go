@@ -91,7 +91,7 @@ func (h *Handler) demoPanel(w http.ResponseWriter, r *http.Request) {
 	if !h.allowed(w, r) {
 		return
 	}
-	render(w, r, http.StatusOK, DemoPanel(h.demoView(r, "")))
+	h.render(w, r, http.StatusOK, DemoPanel(h.demoView(r, "")))
 }
 
 // demoControl is Play, Pause, Step and Stop. A refusal renders the page
@@ -121,7 +121,7 @@ func (h *Handler) demoControl(w http.ResponseWriter, r *http.Request) {
 			code = http.StatusUnprocessableEntity
 		}
 		h.opts.Logger.Info("Refused a demo control", "action", r.PathValue("action"), "reason", err.Error())
-		render(w, r, code, PageView(Page{ControllerRunning: h.opts.Controller.Running(), Demo: h.demoView(r, err.Error())}))
+		h.render(w, r, code, PageView(Page{ControllerRunning: h.opts.Controller.Running(), Demo: h.demoView(r, err.Error())}))
 		return
 	}
 	http.Redirect(w, r, "/instructor#demo", http.StatusSeeOther)

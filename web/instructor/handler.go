@@ -21,6 +21,8 @@ import (
 
 	"github.com/a-h/templ"
 	"github.com/go-logr/logr"
+
+	"github.com/oplab-dev/oplab/web/httpx"
 )
 
 // CookieName is the cookie that proves the instructor token was given.
@@ -165,13 +167,13 @@ func (h *Handler) setCookie(w http.ResponseWriter, r *http.Request) {
 func (h *Handler) page(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Referrer-Policy", "no-referrer")
 	if h.opts.Token == "" {
-		render(w, r, http.StatusForbidden, LoginView(Login{Error: "This oplab was started without an instructor token."}))
+		h.render(w, r, http.StatusForbidden, LoginView(Login{Error: "This oplab was started without an instructor token."}))
 		return
 	}
 	given := r.URL.Query().Get("token")
 	switch a, wait := h.check(r, given); a {
 	case noToken:
-		render(w, r, http.StatusUnauthorized, LoginView(Login{}))
+		h.render(w, r, http.StatusUnauthorized, LoginView(Login{}))
 		return
 	case throttled:
 		tooMany(w, wait)
@@ -180,7 +182,7 @@ func (h *Handler) page(w http.ResponseWriter, r *http.Request) {
 		if given == "" {
 			h.clearCookie(w)
 		}
-		render(w, r, http.StatusForbidden, LoginView(Login{Error: "That is not the instructor token oplab printed at start."}))
+		h.render(w, r, http.StatusForbidden, LoginView(Login{Error: "That is not the instructor token oplab printed at start."}))
 		return
 	}
 	if given != "" {
@@ -188,7 +190,7 @@ func (h *Handler) page(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, "/instructor", http.StatusSeeOther)
 		return
 	}
-	render(w, r, http.StatusOK, PageView(Page{
+	h.render(w, r, http.StatusOK, PageView(Page{
 		ControllerRunning: h.opts.Controller.Running(), Message: r.URL.Query().Get("done"),
 		Present: h.presentView(), Demo: h.demoView(r, ""), Roster: h.rosterView(r.Context()),
 	}))
@@ -200,7 +202,7 @@ func (h *Handler) login(w http.ResponseWriter, r *http.Request) {
 	r.Body = http.MaxBytesReader(w, r.Body, 4<<10)
 	given := r.PostFormValue("token")
 	if h.opts.Token == "" || given == "" {
-		render(w, r, http.StatusForbidden, LoginView(Login{Error: "That is not the instructor token oplab printed at start."}))
+		h.render(w, r, http.StatusForbidden, LoginView(Login{Error: "That is not the instructor token oplab printed at start."}))
 		return
 	}
 	switch a, wait := h.check(r, given); a {
@@ -209,7 +211,7 @@ func (h *Handler) login(w http.ResponseWriter, r *http.Request) {
 		return
 	case instructor:
 	default:
-		render(w, r, http.StatusForbidden, LoginView(Login{Error: "That is not the instructor token oplab printed at start."}))
+		h.render(w, r, http.StatusForbidden, LoginView(Login{Error: "That is not the instructor token oplab printed at start."}))
 		return
 	}
 	h.setCookie(w, r)
@@ -301,11 +303,9 @@ func (h *Handler) act(action string) (string, error) {
 	return "", fmt.Errorf("action: %q is not a controller action: want start or stop", action)
 }
 
-func render(w http.ResponseWriter, r *http.Request, code int, c templ.Component) {
-	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+// render writes an instructor page. No cache may keep one: it carries the
+// roster and the controls that only the token opens.
+func (h *Handler) render(w http.ResponseWriter, r *http.Request, code int, c templ.Component) {
 	w.Header().Set("Cache-Control", "no-store")
-	w.WriteHeader(code)
-	if err := c.Render(r.Context(), w); err != nil {
-		_, _ = fmt.Fprintf(w, "<p class=error>render failed: %s</p>", templ.EscapeString(err.Error()))
-	}
+	httpx.Render(w, r, h.opts.Logger, code, c)
 }

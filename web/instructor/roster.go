@@ -2,7 +2,6 @@ package instructor
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"slices"
@@ -18,6 +17,7 @@ import (
 	"github.com/oplab-dev/oplab/lessons"
 	"github.com/oplab-dev/oplab/quiz"
 	"github.com/oplab-dev/oplab/web/challenges"
+	"github.com/oplab-dev/oplab/web/httpx"
 	"github.com/oplab-dev/oplab/web/lab"
 	"github.com/oplab-dev/oplab/web/lab/state"
 	"github.com/oplab-dev/oplab/web/session"
@@ -232,7 +232,7 @@ func ago(d time.Duration) string {
 // rosterFragment is the roster table alone, which the page's script swaps
 // in every rosterRefresh.
 func (h *Handler) rosterFragment(w http.ResponseWriter, r *http.Request) {
-	render(w, r, http.StatusOK, rosterTable(h.rosterView(r.Context())))
+	h.render(w, r, http.StatusOK, rosterTable(h.rosterView(r.Context())))
 }
 
 // reset starts emptying a learner's namespace of Databases and answers at
@@ -268,8 +268,8 @@ func (h *Handler) reset(w http.ResponseWriter, r *http.Request) {
 	}
 	go h.runReset(ns, seq)
 	h.opts.Logger.Info("Started a reset of a learner's namespace from the instructor page", "namespace", ns)
-	if wantsJSON(r) {
-		writeJSON(w, http.StatusAccepted, resetAnswer{Namespace: ns, Seq: seq, Message: (&ResetStatus{State: ResetRunning}).Text()})
+	if httpx.WantsJSON(r) {
+		httpx.JSON(w, http.StatusAccepted, resetAnswer{Namespace: ns, Seq: seq, Message: (&ResetStatus{State: ResetRunning}).Text()})
 		return
 	}
 	http.Redirect(w, r, "/instructor?done=reset-started#learner-"+ns, http.StatusSeeOther)
@@ -284,29 +284,19 @@ type resetAnswer struct {
 	Error   string `json:"error,omitempty"`
 }
 
-func wantsJSON(r *http.Request) bool {
-	return strings.Contains(r.Header.Get("Accept"), "application/json")
-}
-
-func writeJSON(w http.ResponseWriter, code int, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(code)
-	_ = json.NewEncoder(w).Encode(v)
-}
-
 // refuseReset says why a reset did not start: as JSON to the page's
 // script, otherwise as the instructor page with the reason above the
 // roster, so a browser without script is not left on a bare error.
 func (h *Handler) refuseReset(w http.ResponseWriter, r *http.Request, code int, reason string) {
-	if wantsJSON(r) {
-		writeJSON(w, code, resetAnswer{Namespace: r.PathValue("namespace"), Error: reason})
+	if httpx.WantsJSON(r) {
+		httpx.JSON(w, code, resetAnswer{Namespace: r.PathValue("namespace"), Error: reason})
 		return
 	}
 	v := h.rosterView(r.Context())
 	if v != nil {
 		v.Refusal = "Reset refused: " + reason
 	}
-	render(w, r, code, PageView(Page{ControllerRunning: h.opts.Controller.Running(), Present: h.presentView(), Demo: h.demoView(r, ""), Roster: v}))
+	h.render(w, r, code, PageView(Page{ControllerRunning: h.opts.Controller.Running(), Present: h.presentView(), Demo: h.demoView(r, ""), Roster: v}))
 }
 
 // runReset empties ns of Databases: it resumes the namespace if paused (a

@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/oplab-dev/oplab/controller/api/v1alpha1"
+	"github.com/oplab-dev/oplab/web/httpx"
 	"github.com/oplab-dev/oplab/web/lab/state"
 	"github.com/oplab-dev/oplab/web/session"
 )
@@ -247,8 +248,8 @@ func (h *Handler) unblock(w http.ResponseWriter, r *http.Request) {
 		}
 		h.opts.Logger.Info("Removed the finalizers left in a learner's namespace from the instructor page (no final snapshots)", "namespace", ns, "databases", n)
 	}()
-	if wantsJSON(r) {
-		writeJSON(w, http.StatusAccepted, resetAnswer{Namespace: ns, Seq: seq, Message: (&ResetStatus{State: ResetRunning, Forced: true}).Text()})
+	if httpx.WantsJSON(r) {
+		httpx.JSON(w, http.StatusAccepted, resetAnswer{Namespace: ns, Seq: seq, Message: (&ResetStatus{State: ResetRunning, Forced: true}).Text()})
 		return
 	}
 	http.Redirect(w, r, "/instructor?done=finalizers-removed#learner-"+ns, http.StatusSeeOther)

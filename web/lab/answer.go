@@ -2,7 +2,6 @@ package lab
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"net/http"
 	"net/url"
@@ -11,6 +10,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
 	"github.com/oplab-dev/oplab/controller/permission"
+	"github.com/oplab-dev/oplab/web/httpx"
 	"github.com/oplab-dev/oplab/web/session"
 )
 
@@ -48,8 +48,8 @@ func (h *Handler) answer(w http.ResponseWriter, r *http.Request, out outcome) {
 	if out.err != nil {
 		h.opts.Logger.V(1).Info("Refused lab action", "path", r.URL.Path, "error", out.err.Error())
 	}
-	if wantsJSON(r) {
-		writeJSON(w, code, res)
+	if httpx.WantsJSON(r) {
+		httpx.JSON(w, code, res)
 		return
 	}
 	if errors.Is(out.err, session.ErrNoSession) {
@@ -120,13 +120,3 @@ const (
 	quotaUncounted     = "The cluster has not counted the Databases in your namespace yet, so its quota refuses new ones for now: " +
 		"the cluster's quota controller recounts within a few minutes of the Database kind being installed. Nothing was created; try again in a minute."
 )
-
-func wantsJSON(r *http.Request) bool {
-	return strings.Contains(r.Header.Get("Accept"), "application/json")
-}
-
-func writeJSON(w http.ResponseWriter, code int, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(code)
-	_ = json.NewEncoder(w).Encode(v)
-}

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"mime"
 	"net/http"
+
+	"github.com/oplab-dev/oplab/web/httpx"
 )
 
 // maxFormBytes limits a form's body: forms are tiny.
@@ -55,8 +57,8 @@ func (h *Handler) form(act action) http.HandlerFunc {
 // plain text otherwise (there is no form to show again).
 func (h *Handler) refuse(w http.ResponseWriter, r *http.Request, code int, message string) {
 	h.opts.Logger.V(1).Info("Refused lab request", "path", r.URL.Path, "status", code)
-	if wantsJSON(r) {
-		writeJSON(w, code, Result{Message: message, Field: "form", ControllerRunning: h.opts.Controller.Running()})
+	if httpx.WantsJSON(r) {
+		httpx.JSON(w, code, Result{Message: message, Field: "form", ControllerRunning: h.opts.Controller.Running()})
 		return
 	}
 	http.Error(w, message, code)

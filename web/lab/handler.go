@@ -10,10 +10,8 @@ package lab
 
 import (
 	"context"
-	"fmt"
 	"net/http"
 
-	"github.com/a-h/templ"
 	"github.com/go-logr/logr"
 
 	"github.com/oplab-dev/oplab/controller"
@@ -116,12 +114,4 @@ func (h *Handler) Register(mux *http.ServeMux) {
 	mux.HandleFunc("POST /lab/controller/{action}", h.form(h.switchController))
 	mux.HandleFunc("POST /lab/scenarios/{scenario}", h.form(h.setupScenario))
 	mux.HandleFunc("POST /lab/present", h.present)
-}
-
-func render(w http.ResponseWriter, r *http.Request, code int, c templ.Component) {
-	w.Header().Set("Content-Type", "text/html; charset=utf-8")
-	w.WriteHeader(code)
-	if err := c.Render(r.Context(), w); err != nil {
-		_, _ = fmt.Fprintf(w, "<p class=error>render failed: %s</p>", templ.EscapeString(err.Error()))
-	}
 }

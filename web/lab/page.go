@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/oplab-dev/oplab/controller"
+	"github.com/oplab-dev/oplab/web/httpx"
 	"github.com/oplab-dev/oplab/web/session"
 	"sigs.k8s.io/yaml"
 )
@@ -15,7 +16,7 @@ import (
 func (h *Handler) page(w http.ResponseWriter, r *http.Request) {
 	sess, err := h.opts.Sessions.Begin(w, r)
 	if errors.Is(err, session.ErrJoin) {
-		session.WriteJoinForm(w, r, err)
+		session.WriteJoinForm(w, r, h.opts.Logger, err)
 		return
 	}
 	if err != nil {
@@ -27,7 +28,7 @@ func (h *Handler) page(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, err.Error(), http.StatusServiceUnavailable)
 		return
 	}
-	render(w, r, http.StatusOK, LabPage(p))
+	httpx.Render(w, r, h.opts.Logger, http.StatusOK, LabPage(p))
 }
 
 // pageModel builds the view model of /lab for namespace ns, taking the

@@ -16,6 +16,7 @@ import (
 
 	"github.com/a-h/templ"
 
+	"github.com/oplab-dev/oplab/web/httpx"
 	"github.com/oplab-dev/oplab/web/stream"
 )
 
@@ -118,7 +119,7 @@ func (h *Handler) export(w http.ResponseWriter, r *http.Request) {
 }
 
 func (h *Handler) replayForm(w http.ResponseWriter, r *http.Request) {
-	render(w, r, http.StatusOK, ReplayView(ReplayPage{}))
+	httpx.Render(w, r, h.opts.Logger, http.StatusOK, ReplayView(ReplayPage{}))
 }
 
 // replay checks an uploaded export and plays it back, read-only: the page
@@ -129,7 +130,7 @@ func (h *Handler) replay(w http.ResponseWriter, r *http.Request) {
 		// answer saying so must still be written (the write deadline
 		// bounds it).
 		r := r.WithContext(context.WithoutCancel(r.Context()))
-		render(w, r, code, ReplayView(ReplayPage{Error: fmt.Sprintf(format, args...)}))
+		httpx.Render(w, r, h.opts.Logger, code, ReplayView(ReplayPage{Error: fmt.Sprintf(format, args...)}))
 	}
 	who := h.replayer(r)
 	replaying.Lock()
@@ -192,7 +193,7 @@ func (h *Handler) replay(w http.ResponseWriter, r *http.Request) {
 		fail(http.StatusUnprocessableEntity, "%s is not an oplab timeline: %v", name, err)
 		return
 	}
-	render(w, r, http.StatusOK, ReplayView(ReplayPage{File: name, Namespace: sum.namespace, Messages: sum.messages, Export: exportScript(spool)}))
+	httpx.Render(w, r, h.opts.Logger, http.StatusOK, ReplayView(ReplayPage{File: name, Namespace: sum.namespace, Messages: sum.messages, Export: exportScript(spool)}))
 }
 
 // filePart returns the multipart part of the field "file", reading the

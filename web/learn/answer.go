@@ -4,6 +4,7 @@ import (
 	"net/http"
 
 	"github.com/oplab-dev/oplab/quiz"
+	"github.com/oplab-dev/oplab/web/httpx"
 )
 
 // answerLimit bounds POST /quiz/answer: a question ID and a few indexes.
@@ -32,20 +33,20 @@ type answerResponse struct {
 func (s *site) answer(w http.ResponseWriter, r *http.Request) {
 	var req answerRequest
 	if status, err := decodeJSON(w, r, answerLimit, &req, `{"question":"id","choices":[0]}`); err != nil {
-		writeJSON(w, status, answerResponse{Error: "answer body " + err.Error()})
+		httpx.JSON(w, status, answerResponse{Error: "answer body " + err.Error()})
 		return
 	}
 	q, err := quiz.Find(s.bank.Questions, req.Question)
 	if err != nil {
-		writeJSON(w, http.StatusNotFound, answerResponse{Error: err.Error()})
+		httpx.JSON(w, http.StatusNotFound, answerResponse{Error: err.Error()})
 		return
 	}
 	g, err := quiz.GradeOne(q, req.Choices)
 	if err != nil {
-		writeJSON(w, http.StatusBadRequest, answerResponse{Error: err.Error()})
+		httpx.JSON(w, http.StatusBadRequest, answerResponse{Error: err.Error()})
 		return
 	}
-	writeJSON(w, http.StatusOK, answerResponse{
+	httpx.JSON(w, http.StatusOK, answerResponse{
 		Question: q.ID, Correct: g.Correct, CorrectChoices: q.Correct(), Explanation: q.Explanation,
 	})
 }

@@ -6,9 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
-	"time"
 
 	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/cdproto/emulation"
@@ -18,125 +16,25 @@ import (
 	"github.com/oplab-dev/oplab/controller"
 	"github.com/oplab-dev/oplab/lessons"
 	"github.com/oplab-dev/oplab/quiz"
+	"github.com/oplab-dev/oplab/web/internal/browsertest"
 )
 
-// chromiumPath is Debian's chromium, which the browser tests drive.
-const chromiumPath = "/usr/bin/chromium"
+// browser is the one Chromium this package's browser tests share, started
+// by the first of them.
+var browser = &browsertest.Browser{}
 
-// browser is the one Chromium shared by this package's browser tests; each
-// test opens its own tab. It starts at the first newTab, so that running only
-// the unit tests starts no browser. It is nil when Chromium could not start,
-// and browserErr says why.
+func TestMain(m *testing.M) { os.Exit(browser.Run(m)) }
+
+func newTab(t *testing.T) context.Context { return browser.Tab(t) }
+
 var (
-	browserOnce sync.Once
-	browser     context.Context
-	browserErr  error
-	stopBrowser = func() {}
+	do         = browsertest.Do
+	eventually = browsertest.Eventually
+	text       = browsertest.Text
 )
-
-func TestMain(m *testing.M) {
-	code := m.Run()
-	stopBrowser()
-	os.Exit(code)
-}
-
-// startBrowser starts the shared Chromium with a fresh profile directory,
-// which stopBrowser removes again.
-func startBrowser() {
-	if _, err := os.Stat(chromiumPath); err != nil {
-		browserErr = fmt.Errorf("chromium not installed at %s (apt-get install chromium): %w", chromiumPath, err)
-		return
-	}
-	profile, err := os.MkdirTemp("", "oplab-learn-chromium-")
-	if err != nil {
-		browserErr = err
-		return
-	}
-	alloc, cancelAlloc := chromedp.NewExecAllocator(context.Background(),
-		chromedp.ExecPath(chromiumPath),
-		chromedp.Flag("headless", true),
-		chromedp.NoSandbox,
-		chromedp.DisableGPU,
-		chromedp.Flag("disable-background-networking", true),
-		chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("disable-sync", true),
-		chromedp.NoFirstRun,
-		chromedp.UserDataDir(profile),
-	)
-	ctx, cancel := chromedp.NewContext(alloc)
-	stopBrowser = func() {
-		cancel()
-		cancelAlloc()
-		os.RemoveAll(profile)
-	}
-	if err := chromedp.Do(ctx); err != nil {
-		browserErr = fmt.Errorf("start chromium: %w", err)
-		return
-	}
-	browser = ctx
-}
-
-// newTab opens a tab in the shared browser, or skips the test when there is
-// no browser (and fails it in CI, where there must be one).
-func newTab(t *testing.T) context.Context {
-	t.Helper()
-	browserOnce.Do(startBrowser)
-	if browser == nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("browser tests need Chromium in CI: %v", browserErr)
-		}
-		t.Skipf("skipping browser test: %v", browserErr)
-	}
-	tab, cancel := chromedp.NewContext(browser)
-	t.Cleanup(cancel)
-	// The first Run creates the tab; only later calls may carry a deadline,
-	// and that deadline is generous: it catches a hang, it times nothing.
-	if err := chromedp.Do(tab); err != nil {
-		t.Fatalf("open tab: %v", err)
-	}
-	ctx, cancelTimeout := context.WithTimeout(tab, 2*time.Minute)
-	t.Cleanup(cancelTimeout)
-	return ctx
-}
-
-func do(t *testing.T, ctx context.Context, steps ...chromedp.Action[chromedp.Void]) {
-	t.Helper()
-	if err := chromedp.Do(ctx, steps...); err != nil {
-		t.Fatal(err)
-	}
-}
 
 func eval[T any](t *testing.T, ctx context.Context, js string) T {
-	t.Helper()
-	v, err := chromedp.Run(ctx, chromedp.Evaluate[T](js))
-	if err != nil {
-		t.Fatalf("evaluate %s: %v", js, err)
-	}
-	return v
-}
-
-// eventually polls js until it returns want, failing after a generous
-// deadline. It asserts on the outcome, never on how long it took.
-func eventually(t *testing.T, ctx context.Context, js, want string) {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	var got string
-	for time.Now().Before(deadline) {
-		v, err := chromedp.Run(ctx, chromedp.Evaluate[string](js))
-		if err == nil && v == want {
-			return
-		}
-		got = v
-		if err != nil {
-			got = "error: " + err.Error()
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	t.Fatalf("%s = %q, want %q", js, got, want)
-}
-
-func text(sel string) string {
-	return fmt.Sprintf(`(document.querySelector(%q) || {textContent: "<missing>"}).textContent.trim()`, sel)
+	return browsertest.Eval[T](t, ctx, js)
 }
 
 func isHidden(sel string) string {
@@ -436,7 +334,7 @@ func TestBrowserWorksWithoutJavaScript(t *testing.T) {
 // overflows sideways on a phone.
 func TestBrowserScreenshots(t *testing.T) {
 	srv := newTestServer(t)
-	dir := artifactsDir(t)
+	dir := browsertest.ArtifactsDir(t, "learn")
 	// Each page is prepared by a script, then waited on until it shows what
 	// the script did (answers and reviews come back from the server).
 	// focus names the part of a page also shot as the window shows it.
@@ -540,19 +438,4 @@ func emulateScheme(scheme string) chromedp.Action[chromedp.Void] {
 		})
 		return err
 	})
-}
-
-// artifactsDir is $OPLAB_ARTIFACTS/learn, or a folder under the system
-// temp dir; never inside the repository.
-func artifactsDir(t *testing.T) string {
-	t.Helper()
-	base := os.Getenv("OPLAB_ARTIFACTS")
-	if base == "" {
-		base = filepath.Join(os.TempDir(), "oplab-artifacts")
-	}
-	dir := filepath.Join(base, "learn")
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	return dir
 }

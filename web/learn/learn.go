@@ -17,15 +17,15 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"strings"
 	"time"
 
-	"github.com/a-h/templ"
+	"github.com/go-logr/logr"
 
 	"github.com/oplab-dev/oplab/controller"
 	"github.com/oplab-dev/oplab/lessons"
 	"github.com/oplab-dev/oplab/lessons/challenge"
 	"github.com/oplab-dev/oplab/quiz"
+	"github.com/oplab-dev/oplab/web/httpx"
 )
 
 // Register mounts the course pages on mux:
@@ -67,6 +67,10 @@ type site struct {
 	challenges *challenge.Set
 	bank       quiz.Bank
 	now        func() time.Time
+	// log is where a page that fails to render is reported. Register has
+	// no logger of its own to take, so the course logs through slog, as
+	// its start-up warnings do.
+	log logr.Logger
 }
 
 func newSite(now func() time.Time) (*site, error) {
@@ -97,7 +101,7 @@ func newSite(now func() time.Time) (*site, error) {
 		}
 		o.challenges[c.ID] = c.Title
 	}
-	return &site{course: course, outline: o, bank: bank, now: now, challenges: set}, nil
+	return &site{course: course, outline: o, bank: bank, now: now, challenges: set, log: logr.FromSlogHandler(slog.Default().Handler())}, nil
 }
 
 // checkLinks resolves every link the quiz and cards make into the course.
@@ -131,31 +135,31 @@ func (s *site) register(mux *http.ServeMux) {
 }
 
 func (s *site) home(w http.ResponseWriter, r *http.Request) {
-	render(w, r, http.StatusOK, homePage(newHomeView(s.course, s.bank)))
+	httpx.Render(w, r, s.log, http.StatusOK, homePage(newHomeView(s.course, s.bank)))
 }
 
 func (s *site) lessonList(w http.ResponseWriter, r *http.Request) {
-	render(w, r, http.StatusOK, lessonListPage(s.outline))
+	httpx.Render(w, r, s.log, http.StatusOK, lessonListPage(s.outline))
 }
 
 func (s *site) lesson(w http.ResponseWriter, r *http.Request) {
 	slug := r.PathValue("slug")
 	l, ok := s.course.Lesson(slug)
 	if !ok {
-		render(w, r, http.StatusNotFound, notFoundPage(fmt.Sprintf("There is no lesson called “%s”.", slug), s.outline))
+		httpx.Render(w, r, s.log, http.StatusNotFound, notFoundPage(fmt.Sprintf("There is no lesson called “%s”.", slug), s.outline))
 		return
 	}
-	render(w, r, http.StatusOK, lessonPage(newLessonView(s.course, l).withChallenges(s.challenges)))
+	httpx.Render(w, r, s.log, http.StatusOK, lessonPage(newLessonView(s.course, l).withChallenges(s.challenges)))
 }
 
 func (s *site) quizForm(w http.ResponseWriter, r *http.Request) {
-	ids := splitIDs(r.URL.Query().Get("only"))
+	ids := httpx.SplitIDs(r.URL.Query().Get("only"), len(s.bank.Questions))
 	qs, err := quiz.Select(s.bank.Questions, ids)
 	if err != nil {
-		render(w, r, http.StatusBadRequest, quizPage(quizErrorView(s.bank, fmt.Sprintf("Cannot retry those questions: %v.", err))))
+		httpx.Render(w, r, s.log, http.StatusBadRequest, quizPage(quizErrorView(s.bank, fmt.Sprintf("Cannot retry those questions: %v.", err))))
 		return
 	}
-	render(w, r, http.StatusOK, quizPage(newQuizView(s.bank, s.outline, qs, ids)))
+	httpx.Render(w, r, s.log, http.StatusOK, quizPage(newQuizView(s.bank, s.outline, qs, ids)))
 }
 
 // quizGrade grades a submitted form. The hidden field "only" carries the
@@ -163,48 +167,23 @@ func (s *site) quizForm(w http.ResponseWriter, r *http.Request) {
 func (s *site) quizGrade(w http.ResponseWriter, r *http.Request) {
 	r.Body = http.MaxBytesReader(w, r.Body, 64<<10)
 	if err := r.ParseForm(); err != nil {
-		render(w, r, http.StatusBadRequest, quizPage(quizErrorView(s.bank, fmt.Sprintf("Could not read the submitted answers: %v.", err))))
+		httpx.Render(w, r, s.log, http.StatusBadRequest, quizPage(quizErrorView(s.bank, fmt.Sprintf("Could not read the submitted answers: %v.", err))))
 		return
 	}
-	ids := splitIDs(r.PostForm.Get("only"))
+	ids := httpx.SplitIDs(r.PostForm.Get("only"), len(s.bank.Questions))
 	qs, err := quiz.Select(s.bank.Questions, ids)
 	if err == nil {
 		var answers quiz.Answers
 		answers, err = quiz.ParseForm(qs, r.PostForm)
 		if err == nil {
 			result, _ := quiz.Grade(qs, answers) // ParseForm already graded these answers without error
-			render(w, r, http.StatusOK, quizPage(newGradedView(s.bank, s.outline, result, ids)))
+			httpx.Render(w, r, s.log, http.StatusOK, quizPage(newGradedView(s.bank, s.outline, result, ids)))
 			return
 		}
 	}
-	render(w, r, http.StatusBadRequest, quizPage(quizErrorView(s.bank, fmt.Sprintf("Those answers could not be graded: %v.", err))))
+	httpx.Render(w, r, s.log, http.StatusBadRequest, quizPage(quizErrorView(s.bank, fmt.Sprintf("Those answers could not be graded: %v.", err))))
 }
 
 func (s *site) flashcards(w http.ResponseWriter, r *http.Request) {
-	render(w, r, http.StatusOK, flashcardsPage(newCardsView(s.outline, s.bank.Cards)))
-}
-
-// splitIDs parses "a,b , c" into [a b c]; empty gives nil.
-func splitIDs(s string) []string {
-	var ids []string
-	for _, id := range strings.Split(s, ",") {
-		if id = strings.TrimSpace(id); id != "" {
-			ids = append(ids, id)
-		}
-	}
-	return ids
-}
-
-// render writes c with status. Rendering happens into memory first so a
-// template error becomes a clean 500 instead of half a page.
-func render(w http.ResponseWriter, r *http.Request, status int, c templ.Component) {
-	var b strings.Builder
-	if err := c.Render(r.Context(), &b); err != nil {
-		slog.Error("Failed to render page", "path", r.URL.Path, "err", err)
-		http.Error(w, "internal error while rendering the page", http.StatusInternalServerError)
-		return
-	}
-	w.Header().Set("Content-Type", "text/html; charset=utf-8")
-	w.WriteHeader(status)
-	_, _ = w.Write([]byte(b.String()))
+	httpx.Render(w, r, s.log, http.StatusOK, flashcardsPage(newCardsView(s.outline, s.bank.Cards)))
 }

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/oplab-dev/oplab/quiz"
+	"github.com/oplab-dev/oplab/web/httpx"
 )
 
 // Body limits of the JSON endpoints: a review is one small state; the
@@ -54,18 +55,18 @@ type reviewResponse struct {
 func (s *site) review(w http.ResponseWriter, r *http.Request) {
 	var req reviewRequest
 	if status, err := decodeJSON(w, r, reviewLimit, &req, `{"state":{…},"rating":1-4,"now":"RFC 3339"}`); err != nil {
-		writeJSON(w, status, reviewResponse{Error: "review body " + err.Error()})
+		httpx.JSON(w, status, reviewResponse{Error: "review body " + err.Error()})
 		return
 	}
 	state, converted, err := quiz.DecodeState(req.State)
 	if err != nil {
-		writeJSON(w, http.StatusBadRequest, reviewResponse{Error: fmt.Sprintf("card state: %v", err)})
+		httpx.JSON(w, http.StatusBadRequest, reviewResponse{Error: fmt.Sprintf("card state: %v", err)})
 		return
 	}
 	now := s.clock(req.Now)
 	next, err := quiz.Schedule(state, req.Rating, now)
 	if err != nil {
-		writeJSON(w, http.StatusBadRequest, reviewResponse{Error: err.Error()})
+		httpx.JSON(w, http.StatusBadRequest, reviewResponse{Error: err.Error()})
 		return
 	}
 	resp := reviewResponse{State: &next, Converted: converted}
@@ -76,7 +77,7 @@ func (s *site) review(w http.ResponseWriter, r *http.Request) {
 		resp.RecallAtDue = recallAt(next, next.Due)
 	}
 	resp.Recall = recallAt(state, now)
-	writeJSON(w, http.StatusOK, resp)
+	httpx.JSON(w, http.StatusOK, resp)
 }
 
 // statesRequest is the body of POST /flashcards/states: every card state
@@ -107,11 +108,11 @@ type statesResponse struct {
 func (s *site) states(w http.ResponseWriter, r *http.Request) {
 	var req statesRequest
 	if status, err := decodeJSON(w, r, statesLimit, &req, `{"states":{"card-id":{…}},"now":"RFC 3339"}`); err != nil {
-		writeJSON(w, status, statesResponse{Error: "states body " + err.Error()})
+		httpx.JSON(w, status, statesResponse{Error: "states body " + err.Error()})
 		return
 	}
 	if len(req.States) > maxStates {
-		writeJSON(w, http.StatusBadRequest, statesResponse{Error: fmt.Sprintf("%d card states sent, at most %d are read", len(req.States), maxStates)})
+		httpx.JSON(w, http.StatusBadRequest, statesResponse{Error: fmt.Sprintf("%d card states sent, at most %d are read", len(req.States), maxStates)})
 		return
 	}
 	now := s.clock(req.Now)
@@ -125,12 +126,12 @@ func (s *site) states(w http.ResponseWriter, r *http.Request) {
 	for _, id := range ids {
 		st, converted, err := quiz.DecodeState(req.States[id])
 		if err != nil {
-			writeJSON(w, http.StatusBadRequest, statesResponse{Error: fmt.Sprintf("card %q: %v", id, err)})
+			httpx.JSON(w, http.StatusBadRequest, statesResponse{Error: fmt.Sprintf("card %q: %v", id, err)})
 			return
 		}
 		out[id] = cardStatus{State: st, Recall: recallAt(st, now), Converted: converted}
 	}
-	writeJSON(w, http.StatusOK, statesResponse{Cards: out})
+	httpx.JSON(w, http.StatusOK, statesResponse{Cards: out})
 }
 
 // clock is the browser's time when it sent one, else the server's.
@@ -166,13 +167,6 @@ func decodeJSON(w http.ResponseWriter, r *http.Request, limit int64, v any, form
 		return http.StatusBadRequest, errors.New("has data after the JSON object")
 	}
 	return 0, nil
-}
-
-func writeJSON(w http.ResponseWriter, status int, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Cache-Control", "no-store")
-	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(v)
 }
 
 // previewRequest is the body of POST /flashcards/preview: the state of the
@@ -211,18 +205,18 @@ type previewResponse struct {
 func (s *site) preview(w http.ResponseWriter, r *http.Request) {
 	var req previewRequest
 	if status, err := decodeJSON(w, r, reviewLimit, &req, `{"state":{…},"now":"RFC 3339"}`); err != nil {
-		writeJSON(w, status, previewResponse{Error: "preview body " + err.Error()})
+		httpx.JSON(w, status, previewResponse{Error: "preview body " + err.Error()})
 		return
 	}
 	state, _, err := quiz.DecodeState(req.State)
 	if err != nil {
-		writeJSON(w, http.StatusBadRequest, previewResponse{Error: fmt.Sprintf("card state: %v", err)})
+		httpx.JSON(w, http.StatusBadRequest, previewResponse{Error: fmt.Sprintf("card state: %v", err)})
 		return
 	}
 	now := s.clock(req.Now)
 	next, err := quiz.Preview(state, now)
 	if err != nil {
-		writeJSON(w, http.StatusBadRequest, previewResponse{Error: err.Error()})
+		httpx.JSON(w, http.StatusBadRequest, previewResponse{Error: err.Error()})
 		return
 	}
 	resp := previewResponse{Now: now}
@@ -234,7 +228,7 @@ func (s *site) preview(w http.ResponseWriter, r *http.Request) {
 		}
 		resp.Options = append(resp.Options, o)
 	}
-	writeJSON(w, http.StatusOK, resp)
+	httpx.JSON(w, http.StatusOK, resp)
 }
 
 // ratingName is the rating as its button names it.

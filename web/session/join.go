@@ -11,6 +11,10 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/go-logr/logr"
+
+	"github.com/oplab-dev/oplab/web/httpx"
 )
 
 // ErrJoin is what every *JoinError is (errors.Is): a session was refused
@@ -86,14 +90,14 @@ func (m *Manager) checkJoin(r *http.Request) error {
 func (m *Manager) join(w http.ResponseWriter, r *http.Request) {
 	r.Body = http.MaxBytesReader(w, r.Body, 4<<10)
 	if err := r.ParseForm(); err != nil {
-		writeJoin(w, r, http.StatusBadRequest, Join{Error: "the join form could not be read: " + err.Error()})
+		writeJoin(w, r, m.opts.Logger, http.StatusBadRequest, Join{Error: "the join form could not be read: " + err.Error()})
 		return
 	}
 	next := labPath(r.PostFormValue("next"))
 	raw := r.PostFormValue("name")
 	name, err := ValidateName(raw)
 	if err != nil {
-		writeJoin(w, r, http.StatusBadRequest, Join{Error: err.Error(), Field: "name", Name: excerpt(raw, maxName), Next: next})
+		writeJoin(w, r, m.opts.Logger, http.StatusBadRequest, Join{Error: err.Error(), Field: "name", Name: excerpt(raw, maxName), Next: next})
 		return
 	}
 	if _, err := m.begin(w, r, name); err != nil {
@@ -102,10 +106,10 @@ func (m *Manager) join(w http.ResponseWriter, r *http.Request) {
 		switch {
 		case errors.As(err, &te):
 			retryAfter(w, te.Wait)
-			writeJoin(w, r, http.StatusTooManyRequests, Join{Error: te.Error(), Field: JoinField, Name: name, Next: next})
+			writeJoin(w, r, m.opts.Logger, http.StatusTooManyRequests, Join{Error: te.Error(), Field: JoinField, Name: name, Next: next})
 			return
 		case errors.As(err, &je):
-			writeJoin(w, r, http.StatusForbidden, Join{Error: je.Error(), Field: JoinField, Name: name, Next: next})
+			writeJoin(w, r, m.opts.Logger, http.StatusForbidden, Join{Error: je.Error(), Field: JoinField, Name: name, Next: next})
 			return
 		}
 		http.Error(w, err.Error(), http.StatusServiceUnavailable)
@@ -131,8 +135,9 @@ func labPath(next string) string {
 
 // WriteJoinForm answers a request Begin refused with err (a *JoinError):
 // 403 and the join form, which posts back to the page asked for; 429 with
-// Retry-After for a *ThrottledError.
-func WriteJoinForm(w http.ResponseWriter, r *http.Request, err error) {
+// Retry-After for a *ThrottledError. log hears of a form that fails to
+// render.
+func WriteJoinForm(w http.ResponseWriter, r *http.Request, log logr.Logger, err error) {
 	j := Join{Next: labPath(r.URL.RequestURI())}
 	var je *JoinError
 	var te *ThrottledError
@@ -140,12 +145,12 @@ func WriteJoinForm(w http.ResponseWriter, r *http.Request, err error) {
 	case errors.As(err, &te):
 		retryAfter(w, te.Wait)
 		j.Error, j.Field = te.Error(), JoinField
-		writeJoin(w, r, http.StatusTooManyRequests, j)
+		writeJoin(w, r, log, http.StatusTooManyRequests, j)
 		return
 	case errors.As(err, &je) && je.Given:
 		j.Error, j.Field = je.Error(), JoinField
 	}
-	writeJoin(w, r, http.StatusForbidden, j)
+	writeJoin(w, r, log, http.StatusForbidden, j)
 }
 
 // Join is the view model of the join form.
@@ -158,14 +163,10 @@ type Join struct {
 	Next string
 }
 
-func writeJoin(w http.ResponseWriter, r *http.Request, code int, j Join) {
-	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+func writeJoin(w http.ResponseWriter, r *http.Request, log logr.Logger, code int, j Join) {
+	// The form carries what the visitor typed; no cache may keep it.
 	w.Header().Set("Cache-Control", "no-store")
-	w.WriteHeader(code)
-	if err := JoinView(j).Render(r.Context(), w); err != nil {
-		m := "render failed: " + err.Error()
-		_, _ = w.Write([]byte("<p class=error>" + strings.NewReplacer("<", "&lt;", "&", "&amp;").Replace(m) + "</p>"))
-	}
+	httpx.Render(w, r, log, code, JoinView(j))
 }
 
 // retryAfter sets Retry-After to wait in whole seconds, at least 1.

@@ -14,6 +14,8 @@ import (
 	"time"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/oplab-dev/oplab/web/httpx"
 )
 
 // Progress is what a learner's browser reports of their work (POST
@@ -220,14 +222,13 @@ func (m *Manager) progress(w http.ResponseWriter, r *http.Request) {
 	// The answer is the learner's own name as the session holds it, so a
 	// browser that does not have it (given on the join form without
 	// script) shows it in the lab's name field.
-	w.Header().Set("Content-Type", "application/json")
-	_ = json.NewEncoder(w).Encode(map[string]string{"name": name})
+	httpx.JSON(w, http.StatusOK, map[string]string{"name": name})
 }
 
+// writeJSONError names the field the report got wrong, so the browser can
+// drop just that field and report again.
 func writeJSONError(w http.ResponseWriter, code int, field, msg string) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(code)
-	_ = json.NewEncoder(w).Encode(map[string]string{"field": field, "error": msg})
+	httpx.JSON(w, code, map[string]string{"field": field, "error": msg})
 }
 
 // update runs f on the caller's entry on the owner goroutine; it reports

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/go-logr/logr"
 )
 
 func knownScenario(name string) bool { return name == "first-reconcile" || name == "finalizer" }
@@ -221,7 +223,7 @@ func TestProgressRefusesBadReportsNamingTheField(t *testing.T) {
 
 func TestWriteJoinFormKeepsThePageAskedFor(t *testing.T) {
 	w := httptest.NewRecorder()
-	WriteJoinForm(w, httptest.NewRequest("GET", "/lab?scenario=finalizer&join=nope", nil), &JoinError{Given: true})
+	WriteJoinForm(w, httptest.NewRequest("GET", "/lab?scenario=finalizer&join=nope", nil), logr.Discard(), &JoinError{Given: true})
 	body := w.Body.String()
 	if w.Code != http.StatusForbidden || !strings.Contains(body, `value="/lab?scenario=finalizer"`) || !strings.Contains(body, "not this class") {
 		t.Errorf("WriteJoinForm = %d\n%s", w.Code, body)

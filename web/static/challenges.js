@@ -12,17 +12,12 @@
   const KEY = "oplab.challenges";
   const POLL_MS = 1500;
 
+  const store = window.oplab.store;
   function load() {
-    try {
-      const v = JSON.parse(localStorage.getItem(KEY) || "{}");
-      return v && typeof v === "object" && !Array.isArray(v) ? v : {};
-    } catch (e) {
-      return {};
-    }
+    const v = store.load(KEY, {});
+    return v && typeof v === "object" && !Array.isArray(v) ? v : {};
   }
-  function save(all) {
-    try { localStorage.setItem(KEY, JSON.stringify(all)); } catch (e) { /* private mode: progress stays on the page */ }
-  }
+  function save(all) { store.save(KEY, all); }
 
   function listPage() {
     const all = load();

@@ -11,30 +11,27 @@
   const banner = document.getElementById("classroom-banner");
   const lab = document.getElementById("lab");
   const liveLab = !!lab && lab.dataset.mode === "live";
-  if (liveLab) sessionStorage.setItem("oplab.namespace", lab.dataset.namespace || "");
+  const store = window.oplab.tabStore;
+  if (liveLab) store.saveText("oplab.namespace", lab.dataset.namespace || "");
   const onInstructorPage = location.pathname.startsWith("/instructor");
   let state = null;
   const listeners = [];
 
-  const store = {
-    get: (k) => { try { return sessionStorage.getItem(k); } catch (e) { return null; } },
-    set: (k, v) => { try { sessionStorage.setItem(k, v); } catch (e) { /* private mode */ } },
-  };
-  const mine = () => (liveLab ? lab.dataset.namespace : store.get("oplab.namespace")) || "";
+  const mine = () => (liveLab ? lab.dataset.namespace : store.text("oplab.namespace")) || "";
 
   function presenting() { return !!(state && state.presenting); }
   function isPresenter() { return presenting() && !!state.namespace && state.namespace === mine(); }
-  function brokeAway() { return presenting() && store.get("oplab.follow.off") === String(state.since); }
+  function brokeAway() { return presenting() && store.text("oplab.follow.off") === String(state.since); }
   // following: someone else presents and this tab has not broken away.
   function following() { return presenting() && !isPresenter() && !brokeAway() && !onInstructorPage; }
 
   function breakAway() {
     if (!following()) return;
-    store.set("oplab.follow.off", String(state.since));
+    store.saveText("oplab.follow.off", String(state.since));
     changed();
   }
   function rejoin() {
-    store.set("oplab.follow.off", "");
+    store.saveText("oplab.follow.off", "");
     changed();
   }
 
@@ -45,12 +42,7 @@
     return u.pathname === "/lab" ? "/lab?scenario=" + (u.searchParams.get("scenario") || "") : u.pathname;
   }
 
-  function h(tag, attrs, ...kids) {
-    const el = document.createElement(tag);
-    for (const [k, v] of Object.entries(attrs || {})) el.setAttribute(k, v);
-    el.append(...kids);
-    return el;
-  }
+  const h = window.oplab.h;
 
   let drawn = "";
   function draw() {
@@ -93,8 +85,8 @@
   function go() {
     if (!state || onInstructorPage) return;
     const g = state.goto;
-    if (g && g.href && String(g.id) !== localStorage.getItem("oplab.goto")) {
-      localStorage.setItem("oplab.goto", String(g.id));
+    if (g && g.href && String(g.id) !== window.oplab.store.text("oplab.goto")) {
+      window.oplab.store.saveText("oplab.goto", String(g.id));
       // An id is the time it was sent: a page opened minutes after is not
       // sent away by it.
       const fresh = Math.abs(Date.now() - g.id) < 2 * 60 * 1000;

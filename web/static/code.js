@@ -16,7 +16,7 @@
   let escaped = false;
 
   // The browser's copy wins over the session's when it is newer work.
-  const kept = localStorage.getItem(key);
+  const kept = window.oplab.store.text(key);
   if (kept) src.value = kept;
 
   function drawGutter() {
@@ -31,7 +31,7 @@
 
   let saveTimer = 0;
   function keep() {
-    localStorage.setItem(key, src.value);
+    window.oplab.store.saveText(key, src.value);
     clearTimeout(saveTimer);
     saveTimer = setTimeout(() => post("/code/save", { source: src.value }).catch(() => {}), 1000);
   }

@@ -18,19 +18,7 @@
   let followNs = "";
 
   // ---- small DOM helpers: text always goes through textContent ----------
-  function h(tag, attrs, ...kids) {
-    const el = document.createElement(tag);
-    for (const [k, v] of Object.entries(attrs || {})) {
-      if (v === null || v === undefined || v === false) continue;
-      if (k === "class") el.className = v;
-      else el.setAttribute(k, v === true ? "" : v);
-    }
-    for (const kid of kids.flat()) {
-      if (kid === null || kid === undefined || kid === false) continue;
-      el.append(kid instanceof Node ? kid : document.createTextNode(String(kid)));
-    }
-    return el;
-  }
+  const h = window.oplab.h;
   const $ = (sel, el) => (el || document).querySelector(sel);
   const $$ = (sel, el) => Array.from((el || document).querySelectorAll(sel));
   const localize = (el) => window.oplab && window.oplab.localize(el);
@@ -949,12 +937,12 @@
       btn.setAttribute("aria-pressed", String(focus));
     };
     const wanted = new URL(location.href).searchParams.get("layout");
-    let focus = wanted ? wanted === "focus" : localStorage.getItem("oplab.layout") === "focus";
+    let focus = wanted ? wanted === "focus" : window.oplab.store.text("oplab.layout") === "focus";
     apply(focus);
     btn.addEventListener("click", () => {
       focus = !focus;
       apply(focus);
-      localStorage.setItem("oplab.layout", focus ? "focus" : "");
+      window.oplab.store.saveText("oplab.layout", focus ? "focus" : "");
     });
   }
 
@@ -1138,12 +1126,12 @@
       else root.dataset.layout = layoutBtn?.getAttribute("aria-pressed") === "true" ? "focus" : "";
     };
     const wanted = new URL(location.href).searchParams.get("projector");
-    let on = wanted !== null ? wanted === "1" : root.dataset.projector === "true" || localStorage.getItem("oplab.projector") === "1";
+    let on = wanted !== null ? wanted === "1" : root.dataset.projector === "true" || window.oplab.store.text("oplab.projector") === "1";
     apply(on);
     btn.addEventListener("click", () => {
       on = !on;
       apply(on);
-      localStorage.setItem("oplab.projector", on ? "1" : "");
+      window.oplab.store.saveText("oplab.projector", on ? "1" : "");
     });
   }
 

@@ -15,21 +15,11 @@
   const KEY_CARDS_SM2 = "oplab.cards.sm2"; // the SM-2 states, as they were before conversion
   const KEY_REVIEWS = "oplab.reviews"; // [{card, rating, at, recall, interval, due, ...}], newest last
 
-  // load and save tolerate a browser with storage switched off: progress
-  // then lasts for the page only.
-  const memory = {};
-  function load(key, fallback) {
-    try {
-      const raw = window.localStorage.getItem(key);
-      return raw === null ? fallback : JSON.parse(raw);
-    } catch {
-      return key in memory ? memory[key] : fallback;
-    }
-  }
-  function save(key, value) {
-    memory[key] = value;
-    try { window.localStorage.setItem(key, JSON.stringify(value)); } catch { /* kept in memory */ }
-  }
+  // Without storage (switched off, private mode) progress lasts for the
+  // page only: base.js's store keeps it in memory then.
+  const store = window.oplab.store;
+  const load = store.load;
+  const save = store.save;
 
   // ---- Progress shared by several pages ----
 
@@ -85,10 +75,7 @@
     stat("due").textContent = String(countDue(ids, Date.now()));
     box.querySelector('[data-action="reset-progress"]').addEventListener("click", () => {
       if (!window.confirm("Forget all progress kept in this browser?")) return;
-      for (const k of [KEY_READ, KEY_QUIZ, KEY_CARDS, KEY_CARDS_SM2, KEY_REVIEWS]) {
-        try { window.localStorage.removeItem(k); } catch { /* nothing stored */ }
-        delete memory[k];
-      }
+      for (const k of [KEY_READ, KEY_QUIZ, KEY_CARDS, KEY_CARDS_SM2, KEY_REVIEWS]) store.remove(k);
       window.location.reload();
     });
     box.hidden = false;

@@ -14,20 +14,10 @@
   const KEY_CHALLENGES = "oplab.challenges"; // {ID: {tasks, done, of}} (the challenges' script)
   const WATCHED = [KEY_NAME, KEY_SCENARIOS, KEY_QUIZ, KEY_REVIEWS, KEY_CHALLENGES];
 
-  function load(key, fallback) {
-    try {
-      const raw = window.localStorage.getItem(key);
-      return raw === null ? fallback : JSON.parse(raw);
-    } catch {
-      return fallback;
-    }
-  }
-  function loadName() {
-    try { return window.localStorage.getItem(KEY_NAME); } catch { return null; }
-  }
-  function saveName(name) {
-    try { window.localStorage.setItem(KEY_NAME, name); } catch { /* reported for this page only */ }
-  }
+  const store = window.oplab.store;
+  const load = store.load;
+  const loadName = () => store.text(KEY_NAME);
+  const saveName = (name) => store.saveText(KEY_NAME, name);
 
   const count = (n) => Number.isInteger(n) && n >= 0 ? n : 0;
 
@@ -138,7 +128,7 @@
     const list = Array.isArray(done) ? done : [];
     if (list.includes(name)) return;
     list.push(name);
-    try { window.localStorage.setItem(KEY_SCENARIOS, JSON.stringify(list)); } catch { /* this page only */ }
+    store.save(KEY_SCENARIOS, list);
     const lab = document.getElementById("lab");
     if (lab) lab.dataset.scenarioDone = name;
     send(false);
@@ -217,7 +207,7 @@
     send(true).then((problem) => {
       // A stored name the server refuses must not block every report.
       if (problem && problem.field === "name") {
-        try { window.localStorage.removeItem(KEY_NAME); } catch { /* nothing stored */ }
+        store.remove(KEY_NAME);
         send(true);
       }
     });
