@@ -154,6 +154,18 @@ type Server struct {
 
 	// classroom is who presents and what followers see (web/classroom).
 	classroom *classroom.Classroom
+	// codes is the code page, set once its route is mounted (after the
+	// sessions, whose end it must hear of).
+	codes atomic.Pointer[code.Handler]
+}
+
+// forget drops what an ended session leaves: its timeline, and its own
+// code and the child process running it.
+func (s *Server) forget(ns string) {
+	s.opts.Recorder.Forget(ns)
+	if codes := s.codes.Load(); codes != nil {
+		codes.Forget(ns)
+	}
 }
 
 // sweepInterval is how often idle sessions are looked for.
@@ -267,7 +279,7 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 		MaxSessions: opts.MaxSessions, MaxPerClient: opts.MaxSessionsPerClient, ClientOf: session.ClientAddress(opts.TrustedProxies),
 		JoinCode: opts.JoinCode, KnownScenario: func(name string) bool { _, ok := lab.FindScenario(name); return ok },
 		ChallengeTasks: challengeTasks, QuizSize: quizSize,
-		OnExpire: opts.Recorder.Forget, OnRestore: restartedStep(opts.Recorder), Logger: opts.Logger.WithName("session"),
+		OnExpire: s.forget, OnRestore: restartedStep(opts.Recorder), Logger: opts.Logger.WithName("session"),
 	})
 	if err != nil {
 		return nil, err
@@ -403,7 +415,9 @@ func (s *Server) routes(ctx context.Context, direct client.Client) (http.Handler
 		Present: instructor.Presenting{Classroom: s.classroom, Sessions: s.sessions},
 	}).Register(mux)
 	if s.opts.LearnerCode != nil {
-		code.New(code.Options{Runner: s.opts.LearnerCode, Sessions: s.sessions, Logger: s.opts.Logger.WithName("code")}).Register(mux)
+		codes := code.New(code.Options{Runner: s.opts.LearnerCode, Sessions: s.sessions, Logger: s.opts.Logger.WithName("code")})
+		codes.Register(mux)
+		s.codes.Store(codes)
 	}
 	if err := learn.Register(mux); err != nil {
 		return nil, err

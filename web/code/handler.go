@@ -94,6 +94,29 @@ func (h *Handler) Register(mux *http.ServeMux) {
 	mux.HandleFunc("POST /code/back", h.back)
 }
 
+// Forget ends ns's code when its session ends: the namespace goes back to
+// oplab's controller, the child process stops, and the saved code goes
+// with the session (the browser keeps its own copy).
+func (h *Handler) Forget(ns string) {
+	h.mu.Lock()
+	l, ok := h.learners[ns]
+	delete(h.learners, ns)
+	h.mu.Unlock()
+	if h.opts.Runner.HandedOver(ns) {
+		h.opts.Runner.TakeBack(ns)
+	}
+	if !ok {
+		return
+	}
+	l.mu.Lock()
+	sb := l.sb
+	l.sb = nil
+	l.mu.Unlock()
+	if sb != nil {
+		go sb.Close()
+	}
+}
+
 func (h *Handler) learnerOf(ns string) *learner {
 	h.mu.Lock()
 	defer h.mu.Unlock()
