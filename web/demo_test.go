@@ -340,6 +340,10 @@ func TestBrowserDemoNarratesOnTheTimeline(t *testing.T) {
 	if n := len(said); n < 3 || fmt.Sprint(said[n-3:]) != "[Step 3 of 6 Step 2 of 6 Step 1 of 6]" || !slices.IsSortedFunc(said, func(a, b string) int { return strings.Compare(b, a) }) {
 		t.Errorf("narration rows (newest first) %q; want them newest first, ending with steps 3, 2, 1", said)
 	}
+	// The demo is about shop: the lab selected it, for the room to see.
+	if sel, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.getElementById("filter").value`)); err != nil || sel != "shop" {
+		t.Errorf("the lab's selected Database during the demo = %q (%v), want shop", sel, err)
+	}
 	between, err := chromedp.Run(ctx, chromedp.Evaluate[int](`document.querySelectorAll("#rows > li.narration ~ li[data-reconcile]").length`))
 	if err != nil || between == 0 {
 		t.Errorf("no reconcile rows below the narrations (%v)", err)

@@ -454,8 +454,11 @@ func (o *owner) emit(c *run, msg, failure string) {
 	}
 	o.r.opts.Sink.Emit(controller.Step{
 		Time: time.Now(), Type: controller.StepController, Phase: PhaseNarration,
-		Object:  controller.ObjectRef{Kind: "Demo", Namespace: c.env.Namespace, Name: c.script.ID},
-		Message: msg, Error: failure,
+		Object: controller.ObjectRef{Kind: "Demo", Namespace: c.env.Namespace, Name: c.script.ID},
+		// The Database the demo is about: the lab selects it, so the room
+		// sees its card and rows, not another one's.
+		Database: c.script.about(),
+		Message:  msg, Error: failure,
 	})
 }
 

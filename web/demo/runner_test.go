@@ -402,3 +402,27 @@ func TestSpeakingDwellFollowsTheNarration(t *testing.T) {
 		}
 	}
 }
+
+// A demo about one Database names it on each narration step, so the lab
+// selects it; a demo about several names none.
+func TestNarrationNamesTheDemosDatabase(t *testing.T) {
+	one, g := gatedScript("one", 2, false)
+	one.Databases = []string{"shop"}
+	r, _, sk, _ := start(t, time.Millisecond, one)
+	if err := r.Play("lab-a", "one"); err != nil {
+		t.Fatal(err)
+	}
+	began(t, g, 1)
+	began(t, g, 2)
+	waitStatus(t, r, "the end", func(s Status) bool { return s.State == Finished })
+	sk.mu.Lock()
+	defer sk.mu.Unlock()
+	for _, st := range sk.steps {
+		if st.Database != "shop" {
+			t.Errorf("narration %q names Database %q, want shop", st.Message, st.Database)
+		}
+	}
+	if (Script{Databases: []string{"a", "b"}}).about() != "" {
+		t.Error("a demo about two Databases selects one of them")
+	}
+}

@@ -391,3 +391,12 @@ func ownedStatefulSet(ctx context.Context, env *Env, name string) (*appsv1.State
 	}
 	return nil, nil
 }
+
+// about is the one Database the script is about, or "" when it makes
+// more than one.
+func (s Script) about() string {
+	if len(s.Databases) == 1 {
+		return s.Databases[0]
+	}
+	return ""
+}

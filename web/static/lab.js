@@ -501,6 +501,13 @@
   // A scripted demo's narration (web/demo): the instructor's words, in
   // order among the reconciles they announce; a failed step shows its error.
   function onNarration(m) {
+    // A demo's step is about its Database: select it, as the presenter
+    // would, so the room (and every follower) sees that card and its rows.
+    if (m.database && filterEl && !followNs && filterEl.value !== m.database) {
+      knowObject(m.database);
+      filterEl.value = m.database;
+      filterEl.dispatchEvent(new Event("change"));
+    }
     addRow(h("li", { class: "row controller narration" + (m.error ? " error" : ""), "data-db": "" },
       h("div", { class: "row-head" }, timeEl(m.time), " ",
         h("span", { class: "pill " + (m.error ? "bad" : "running") }, "demo " + ((m.object && m.object.name) || "")), " ",
