@@ -908,6 +908,8 @@
         flash(false, "The request failed: " + err.message);
       } finally {
         buttons.forEach((b) => { b.disabled = false; });
+        // Pause and Resume stay disabled while they do not apply.
+        if (form.querySelector("[data-controller]")) drawControllerPill();
       }
     });
   }
