@@ -47,10 +47,22 @@ func runAxe(ctx context.Context, src string) ([]axeViolation, error) {
 	if _, err := chromedp.Run(ctx, chromedp.Evaluate[bool](src+"\n;typeof axe === 'object'")); err != nil {
 		return nil, fmt.Errorf("inject axe-core: %w", err)
 	}
-	return chromedp.Run(ctx, chromedp.Evaluate[[]axeViolation](`axe.run(document, {runOnly: {type: "tag", values: `+axeTags+`}})
+	// A live page (a follower's, the stream's rows) may drop a node while
+	// axe walks it, and axe then throws computing that node's selector
+	// ("reading 'nthChild'"); that run checked nothing, so it is run again.
+	// Violations are never retried away.
+	var err error
+	for try := 0; try < 3; try++ {
+		var vs []axeViolation
+		vs, err = chromedp.Run(ctx, chromedp.Evaluate[[]axeViolation](`axe.run(document, {runOnly: {type: "tag", values: `+axeTags+`}})
 		.then(r => r.violations.map(v => ({id: v.id, help: v.help,
 			nodes: v.nodes.slice(0, 6).map(n => n.target.join(" ") + " — " + (n.failureSummary || "").replace(/\s+/g, " "))})))`,
-		chromedp.EvalAwaitPromise))
+			chromedp.EvalAwaitPromise))
+		if err == nil || !strings.Contains(err.Error(), "nthChild") {
+			return vs, err
+		}
+	}
+	return nil, err
 }
 
 // checkPage runs axe-core on what ctx shows, in light and in dark, and

@@ -449,7 +449,8 @@
     const pill = $("#controller-status");
     if (!pill) return;
     const paused = root.dataset.paused === "true";
-    pill.textContent = !ctrlUp ? "Controller stopped" : paused ? `${followNs ? follow.name + "'s" : "Your"} namespace is paused` : "Controller running";
+    const says = !ctrlUp ? "Controller stopped" : paused ? `${followNs ? follow.name + "'s" : "Your"} namespace is paused` : "Controller running";
+    if (pill.textContent !== says) pill.textContent = says;
     pill.classList.toggle("ok", ctrlUp && !paused);
     pill.classList.toggle("warn", ctrlUp && paused);
     pill.classList.toggle("bad", !ctrlUp);
@@ -458,7 +459,10 @@
     const stop = $('button[data-controller="stop"]'), start = $('button[data-controller="start"]'), why = $("#pause-why");
     if (stop) stop.disabled = paused;
     if (start) start.disabled = !paused;
-    if (why) why.textContent = paused ? "Paused: Resume lets the controller reconcile your namespace again." : "Not paused: Resume has nothing to do until you pause.";
+    const reason = paused ? "Paused: Resume lets the controller reconcile your namespace again." : "Not paused: Resume has nothing to do until you pause.";
+    // Written only when it changes: a rewrite replaces the text node, and
+    // this runs on every view a follower receives.
+    if (why && why.textContent !== reason) why.textContent = reason;
     showCountdown();
   }
   function showController(running) {
