@@ -5,9 +5,11 @@ import (
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/oplab-dev/oplab/web/session"
@@ -98,6 +100,16 @@ func TestEndedSessionLeavesNoTerminatingNamespace(t *testing.T) {
 	if err := c.Create(ctx, cm); err != nil {
 		t.Fatal(err)
 	}
+	// A learner's kubectl may patch a StatefulSet's metadata (the owner-gc
+	// challenge), finalizers included.
+	labels := map[string]string{"app": "held"}
+	sts := &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Name: "held-sts", Namespace: s.Namespace, Finalizers: []string{"evil.example/never"}},
+		Spec: appsv1.StatefulSetSpec{Selector: &metav1.LabelSelector{MatchLabels: labels}, Replicas: ptr.To[int32](0),
+			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "x", Image: "busybox"}}}}}}
+	if err := c.Create(ctx, sts); err != nil {
+		t.Fatal(err)
+	}
 	db := database(s.Namespace, "held-db")
 	db.Finalizers = []string{"evil.example/never"}
 	if err := c.Create(ctx, db); err != nil {
@@ -115,7 +127,7 @@ func TestEndedSessionLeavesNoTerminatingNamespace(t *testing.T) {
 		var ns corev1.Namespace
 		err := c.Get(ctx, client.ObjectKey{Name: s.Namespace}, &ns)
 		if apierrors.IsNotFound(err) {
-			t.Logf("figure: the ended session's namespace, held by two foreign finalizers, was gone %s after Sweep (grace 2s)", time.Since(ended).Round(time.Millisecond))
+			t.Logf("figure: the ended session's namespace, held by three foreign finalizers, was gone %s after Sweep (grace 2s)", time.Since(ended).Round(time.Millisecond))
 			return
 		}
 		select {
