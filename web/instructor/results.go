@@ -23,21 +23,14 @@ type Result struct {
 	LastSeen time.Time `json:"lastSeen"`
 	// Reported is false while the learner's browser has sent no progress:
 	// then the zeros below mean "not known", not "none".
-	Reported       bool              `json:"reported"`
-	Scenarios      []string          `json:"scenarios"`
-	Challenges     []ChallengeResult `json:"challenges"`
-	ChallengesDone int               `json:"challengesComplete"`
-	ChallengeCount int               `json:"challengesInCourse"`
-	QuizBest       int               `json:"quizBest"`
-	QuizQuestions  int               `json:"quizQuestions"`
-	CardsReviewed  int               `json:"cardsReviewed"`
-}
-
-// ChallengeResult is one challenge a learner began: tasks done of all.
-type ChallengeResult struct {
-	ID   string `json:"id"`
-	Done int    `json:"done"`
-	Of   int    `json:"of"`
+	Reported       bool        `json:"reported"`
+	Scenarios      []string    `json:"scenarios"`
+	Challenges     []Challenge `json:"challenges"`
+	ChallengesDone int         `json:"challengesComplete"`
+	ChallengeCount int         `json:"challengesInCourse"`
+	QuizBest       int         `json:"quizBest"`
+	QuizQuestions  int         `json:"quizQuestions"`
+	CardsReviewed  int         `json:"cardsReviewed"`
 }
 
 // results lists every learner session's results, sorted by namespace so
@@ -60,19 +53,13 @@ func resultOf(s session.SessionInfo, ro Roster) Result {
 	res := Result{
 		Name: s.Name, Namespace: s.Namespace, Acted: s.Acted, Started: s.Started.UTC(), LastSeen: s.LastSeen.UTC(),
 		Reported: !s.Progress.Reported.IsZero(), Scenarios: slices.Sorted(slices.Values(s.Progress.Scenarios)),
-		Challenges: []ChallengeResult{}, ChallengeCount: ro.ChallengeCount,
-		QuizBest: s.Progress.QuizBest, QuizQuestions: ro.QuizQuestions, CardsReviewed: s.Progress.CardsReviewed,
+		ChallengeCount: ro.ChallengeCount,
+		QuizBest:       s.Progress.QuizBest, QuizQuestions: ro.QuizQuestions, CardsReviewed: s.Progress.CardsReviewed,
 	}
 	if res.Scenarios == nil {
 		res.Scenarios = []string{}
 	}
-	for id, c := range s.Progress.Challenges {
-		res.Challenges = append(res.Challenges, ChallengeResult{ID: id, Done: c.Done, Of: c.Of})
-		if c.Complete() {
-			res.ChallengesDone++
-		}
-	}
-	slices.SortFunc(res.Challenges, func(a, b ChallengeResult) int { return strings.Compare(a.ID, b.ID) })
+	res.Challenges, res.ChallengesDone = challengesOf(s.Progress)
 	return res
 }
 

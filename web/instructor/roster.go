@@ -185,13 +185,7 @@ func (h *Handler) rosterView(ctx context.Context) *RosterView {
 		if ro.Pauses != nil {
 			row.Paused = ro.Pauses.NamespacePaused(s.Namespace)
 		}
-		for id, c := range s.Progress.Challenges {
-			row.Challenges = append(row.Challenges, Challenge{ID: id, Done: c.Done, Of: c.Of})
-			if c.Complete() {
-				row.ChallengesDone++
-			}
-		}
-		slices.SortFunc(row.Challenges, func(a, b Challenge) int { return cmpString(a.ID, b.ID) })
+		row.Challenges, row.ChallengesDone = challengesOf(s.Progress)
 		if ro.States != nil {
 			dbs, err := ro.States.Databases(ctx, s.Namespace)
 			if err != nil {
@@ -491,6 +485,22 @@ type DatabaseRow struct {
 
 // Challenge is how far a learner is in one challenge.
 type Challenge struct {
-	ID       string
-	Done, Of int
+	ID   string `json:"id"`
+	Done int    `json:"done"`
+	Of   int    `json:"of"`
+}
+
+// challengesOf is a learner's challenges by ID, and how many are complete:
+// the roster's row and the class export say the same.
+func challengesOf(p session.Progress) ([]Challenge, int) {
+	out := []Challenge{}
+	done := 0
+	for id, c := range p.Challenges {
+		out = append(out, Challenge{ID: id, Done: c.Done, Of: c.Of})
+		if c.Complete() {
+			done++
+		}
+	}
+	slices.SortFunc(out, func(a, b Challenge) int { return cmpString(a.ID, b.ID) })
+	return out, done
 }

@@ -31,8 +31,8 @@ func findPitfall(pfs []controller.PitfallInfo, name string) (controller.PitfallI
 	return controller.PitfallInfo{}, false
 }
 
-// pauseWhy says why one of Pause and Resume is disabled. lab.js says the
-// same words as the pause changes.
+// pauseWhy says why one of Pause and Resume is disabled. The page carries
+// both sentences, and lab.js shows the one the pause calls for.
 func pauseWhy(paused bool) string {
 	if paused {
 		return "Paused: Resume lets the controller reconcile your namespace again."

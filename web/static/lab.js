@@ -459,10 +459,11 @@
     const stop = $('button[data-controller="stop"]'), start = $('button[data-controller="start"]'), why = $("#pause-why");
     if (stop) stop.disabled = paused;
     if (start) start.disabled = !paused;
-    const reason = paused ? "Paused: Resume lets the controller reconcile your namespace again." : "Not paused: Resume has nothing to do until you pause.";
-    // Written only when it changes: a rewrite replaces the text node, and
-    // this runs on every view a follower receives.
-    if (why && why.textContent !== reason) why.textContent = reason;
+    // The words are the server's (web/lab pauseWhy), written only when they
+    // change: a rewrite replaces the text node, and this runs on every view
+    // a follower receives.
+    const reason = why && (paused ? why.dataset.paused : why.dataset.running);
+    if (reason && why.textContent !== reason) why.textContent = reason;
     showCountdown();
   }
   function showController(running) {
