@@ -273,7 +273,7 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 	}
 	s.sessions, err = session.New(ctx, session.Options{
 		Namespaces: explainedNamespaces{session.KubeNamespaces{Client: direct, MaxDatabases: opts.MaxDatabasesPerNamespace, Prefix: prefix,
-			NoQuotaController: opts.NoQuotaController, Roles: opts.NamespaceRoles, Self: self}},
+			NoQuotaController: opts.NoQuotaController, Roles: opts.NamespaceRoles, Self: self, Logger: opts.Logger.WithName("namespaces")}},
 		NamespacePrefix: prefix, Revoke: explainRevoke(issuer.Revoke),
 		IdleTimeout: opts.SessionIdleTimeout, NewIdleTimeout: opts.SessionNewIdleTimeout,
 		MaxSessions: opts.MaxSessions, MaxPerClient: opts.MaxSessionsPerClient, ClientOf: session.ClientAddress(opts.TrustedProxies),

@@ -28,6 +28,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
@@ -148,6 +149,10 @@ type probe struct {
 	// orphan marks start-up probes that need an orphaned lab namespace
 	// older than --session-idle to reclaim.
 	orphan bool
+	// older marks start-up probes that need a lab namespace an older oplab
+	// made: no Pod Security labels, no LimitRange, a quota on Databases
+	// only (h.older).
+	older bool
 	// apiWords marks a report oplab does not word: client-go's event
 	// recorder logs the API server's own sentence, which names the verb
 	// and the resource too.
@@ -400,6 +405,25 @@ func probes() []probe {
 			},
 		},
 		{
+			what:    "start: an older oplab's namespace made a sandbox, its quota raised (log only)",
+			perms:   []string{"patch resourcequotas"},
+			startup: true,
+			older:   true,
+			act: func(t *testing.T, h *harness, _ *learner, p perm) string {
+				saw := h.proc.logged(t, "Failed to make an older oplab's lab namespace a sandbox", h.older)
+				// The refused quota does not hold back the labels that keep
+				// privileged Pods out.
+				var ns corev1.Namespace
+				if err := h.admin.Get(context.Background(), client.ObjectKey{Name: h.older}, &ns); err != nil {
+					t.Fatal(err)
+				}
+				if got := ns.Labels[session.PodSecurityEnforce]; got != session.PodSecurityLevel {
+					t.Errorf("without %s, namespace %s has %s=%q; want %s all the same", p, h.older, session.PodSecurityEnforce, got, session.PodSecurityLevel)
+				}
+				return saw
+			},
+		},
+		{
 			what:    "start: reclaiming an orphaned lab namespace (log only)",
 			perms:   []string{"get namespaces", "delete namespaces"},
 			startup: true,
@@ -486,12 +510,15 @@ func TestEachRuleIsNeeded(t *testing.T) {
 	}
 	for i := range startupPerms {
 		prefix := fmt.Sprintf("rs%d-", i)
+		// As oplab leaves one: its labels, Pod Security's among them, and
+		// its own RoleBinding there.
 		orphan := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: prefix + "orphan",
-			Labels: map[string]string{session.LabLabel: "true", session.InstanceLabel: session.Instance(prefix)}}}
+			Labels: map[string]string{session.LabLabel: "true", session.InstanceLabel: session.Instance(prefix),
+				session.PodSecurityEnforce: session.PodSecurityLevel, session.PodSecurityWarn: session.PodSecurityLevel,
+				session.PodSecurityAudit: session.PodSecurityLevel}}}
 		if err := admin.Create(context.Background(), orphan); err != nil {
 			t.Fatal(err)
 		}
-		// As oplab left it: its own RoleBinding there.
 		h.bindInNamespace(t, orphan.Name)
 	}
 	orphanBorn := time.Now()
@@ -558,6 +585,10 @@ func TestEachRuleIsNeeded(t *testing.T) {
 				if pr.orphan {
 					time.Sleep(time.Until(orphanBorn.Add(time.Minute + 2*time.Second)))
 				}
+				if pr.older {
+					h.older = prefix + "older"
+					h.makeOlder(t, h.older, prefix)
+				}
 				h.grant(t, &p)
 				h.orphan = prefix + "orphan"
 				h.proc = h.start(t, prefix, nil, !pr.noWait)
@@ -606,6 +637,26 @@ type harness struct {
 	binary     string
 	proc       *proc
 	orphan     string
+	older      string
+}
+
+// makeOlder creates the lab namespace name as an oplab from before the
+// sandbox left it for instance prefix: no Pod Security labels, no
+// LimitRange, a quota on Databases only; oplab's RoleBinding there.
+func (h *harness) makeOlder(t *testing.T, name, prefix string) {
+	t.Helper()
+	ctx := context.Background()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name,
+		Labels: map[string]string{session.LabLabel: "true", session.InstanceLabel: session.Instance(prefix)}}}
+	if err := h.admin.Create(ctx, ns); err != nil {
+		t.Fatal(err)
+	}
+	q := &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Namespace: name, Name: session.QuotaName},
+		Spec: corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{session.DatabaseQuotaResource: resource.MustParse("5")}}}
+	if err := h.admin.Create(ctx, q); err != nil {
+		t.Fatal(err)
+	}
+	h.bindInNamespace(t, name)
 }
 
 // The probe identity's roles: probeSA, bound cluster-wide, holds the

@@ -116,9 +116,9 @@ func (n KubeNamespaces) adoptUnlabelled(ctx context.Context) ([]corev1.Namespace
 		if ns.DeletionTimestamp != nil || !unlabelledName.MatchString(ns.Name) {
 			continue
 		}
-		patch := client.MergeFrom(ns.DeepCopy())
-		ns.Labels[InstanceLabel] = Instance(NamespacePrefix)
-		if err := n.Client.Patch(ctx, &ns, patch); err != nil {
+		// The instance label goes on with the Pod Security ones: oplab's
+		// admission policy refuses it a lab namespace without them.
+		if err := n.upgrade(ctx, &ns); err != nil {
 			if apierrors.IsNotFound(err) {
 				continue
 			}

@@ -197,6 +197,13 @@ func TestDefaultInstanceAdoptsAnOlderOplabsNamespaces(t *testing.T) {
 	if got := instanceOf(legacy); got != session.Instance(session.NamespacePrefix) {
 		t.Errorf("%s labelled %s=%q after the default instance's restore; want %q", legacy, session.InstanceLabel, got, session.Instance(session.NamespacePrefix))
 	}
+	var adopted corev1.Namespace
+	if err := c.Get(t.Context(), types.NamespacedName{Name: legacy}, &adopted); err != nil {
+		t.Fatal(err)
+	}
+	if got := adopted.Labels[session.PodSecurityEnforce]; got != session.PodSecurityLevel {
+		t.Errorf("%s adopted with %s=%q; want %s, as a new lab namespace", legacy, session.PodSecurityEnforce, got, session.PodSecurityLevel)
+	}
 	legacyCookie := &http.Cookie{Name: session.CookieName, Value: cookie.Value + legacy}
 	if s, err := m.Lookup(withCookie(legacyCookie)); err != nil || s.Namespace != legacy {
 		t.Errorf("the older oplab's learner finds %v, %v; want their namespace %s", s, err, legacy)

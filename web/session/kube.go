@@ -3,11 +3,13 @@ package session
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/go-logr/logr"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -51,6 +53,8 @@ type KubeNamespaces struct {
 	Roles []string
 	// Self is oplab's own identity, the subject of those RoleBindings.
 	Self rbacv1.Subject
+	// Logger hears of the older namespaces List brings up to date.
+	Logger logr.Logger
 }
 
 // Per-namespace bounds besides the Database count: what the Database's
@@ -167,7 +171,9 @@ func (n KubeNamespaces) createLimits(ctx context.Context, ns string) error {
 	return nil
 }
 
-func (n KubeNamespaces) createQuota(ctx context.Context, ns string) error {
+// quotaHard is the quota of a lab namespace: its Databases, and the Pods
+// and requests of that many Databases at their largest.
+func (n KubeNamespaces) quotaHard() corev1.ResourceList {
 	maxDBs := n.MaxDatabases
 	if maxDBs <= 0 {
 		maxDBs = 5
@@ -176,12 +182,16 @@ func (n KubeNamespaces) createQuota(ctx context.Context, ns string) error {
 	times := func(q resource.Quantity) resource.Quantity {
 		return *resource.NewMilliQuantity(q.MilliValue()*pods, q.Format)
 	}
-	hard := corev1.ResourceList{
+	return corev1.ResourceList{
 		DatabaseQuotaResource:         resource.MustParse(strconv.Itoa(maxDBs)),
 		corev1.ResourcePods:           *resource.NewQuantity(pods, resource.DecimalSI),
 		corev1.ResourceRequestsCPU:    times(podRequestCPU),
 		corev1.ResourceRequestsMemory: times(podRequestMemory),
 	}
+}
+
+func (n KubeNamespaces) createQuota(ctx context.Context, ns string) error {
+	hard := n.quotaHard()
 	q := &corev1.ResourceQuota{
 		ObjectMeta: metav1.ObjectMeta{Name: QuotaName, Namespace: ns},
 		Spec:       corev1.ResourceQuotaSpec{Hard: hard},
@@ -258,12 +268,81 @@ func (n KubeNamespaces) List(ctx context.Context) ([]Namespace, error) {
 		if ns.DeletionTimestamp != nil || !n.ours(&ns) {
 			continue
 		}
+		// A namespace that cannot be brought up to date (a permission
+		// oplab lacks) still has its learner: the log names what is missing.
+		if err := n.upgrade(ctx, &ns); err != nil && !apierrors.IsNotFound(err) {
+			n.Logger.Error(permission.Explain(err), "Failed to make an older oplab's lab namespace a sandbox", "namespace", ns.Name)
+		}
 		out = append(out, Namespace{
 			Name: ns.Name, Created: ns.CreationTimestamp.Time,
 			CookieHash: ns.Annotations[CookieHashAnnotation], Acted: ns.Annotations[ActedAnnotation] == "true",
 		})
 	}
 	return out, nil
+}
+
+// upgrade makes a lab namespace an older oplab made the sandbox a new one
+// is: its LimitRange, its quota's Pod and request caps, then the instance
+// and Pod Security labels. Without it, the learners whose sessions outlive an
+// upgrade keep a namespace where their kubectl can run a privileged Pod
+// until their session ends. The labels go last, so that a namespace that
+// has them has the rest; one that has them is left alone, so that a
+// restart costs no writes.
+func (n KubeNamespaces) upgrade(ctx context.Context, ns *corev1.Namespace) error {
+	want := n.newLabels()
+	if labelled(ns, want) {
+		return nil
+	}
+	// The LimitRange and the quota are tried first, so that the labels,
+	// which a later start takes to mean "done", come last; but a refusal
+	// of either does not hold back the labels, which keep privileged Pods
+	// out.
+	errs := []error{n.createLimits(ctx, ns.Name), n.raiseQuota(ctx, ns.Name)}
+	patch := client.MergeFrom(ns.DeepCopy())
+	if ns.Labels == nil {
+		ns.Labels = map[string]string{}
+	}
+	for k, v := range want {
+		ns.Labels[k] = v
+	}
+	if err := n.Client.Patch(ctx, ns, patch); err != nil {
+		return errors.Join(append(errs, fmt.Errorf("label namespace %s with Pod Security %q: %w", ns.Name, PodSecurityLevel, err))...)
+	}
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	n.Logger.Info("Made an older oplab's lab namespace a sandbox", "namespace", ns.Name, "podSecurity", PodSecurityLevel)
+	return nil
+}
+
+// labelled reports whether ns carries every label of want.
+func labelled(ns *corev1.Namespace, want map[string]string) bool {
+	for k, v := range want {
+		if ns.Labels[k] != v {
+			return false
+		}
+	}
+	return true
+}
+
+// raiseQuota writes the quota's hard caps of a new namespace into an
+// existing one, or creates it: an older oplab's quota counted Databases
+// only.
+func (n KubeNamespaces) raiseQuota(ctx context.Context, ns string) error {
+	var q corev1.ResourceQuota
+	err := n.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: QuotaName}, &q)
+	if apierrors.IsNotFound(err) {
+		return n.createQuota(ctx, ns)
+	}
+	if err != nil {
+		return fmt.Errorf("read quota %s: %w", QuotaName, err)
+	}
+	patch := client.MergeFrom(q.DeepCopy())
+	q.Spec.Hard = n.quotaHard()
+	if err := n.Client.Patch(ctx, &q, patch); err != nil {
+		return fmt.Errorf("raise quota %s in namespace %s to a new namespace's caps: %w", QuotaName, ns, err)
+	}
+	return nil
 }
 
 // Delete deletes the namespace and, with it, everything in it; one already

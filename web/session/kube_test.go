@@ -15,6 +15,7 @@ import (
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
@@ -300,4 +301,79 @@ func TestANewNamespaceIsASandbox(t *testing.T) {
 		t.Errorf("created %d Pods, then %v; want at most %d, then exceeded quota", created, refusal, maxPods)
 	}
 	t.Logf("%d Pods admitted, then: %v", created, refusal)
+}
+
+// An older oplab's lab namespace, one without Pod Security labels, a
+// LimitRange or a quota on Pods, is made the sandbox a new one is when a
+// restart restores its session: its learner's kubectl cannot run a
+// privileged Pod there any more, and cannot scale past the new caps.
+func TestARestoredOlderNamespaceBecomesASandbox(t *testing.T) {
+	c := kubeClient(t)
+	cookie := "an-older-sandbox-cookie"
+	name := session.NamespacePrefix + "oldsandb"
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{
+		Name:        name,
+		Labels:      map[string]string{session.LabLabel: "true", session.InstanceLabel: session.Instance(session.NamespacePrefix)},
+		Annotations: map[string]string{session.CookieHashAnnotation: session.HashCookie(cookie)},
+	}}
+	if err := c.Create(t.Context(), ns); err != nil {
+		t.Fatal(err)
+	}
+	deleteLater(t, c, name)
+	// The quota of an oplab before the sandbox counted Databases only.
+	old := &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Namespace: name, Name: session.QuotaName},
+		Spec: corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{session.DatabaseQuotaResource: resource.MustParse("5")}}}
+	if err := c.Create(t.Context(), old); err != nil {
+		t.Fatal(err)
+	}
+	privileged := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: name, Name: "privileged"},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "x", Image: "postgres:17",
+			SecurityContext: &corev1.SecurityContext{Privileged: ptr.To(true)}}}}}
+	if err := c.Create(t.Context(), privileged.DeepCopy()); err != nil {
+		t.Fatalf("before the restore, the older namespace admits a privileged Pod (the hole this closes); got %v", err)
+	}
+
+	m := newManager(t, t.Context(), c, nil)
+	if _, err := m.Restore(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if s, err := m.Lookup(withCookie(&http.Cookie{Name: session.CookieName, Value: cookie})); err != nil || s.Namespace != name {
+		t.Fatalf("the older namespace's learner finds %v, %v; want %s", s, err, name)
+	}
+	if err := c.Get(t.Context(), client.ObjectKey{Name: name}, ns); err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range []string{session.PodSecurityEnforce, session.PodSecurityWarn, session.PodSecurityAudit} {
+		if ns.Labels[l] != session.PodSecurityLevel {
+			t.Errorf("after the restore, namespace label %s = %q, want %s", l, ns.Labels[l], session.PodSecurityLevel)
+		}
+	}
+	var lr corev1.LimitRange
+	if err := c.Get(t.Context(), client.ObjectKey{Namespace: name, Name: session.LimitRangeName}, &lr); err != nil {
+		t.Errorf("after the restore, the LimitRange: %v", err)
+	}
+	var q corev1.ResourceQuota
+	if err := c.Get(t.Context(), client.ObjectKey{Namespace: name, Name: session.QuotaName}, &q); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := q.Spec.Hard[corev1.ResourcePods], session.MaxPods(5); got.Value() != int64(want) {
+		t.Errorf("after the restore, the quota's pods = %v, want %d", q.Spec.Hard, want)
+	}
+	privileged.Name = "privileged-2"
+	if err := c.Create(t.Context(), privileged); !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), "PodSecurity") {
+		t.Errorf("after the restore, a privileged Pod: %v; want Forbidden by PodSecurity", err)
+	}
+
+	// A second restart finds nothing to bring up to date: no write.
+	before := ns.ResourceVersion
+	m2 := newManager(t, t.Context(), c, nil)
+	if _, err := m2.Restore(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Get(t.Context(), client.ObjectKey{Name: name}, ns); err != nil {
+		t.Fatal(err)
+	}
+	if ns.ResourceVersion != before {
+		t.Errorf("a second restore rewrote the namespace (resourceVersion %s → %s); want it left alone", before, ns.ResourceVersion)
+	}
 }
