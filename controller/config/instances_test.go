@@ -2,11 +2,15 @@ package config_test
 
 import (
 	"context"
+	"crypto/rand"
 	"fmt"
+	"os/exec"
+	"strings"
 	"sync"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -136,4 +140,100 @@ func TestTwoInstancesKeepToTheirOwn(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// TestASecondInstanceFromTheManifests installs a second oplab from
+// controller/config/second-instance beside the first (default), as a
+// platform team running two classes would, and tries each instance's
+// ServiceAccount on the other's namespaces: each makes and writes in its
+// own, and the API server refuses it the other's, by its own instance's
+// policy.
+func TestASecondInstanceFromTheManifests(t *testing.T) {
+	admin, kubeconfig := installed(t)
+	out := kubectl(t, "--kubeconfig", kubeconfig, "apply", "-k", "second-instance")
+	t.Logf("kubectl apply -k second-instance:\n%s", out)
+	t.Cleanup(func() {
+		_ = exec.Command(shared.cl.KubectlPath(), "--kubeconfig", kubeconfig, "delete", "-k", "second-instance", "--wait=false").Run()
+	})
+	ctx := context.Background()
+	clientOf := func(cfg *rest.Config) client.Client {
+		c, err := client.New(cfg, client.Options{Scheme: scheme})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	one := clientOf(oplabIdentity(t))
+	var two client.Client
+	eventually(t, "instance lab2's ServiceAccount", func(context.Context) error {
+		var sa corev1.ServiceAccount
+		return admin.Get(ctx, client.ObjectKey{Namespace: "oplab-lab2", Name: "oplab-lab2"}, &sa)
+	})
+	two = clientOf(identityIn(t, "oplab-lab2", "oplab-lab2"))
+	// A new policy takes effect once the API server's admission has loaded
+	// it (about a second): until then lab2 would be held by RBAC alone.
+	eventually(t, "the policy oplab-instance-namespaces-lab2 to take effect", func(ctx context.Context) error {
+		probe := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "unlabelled-"}}
+		err := two.Create(ctx, probe, client.DryRunAll)
+		if err == nil || !strings.Contains(err.Error(), "oplab-instance-namespaces-lab2") {
+			return fmt.Errorf("a dry-run create of an unlabelled namespace as lab2: %v", err)
+		}
+		return nil
+	})
+
+	labOne := labNamespace(t, one)
+	labTwo := "lab2-" + strings.ToLower(rand.Text()[:8])
+	twos := session.KubeNamespaces{Client: two, Prefix: "lab2-", Roles: []string{"oplab-controller", "oplab-web"},
+		Self: rbacv1.Subject{Kind: rbacv1.ServiceAccountKind, Name: "oplab-lab2", Namespace: "oplab-lab2"}}
+	t.Cleanup(func() {
+		_ = admin.Delete(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: labTwo}})
+	})
+	if err := twos.Create(ctx, labTwo, "cookie-hash"); err != nil {
+		t.Fatalf("instance lab2 making its own learner namespace %s: %v", labTwo, err)
+	}
+
+	secret := func(namespace string) *corev1.Secret {
+		return &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, GenerateName: "probe-"}}
+	}
+	if err := two.Create(ctx, secret(labTwo)); err != nil {
+		t.Errorf("instance lab2 writing a Secret in its own %s: %v", labTwo, err)
+	}
+	if err := one.Create(ctx, secret(labOne)); err != nil {
+		t.Errorf("instance lab writing a Secret in its own %s: %v", labOne, err)
+	}
+	// Each is refused the other's: RBAC would let them (the other binds
+	// only itself there, but the cluster role's bind lets either bind
+	// itself), the instance policy does not.
+	for _, c := range []struct {
+		who, policy string
+		c           client.Client
+		theirs      string
+	}{{"lab", "oplab-instance-namespaces", one, labTwo}, {"lab2", "oplab-instance-namespaces-lab2", two, labOne}} {
+		t.Run(c.who+" in the other's namespace", func(t *testing.T) {
+			rb := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: c.theirs, Name: "oplab-web-" + c.who},
+				RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "oplab-web"},
+				Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: "oplab", Namespace: ns}}}
+			byInstancePolicy(t, c.policy, "binding oplab-web to itself in "+c.theirs, c.c.Create(ctx, rb))
+			refused(t, "writing a Secret in "+c.theirs, c.c.Create(ctx, secret(c.theirs)))
+			var theirNS corev1.Namespace
+			if err := admin.Get(ctx, client.ObjectKey{Name: c.theirs}, &theirNS); err != nil {
+				t.Fatal(err)
+			}
+			byInstancePolicy(t, c.policy, "deleting namespace "+c.theirs, c.c.Delete(ctx, &theirNS))
+			stolen := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "stolen-", Labels: map[string]string{
+				session.LabLabel: "true", session.InstanceLabel: map[string]string{"lab": "lab2", "lab2": "lab"}[c.who],
+				session.PodSecurityEnforce: session.PodSecurityLevel, session.PodSecurityWarn: session.PodSecurityLevel,
+				session.PodSecurityAudit: session.PodSecurityLevel}}}
+			byInstancePolicy(t, c.policy, "making a namespace labelled with the other instance", c.c.Create(ctx, stolen))
+		})
+	}
+}
+
+// byInstancePolicy is refused, by the instance policy named policy.
+func byInstancePolicy(t *testing.T, policy, what string, err error) {
+	t.Helper()
+	refused(t, what, err)
+	if err != nil && !strings.Contains(err.Error(), "ValidatingAdmissionPolicy '"+policy+"'") {
+		t.Errorf("%s: refused by %v; want the policy %s", what, err, policy)
+	}
 }

@@ -46,6 +46,12 @@ func oplabIdentity(t *testing.T) *rest.Config {
 // who the token is, in no privileged group.
 func identity(t *testing.T, sa string) *rest.Config {
 	t.Helper()
+	return identityIn(t, ns, sa)
+}
+
+// identityIn is identity for the ServiceAccount sa of namespace ns.
+func identityIn(t *testing.T, ns, sa string) *rest.Config {
+	t.Helper()
 	adminCfg := shared.cl.Config()
 	cs, err := kubernetes.NewForConfig(adminCfg)
 	if err != nil {

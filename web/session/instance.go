@@ -64,7 +64,8 @@ func (n KubeNamespaces) labels() map[string]string {
 // Pod Security labels of every lab namespace: the "restricted" level,
 // enforced, so a learner's kubectl cannot run a privileged, host-sharing
 // or root Pod there (the Database's own Pods comply). The admission policy
-// of controller/config/policy refuses oplab a namespace without it.
+// of controller/config/manager/instance_policy.yaml refuses oplab a
+// namespace without it.
 const (
 	PodSecurityEnforce = "pod-security.kubernetes.io/enforce"
 	PodSecurityWarn    = "pod-security.kubernetes.io/warn"
