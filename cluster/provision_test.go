@@ -108,7 +108,10 @@ func TestProvisionFailureNamesTheFileAndLeavesNothingHalfMade(t *testing.T) {
 func TestProvisionWithoutTheModuleSaysWhereToRunIt(t *testing.T) {
 	missing := filepath.Join(t.TempDir(), "cluster", "controlplane")
 	err := Provision(context.Background(), ProvisionOptions{Dir: t.TempDir(), Module: missing,
-		Make: func(context.Context, string, string, string) error { t.Error("made a file without a module"); return nil }})
+		Make: func(context.Context, string, string, string) error {
+			t.Error("made a file without a module")
+			return nil
+		}})
 	if !errors.Is(err, ErrNoControlPlaneModule) || !strings.Contains(err.Error(), missing) || !strings.Contains(err.Error(), "--kubeconfig") {
 		t.Errorf("error %v; want ErrNoControlPlaneModule naming %s and the way out", err, missing)
 	}
