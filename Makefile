@@ -29,7 +29,9 @@ FUZZ_TARGETS = ./web/lab:FuzzFormValidation ./web/lab:FuzzReplay ./web/stream:Fu
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
 
-run: controlplane ## provision (first time) and run oplab on http://127.0.0.1:8080
+# oplab builds a missing control plane itself, serving the course pages
+# while it does, so run does not wait for the controlplane target.
+run: ## run oplab on http://127.0.0.1:8080 (the first time, it builds the control plane while serving the course)
 	$(GO) run ./cmd/oplab $(ARGS)
 
 test: controlplane browser ## run the whole test suite (real control plane, real Chromium)

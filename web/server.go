@@ -390,6 +390,7 @@ func (s *Server) routes(ctx context.Context, direct client.Client) (http.Handler
 	mux.Handle("GET /static/", http.StripPrefix("/static/", staticFiles()))
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok")) })
 	mux.HandleFunc("GET /readyz", s.readyz)
+	mux.HandleFunc("GET /starting", ready)
 	// The classroom: /ws?follow=presenter streams the presenter's namespace.
 	s.classroom = classroom.New(s.opts.Recorder, classroom.Options{})
 	context.AfterFunc(ctx, s.classroom.Close)

@@ -49,10 +49,12 @@ func runMain() int {
 // usageHeader opens `oplab --help`.
 const usageHeader = `oplab — the operator lab.
 
-With no --kubeconfig, oplab provisions nothing itself but starts the pinned
-control plane built by 'make controlplane' (etcd, kube-apiserver and, in full
-mode, kube-controller-manager, kube-scheduler and kwok) as child processes,
-which stop when oplab stops, and restarts any of them that dies. The
+With no --kubeconfig, oplab starts the pinned control plane (etcd,
+kube-apiserver and, in full mode, kube-controller-manager, kube-scheduler and
+kwok) as child processes, which stop when oplab stops, and restarts any of
+them that dies. Run from its repository on a machine where the control plane
+is not built yet, it builds it first (as 'make controlplane' does), serving
+the course pages meanwhile and saying on the lab page how far the build is. The
 cluster's data stays in --data-dir between runs (--ephemeral: none kept).
 With --kubeconfig (or KUBECONFIG) it runs against that cluster instead.
 

@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -28,6 +29,7 @@ import (
 	"github.com/oplab-dev/oplab/controller/permission"
 	"github.com/oplab-dev/oplab/web"
 	"github.com/oplab-dev/oplab/web/session"
+	"github.com/oplab-dev/oplab/web/starting"
 	"github.com/oplab-dev/oplab/web/stream"
 )
 
@@ -48,13 +50,41 @@ func run(ctx context.Context, c config, out io.Writer) (retErr error) {
 	go func() { defer close(hubDone); hub.Run(recCtx) }()
 	defer func() { stopRec(); <-recDone; <-hubDone }()
 
-	// 2. The API server: the embedded control plane, or the cluster of a
+	// 2. The front door: the course pages are served from here on, while
+	// the cluster is built (a first run: minutes) and started (seconds);
+	// the pages that need it say how far it is, until the full server
+	// takes over the same listener (step 5).
+	ln, err := net.Listen("tcp", c.addr)
+	if err != nil {
+		return fmt.Errorf("listening on --addr %s: %w", c.addr, err)
+	}
+	status := &startup{}
+	status.set(starting.Status{Phase: starting.Connecting, Began: time.Now()})
+	early, err := web.Starting(web.StartingOptions{Status: status.load, AllowedHosts: c.allowedHosts, Logger: log.WithName("web")})
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	front := &frontDoor{}
+	front.set(early)
+	// Headers have 10 s and an idle keep-alive connection 2 minutes; a
+	// body's deadline is set per request by the web server (ReadTimeout
+	// would also cut the websockets, which take the connection over).
+	httpSrv := &http.Server{Handler: front, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
+	httpErr := make(chan error, 1)
+	go func() { httpErr <- httpSrv.Serve(ln) }()
+	// serve shuts it down first, before the controller and the cluster
+	// stop; this is for the ways out before serve.
+	defer func() { _ = httpSrv.Close() }()
+	fmt.Fprintf(out, "The course pages are up at http://%s (the lab follows when the cluster is)\n", ln.Addr())
+
+	// 3. The API server: the embedded control plane, or the cluster of a
 	// kubeconfig. A control plane that fails for good ends run with its
 	// reason, through ctx.
 	ctx, failed := context.WithCancelCause(ctx)
 	defer failed(nil)
 	var embedded *cluster.Cluster
-	restCfg, kubectl, stopCluster, err := connect(ctx, c, out, rec, func(cl *cluster.Cluster) { embedded = cl })
+	restCfg, kubectl, stopCluster, err := connect(ctx, c, out, rec, func(cl *cluster.Cluster) { embedded = cl }, status)
 	if err != nil {
 		return err
 	}
@@ -87,7 +117,7 @@ func run(ctx context.Context, c config, out io.Writer) (retErr error) {
 		return fmt.Errorf("%w; install it (run without --install-crds=false, or %s)", err, crdApplyLine)
 	}
 
-	// 3. The controller. It runs in its own manager so the lab can really
+	// 4. The controller. It runs in its own manager so the lab can really
 	// stop it and start a fresh one.
 	opts := controller.DefaultOptions()
 	opts.Sink = rec
@@ -111,7 +141,7 @@ func run(ctx context.Context, c config, out io.Writer) (retErr error) {
 	// named (with what to run) where it may not.
 	go keepCRD(ctx, restCfg, embedded != nil || c.installCRDs, rec, log.WithName("crd"))
 
-	// 4. The web server.
+	// 5. The web server, which takes over the front door.
 	srv, err := web.New(ctx, web.Options{
 		Config:                   restCfg,
 		Recorder:                 rec,
@@ -138,7 +168,40 @@ func run(ctx context.Context, c config, out io.Writer) (retErr error) {
 	if err != nil {
 		return fmt.Errorf("starting the web server: %w", err)
 	}
-	return serve(ctx, c, srv, adminKubectl(kubectl), out)
+	front.set(srv.Handler())
+	return serve(ctx, c, ln.Addr(), httpSrv, httpErr, srv, adminKubectl(kubectl), out)
+}
+
+// frontDoor is the handler of oplab's one listener: the starting pages
+// first, then the full server.
+type frontDoor struct{ h atomic.Pointer[http.Handler] }
+
+func (f *frontDoor) set(h http.Handler) { f.h.Store(&h) }
+
+func (f *frontDoor) ServeHTTP(w http.ResponseWriter, r *http.Request) { (*f.h.Load()).ServeHTTP(w, r) }
+
+// startup is where the cluster stands, for the starting pages. Only run's
+// goroutine (and the build it runs) stores a status, always a new one;
+// the pages read it.
+type startup struct{ p atomic.Pointer[starting.Status] }
+
+func (s *startup) load() starting.Status { return *s.p.Load() }
+
+func (s *startup) set(st starting.Status) { s.p.Store(&st) }
+
+// building publishes a provisioning report.
+func (s *startup) building(p cluster.BuildProgress) {
+	st := starting.Status{Phase: starting.Building, Building: p.Building(), Built: p.Built, Total: len(p.Names), Began: p.Began}
+	for i, took := range p.Took {
+		st.Done = append(st.Done, starting.Built{Name: p.Names[i], Took: took})
+	}
+	switch {
+	case p.Err != nil:
+		st.Phase, st.Err = starting.Failed, p.Err.Error()
+	case p.Done:
+		st.Phase, st.Began = starting.Starting, time.Now()
+	}
+	s.set(st)
 }
 
 // adminKubectl is the line printed in the terminal: every namespace.
@@ -149,28 +212,20 @@ func adminKubectl(kubectl string) string {
 	return kubectl + " get databases -A -w"
 }
 
-// serve listens, announces the URLs, and runs the web server's background
-// work beside the HTTP server until ctx is done or either fails.
-func serve(ctx context.Context, c config, srv *web.Server, kubectlLine string, out io.Writer) error {
-	addr := c.addr
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return fmt.Errorf("listening on --addr %s: %w", addr, err)
-	}
-	// Headers have 10 s and an idle keep-alive connection 2 minutes; a
-	// body's deadline is set per request by the web server (ReadTimeout
-	// would also cut the websockets, which take the connection over).
-	httpSrv := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
+// serve announces the URLs, and runs the web server's background work
+// beside the HTTP server until ctx is done or either fails; then it shuts
+// the HTTP server down.
+func serve(ctx context.Context, c config, addr net.Addr, httpSrv *http.Server, httpErr <-chan error, srv *web.Server, kubectlLine string, out io.Writer) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	errc := make(chan error, 2)
 	go func() { errc <- srv.Run(ctx) }()
-	go func() { errc <- httpSrv.Serve(ln) }()
+	go func() { errc <- <-httpErr }()
 
-	fmt.Fprintf(out, "oplab is serving on http://%s\n", ln.Addr())
-	fmt.Fprintf(out, "Instructor page (present to the room, run demos, see the roster, stop the controller for everyone; keep the link to yourself): http://%s/instructor?token=%s\n", ln.Addr(), url.QueryEscape(c.instructorToken))
+	fmt.Fprintf(out, "oplab is serving on http://%s\n", addr)
+	fmt.Fprintf(out, "Instructor page (present to the room, run demos, see the roster, stop the controller for everyone; keep the link to yourself): http://%s/instructor?token=%s\n", addr, url.QueryEscape(c.instructorToken))
 	if c.joinCode != "" {
-		fmt.Fprintf(out, "Learners join with the code %q, or this link: http://%s/lab?join=%s\n", c.joinCode, ln.Addr(), url.QueryEscape(c.joinCode))
+		fmt.Fprintf(out, "Learners join with the code %q, or this link: http://%s/lab?join=%s\n", c.joinCode, addr, url.QueryEscape(c.joinCode))
 	}
 	if kubectlLine != "" {
 		fmt.Fprintf(out, "Watch it with kubectl: %s\n", kubectlLine)
@@ -199,14 +254,14 @@ func serve(ctx context.Context, c config, srv *web.Server, kubectlLine string, o
 // server it is, chooseTarget decides; the progress output says which. An
 // embedded cluster's process exits and restarts go to sink as global
 // controller steps, and the cluster is handed to started for its health.
-func connect(ctx context.Context, c config, out io.Writer, sink controller.Sink, started func(*cluster.Cluster)) (*rest.Config, string, func(), error) {
+func connect(ctx context.Context, c config, out io.Writer, sink controller.Sink, started func(*cluster.Cluster), status *startup) (*rest.Config, string, func(), error) {
 	t, err := chooseTarget(c, os.Getenv, serviceAccountDir)
 	if err != nil {
 		return nil, "", nil, err
 	}
 	fmt.Fprintf(out, "Chose the %s API server: %s\n", t.kind, t.why)
 	if t.kind == targetEmbedded {
-		return startEmbedded(ctx, c, out, sink, started)
+		return startEmbedded(ctx, c, out, sink, started, status)
 	}
 	if c.installCRDs {
 		if err := controller.InstallCRDs(ctx, t.cfg); err != nil {
@@ -225,10 +280,16 @@ func connect(ctx context.Context, c config, out io.Writer, sink controller.Sink,
 }
 
 // startEmbedded starts the embedded control plane and writes its kubeconfig.
-func startEmbedded(ctx context.Context, c config, out io.Writer, sink controller.Sink, started func(*cluster.Cluster)) (*rest.Config, string, func(), error) {
+func startEmbedded(ctx context.Context, c config, out io.Writer, sink controller.Sink, started func(*cluster.Cluster), status *startup) (*rest.Config, string, func(), error) {
 	crds, err := controller.CRDs()
 	if err != nil {
 		return nil, "", nil, err
+	}
+	if err := provision(ctx, out, status); err != nil {
+		return nil, "", nil, err
+	}
+	if st := status.load(); st.Phase != starting.Starting {
+		status.set(starting.Status{Phase: starting.Starting, Began: time.Now()})
 	}
 	childLog, closeLog, err := openControlPlaneLog(c.controlPlaneLog, out)
 	if err != nil {
@@ -251,6 +312,7 @@ func startEmbedded(ctx context.Context, c config, out io.Writer, sink controller
 		return nil, "", nil, fmt.Errorf("starting the embedded cluster: %w", err)
 	}
 	started(cl)
+	status.set(starting.Status{Phase: starting.Connecting, Began: time.Now()})
 	// The learner policy lets a learner's kubectl patch a StatefulSet's
 	// metadata and nothing else: without it their Role's patch would
 	// reach the Pod template.
@@ -286,6 +348,31 @@ func startEmbedded(ctx context.Context, c config, out io.Writer, sink controller
 		line = fmt.Sprintf("%s --kubeconfig %s", cl.KubectlPath(), c.writeKubeconfig)
 	}
 	return cl.Config(), line, stop, nil
+}
+
+// provision builds the control plane's missing binaries, if any (a first
+// run on a machine), reporting each to status and out.
+func provision(ctx context.Context, out io.Writer, status *startup) error {
+	dir, err := cluster.AssetsDir()
+	if err != nil {
+		return err
+	}
+	if len(cluster.MissingBinaries(dir)) == 0 {
+		return nil
+	}
+	fmt.Fprintf(out, "Building the Kubernetes v%s control plane from source into %s (a first run: about 11 minutes on 2 cores); the course pages are served meanwhile\n",
+		cluster.KubernetesVersion, dir)
+	err = cluster.Provision(ctx, cluster.ProvisionOptions{Dir: dir, Report: func(p cluster.BuildProgress) {
+		status.building(p)
+		if !p.Done {
+			fmt.Fprintf(out, "[%d/%d] building %s\n", p.Built+1, len(p.Names), p.Building())
+		}
+	}})
+	if err != nil {
+		return fmt.Errorf("building the control plane (make controlplane runs the same build in a terminal): %w", err)
+	}
+	fmt.Fprintf(out, "Control plane built in %s\n", time.Since(status.load().Began).Round(time.Second))
+	return nil
 }
 
 // controlPlaneStep turns a control-plane event into the global controller

@@ -1,0 +1,44 @@
+package web
+
+import (
+	"net/http"
+
+	"github.com/go-logr/logr"
+
+	"github.com/oplab-dev/oplab/web/httpx"
+	"github.com/oplab-dev/oplab/web/learn"
+	"github.com/oplab-dev/oplab/web/starting"
+)
+
+// StartingOptions configures the server oplab runs before its cluster is up.
+type StartingOptions struct {
+	// Status is where the cluster stands; called on every request.
+	Status func() starting.Status
+	// AllowedHosts are the host names the server answers to (checkHost).
+	AllowedHosts []string
+	Logger       logr.Logger
+}
+
+// Starting is what oplab serves while its cluster is built and started:
+// the course itself (home, lessons, quiz, flashcards), which needs no
+// cluster, and for the pages that do, a page that says how far the
+// cluster is and turns into the real one when it is up. It is the same
+// site behind the same protections; oplab swaps the full server in once
+// New returns.
+func Starting(opts StartingOptions) (http.Handler, error) {
+	mux := http.NewServeMux()
+	mux.Handle("GET /static/", http.StripPrefix("/static/", staticFiles()))
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok")) })
+	starting.Handler{Status: opts.Status, Logger: opts.Logger.WithName("starting")}.Register(mux)
+	if err := learn.Register(mux); err != nil {
+		return nil, err
+	}
+	return securityHeaders(bodyDeadline(checkHost(opts.AllowedHosts, protect(mux)))), nil
+}
+
+// ready answers the starting page's poll once the full server is in:
+// its script then loads the real page.
+func ready(w http.ResponseWriter, _ *http.Request) {
+	w.Header().Set("Cache-Control", "no-store")
+	httpx.JSON(w, http.StatusOK, starting.Status{Phase: starting.Ready})
+}
