@@ -183,7 +183,9 @@ func (f *frontDoor) ServeHTTP(w http.ResponseWriter, r *http.Request) { (*f.h.Lo
 // startup is where the cluster stands, for the starting pages. Only run's
 // goroutine (and the build it runs) stores a status, always a new one;
 // the pages read it.
-type startup struct{ p atomic.Pointer[starting.Status] }
+type startup struct {
+	p atomic.Pointer[starting.Status]
+}
 
 func (s *startup) load() starting.Status { return *s.p.Load() }
 
