@@ -50,7 +50,7 @@ type Options struct {
 	Sink controller.Sink
 	// Narrator tells the room; nil tells only the timeline.
 	Narrator Narrator
-	// Scripts are the demos offered; nil means Scripts.
+	// Scripts are the demos offered (Load reads them).
 	Scripts []Script
 	// Dwell is how long a finished step stays before the next begins,
 	// unless the step says otherwise; zero means the step's narration
@@ -136,9 +136,6 @@ type Runner struct {
 
 // New returns a Runner; call Run to serve it.
 func New(opts Options) *Runner {
-	if opts.Scripts == nil {
-		opts.Scripts = Scripts
-	}
 	return &Runner{opts: opts, ops: make(chan func(*owner)), results: make(chan result), done: make(chan struct{})}
 }
 
