@@ -489,4 +489,9 @@ func TestBrowserDemoWaitsForTheProjectorsArrow(t *testing.T) {
 	if got := narrations(); len(got) != 2 {
 		t.Errorf("narrations once step 2 is done: %q, want steps 1 and 2 only", got)
 	}
+	// Space does what → does.
+	if err := chromedp.Do(ctx, chromedp.KeyEvent(" ")); err != nil {
+		t.Fatal(err)
+	}
+	poll(t, ctx, "step 3's narration on the lab after space", `[...document.querySelectorAll("#rows > li.narration")].some(li => li.textContent.includes("Step 3 of 6"))`)
 }
