@@ -137,6 +137,10 @@ func TestDemoControlsNeedTheInstructor(t *testing.T) {
 	if !strings.Contains(body, "Step 3 of 6 done — press Next (or → or space on your lab page) to continue.") || !strings.Contains(body, `action="/instructor/demo/next"`) || strings.Contains(body, "/instructor/demo/pause") {
 		t.Errorf("panel of a demo awaiting Next: %s", body)
 	}
+	d.status.State, d.status.AwaitsNext, d.status.Auto = demo.Paused, false, true
+	if body := serve(mux, both("GET", "/instructor/demo", nil)).Body.String(); !strings.Contains(body, "Paused after step 3 of 6: Play resumes, Next does one step and stays paused.") || !strings.Contains(body, `action="/instructor/demo/play"`) {
+		t.Errorf("panel of a paused demo: %s", body)
+	}
 	if rec := serve(mux, both("GET", "/instructor/demo", nil)); rec.Code != 200 || !strings.HasPrefix(strings.TrimSpace(rec.Body.String()), `<section id="demo"`) {
 		t.Errorf("GET /instructor/demo: %d %.80q; want the panel alone", rec.Code, rec.Body.String())
 	}
