@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+	"github.com/chromedp/chromedp/kb"
 
 	"github.com/oplab-dev/oplab/controller"
 	"github.com/oplab-dev/oplab/web/demo"
@@ -141,7 +142,8 @@ func TestDemoWalkThroughPlaysToTheEnd(t *testing.T) {
 	if code, _ := postDemo(t, learner, e.http.URL, "play", url.Values{"demo": {"reconcile-loop"}}); code != http.StatusUnauthorized {
 		t.Errorf("a learner's Play: %d, want 401", code)
 	}
-	if code, body := postDemo(t, c, e.http.URL, "play", url.Values{"demo": {"reconcile-loop"}}); code != http.StatusSeeOther {
+	// Played with "advance by itself": each step's dwell moves it on.
+	if code, body := postDemo(t, c, e.http.URL, "play", url.Values{"demo": {"reconcile-loop"}, "auto": {"on"}}); code != http.StatusSeeOther {
 		t.Fatalf("Play: %d %s", code, body)
 	}
 	// A second Play while it plays is refused, saying why.
@@ -300,7 +302,8 @@ func TestBrowserDemoNarratesOnTheTimeline(t *testing.T) {
 		chromedp.Navigate(e.http.URL+"/instructor?token="+url.QueryEscape(testInstructorToken)),
 		chromedp.WaitVisible(chromedp.CSS("#demo")),
 		chromedp.Click(chromedp.CSS(`#demo input[value="reconcile-loop"]`)),
-		chromedp.Click(chromedp.CSS(`#demo form[action="/instructor/demo/play"] button`)),
+		chromedp.Click(chromedp.CSS(`#demo input[name="auto"]`)),
+		chromedp.Click(chromedp.CSS(`#demo form[action="/instructor/demo/play"] button[type="submit"]`)),
 		chromedp.WaitVisible(chromedp.CSS("#demo-status")), // the page after Play's redirect
 	); err != nil {
 		t.Fatal(err)
@@ -365,7 +368,8 @@ func TestBrowserDemoNarratesOnTheTimeline(t *testing.T) {
 		t.Log("the demo had finished before Stop; playing it again")
 		if err := chromedp.Do(ctx,
 			chromedp.Click(chromedp.CSS(`#demo input[value="reconcile-loop"]`)),
-			chromedp.Click(chromedp.CSS(`#demo form[action="/instructor/demo/play"] button`)),
+			chromedp.Click(chromedp.CSS(`#demo input[name="auto"]`)),
+			chromedp.Click(chromedp.CSS(`#demo form[action="/instructor/demo/play"] button[type="submit"]`)),
 		); err != nil {
 			t.Fatal(err)
 		}
@@ -381,4 +385,113 @@ func TestBrowserDemoNarratesOnTheTimeline(t *testing.T) {
 	if !has(e.nsTrace(ns), func(s controller.Step) bool { return isNarration(s) && strings.Contains(s.Message, "stopped the demo") }) {
 		t.Errorf("no 'stopped' narration on %s's timeline", ns)
 	}
+}
+
+// Played by hand (the default), a demo stops after each step until the
+// presenter moves it on: here with → on the projector, the instructor's own
+// lab page, as a clicker moves slides. The instructor panel says what it
+// waits for; → in a form field types, it does not advance.
+func TestBrowserDemoWaitsForTheProjectorsArrow(t *testing.T) {
+	e := needEnv(t)
+	ctx := e.tab(t)
+	if err := chromedp.Do(ctx, chromedp.Navigate(e.http.URL+"/lab"), chromedp.WaitVisible(chromedp.CSS("#create-form"))); err != nil {
+		t.Fatal(err)
+	}
+	ns, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.getElementById("lab").dataset.namespace`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := chromedp.Do(ctx,
+		chromedp.Navigate(e.http.URL+"/instructor?token="+url.QueryEscape(testInstructorToken)),
+		chromedp.WaitVisible(chromedp.CSS("#demo")),
+	); err != nil {
+		t.Fatal(err)
+	}
+	screenshot(t, ctx, "demo-instructor-choose")
+	axeCheck(t, ctx, "/instructor (choosing a demo)")
+	if err := chromedp.Do(ctx,
+		chromedp.Click(chromedp.CSS(`#demo input[value="reconcile-loop"]`)),
+		chromedp.Click(chromedp.CSS(`#demo form[action="/instructor/demo/play"] button[type="submit"]`)),
+	); err != nil {
+		t.Fatal(err)
+	}
+	// Stop the run whatever happens below: the runner plays one demo at a
+	// time for the whole server. ic is another browser of the instructor's,
+	// to ask the panel and to stop.
+	ic, _ := e.instructorLab(t)
+	t.Cleanup(func() {
+		if resp, err := ic.PostForm(e.http.URL+"/instructor/demo/stop", nil); err == nil {
+			resp.Body.Close()
+		}
+	})
+	pollAcross(t, ctx, "the panel saying step 1 is done and it waits for Next",
+		`document.querySelector("#demo-awaits")?.textContent === "Step 1 of 6 done — press Next (or → or space on your lab page) to continue."`)
+	screenshot(t, ctx, "demo-instructor-awaits-next")
+	axeCheck(t, ctx, "/instructor (a demo waiting for Next)")
+
+	// The projector: the instructor's own lab.
+	if err := chromedp.Do(ctx, chromedp.Navigate(e.http.URL+"/lab"), chromedp.WaitVisible(chromedp.CSS("#create-form"))); err != nil {
+		t.Fatal(err)
+	}
+	poll(t, ctx, "step 1's narration and the keys' hint on the lab", `[...document.querySelectorAll("#rows > li.narration")].some(li => li.textContent.includes("Step 1 of 6"))
+		&& document.getElementById("demo-keys")?.textContent.includes("press → or space")`)
+	narrations := func() []string {
+		t.Helper()
+		var out []string
+		for _, s := range e.nsTrace(ns) {
+			if isNarration(s) {
+				out = append(out, s.Message[:min(len(s.Message), 11)])
+			}
+		}
+		return out
+	}
+	// Step 1 is done (the panel said so) and nothing moves the demo on.
+	if got := narrations(); fmt.Sprint(got) != "[Step 1 of 6]" {
+		t.Fatalf("narrations before →: %q, want step 1 alone", got)
+	}
+	// → while typing in the create form's name field stays in the field.
+	// (The form is folded away once a Database exists: unfold it.)
+	if err := chromedp.Do(ctx,
+		chromedp.Evaluate[chromedp.Void](`document.querySelector("details.create").open = true`),
+		chromedp.Focus(chromedp.CSS(`#create-form input[name="name"]`)),
+		chromedp.KeyEvent(kb.ArrowRight),
+	); err != nil {
+		t.Fatal(err)
+	}
+	if line, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.getElementById("demo-keys").textContent`)); err != nil || !strings.Contains(line, "press → or space") {
+		t.Errorf("→ in a form field asked for the next step: the line reads %q (%v)", line, err)
+	}
+	screenshot(t, ctx, "demo-lab-awaits-next")
+	axeCheck(t, ctx, "/lab (a demo waiting for the presenter)")
+	// → on the page itself: step 2 begins.
+	if err := chromedp.Do(ctx,
+		chromedp.Evaluate[chromedp.Void](`document.activeElement.blur()`),
+		chromedp.KeyEvent(kb.ArrowRight),
+	); err != nil {
+		t.Fatal(err)
+	}
+	poll(t, ctx, "step 2's narration on the lab after →", `[...document.querySelectorAll("#rows > li.narration")].some(li => li.textContent.includes("Step 2 of 6"))`)
+	poll(t, ctx, "the lab saying step 2 began", `document.getElementById("demo-keys")?.textContent.startsWith("Step 2 of 6 begun")`)
+	if got := narrations(); fmt.Sprint(got) != "[Step 1 of 6 Step 2 of 6]" {
+		t.Errorf("narrations after one →: %q, want steps 1 and 2", got)
+	}
+	screenshot(t, ctx, "demo-lab-after-arrow")
+	// Step 2 waits for shop to be Ready; once it is, the demo waits again.
+	eventually(t, "step 2 done, waiting for Next", func() (bool, error) {
+		resp, err := ic.Get(e.http.URL + "/instructor/demo")
+		if err != nil {
+			return false, err
+		}
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		return strings.Contains(string(b), "Step 2 of 6 done — press Next"), err
+	})
+	if got := narrations(); len(got) != 2 {
+		t.Errorf("narrations once step 2 is done: %q, want steps 1 and 2 only", got)
+	}
+	// Space does what → does.
+	if err := chromedp.Do(ctx, chromedp.KeyEvent(" ")); err != nil {
+		t.Fatal(err)
+	}
+	poll(t, ctx, "step 3's narration on the lab after space", `[...document.querySelectorAll("#rows > li.narration")].some(li => li.textContent.includes("Step 3 of 6"))`)
 }

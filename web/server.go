@@ -80,6 +80,9 @@ type Options struct {
 	// DemoDwell, when set, is the pause between a demo's steps; zero: each
 	// step's narration sets it, at a speaking pace (demo.SpeakingDwell).
 	DemoDwell time.Duration
+	// Demos are the scripted demos the instructor may play (demo.Load);
+	// nil means the embedded ones.
+	Demos []demo.Script
 	// Broadcaster is how the instructor's roster sends every learner to a
 	// scenario or lesson; nil means the server's own classroom (tests put
 	// a recorder here).
@@ -405,7 +408,14 @@ func (s *Server) routes(ctx context.Context, direct client.Client) (http.Handler
 	kubeconfig.Handler{Sessions: s.sessions, Minter: s.issuer, Logger: s.opts.Logger.WithName("kubeconfig")}.Register(mux)
 	// The scripted demos play in the instructor's own lab namespace and
 	// narrate on its timeline and, through the classroom, to the room.
-	demos := demo.New(demo.Options{Client: direct, Controller: s.opts.Controller, Sink: s.opts.Recorder, Narrator: s.classroom, Dwell: s.opts.DemoDwell, Logger: s.opts.Logger.WithName("demo")})
+	scripts := s.opts.Demos
+	if scripts == nil {
+		var err error
+		if scripts, err = demo.Load(""); err != nil {
+			return nil, err
+		}
+	}
+	demos := demo.New(demo.Options{Client: direct, Controller: s.opts.Controller, Sink: s.opts.Recorder, Narrator: s.classroom, Scripts: scripts, Dwell: s.opts.DemoDwell, Logger: s.opts.Logger.WithName("demo")})
 	go demos.Run(ctx)
 	instructor.New(ctx, instructor.Options{
 		Token: s.opts.InstructorToken, Controller: s.opts.Controller, Logger: s.opts.Logger.WithName("instructor"),

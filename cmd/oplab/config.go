@@ -16,6 +16,7 @@ import (
 	"unicode"
 
 	"github.com/oplab-dev/oplab/cluster"
+	"github.com/oplab-dev/oplab/web/demo"
 	"github.com/oplab-dev/oplab/web/session"
 )
 
@@ -52,6 +53,10 @@ type config struct {
 	namespaceRoles []string
 	// imageRegistry is where the engines' images are pulled from.
 	imageRegistry string
+	// demosDir is an instructor's folder of demo files (--demos); demos are
+	// the embedded demos and that folder's, loaded and validated.
+	demosDir string
+	demos    []demo.Script
 }
 
 // parseFlags reads the command line. Errors name the flag at fault; they and
@@ -120,6 +125,7 @@ func parseFlagsInto(fs *flag.FlagSet, args []string) (config, error) {
 	fs.StringVar(&c.imageRegistry, "image-registry", "", "registry (and path) the Databases' images are pulled from, as REGISTRY/postgres:17, for a cluster that pulls through a mirror (default: the short names postgres:17 and mysql:8.4)")
 	fs.StringVar(&c.instructorToken, "instructor-token", "", "the token of the /instructor page, which stops and starts the controller for every learner (default: a random one, printed at start in the instructor URL)")
 	fs.StringVar(&c.joinCode, "join-code", "", "a code visitors must give (on the join form, or ?join=CODE on /lab) before they get a lab namespace; for a self-hosted class (default: none, anyone may start a lab)")
+	fs.StringVar(&c.demosDir, "demos", "", "a folder of your own scripted demos (markdown files with front matter, as lessons/demos/*.md), offered on /instructor after the embedded ones; each is checked at start (default: the embedded demos only)")
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}
@@ -138,6 +144,16 @@ func parseFlagsInto(fs *flag.FlagSet, args []string) (config, error) {
 	if err := c.validate(); err != nil {
 		return c, invalidFlagError{err}
 	}
+	// The demos are read now, so a mistake in one stops oplab before it
+	// starts a cluster, naming the file, the step and the field.
+	demos, err := demo.Load(c.demosDir)
+	if err != nil {
+		if c.demosDir != "" {
+			return c, invalidFlagError{fmt.Errorf("invalid --demos %s: %w", c.demosDir, err)}
+		}
+		return c, invalidFlagError{err}
+	}
+	c.demos = demos
 	if c.instructorToken == "" {
 		c.instructorToken = rand.Text()
 	}

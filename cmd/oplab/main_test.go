@@ -97,6 +97,7 @@ func TestParseFlagsRejectsBadInput(t *testing.T) {
 		{[]string{"--join-code", " padded "}, "--join-code"},
 		{[]string{"--join-code", "line\nbreak"}, "--join-code"},
 		{[]string{"extra"}, `"extra"`},
+		{[]string{"--demos", "/nonexistent/demos"}, "--demos /nonexistent/demos"},
 	}
 	for _, tt := range tests {
 		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
@@ -109,6 +110,23 @@ func TestParseFlagsRejectsBadInput(t *testing.T) {
 				t.Errorf("output %q does not name %s", out.String(), tt.want)
 			}
 		})
+	}
+}
+
+// A demo file with a mistake stops oplab before it starts anything, naming
+// the file, the step and the field (web/demo tests every such mistake).
+func TestParseFlagsRefusesABadDemo(t *testing.T) {
+	dir := t.TempDir()
+	bad := "---\nid: mine\ntitle: Mine\nsummary: Mine.\ndatabases: [cart]\nsteps:\n  - title: Make\n    say: We make cart.\n    do: make cart\n---\n"
+	if err := os.WriteFile(filepath.Join(dir, "mine.md"), []byte(bad), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var out strings.Builder
+	if _, err := parseFlags([]string{"--demos", dir}, &out); err == nil {
+		t.Fatal("parseFlags accepted a demo with an unknown action")
+	}
+	if want := filepath.Join(dir, "mine.md") + `: steps[0] (Make): do: unknown action "make"`; !strings.Contains(out.String(), want) {
+		t.Errorf("output %q does not name %s", out.String(), want)
 	}
 }
 

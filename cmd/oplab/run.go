@@ -159,6 +159,7 @@ func run(ctx context.Context, c config, out io.Writer) (retErr error) {
 		TrustedProxies:           c.trustedProxies,
 		InstructorToken:          c.instructorToken,
 		JoinCode:                 c.joinCode,
+		Demos:                    c.demos,
 		NamespacePrefix:          c.namespacePrefix,
 		KubeconfigServer:         c.kubeconfigHost,
 		InstanceOnly:             !c.allNamespaces,

@@ -50,7 +50,7 @@ type Options struct {
 	Sink controller.Sink
 	// Narrator tells the room; nil tells only the timeline.
 	Narrator Narrator
-	// Scripts are the demos offered; nil means Scripts.
+	// Scripts are the demos offered (Load reads them).
 	Scripts []Script
 	// Dwell is how long a finished step stays before the next begins,
 	// unless the step says otherwise; zero means the step's narration
@@ -108,21 +108,26 @@ var (
 
 // Status is what the instructor page shows of the current (or last) run.
 type Status struct {
-	Demo      string // the demo's id; "" when Idle
-	Title     string
-	Namespace string
-	State     State
+	Demo      string `json:"demo"` // the demo's id; "" when Idle
+	Title     string `json:"title"`
+	Namespace string `json:"namespace"`
+	State     State  `json:"state"`
 	// Step is the number (from 1) of the step shown, 0 before the first;
 	// Of is the number of steps.
-	Step, Of  int
-	StepTitle string
-	Text      string
+	Step      int    `json:"step"`
+	Of        int    `json:"of"`
+	StepTitle string `json:"stepTitle"`
+	Text      string `json:"text"`
 	// Busy is set while the step's action or wait is under way; Waiting
 	// says what it waits for.
-	Busy    bool
-	Waiting string
+	Busy    bool   `json:"busy"`
+	Waiting string `json:"waiting,omitempty"`
+	// Auto is set when the run advances by itself after each step's dwell;
+	// otherwise it waits for Next. AwaitsNext is set while it waits so.
+	Auto       bool `json:"auto"`
+	AwaitsNext bool `json:"awaitsNext"`
 	// Error is why the run failed.
-	Error string
+	Error string `json:"error,omitempty"`
 }
 
 // Runner plays one demo at a time. One goroutine, Run, owns the run; the
@@ -136,9 +141,6 @@ type Runner struct {
 
 // New returns a Runner; call Run to serve it.
 func New(opts Options) *Runner {
-	if opts.Scripts == nil {
-		opts.Scripts = Scripts
-	}
 	return &Runner{opts: opts, ops: make(chan func(*owner)), results: make(chan result), done: make(chan struct{})}
 }
 
@@ -158,6 +160,9 @@ type run struct {
 	busy   bool
 	cancel context.CancelFunc
 	err    string
+	// auto: the run moves on by itself after each step's dwell; otherwise
+	// it waits for Next once a step is done.
+	auto bool
 }
 
 // result is a finished step, sent by the goroutine that ran it.
@@ -211,8 +216,10 @@ func (r *Runner) do(op func(*owner) error) error {
 }
 
 // Play starts the demo id in namespace ns, or resumes it when it is paused
-// there. A second Play while a demo plays is refused.
-func (r *Runner) Play(ns, id string) error {
+// there. A second Play while a demo plays is refused. The run waits for
+// Next after each step, unless auto is set or the demo says "advance:
+// auto": then each step's dwell moves it on.
+func (r *Runner) Play(ns, id string, auto bool) error {
 	return r.do(func(o *owner) error {
 		if c := o.cur; c != nil && c.state.Active() {
 			if c.script.ID != id || c.env.Namespace != ns {
@@ -237,8 +244,8 @@ func (r *Runner) Play(ns, id string) error {
 		if err := o.check(s, env); err != nil {
 			return err
 		}
-		o.cur = &run{script: s, env: env, state: Playing}
-		r.opts.Logger.Info("Started a demo", "demo", id, "namespace", ns)
+		o.cur = &run{script: s, env: env, state: Playing, auto: auto || s.Advance == AdvanceAuto}
+		r.opts.Logger.Info("Started a demo", "demo", id, "namespace", ns, "auto", o.cur.auto)
 		o.begin()
 		return nil
 	})
@@ -271,6 +278,25 @@ func (r *Runner) Step() error {
 			return fmt.Errorf("%w: step %d is still under way (%s): wait for it, or stop the demo", ErrRefused, c.shown, waiting(c))
 		}
 		c.state = Paused
+		o.dwell.Stop()
+		o.begin()
+		return nil
+	})
+}
+
+// Next begins the next step now: the presenter's "go on" (the panel's
+// Next, space or → on the projector). A playing run stays playing, so an
+// auto run's dwell is cut short; a paused one stays paused. After the last
+// step it ends the demo. It is refused while a step is still under way.
+func (r *Runner) Next() error {
+	return r.do(func(o *owner) error {
+		c := o.cur
+		if c == nil || !c.state.Active() {
+			return fmt.Errorf("%w: no demo is under way: press Play first", ErrRefused)
+		}
+		if c.busy {
+			return fmt.Errorf("%w: step %d is still under way (%s): press Next again once it is done", ErrRefused, c.shown, waiting(c))
+		}
 		o.dwell.Stop()
 		o.begin()
 		return nil
@@ -389,7 +415,8 @@ func (o *owner) finished(res result) {
 		o.end(Failed, fmt.Sprintf("step %d of %d (%s) failed: %v", c.shown, len(c.script.Steps), c.script.Steps[c.shown-1].Title, res.err))
 		return
 	}
-	if c.state != Playing {
+	if c.state != Playing || !c.auto {
+		// Paused, or advanced by hand: the presenter moves on with Next.
 		return
 	}
 	st := c.script.Steps[c.shown-1]
@@ -470,6 +497,7 @@ func (o *owner) status() Status {
 	s := Status{
 		Demo: c.script.ID, Title: c.script.Title, Namespace: c.env.Namespace, State: c.state,
 		Step: c.shown, Of: len(c.script.Steps), Busy: c.busy, Error: c.err,
+		Auto: c.auto, AwaitsNext: c.state == Playing && !c.auto && !c.busy,
 	}
 	if c.shown > 0 {
 		st := c.script.Steps[c.shown-1]

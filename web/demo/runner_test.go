@@ -80,7 +80,7 @@ func gatedScript(id string, n int, gate bool) (Script, *gated) {
 	for i := 1; i <= n; i++ {
 		s.Steps = append(s.Steps, Step{
 			Title: fmt.Sprintf("Step %d", i), Say: fmt.Sprintf("saying %d", i),
-			Do: func(ctx context.Context, _ *Env) error {
+			Do: &Action{What: fmt.Sprintf("act %d", i), Act: func(ctx context.Context, _ *Env) error {
 				g.began <- i
 				if !gate {
 					return nil
@@ -91,7 +91,7 @@ func gatedScript(id string, n int, gate bool) (Script, *gated) {
 				case <-ctx.Done():
 					return ctx.Err()
 				}
-			},
+			}},
 		})
 	}
 	return s, g
@@ -148,7 +148,7 @@ func nothingBegan(t *testing.T, g *gated) {
 func TestPlaysToTheEndWithoutInput(t *testing.T) {
 	s, g := gatedScript("walk", 3, false)
 	r, rm, sk, _ := start(t, time.Millisecond, s)
-	if err := r.Play("lab-a", "walk"); err != nil {
+	if err := r.Play("lab-a", "walk", true); err != nil {
 		t.Fatal(err)
 	}
 	for i := 1; i <= 3; i++ {
@@ -189,7 +189,7 @@ func TestPauseAndStepCountSteps(t *testing.T) {
 	s, g := gatedScript("walk", 4, false)
 	// The dwell is longer than any test: only Play and Step move on.
 	r, rm, sk, _ := start(t, time.Hour, s)
-	if err := r.Play("lab-a", "walk"); err != nil {
+	if err := r.Play("lab-a", "walk", true); err != nil {
 		t.Fatal(err)
 	}
 	began(t, g, 1)
@@ -220,7 +220,7 @@ func TestPauseAndStepCountSteps(t *testing.T) {
 	waitStatus(t, r, "step 3 done", func(s Status) bool { return s.Step == 3 && !s.Busy })
 	nothingBegan(t, g)
 	// Play resumes at once with the next step, then dwells (an hour).
-	if err := r.Play("lab-a", "walk"); err != nil {
+	if err := r.Play("lab-a", "walk", true); err != nil {
 		t.Fatal(err)
 	}
 	began(t, g, 4)
@@ -244,7 +244,7 @@ func TestSecondPlayAndStepWhileBusyAreRefused(t *testing.T) {
 	s, g := gatedScript("walk", 2, true)
 	other, _ := gatedScript("other", 1, false)
 	r, _, _, _ := start(t, time.Hour, s, other)
-	if err := r.Play("lab-a", "walk"); err != nil {
+	if err := r.Play("lab-a", "walk", true); err != nil {
 		t.Fatal(err)
 	}
 	began(t, g, 1)
@@ -253,7 +253,7 @@ func TestSecondPlayAndStepWhileBusyAreRefused(t *testing.T) {
 		{"lab-a", "other", `demo "walk" is under way in lab-a (step 1 of 2): stop it before playing another`},
 		{"lab-b", "walk", `demo "walk" is under way in lab-a`},
 	} {
-		if err := r.Play(c.ns, c.id); !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), c.want) {
+		if err := r.Play(c.ns, c.id, true); !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("Play(%s, %s) while playing: %v; want refused saying %q", c.ns, c.id, err, c.want)
 		}
 	}
@@ -269,7 +269,7 @@ func TestSecondPlayAndStepWhileBusyAreRefused(t *testing.T) {
 		t.Errorf("paused during step 1, then it finished: %+v; want paused at 1", st)
 	}
 	nothingBegan(t, g)
-	if err := r.Play("lab-a", "nope"); !errors.Is(err, ErrRefused) {
+	if err := r.Play("lab-a", "nope", true); !errors.Is(err, ErrRefused) {
 		t.Errorf("another demo while paused: %v, want refused", err)
 	}
 }
@@ -277,15 +277,15 @@ func TestSecondPlayAndStepWhileBusyAreRefused(t *testing.T) {
 func TestUnknownDemoAndStoppedController(t *testing.T) {
 	s, _ := gatedScript("walk", 1, false)
 	r, _, _, fc := start(t, time.Hour, s)
-	if err := r.Play("lab-a", "nope"); !errors.Is(err, ErrUnknownDemo) || !strings.Contains(err.Error(), `"nope": want one of walk`) {
+	if err := r.Play("lab-a", "nope", true); !errors.Is(err, ErrUnknownDemo) || !strings.Contains(err.Error(), `"nope": want one of walk`) {
 		t.Errorf("unknown demo: %v", err)
 	}
 	fc.PauseNamespace("lab-a")
-	if err := r.Play("lab-a", "walk"); !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), "paused for lab-a") {
+	if err := r.Play("lab-a", "walk", true); !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), "paused for lab-a") {
 		t.Errorf("paused namespace: %v", err)
 	}
 	fc.stopped = true
-	if err := r.Play("lab-b", "walk"); !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), "controller is stopped") {
+	if err := r.Play("lab-b", "walk", true); !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), "controller is stopped") {
 		t.Errorf("stopped controller: %v", err)
 	}
 	for name, f := range map[string]func() error{"Pause": r.Pause, "Step": r.Step, "Stop": r.Stop} {
@@ -304,7 +304,7 @@ func TestAFailedWaitSaysWhatDidNotHappen(t *testing.T) {
 		Until: &Wait{What: "the moon to turn blue", Done: func(context.Context, *Env) (bool, string, error) { return false, "the moon is grey", nil }},
 	}, {Title: "Never"}}}
 	r, rm, sk, _ := start(t, time.Millisecond, s)
-	if err := r.Play("lab-a", "stuck"); err != nil {
+	if err := r.Play("lab-a", "stuck", true); err != nil {
 		t.Fatal(err)
 	}
 	st := waitStatus(t, r, "the failure", func(s Status) bool { return s.State == Failed })
@@ -335,7 +335,7 @@ func TestStopCutsAStepShortAndResumesTheNamespace(t *testing.T) {
 		}}},
 	}}
 	r, _, sk, fc := start(t, time.Millisecond, s)
-	if err := r.Play("lab-a", "dies"); err != nil {
+	if err := r.Play("lab-a", "dies", true); err != nil {
 		t.Fatal(err)
 	}
 	<-block
@@ -356,29 +356,8 @@ func TestStopCutsAStepShortAndResumesTheNamespace(t *testing.T) {
 		t.Errorf("timeline's last words %q", last)
 	}
 	// A new demo may start at once.
-	if err := r.Play("lab-a", "dies"); err != nil {
+	if err := r.Play("lab-a", "dies", true); err != nil {
 		t.Errorf("Play after Stop: %v", err)
-	}
-}
-
-func TestScriptsAreComplete(t *testing.T) {
-	ids := map[string]bool{}
-	for _, s := range Scripts {
-		if ids[s.ID] || s.ID == "" || s.Title == "" || s.Summary == "" || len(s.Steps) == 0 || len(s.Databases) == 0 {
-			t.Errorf("script %q: needs a unique id, a title, a summary, steps and the Databases it creates", s.ID)
-		}
-		ids[s.ID] = true
-		for i, st := range s.Steps {
-			if st.Title == "" || len(st.Say) < 80 {
-				t.Errorf("%s step %d: needs a title and narration a room can follow", s.ID, i+1)
-			}
-			if st.Until != nil && st.Until.What == "" {
-				t.Errorf("%s step %d: a wait must say what it waits for", s.ID, i+1)
-			}
-		}
-	}
-	if _, ok := Find("reconcile-loop"); !ok {
-		t.Error("the walk-through demo reconcile-loop is missing")
 	}
 }
 
@@ -409,7 +388,7 @@ func TestNarrationNamesTheDemosDatabase(t *testing.T) {
 	one, g := gatedScript("one", 2, false)
 	one.Databases = []string{"shop"}
 	r, _, sk, _ := start(t, time.Millisecond, one)
-	if err := r.Play("lab-a", "one"); err != nil {
+	if err := r.Play("lab-a", "one", true); err != nil {
 		t.Fatal(err)
 	}
 	began(t, g, 1)
@@ -424,5 +403,82 @@ func TestNarrationNamesTheDemosDatabase(t *testing.T) {
 	}
 	if (Script{Databases: []string{"a", "b"}}).about() != "" {
 		t.Error("a demo about two Databases selects one of them")
+	}
+}
+
+// Played by hand (the default), a demo does a step, then waits for Next,
+// however short the dwell: the presenter moves the room on, not a clock.
+func TestManualAdvanceWaitsForNext(t *testing.T) {
+	s, g := gatedScript("walk", 3, true)
+	r, _, sk, _ := start(t, time.Millisecond, s)
+	if err := r.Play("lab-a", "walk", false); err != nil {
+		t.Fatal(err)
+	}
+	began(t, g, 1)
+	if err := r.Next(); !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), "step 1 is still under way") {
+		t.Errorf("Next while step 1 runs: %v; want refused saying it is under way", err)
+	}
+	g.release <- struct{}{}
+	st := waitStatus(t, r, "step 1 done", func(s Status) bool { return s.Step == 1 && !s.Busy })
+	if !st.AwaitsNext || st.Auto || st.State != Playing {
+		t.Errorf("after step 1: %+v; want playing, awaiting Next", st)
+	}
+	nothingBegan(t, g)
+	// Status is answered by the runner's goroutine, after any dwell timer
+	// of 1 ms it would have set: still step 1.
+	if st := r.Status(); st.Step != 1 || !st.AwaitsNext {
+		t.Errorf("a moment later: %+v; want still at step 1, awaiting Next", st)
+	}
+	for want := 2; want <= 3; want++ {
+		if err := r.Next(); err != nil {
+			t.Fatal(err)
+		}
+		began(t, g, want)
+		g.release <- struct{}{}
+		waitStatus(t, r, fmt.Sprintf("step %d done", want), func(s Status) bool { return s.Step == want && s.AwaitsNext })
+	}
+	// Next after the last step ends the demo.
+	if err := r.Next(); err != nil {
+		t.Fatal(err)
+	}
+	if st := r.Status(); st.State != Finished || st.AwaitsNext {
+		t.Errorf("after Next past the end: %+v; want finished", st)
+	}
+	if n := len(sk.messages()); n != 4 {
+		t.Errorf("timeline got %q; want 3 steps and the end", sk.messages())
+	}
+	if err := r.Next(); !errors.Is(err, ErrRefused) {
+		t.Errorf("Next with no demo: %v, want refused", err)
+	}
+}
+
+// A demo whose file says "advance: auto" moves on by itself even when Play
+// does not ask for it; Next then cuts a dwell short.
+func TestAutoAdvanceFromTheDemoAndNextSkipsTheDwell(t *testing.T) {
+	timed, g := gatedScript("timed", 2, false)
+	timed.Advance = AdvanceAuto
+	r, _, _, _ := start(t, time.Millisecond, timed)
+	if err := r.Play("lab-a", "timed", false); err != nil {
+		t.Fatal(err)
+	}
+	began(t, g, 1)
+	began(t, g, 2)
+	if st := waitStatus(t, r, "the end", func(s Status) bool { return s.State == Finished }); !st.Auto {
+		t.Errorf("status %+v; want it marked auto", st)
+	}
+
+	slow, g := gatedScript("slow", 2, false)
+	r, _, _, _ = start(t, time.Hour, slow)
+	if err := r.Play("lab-a", "slow", true); err != nil {
+		t.Fatal(err)
+	}
+	began(t, g, 1)
+	waitStatus(t, r, "step 1 done", func(s Status) bool { return !s.Busy && !s.AwaitsNext })
+	if err := r.Next(); err != nil {
+		t.Fatal(err)
+	}
+	began(t, g, 2)
+	if st := r.Status(); st.State != Playing {
+		t.Errorf("after Next in an auto run: %s, want still playing", st.State)
 	}
 }

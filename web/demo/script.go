@@ -32,8 +32,25 @@ type Script struct {
 	// of that name exists in the namespace, so a demo never adopts a
 	// learner's object or an earlier run's.
 	Databases []string
-	Steps     []Step
+	// Advance is how the demo moves from one step to the next; empty means
+	// AdvanceManual.
+	Advance Advance
+	Steps   []Step
+	// File is the file the demo was read from, "" for one built in Go.
+	File string
 }
+
+// Advance is how a demo moves on once a step is done.
+type Advance string
+
+// The ways a demo advances. Manual waits for the presenter's Next (the
+// instructor panel's button, or space or → on the projector), so the room
+// moves on when the presenter has finished speaking, not when a clock says
+// so; Auto moves on by itself after the step's dwell.
+const (
+	AdvanceManual Advance = "manual"
+	AdvanceAuto   Advance = "auto"
+)
 
 // Step is one narrated step: say Say, do Do (if any), wait Until (if any),
 // then dwell before the next step.
@@ -43,7 +60,7 @@ type Step struct {
 	// Say is the narration, written to be read to a room.
 	Say string
 	// Do is the step's action, or nil for a step that only narrates.
-	Do func(ctx context.Context, env *Env) error
+	Do *Action
 	// Until is what the step waits for after its action, or nil.
 	Until *Wait
 	// Timeout bounds Until; zero means DefaultTimeout.
@@ -51,6 +68,14 @@ type Step struct {
 	// Dwell is how long the step stays on screen once done, before the next
 	// begins; zero means the runner's default.
 	Dwell time.Duration
+}
+
+// Action is what a step does to the cluster.
+type Action struct {
+	// What says what the action does, in words: "create Database shop
+	// (postgres 16, 1 replica)".
+	What string
+	Act  func(ctx context.Context, env *Env) error
 }
 
 // Wait is a condition a step waits for, polled against the API server.
@@ -87,7 +112,7 @@ type Env struct {
 // run does the step's action, then waits for its condition.
 func (s Step) run(ctx context.Context, env *Env) error {
 	if s.Do != nil {
-		if err := s.Do(ctx, env); err != nil {
+		if err := s.Do.Act(ctx, env); err != nil {
 			return err
 		}
 	}
@@ -143,84 +168,133 @@ func orNothing(s string) string {
 // ---- the actions ----------------------------------------------------------
 
 // createDatabase creates a Database as the lab's form would.
-func createDatabase(name string, engine v1alpha1.Engine, version string, replicas int32) func(context.Context, *Env) error {
-	return func(ctx context.Context, env *Env) error {
-		db := &v1alpha1.Database{
-			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: env.Namespace},
-			Spec:       v1alpha1.DatabaseSpec{Engine: engine, Version: version, Replicas: replicas},
-		}
-		if err := env.Client.Create(ctx, db); err != nil {
-			return fmt.Errorf("create Database %s in %s: %w", name, env.Namespace, err)
-		}
-		return nil
+func createDatabase(name string, engine v1alpha1.Engine, version string, replicas int32) *Action {
+	return &Action{
+		What: fmt.Sprintf("create Database %s (%s %s, %s)", name, engine, version, plural(int(replicas), "replica")),
+		Act: func(ctx context.Context, env *Env) error {
+			db := &v1alpha1.Database{
+				ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: env.Namespace},
+				Spec:       v1alpha1.DatabaseSpec{Engine: engine, Version: version, Replicas: replicas},
+			}
+			if err := env.Client.Create(ctx, db); err != nil {
+				return fmt.Errorf("create Database %s in %s: %w", name, env.Namespace, err)
+			}
+			return nil
+		},
 	}
 }
 
 // scaleDatabase sets the Database's spec.replicas with a merge patch, which
 // bumps metadata.generation.
-func scaleDatabase(name string, replicas int32) func(context.Context, *Env) error {
-	return func(ctx context.Context, env *Env) error {
-		patch, _ := json.Marshal(map[string]any{"spec": map[string]any{"replicas": replicas}}) // a map of plain values: cannot fail
-		db := &v1alpha1.Database{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: env.Namespace}}
-		if err := env.Client.Patch(ctx, db, client.RawPatch(types.MergePatchType, patch)); err != nil {
-			return fmt.Errorf("scale Database %s to %d: %w", name, replicas, err)
-		}
-		return nil
+func scaleDatabase(name string, replicas int32) *Action {
+	return &Action{
+		What: fmt.Sprintf("scale Database %s to %s", name, plural(int(replicas), "replica")),
+		Act: func(ctx context.Context, env *Env) error {
+			patch, _ := json.Marshal(map[string]any{"spec": map[string]any{"replicas": replicas}}) // a map of plain values: cannot fail
+			db := &v1alpha1.Database{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: env.Namespace}}
+			if err := env.Client.Patch(ctx, db, client.RawPatch(types.MergePatchType, patch)); err != nil {
+				return fmt.Errorf("scale Database %s to %d: %w", name, replicas, err)
+			}
+			return nil
+		},
+	}
+}
+
+// setPitfall switches a pitfall on for the Database (controller's
+// PitfallAnnotation), or off when pitfall is "", as the lab's menu does.
+func setPitfall(name, pitfall string) *Action {
+	what := fmt.Sprintf("switch pitfall %s on for Database %s", pitfall, name)
+	var value any = pitfall
+	if pitfall == "" {
+		what, value = "switch Database "+name+"'s pitfall off", nil
+	}
+	return &Action{
+		What: what,
+		Act: func(ctx context.Context, env *Env) error {
+			patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]any{ // plain values: cannot fail
+				controller.PitfallAnnotation: value, controller.PitfallHiddenAnnotation: nil,
+			}}})
+			db := &v1alpha1.Database{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: env.Namespace}}
+			if err := env.Client.Patch(ctx, db, client.RawPatch(types.MergePatchType, patch)); err != nil {
+				return fmt.Errorf("set the pitfall of Database %s: %w", name, err)
+			}
+			return nil
+		},
 	}
 }
 
 // deleteStatefulSet deletes the StatefulSet the Database owns, behind the
 // controller's back, and notes its UID so the wait can tell the recreated
 // one from it.
-func deleteStatefulSet(name string) func(context.Context, *Env) error {
-	return func(ctx context.Context, env *Env) error {
-		sts, err := ownedStatefulSet(ctx, env, name)
-		if err != nil {
-			return err
-		}
-		if sts == nil {
-			return fmt.Errorf("delete the StatefulSet of Database %s: it owns none right now", name)
-		}
-		env.note("statefulset/"+name, sts.UID)
-		if err := env.Client.Delete(ctx, sts); err != nil {
-			return fmt.Errorf("delete StatefulSet %s: %w", sts.Name, err)
-		}
-		return nil
+func deleteStatefulSet(name string) *Action {
+	return &Action{
+		What: fmt.Sprintf("delete Database %s's StatefulSet", name),
+		Act: func(ctx context.Context, env *Env) error {
+			sts, err := ownedStatefulSet(ctx, env, name)
+			if err != nil {
+				return err
+			}
+			if sts == nil {
+				return fmt.Errorf("delete the StatefulSet of Database %s: it owns none right now", name)
+			}
+			env.note("statefulset/"+name, sts.UID)
+			if err := env.Client.Delete(ctx, sts); err != nil {
+				return fmt.Errorf("delete StatefulSet %s: %w", sts.Name, err)
+			}
+			return nil
+		},
 	}
 }
 
 // deleteDatabase asks for the Database's deletion and notes its UID: the
 // final snapshot names it.
-func deleteDatabase(name string) func(context.Context, *Env) error {
-	return func(ctx context.Context, env *Env) error {
-		var db v1alpha1.Database
-		if err := env.Client.Get(ctx, client.ObjectKey{Namespace: env.Namespace, Name: name}, &db); err != nil {
-			return fmt.Errorf("read Database %s before deleting it: %w", name, err)
-		}
-		env.note("database/"+name, db.UID)
-		if err := env.Client.Delete(ctx, &db, client.Preconditions{UID: &db.UID}); err != nil {
-			return fmt.Errorf("delete Database %s: %w", name, err)
-		}
-		return nil
+func deleteDatabase(name string) *Action {
+	return &Action{
+		What: "delete Database " + name,
+		Act: func(ctx context.Context, env *Env) error {
+			var db v1alpha1.Database
+			if err := env.Client.Get(ctx, client.ObjectKey{Namespace: env.Namespace, Name: name}, &db); err != nil {
+				return fmt.Errorf("read Database %s before deleting it: %w", name, err)
+			}
+			env.note("database/"+name, db.UID)
+			if err := env.Client.Delete(ctx, &db, client.Preconditions{UID: &db.UID}); err != nil {
+				return fmt.Errorf("delete Database %s: %w", name, err)
+			}
+			return nil
+		},
 	}
 }
 
 // pauseNamespace stands in for the controller dying: it stops reconciling
 // this namespace only, holding its requests.
-func pauseNamespace(ctx context.Context, env *Env) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	env.paused.Store(true)
-	env.Controller.PauseNamespace(env.Namespace)
-	return nil
+var pauseNamespace = &Action{
+	What: "pause the controller for this namespace",
+	Act: func(ctx context.Context, env *Env) error {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		env.paused.Store(true)
+		env.Controller.PauseNamespace(env.Namespace)
+		return nil
+	},
 }
 
 // resumeNamespace brings the controller back for the namespace.
-func resumeNamespace(_ context.Context, env *Env) error {
-	env.Controller.ResumeNamespace(env.Namespace)
-	env.paused.Store(false)
-	return nil
+var resumeNamespace = &Action{
+	What: "resume the controller for this namespace",
+	Act: func(_ context.Context, env *Env) error {
+		env.Controller.ResumeNamespace(env.Namespace)
+		env.paused.Store(false)
+		return nil
+	},
+}
+
+// plural is "1 replica", "3 replicas".
+func plural(n int, noun string) string {
+	if n == 1 {
+		return fmt.Sprintf("%d %s", n, noun)
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }
 
 func (env *Env) note(key string, uid types.UID) {

@@ -6,14 +6,16 @@ import (
 	"net/http"
 
 	"github.com/oplab-dev/oplab/web/demo"
+	"github.com/oplab-dev/oplab/web/httpx"
 )
 
 // Demos is the scripted-demo runner (web/demo.Runner).
 type Demos interface {
 	Scripts() []demo.Script
-	Play(ns, id string) error
+	Play(ns, id string, auto bool) error
 	Pause() error
 	Step() error
+	Next() error
 	Stop() error
 	Status() demo.Status
 }
@@ -48,10 +50,33 @@ type DemoChoice struct {
 	ID, Title, Summary string
 	Steps              int
 	Selected           bool
+	// Auto is set when the demo's file says it advances by itself.
+	Auto bool
 }
 
 // Active reports whether a demo is under way (playing or paused).
 func (v DemoView) Active() bool { return v.Status.State.Active() }
+
+// Awaits says what a run that waits for the presenter waits for, or ""
+// when it waits for nothing: "Step 3 of 6 done — press Next or → to
+// continue."
+func Awaits(s demo.Status) string {
+	if !s.AwaitsNext || s.Step == 0 {
+		return ""
+	}
+	then := "continue"
+	if s.Step == s.Of {
+		then = "end the demo"
+	}
+	return fmt.Sprintf("Step %d of %d done — press Next (or → or space on your lab page) to %s.", s.Step, s.Of, then)
+}
+
+// demoReply is the JSON answer to a control asked for by a script (the
+// lab page's keyboard): the run's status, or why the control was refused.
+type demoReply struct {
+	Status demo.Status `json:"status"`
+	Error  string      `json:"error,omitempty"`
+}
 
 // registerDemo mounts the demo controls; without a runner there are none.
 func (h *Handler) registerDemo(mux *http.ServeMux) {
@@ -79,7 +104,7 @@ func (h *Handler) demoView(r *http.Request, refusal string) DemoView {
 	for i, s := range d.Runner.Scripts() {
 		v.Choices = append(v.Choices, DemoChoice{
 			ID: s.ID, Title: s.Title, Summary: s.Summary, Steps: len(s.Steps),
-			Selected: s.ID == want || (want == "" && i == 0),
+			Selected: s.ID == want || (want == "" && i == 0), Auto: s.Advance == demo.AdvanceAuto,
 		})
 	}
 	return v
@@ -94,8 +119,9 @@ func (h *Handler) demoPanel(w http.ResponseWriter, r *http.Request) {
 	h.render(w, r, http.StatusOK, DemoPanel(h.demoView(r, "")))
 }
 
-// demoControl is Play, Pause, Step and Stop. A refusal renders the page
-// with the reason in the panel.
+// demoControl is Play, Pause, Step, Next and Stop. A refusal renders the
+// page with the reason in the panel; a script asking for JSON (the lab
+// page's keyboard) gets the status or the reason as JSON instead.
 func (h *Handler) demoControl(w http.ResponseWriter, r *http.Request) {
 	if !h.allowed(w, r) {
 		return
@@ -110,10 +136,12 @@ func (h *Handler) demoControl(w http.ResponseWriter, r *http.Request) {
 		err = run.Pause()
 	case "step":
 		err = run.Step()
+	case "next":
+		err = run.Next()
 	case "stop":
 		err = run.Stop()
 	default:
-		err = fmt.Errorf("%w %q: want play, pause, step or stop", errUnknownControl, action)
+		err = fmt.Errorf("%w %q: want play, pause, step, next or stop", errUnknownControl, action)
 	}
 	if err != nil {
 		code := http.StatusConflict
@@ -121,7 +149,15 @@ func (h *Handler) demoControl(w http.ResponseWriter, r *http.Request) {
 			code = http.StatusUnprocessableEntity
 		}
 		h.opts.Logger.Info("Refused a demo control", "action", r.PathValue("action"), "reason", err.Error())
+		if httpx.WantsJSON(r) {
+			httpx.JSON(w, code, demoReply{Status: run.Status(), Error: err.Error()})
+			return
+		}
 		h.render(w, r, code, PageView(Page{ControllerRunning: h.opts.Controller.Running(), Demo: h.demoView(r, err.Error())}))
+		return
+	}
+	if httpx.WantsJSON(r) {
+		httpx.JSON(w, http.StatusOK, demoReply{Status: run.Status()})
 		return
 	}
 	http.Redirect(w, r, "/instructor#demo", http.StatusSeeOther)
@@ -145,7 +181,7 @@ func (h *Handler) play(r *http.Request) error {
 	if err != nil {
 		return errNoLab
 	}
-	return h.opts.Demo.Runner.Play(ns, id)
+	return h.opts.Demo.Runner.Play(ns, id, r.PostFormValue("auto") != "")
 }
 
 // demoPill is the pill class of a run's state.

@@ -506,6 +506,7 @@
   // A scripted demo's narration (web/demo): the instructor's words, in
   // order among the reconciles they announce; a failed step shows its error.
   function onNarration(m) {
+    demoKeys.note(m);
     // A demo's step is about its Database: select it, as the presenter
     // would, so the room (and every follower) sees that card and its rows.
     if (m.database && filterEl && !followNs && filterEl.value !== m.database) {
@@ -518,6 +519,65 @@
         h("span", { class: "pill " + (m.error ? "bad" : "running") }, "demo " + ((m.object && m.object.name) || "")), " ",
         h("span", { class: "narration-text" }, m.message || ""))));
   }
+
+  // ---- the presenter's keys during a scripted demo -------------------------
+  // A demo plays in the instructor's own lab namespace, and waits after each
+  // step for the presenter. On that lab (the projector) → and space ask for
+  // the next step, as a clicker moves slides on: the instructor cookie of
+  // this browser lets the request through (/instructor/demo/next). Only
+  // while a demo's narration says one is under way on this timeline, never
+  // while following someone, and never while focus is in a form field (or,
+  // for space, on anything space would press).
+  const demoKeys = (() => {
+    let underWay = false;
+    let line = null;
+    function say(text) {
+      if (!line) {
+        line = h("p", { id: "demo-keys", class: "muted small", role: "status" });
+        $(".timeline-head")?.after(line);
+      }
+      line.textContent = text;
+      line.hidden = !text;
+    }
+    // note reads a narration: "Step 2 of 6: …" while a demo is under way;
+    // its end ("is over", "stopped") says it is not.
+    function note(m) {
+      // Followers get the presenter's narrations too: only a demo in this
+      // lab's own namespace is one these keys may move on.
+      underWay = !m.error && !!m.object && m.object.namespace === namespace && /^Step \d+ of \d+: /.test(m.message || "");
+      if (mode === "live" && !followNs) say(underWay ? "Demo under way: press → or space for its next step." : "");
+    }
+    async function next() {
+      say("Asking for the demo's next step…");
+      try {
+        const res = await fetch("/instructor/demo/next", {
+          method: "POST", credentials: "same-origin", headers: { Accept: "application/json" },
+        });
+        if (res.status === 401 || res.status === 403) {
+          say("→ and space move the demo on only in the instructor's browser: open /instructor in this browser once.");
+          return;
+        }
+        const reply = await res.json();
+        const st = reply.status || {};
+        if (reply.error) say("Next: " + reply.error.replace(/^refused: /, ""));
+        else if (st.state === "finished") say("The demo is over.");
+        else say(`Step ${st.step} of ${st.of} begun: ${st.stepTitle}.`);
+      } catch (_) {
+        say("The next step could not be asked for: is oplab still running?");
+      }
+    }
+    if (mode === "live") {
+      document.addEventListener("keydown", (e) => {
+        if (!underWay || followNs || e.defaultPrevented || e.repeat || e.ctrlKey || e.metaKey || e.altKey || e.shiftKey) return;
+        if (e.key !== "ArrowRight" && e.key !== " ") return;
+        const fields = "input, select, textarea, [contenteditable]";
+        if (e.target.closest && e.target.closest(e.key === " " ? fields + ", button, a[href], summary, [tabindex]" : fields)) return;
+        e.preventDefault();
+        next();
+      });
+    }
+    return { note };
+  })();
 
   function reset(m) {
     pending.clear();

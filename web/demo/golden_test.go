@@ -1,16 +1,16 @@
 package demo
 
+// This file is test data.
+
 import (
 	"time"
 
 	"github.com/oplab-dev/oplab/controller/api/v1alpha1"
 )
 
-// Scripts are the prepared demos, in the order the picker lists them. Each
-// step's narration says what the room is about to see on the timeline; the
-// tests in web/ play each demo on the real cluster and check from the
-// recorded trace that it happened, in that order.
-var Scripts = []Script{
+// goCoded are the demos as they were written in Go before they became data
+// files (lessons/demos): the files must load to these same steps.
+var goCoded = []Script{
 	{
 		ID:        "reconcile-loop",
 		Title:     "The reconcile loop, start to finish",
@@ -114,14 +114,4 @@ var Scripts = []Script{
 			},
 		},
 	},
-}
-
-// Find returns the script called id.
-func Find(id string) (Script, bool) {
-	for _, s := range Scripts {
-		if s.ID == id {
-			return s, true
-		}
-	}
-	return Script{}, false
 }
