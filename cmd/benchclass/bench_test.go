@@ -15,6 +15,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -81,6 +82,12 @@ func BenchmarkClass(b *testing.B) {
 	}
 	if followPresenter && *benchFollowers > 0 && *benchLearners == 0 {
 		b.Fatal("followers follow with a learner's cookie: want at least one learner")
+	}
+	if *benchWorst {
+		// A finer sample than the default 512 KiB, so that the heap
+		// profile written with the worst learners connected says what
+		// holds their memory; set before oplab allocates.
+		runtime.MemProfileRate = 16 << 10
 	}
 	lab := startOplab(b)
 	defer lab.stop()

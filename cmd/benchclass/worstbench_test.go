@@ -7,6 +7,9 @@ package benchclass
 import (
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
+	"runtime/pprof"
 	"sync"
 	"testing"
 	"time"
@@ -60,6 +63,27 @@ type worstMeasurement struct {
 	// The recorded history of the largest of the worst learners'
 	// namespaces, and of them all, in bytes of message JSON.
 	maxHistory, allHistory int
+	// profile is the heap profile written with the learners connected,
+	// to see what holds their memory.
+	profile string
+}
+
+// writeHeapProfile writes this process's heap profile to name in the
+// artifacts folder and returns its path, or "" if it could not (said in
+// the log: the figures do not depend on it).
+func writeHeapProfile(b *testing.B, name string) string {
+	path := filepath.Join(artifactsDir(), name)
+	f, err := os.Create(path)
+	if err != nil {
+		b.Logf("heap profile: %v", err)
+		return ""
+	}
+	defer f.Close()
+	if err := pprof.Lookup("heap").WriteTo(f, 0); err != nil {
+		b.Logf("heap profile: %v", err)
+		return ""
+	}
+	return path
 }
 
 // measureWorst runs an ordinary class of -learners (-rounds cycles each,
@@ -104,6 +128,7 @@ func (o *oplab) measureWorst(b *testing.B) worstMeasurement {
 	}
 	m.reconciles = o.reconciles.total() - r0
 	m.connected = settledMemory()
+	m.profile = writeHeapProfile(b, "worst-heap.pprof")
 	for _, ns := range m.worst.Namespaces {
 		n := 0
 		for _, msg := range o.rec.Export(ns).Messages {
@@ -155,7 +180,7 @@ func (m worstMeasurement) print(w io.Writer) {
 	fmt.Fprintf(w, "  Databases: %d created of %d tried (%d replicas each); the quota refused %d\n", r.Created, n*c.Databases, c.Replicas, r.CreateRefusals)
 	fmt.Fprintf(w, "  %d patches (spec.replicas and an annotation), %d scales through statefulsets/scale (to the Pod quota's room, then to %d), %d Pods deleted; %d lost a race with the controller\n",
 		r.Patches, r.Scales, c.Scale, r.PodDeletes, r.Conflicts)
-	fmt.Fprintf(w, "  the quota refused %d Pod creates (the StatefulSets' events); at most %d Pods in a namespace (quota %d)\n", r.PodsRefused, r.MaxPods, session.MaxPods(5))
+	fmt.Fprintf(w, "  the quota refused at least %d Pod creates (the StatefulSets' events, which the event recorder aggregates); at most %d Pods in a namespace (quota %d)\n", r.PodsRefused, r.MaxPods, session.MaxPods(5))
 	fmt.Fprintf(w, "  websockets on their own sessions: %d open, %d refused (429) of %d tried; %d frames received\n", r.StreamsOpen, r.StreamRefusals, n*c.Streams, r.Frames)
 	fmt.Fprintf(w, "  reconciles: %d (%.0f per learner, %.1f/s); the ordinary class's: %d (%.0f per learner); %d errors\n",
 		m.reconciles, float64(m.reconciles)/float64(n), float64(m.reconciles)/r.Active.Seconds(), m.normalReconciles, float64(m.normalReconciles)/float64(n), r.Errors)
@@ -179,7 +204,11 @@ func (m worstMeasurement) print(w io.Writer) {
 	row("worst learners done, still connected", m.connected, m.normal, true)
 	row("worst learners gone", m.left, m.normal, false)
 	normal, worst := perLearner(m.idle.rss, m.normal.rss, n), perLearner(m.normal.rss, m.connected.rss, n)
-	fmt.Fprintf(w, "MiB RSS per learner: worst %.2f (connected), ordinary %.2f: %s\n\n", worst, normal, ratio(worst, normal))
+	fmt.Fprintf(w, "MiB RSS per learner: worst %.2f (connected), ordinary %.2f: %s\n", worst, normal, ratio(worst, normal))
+	if m.profile != "" {
+		fmt.Fprintf(w, "heap profile with the worst learners connected: go tool pprof -top -sample_index=inuse_space %s\n", m.profile)
+	}
+	fmt.Fprintln(w)
 }
 
 // ratio says how many times a is b, or why it cannot.
