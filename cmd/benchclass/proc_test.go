@@ -139,9 +139,10 @@ func statusBytes(status, field string) uint64 {
 }
 
 // memory is this process's memory at one moment, in bytes: resident
-// (VmRSS), its peak since the last resetPeak (VmHWM), and the Go heap in
-// use.
-type memory struct{ rss, hwm, heap uint64 }
+// (VmRSS), its peak since the last resetPeak (VmHWM), the Go heap's spans
+// in use (HeapInuse, which counts a span with any live object whole) and
+// its live objects (HeapAlloc, after a collection).
+type memory struct{ rss, hwm, heap, live uint64 }
 
 // settledMemory collects garbage and returns what is left to the
 // operating system before it reads the memory, so that the figure is what
@@ -153,7 +154,7 @@ func settledMemory() memory {
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
 	raw, _ := os.ReadFile("/proc/self/status")
-	return memory{rss: statusBytes(string(raw), "VmRSS"), hwm: statusBytes(string(raw), "VmHWM"), heap: ms.HeapInuse}
+	return memory{rss: statusBytes(string(raw), "VmRSS"), hwm: statusBytes(string(raw), "VmHWM"), heap: ms.HeapInuse, live: ms.HeapAlloc}
 }
 
 // resetPeak sets this process's VmHWM back to its current RSS (writing 5

@@ -93,10 +93,13 @@ type worstResult struct {
 	Scales         int `json:"scales"`
 	PodDeletes     int `json:"podDeletes"`
 	// PodsRefused sums the quota's refusals of the StatefulSets' Pod
-	// creates, from the events the learner may read; MaxPods is the most
-	// Pods one namespace held at the end.
-	PodsRefused int `json:"podsRefused"`
-	MaxPods     int `json:"maxPods"`
+	// creates, from the events the learner may read. MaxPods is the most
+	// Pods one namespace listed at the end, those being deleted included;
+	// MaxQuotaPods the most its quota counted, of QuotaPods allowed.
+	PodsRefused  int `json:"podsRefused"`
+	MaxPods      int `json:"maxPods"`
+	MaxQuotaPods int `json:"maxQuotaPods"`
+	QuotaPods    int `json:"quotaPods"`
 	// Conflicts counts scales and patches that lost a race with the
 	// controller (expected, not errors).
 	Conflicts  int           `json:"conflicts"`
@@ -310,7 +313,7 @@ func (c *worstClass) run(ctx context.Context) worstResult {
 	}
 	wg.Wait()
 	res.Active = time.Since(began)
-	for _, l := range c.learners {
+	for i, l := range c.learners {
 		res.Namespaces = append(res.Namespaces, l.ns)
 		res.StreamsOpen += len(l.streams)
 		res.StreamRefusals += l.streamRefusals
@@ -320,10 +323,18 @@ func (c *worstClass) run(ctx context.Context) worstResult {
 		res.Scales += int(l.scales.Load())
 		res.PodDeletes += int(l.deletes.Load())
 		res.Conflicts += int(l.clashes.Load())
-		refused, pods, err := l.tally(ctx)
+		t, err := l.tally(ctx)
 		note(l, err)
-		res.PodsRefused += refused
-		res.MaxPods = max(res.MaxPods, pods)
+		res.PodsRefused += t.refused
+		res.MaxPods = max(res.MaxPods, t.listed)
+		res.MaxQuotaPods = max(res.MaxQuotaPods, t.used)
+		// Every namespace has the same quota: -1 says one differed or
+		// did not say.
+		if i == 0 {
+			res.QuotaPods = t.hard
+		} else if t.hard != res.QuotaPods {
+			res.QuotaPods = -1
+		}
 	}
 	for _, l := range c.learners {
 		res.Frames += l.frames.Load()
@@ -475,29 +486,52 @@ const refusalWait = 20 * time.Second
 
 // tally reads, with the learner's own client, what the quota refused of
 // the StatefulSets' Pods (waiting up to refusalWait for the first refusal
-// to be recorded) and how many Pods the namespace holds.
-func (l *worstLearner) tally(ctx context.Context) (refused, pods int, err error) {
+// to be recorded), how many Pods the namespace lists and what its quota
+// counts of them.
+func (l *worstLearner) tally(ctx context.Context) (t podTally, err error) {
 	ctx, cancel := context.WithTimeout(ctx, refusalWait)
 	defer cancel()
 	for {
 		evs, err := l.kube.CoreV1().Events(l.ns).List(ctx, metav1.ListOptions{})
 		if err != nil {
-			return 0, 0, fmt.Errorf("list events: %w", err)
+			return t, fmt.Errorf("list events: %w", err)
 		}
-		if refused = quotaRefusedPods(evs.Items); refused > 0 {
+		if t.refused = quotaRefusedPods(evs.Items); t.refused > 0 {
 			break
 		}
 		select {
 		case <-ctx.Done():
-			return 0, 0, fmt.Errorf("no Pod refused by the quota among %d events after %v", len(evs.Items), refusalWait)
+			return t, fmt.Errorf("no Pod refused by the quota among %d events after %v", len(evs.Items), refusalWait)
 		case <-time.After(500 * time.Millisecond):
 		}
 	}
 	list, err := l.kube.CoreV1().Pods(l.ns).List(ctx, metav1.ListOptions{})
 	if err != nil {
-		return refused, 0, fmt.Errorf("list Pods: %w", err)
+		return t, fmt.Errorf("list Pods: %w", err)
 	}
-	return refused, len(list.Items), nil
+	t.listed = len(list.Items)
+	q, err := l.kube.CoreV1().ResourceQuotas(l.ns).Get(ctx, session.QuotaName, metav1.GetOptions{})
+	if err != nil {
+		return t, fmt.Errorf("read the quota: %w", err)
+	}
+	t.used, t.hard = quotaPods(q)
+	return t, nil
+}
+
+// podTally is what tally read of one namespace.
+type podTally struct{ refused, listed, used, hard int }
+
+// quotaPods returns the Pods a quota counts as used and allows; -1 for
+// what its status does not say.
+func quotaPods(q *corev1.ResourceQuota) (used, hard int) {
+	used, hard = -1, -1
+	if v, ok := q.Status.Used[corev1.ResourcePods]; ok {
+		used = int(v.Value())
+	}
+	if v, ok := q.Status.Hard[corev1.ResourcePods]; ok {
+		hard = int(v.Value())
+	}
+	return used, hard
 }
 
 // runWorstChild is TestClassChild for a worst class: join, say

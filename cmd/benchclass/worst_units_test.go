@@ -165,3 +165,18 @@ func TestReconcileCounter(t *testing.T) {
 type sinkFunc func(controller.Step)
 
 func (f sinkFunc) Emit(s controller.Step) { f(s) }
+
+// TestQuotaPods checks the Pods a quota's status says are used and
+// allowed, and -1 for what it does not say.
+func TestQuotaPods(t *testing.T) {
+	q := &corev1.ResourceQuota{Status: corev1.ResourceQuotaStatus{
+		Hard: corev1.ResourceList{corev1.ResourcePods: resource.MustParse("30")},
+		Used: corev1.ResourceList{corev1.ResourcePods: resource.MustParse("28")},
+	}}
+	if used, hard := quotaPods(q); used != 28 || hard != 30 {
+		t.Errorf("quotaPods = %d, %d; want 28, 30", used, hard)
+	}
+	if used, hard := quotaPods(&corev1.ResourceQuota{}); used != -1 || hard != -1 {
+		t.Errorf("quotaPods(no status) = %d, %d; want -1, -1", used, hard)
+	}
+}

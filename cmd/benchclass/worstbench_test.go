@@ -180,7 +180,8 @@ func (m worstMeasurement) print(w io.Writer) {
 	fmt.Fprintf(w, "  Databases: %d created of %d tried (%d replicas each); the quota refused %d\n", r.Created, n*c.Databases, c.Replicas, r.CreateRefusals)
 	fmt.Fprintf(w, "  %d patches (spec.replicas and an annotation), %d scales through statefulsets/scale (to the Pod quota's room, then to %d), %d Pods deleted; %d lost a race with the controller\n",
 		r.Patches, r.Scales, c.Scale, r.PodDeletes, r.Conflicts)
-	fmt.Fprintf(w, "  the quota refused at least %d Pod creates (the StatefulSets' events, which the event recorder aggregates); at most %d Pods in a namespace (quota %d)\n", r.PodsRefused, r.MaxPods, session.MaxPods(5))
+	fmt.Fprintf(w, "  the quota refused at least %d Pod creates (the StatefulSets' events, which the event recorder aggregates); at the end at most %d Pods counted by a namespace's quota, of %d allowed (%d listed, those being deleted included)\n",
+		r.PodsRefused, r.MaxQuotaPods, r.QuotaPods, r.MaxPods)
 	fmt.Fprintf(w, "  websockets on their own sessions: %d open, %d refused (429) of %d tried; %d frames received\n", r.StreamsOpen, r.StreamRefusals, n*c.Streams, r.Frames)
 	fmt.Fprintf(w, "  reconciles: %d (%.0f per learner, %.1f/s); the ordinary class's: %d (%.0f per learner); %d errors\n",
 		m.reconciles, float64(m.reconciles)/float64(n), float64(m.reconciles)/r.Active.Seconds(), m.normalReconciles, float64(m.normalReconciles)/float64(n), r.Errors)
@@ -189,9 +190,9 @@ func (m worstMeasurement) print(w io.Writer) {
 		n, *benchRounds, m.normalClass.Cycles, m.normalClass.Active.Seconds(), m.normalClass.Errors)
 	fmt.Fprintln(w, "oplab's memory, settled (after runtime.GC and debug.FreeOSMemory); peak is the phase's VmHWM:")
 	row := func(what string, mem memory, base memory, peak bool) {
-		fmt.Fprintf(w, "  %-38s RSS %6.1f MiB, heap in use %6.1f MiB", what, mib(mem.rss), mib(mem.heap))
+		fmt.Fprintf(w, "  %-38s RSS %6.1f MiB, heap in use %6.1f MiB (live %5.1f)", what, mib(mem.rss), mib(mem.heap), mib(mem.live))
 		if base != (memory{}) {
-			fmt.Fprintf(w, "; per learner RSS %+.2f MiB, heap %+.2f MiB", perLearner(base.rss, mem.rss, n), perLearner(base.heap, mem.heap, n))
+			fmt.Fprintf(w, "; per learner RSS %+.2f MiB, heap %+.2f MiB (live %+.2f)", perLearner(base.rss, mem.rss, n), perLearner(base.heap, mem.heap, n), perLearner(base.live, mem.live, n))
 		}
 		if peak {
 			fmt.Fprintf(w, "; peak %.1f MiB (%+.2f MiB per learner)", mib(mem.hwm), perLearner(base.rss, mem.hwm, n))
@@ -229,8 +230,8 @@ func (m worstMeasurement) check(b *testing.B) {
 	if r.CreateRefusals == 0 || r.Created > 5*n {
 		b.Errorf("%d Databases created, %d refused, of %d tried by %d learners; want at most 5 each and the rest refused by the quota", r.Created, r.CreateRefusals, n*m.cfg.Databases, n)
 	}
-	if r.PodsRefused == 0 || r.MaxPods > session.MaxPods(5) {
-		b.Errorf("the quota refused %d Pod creates and a namespace held %d Pods after scaling to %d; want refusals and at most %d", r.PodsRefused, r.MaxPods, m.cfg.Scale, session.MaxPods(5))
+	if want := session.MaxPods(5); r.PodsRefused == 0 || r.QuotaPods != want || r.MaxQuotaPods > want {
+		b.Errorf("the quota refused %d Pod creates and counted up to %d Pods of %d allowed after scaling to %d; want refusals and at most %d", r.PodsRefused, r.MaxQuotaPods, r.QuotaPods, m.cfg.Scale, want)
 	}
 	if m.reconciles == 0 {
 		b.Error("no reconcile while the worst learners acted: the benchmark measured no storm")
