@@ -142,6 +142,11 @@ func TestPerLearnerAndRatio(t *testing.T) {
 	if got := ratio(17, 0); !strings.HasPrefix(got, "no ratio") {
 		t.Errorf("ratio(17, 0) = %q; want no ratio", got)
 	}
+	for quota, want := range map[int]int{30: 3, 5: 1, 0: 1} {
+		if got := podSlack(quota); got != want {
+			t.Errorf("podSlack(%d) = %d; want %d", quota, got, want)
+		}
+	}
 }
 
 // TestReconcileCounter checks that reconciles are counted, by namespace,
