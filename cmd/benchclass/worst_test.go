@@ -384,11 +384,13 @@ func (l *worstLearner) act(ctx context.Context, w worstConfig, note func(error))
 	wg.Wait()
 }
 
-// every calls do(0), do(1), … once per period until max calls or ctx ends.
-func every(ctx context.Context, period time.Duration, max int, do func(k int)) {
+// every calls do(0), do(1), … once per period until limit calls or ctx
+// ends. A call that takes longer than period delays the next one: the pace
+// is at most one per period.
+func every(ctx context.Context, period time.Duration, limit int, do func(k int)) {
 	t := time.NewTicker(period)
 	defer t.Stop()
-	for k := 0; k < max; k++ {
+	for k := 0; k < limit; k++ {
 		select {
 		case <-ctx.Done():
 			return
