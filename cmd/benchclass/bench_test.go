@@ -33,7 +33,7 @@ var (
 	benchRounds    = flag.Int("rounds", 5, "how many create → Ready → delete → gone cycles each learner runs")
 	benchDeadline  = flag.Duration("deadline", 4*time.Minute, "hard limit on the class's activity; cycles not done by then count as errors")
 	benchNice      = flag.Int("viewer-nice", 0, "niceness of the class's child process (19: as the fan-out tools run their thousands of viewers)")
-	benchWorst     = flag.Bool("worst", false, "run worst learners instead (issue 19 §4): each does the worst its own kubeconfig allows for -worst-for; a class of normal learners at the same -learners, without followers, runs first as the baseline")
+	benchWorst     = flag.Bool("worst", false, "run worst learners instead (issue 19 §4): each does the worst its own kubeconfig allows for -worst-for; a class of ordinary learners of the same size (-learners, 10 unless given), without followers, runs first as the baseline")
 	benchWorstFor  = flag.Duration("worst-for", time.Minute, "how long each worst learner acts")
 	benchRealRate  = flag.Float64("real-rate", 1.5, "Database cycles (a create and a delete) per learner-minute a real learner does, for the scaled learners-per-core figure: a few clicks a minute, each at most half a cycle")
 )

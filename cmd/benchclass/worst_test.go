@@ -99,8 +99,11 @@ type worstResult struct {
 	// for at the end; MaxPods the most Pods one namespace listed, those
 	// being deleted included; MaxQuotaPods the most its quota counted, of
 	// QuotaPods allowed.
-	PodsRefused  int `json:"podsRefused"`
-	MaxWanted    int `json:"maxWanted"`
+	PodsRefused int `json:"podsRefused"`
+	MaxWanted   int `json:"maxWanted"`
+	// HeldBack sums, over the namespaces, the replicas their StatefulSets
+	// asked for at the end beyond the Pods there: what the quota keeps out.
+	HeldBack     int `json:"heldBack"`
 	MaxPods      int `json:"maxPods"`
 	MaxQuotaPods int `json:"maxQuotaPods"`
 	QuotaPods    int `json:"quotaPods"`
@@ -331,6 +334,7 @@ func (c *worstClass) run(ctx context.Context) worstResult {
 		note(l, err)
 		res.PodsRefused += t.refused
 		res.MaxWanted = max(res.MaxWanted, t.wanted)
+		res.HeldBack += max(0, t.wanted-t.listed)
 		res.MaxPods = max(res.MaxPods, t.listed)
 		res.MaxQuotaPods = max(res.MaxQuotaPods, t.used)
 		// Every namespace has the same quota: -1 says one differed or
