@@ -3,6 +3,7 @@ package benchclass
 import (
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -183,5 +184,38 @@ func TestQuotaPods(t *testing.T) {
 	}
 	if used, hard := quotaPods(&corev1.ResourceQuota{}); used != -1 || hard != -1 {
 		t.Errorf("quotaPods(no status) = %d, %d; want -1, -1", used, hard)
+	}
+}
+
+// TestWorstProblems checks that the benchmark fails when a bound is gone:
+// a run where every bound held has no problem, and each bound broken on
+// its own gives one problem that names it.
+func TestWorstProblems(t *testing.T) {
+	held := worstMeasurement{learners: 10, cfg: defaultWorst(time.Minute), reconciles: 400, worst: worstResult{
+		StreamsOpen: 80, StreamRefusals: 80, Created: 50, CreateRefusals: 20,
+		MaxWanted: 3000, MaxPods: 31, MaxQuotaPods: 30, QuotaPods: 30,
+	}}
+	if got := held.problems(); len(got) != 0 {
+		t.Errorf("problems of a run where every bound held = %q; want none", got)
+	}
+	for _, c := range []struct {
+		name    string
+		breakIt func(*worstMeasurement)
+		want    string
+	}{
+		{"no websocket cap", func(m *worstMeasurement) { m.worst.StreamsOpen, m.worst.StreamRefusals = 160, 0 }, "no websocket refused"},
+		{"no Database quota", func(m *worstMeasurement) { m.worst.Created, m.worst.CreateRefusals = 70, 0 }, "Databases created"},
+		{"a sixth Database", func(m *worstMeasurement) { m.worst.Created = 51 }, "Databases created"},
+		{"no Pod quota", func(m *worstMeasurement) { m.worst.QuotaPods, m.worst.MaxPods = -1, 600 }, "StatefulSets asking"},
+		{"Pods past the quota", func(m *worstMeasurement) { m.worst.MaxPods = 40 }, "StatefulSets asking"},
+		{"never scaled past it", func(m *worstMeasurement) { m.worst.MaxWanted = 25 }, "StatefulSets asking"},
+		{"no storm", func(m *worstMeasurement) { m.reconciles = 0 }, "no reconcile"},
+	} {
+		m := held
+		c.breakIt(&m)
+		got := m.problems()
+		if len(got) != 1 || !strings.Contains(got[0], c.want) {
+			t.Errorf("%s: problems = %q; want one saying %q", c.name, got, c.want)
+		}
 	}
 }
