@@ -77,9 +77,10 @@ build: ## build the oplab binary into bin/
 image: ## build oplab's container image into dist/oplab-image.tar (no Docker needed; docker load, kind load image-archive or crane push it)
 	$(GO) run ./cmd/image -out dist/oplab-image.tar -tag $(IMAGE)
 
-bench: controlplane ## print the benchmarks' figures (cluster start, controller throughput, websocket fan-out, a class's cost per learner)
+bench: controlplane ## print the benchmarks' figures (cluster start, controller throughput, websocket fan-out, a class's cost per learner, oplab's RSS per worst learner)
 	$(GO) test -run '^$$' -bench BenchmarkTimeToReady -benchtime 1x ./cluster/
 	$(GO) test -run '^$$' -bench . -benchtime 1x ./controller/ -args -dbs=$(BENCH_DBS)
 	$(GO) run ./cmd/loadtest -viewers 500,2000 -rate 100 -duration 10s
 	$(GO) test -run '^$$' -bench ControllerWithViewers -benchtime 1x ./cmd/benchviewers/ -dbs 100 -viewers 2000 -rounds 5
 	$(GO) test -run '^$$' -bench Class -benchtime 1x ./cmd/benchclass/ -learners 30 -followers 30 -rounds 5
+	$(GO) test -run '^$$' -bench Class -benchtime 1x ./cmd/benchclass/ -worst -learners 10 -rounds 2

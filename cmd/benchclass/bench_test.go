@@ -15,6 +15,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -32,6 +33,8 @@ var (
 	benchRounds    = flag.Int("rounds", 5, "how many create → Ready → delete → gone cycles each learner runs")
 	benchDeadline  = flag.Duration("deadline", 4*time.Minute, "hard limit on the class's activity; cycles not done by then count as errors")
 	benchNice      = flag.Int("viewer-nice", 0, "niceness of the class's child process (19: as the fan-out tools run their thousands of viewers)")
+	benchWorst     = flag.Bool("worst", false, "run worst learners instead (issue 19 §4): each does the worst its own kubeconfig allows for -worst-for; a class of ordinary learners of the same size (-learners, 10 unless given), without followers, runs first as the baseline")
+	benchWorstFor  = flag.Duration("worst-for", time.Minute, "how long each worst learner acts")
 	benchRealRate  = flag.Float64("real-rate", 1.5, "Database cycles (a create and a delete) per learner-minute a real learner does, for the scaled learners-per-core figure: a few clicks a minute, each at most half a cycle")
 )
 
@@ -80,8 +83,23 @@ func BenchmarkClass(b *testing.B) {
 	if followPresenter && *benchFollowers > 0 && *benchLearners == 0 {
 		b.Fatal("followers follow with a learner's cookie: want at least one learner")
 	}
+	if *benchWorst {
+		// A finer sample than the default 512 KiB, so that the heap
+		// profile written with the worst learners connected says what
+		// holds their memory; set before oplab allocates.
+		runtime.MemProfileRate = 16 << 10
+	}
 	lab := startOplab(b)
 	defer lab.stop()
+	if *benchWorst {
+		for range b.N {
+			m := lab.measureWorst(b)
+			m.print(os.Stdout)
+			m.check(b)
+			m.report(b)
+		}
+		return
+	}
 	for range b.N {
 		m := lab.measure(b)
 		m.print(os.Stdout)
@@ -93,11 +111,15 @@ func BenchmarkClass(b *testing.B) {
 type oplab struct {
 	cancel  context.CancelFunc
 	cluster *cluster.Cluster
-	runner  *controller.Runner
-	http    *http.Server
-	url     string
-	token   string
-	done    []chan struct{}
+	rec     *stream.Recorder
+	hub     *stream.Hub
+	// reconciles counts the controller's reconciles, by namespace.
+	reconciles *reconcileCounter
+	runner     *controller.Runner
+	http       *http.Server
+	url        string
+	token      string
+	done       []chan struct{}
 }
 
 // startOplab starts what cmd/oplab's run starts, in the same order.
@@ -115,6 +137,7 @@ func startOplab(b *testing.B) *oplab {
 	}
 	rec := stream.NewRecorder(stream.RecorderOptions{})
 	hub := stream.NewHub(rec, stream.HubOptions{})
+	o.rec, o.hub = rec, hub
 	o.goRun(func() { rec.Run(ctx) })
 	o.goRun(func() { hub.Run(ctx) })
 	crds, err := controller.CRDs()
@@ -125,7 +148,8 @@ func startOplab(b *testing.B) *oplab {
 		fail("start the cluster", err)
 	}
 	opts := controller.DefaultOptions()
-	opts.Sink = rec
+	o.reconciles = &reconcileCounter{next: rec, by: map[string]int{}}
+	opts.Sink = o.reconciles
 	o.runner = controller.NewRunner(o.cluster.Config(), opts)
 	if err := o.runner.Start(ctx); err != nil {
 		fail("start the controller", err)
@@ -330,8 +354,16 @@ func (p *classProc) reply() (string, error) {
 
 // run says go and waits, at most limit, for the class's result.
 func (p *classProc) run(limit time.Duration) (classResult, error) {
+	var r classResult
+	err := p.goAndWait(limit, &r)
+	return r, err
+}
+
+// goAndWait says go and waits, at most limit, for the class's result,
+// which it decodes into r.
+func (p *classProc) goAndWait(limit time.Duration, r any) error {
 	if _, err := fmt.Fprintln(p.in, "go"); err != nil {
-		return classResult{}, fmt.Errorf("class process: go: %w", err)
+		return fmt.Errorf("class process: go: %w", err)
 	}
 	type answer struct {
 		line string
@@ -347,20 +379,19 @@ func (p *classProc) run(limit time.Duration) (classResult, error) {
 	case a = <-got:
 	case <-time.After(limit):
 		p.close() // ends reply too
-		return classResult{}, fmt.Errorf("the class did not finish within %v", limit)
+		return fmt.Errorf("the class did not finish within %v", limit)
 	}
 	if a.err != nil {
-		return classResult{}, a.err
+		return a.err
 	}
 	raw, ok := strings.CutPrefix(a.line, "done ")
 	if !ok {
-		return classResult{}, fmt.Errorf("the class process said %q; want done", a.line)
+		return fmt.Errorf("the class process said %q; want done", a.line)
 	}
-	var r classResult
-	if err := json.Unmarshal([]byte(raw), &r); err != nil {
-		return classResult{}, fmt.Errorf("the class's result: %w", err)
+	if err := json.Unmarshal([]byte(raw), r); err != nil {
+		return fmt.Errorf("the class's result: %w", err)
 	}
-	return r, nil
+	return nil
 }
 
 func (p *classProc) close() {

@@ -47,6 +47,9 @@ type classConfig struct {
 	Rounds          int           `json:"rounds"`
 	Deadline        time.Duration `json:"deadline"`
 	InstructorToken string        `json:"instructorToken"`
+	// Worst, when set, makes the class worst learners (worst_test.go):
+	// no instructor, no followers, no rounds.
+	Worst *worstConfig `json:"worst,omitempty"`
 }
 
 // classResult is what the child reports when the class is over.
@@ -110,20 +113,31 @@ func newBrowser(base string, transport http.RoundTripper) *browser {
 
 // get loads a page and discards it, as a browser renders it.
 func (b *browser) get(ctx context.Context, path string) error {
+	_, err := b.fetch(ctx, path, 0)
+	return err
+}
+
+// fetch loads path and returns at most limit bytes of its body (none for
+// limit 0): a page to read a link from, or a file the browser downloads.
+func (b *browser) fetch(ctx context.Context, path string, limit int64) ([]byte, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, b.base+path, nil)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	resp, err := b.client.Do(req)
 	if err != nil {
-		return fmt.Errorf("GET %s: %w", path, err)
+		return nil, fmt.Errorf("GET %s: %w", path, err)
 	}
 	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, limit))
 	_, _ = io.Copy(io.Discard, resp.Body)
 	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("GET %s: %s", path, resp.Status)
+		return nil, fmt.Errorf("GET %s: %s", path, resp.Status)
 	}
-	return nil
+	if err != nil {
+		return nil, fmt.Errorf("GET %s: %w", path, err)
+	}
+	return body, nil
 }
 
 // post sends a form as lab.js does (same origin, asking for JSON).
@@ -169,6 +183,13 @@ const quotaRetry = 500 * time.Millisecond
 // dial opens the browser's websocket at path (/ws, or /ws?follow=…) with
 // its cookies and its page's Origin, offering compression as browsers do.
 func (b *browser) dial(ctx context.Context, path string) (*websocket.Conn, error) {
+	conn, _, err := b.dialStatus(ctx, path)
+	return conn, err
+}
+
+// dialStatus is dial that also returns the HTTP status of a refused
+// handshake (0 when no response came), so that a refusal can be counted.
+func (b *browser) dialStatus(ctx context.Context, path string) (*websocket.Conn, int, error) {
 	d := websocket.Dialer{HandshakeTimeout: 30 * time.Second, EnableCompression: true, Jar: b.jar}
 	h := http.Header{"Origin": []string{b.base}}
 	conn, resp, err := d.DialContext(ctx, "ws"+strings.TrimPrefix(b.base, "http")+path, h)
@@ -176,13 +197,13 @@ func (b *browser) dial(ctx context.Context, path string) (*websocket.Conn, error
 		_ = resp.Body.Close()
 	}
 	if err != nil {
-		status := ""
+		status, code := "", 0
 		if resp != nil {
-			status = " (" + resp.Status + ")"
+			status, code = " ("+resp.Status+")", resp.StatusCode
 		}
-		return nil, fmt.Errorf("dial %s%s: %w", path, status, err)
+		return nil, code, fmt.Errorf("dial %s%s: %w", path, status, err)
 	}
-	return conn, nil
+	return conn, http.StatusSwitchingProtocols, nil
 }
 
 // dbEvent is what a learner's loop waits for on its stream: a Database
@@ -607,13 +628,17 @@ func TestClassChild(t *testing.T) {
 	say := func(format string, args ...any) { fmt.Printf(childPrefix+format+"\n", args...) }
 	ctx, cancel := context.WithTimeout(t.Context(), cfg.Deadline+2*time.Minute)
 	defer cancel()
+	in := bufio.NewScanner(os.Stdin)
+	if cfg.Worst != nil {
+		runWorstChild(ctx, cfg, say, func() (string, bool) { ok := in.Scan(); return in.Text(), ok })
+		return
+	}
 	c, err := joinClass(ctx, cfg)
 	if err != nil {
 		say("error %v", err)
 		return
 	}
 	say("connected")
-	in := bufio.NewScanner(os.Stdin)
 	if !in.Scan() || in.Text() != "go" {
 		c.close()
 		say("error want go on stdin, got %q", in.Text())

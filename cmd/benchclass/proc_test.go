@@ -4,8 +4,11 @@ package benchclass
 // processes (this process's children) and the resident memory of both.
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
+	"runtime/debug"
 	"slices"
 	"strconv"
 	"strings"
@@ -117,13 +120,51 @@ func vmRSS(pid string) uint64 {
 	if err != nil {
 		return 0
 	}
-	for line := range strings.Lines(string(raw)) {
-		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
-			kb, _ := strconv.ParseUint(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
+	return statusBytes(string(raw), "VmRSS")
+}
+
+// statusBytes reads field (VmRSS, VmHWM, …) of a /proc/PID/status text,
+// given in kB there, in bytes; 0 if it is missing or unreadable.
+func statusBytes(status, field string) uint64 {
+	for line := range strings.Lines(status) {
+		if rest, ok := strings.CutPrefix(line, field+":"); ok {
+			kb, err := strconv.ParseUint(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
+			if err != nil {
+				return 0
+			}
 			return kb << 10
 		}
 	}
 	return 0
+}
+
+// memory is this process's memory at one moment, in bytes: resident
+// (VmRSS), its peak since the last resetPeak (VmHWM), the Go heap's spans
+// in use (HeapInuse, which counts a span with any live object whole) and
+// its live objects (HeapAlloc, after a collection).
+type memory struct{ rss, hwm, heap, live uint64 }
+
+// settledMemory collects garbage and returns what is left to the
+// operating system before it reads the memory, so that the figure is what
+// the process holds rather than what the collector has not yet given back.
+// The peak is read before, as the collection does not lower it.
+func settledMemory() memory {
+	runtime.GC()
+	debug.FreeOSMemory()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	raw, _ := os.ReadFile("/proc/self/status")
+	return memory{rss: statusBytes(string(raw), "VmRSS"), hwm: statusBytes(string(raw), "VmHWM"), heap: ms.HeapInuse, live: ms.HeapAlloc}
+}
+
+// resetPeak sets this process's VmHWM back to its current RSS (writing 5
+// to clear_refs, Linux 4.0 on), so that the next peak read is that of the
+// phase that follows.
+func resetPeak() error {
+	if err := os.WriteFile("/proc/self/clear_refs", []byte("5"), 0); err != nil {
+		return fmt.Errorf("reset the peak RSS: %w", err)
+	}
+	return nil
 }
 
 // rssStats summarises RSS samples, in bytes.
