@@ -79,7 +79,7 @@ func (c *Challenge) Evaluate(ctx context.Context, env Env, already map[string]bo
 		if t.Input != "" { // typed on the page: done only once Submit said so
 			detail := "Type your answer above."
 			if in, ok := LookupInput(t.Input); ok {
-				detail = "Type the " + strings.ToLower(in.Label) + " above and submit it."
+				detail = "Type the " + in.noun() + " above and submit it."
 			}
 			out = append(out, TaskState{ID: t.ID, State: StateTodo, Detail: detail})
 			continue

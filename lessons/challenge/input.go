@@ -37,14 +37,16 @@ type Input struct {
 	Judge func(ctx context.Context, env Env, answer string) (Result, error)
 }
 
-// ErrBadInput is Submit's error for an answer that is empty, too long or
+// InputError is Submit's error for an answer that is empty, too long or
 // not of the input's shape: the learner fixes the answer, nothing was
-// judged.
-var ErrBadInput = errors.New("bad answer")
+// judged. Its text names what is wrong, for the page to show as it is.
+type InputError struct{ Reason string }
+
+func (e *InputError) Error() string { return e.Reason }
 
 // ErrNotStarted is Submit's error before the learner's Start: there is
 // nothing of the challenge's in the namespace to judge an answer against.
-var ErrNotStarted = errors.New("challenge not started")
+var ErrNotStarted = errors.New("press Start first: an answer is judged against what your namespace holds since the start")
 
 var inputs = struct {
 	registry map[string]Input
@@ -85,20 +87,31 @@ func InputNames() []string {
 	return names
 }
 
+// noun is the label inside a sentence: "Reconcile ID" reads "reconcile
+// ID"; a kind's name (Database) keeps its capital.
+func (in Input) noun() string {
+	first, rest, _ := strings.Cut(in.Label, " ")
+	if first == "Database" {
+		return in.Label
+	}
+	return strings.TrimSpace(strings.ToLower(first) + " " + rest)
+}
+
 // Validate trims answer and checks it against the input's length and
-// shape; the error names what is wrong and wraps ErrBadInput.
+// shape; the error, an *InputError, names what is wrong.
 func (in Input) Validate(answer string) (string, error) {
 	a := strings.TrimSpace(answer)
+	what := in.noun()
 	switch {
 	case a == "":
-		return "", fmt.Errorf("the %s is empty: type %s: %w", strings.ToLower(in.Label), in.Shape, ErrBadInput)
+		return "", &InputError{fmt.Sprintf("the %s is empty: type %s", what, in.Shape)}
 	case !utf8.ValidString(a):
-		return "", fmt.Errorf("the %s is not valid text: %w", strings.ToLower(in.Label), ErrBadInput)
+		return "", &InputError{fmt.Sprintf("the %s is not valid text: type %s", what, in.Shape)}
 	case utf8.RuneCountInString(a) > in.MaxLen:
-		return "", fmt.Errorf("the %s is %d characters long; it is at most %d: type %s: %w",
-			strings.ToLower(in.Label), utf8.RuneCountInString(a), in.MaxLen, in.Shape, ErrBadInput)
+		return "", &InputError{fmt.Sprintf("the %s is %d characters long, more than the %d it can be: type %s",
+			what, utf8.RuneCountInString(a), in.MaxLen, in.Shape)}
 	case !in.Pattern.MatchString(a):
-		return "", fmt.Errorf("%q is not %s: %w", a, in.Shape, ErrBadInput)
+		return "", &InputError{fmt.Sprintf("%q is not %s", a, in.Shape)}
 	}
 	return a, nil
 }
@@ -106,7 +119,7 @@ func (in Input) Validate(answer string) (string, error) {
 // Submit judges answer for input task taskID against env. It refuses (with
 // an error naming what is wrong) a task that does not exist or is not an
 // input, an answer before Start (ErrNotStarted), and an answer that is
-// empty, too long or of the wrong shape (ErrBadInput). Like Answer, it
+// empty, too long or of the wrong shape (an *InputError). Like Answer, it
 // does not know what the learner has done: a caller refuses a task that
 // Evaluate finds locked before it asks.
 func (c *Challenge) Submit(ctx context.Context, env Env, taskID, answer string) (Answered, error) {
@@ -127,11 +140,11 @@ func (c *Challenge) Submit(ctx context.Context, env Env, taskID, answer string) 
 		return Answered{}, err
 	}
 	if env.NotStarted {
-		return Answered{}, fmt.Errorf("press Start first: the answer is judged against what your namespace holds since the start: %w", ErrNotStarted)
+		return Answered{}, ErrNotStarted
 	}
 	r, err := in.Judge(ctx, env, a)
 	if err != nil {
-		return Answered{}, fmt.Errorf("judge the %s: %w", strings.ToLower(in.Label), err)
+		return Answered{}, fmt.Errorf("judge the %s: %w", in.noun(), err)
 	}
 	return Answered{Correct: r.Done, Detail: r.Detail}, nil
 }
