@@ -110,7 +110,7 @@ func TestSubmit(t *testing.T) {
 		}
 	}
 	for _, tc := range []struct{ answer, want string }{
-		{"#0a1b2c3d", "Reconcile #0a1b2c3d did not create the StatefulSet: it did finalizer added."},
+		{"#0a1b2c3d", "Reconcile #0a1b2c3d did not create the StatefulSet; what it did: finalizer added."},
 		{"#12345678", "No reconcile since your Start has an ID starting 12345678"},
 		{"#9f8e7d6c-1", "No reconcile since your Start has an ID starting 9f8e7d6c-1"},
 	} {

@@ -100,8 +100,8 @@ func noSuchReconcile(typed string) string {
 	return fmt.Sprintf("No reconcile since your Start has an ID starting %s. On the lab's timeline each reconcile's row ends with # and the first 8 characters of its ID: copy those.", strings.TrimPrefix(typed, "#"))
 }
 
-// whatItDid says in words what a reconcile the learner named did, so a
-// wrong ID teaches what that reconcile was.
+// whatItDid says in words what a reconcile the learner named did ("what it
+// did: finalizer added"), so a wrong ID teaches what that reconcile was.
 func whatItDid(steps []controller.Step) string {
 	var did []string
 	for _, s := range steps {
@@ -109,7 +109,7 @@ func whatItDid(steps []controller.Step) string {
 		case s.Type == controller.StepAction && s.Target != nil:
 			did = append(did, fmt.Sprintf("%s %s %s (%s)", s.Action, s.Target.Kind, s.Target.Name, s.Outcome))
 		case s.Type == controller.StepStatus && !s.Skipped && s.Error == "":
-			did = append(did, "wrote status: "+describeConditions(s.Conditions))
+			did = append(did, "wrote status, "+describeConditions(s.Conditions))
 		case s.Type == controller.StepFinalizer:
 			did = append(did, "finalizer "+s.Phase)
 		}
@@ -117,7 +117,7 @@ func whatItDid(steps []controller.Step) string {
 	if len(did) == 0 {
 		return "it changed nothing"
 	}
-	return "it did " + strings.Join(did, "; ")
+	return "what it did: " + strings.Join(did, "; ")
 }
 
 func judgeEndpoint(ctx context.Context, env Env, answer string) (Result, error) {
@@ -199,7 +199,7 @@ func judgeStatefulSetCreator(_ context.Context, env Env, answer string) (Result,
 	if len(steps) == 0 {
 		return Result{Detail: noSuchReconcile(answer)}, nil
 	}
-	return Result{Detail: fmt.Sprintf("Reconcile #%s did not create the StatefulSet: %s. Look for the row with “create StatefulSet”.", shortID(steps[0].ReconcileID), whatItDid(steps))}, nil
+	return Result{Detail: fmt.Sprintf("Reconcile #%s did not create the StatefulSet; %s. Look for the row with “create StatefulSet”.", shortID(steps[0].ReconcileID), whatItDid(steps))}, nil
 }
 
 // judgeReadyWriter: a reconcile whose status write turned Ready True.
@@ -224,7 +224,7 @@ func judgeReadyWriter(_ context.Context, env Env, answer string) (Result, error)
 	if len(steps) == 0 {
 		return Result{Detail: noSuchReconcile(answer)}, nil
 	}
-	return Result{Detail: fmt.Sprintf("Reconcile #%s did not turn Ready True: %s. Look for the status write whose Ready goes to True.", shortID(steps[0].ReconcileID), whatItDid(steps))}, nil
+	return Result{Detail: fmt.Sprintf("Reconcile #%s did not turn Ready True; %s. Look for the status write whose Ready goes to True.", shortID(steps[0].ReconcileID), whatItDid(steps))}, nil
 }
 
 // judgeRepairer: drift-repair's reconcile that put shop's StatefulSet back,
@@ -248,7 +248,7 @@ func judgeRepairer(ctx context.Context, env Env, answer string) (Result, error) 
 			return Result{Detail: fmt.Sprintf("Reconcile #%s created StatefulSet %s before you deleted it: look below your delete on the timeline.", shortID(s.ReconcileID), shop)}, nil
 		}
 	}
-	return Result{Detail: fmt.Sprintf("Reconcile #%s did not put the StatefulSet back: %s. Look for the first reconcile after your delete that creates StatefulSet %s.", shortID(steps[0].ReconcileID), whatItDid(steps), shop)}, nil
+	return Result{Detail: fmt.Sprintf("Reconcile #%s did not put the StatefulSet back; %s. Look for the first reconcile after your delete that creates StatefulSet %s.", shortID(steps[0].ReconcileID), whatItDid(steps), shop)}, nil
 }
 
 // judgeSnapshotUID: the uid recorded in an ownerless final snapshot of a
