@@ -76,16 +76,54 @@ func TestInterviewWalkthrough(t *testing.T) {
 	})
 }
 
-// TestObservedGeneration scales orders, as a learner would from the card.
+// TestObservedGeneration scales orders, as a learner would from the card,
+// and names the reconcile whose status write came back at the same generation.
 func TestObservedGeneration(t *testing.T) {
 	challengetest.Run(t, "observed-generation", func(ctx context.Context, env challengetest.SolveEnv) error {
 		var db dbv1.Database
 		if err := env.Learner.Get(ctx, client.ObjectKey{Namespace: env.Namespace, Name: "orders"}, &db); err != nil {
 			return err
 		}
+		// The first reconcile of the trace ran before the change: the wrong
+		// row a learner may copy.
+		first, err := traceUntil(ctx, env, "a reconcile before the change", func(s controller.Step) bool {
+			return s.Type == controller.StepReconcileStart
+		})
+		if err != nil {
+			return err
+		}
 		patch := client.MergeFrom(db.DeepCopy())
 		db.Spec.Replicas = 3
-		return env.Learner.Patch(ctx, &db, patch)
+		if err := env.Learner.Patch(ctx, &db, patch); err != nil {
+			return err
+		}
+		if err := env.WaitDone(ctx, "caught-up"); err != nil {
+			return err
+		}
+		// A status write at the new generation, then the update event it
+		// caused, read off the timeline.
+		var writer string
+		if _, err := readUntil(ctx, "a status write that came back as an event", func(context.Context) (string, error) {
+			steps := env.Trace()
+			for i, s := range steps {
+				if s.Type != controller.StepStatus || s.Skipped || s.Generation < 2 || s.Database != "orders" {
+					continue
+				}
+				for _, later := range steps[i+1:] {
+					if later.Type == controller.StepEvent && later.Event == "update" && later.Object.Kind == "Database" && later.Object.Name == "orders" {
+						if later.Generation == s.Generation {
+							writer = s.ReconcileID
+							return writer, nil
+						}
+						break
+					}
+				}
+			}
+			return "", nil
+		}); err != nil {
+			return err
+		}
+		return challengetest.SolveInput(ctx, env, "status-no-bump", rowID(first.ReconcileID), rowID(writer))
 	})
 }
 
