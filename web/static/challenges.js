@@ -43,6 +43,11 @@
       mine = { tasks: {}, done: 0, of: of, started: Number(since) };
     }
     mine.of = of;
+    // Progress saved before a challenge's tasks changed (a task renamed or
+    // made an input) names tasks the page no longer has: they count for
+    // nothing.
+    const ids = new Set([...document.querySelectorAll(".task[data-task]")].map((li) => li.dataset.task));
+    Object.keys(mine.tasks || {}).forEach((t) => { if (!ids.has(t)) delete mine.tasks[t]; });
     store();
 
     function store() {
