@@ -68,13 +68,15 @@ type PrepareEnv struct {
 // Databases have been wiped.
 type Prepare func(ctx context.Context, env PrepareEnv) error
 
-// registry holds the named checks and prepares. They are registered from
-// init() and only read afterwards; the lock keeps a late registration safe.
+// registry holds the named checks, prepares and input kinds. They are
+// registered from init() and only read afterwards; the lock keeps a late
+// registration safe.
 var registry = struct {
 	sync.RWMutex
 	checks   map[string]Check
 	prepares map[string]Prepare
-}{checks: map[string]Check{}, prepares: map[string]Prepare{}}
+	inputs   map[string]Input
+}{checks: map[string]Check{}, prepares: map[string]Prepare{}, inputs: map[string]Input{}}
 
 // RegisterCheck makes c known by name to challenge files. It panics on a
 // duplicate or empty name: two checks under one name is a programming error

@@ -48,10 +48,6 @@ func (e *InputError) Error() string { return e.Reason }
 // nothing of the challenge's in the namespace to judge an answer against.
 var ErrNotStarted = errors.New("press Start first: an answer is judged against what your namespace holds since the start")
 
-var inputs = struct {
-	registry map[string]Input
-}{registry: map[string]Input{}}
-
 // RegisterInput makes in known by name to challenge files. It panics on a
 // duplicate name or an input without a judge, label, shape or length: a
 // programming error found at start.
@@ -61,17 +57,17 @@ func RegisterInput(name string, in Input) {
 	if name == "" || in.Judge == nil || in.Label == "" || in.Shape == "" || in.MaxLen <= 0 || in.Pattern == nil {
 		panic(fmt.Sprintf("challenge: RegisterInput %q needs a name, label, shape, length, pattern and judge", name))
 	}
-	if _, dup := inputs.registry[name]; dup {
+	if _, dup := registry.inputs[name]; dup {
 		panic(fmt.Sprintf("challenge: input %q registered twice", name))
 	}
-	inputs.registry[name] = in
+	registry.inputs[name] = in
 }
 
 // LookupInput returns the input kind registered under name.
 func LookupInput(name string) (Input, bool) {
 	registry.RLock()
 	defer registry.RUnlock()
-	in, ok := inputs.registry[name]
+	in, ok := registry.inputs[name]
 	return in, ok
 }
 
@@ -79,8 +75,8 @@ func LookupInput(name string) (Input, bool) {
 func InputNames() []string {
 	registry.RLock()
 	defer registry.RUnlock()
-	names := make([]string, 0, len(inputs.registry))
-	for n := range inputs.registry {
+	names := make([]string, 0, len(registry.inputs))
+	for n := range registry.inputs {
 		names = append(names, n)
 	}
 	sort.Strings(names)
