@@ -42,6 +42,7 @@ type Input struct {
 // judged. Its text names what is wrong, for the page to show as it is.
 type InputError struct{ Reason string }
 
+// Error returns the reason, as the page shows it.
 func (e *InputError) Error() string { return e.Reason }
 
 // ErrNotStarted is Submit's error before the learner's Start: there is
