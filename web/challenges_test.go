@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/chromedp/chromedp"
+	appsv1 "k8s.io/api/apps/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -148,11 +149,18 @@ func TestBrowserChallengePages(t *testing.T) {
 	showsNow(t, ctx, "every task not done in words", `[...document.querySelectorAll(".task .state-label")].every(e => e.textContent !== "Done")`, "#tasks")
 
 	// The learner creates a Database with their kubectl (here: the API).
+	// The first task asks for what they find, so the StatefulSet being
+	// there does not make it done (TestBrowserChallengeInput answers it).
 	if err := e.client.Create(t.Context(), &v1alpha1.Database{ObjectMeta: metav1.ObjectMeta{Name: "shop", Namespace: ns}}); err != nil {
 		t.Fatal(err)
 	}
-	shows(t, ctx, "the first task done in words", `document.querySelector("#task-owned-statefulset .state-label").textContent === "Done"`, "#tasks")
-	shows(t, ctx, "it said aloud", `document.getElementById("announce").textContent.includes("Done:")`, "#tasks")
+	eventually(t, "StatefulSet shop created", func() (bool, error) {
+		err := e.client.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: "shop"}, &appsv1.StatefulSet{})
+		return err == nil, client.IgnoreNotFound(err)
+	})
+	shows(t, ctx, "the first task asking for its answer, its field open", `document.querySelector("#task-owned-statefulset [data-detail]").textContent.includes("Type the reconcile ID") && !document.querySelector("#task-owned-statefulset fieldset").disabled`, "#tasks")
+	showsNow(t, ctx, "the first task still to do in words", `document.querySelector("#task-owned-statefulset .state-label").textContent === "To do"`, "#tasks")
+	showsNow(t, ctx, "the next input's field disabled while locked", `document.querySelector("#task-ready .state-label").textContent === "Locked" && document.querySelector("#task-ready fieldset").disabled`, "#tasks")
 	showsNow(t, ctx, "the delete task not done", `document.querySelector("#task-finalized-delete .state-label").textContent !== "Done"`, "#tasks")
 	stored, err := chromedp.Run(ctx, chromedp.Evaluate[string](`localStorage.getItem("oplab.challenges")`))
 	if err != nil {
@@ -165,10 +173,10 @@ func TestBrowserChallengePages(t *testing.T) {
 	if err := json.Unmarshal([]byte(stored), &progress); err != nil {
 		t.Fatalf("oplab.challenges = %q: %v", stored, err)
 	}
-	if p := progress["interview-walkthrough"]; p.Tasks["owned-statefulset"] != "done" || p.Of != 5 || p.Done < 1 {
-		t.Errorf("oplab.challenges = %s, want owned-statefulset done of 5", stored)
+	if p := progress["interview-walkthrough"]; p.Of != 6 || p.Done != 0 {
+		t.Errorf("oplab.challenges = %s, want none done of 6", stored)
 	}
-	if err := chromedp.Do(ctx, chromedp.Evaluate[chromedp.Void](`document.querySelectorAll("#task-ready details, #task-finalized-delete details").forEach(d => d.open = true)`)); err != nil {
+	if err := chromedp.Do(ctx, chromedp.Evaluate[chromedp.Void](`document.querySelectorAll("#task-owned-statefulset details, #task-finalized-delete details").forEach(d => d.open = true)`)); err != nil {
 		t.Fatal(err)
 	}
 	screenshot(t, ctx, "challenge-page")
@@ -178,7 +186,7 @@ func TestBrowserChallengePages(t *testing.T) {
 	if err := chromedp.Do(ctx, chromedp.Navigate(e.http.URL+"/challenges"), chromedp.WaitVisible(chromedp.CSS("#challenge-list"))); err != nil {
 		t.Fatal(err)
 	}
-	shows(t, ctx, "the progress on the list", `/of 5 done|Completed/.test(document.querySelector('[data-progress="interview-walkthrough"]').textContent)`, "#challenge-list")
+	shows(t, ctx, "the progress on the list", `/0 of 6 done/.test(document.querySelector('[data-progress="interview-walkthrough"]').textContent)`, "#challenge-list")
 	screenshot(t, ctx, "challenges-list")
 
 	// At 390 px neither page scrolls sideways (the kubectl line, the hints' commands).

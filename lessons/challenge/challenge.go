@@ -1,7 +1,10 @@
 // Package challenge holds the challenges: markdown files with front matter in
 // lessons/challenges whose tasks are checked live against a learner's
-// namespace and the controller's trace of it. A task turns done by itself
-// while the learner works; no Check button.
+// namespace and the controller's trace of it. A task the learner does turns
+// done by itself while they work; no Check button. A task that asks them to
+// find or read something is an input task: they type what they found, and
+// Submit judges it against the same namespace and trace (input.go). A
+// judgement nothing in a cluster shows is a question (answer.go).
 //
 // Checks and prepares are Go functions registered by name from init(), so a
 // challenge file names them and the loader fails on a name nobody registered.
@@ -65,13 +68,15 @@ type PrepareEnv struct {
 // Databases have been wiped.
 type Prepare func(ctx context.Context, env PrepareEnv) error
 
-// registry holds the named checks and prepares. They are registered from
-// init() and only read afterwards; the lock keeps a late registration safe.
+// registry holds the named checks, prepares and input kinds. They are
+// registered from init() and only read afterwards; the lock keeps a late
+// registration safe.
 var registry = struct {
 	sync.RWMutex
 	checks   map[string]Check
 	prepares map[string]Prepare
-}{checks: map[string]Check{}, prepares: map[string]Prepare{}}
+	inputs   map[string]Input
+}{checks: map[string]Check{}, prepares: map[string]Prepare{}, inputs: map[string]Input{}}
 
 // RegisterCheck makes c known by name to challenge files. It panics on a
 // duplicate or empty name: two checks under one name is a programming error

@@ -3,6 +3,7 @@ package challenge
 import (
 	"context"
 	"fmt"
+	"regexp"
 	"slices"
 	"time"
 
@@ -37,6 +38,10 @@ const (
 
 func init() {
 	RegisterPrepare("never-ready", prepareNeverReady)
+	RegisterInput("never-ready/refuser", Input{
+		Label: "Name", Shape: "the name of one object, lowercase letters, digits, dots and dashes, as kubectl prints it", MaxLen: 253,
+		Pattern: objectName, Judge: judgeRefuser,
+	})
 	RegisterCheck("never-ready/spec-fixed", checkOrdersSpecFixed)
 	RegisterCheck("never-ready/ready", checkOrdersReady)
 }
@@ -192,4 +197,57 @@ func checkOrdersReady(ctx context.Context, env Env) (Result, error) {
 			orders, db.Generation)}, nil
 	}
 	return Result{Done: true, Detail: fmt.Sprintf("The controller wrote Ready=True for generation %d itself: the fix was the spec's.", db.Generation)}, nil
+}
+
+// exceededQuota reads the quota's name out of a FailedCreate event's
+// message, as the API server's quota admission words it: "exceeded quota:
+// pod-budget, requested: pods=1, used: pods=2, limited: pods=2".
+var exceededQuota = regexp.MustCompile(`exceeded quota: ([a-z0-9]([-a-z0-9.]*[a-z0-9])?)`)
+
+// judgeRefuser: the learner names the object that refuses orders' Pods.
+// The truth is what the StatefulSet's FailedCreate events name, among the
+// quotas that exist: never a name written here.
+func judgeRefuser(ctx context.Context, env Env, answer string) (Result, error) {
+	var events corev1.EventList
+	if err := env.Client.List(ctx, &events, client.InNamespace(env.Namespace)); err != nil {
+		return Result{}, fmt.Errorf("list Events in %s: %w", env.Namespace, err)
+	}
+	var named []string
+	for _, e := range events.Items {
+		if e.InvolvedObject.Kind != "StatefulSet" || e.InvolvedObject.Name != orders || e.Reason != "FailedCreate" {
+			continue
+		}
+		if m := exceededQuota.FindStringSubmatch(e.Message); m != nil && !slices.Contains(named, m[1]) {
+			named = append(named, m[1])
+		}
+	}
+	if len(named) == 0 {
+		return Result{Detail: "No event says yet that StatefulSet " + orders + " was refused a Pod: wait a few seconds and look again."}, nil
+	}
+	if slices.Contains(named, answer) {
+		var q corev1.ResourceQuota
+		found, err := env.Get(ctx, answer, &q)
+		if err != nil {
+			return Result{}, err
+		}
+		if found {
+			hard := q.Spec.Hard[corev1.ResourcePods]
+			return Result{Done: true, Detail: fmt.Sprintf("Right: ResourceQuota %s allows %s Pods in %s, and the API server refuses the StatefulSet controller every Pod beyond it (FailedCreate). The Database controller only waits: its Ready condition says WaitingForReplicas.", q.Name, hard.String(), env.Namespace)}, nil
+		}
+	}
+	switch answer {
+	case orders:
+		return Result{Detail: fmt.Sprintf("%s is the Database and its StatefulSet, the ones refused. Name what refuses them: read the StatefulSet's events.", orders)}, nil
+	case env.Namespace:
+		return Result{Detail: "The namespace holds the rule, but the rule is an object of its own: read StatefulSet " + orders + "'s events, which name it."}, nil
+	}
+	var q corev1.ResourceQuota
+	found, err := env.Get(ctx, answer, &q)
+	if err != nil {
+		return Result{}, err
+	}
+	if found {
+		return Result{Detail: fmt.Sprintf("ResourceQuota %s is in your namespace, but no event says it refused a Pod of %s: read the StatefulSet's events.", answer, orders)}, nil
+	}
+	return Result{Detail: fmt.Sprintf("No event names %q. The Database's Ready condition says what it waits for; the StatefulSet's events say who refuses its Pods.", answer)}, nil
 }

@@ -32,7 +32,17 @@ func TestDiedMidDeletion(t *testing.T) {
 		if err := env.WaitDone(ctx, "delete"); err != nil {
 			return err
 		}
-		return env.Resume(ctx)
+		if err := env.Resume(ctx); err != nil {
+			return err
+		}
+		if err := env.WaitDone(ctx, "recover"); err != nil {
+			return err
+		}
+		uid, err := snapshotUID(ctx, env, "ledger")
+		if err != nil {
+			return err
+		}
+		return challengetest.SolveInput(ctx, env, "snapshot", noSuchUID, uid)
 	})
 }
 

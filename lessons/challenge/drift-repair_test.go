@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/oplab-dev/oplab/controller"
 	"github.com/oplab-dev/oplab/lessons/challenge/challengetest"
 )
 
@@ -26,6 +27,38 @@ func TestDriftRepair(t *testing.T) {
 		sts := &appsv1.StatefulSet{}
 		sts.Namespace, sts.Name = env.Namespace, "shop"
 		if err := env.Learner.Delete(ctx, sts, client.PropagationPolicy("Background")); err != nil {
+			return err
+		}
+		if err := env.WaitDone(ctx, "delete-child"); err != nil {
+			return err
+		}
+		// The repair is the first create of StatefulSet shop after the
+		// delete event; the create before it (the Prepare's) is the wrong
+		// row a learner may copy.
+		var original, repair string
+		if _, err := readUntil(ctx, "the repair's create", func(context.Context) (string, error) {
+			deleted := false
+			for _, s := range env.Trace() {
+				switch {
+				case s.Type == controller.StepEvent && s.Object.Kind == "StatefulSet" && s.Event == "delete":
+					deleted = true
+				case s.Type == controller.StepAction && s.Action == "create" && s.Target != nil && s.Target.Kind == "StatefulSet" && s.Outcome == controller.OutcomeCreated:
+					if deleted {
+						repair = s.ReconcileID
+						return repair, nil
+					}
+					original = s.ReconcileID
+				}
+			}
+			return "", nil
+		}); err != nil {
+			return err
+		}
+		wrong := "#deadbeef"
+		if original != "" {
+			wrong = rowID(original)
+		}
+		if err := challengetest.SolveInput(ctx, env, "one-reconcile", wrong, rowID(repair)); err != nil {
 			return err
 		}
 		if err := env.WaitDone(ctx, "ready-again"); err != nil {

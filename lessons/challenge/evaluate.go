@@ -47,10 +47,12 @@ func (c *Challenge) Evaluate(ctx context.Context, env Env, already map[string]bo
 	out := make([]TaskState, 0, len(c.Tasks))
 	var errs []string
 	for _, t := range c.Tasks {
-		// A question is answered only once it is unlocked: a done list that
-		// names it early (a crafted address) does not skip the tasks before.
+		// A question or an input is answered only once it is unlocked: a
+		// done list that names it early (a crafted address) does not skip
+		// the tasks before.
 		missing := notDone(t.After, done)
-		if already[t.ID] && (t.Question == nil || len(missing) == 0) {
+		answered := t.Question != nil || t.Input != ""
+		if already[t.ID] && (!answered || len(missing) == 0) {
 			done[t.ID] = true
 			st := TaskState{ID: t.ID, State: StateDone}
 			if t.Question != nil { // answered right: the explanation stays with it
@@ -72,6 +74,14 @@ func (c *Challenge) Evaluate(ctx context.Context, env Env, already map[string]bo
 		}
 		if env.NotStarted {
 			out = append(out, TaskState{ID: t.ID, State: StateTodo, Detail: "Press Start first: the checks judge your namespace from the moment you start."})
+			continue
+		}
+		if t.Input != "" { // typed on the page: done only once Submit said so
+			detail := "Type your answer above."
+			if in, ok := LookupInput(t.Input); ok {
+				detail = "Type the " + in.noun() + " above and submit it."
+			}
+			out = append(out, TaskState{ID: t.ID, State: StateTodo, Detail: detail})
 			continue
 		}
 		check, ok := LookupCheck(t.Check)

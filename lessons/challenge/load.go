@@ -86,7 +86,11 @@ type Task struct {
 	// a cluster to check.
 	Check    string
 	Question *quiz.Question
-	After    []string
+	// Input, instead, names the registered Input the learner types an
+	// answer for: what a find or read task found, judged by Submit
+	// against the namespace and trace.
+	Input string
+	After []string
 }
 
 // frontMatter is a challenge file's YAML head (contract 3).
@@ -105,6 +109,7 @@ type taskYAML struct {
 	Hints    []string `json:"hints"`
 	Check    string   `json:"check"`
 	Question string   `json:"question"`
+	Input    string   `json:"input"`
 	After    []string `json:"after"`
 }
 
@@ -256,12 +261,24 @@ func (fm frontMatter) challenge(base string, course Resolver, questions []quiz.Q
 		if strings.TrimSpace(t.Text) == "" {
 			bad("%s: text is empty", where)
 		}
-		task := Task{ID: t.ID, Text: t.Text, Hints: t.Hints, Check: t.Check, After: t.After}
+		task := Task{ID: t.ID, Text: t.Text, Hints: t.Hints, Check: t.Check, Input: t.Input, After: t.After}
+		var ways []string
+		for _, w := range []struct{ field, value string }{{"check", t.Check}, {"question", t.Question}, {"input", t.Input}} {
+			if w.value != "" {
+				ways = append(ways, fmt.Sprintf("%s %q", w.field, w.value))
+			}
+		}
 		switch {
-		case t.Check != "" && t.Question != "":
-			bad("%s: names both check %q and question %q: a task is judged one way", where, t.Check, t.Question)
-		case t.Check == "" && t.Question == "":
-			bad("%s: names neither a check nor a question: say how the task is judged", where)
+		case len(ways) == 2:
+			bad("%s: names both %s: a task is judged one way", where, strings.Join(ways, " and "))
+		case len(ways) > 2:
+			bad("%s: names %s: a task is judged one way", where, strings.Join(ways, " and "))
+		case len(ways) == 0:
+			bad("%s: names neither a check, a question nor an input: say how the task is judged", where)
+		case t.Input != "":
+			if _, ok := LookupInput(t.Input); !ok {
+				bad("%s: input %q is not registered (RegisterInput; known: %s)", where, t.Input, strings.Join(InputNames(), ", "))
+			}
 		case t.Question != "":
 			q, err := quiz.Find(questions, t.Question)
 			if err != nil {

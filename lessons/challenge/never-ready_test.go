@@ -20,8 +20,9 @@ import (
 )
 
 // TestNeverReady follows the trail a learner follows: the Ready condition
-// names what it waits for, the StatefulSet's events name the quota, the
-// quota says how many Pods fit, and the fix is the spec's replica count.
+// names what it waits for, the StatefulSet's events name the quota (the
+// first task's answer), the quota says how many Pods fit, and the fix is
+// the spec's replica count.
 func TestNeverReady(t *testing.T) {
 	challengetest.Run(t, "never-ready", func(ctx context.Context, env challengetest.SolveEnv) error {
 		var db dbv1.Database
@@ -36,14 +37,21 @@ func TestNeverReady(t *testing.T) {
 		if err := env.Learner.List(ctx, &events, client.InNamespace(env.Namespace)); err != nil {
 			return err
 		}
-		if !slices.ContainsFunc(events.Items, func(e corev1.Event) bool {
+		i := slices.IndexFunc(events.Items, func(e corev1.Event) bool {
 			return e.InvolvedObject.Kind == "StatefulSet" && e.InvolvedObject.Name == "orders" &&
 				e.Reason == "FailedCreate" && strings.Contains(e.Message, "exceeded quota")
-		}) {
+		})
+		if i < 0 {
 			return fmt.Errorf("no FailedCreate event naming the quota on StatefulSet orders among %d events", len(events.Items))
 		}
+		// "exceeded quota: NAME, requested: …": the name, as a learner reads it.
+		_, rest, _ := strings.Cut(events.Items[i].Message, "exceeded quota: ")
+		name, _, _ := strings.Cut(rest, ",")
+		if err := challengetest.SolveInput(ctx, env, "why", "orders", name); err != nil {
+			return err
+		}
 		var quota corev1.ResourceQuota
-		if err := env.Learner.Get(ctx, client.ObjectKey{Namespace: env.Namespace, Name: "pod-budget"}, &quota); err != nil {
+		if err := env.Learner.Get(ctx, client.ObjectKey{Namespace: env.Namespace, Name: name}, &quota); err != nil {
 			return err
 		}
 		pods := quota.Spec.Hard[corev1.ResourcePods]

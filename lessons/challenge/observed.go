@@ -18,7 +18,10 @@ func init() {
 	RegisterPrepare("observed-generation", prepareObservedGeneration)
 	RegisterCheck("observed-generation/spec-changed", checkSpecChanged)
 	RegisterCheck("observed-generation/caught-up", checkCaughtUp)
-	RegisterCheck("observed-generation/status-no-bump", checkStatusNoBump)
+	RegisterInput("observed-generation/status-writer", Input{
+		Label: "Reconcile ID", Shape: reconcileIDShape, MaxLen: 37, Pattern: reconcileIDPattern,
+		Judge: judgeStatusWriter,
+	})
 }
 
 func prepareObservedGeneration(ctx context.Context, env PrepareEnv) error {
@@ -84,11 +87,13 @@ func wroteObserved(env Env, g int64) bool {
 	return false
 }
 
-// checkStatusNoBump finds, on the trace, a status write made after the
-// spec change and the watch event it caused: an update of the Database
-// whose generation is still the one the status write was made at. The
-// status subresource never moves metadata.generation.
-func checkStatusNoBump(_ context.Context, env Env) (Result, error) {
+// noBumps finds, on the trace, the status writes made after the spec
+// change that came back as a watch event: an update of the Database whose
+// generation is still the one the status write was made at. The status
+// subresource never moves metadata.generation. Each is the write and the
+// event.
+func noBumps(env Env) [][2]controller.Step {
+	var out [][2]controller.Step
 	steps := env.StepsOf(observedDatabase)
 	for i, s := range steps {
 		if s.Type != controller.StepStatus || s.Skipped || s.Generation < 2 {
@@ -97,12 +102,37 @@ func checkStatusNoBump(_ context.Context, env Env) (Result, error) {
 		for _, later := range steps[i+1:] {
 			if later.Type == controller.StepEvent && later.Event == "update" && later.Object.Kind == "Database" {
 				if later.Generation == s.Generation {
-					return Result{Done: true, Detail: fmt.Sprintf("Status write #%d (seq %d) came back as an update event (seq %d) still at generation %d.",
-						s.StatusWrites, s.Seq, later.Seq, later.Generation)}, nil
+					out = append(out, [2]controller.Step{s, later})
 				}
 				break
 			}
 		}
 	}
-	return Result{Detail: "No status write after the spec change on the trace yet, followed by its update event."}, nil
+	return out
+}
+
+// judgeStatusWriter: the learner names the reconcile whose status write,
+// after their spec change, came back as an update event at the same
+// generation; they find it on the timeline.
+func judgeStatusWriter(_ context.Context, env Env, answer string) (Result, error) {
+	found := noBumps(env)
+	if len(found) == 0 {
+		return Result{Detail: "Not yet: no status write after the spec change on the trace yet, followed by its update event."}, nil
+	}
+	for _, f := range found {
+		if w, ev := f[0], f[1]; matchesID(answer, w.ReconcileID) {
+			return Result{Done: true, Detail: fmt.Sprintf("Right: reconcile #%s wrote status at generation %d (status write #%d), and it came back as an update event still at generation %d: writing status never bumps generation.",
+				shortID(w.ReconcileID), w.Generation, w.StatusWrites, ev.Generation)}, nil
+		}
+	}
+	steps := reconcileOf(env, answer)
+	if len(steps) == 0 {
+		return Result{Detail: noSuchReconcile(answer)}, nil
+	}
+	for _, s := range steps {
+		if s.Type == controller.StepFetch && s.Generation < 2 {
+			return Result{Detail: fmt.Sprintf("Reconcile #%s read generation %d: it ran before your spec change. Look below the change on the timeline.", shortID(s.ReconcileID), s.Generation)}, nil
+		}
+	}
+	return Result{Detail: fmt.Sprintf("Reconcile #%s made no status write that came back as an update event; %s. Look for a row whose status step says “written”, followed by an update event of Database %s.", shortID(steps[0].ReconcileID), whatItDid(steps), observedDatabase)}, nil
 }

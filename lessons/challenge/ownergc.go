@@ -23,7 +23,6 @@ func init() {
 	RegisterCheck("owner-gc/adopted", checkAdopted)
 	RegisterCheck("owner-gc/owner-deleted", checkOwnerDeleted)
 	RegisterCheck("owner-gc/children-collected", checkChildrenCollected)
-	RegisterCheck("owner-gc/snapshot-outlives", checkSnapshotOutlives)
 }
 
 func prepareOwnerGC(ctx context.Context, env PrepareEnv) error {

@@ -1,6 +1,8 @@
 // Package challenges serves the challenge pages: /challenges lists them, and
 // /challenges/{id} shows one with its tasks, which turn done by themselves
-// while the learner works in the lab or with their kubectl. The page asks
+// while the learner works in the lab or with their kubectl, or, for a
+// question or a find-or-read task, once the learner's answer is judged
+// right (POST /challenges/{id}/answer). The page asks
 // /challenges/{id}/status (JSON) every 1.5 s and on each message of the
 // learner's stream; the server evaluates the checks against the session's
 // namespace and trace each time and keeps no progress of its own: the
@@ -128,7 +130,7 @@ func New(ctx context.Context, opts Options) *Handler {
 //	GET  /challenges/{id}         one challenge: its text, tasks and hints, the Start form
 //	POST /challenges/{id}/start   wipes the learner's Databases and prepares the start
 //	GET  /challenges/{id}/status  the tasks' states in the learner's namespace (JSON)
-//	POST /challenges/{id}/answer  grades the answer to a question task
+//	POST /challenges/{id}/answer  grades the answer to a question task or an input task
 func (h *Handler) Register(mux *http.ServeMux) {
 	mux.HandleFunc("GET /challenges", h.list)
 	mux.HandleFunc("GET /challenges/{id}", h.page)
@@ -155,7 +157,7 @@ func (h *Handler) page(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	since, _ := parseSince(q.Get("since"))
 	v := h.pageView(c, sess.Namespace, since, q.Get("done"))
-	if f := h.opts.Sessions.TakeFlash(r); f != nil && !v.answerFeedback(f.Field, f.Message) {
+	if f := h.opts.Sessions.TakeFlash(r); f != nil && !v.answerFeedback(f.Field, f.Message, f.Error) {
 		v.Message = f.Message
 	}
 	// Without JavaScript the page shows the tasks as they stand when it is
@@ -251,10 +253,11 @@ type answerResult struct {
 	Error   string `json:"error,omitempty"`
 }
 
-// answer grades a question task. The server keeps no progress: a right
-// answer is remembered by the browser, which lists the task as done from
-// then on, as it does the tasks its checks found done. The form's own
-// fields are task, choice (one per pick), and, for the redirect without
+// answer grades a question task, or judges an input task's typed answer.
+// The server keeps no progress: a right answer is remembered by the
+// browser, which lists the task as done from then on, as it does the tasks
+// its checks found done. The form's own fields are task, choice (one per
+// pick) or answer (the typed text), and, for the redirect without
 // JavaScript, since and done as the page had them.
 func (h *Handler) answer(w http.ResponseWriter, r *http.Request) {
 	c, ok := h.opts.Set.Get(r.PathValue("id"))
@@ -289,6 +292,10 @@ func (h *Handler) answer(w http.ResponseWriter, r *http.Request) {
 		h.answered(w, r, c, http.StatusConflict, answerResult{Task: task, Error: "Not graded yet: " + states[i].Detail})
 		return
 	}
+	if i := slices.IndexFunc(c.Tasks, func(t challenge.Task) bool { return t.ID == task }); i >= 0 && c.Tasks[i].Input != "" {
+		h.submitted(w, r, c, ns, since, task)
+		return
+	}
 	var picked []int
 	for _, v := range r.PostForm["choice"] {
 		i, err := strconv.Atoi(v)
@@ -310,6 +317,29 @@ func (h *Handler) answer(w http.ResponseWriter, r *http.Request) {
 	h.answered(w, r, c, http.StatusOK, answerResult{Task: task, Correct: a.Correct, Detail: a.Detail})
 }
 
+// submitted judges the typed answer to input task task against the
+// learner's namespace and trace as they are now.
+func (h *Handler) submitted(w http.ResponseWriter, r *http.Request, c *challenge.Challenge, ns string, since time.Time, task string) {
+	env, err := h.env(r.Context(), ns, since)
+	if err != nil {
+		h.answered(w, r, c, http.StatusServiceUnavailable, answerResult{Task: task, Error: "Not checked: your trace could not be read: " + err.Error()})
+		return
+	}
+	a, err := c.Submit(r.Context(), env, task, r.PostForm.Get("answer"))
+	var bad *challenge.InputError
+	switch {
+	case errors.As(err, &bad):
+		h.answered(w, r, c, http.StatusBadRequest, answerResult{Task: task, Error: "Not checked: " + bad.Reason + "."})
+	case errors.Is(err, challenge.ErrNotStarted):
+		h.answered(w, r, c, http.StatusConflict, answerResult{Task: task, Error: "Not checked: " + err.Error() + "."})
+	case err != nil:
+		h.opts.Logger.Info("Could not judge an answer", "challenge", c.ID, "task", task, "namespace", ns, "err", err.Error())
+		h.answered(w, r, c, http.StatusServiceUnavailable, answerResult{Task: task, Error: "Not checked: " + err.Error() + "."})
+	default:
+		h.answered(w, r, c, http.StatusOK, answerResult{Task: task, Correct: a.Correct, Detail: a.Detail})
+	}
+}
+
 // answered answers the script with JSON, and a plain form post with a
 // redirect to the page: a right answer joins the done list in its address,
 // a wrong one (or an error) is shown under the task.
@@ -321,8 +351,13 @@ func (h *Handler) answered(w http.ResponseWriter, r *http.Request, c *challenge.
 	done := httpx.SplitIDs(r.PostForm.Get("done"), len(c.Tasks))
 	if res.Correct && !slices.Contains(done, res.Task) {
 		done = append(done, res.Task)
-	} else if !res.Correct {
+	}
+	if !res.Correct {
 		h.opts.Sessions.SetFlash(r, session.Flash{Error: true, Message: res.Detail + res.Error, Field: res.Task})
+	} else if i := slices.IndexFunc(c.Tasks, func(t challenge.Task) bool { return t.ID == res.Task }); i >= 0 && c.Tasks[i].Input != "" {
+		// An input's verdict depends on the cluster at the time, so a later
+		// evaluation cannot say it again: the page shows it once.
+		h.opts.Sessions.SetFlash(r, session.Flash{Message: res.Detail, Field: res.Task})
 	}
 	q := url.Values{}
 	if since, err := parseSince(r.PostForm.Get("since")); err == nil && !since.IsZero() {
@@ -381,7 +416,7 @@ func (h *Handler) status(w http.ResponseWriter, r *http.Request) {
 }
 
 func (h *Handler) evaluate(ctx context.Context, c *challenge.Challenge, ns string, since time.Time, done []string) ([]challenge.TaskState, error) {
-	trace, err := h.traces.steps(ctx, ns, since)
+	env, err := h.env(ctx, ns, since)
 	if err != nil {
 		return nil, err
 	}
@@ -389,8 +424,17 @@ func (h *Handler) evaluate(ctx context.Context, c *challenge.Challenge, ns strin
 	for _, id := range done {
 		already[id] = true
 	}
-	env := challenge.Env{Namespace: ns, Client: h.opts.Client, Trace: trace, Paused: h.opts.Controller.NamespacePaused(ns), NotStarted: since.IsZero()}
 	return c.Evaluate(ctx, env, already)
+}
+
+// env is what the checks and the input tasks' judges see of namespace ns
+// since the learner's Start.
+func (h *Handler) env(ctx context.Context, ns string, since time.Time) (challenge.Env, error) {
+	trace, err := h.traces.steps(ctx, ns, since)
+	if err != nil {
+		return challenge.Env{}, err
+	}
+	return challenge.Env{Namespace: ns, Client: h.opts.Client, Trace: trace, Paused: h.opts.Controller.NamespacePaused(ns), NotStarted: since.IsZero()}, nil
 }
 
 // parseSince reads Unix milliseconds; empty is the zero time (the whole trace).

@@ -105,6 +105,24 @@ type taskView struct {
 	After     []string
 	// Question is set on a task answered on the page instead of checked.
 	Question *questionView
+	// Input is set on a task whose answer the learner types.
+	Input *inputView
+}
+
+// inputView is an input task's form: a labelled text field and Submit.
+// The page holds nothing of the answer: the server judges it.
+type inputView struct {
+	Label, Shape string
+	// FieldID, ShapeID and FeedbackID tie the field to its description and
+	// to what the last answer was told (aria-describedby).
+	FieldID, ShapeID, FeedbackID string
+	AnswerURL                    string
+	// Since and Done are the page's, sent back for the no-JS redirect.
+	Since, Done string
+	// Feedback is what the last answer without JavaScript was told;
+	// Invalid says it was refused.
+	Feedback string
+	Invalid  bool
 }
 
 // questionView is a question task's form. Its choices carry no verdict:
@@ -173,17 +191,32 @@ func (h *Handler) pageView(c *challenge.Challenge, ns string, since time.Time, d
 			}
 			tv.Question = qv
 		}
+		if t.Input != "" {
+			in, _ := challenge.LookupInput(t.Input)
+			tv.Input = &inputView{
+				Label: in.Label, Shape: "Type " + in.Shape + ".",
+				FieldID: "answer-" + t.ID, ShapeID: "shape-" + t.ID, FeedbackID: "feedback-" + t.ID,
+				AnswerURL: c.URL() + "/answer", Since: v.Since, Done: done,
+			}
+		}
 		v.Tasks = append(v.Tasks, tv)
 	}
 	return v
 }
 
-// answerFeedback puts a no-JS answer's message under question task id;
-// false when id is no question task of the page.
-func (v *pageView) answerFeedback(id, message string) bool {
+// answerFeedback puts a no-JS answer's message under question or input
+// task id (refused says it was an error); false when id is no such task of
+// the page.
+func (v *pageView) answerFeedback(id, message string, refused bool) bool {
 	for i := range v.Tasks {
-		if t := &v.Tasks[i]; t.ID == id && t.Question != nil {
+		t := &v.Tasks[i]
+		switch {
+		case t.ID != id:
+		case t.Question != nil:
 			t.Question.Feedback = message
+			return true
+		case t.Input != nil:
+			t.Input.Feedback, t.Input.Invalid = message, refused
 			return true
 		}
 	}

@@ -3,7 +3,8 @@
 // of the learner's stream, keeps what is done in localStorage
 // ("oplab.challenges", the format the progress reporter reads:
 // {ID: {tasks: {TASKID: "done"}, done: n, of: n, started: ms, details:
-// {TASKID: what its check said when it turned done}}}) and says
+// {TASKID: what its check said when it turned done}, answers: {TASKID: the
+// typed answer that was right}}}) and says
 // aloud, through a live region, when a task turns done. Start posts the form
 // with fetch so the page stays. On /challenges it shows each challenge's
 // progress from localStorage.
@@ -42,6 +43,11 @@
       mine = { tasks: {}, done: 0, of: of, started: Number(since) };
     }
     mine.of = of;
+    // Progress saved before a challenge's tasks changed (a task renamed or
+    // made an input) names tasks the page no longer has: they count for
+    // nothing.
+    const ids = new Set([...document.querySelectorAll(".task[data-task]")].map((li) => li.dataset.task));
+    Object.keys(mine.tasks || {}).forEach((t) => { if (!ids.has(t)) delete mine.tasks[t]; });
     store();
 
     function store() {
@@ -66,9 +72,12 @@
           li.querySelector(".state-label").textContent = labels[s.state] || s.state;
           li.querySelector(".icon").textContent = icons[s.state] || "";
         }
-        // A question task's form opens only while the task is to do.
+        // A question's or an input's form opens only while the task is to do.
         const fs = li.querySelector(".answer-form fieldset");
         if (fs) fs.disabled = s.state !== "todo";
+        // A done input task shows the answer that was right, kept here.
+        const typed = li.querySelector(".input-form input[name=answer]");
+        if (typed && s.state === "done" && !typed.value && mine.answers && mine.answers[s.id]) typed.value = mine.answers[s.id];
         // A task once done is not checked again, so the server sends no
         // detail for it: keep the words its check said when it turned done.
         mine.details = mine.details || {};
@@ -133,7 +142,7 @@
 
     // A question task is graded by the server; a right answer is
     // remembered here, as a check's verdict is.
-    document.querySelectorAll(".answer-form").forEach((af) => {
+    document.querySelectorAll(".answer-form[data-answer]").forEach((af) => {
       af.addEventListener("submit", async (ev) => {
         ev.preventDefault();
         const feedback = af.querySelector("[data-feedback]");
@@ -167,6 +176,48 @@
       });
     });
 
+    // An input task: the typed answer is judged by the server against the
+    // namespace and trace. What it says is tied to the field
+    // (aria-describedby); a right answer's words are kept, since a later
+    // status cannot say them again (the cluster moves on).
+    document.querySelectorAll(".input-form").forEach((f) => {
+      f.addEventListener("submit", async (ev) => {
+        ev.preventDefault();
+        const feedback = f.querySelector("[data-feedback]");
+        const field = f.querySelector("input[name=answer]");
+        const button = f.querySelector("button");
+        const task = f.dataset.input;
+        const refused = (text) => {
+          feedback.textContent = text;
+          field.setAttribute("aria-invalid", "true");
+          field.focus();
+        };
+        button.disabled = true;
+        try {
+          const fields = new URLSearchParams(new FormData(f));
+          fields.set("since", mine.started ? String(mine.started) : "");
+          fields.set("done", Object.keys(mine.tasks).filter((t) => mine.tasks[t] === "done").join(","));
+          const res = await fetch(f.action, { method: "POST", body: fields, headers: { Accept: "application/json" } });
+          const body = await res.json();
+          if (!res.ok) { refused(body.error || "The answer was not checked."); return; }
+          if (!body.correct) { refused(body.detail); return; }
+          field.removeAttribute("aria-invalid");
+          feedback.textContent = "";
+          mine.details = mine.details || {};
+          mine.details[task] = body.detail;
+          mine.answers = mine.answers || {};
+          mine.answers[task] = field.value.trim();
+          mine.tasks[task] = "done";
+          store();
+          poll();
+        } catch (e) {
+          refused("The answer was not checked: " + e);
+        } finally {
+          button.disabled = false;
+        }
+      });
+    });
+
     const form = document.getElementById("start-form");
     form.addEventListener("submit", async (ev) => {
       ev.preventDefault();
@@ -186,6 +237,7 @@
         document.querySelectorAll(".answer-form").forEach((af) => {
           af.reset();
           af.querySelector("[data-feedback]").textContent = "";
+          af.querySelectorAll("[aria-invalid]").forEach((el) => el.removeAttribute("aria-invalid"));
         });
         startMsg.textContent = body.message;
         form.reset();

@@ -79,6 +79,12 @@ type SolveEnv struct {
 	// challenge, and, when right, remembered as done, as the learner's
 	// browser remembers it.
 	Answer func(task string, picked []int) (challenge.Answered, error)
+	// Input types answer into input task's field and submits it, as the
+	// page does: it waits until the task is unlocked (the page keeps the
+	// field disabled before), refuses a task already done (the field is
+	// disabled then too), is judged against the namespace and trace as
+	// they are now, and, when right, remembered as done.
+	Input func(ctx context.Context, task, answer string) (challenge.Answered, error)
 	// RunCode compiles src in a sandbox and hands the namespace to it, as
 	// the code page's Run my code does; BackToOplab takes it back.
 	RunCode     func(ctx context.Context, src string) error
@@ -289,7 +295,7 @@ func Run(t *testing.T, id string, solve func(ctx context.Context, env SolveEnv) 
 	// or not, says not done on the prepared start.
 	startEnv := e.CheckEnv(t, ns, started)
 	for _, task := range c.Tasks {
-		if task.Question != nil { // answered, not checked: nothing to run on the start
+		if task.Question != nil || task.Input != "" { // answered, not checked: nothing to run on the start
 			continue
 		}
 		check, _ := challenge.LookupCheck(task.Check)
@@ -330,6 +336,20 @@ func Run(t *testing.T, id string, solve func(ctx context.Context, env SolveEnv) 
 			}
 			return a, err
 		},
+	}
+	senv.Input = func(ctx context.Context, task, answer string) (challenge.Answered, error) {
+		st, err := w.waitUnlocked(ctx, task)
+		if err != nil {
+			return challenge.Answered{}, err
+		}
+		if st.State == challenge.StateDone {
+			return challenge.Answered{}, fmt.Errorf("task %s is already done (%s): the page would not let it be answered again", task, st.Detail)
+		}
+		a, err := c.Submit(ctx, w.env(), task, answer)
+		if err == nil && a.Correct {
+			w.markDone(task)
+		}
+		return a, err
 	}
 	sb := &sandbox.Sandbox{Command: func() *exec.Cmd { return exec.Command(os.Args[0], sandbox.ChildArg) }}
 	defer sb.Close()
@@ -399,10 +419,9 @@ func (w *watcher) evaluate(ctx context.Context) {
 		already[k] = v
 	}
 	w.mu.Unlock()
-	trace, err := challenge.Trace(w.e.Recorder.Export(w.ns), w.started)
+	env, err := w.envErr()
 	var states []challenge.TaskState
 	if err == nil {
-		env := challenge.Env{Namespace: w.ns, Client: w.e.Client, Trace: trace, Paused: w.e.Runner.NamespacePaused(w.ns)}
 		states, err = w.c.Evaluate(ctx, env, already)
 	}
 	w.mu.Lock()
@@ -415,6 +434,49 @@ func (w *watcher) evaluate(ctx context.Context) {
 	}
 	close(w.changed)
 	w.changed = make(chan struct{})
+}
+
+// envErr is the Env the page's server builds for the namespace now.
+func (w *watcher) envErr() (challenge.Env, error) {
+	trace, err := challenge.Trace(w.e.Recorder.Export(w.ns), w.started)
+	if err != nil {
+		return challenge.Env{}, err
+	}
+	return challenge.Env{Namespace: w.ns, Client: w.e.Client, Trace: trace, Paused: w.e.Runner.NamespacePaused(w.ns)}, nil
+}
+
+// env is envErr failing the test on an undecodable trace.
+func (w *watcher) env() challenge.Env {
+	env, err := w.envErr()
+	if err != nil {
+		w.t.Errorf("decode the trace of %s: %v", w.ns, err)
+	}
+	return env
+}
+
+// waitUnlocked blocks until an evaluation finds task not locked, and
+// returns its state then.
+func (w *watcher) waitUnlocked(ctx context.Context, task string) (challenge.TaskState, error) {
+	if !hasTask(w.c, task) {
+		return challenge.TaskState{}, fmt.Errorf("challenge %s has no task %q", w.c.ID, task)
+	}
+	for {
+		w.mu.Lock()
+		changed, done := w.changed, w.done[task]
+		w.mu.Unlock()
+		st, ok := w.state(task)
+		switch {
+		case done:
+			return challenge.TaskState{ID: task, State: challenge.StateDone, Detail: st.Detail}, nil
+		case ok && st.State != challenge.StateLocked:
+			return st, nil
+		}
+		select {
+		case <-ctx.Done():
+			return challenge.TaskState{}, fmt.Errorf("task %s still locked: %w\n%s", task, ctx.Err(), w.report())
+		case <-changed:
+		}
+	}
 }
 
 // state is where task stood at the last evaluation.
@@ -489,4 +551,31 @@ func hasTask(c *challenge.Challenge, id string) bool {
 		}
 	}
 	return false
+}
+
+// SolveInput plays input task as a learner who first gets it wrong: the
+// task is not done before its answer (Input refuses a done task), wrong is
+// refused with a detail that says what to look at and does not contain
+// right, and right, which the solve read from the cluster or the trace as
+// a learner would, is accepted.
+func SolveInput(ctx context.Context, env SolveEnv, task, wrong, right string) error {
+	a, err := env.Input(ctx, task, wrong)
+	switch {
+	case err != nil:
+		return fmt.Errorf("task %s, wrong answer %q: %w", task, wrong, err)
+	case a.Correct:
+		return fmt.Errorf("task %s: wrong answer %q accepted (%s)", task, wrong, a.Detail)
+	case a.Detail == "":
+		return fmt.Errorf("task %s: wrong answer %q refused with no detail saying what to look at", task, wrong)
+	case strings.Contains(strings.ToLower(a.Detail), strings.ToLower(strings.TrimPrefix(right, "#"))):
+		return fmt.Errorf("task %s: the refusal of %q gives the answer away: %s", task, wrong, a.Detail)
+	}
+	a, err = env.Input(ctx, task, right)
+	switch {
+	case err != nil:
+		return fmt.Errorf("task %s, right answer %q: %w", task, right, err)
+	case !a.Correct:
+		return fmt.Errorf("task %s: right answer %q refused: %s", task, right, a.Detail)
+	}
+	return nil
 }
