@@ -587,3 +587,56 @@ func TestRecorderGoesOnAfterItsHubStopped(t *testing.T) {
 		t.Errorf("viewer after the hub stopped: %v, want closed with %d (going away)", err, websocket.CloseGoingAway)
 	}
 }
+
+// TestOlderStatesKeepOnlyTheirHistory: a state published with its history
+// (the card's HTML beside the view, and the view alone) goes out whole,
+// and stays whole while it is the object's latest; once a newer state
+// arrives, the ring, and so a fresh viewer's catch-up and the export, keep
+// only its history, and the ring's bytes fall by what was dropped.
+func TestOlderStatesKeepOnlyTheirHistory(t *testing.T) {
+	h := newHarness(t, RecorderOptions{}, HubOptions{})
+	ref := controller.ObjectRef{Kind: "Database", Namespace: "a", Name: "db"}
+	card := strings.Repeat("x", 10000)
+	publish := func(replicas int) {
+		view := state(t, map[string]int{"replicas": replicas})
+		full := state(t, map[string]any{"replicas": replicas, "html": card})
+		h.rec.PublishRendered(ref, full, view)
+	}
+	live := h.dial("a", -1)
+	publish(1)                                        // 1
+	h.rec.Emit(step("a", "db", controller.StepEvent)) // 2
+	publish(2)                                        // 3
+	waitFor(t, "3 messages", func() bool { return h.rec.Stats().Seq == 3 })
+
+	// A viewer connected throughout got both whole.
+	for _, m := range live.readN(3) {
+		if m.Type == TypeState && !strings.Contains(string(m.State), card) {
+			t.Errorf("live state %d = %.80s…; want it whole, with its card", m.Seq, m.State)
+		}
+	}
+	for what, msgs := range map[string][]Message{
+		"export":                    decoded(t, h.rec.Export("a").Messages),
+		"a fresh viewer's catch-up": h.dial("a", -1).readN(3),
+	} {
+		if diff := cmp.Diff([]uint64{1, 2, 3}, seqs(msgs)); diff != "" {
+			t.Fatalf("%s seqs (-want +got):\n%s", what, diff)
+		}
+		if got := string(msgs[0].State); got != `{"replicas":1}` {
+			t.Errorf("%s: the older state is %.80q; want its history alone", what, got)
+		}
+		if got := string(msgs[2].State); !strings.Contains(got, card) || !strings.Contains(got, `"replicas":2`) {
+			t.Errorf("%s: the latest state is %.80q…; want it whole", what, got)
+		}
+	}
+	// The ring's byte count is what it holds: one card, not two. (Read
+	// once Run has returned: Run owns the ring.)
+	h.stop()
+	r := h.rec.spaces["a"].ring
+	held := 0
+	for _, e := range r.after(0) {
+		held += len(e.raw)
+	}
+	if r.bytes != held || r.bytes < len(card) || r.bytes >= 2*len(card) {
+		t.Errorf("the ring counts %d bytes and holds %d; want them equal, one card's worth (%d) and the rest", r.bytes, held, len(card))
+	}
+}
