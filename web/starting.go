@@ -5,6 +5,7 @@ import (
 
 	"github.com/go-logr/logr"
 
+	"github.com/oplab-dev/oplab/web/challenges"
 	"github.com/oplab-dev/oplab/web/httpx"
 	"github.com/oplab-dev/oplab/web/learn"
 	"github.com/oplab-dev/oplab/web/starting"
@@ -20,9 +21,9 @@ type StartingOptions struct {
 }
 
 // Starting is what oplab serves while its cluster is built and started:
-// the course itself (home, lessons, quiz, flashcards), which needs no
-// cluster, and for the pages that do, a page that says how far the
-// cluster is and turns into the real one when it is up. It is the same
+// the course itself (home, lessons, quiz, flashcards, the challenges'
+// text), which needs no cluster, and for the pages that do, a page that
+// says how far the cluster is and turns into the real one when it is up. It is the same
 // site behind the same protections; oplab swaps the full server in once
 // New returns.
 func Starting(opts StartingOptions) (http.Handler, error) {
@@ -33,6 +34,14 @@ func Starting(opts StartingOptions) (http.Handler, error) {
 	if err := learn.Register(mux); err != nil {
 		return nil, err
 	}
+	course, set, err := challenges.LoadContent()
+	if err != nil {
+		return nil, err
+	}
+	challenges.Reading{Set: set, Course: course, Logger: opts.Logger.WithName("challenges"), Waiting: func() (string, string) {
+		st := opts.Status()
+		return st.Sentence(), string(st.Phase)
+	}}.Register(mux)
 	return securityHeaders(bodyDeadline(checkHost(opts.AllowedHosts, protect(mux)))), nil
 }
 

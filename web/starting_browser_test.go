@@ -45,7 +45,7 @@ func TestBrowserLabWaitsForTheClusterThenTurnsLive(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { (*front.Load()).ServeHTTP(w, r) }))
 	t.Cleanup(srv.Close)
 
-	for _, path := range []string{"/", "/lessons", "/quiz", "/flashcards"} {
+	for _, path := range []string{"/", "/lessons", "/quiz", "/flashcards", "/challenges", "/challenges/interview-walkthrough"} {
 		resp, err := http.Get(srv.URL + path)
 		if err != nil {
 			t.Fatal(err)
@@ -91,10 +91,29 @@ func TestBrowserLabWaitsForTheClusterThenTurnsLive(t *testing.T) {
 	set(starting.Status{Phase: starting.Starting, Began: time.Now()})
 	browsertest.Eventually(t, ctx, `String(document.querySelector("#starting-status").textContent.startsWith("Starting the cluster"))`, "true")
 
-	// The full server takes over: the page becomes the lab by itself.
+	// A challenge reads as text meanwhile: its tasks and hints, no Start,
+	// no forms, and the same live status.
+	chal, chalCtx := srv.URL+"/challenges/interview-walkthrough", browser.Tab(t)
+	browsertest.Do(t, chalCtx, chromedp.EmulateViewport(1280, 800), chromedp.Navigate(chal), chromedp.WaitVisible(chromedp.CSS("#starting-status")))
+	if got := browsertest.Eval[string](t, chalCtx, `[document.querySelectorAll("ol.tasks li").length > 3, !!document.querySelector("#start-form"), document.querySelectorAll("#tasks form").length, document.querySelector("#starting-status").textContent].join("|")`); got != "true|false|0|Starting the cluster: etcd, the API server, the controller manager, the scheduler and a fake node." {
+		t.Errorf("the challenge while the cluster starts reads %q; want its tasks, no Start form, no task forms, the status", got)
+	}
+	if got := browsertest.Eval[string](t, chalCtx, `document.querySelector("#tasks").textContent`); strings.Contains(got, "$NS") {
+		t.Errorf("the tasks show the namespace placeholder: %q", got)
+	}
+	checkPage(t, chalCtx, src, "a challenge while the cluster starts")
+	browsertest.Do(t, chalCtx, chromedp.EmulateViewport(1280, 800))
+	browsertest.Screenshot(t, chalCtx, filepath.Join(dir, "challenge-reading-1280.png"))
+
+	// The full server takes over: the pages become the real ones by
+	// themselves.
+	full.HandleFunc("GET /challenges/{id}", func(w http.ResponseWriter, _ *http.Request) {
+		_, _ = w.Write([]byte(`<!DOCTYPE html><html lang="en"><title>Challenge</title><main><h1>The live challenge</h1></main></html>`))
+	})
 	var h http.Handler = full
 	front.Store(&h)
 	browsertest.Eventually(t, ctx, `document.querySelector("main h1") ? document.querySelector("main h1").textContent : ""`, "Your lab")
+	browsertest.Eventually(t, chalCtx, `document.querySelector("main h1") ? document.querySelector("main h1").textContent : ""`, "The live challenge")
 }
 
 // The readiness probe and the pages that cannot wait say why, with a

@@ -2,6 +2,7 @@ package challenges
 
 import (
 	"fmt"
+	"github.com/oplab-dev/oplab/web/layout"
 	"slices"
 	"strconv"
 	"strings"
@@ -93,6 +94,28 @@ type pageView struct {
 	Message                 string // what the last Start said (no-JS redirect)
 	Kubeconfig, KubectlLine string
 	ExportLine              string
+	// Waiting says, while the cluster is not up (Reading), how far it is:
+	// the page is then the challenge's text alone, and reloads itself when
+	// the cluster is up. WaitingPhase is that status's phase.
+	Waiting, WaitingPhase string
+}
+
+// frame is the page's frame: the challenge's script, or while the cluster
+// is not up the one that turns the page live when it is.
+func (v pageView) frame() layout.Page {
+	if v.Waiting != "" {
+		return layout.Page{Title: v.Title, Active: "challenges", Styles: []string{"/static/challenges.css"}, Scripts: []string{"/static/starting.js"}}
+	}
+	return frame(v.Title)
+}
+
+// tasksHeading numbers the tasks after Start and the work, which a page
+// without the cluster does not show.
+func (v pageView) tasksHeading() string {
+	if v.Waiting != "" {
+		return "Tasks"
+	}
+	return "3. Tasks"
 }
 
 type taskView struct {
