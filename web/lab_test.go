@@ -303,7 +303,7 @@ func TestBrowserCreateScaleDelete(t *testing.T) {
 	// The data survived the delete: the kept snapshot appears live, through
 	// the stream, and stays on the server-rendered page after a reload.
 	const kept = `(() => { const s = document.getElementById("kept"), li = document.getElementById("snap-shop-final-snapshot");
-		return !!(s && !s.hidden && li && /from Database shop, generation [1-9]\d*, taken \d/.test(li.textContent)
+		return !!(s && !s.hidden && li && /from Database shop \(uid [0-9a-f-]{36}\), generation [1-9]\d*, taken \d/.test(li.textContent)
 			&& li.textContent.includes("nothing owns it")); })()`
 	poll(t, ctx, "the kept snapshot shown live", kept)
 	screenshot(t, ctx, "04b-snapshot-kept")

@@ -525,6 +525,12 @@ func TestPageRendersKeptSnapshots(t *testing.T) {
 				`id="snap-shop-final-snapshot"`, "Snapshots kept after delete", "shop-final-snapshot",
 				"from Database <code>shop</code>, generation 2", "nothing owns it &lt;b&gt;",
 			},
+			absent: []string{"uid"},
+		},
+		{
+			name: "with the uid it records: the uid beside the Database (a challenge asks for it)",
+			kept: []state.Snapshot{{Name: "shop-final-snapshot", Database: "shop", DatabaseUID: "0f6c1a52-9d2e-4b1a-8c3e-1d2f3a4b5c6d", Generation: 2}},
+			want: []string{`from Database <code>shop</code> (uid <code class="uid">0f6c1a52-9d2e-4b1a-8c3e-1d2f3a4b5c6d</code>), generation 2`},
 		},
 	}
 	for _, tt := range tests {

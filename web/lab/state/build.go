@@ -52,7 +52,7 @@ func keptSnapshots(cms []corev1.ConfigMap, databases map[string]bool) []Snapshot
 }
 
 func snapshotView(cm corev1.ConfigMap, db string) Snapshot {
-	s := Snapshot{Namespace: cm.Namespace, Name: cm.Name, Database: db, Note: keptNote}
+	s := Snapshot{Namespace: cm.Namespace, Name: cm.Name, Database: db, DatabaseUID: cm.Data["uid"], Note: keptNote}
 	if g, err := strconv.ParseInt(cm.Data["generation"], 10, 64); err == nil {
 		s.Generation = g
 	}

@@ -132,8 +132,11 @@ func (d Database) Ready() string {
 type Snapshot struct {
 	Namespace string `json:"namespace"`
 	Name      string `json:"name"`
-	// Database is the Database the snapshot was taken from.
-	Database string `json:"database"`
+	// Database is the Database the snapshot was taken from, and DatabaseUID
+	// its uid as the snapshot records it: a Database of the same name made
+	// later is another object.
+	Database    string `json:"database"`
+	DatabaseUID string `json:"databaseUID,omitempty"`
 	// Generation and Time are read from the snapshot's data: the Database's
 	// metadata.generation and the moment the finalizer wrote it. Zero when
 	// the data does not hold them.
