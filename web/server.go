@@ -154,6 +154,9 @@ type Server struct {
 
 	// classroom is who presents and what followers see (web/classroom).
 	classroom *classroom.Classroom
+	// presence counts each learner's open pages, following or not, for
+	// the roster.
+	presence classroom.Presence
 	// codes is the code page, set once its route is mounted (after the
 	// sessions, whose end it must hear of).
 	codes atomic.Pointer[code.Handler]
@@ -393,7 +396,8 @@ func (s *Server) routes(ctx context.Context, direct client.Client) (http.Handler
 	// The classroom: /ws?follow=presenter streams the presenter's namespace.
 	s.classroom = classroom.New(s.opts.Recorder, classroom.Options{})
 	context.AfterFunc(ctx, s.classroom.Close)
-	mux.Handle("GET /ws", limitStreams(maxStreamsPerSession, s.streamOwner, s.classroom.Streams(s.opts.Hub.Handler, s.sessions.NamespaceOf)))
+	mux.Handle("GET /ws", limitStreams(maxStreamsPerSession, s.streamOwner,
+		trackStreams(&s.presence, s.sessions.NamespaceOf, s.classroom.Streams(s.opts.Hub.Handler, s.sessions.NamespaceOf))))
 	lab.New(lab.Options{
 		Store: lab.KubeStore{Client: direct}, Sessions: s.sessions, States: s.watcher,
 		Controller: s.opts.Controller, Exporter: s.opts.Recorder, KubectlLine: s.opts.KubectlLine,
@@ -411,7 +415,8 @@ func (s *Server) routes(ctx context.Context, direct client.Client) (http.Handler
 		Throttle: session.NewThrottle(instructor.TokenGuesses, instructor.TokenGuessEvery, nil), ClientOf: session.ClientAddress(s.opts.TrustedProxies),
 		Demo: instructor.Demo{Runner: demos, Labs: s.sessions},
 		Roster: instructor.Roster{Learners: s.sessions, States: s.watcher, Pauses: s.opts.Controller, Deleter: direct,
-			Broadcaster: cmp.Or[instructor.Broadcaster](s.opts.Broadcaster, s.classroom), JoinCode: s.opts.JoinCode},
+			Broadcaster: cmp.Or[instructor.Broadcaster](s.opts.Broadcaster, s.classroom), JoinCode: s.opts.JoinCode,
+			Presence: &s.presence, Self: s.sessions.NamespaceOf, Presenting: s.classroom.Presenting},
 		Present: instructor.Presenting{Classroom: s.classroom, Sessions: s.sessions},
 	}).Register(mux)
 	if s.opts.LearnerCode != nil {
@@ -634,6 +639,24 @@ func (c *countedWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 }
 
 func (c *countedWriter) Unwrap() http.ResponseWriter { return c.ResponseWriter }
+
+// trackStreams counts each open stream in presence against the caller's
+// own namespace, as following when it streams the presenter's, until its
+// connection closes: the roster says from it who follows and who is away.
+func trackStreams(presence *classroom.Presence, namespaceOf func(*http.Request) (string, error), next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ns, err := namespaceOf(r)
+		if err != nil {
+			next.ServeHTTP(w, r) // refused by the stream itself: nothing to count
+			return
+		}
+		cw := &countedWriter{ResponseWriter: w, release: presence.Open(ns, r.URL.Query().Has("follow"))}
+		next.ServeHTTP(cw, r)
+		if !cw.hijacked.Load() {
+			cw.release()
+		}
+	})
+}
 
 type countedConn struct {
 	net.Conn

@@ -192,7 +192,7 @@ func (h *Handler) page(w http.ResponseWriter, r *http.Request) {
 	}
 	h.render(w, r, http.StatusOK, PageView(Page{
 		ControllerRunning: h.opts.Controller.Running(), Message: r.URL.Query().Get("done"),
-		Present: h.presentView(), Demo: h.demoView(r, ""), Roster: h.rosterView(r.Context()),
+		Present: h.presentView(), Demo: h.demoView(r, ""), Roster: h.rosterView(r),
 	}))
 }
 
