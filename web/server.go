@@ -418,6 +418,7 @@ func (s *Server) routes(ctx context.Context, direct client.Client) (http.Handler
 			Broadcaster: cmp.Or[instructor.Broadcaster](s.opts.Broadcaster, s.classroom), JoinCode: s.opts.JoinCode,
 			Presence: &s.presence, Self: s.sessions.NamespaceOf, Presenting: s.classroom.Presenting},
 		Present: instructor.Presenting{Classroom: s.classroom, Sessions: s.sessions},
+		Timer:   s.classroom,
 	}).Register(mux)
 	if s.opts.LearnerCode != nil {
 		codes := code.New(code.Options{Runner: s.opts.LearnerCode, Sessions: s.sessions, Logger: s.opts.Logger.WithName("code")})

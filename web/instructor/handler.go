@@ -43,6 +43,8 @@ type Options struct {
 	Demo       Demo // the scripted demos (demo.go); zero: none
 	Roster     Roster
 	Present    Presenting
+	// Timer is the class timer (classroom.Classroom); nil hides it.
+	Timer ClassTimer
 	// Throttle slows down wrong tokens per client address (ClientOf);
 	// nil: none.
 	Throttle Throttle
@@ -94,6 +96,7 @@ func (h *Handler) Register(mux *http.ServeMux) {
 	h.registerDemo(mux)
 	h.registerRoster(mux)
 	h.registerPresent(mux)
+	h.registerTimer(mux)
 }
 
 // access is what a request proves about the token.
@@ -192,7 +195,7 @@ func (h *Handler) page(w http.ResponseWriter, r *http.Request) {
 	}
 	h.render(w, r, http.StatusOK, PageView(Page{
 		ControllerRunning: h.opts.Controller.Running(), Message: r.URL.Query().Get("done"),
-		Present: h.presentView(), Demo: h.demoView(r, ""), Roster: h.rosterView(r),
+		Present: h.presentView(), Demo: h.demoView(r, ""), Roster: h.rosterView(r), Timer: h.timerView(),
 	}))
 }
 

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/oplab-dev/oplab/controller"
+	"github.com/oplab-dev/oplab/web/classroom"
 	"github.com/oplab-dev/oplab/web/httpx"
 	"github.com/oplab-dev/oplab/web/session"
 	"sigs.k8s.io/yaml"
@@ -46,6 +47,13 @@ func (h *Handler) pageModel(r *http.Request, ns string) (Page, error) {
 	}
 	for _, s := range Scenarios {
 		p.Scenarios = append(p.Scenarios, *s.view(false))
+	}
+	if c, ok := h.opts.Classroom.(interface {
+		Timer() (classroom.Timer, bool)
+	}); ok {
+		if t, ok := c.Timer(); ok {
+			p.ClassTimer = t.Label + ": " + classroom.TimerText(t, time.Now())
+		}
 	}
 	if f := h.opts.Sessions.TakeFlash(r); f != nil {
 		p.Flash = f
