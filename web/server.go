@@ -398,12 +398,13 @@ func (s *Server) routes(ctx context.Context, direct client.Client) (http.Handler
 	context.AfterFunc(ctx, s.classroom.Close)
 	mux.Handle("GET /ws", limitStreams(maxStreamsPerSession, s.streamOwner,
 		trackStreams(&s.presence, s.sessions.NamespaceOf, s.classroom.Streams(s.opts.Hub.Handler, s.sessions.NamespaceOf))))
-	lab.New(lab.Options{
+	labs := lab.New(lab.Options{
 		Store: lab.KubeStore{Client: direct}, Sessions: s.sessions, States: s.watcher,
 		Controller: s.opts.Controller, Exporter: s.opts.Recorder, KubectlLine: s.opts.KubectlLine,
 		KubeconfigPath: kubeconfig.Path, KubectlCommand: kubeconfig.Command,
 		MaxDatabases: s.opts.MaxDatabasesPerNamespace, Classroom: s.classroom, Logger: s.opts.Logger.WithName("lab"),
-	}).Register(mux)
+	})
+	labs.Register(mux)
 	s.sessions.Register(mux)
 	kubeconfig.Handler{Sessions: s.sessions, Minter: s.issuer, Logger: s.opts.Logger.WithName("kubeconfig")}.Register(mux)
 	// The scripted demos play in the instructor's own lab namespace and
@@ -419,6 +420,11 @@ func (s *Server) routes(ctx context.Context, direct client.Client) (http.Handler
 			Presence: &s.presence, Self: s.sessions.NamespaceOf, Presenting: s.classroom.Presenting},
 		Present: instructor.Presenting{Classroom: s.classroom, Sessions: s.sessions},
 		Timer:   s.classroom,
+		// Looking over a learner's shoulder: their lab read-only, and its
+		// stream, behind the instructor's cookie.
+		Look: instructor.Look{Page: labs.LookPage, Stream: func(ns string) http.Handler {
+			return s.opts.Hub.Handler(func(*http.Request) (string, error) { return ns, nil })
+		}},
 	}).Register(mux)
 	if s.opts.LearnerCode != nil {
 		codes := code.New(code.Options{Runner: s.opts.LearnerCode, Sessions: s.sessions, Logger: s.opts.Logger.WithName("code")})

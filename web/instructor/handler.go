@@ -45,6 +45,8 @@ type Options struct {
 	Present    Presenting
 	// Timer is the class timer (classroom.Classroom); nil hides it.
 	Timer ClassTimer
+	// Look opens a learner's lab read-only from the roster; zero: not.
+	Look Look
 	// Throttle slows down wrong tokens per client address (ClientOf);
 	// nil: none.
 	Throttle Throttle
@@ -97,6 +99,7 @@ func (h *Handler) Register(mux *http.ServeMux) {
 	h.registerRoster(mux)
 	h.registerPresent(mux)
 	h.registerTimer(mux)
+	h.registerLook(mux)
 }
 
 // access is what a request proves about the token.

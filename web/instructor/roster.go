@@ -58,6 +58,9 @@ type Roster struct {
 	States   LabStates
 	Pauses   Pauses
 	Deleter  Deleter
+	// canLook is whether the rows link to the learner's lab (Options.Look
+	// is set); made when the routes are mounted.
+	canLook bool
 	// Broadcaster, when set, lets the instructor send everyone to a
 	// scenario or lesson; nil hides that control.
 	Broadcaster Broadcaster
@@ -130,6 +133,7 @@ func (h *Handler) registerRoster(mux *http.ServeMux) {
 			r.ChallengeCount = len(set.Challenges)
 		}
 	}
+	r.canLook = h.opts.Look.Page != nil && h.opts.Look.Stream != nil
 	r.resets = newResets()
 	go r.resets.run(h.base)
 	mux.HandleFunc("GET /instructor/roster", h.guard(h.rosterFragment))
@@ -175,7 +179,7 @@ func (h *Handler) rosterView(r *http.Request) *RosterView {
 		return nil
 	}
 	v := &RosterView{JoinCode: ro.JoinCode, Destinations: ro.Destinations, CanSend: ro.Broadcaster != nil, RefreshMs: rosterRefresh.Milliseconds(),
-		QuizQuestions: ro.QuizQuestions, ChallengeCount: ro.ChallengeCount, AwayAfter: AwayAfter, ScenarioCount: len(lab.Scenarios)}
+		CanLook: ro.canLook, QuizQuestions: ro.QuizQuestions, ChallengeCount: ro.ChallengeCount, AwayAfter: AwayAfter, ScenarioCount: len(lab.Scenarios)}
 	list, err := ro.Learners.List(ctx)
 	if err != nil {
 		v.Error = "could not read the sessions: " + err.Error()
@@ -465,9 +469,11 @@ type RosterView struct {
 	Error string
 	// Refusal says why the Reset just pressed did not start (shown to a
 	// browser without script; the script announces it instead).
-	Refusal      string
-	JoinCode     string
-	CanSend      bool
+	Refusal  string
+	JoinCode string
+	CanSend  bool
+	// CanLook shows each row's Look link.
+	CanLook      bool
 	Destinations []Destination
 	RefreshMs    int64
 	// QuizQuestions and ChallengeCount are the course's totals (0:

@@ -32,6 +32,24 @@ func (h *Handler) page(w http.ResponseWriter, r *http.Request) {
 	httpx.Render(w, r, h.opts.Logger, http.StatusOK, LabPage(p))
 }
 
+// LookPage renders the lab of namespace ns for the instructor, read-only:
+// the learner's cards, state and timeline, live from stream, with none of
+// the lab's forms shown (and the writes they would post go to the
+// caller's own namespace in any case: every write route takes the
+// namespace from the caller's session, never from the request). who names
+// the learner on the page. The instructor's routes call it, behind their
+// cookie.
+func (h *Handler) LookPage(w http.ResponseWriter, r *http.Request, ns, who, stream string) {
+	p, err := h.pageModel(r, ns)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusServiceUnavailable)
+		return
+	}
+	p.Flash, p.Scenario, p.KubectlLine, p.Kubeconfig = nil, nil, "", ""
+	p.Look, p.LookStream = who, stream
+	httpx.Render(w, r, h.opts.Logger, http.StatusOK, LabPage(p))
+}
+
 // pageModel builds the view model of /lab for namespace ns, taking the
 // session's flash.
 func (h *Handler) pageModel(r *http.Request, ns string) (Page, error) {

@@ -10,7 +10,9 @@
 (function () {
   const banner = document.getElementById("classroom-banner");
   const lab = document.getElementById("lab");
-  const liveLab = !!lab && lab.dataset.mode === "live";
+  // The instructor looking at a learner's lab is not in that lab: their
+  // tab takes no namespace from it.
+  const liveLab = !!lab && lab.dataset.mode === "live" && !lab.dataset.look;
   const store = window.oplab.tabStore;
   if (liveLab) store.saveText("oplab.namespace", lab.dataset.namespace || "");
   const onInstructorPage = location.pathname.startsWith("/instructor");
