@@ -248,7 +248,7 @@ func cmpString(a, b string) int {
 func ago(d time.Duration) string {
 	switch {
 	case d < time.Minute:
-		return "< 1 min ago"
+		return "< 1 min"
 	case d < time.Hour:
 		return fmt.Sprintf("%d min ago", int(d.Minutes()))
 	}

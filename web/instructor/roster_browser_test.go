@@ -322,7 +322,10 @@ func assertSorted(t *testing.T, ctx context.Context, what string, ok func(a, b s
 // rows is too tall to read).
 func shot(t *testing.T, ctx context.Context, name string) {
 	t.Helper()
-	browsertest.Do(t, ctx, chromedp.Evaluate[chromedp.Void](`document.getElementById("roster-legend").scrollIntoView()`))
+	// Two frames after the scroll, so rows that content-visibility kept
+	// off screen are drawn.
+	browsertest.Do(t, ctx, chromedp.Evaluate[chromedp.Void](`document.getElementById("roster-legend").scrollIntoView()`),
+		chromedp.Evaluate[chromedp.Void](`new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))`, chromedp.EvalAwaitPromise))
 	png, err := chromedp.Run(ctx, chromedp.CaptureScreenshot())
 	if err != nil {
 		t.Fatalf("screenshot %s: %v", name, err)

@@ -324,7 +324,7 @@ func rosterTable(v *RosterView) templ.Component {
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}
-				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 31, "</caption> <thead role=\"rowgroup\"><tr role=\"row\"><th scope=\"col\" role=\"columnheader\">Learner</th><th scope=\"col\" role=\"columnheader\">Namespace</th><th scope=\"col\" role=\"columnheader\">Status</th><th scope=\"col\" role=\"columnheader\">Databases</th><th scope=\"col\" role=\"columnheader\">Progress</th><th scope=\"col\" role=\"columnheader\">Scenarios</th><th scope=\"col\" role=\"columnheader\">Challenges</th><th scope=\"col\" role=\"columnheader\">Quiz best</th><th scope=\"col\" role=\"columnheader\">Cards</th><th scope=\"col\" role=\"columnheader\">Last active</th><th scope=\"col\" role=\"columnheader\">Actions</th></tr></thead> <tbody role=\"rowgroup\">")
+				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 31, "</caption> <thead role=\"rowgroup\"><tr role=\"row\"><th scope=\"col\" role=\"columnheader\">Learner</th><th scope=\"col\" role=\"columnheader\">Namespace</th><th scope=\"col\" role=\"columnheader\">Status</th><th scope=\"col\" role=\"columnheader\">Databases</th><th scope=\"col\" role=\"columnheader\">Progress</th><th scope=\"col\" role=\"columnheader\">Scenarios</th><th scope=\"col\" role=\"columnheader\">Challenges</th><th scope=\"col\" role=\"columnheader\">Quiz</th><th scope=\"col\" role=\"columnheader\">Cards</th><th scope=\"col\" role=\"columnheader\">Last active</th><th scope=\"col\" role=\"columnheader\">Actions</th></tr></thead> <tbody role=\"rowgroup\">")
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}
