@@ -157,6 +157,9 @@ type Server struct {
 
 	// classroom is who presents and what followers see (web/classroom).
 	classroom *classroom.Classroom
+	// presence counts each learner's open pages, following or not, for
+	// the roster.
+	presence classroom.Presence
 	// codes is the code page, set once its route is mounted (after the
 	// sessions, whose end it must hear of).
 	codes atomic.Pointer[code.Handler]
@@ -397,13 +400,15 @@ func (s *Server) routes(ctx context.Context, direct client.Client) (http.Handler
 	// The classroom: /ws?follow=presenter streams the presenter's namespace.
 	s.classroom = classroom.New(s.opts.Recorder, classroom.Options{})
 	context.AfterFunc(ctx, s.classroom.Close)
-	mux.Handle("GET /ws", limitStreams(maxStreamsPerSession, s.streamOwner, s.classroom.Streams(s.opts.Hub.Handler, s.sessions.NamespaceOf)))
-	lab.New(lab.Options{
+	mux.Handle("GET /ws", limitStreams(maxStreamsPerSession, s.streamOwner,
+		trackStreams(&s.presence, s.sessions.NamespaceOf, s.classroom.Streams(s.opts.Hub.Handler, s.sessions.NamespaceOf))))
+	labs := lab.New(lab.Options{
 		Store: lab.KubeStore{Client: direct}, Sessions: s.sessions, States: s.watcher,
 		Controller: s.opts.Controller, Exporter: s.opts.Recorder, KubectlLine: s.opts.KubectlLine,
 		KubeconfigPath: kubeconfig.Path, KubectlCommand: kubeconfig.Command,
 		MaxDatabases: s.opts.MaxDatabasesPerNamespace, Classroom: s.classroom, Logger: s.opts.Logger.WithName("lab"),
-	}).Register(mux)
+	})
+	labs.Register(mux)
 	s.sessions.Register(mux)
 	kubeconfig.Handler{Sessions: s.sessions, Minter: s.issuer, Logger: s.opts.Logger.WithName("kubeconfig")}.Register(mux)
 	// The scripted demos play in the instructor's own lab namespace and
@@ -422,8 +427,15 @@ func (s *Server) routes(ctx context.Context, direct client.Client) (http.Handler
 		Throttle: session.NewThrottle(instructor.TokenGuesses, instructor.TokenGuessEvery, nil), ClientOf: session.ClientAddress(s.opts.TrustedProxies),
 		Demo: instructor.Demo{Runner: demos, Labs: s.sessions},
 		Roster: instructor.Roster{Learners: s.sessions, States: s.watcher, Pauses: s.opts.Controller, Deleter: direct,
-			Broadcaster: cmp.Or[instructor.Broadcaster](s.opts.Broadcaster, s.classroom), JoinCode: s.opts.JoinCode},
+			Broadcaster: cmp.Or[instructor.Broadcaster](s.opts.Broadcaster, s.classroom), JoinCode: s.opts.JoinCode,
+			Presence: &s.presence, Self: s.sessions.NamespaceOf, Presenting: s.classroom.Presenting},
 		Present: instructor.Presenting{Classroom: s.classroom, Sessions: s.sessions},
+		Timer:   s.classroom,
+		// Looking over a learner's shoulder: their lab read-only, and its
+		// stream, behind the instructor's cookie.
+		Look: instructor.Look{Page: labs.LookPage, Stream: func(ns string) http.Handler {
+			return s.opts.Hub.Handler(func(*http.Request) (string, error) { return ns, nil })
+		}},
 	}).Register(mux)
 	if s.opts.LearnerCode != nil {
 		codes := code.New(code.Options{Runner: s.opts.LearnerCode, Sessions: s.sessions, Logger: s.opts.Logger.WithName("code")})
@@ -645,6 +657,24 @@ func (c *countedWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 }
 
 func (c *countedWriter) Unwrap() http.ResponseWriter { return c.ResponseWriter }
+
+// trackStreams counts each open stream in presence against the caller's
+// own namespace, as following when it streams the presenter's, until its
+// connection closes: the roster says from it who follows and who is away.
+func trackStreams(presence *classroom.Presence, namespaceOf func(*http.Request) (string, error), next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ns, err := namespaceOf(r)
+		if err != nil {
+			next.ServeHTTP(w, r) // refused by the stream itself: nothing to count
+			return
+		}
+		cw := &countedWriter{ResponseWriter: w, release: presence.Open(ns, r.URL.Query().Has("follow"))}
+		next.ServeHTTP(cw, r)
+		if !cw.hijacked.Load() {
+			cw.release()
+		}
+	})
+}
 
 type countedConn struct {
 	net.Conn

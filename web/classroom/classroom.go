@@ -1,7 +1,7 @@
 // Package classroom holds the small state a class shares: who presents, from
 // which namespace, what their lab shows (the selected Database, the page, the
 // timeline's pause, step and speed), the scripted demo's narration, and the
-// instructor's "send everyone to" link. One goroutine owns it and publishes it
+// instructor's "send everyone to" link and the class timer. One goroutine owns it and publishes it
 // to every viewer of the trace stream as one global state message, at most
 // ten times a second; a viewer who connects late gets the latest from the
 // stream's snapshot, as reveal.js's multiplex gives a late follower the
@@ -96,6 +96,8 @@ type State struct {
 	View      *View      `json:"view,omitempty"`
 	Narration *Narration `json:"narration,omitempty"`
 	Goto      *Goto      `json:"goto,omitempty"`
+	// Timer is the class timer every page counts down; nil: none.
+	Timer *Timer `json:"timer,omitempty"`
 }
 
 // ErrNotPresenter refuses a view update from anyone but the presenter.

@@ -43,6 +43,10 @@ type Options struct {
 	Demo       Demo // the scripted demos (demo.go); zero: none
 	Roster     Roster
 	Present    Presenting
+	// Timer is the class timer (classroom.Classroom); nil hides it.
+	Timer ClassTimer
+	// Look opens a learner's lab read-only from the roster; zero: not.
+	Look Look
 	// Throttle slows down wrong tokens per client address (ClientOf);
 	// nil: none.
 	Throttle Throttle
@@ -94,6 +98,8 @@ func (h *Handler) Register(mux *http.ServeMux) {
 	h.registerDemo(mux)
 	h.registerRoster(mux)
 	h.registerPresent(mux)
+	h.registerTimer(mux)
+	h.registerLook(mux)
 }
 
 // access is what a request proves about the token.
@@ -192,7 +198,7 @@ func (h *Handler) page(w http.ResponseWriter, r *http.Request) {
 	}
 	h.render(w, r, http.StatusOK, PageView(Page{
 		ControllerRunning: h.opts.Controller.Running(), Message: r.URL.Query().Get("done"),
-		Present: h.presentView(), Demo: h.demoView(r, ""), Roster: h.rosterView(r.Context()),
+		Present: h.presentView(), Demo: h.demoView(r, ""), Roster: h.rosterView(r), Timer: h.timerView(),
 	}))
 }
 

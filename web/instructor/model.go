@@ -15,6 +15,7 @@ type Page struct {
 	// Roster lists the learners; nil when the page has none.
 	Roster  *RosterView
 	Present PresentView
+	Timer   TimerView
 }
 
 // Said is the text of the last action's outcome, or "".

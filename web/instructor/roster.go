@@ -58,6 +58,9 @@ type Roster struct {
 	States   LabStates
 	Pauses   Pauses
 	Deleter  Deleter
+	// canLook is whether the rows link to the learner's lab (Options.Look
+	// is set); made when the routes are mounted.
+	canLook bool
 	// Broadcaster, when set, lets the instructor send everyone to a
 	// scenario or lesson; nil hides that control.
 	Broadcaster Broadcaster
@@ -75,10 +78,25 @@ type Roster struct {
 	ResetWait time.Duration
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
+	// Presence tells how many live pages each learner has open and how
+	// many follow the presenter (classroom.Presence); nil: nobody is
+	// counted as following, and away goes by the last request alone.
+	Presence Presence
+	// Self is the namespace of the caller's own lab session, if any (the
+	// instructor's, who presents from it): it is listed apart from the
+	// learners. Nil: none is.
+	Self func(*http.Request) (string, error)
+	// Presenting is the presenter's namespace, also listed apart.
+	Presenting func() (namespace string, ok bool)
 
 	// resets is every namespace's latest reset, made when the routes are
 	// mounted.
 	resets *resets
+}
+
+// Presence counts a learner's open pages (classroom.Presence).
+type Presence interface {
+	Of(namespace string) (open, following int)
 }
 
 // Destination is a page the instructor can send everyone to.
@@ -115,6 +133,7 @@ func (h *Handler) registerRoster(mux *http.ServeMux) {
 			r.ChallengeCount = len(set.Challenges)
 		}
 	}
+	r.canLook = h.opts.Look.Page != nil && h.opts.Look.Stream != nil
 	r.resets = newResets()
 	go r.resets.run(h.base)
 	mux.HandleFunc("GET /instructor/roster", h.guard(h.rosterFragment))
@@ -153,13 +172,14 @@ func defaultDestinations(h *Handler) []Destination {
 }
 
 // rosterView builds the roster's view model; nil when there is no roster.
-func (h *Handler) rosterView(ctx context.Context) *RosterView {
+func (h *Handler) rosterView(r *http.Request) *RosterView {
+	ctx := r.Context()
 	ro := h.opts.Roster
 	if ro.Learners == nil {
 		return nil
 	}
 	v := &RosterView{JoinCode: ro.JoinCode, Destinations: ro.Destinations, CanSend: ro.Broadcaster != nil, RefreshMs: rosterRefresh.Milliseconds(),
-		QuizQuestions: ro.QuizQuestions, ChallengeCount: ro.ChallengeCount}
+		CanLook: ro.canLook, QuizQuestions: ro.QuizQuestions, ChallengeCount: ro.ChallengeCount, AwayAfter: AwayAfter, ScenarioCount: len(lab.Scenarios)}
 	list, err := ro.Learners.List(ctx)
 	if err != nil {
 		v.Error = "could not read the sessions: " + err.Error()
@@ -173,11 +193,15 @@ func (h *Handler) rosterView(ctx context.Context) *RosterView {
 	if ro.resets != nil {
 		resets = ro.resets.snapshot(now)
 	}
+	apart := ro.apart(r)
 	for _, s := range list {
 		row := Learner{
 			Name: s.Name, Namespace: s.Namespace, Acted: s.Acted, Scenarios: s.Progress.Scenarios,
 			QuizBest: s.Progress.QuizBest, CardsReviewed: s.Progress.CardsReviewed, Reported: !s.Progress.Reported.IsZero(),
-			LastActive: ago(now.Sub(s.LastSeen)),
+			LastActive: ago(now.Sub(s.LastSeen)), Idle: max(now.Sub(s.LastSeen), 0),
+		}
+		if ro.Presence != nil {
+			row.Pages, row.Following = ro.Presence.Of(s.Namespace)
 		}
 		if st, ok := resets[s.Namespace]; ok {
 			row.Reset = &st
@@ -192,11 +216,19 @@ func (h *Handler) rosterView(ctx context.Context) *RosterView {
 				row.DatabasesError = err.Error()
 			}
 			for _, d := range dbs {
-				row.Databases = append(row.Databases, DatabaseRow{Name: d.Name, Ready: d.Ready(), Terminating: d.Terminating})
+				row.Databases = append(row.Databases, DatabaseRow{Name: d.Name, Ready: d.Ready(), Terminating: d.Terminating,
+					Degraded: degraded(d), Held: heldFor(d, now) > HeldAfter})
 			}
+		}
+		row.classify(ro.QuizQuestions, ro.ChallengeCount, len(lab.Scenarios))
+		if apart[s.Namespace] != "" {
+			row.Apart = apart[s.Namespace]
+			v.Self = append(v.Self, row)
+			continue
 		}
 		v.Learners = append(v.Learners, row)
 	}
+	v.count()
 	return v
 }
 
@@ -210,13 +242,13 @@ func cmpString(a, b string) int {
 	return 0
 }
 
-// ago says how long ago, to the second under a minute.
+// ago says how long ago, to the minute: a row whose text changed every
+// second would be redrawn at every poll for every active learner, and the
+// instructor needs no finer grain to see who is there.
 func ago(d time.Duration) string {
 	switch {
-	case d < time.Second:
-		return "just now"
 	case d < time.Minute:
-		return fmt.Sprintf("%d s ago", int(d.Seconds()))
+		return "< 1 min"
 	case d < time.Hour:
 		return fmt.Sprintf("%d min ago", int(d.Minutes()))
 	}
@@ -226,7 +258,7 @@ func ago(d time.Duration) string {
 // rosterFragment is the roster table alone, which the page's script swaps
 // in every rosterRefresh.
 func (h *Handler) rosterFragment(w http.ResponseWriter, r *http.Request) {
-	h.render(w, r, http.StatusOK, rosterTable(h.rosterView(r.Context())))
+	h.render(w, r, http.StatusOK, rosterTable(h.rosterView(r)))
 }
 
 // reset starts emptying a learner's namespace of Databases and answers at
@@ -286,7 +318,7 @@ func (h *Handler) refuseReset(w http.ResponseWriter, r *http.Request, code int, 
 		httpx.JSON(w, code, resetAnswer{Namespace: r.PathValue("namespace"), Error: reason})
 		return
 	}
-	v := h.rosterView(r.Context())
+	v := h.rosterView(r)
 	if v != nil {
 		v.Refusal = "Reset refused: " + reason
 	}
@@ -437,14 +469,26 @@ type RosterView struct {
 	Error string
 	// Refusal says why the Reset just pressed did not start (shown to a
 	// browser without script; the script announces it instead).
-	Refusal      string
-	JoinCode     string
-	CanSend      bool
+	Refusal  string
+	JoinCode string
+	CanSend  bool
+	// CanLook shows each row's Look link.
+	CanLook      bool
 	Destinations []Destination
 	RefreshMs    int64
 	// QuizQuestions and ChallengeCount are the course's totals (0:
 	// unknown), the "of" of each learner's quiz best and challenges.
 	QuizQuestions, ChallengeCount int
+	// ScenarioCount is how many scenarios the lab has.
+	ScenarioCount int
+	// Self is the instructor's own lab session and the presenter's, listed
+	// apart and counted in none of the denominators.
+	Self []Learner
+	// AwayAfter is how long without a request or an open page makes a
+	// learner away, as the page says it.
+	AwayAfter time.Duration
+	// Stuck, Away and Following count the learners (Self aside) who are.
+	Stuck, Away, Following int
 }
 
 // Learner is one row of the roster.
@@ -465,6 +509,23 @@ type Learner struct {
 	LastActive string
 	// Reset is the learner's latest reset; nil when none ran lately.
 	Reset *ResetStatus
+	// Idle is how long since the learner's browser last made a request
+	// (left out of the row's digest: the row shows it to the minute).
+	Idle time.Duration `json:"-"`
+	// Pages is how many live pages (streams) the learner has open;
+	// Following how many of them follow the presenter.
+	Pages, Following int
+	// Away is true when the learner has no page open and made no request
+	// for AwayAfter.
+	Away bool
+	// Blocked says why the learner is stuck (a Database whose errors loop,
+	// one held from going away, a reset that failed); empty: not stuck.
+	Blocked []string
+	// Progress is the learner's share of the course done, in percent.
+	Progress int
+	// Apart says why the row is listed apart from the learners ("you",
+	// "presenting"); empty for a learner.
+	Apart string
 }
 
 // Stuck reports whether the learner's latest reset failed, so the roster
@@ -481,6 +542,12 @@ type DatabaseRow struct {
 	// or "" before the controller wrote one.
 	Ready       string
 	Terminating bool
+	// Degraded is true while the Database's Degraded condition is True:
+	// its reconciles fail over and over.
+	Degraded bool
+	// Held is true when it has been terminating for longer than
+	// HeldAfter: a finalizer keeps it.
+	Held bool
 }
 
 // Challenge is how far a learner is in one challenge.

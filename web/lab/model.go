@@ -26,9 +26,16 @@ type CreateForm struct {
 // Page is the view model of /lab.
 type Page struct {
 	Namespace string
-	Flash     *session.Flash
-	Form      CreateForm
-	Databases []state.Database
+	// ClassTimer is the class timer's end as text, for a page without
+	// script (classroom.js counts it down); empty: no timer.
+	ClassTimer string
+	// Look names the learner whose lab the instructor looks at,
+	// read-only, and LookStream is that lab's stream; empty: the
+	// learner's own lab.
+	Look, LookStream string
+	Flash            *session.Flash
+	Form             CreateForm
+	Databases        []state.Database
 	// Kept are the final snapshots whose Database is gone.
 	Kept []state.Snapshot
 	// ControllerRunning is whether the controller reconciles this

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/oplab-dev/oplab/controller"
+	"github.com/oplab-dev/oplab/web/classroom"
 	"github.com/oplab-dev/oplab/web/httpx"
 	"github.com/oplab-dev/oplab/web/session"
 	"sigs.k8s.io/yaml"
@@ -31,6 +32,24 @@ func (h *Handler) page(w http.ResponseWriter, r *http.Request) {
 	httpx.Render(w, r, h.opts.Logger, http.StatusOK, LabPage(p))
 }
 
+// LookPage renders the lab of namespace ns for the instructor, read-only:
+// the learner's cards, state and timeline, live from stream, with none of
+// the lab's forms shown (and the writes they would post go to the
+// caller's own namespace in any case: every write route takes the
+// namespace from the caller's session, never from the request). who names
+// the learner on the page. The instructor's routes call it, behind their
+// cookie.
+func (h *Handler) LookPage(w http.ResponseWriter, r *http.Request, ns, who, stream string) {
+	p, err := h.pageModel(r, ns)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusServiceUnavailable)
+		return
+	}
+	p.Flash, p.Scenario, p.KubectlLine, p.Kubeconfig = nil, nil, "", ""
+	p.Look, p.LookStream = who, stream
+	httpx.Render(w, r, h.opts.Logger, http.StatusOK, LabPage(p))
+}
+
 // pageModel builds the view model of /lab for namespace ns, taking the
 // session's flash.
 func (h *Handler) pageModel(r *http.Request, ns string) (Page, error) {
@@ -46,6 +65,13 @@ func (h *Handler) pageModel(r *http.Request, ns string) (Page, error) {
 	}
 	for _, s := range Scenarios {
 		p.Scenarios = append(p.Scenarios, *s.view(false))
+	}
+	if c, ok := h.opts.Classroom.(interface {
+		Timer() (classroom.Timer, bool)
+	}); ok {
+		if t, ok := c.Timer(); ok {
+			p.ClassTimer = t.Label + ": " + classroom.TimerText(t, time.Now())
+		}
 	}
 	if f := h.opts.Sessions.TakeFlash(r); f != nil {
 		p.Flash = f

@@ -10,7 +10,9 @@
 (function () {
   const banner = document.getElementById("classroom-banner");
   const lab = document.getElementById("lab");
-  const liveLab = !!lab && lab.dataset.mode === "live";
+  // The instructor looking at a learner's lab is not in that lab: their
+  // tab takes no namespace from it.
+  const liveLab = !!lab && lab.dataset.mode === "live" && !lab.dataset.look;
   const store = window.oplab.tabStore;
   if (liveLab) store.saveText("oplab.namespace", lab.dataset.namespace || "");
   const onInstructorPage = location.pathname.startsWith("/instructor");
@@ -112,8 +114,65 @@
     }).catch(() => {});
   }
 
+  // The class timer: a countdown every page shows under the banner, out
+  // of any live region (a screen reader is not told every second), and one
+  // polite announcement each when a timer starts and when its time is up.
+  // A page without script shows the end time the server wrote, if any.
+  const timerSay = document.createElement("p");
+  timerSay.id = "class-timer-say";
+  timerSay.className = "visually-hidden";
+  timerSay.setAttribute("role", "status");
+  document.body.appendChild(timerSay);
+  let timerBox = document.getElementById("class-timer");
+  let ticking = null;
+  function sayTimer(key, text) {
+    // Once per timer and per tab, also across reloads.
+    if (store.text("oplab.timer.said") === key) return;
+    store.saveText("oplab.timer.said", key);
+    timerSay.textContent = text;
+  }
+  function clock(ms) {
+    const s = Math.ceil(ms / 1000), h = Math.floor(s / 3600), m = Math.floor((s % 3600) / 60), r = s % 60;
+    const two = (n) => String(n).padStart(2, "0");
+    return h ? `${h}:${two(m)}:${two(r)}` : `${m}:${two(r)}`;
+  }
+  function drawTimer() {
+    const t = state && state.timer;
+    if (!t) {
+      clearInterval(ticking); ticking = null;
+      if (timerBox) { timerBox.hidden = true; timerBox.replaceChildren(); delete timerBox.dataset.timerId; }
+      return;
+    }
+    if (!timerBox) {
+      timerBox = h("div", { id: "class-timer", class: "class-timer" });
+      (banner || document.querySelector("main") || document.body).insertAdjacentElement(banner ? "afterend" : "afterbegin", timerBox);
+    }
+    timerBox.hidden = false;
+    const left = t.ends - Date.now();
+    const up = left <= 0;
+    const text = up ? "Time's up" : `${clock(left)} left`;
+    const key = `${t.id}|${text}`;
+    if (timerBox.dataset.drawn !== key) {
+      timerBox.dataset.drawn = key;
+      timerBox.dataset.timerId = String(t.id);
+      timerBox.dataset.up = String(up);
+      timerBox.replaceChildren(h("span", { class: "class-timer-label" }, t.label), " ",
+        h("span", { class: "class-timer-left" }, text));
+    }
+    const started = Date.now() - (t.ends - t.seconds * 1000);
+    if (up) {
+      clearInterval(ticking); ticking = null;
+      // A page opened long after the end shows it but does not say it.
+      if (-left < 60 * 1000) sayTimer(`${t.id}:up`, `Time's up: ${t.label}.`);
+    } else {
+      if (started < 10 * 1000) sayTimer(`${t.id}:start`, `Class timer started: ${t.label}, ${clock(t.seconds * 1000)}.`);
+      if (!ticking) ticking = setInterval(drawTimer, 1000);
+    }
+  }
+
   function changed() {
     draw();
+    drawTimer();
     for (const fn of listeners) fn(state);
     go();
     tellPath();

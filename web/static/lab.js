@@ -13,6 +13,9 @@
   const mode = root.dataset.mode; // live | replay | upload
   if (mode === "upload") return;
   const namespace = root.dataset.namespace || "";
+  // look is the stream of a learner's lab the instructor looks at,
+  // read-only (/instructor/look/NS); "" on a learner's own lab.
+  const look = root.dataset.look || "";
   // followNs is the presenter's namespace while this lab follows it (the
   // stream is then /ws?follow=presenter); "" is the learner's own.
   let followNs = "";
@@ -861,7 +864,7 @@
       if (followNs) q.set("follow", "presenter");
       if (lastSeq > 0) q.set("since", String(lastSeq));
       const qs = q.toString() ? "?" + q : "";
-      const sock = new WebSocket(`${proto}//${location.host}/ws${qs}`);
+      const sock = new WebSocket(`${proto}//${location.host}${look || "/ws"}${qs}`);
       let opened = false;
       ws = sock;
       sock.onopen = () => {
@@ -1054,7 +1057,8 @@
   }
 
   // ---- the classroom: following the presenter, or being followed -------------------
-  const classroom = mode === "live" ? window.oplabClassroom : null;
+  // Looking at a learner's lab, the instructor follows nobody.
+  const classroom = mode === "live" && !look ? window.oplabClassroom : null;
   const follow = { view: null, name: "", ownPaused: false };
   const objectsH = $("#objects-h");
   const ownHeading = objectsH ? objectsH.textContent : "";
@@ -1216,6 +1220,13 @@
     replay();
     return;
   }
+  // Looking over a learner's shoulder, no form of the page is sent: the
+  // forms are hidden (classroom.css), and one that shows anyway is stopped
+  // here before any other handler sees it.
+  if (look) {
+    root.addEventListener("submit", (e) => { e.preventDefault(); e.stopImmediatePropagation(); }, true);
+    for (const f of $$("form", root)) for (const el of f.elements) el.disabled = true;
+  }
   enhanceAll(document);
   markSelected();
   livePreview();
@@ -1223,7 +1234,7 @@
   connect();
   // Watching is using: keep the session (and its namespace) alive while the
   // page is open and visible.
-  setInterval(() => {
+  if (!look) setInterval(() => {
     if (document.visibilityState === "visible") fetch("/lab/ping", { credentials: "same-origin" }).catch(() => {});
   }, 5 * 60 * 1000);
 })();

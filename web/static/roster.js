@@ -7,6 +7,13 @@
 // polite live region: a reset started, refused or ended, never a routine
 // redraw. Without script the page shows the roster as of its load, and
 // Reset is a form post that comes back to the page.
+//
+// For a class of 300 the rows are one line each (the compact density; the
+// detailed one is a toggle kept in localStorage), and the tools above the
+// table sort and filter the rows the server rendered: the script only
+// reorders and hides them, it never draws a row itself. Sort and filter
+// hold across redraws: a redraw changes rows in place, then the order and
+// the filter are applied again, moving only rows that are out of place.
 "use strict";
 
 (() => {
@@ -28,6 +35,26 @@
   function same(a, b) {
     if (!a || a.nodeType !== b.nodeType || a.nodeName !== b.nodeName) return false;
     return a.nodeType !== Node.ELEMENT_NODE || a.id === b.id;
+  }
+
+  // Attributes the script owns on a row, which a redraw leaves alone.
+  const ours = new Set(["hidden"]);
+
+  // morphRows makes tbody from hold the rows of to, matched by id whatever
+  // their order (the script has its own order): a row is morphed in place,
+  // a new one added at the end, a gone one removed. The order is set after.
+  function morphRows(from, to) {
+    const have = new Map();
+    for (const r of from.children) have.set(r.id, r);
+    const keep = new Set();
+    for (const w of [...to.children]) {
+      const h = have.get(w.id);
+      keep.add(w.id);
+      // The server digests what a row shows: the same digest, nothing to do.
+      if (!h) from.appendChild(w);
+      else if (!w.dataset.sig || h.dataset.sig !== w.dataset.sig) morph(h, w);
+    }
+    for (const [id, r] of have) if (!keep.has(id)) r.remove();
   }
 
   // morphChildren makes from's children look like to's, keeping every node
@@ -52,10 +79,104 @@
       if (from.nodeValue !== to.nodeValue) from.nodeValue = to.nodeValue;
       return;
     }
-    for (const a of [...from.attributes]) if (!to.hasAttribute(a.name)) from.removeAttribute(a.name);
+    for (const a of [...from.attributes]) if (!to.hasAttribute(a.name) && !ours.has(a.name)) from.removeAttribute(a.name);
     for (const a of to.attributes) if (from.getAttribute(a.name) !== a.value) from.setAttribute(a.name, a.value);
-    morphChildren(from, to);
+    if (from.nodeName === "TBODY") morphRows(from, to); else morphChildren(from, to);
   }
+
+  // The tools: density, sort, text filter and the chips. Their settings
+  // are kept (the density in localStorage, the rest for this tab), so a
+  // reload keeps the view the instructor chose.
+  const tools = document.getElementById("roster-tools");
+  const density = document.getElementById("roster-density");
+  const sortBy = document.getElementById("roster-sort");
+  const find = document.getElementById("roster-filter");
+  const showing = document.getElementById("roster-showing");
+  const chips = tools ? [...tools.querySelectorAll("[data-chip]")] : [];
+  // base.js comes after this script in the page, so window.oplab is read
+  // once the document has loaded (initTools), not now.
+  let store = null, tabStore = null;
+
+  function setDensity(detailed) {
+    box.classList.toggle("roster-compact", !detailed);
+    if (density) density.setAttribute("aria-pressed", String(detailed));
+  }
+
+  // Each sort is a comparison of two rows' data attributes; ties go by
+  // name, then namespace, so the order never flickers between redraws.
+  const num = (r, k) => Number(r.dataset[k]) || 0;
+  const flag = (r, k) => (r.dataset[k] ? 1 : 0);
+  const byName = (a, b) => (a.dataset.name < b.dataset.name ? -1 : a.dataset.name > b.dataset.name ? 1 : 0)
+    || (a.dataset.namespace < b.dataset.namespace ? -1 : a.dataset.namespace > b.dataset.namespace ? 1 : 0);
+  const sorts = {
+    name: byName,
+    namespace: (a, b) => (a.dataset.namespace < b.dataset.namespace ? -1 : a.dataset.namespace > b.dataset.namespace ? 1 : 0),
+    progress: (a, b) => num(b, "progress") - num(a, "progress") || byName(a, b),
+    "progress-asc": (a, b) => num(a, "progress") - num(b, "progress") || byName(a, b),
+    stuck: (a, b) => flag(b, "stuck") - flag(a, "stuck") || byName(a, b),
+    away: (a, b) => flag(b, "away") - flag(a, "away") || num(b, "idle") - num(a, "idle") || byName(a, b),
+  };
+
+  // apply puts the rows in the chosen order and hides those the filter
+  // leaves out, touching only rows whose place or visibility changes, and
+  // says how many are shown of how many.
+  function apply() {
+    const body = box.querySelector("#roster-table tbody");
+    if (!body) { if (showing) showing.textContent = ""; return; }
+    const rows = [...body.children];
+    const text = find ? find.value.trim().toLowerCase() : "";
+    const only = chips.filter((c) => c.getAttribute("aria-pressed") === "true").map((c) => c.dataset.chip);
+    let shown = 0;
+    for (const r of rows) {
+      const hit = (!text || r.dataset.who.toLowerCase().includes(text)) && only.every((k) => r.dataset[k]);
+      if (r.hidden === hit) r.hidden = !hit;
+      if (hit) shown++;
+    }
+    const sorted = rows.slice().sort(sorts[sortBy ? sortBy.value : "name"] || byName);
+    // Move only what is out of place: walk the wanted order and insert a
+    // row before the node that is where it should be.
+    let at = body.firstElementChild;
+    for (const r of sorted) {
+      if (r === at) { at = at.nextElementSibling; continue; }
+      body.insertBefore(r, at);
+    }
+    if (showing) showing.textContent = shown === rows.length ? "Showing all " + rows.length : "Showing " + shown + " of " + rows.length;
+    return shown;
+  }
+
+  function initTools() {
+    if (!tools) return;
+    if (window.oplab) ({ store, tabStore } = window.oplab);
+    tools.hidden = false;
+    setDensity(store ? store.text("oplab.roster.detailed") === "1" : false);
+    if (tabStore) {
+      const kept = tabStore.load("oplab.roster.view", {});
+      if (sortBy && kept.sort && sorts[kept.sort]) sortBy.value = kept.sort;
+      if (find && typeof kept.find === "string") find.value = kept.find;
+      for (const c of chips) c.setAttribute("aria-pressed", String((kept.only || []).includes(c.dataset.chip)));
+    }
+    const keep = () => {
+      if (tabStore) tabStore.save("oplab.roster.view", { sort: sortBy.value, find: find.value,
+        only: chips.filter((c) => c.getAttribute("aria-pressed") === "true").map((c) => c.dataset.chip) });
+    };
+    // A change the instructor makes is said once, in the live region: how
+    // many rows are left to look at.
+    const changed = () => { keep(); const n = apply(); if (n !== undefined) announce(showing.textContent + " learners."); };
+    density.addEventListener("click", () => {
+      const detailed = density.getAttribute("aria-pressed") !== "true";
+      setDensity(detailed);
+      if (store) store.saveText("oplab.roster.detailed", detailed ? "1" : "0");
+    });
+    sortBy.addEventListener("change", changed);
+    let typing;
+    find.addEventListener("input", () => { clearTimeout(typing); typing = setTimeout(changed, 250); });
+    for (const c of chips) c.addEventListener("click", () => {
+      c.setAttribute("aria-pressed", String(c.getAttribute("aria-pressed") !== "true"));
+      changed();
+    });
+    apply();
+  }
+  document.addEventListener("DOMContentLoaded", initTools);
 
   // seen is each learner's latest reset as "seq:state": a new one is
   // announced, its progress within a state is not.
@@ -86,10 +207,18 @@
       delete box.dataset.refreshError;
       if (html === last) return;
       last = html;
+      // The redraw's own cost (parse, morph, sort and filter), without the
+      // fetch, is kept on the box for the 300-learner test to read.
+      const t0 = performance.now();
       const next = document.createElement("template");
       next.innerHTML = html;
       const focused = box.contains(document.activeElement) ? document.activeElement : null;
       morphChildren(box, next.content);
+      apply();
+      // Reading the height makes the browser lay the table out now, so the
+      // figure counts style and layout too, not only the script.
+      void box.offsetHeight;
+      box.dataset.redrawMs = (performance.now() - t0).toFixed(1);
       // A row that moved was taken out of the page for a moment, which
       // drops its focus: give it back.
       if (focused && document.activeElement !== focused) (focused.isConnected ? focused : document.getElementById(focused.id))?.focus();
