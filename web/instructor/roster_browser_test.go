@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -269,9 +270,10 @@ func TestBrowserRosterOf300SortsFiltersAndStaysCompact(t *testing.T) {
 		t.Errorf("after the chip was released, %d rows shown, want %d", got, n)
 	}
 
-	// Sorting by name puts the unnamed last and the rest in order.
+	// Sorting by name puts the unnamed last and the rest in the order a
+	// person reads them: "ana 2" before "ana 12".
 	browsertest.Do(t, ctx, chromedp.Evaluate[chromedp.Void](`(() => { const s = document.getElementById("roster-sort"); s.value = "name"; s.dispatchEvent(new Event("change")); })()`))
-	assertSorted(t, ctx, "name", func(a, b string) bool { return a <= b }, "name")
+	assertSorted(t, ctx, "name", func(a, b string) bool { return naturalLess(a, b) || a == b }, "name")
 
 	// The detailed density is a toggle the next load remembers.
 	browsertest.Do(t, ctx, chromedp.Click(chromedp.CSS("#roster-density")))
@@ -294,6 +296,38 @@ func nameOf(i int) string {
 		return ""
 	}
 	return fmt.Sprintf("%s %d", firstNames[i%len(firstNames)], i)
+}
+
+// naturalLess orders a before b as a person reads them: runs of digits
+// by their value, the rest by code point.
+func naturalLess(a, b string) bool {
+	for a != "" && b != "" {
+		da, db := digits(a), digits(b)
+		if da != "" && db != "" {
+			// Not atoi: fmt reads a leading 0 as octal.
+			na, _ := strconv.Atoi(da)
+			nb, _ := strconv.Atoi(db)
+			if na != nb {
+				return na < nb
+			}
+			a, b = a[len(da):], b[len(db):]
+			continue
+		}
+		if a[0] != b[0] {
+			return a[0] < b[0]
+		}
+		a, b = a[1:], b[1:]
+	}
+	return a == "" && b != ""
+}
+
+// digits is the run of ASCII digits s starts with.
+func digits(s string) string {
+	i := 0
+	for i < len(s) && s[i] >= '0' && s[i] <= '9' {
+		i++
+	}
+	return s[:i]
 }
 
 func atoi(s string) int {

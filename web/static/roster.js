@@ -106,11 +106,14 @@
   // name, then namespace, so the order never flickers between redraws.
   const num = (r, k) => Number(r.dataset[k]) || 0;
   const flag = (r, k) => (r.dataset[k] ? 1 : 0);
-  const byName = (a, b) => (a.dataset.name < b.dataset.name ? -1 : a.dataset.name > b.dataset.name ? 1 : 0)
-    || (a.dataset.namespace < b.dataset.namespace ? -1 : a.dataset.namespace > b.dataset.namespace ? 1 : 0);
+  // Names sort as people read them: "Ana 2" before "Ana 12". The server's
+  // key puts the unnamed (a leading U+FFFF) after every named learner.
+  const collate = new Intl.Collator("en", { numeric: true }).compare;
+  const byNamespace = (a, b) => (a.dataset.namespace < b.dataset.namespace ? -1 : a.dataset.namespace > b.dataset.namespace ? 1 : 0);
+  const byName = (a, b) => collate(a.dataset.name, b.dataset.name) || byNamespace(a, b);
   const sorts = {
     name: byName,
-    namespace: (a, b) => (a.dataset.namespace < b.dataset.namespace ? -1 : a.dataset.namespace > b.dataset.namespace ? 1 : 0),
+    namespace: byNamespace,
     progress: (a, b) => num(b, "progress") - num(a, "progress") || byName(a, b),
     "progress-asc": (a, b) => num(a, "progress") - num(b, "progress") || byName(a, b),
     stuck: (a, b) => flag(b, "stuck") - flag(a, "stuck") || byName(a, b),
