@@ -75,4 +75,14 @@ func TestBrowserLookOverALearnersShoulder(t *testing.T) {
 	if err := e.client.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: "orders"}, &db); err != nil || db.DeletionTimestamp != nil {
 		t.Errorf("Ana's orders after the instructor's POSTs: %v, deleting %v; want it there, untouched", err, db.DeletionTimestamp)
 	}
+
+	// The look's streams are capped as /ws is: the page holds one, and of
+	// as many more as the cap, the last is refused.
+	opened, err := chromedp.Run(teacher, chromedp.Evaluate[string](fmt.Sprintf(`Promise.all(Array.from({length: %d}, () => new Promise((done) => {
+		const ws = new WebSocket(location.origin.replace("http", "ws") + "/instructor/look/%s/ws");
+		ws.onopen = () => done("open"); ws.onerror = () => done("refused");
+	}))).then((r) => r.filter((x) => x === "open").length + " open, " + r.filter((x) => x === "refused").length + " refused")`, maxStreamsPerSession, ns), chromedp.EvalAwaitPromise))
+	if want := fmt.Sprintf("%d open, 1 refused", maxStreamsPerSession-1); err != nil || opened != want {
+		t.Errorf("%d more look streams: %s (%v); want %s", maxStreamsPerSession, opened, err, want)
+	}
 }

@@ -422,6 +422,12 @@ func (s *Server) routes(ctx context.Context, direct client.Client) (http.Handler
 	}
 	demos := demo.New(demo.Options{Client: direct, Controller: s.opts.Controller, Sink: s.opts.Recorder, Narrator: s.classroom, Scripts: scripts, Dwell: s.opts.DemoDwell, Logger: s.opts.Logger.WithName("demo")})
 	go demos.Run(ctx)
+	// The looks' streams, capped per owner as /ws is: one limiter for all
+	// of them. The route names the namespace, which the instructor
+	// handler has checked is a learner's.
+	lookStreams := limitStreams(maxStreamsPerSession, s.streamOwner, s.opts.Hub.Handler(func(r *http.Request) (string, error) {
+		return r.PathValue("namespace"), nil
+	}))
 	instructor.New(ctx, instructor.Options{
 		Token: s.opts.InstructorToken, Controller: s.opts.Controller, Logger: s.opts.Logger.WithName("instructor"),
 		Throttle: session.NewThrottle(instructor.TokenGuesses, instructor.TokenGuessEvery, nil), ClientOf: session.ClientAddress(s.opts.TrustedProxies),
@@ -433,9 +439,7 @@ func (s *Server) routes(ctx context.Context, direct client.Client) (http.Handler
 		Timer:   s.classroom,
 		// Looking over a learner's shoulder: their lab read-only, and its
 		// stream, behind the instructor's cookie.
-		Look: instructor.Look{Page: labs.LookPage, Stream: func(ns string) http.Handler {
-			return s.opts.Hub.Handler(func(*http.Request) (string, error) { return ns, nil })
-		}},
+		Look: instructor.Look{Page: labs.LookPage, Stream: func(string) http.Handler { return lookStreams }},
 	}).Register(mux)
 	if s.opts.LearnerCode != nil {
 		codes := code.New(code.Options{Runner: s.opts.LearnerCode, Sessions: s.sessions, Logger: s.opts.Logger.WithName("code")})
