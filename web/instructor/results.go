@@ -34,15 +34,20 @@ type Result struct {
 }
 
 // results lists every learner session's results, sorted by namespace so
-// that two exports of one class line up.
+// that two exports of one class line up. The sessions the roster lists
+// apart (the instructor's own lab, the presenter's) are not learners'.
 func (h *Handler) results(r *http.Request) ([]Result, error) {
 	ro := h.opts.Roster
 	list, err := ro.Learners.List(r.Context())
 	if err != nil {
 		return nil, fmt.Errorf("could not read the sessions: %w", err)
 	}
+	apart := ro.apart(r)
 	out := make([]Result, 0, len(list))
 	for _, s := range list {
+		if apart[s.Namespace] != "" {
+			continue
+		}
 		out = append(out, resultOf(s, ro))
 	}
 	slices.SortFunc(out, func(a, b Result) int { return strings.Compare(a.Namespace, b.Namespace) })

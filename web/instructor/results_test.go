@@ -3,9 +3,12 @@ package instructor
 import (
 	"encoding/csv"
 	"encoding/json"
+	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
+
+	"github.com/oplab-dev/oplab/web/session"
 )
 
 // TestClassResultsExport: the instructor downloads the class's results as
@@ -95,5 +98,43 @@ func TestCellQuotesFormulas(t *testing.T) {
 		if got := cell(in); got != want {
 			t.Errorf("cell(%q) = %q, want %q", in, got, want)
 		}
+	}
+}
+
+// The instructor's own lab session, which the roster lists apart, is not a
+// learner's result: the export leaves it out, as the counts do.
+func TestClassResultsLeaveTheInstructorOut(t *testing.T) {
+	m, err := session.New(t.Context(), session.Options{Namespaces: inMemory{}, KnownScenario: func(string) bool { return true },
+		ChallengeTasks: func(string) (int, bool) { return 4, true }, QuizSize: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mux := http.NewServeMux()
+	m.Register(mux)
+	New(t.Context(), Options{Token: token, Controller: &fakeSwitch{running: true}, Roster: Roster{
+		Learners: m, QuizQuestions: 10, ChallengeCount: 12, Self: m.NamespaceOf,
+	}}).Register(mux)
+	begin := func() (string, *http.Cookie) {
+		w := httptest.NewRecorder()
+		s, err := m.Begin(w, httptest.NewRequest("GET", "/lab", nil))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s.Namespace, w.Result().Cookies()[0]
+	}
+	learner, _ := begin()
+	mine, labCookie := begin()
+	r := reqWith("GET", "/instructor/results.json", nil)
+	r.AddCookie(instructorCookie())
+	r.AddCookie(labCookie)
+	w := serve(mux, r)
+	var got struct {
+		Learners []Result `json:"learners"`
+	}
+	if w.Code != 200 || json.Unmarshal(w.Body.Bytes(), &got) != nil {
+		t.Fatalf("results.json = %d %s", w.Code, w.Body)
+	}
+	if len(got.Learners) != 1 || got.Learners[0].Namespace != learner {
+		t.Errorf("results.json lists %+v; want only the learner %s, not the instructor's own %s", got.Learners, learner, mine)
 	}
 }
