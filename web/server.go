@@ -398,12 +398,20 @@ func (s *Server) routes(ctx context.Context, direct client.Client) (http.Handler
 	s.classroom = classroom.New(s.opts.Recorder, classroom.Options{})
 	context.AfterFunc(ctx, s.classroom.Close)
 	mux.Handle("GET /ws", limitStreams(maxStreamsPerSession, s.streamOwner, s.classroom.Streams(s.opts.Hub.Handler, s.sessions.NamespaceOf)))
-	lab.New(lab.Options{
+	labOpts := lab.Options{
 		Store: lab.KubeStore{Client: direct}, Sessions: s.sessions, States: s.watcher,
 		Controller: s.opts.Controller, Exporter: s.opts.Recorder, KubectlLine: s.opts.KubectlLine,
 		KubeconfigPath: kubeconfig.Path, KubectlCommand: kubeconfig.Command,
 		MaxDatabases: s.opts.MaxDatabasesPerNamespace, Classroom: s.classroom, Logger: s.opts.Logger.WithName("lab"),
-	}).Register(mux)
+	}
+	// The code page comes first: the lab's export carries its code.
+	if s.opts.LearnerCode != nil {
+		codes := code.New(code.Options{Runner: s.opts.LearnerCode, Sessions: s.sessions, Logger: s.opts.Logger.WithName("code")})
+		codes.Register(mux)
+		s.codes.Store(codes)
+		labOpts.Code = codes
+	}
+	lab.New(labOpts).Register(mux)
 	s.sessions.Register(mux)
 	kubeconfig.Handler{Sessions: s.sessions, Minter: s.issuer, Logger: s.opts.Logger.WithName("kubeconfig")}.Register(mux)
 	// The scripted demos play in the instructor's own lab namespace and
@@ -425,11 +433,6 @@ func (s *Server) routes(ctx context.Context, direct client.Client) (http.Handler
 			Broadcaster: cmp.Or[instructor.Broadcaster](s.opts.Broadcaster, s.classroom), JoinCode: s.opts.JoinCode},
 		Present: instructor.Presenting{Classroom: s.classroom, Sessions: s.sessions},
 	}).Register(mux)
-	if s.opts.LearnerCode != nil {
-		codes := code.New(code.Options{Runner: s.opts.LearnerCode, Sessions: s.sessions, Logger: s.opts.Logger.WithName("code")})
-		codes.Register(mux)
-		s.codes.Store(codes)
-	}
 	if err := learn.Register(mux); err != nil {
 		return nil, err
 	}
