@@ -50,13 +50,21 @@ func TestBrowserCodeExercisesSolvedInThePage(t *testing.T) {
 		return func(t *testing.T, x *exerciseRun) { x.create(t, name) }
 	}
 	exercises := []codeExercise{
-		// write-your-own is not here yet: with oplab's reconciler from the
-		// starters its Database never turns Ready in a learner namespace of
-		// this server (its third task, your-ready, stayed undone for 3
-		// minutes), which its self-test in lessons/challenge, in a namespace
-		// without the learner labels, does not see. The starters' Pod
-		// template has none of the security context Pod Security
-		// "restricted" demands (controller.RestrictedSecurity).
+		{
+			id: "write-your-own", starter: "skeleton",
+			onStarter: func(t *testing.T, x *exerciseRun) {
+				x.create(t, "shop")
+				x.waitStep(t, "the skeleton's reconcile of shop", func(s controller.Step) bool {
+					return s.YourCode && s.Database == "shop" && s.Type == controller.StepResult
+				})
+			},
+			undone: "your-statefulset",
+			onSolution: func(t *testing.T, x *exerciseRun) {
+				x.waitDone(t, "your-ready")
+				x.delete(t, "shop")
+				x.waitDone(t, "your-finalizer")
+			},
+		},
 		{
 			id: "fix-the-create", starter: "pitfall-create",
 			onStarter:  func(t *testing.T, x *exerciseRun) { create("tally")(t, x); x.waitDone(t, "see-it-fail") },
