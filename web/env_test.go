@@ -22,6 +22,7 @@ import (
 
 	"github.com/oplab-dev/oplab/cluster"
 	"github.com/oplab-dev/oplab/controller"
+	"github.com/oplab-dev/oplab/controller/sandbox"
 	"github.com/oplab-dev/oplab/web/demo"
 	"github.com/oplab-dev/oplab/web/internal/browsertest"
 	"github.com/oplab-dev/oplab/web/stream"
@@ -62,6 +63,10 @@ var (
 )
 
 func TestMain(m *testing.M) {
+	// The code page's sandbox runs this test binary as its child.
+	if len(os.Args) == 2 && os.Args[1] == sandbox.ChildArg {
+		os.Exit(sandbox.RunChild(os.Stdin, os.Stdout))
+	}
 	ctrllog.SetLogger(logr.Discard())
 	code := m.Run()
 	browser.Stop()
@@ -125,7 +130,7 @@ func startEnv() (_ *testEnv, err error) {
 	}
 	e.server, err = New(ctx, Options{
 		Config: e.cluster.Config(), Recorder: e.recorder, Hub: hub, Controller: e.runner, Logger: testLogger(logFile),
-		InstructorToken: testInstructorToken, KubectlLine: testKubectlLine,
+		InstructorToken: testInstructorToken, KubectlLine: testKubectlLine, LearnerCode: e.runner,
 		// The demo tests check what happens, not the room's pace.
 		DemoDwell: demo.MinDwell,
 	})

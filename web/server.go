@@ -402,12 +402,20 @@ func (s *Server) routes(ctx context.Context, direct client.Client) (http.Handler
 	context.AfterFunc(ctx, s.classroom.Close)
 	mux.Handle("GET /ws", limitStreams(maxStreamsPerSession, s.streamOwner,
 		trackStreams(&s.presence, s.sessions.NamespaceOf, s.classroom.Streams(s.opts.Hub.Handler, s.sessions.NamespaceOf))))
-	labs := lab.New(lab.Options{
+	labOpts := lab.Options{
 		Store: lab.KubeStore{Client: direct}, Sessions: s.sessions, States: s.watcher,
 		Controller: s.opts.Controller, Exporter: s.opts.Recorder, KubectlLine: s.opts.KubectlLine,
 		KubeconfigPath: kubeconfig.Path, KubectlCommand: kubeconfig.Command,
 		MaxDatabases: s.opts.MaxDatabasesPerNamespace, Classroom: s.classroom, Logger: s.opts.Logger.WithName("lab"),
-	})
+	}
+	// The code page comes first: the lab's export carries its code.
+	if s.opts.LearnerCode != nil {
+		codes := code.New(code.Options{Runner: s.opts.LearnerCode, Sessions: s.sessions, Logger: s.opts.Logger.WithName("code")})
+		codes.Register(mux)
+		s.codes.Store(codes)
+		labOpts.Code = codes
+	}
+	labs := lab.New(labOpts)
 	labs.Register(mux)
 	s.sessions.Register(mux)
 	kubeconfig.Handler{Sessions: s.sessions, Minter: s.issuer, Logger: s.opts.Logger.WithName("kubeconfig")}.Register(mux)
@@ -441,11 +449,6 @@ func (s *Server) routes(ctx context.Context, direct client.Client) (http.Handler
 		// stream, behind the instructor's cookie.
 		Look: instructor.Look{Page: labs.LookPage, Stream: func(string) http.Handler { return lookStreams }},
 	}).Register(mux)
-	if s.opts.LearnerCode != nil {
-		codes := code.New(code.Options{Runner: s.opts.LearnerCode, Sessions: s.sessions, Logger: s.opts.Logger.WithName("code")})
-		codes.Register(mux)
-		s.codes.Store(codes)
-	}
 	if err := learn.Register(mux); err != nil {
 		return nil, err
 	}

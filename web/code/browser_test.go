@@ -185,7 +185,8 @@ func TestTabIndentsAndRunHandsOver(t *testing.T) {
 // was typed (Tab inserts a tab, nothing is auto-indented), it compiles in a
 // real child, and the namespace is handed over. That the solution then
 // passes the walk-through on the cluster is controller/sandbox's
-// TestOplabStarterWalksTheInterview and the write-your-own self-test.
+// TestOplabStarterWalksTheInterview, the write-your-own self-test, and, in
+// this page on the full server, web's TestBrowserCodeExercisesSolvedInThePage.
 func TestTypedSolutionCompilesAndRuns(t *testing.T) {
 	ctx := newTab(t)
 	runner := &fakeRunner{}

@@ -22,6 +22,7 @@ import (
 	"github.com/oplab-dev/oplab/controller/sandbox"
 	"github.com/oplab-dev/oplab/controller/sandbox/starters"
 	"github.com/oplab-dev/oplab/web/httpx"
+	"github.com/oplab-dev/oplab/web/stream"
 )
 
 // Runner is what the page needs of controller.Runner: handing a namespace
@@ -62,12 +63,17 @@ type Handler struct {
 // copy, alongside the browser's), its sandbox while it runs, and how its
 // last reconcile ended.
 type learner struct {
-	mu      sync.Mutex
-	source  string
-	sb      *sandbox.Sandbox
-	last    *sandbox.SourceError
-	runs    int
-	lastRun time.Time
+	mu     sync.Mutex
+	source string
+	// ran is the source last handed the namespace, for the export.
+	ran string
+	// imported says source was loaded from a replayed export and has not
+	// been shown yet: the page then prefers it to the browser's copy.
+	imported bool
+	sb       *sandbox.Sandbox
+	last     *sandbox.SourceError
+	runs     int
+	lastRun  time.Time
 }
 
 // New returns the handler.
@@ -92,6 +98,69 @@ func (h *Handler) Register(mux *http.ServeMux) {
 	mux.HandleFunc("POST /code/save", h.save)
 	mux.HandleFunc("POST /code/run", h.run)
 	mux.HandleFunc("POST /code/back", h.back)
+	mux.HandleFunc("POST /code/import", h.importSource)
+}
+
+// importPath is where a replay's form loads a file's code into the editor.
+const importPath = "/code/import"
+
+// ImportPath is where a form posts a source (field "source") to load it
+// into the caller's editor (see lab.LearnerCode).
+func (h *Handler) ImportPath() string { return importPath }
+
+// CodeOf returns ns's code for the lab's export: the source last kept and
+// the source last run; nil when the learner kept and ran none.
+func (h *Handler) CodeOf(ns string) *stream.Code {
+	h.mu.Lock()
+	l, ok := h.learners[ns]
+	h.mu.Unlock()
+	if !ok {
+		return nil
+	}
+	l.mu.Lock()
+	c := &stream.Code{Source: l.source, Ran: l.ran}
+	l.mu.Unlock()
+	if c.Source == "" && c.Ran == "" {
+		return nil
+	}
+	c.Running = c.Ran != "" && h.opts.Runner.HandedOver(ns)
+	return c
+}
+
+// importSource loads a posted source (a replayed export's code) into the
+// caller's editor and shows it there. It does not run it: the learner
+// reads it first and presses Run.
+func (h *Handler) importSource(w http.ResponseWriter, r *http.Request) {
+	ns, err := h.opts.Sessions.NamespaceOf(r)
+	if err != nil {
+		http.Error(w, "no lab session: open the lab first", http.StatusForbidden)
+		return
+	}
+	// A form encodes a byte in up to three: the limit fits the largest
+	// source an export carries.
+	r.Body = http.MaxBytesReader(w, r.Body, 3*stream.MaxCodeBytes+4<<10)
+	if err := r.ParseForm(); err != nil {
+		http.Error(w, fmt.Sprintf("source: reading the form: %v", err), http.StatusBadRequest)
+		return
+	}
+	src, ok := r.PostForm["source"]
+	if !ok || len(src) != 1 {
+		http.Error(w, `source: the form needs exactly one field "source"`, http.StatusBadRequest)
+		return
+	}
+	if len(src[0]) > stream.MaxCodeBytes {
+		http.Error(w, fmt.Sprintf("source: %d bytes, more than the %d KiB a reconciler may have", len(src[0]), stream.MaxCodeBytes>>10), http.StatusBadRequest)
+		return
+	}
+	if err := stream.CheckCode(stream.Code{Source: src[0]}); err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	l := h.learnerOf(ns)
+	l.mu.Lock()
+	l.source, l.imported = src[0], true
+	l.mu.Unlock()
+	http.Redirect(w, r, "/code", http.StatusSeeOther)
 }
 
 // Forget ends ns's code when its session ends: the namespace goes back to
@@ -136,7 +205,8 @@ func (h *Handler) page(w http.ResponseWriter, r *http.Request) {
 	}
 	l := h.learnerOf(ns)
 	l.mu.Lock()
-	v := pageView{Namespace: ns, Source: l.source, Running: h.opts.Runner.HandedOver(ns), Starters: starters.All}
+	v := pageView{Namespace: ns, Source: l.source, Imported: l.imported, Running: h.opts.Runner.HandedOver(ns), Starters: starters.All}
+	l.imported = false
 	l.mu.Unlock()
 	if v.Source == "" {
 		v.Source = starters.Source("skeleton")
@@ -201,7 +271,7 @@ func (h *Handler) save(w http.ResponseWriter, r *http.Request) {
 	}
 	l := h.learnerOf(ns)
 	l.mu.Lock()
-	l.source = src
+	l.source, l.imported = src, false
 	l.mu.Unlock()
 	w.WriteHeader(http.StatusNoContent)
 }
@@ -242,7 +312,7 @@ func (h *Handler) run(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	l.mu.Lock()
-	l.sb, l.last, l.runs = sb, nil, 0
+	l.sb, l.last, l.runs, l.ran = sb, nil, 0, src
 	l.mu.Unlock()
 	h.opts.Runner.HandOver(ns, recording{sb: sb, l: l})
 	h.opts.Logger.Info("Learner code runs", "namespace", ns)

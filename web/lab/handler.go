@@ -52,6 +52,16 @@ type Exporter interface {
 	Export(namespace string) stream.Export
 }
 
+// LearnerCode is the code page's copy of a learner's own reconciler
+// (web/code), which the export carries and a replay can load back.
+type LearnerCode interface {
+	// CodeOf returns ns's code, nil when the learner wrote none.
+	CodeOf(ns string) *stream.Code
+	// ImportPath is where a form posts a source (field "source") to load
+	// it into the learner's editor.
+	ImportPath() string
+}
+
 // Options configures the Handler.
 type Options struct {
 	Store      Store
@@ -74,7 +84,10 @@ type Options struct {
 	KubectlCommand func(namespace string) string
 	// Classroom follows the presenter's lab; nil: nobody can present.
 	Classroom Classroom
-	Logger    logr.Logger
+	// Code adds the learner's own code to the export and lets a replay
+	// load a file's code into the editor; nil: no code page.
+	Code   LearnerCode
+	Logger logr.Logger
 }
 
 // Handler serves the lab routes.

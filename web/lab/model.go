@@ -8,6 +8,7 @@ import (
 	"github.com/oplab-dev/oplab/controller"
 	"github.com/oplab-dev/oplab/web/lab/state"
 	"github.com/oplab-dev/oplab/web/session"
+	"github.com/oplab-dev/oplab/web/stream"
 )
 
 // CreateForm is the "create a Database" form as typed, with its preview.
@@ -106,6 +107,11 @@ type ReplayPage struct {
 	Namespace string
 	Messages  int
 	Export    templ.Component
+	// Code is the learner's own code the file carries (version 2 on);
+	// ImportPath, when set, is where the page's form loads it into the
+	// editor.
+	Code       *stream.Code
+	ImportPath string
 }
 
 // FieldClass marks the input a flash error is about.

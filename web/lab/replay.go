@@ -110,6 +110,9 @@ func (h *Handler) export(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	e := h.opts.Exporter.Export(ns)
+	if h.opts.Code != nil {
+		e.Code = h.opts.Code.CodeOf(ns)
+	}
 	name := fmt.Sprintf("oplab-timeline-%s-%s.json", ns, time.Now().UTC().Format("20060102-150405"))
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Content-Disposition", fmt.Sprintf("attachment; filename=%q", name))
@@ -193,7 +196,11 @@ func (h *Handler) replay(w http.ResponseWriter, r *http.Request) {
 		fail(http.StatusUnprocessableEntity, "%s is not an oplab timeline: %v", name, err)
 		return
 	}
-	httpx.Render(w, r, h.opts.Logger, http.StatusOK, ReplayView(ReplayPage{File: name, Namespace: sum.namespace, Messages: sum.messages, Export: exportScript(spool)}))
+	page := ReplayPage{File: name, Namespace: sum.namespace, Messages: sum.messages, Export: exportScript(spool), Code: sum.code}
+	if h.opts.Code != nil && sum.code != nil {
+		page.ImportPath = h.opts.Code.ImportPath()
+	}
+	httpx.Render(w, r, h.opts.Logger, http.StatusOK, ReplayView(page))
 }
 
 // filePart returns the multipart part of the field "file", reading the
@@ -226,6 +233,8 @@ func isTooLarge(err error) bool {
 type exportSummary struct {
 	namespace string
 	messages  int
+	// code is the learner's own code, when the export has some.
+	code *stream.Code
 }
 
 // checkExport checks an export with the rules of stream.ReadExport, message
@@ -296,6 +305,10 @@ func scanExport(r io.Reader, namespace *string) (sum exportSummary, late bool, e
 			if namespace == nil {
 				ns, nsKnown = v, true
 			}
+		case "code":
+			if sum.code, err = scanCode(dec); err != nil {
+				return fail("%w", err) // named by scanCode
+			}
 		case "messages":
 			late = !nsKnown
 			sum.messages, err = scanMessages(dec, ns, !nsKnown)
@@ -312,8 +325,8 @@ func scanExport(r io.Reader, namespace *string) (sum exportSummary, late bool, e
 	if _, err := dec.Token(); err != nil { // the closing brace
 		return fail("decoding json: %w", err)
 	}
-	if version != stream.ExportVersion {
-		return fail("unsupported version %d (want %d)", version, stream.ExportVersion)
+	if err := stream.CheckVersion(version, sum.code != nil); err != nil {
+		return fail("%w", err)
 	}
 	if tok, err := dec.Token(); err != io.EOF {
 		if err == nil {
@@ -326,7 +339,28 @@ func scanExport(r io.Reader, namespace *string) (sum exportSummary, late bool, e
 }
 
 // exportKeys are the keys of an export that mean something.
-var exportKeys = []string{"version", "exportedAt", "namespace", "messages"}
+var exportKeys = []string{"version", "exportedAt", "namespace", "code", "messages"}
+
+// scanCode decodes an export's code strictly, as the page will show it,
+// and checks it (stream.CheckCode). Its errors name the field.
+func scanCode(dec *json.Decoder) (*stream.Code, error) {
+	var raw json.RawMessage
+	start := dec.InputOffset()
+	if err := dec.Decode(&raw); err != nil {
+		return nil, fmt.Errorf("code: %w", err)
+	}
+	if dec.InputOffset()-start > maxMessageBytes {
+		return nil, fmt.Errorf("code: %w", errValueTooLarge)
+	}
+	var c stream.Code
+	if err := stream.DecodeStrict(raw, &c); err != nil {
+		return nil, fmt.Errorf("code: %w", err)
+	}
+	if err := stream.CheckCode(c); err != nil {
+		return nil, err
+	}
+	return &c, nil
+}
 
 // knownKey refuses a known key spelt in another case, naming the key it
 // should be: encoding/json would read it as that key, the player, in

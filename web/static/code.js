@@ -15,9 +15,14 @@
   let badLine = 0;
   let escaped = false;
 
-  // The browser's copy wins over the session's when it is newer work.
-  const kept = window.oplab.store.text(key);
-  if (kept) src.value = kept;
+  // The browser's copy wins over the session's when it is newer work; code
+  // just loaded from a replayed export wins over both, and is kept.
+  if (root.dataset.imported === "true") {
+    window.oplab.store.saveText(key, src.value);
+  } else {
+    const kept = window.oplab.store.text(key);
+    if (kept) src.value = kept;
+  }
 
   function drawGutter() {
     const n = src.value.split("\n").length;

@@ -97,11 +97,17 @@
 // messages) in the same schema, each message as the bytes recorded;
 // Export.WriteTo writes them as they are:
 //
-//	{"version": 1, "exportedAt": "...", "namespace": "learner-1", "messages": [ ... ]}
+//	{"version": 2, "exportedAt": "...", "namespace": "learner-1", "code": {...}, "messages": [ ... ]}
+//
+// "code" (version 2 on, optional) is the learner's own reconciler from the
+// code page: "source", the code last kept, "ran", the code last run, and
+// "running", whether it still had the namespace (Code). A version 1 file is
+// the same without "code"; ReadExport reads both.
 //
 // Replaying an export is reading it with ReadExport, which refuses a file
 // over its size limit or with anything after the JSON object, and checks
-// the version, that seq strictly increases, and that every message has a
-// type, a time and an object of the export's namespace (or none). It
-// returns the messages as they were in the file, not encoded again.
+// the version, the code (CheckCode), that seq strictly increases, and that
+// every message has a type, a time and an object of the export's namespace
+// (or none). It returns the messages as they were in the file, not encoded
+// again.
 package stream

@@ -8,6 +8,7 @@ import (
 	"io"
 	"math"
 	"time"
+	"unicode/utf8"
 
 	"github.com/oplab-dev/oplab/controller"
 )
@@ -26,9 +27,47 @@ const (
 	TypeDropped controller.StepType = "dropped"
 )
 
-// ExportVersion is the version of the export file format this package writes
-// and the only one ReadExport accepts.
-const ExportVersion = 1
+// ExportVersion is the version of the export file format this package
+// writes. Version 2 added "code", the learner's own reconciler; ReadExport
+// reads version 1 too, which has no "code".
+const ExportVersion = 2
+
+// OldestExportVersion is the oldest version ReadExport reads: exports
+// written before the code page are still replayed.
+const OldestExportVersion = 1
+
+// MaxCodeBytes bounds each source in an export's code, the size the
+// sandbox compiles at most: a larger one was never the learner's code.
+const MaxCodeBytes = 256 << 10
+
+// Code is the learner's own reconciler (the /code page) as their session
+// kept it when the timeline was exported.
+type Code struct {
+	// Source is the code last kept: saved as the learner typed, or run.
+	Source string `json:"source"`
+	// Ran is the code last handed the namespace with "Run my code", whose
+	// reconciles the timeline marks "your code"; empty when none ran.
+	Ran string `json:"ran,omitempty"`
+	// Running says the namespace was still handed to Ran at the export.
+	Running bool `json:"running,omitempty"`
+}
+
+// CheckCode checks an export's code: each source within MaxCodeBytes and
+// valid UTF-8 text, as an editor could hold it. Errors name the field.
+func CheckCode(c Code) error {
+	for _, f := range []struct{ name, src string }{{"code.source", c.Source}, {"code.ran", c.Ran}} {
+		if len(f.src) > MaxCodeBytes {
+			return fmt.Errorf("%s: %d bytes, more than the %d KiB a reconciler may have", f.name, len(f.src), MaxCodeBytes>>10)
+		}
+		if !utf8.ValidString(f.src) {
+			return fmt.Errorf("%s: not valid UTF-8 text", f.name)
+		}
+	}
+	if c.Running && c.Ran == "" {
+		return errors.New("code.running: true, but code.ran holds no code")
+	}
+	return nil
+}
 
 // Message is one entry of the stream: a controller.Step (flattened: seq,
 // time, type, object, ...), or a state snapshot (type "state", Object = the
@@ -46,10 +85,13 @@ type Message struct {
 // and encoding the messages again. The messages may share the recorder's
 // bytes; do not modify them.
 type Export struct {
-	Version    int               `json:"version"`
-	ExportedAt time.Time         `json:"exportedAt"`
-	Namespace  string            `json:"namespace"`
-	Messages   []json.RawMessage `json:"messages"`
+	Version    int       `json:"version"`
+	ExportedAt time.Time `json:"exportedAt"`
+	Namespace  string    `json:"namespace"`
+	// Code is the learner's own reconciler, when they wrote one (version
+	// 2 on).
+	Code     *Code             `json:"code,omitempty"`
+	Messages []json.RawMessage `json:"messages"`
 }
 
 // WriteTo writes e as JSON, one message a line, each message's bytes as they
@@ -61,7 +103,17 @@ func (e Export) WriteTo(w io.Writer) (int64, error) {
 	}
 	ns, _ := json.Marshal(e.Namespace) // a string: cannot fail
 	var b bytes.Buffer
-	fmt.Fprintf(&b, `{"version":%d,"exportedAt":%s,"namespace":%s,"messages":[`, e.Version, at, ns)
+	fmt.Fprintf(&b, `{"version":%d,"exportedAt":%s,"namespace":%s,`, e.Version, at, ns)
+	if e.Code != nil {
+		code, err := json.Marshal(e.Code)
+		if err != nil {
+			return 0, fmt.Errorf("write export: code: %w", err)
+		}
+		b.WriteString("\n\"code\":")
+		b.Write(code)
+		b.WriteByte(',')
+	}
+	b.WriteString(`"messages":[`)
 	for i, m := range e.Messages {
 		if i > 0 {
 			b.WriteByte(',')
@@ -124,8 +176,13 @@ type messageHead struct {
 }
 
 func validateExport(e Export) error {
-	if e.Version != ExportVersion {
-		return fmt.Errorf("unsupported version %d (want %d)", e.Version, ExportVersion)
+	if err := CheckVersion(e.Version, e.Code != nil); err != nil {
+		return err
+	}
+	if e.Code != nil {
+		if err := CheckCode(*e.Code); err != nil {
+			return err
+		}
 	}
 	var prev uint64
 	for i, raw := range e.Messages {
@@ -134,6 +191,19 @@ func validateExport(e Export) error {
 			return fmt.Errorf("messages[%d]: %w", i, err)
 		}
 		prev = seq
+	}
+	return nil
+}
+
+// CheckVersion refuses a version ReadExport does not read, and a "code" in
+// a version 1 export (which has none: such a file was not written by
+// oplab).
+func CheckVersion(version int, hasCode bool) error {
+	if version < OldestExportVersion || version > ExportVersion {
+		return fmt.Errorf("version: unsupported version %d (want %d to %d)", version, OldestExportVersion, ExportVersion)
+	}
+	if hasCode && version < 2 {
+		return fmt.Errorf("code: a version %d export has no code (it came with version 2)", version)
 	}
 	return nil
 }
