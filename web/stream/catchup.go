@@ -53,18 +53,6 @@ func (r *Recorder) lookup(ns string) *space {
 	return &space{ring: newRing(1, 0), states: map[stateKey]*entry{}}
 }
 
-// retire puts in the ring, in place of obj's latest state, what its
-// history keeps of it (PublishRendered): obj has a newer state coming. The
-// entry itself is not changed (the hub and the catch-up frames may share
-// it); the ring gets a new one with the same seq.
-func (s *space) retire(obj controller.ObjectRef) {
-	prev := s.states[stateKey{obj.Kind, obj.Name}]
-	if prev == nil || prev.history == nil {
-		return
-	}
-	s.ring.replace(&entry{seq: prev.seq, obj: prev.obj, raw: prev.history})
-}
-
 func (s *space) keepState(e *entry, deleted bool) {
 	key := stateKey{e.obj.Kind, e.obj.Name}
 	if deleted {

@@ -6,8 +6,7 @@
 //     never blocks. Recorder.Run stamps each step with a global, monotonic
 //     seq, encodes it to JSON (once: everything after shares those bytes),
 //     and keeps a ring of recent messages per namespace and the latest state
-//     of every object (PublishState takes it already encoded; with
-//     PublishRendered, an older state keeps only its history). It answers
+//     of every object (PublishState takes it already encoded). It answers
 //     exports, and works out what a connecting viewer has missed.
 //   - The Hub streams what the Recorder records to websocket viewers.
 //     Hub.Run owns the viewers and the pending batches, as the hub of
@@ -80,11 +79,10 @@
 // fields are documented on controller.Step) and the stream's own:
 //
 //   - "state": the latest view model of object, as published by the lab
-//     page's watcher (Recorder.PublishRendered), its JSON as published.
+//     page's watcher (Recorder.PublishState), its JSON as published.
 //     Without "state" the object was deleted. The lab's states carry
 //     "html", the object's view as the lab page renders it, which the
-//     browser swaps in, as long as they are the object's latest: an older
-//     one in a catch-up or an export is the view model alone.
+//     browser swaps in.
 //   - "reset": control message, seq 0, object {"kind": "Namespace", "name":
 //     the viewer's namespace}; "message" says why.
 //   - "dropped": global; the recorder's inbox was full and it dropped steps

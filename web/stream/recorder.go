@@ -80,9 +80,6 @@ type input struct {
 	step    controller.Step
 	isState bool
 	state   json.RawMessage
-	// history is what the ring keeps of state once the object has a newer
-	// one (PublishRendered); nil keeps state itself.
-	history json.RawMessage
 }
 
 // Recorder stamps trace steps with a sequence number, keeps the recent
@@ -151,24 +148,11 @@ func (r *Recorder) Emit(s controller.Step) {
 // as a snapshot. A nil state says the object was deleted and removes it from
 // snapshots. It never blocks.
 func (r *Recorder) PublishState(obj controller.ObjectRef, state json.RawMessage) {
-	r.PublishRendered(obj, state, nil)
-}
-
-// PublishRendered is PublishState for a state that carries what can be
-// drawn again from the rest of it (the lab's card HTML beside its view
-// model): viewers get state, and so does a fresh viewer while it is the
-// object's latest; once the object has a newer state, the history keeps
-// only history (the view model alone). So the ring pays for one rendered
-// card per object, not one per change, and an export or a time-travelling
-// page renders the older ones on demand. A nil history keeps state whole.
-func (r *Recorder) PublishRendered(obj controller.ObjectRef, state, history json.RawMessage) {
-	for _, raw := range []json.RawMessage{state, history} {
-		if raw != nil && !json.Valid(raw) {
-			r.opts.Logger.Error(errors.New("not valid JSON"), "Dropped a state", "kind", obj.Kind, "namespace", obj.Namespace, "name", obj.Name)
-			return
-		}
+	if state != nil && !json.Valid(state) {
+		r.opts.Logger.Error(errors.New("not valid JSON"), "Dropped a state", "kind", obj.Kind, "namespace", obj.Namespace, "name", obj.Name)
+		return
 	}
-	r.send(input{isState: true, step: controller.Step{Type: TypeState, Object: obj, Time: r.opts.Clock.Now()}, state: state, history: history})
+	r.send(input{isState: true, step: controller.Step{Type: TypeState, Object: obj, Time: r.opts.Clock.Now()}, state: state})
 }
 
 func (r *Recorder) send(in input) {
@@ -297,12 +281,6 @@ func (r *Recorder) record(out []*entry, in input) []*entry {
 	r.seq++
 	in.step.Seq = r.seq
 	e := &entry{seq: r.seq, obj: in.step.Object, raw: encodeMessage(in.step, in.state)}
-	if in.isState {
-		s.retire(e.obj)
-		if in.history != nil && in.state != nil {
-			e.history = encodeMessage(in.step, in.history)
-		}
-	}
 	s.ring.push(e)
 	if in.isState {
 		s.keepState(e, in.state == nil)

@@ -17,9 +17,6 @@ type entry struct {
 	// for a state it keys the latest states.
 	obj controller.ObjectRef
 	raw []byte
-	// history is the message as the ring keeps it once a newer state of
-	// obj is recorded (Recorder.PublishRendered); nil: raw.
-	history []byte
 }
 
 // ring holds the most recent entries of one namespace in seq order, at most
@@ -61,17 +58,6 @@ func (r *ring) push(e *entry) {
 }
 
 func (r *ring) at(i int) *entry { return r.buf[(r.start+i)%len(r.buf)] }
-
-// replace puts e where the entry of the same seq is, if the ring still
-// holds it, and counts the bytes it saves or costs.
-func (r *ring) replace(e *entry) {
-	i := sort.Search(r.n, func(i int) bool { return r.at(i).seq >= e.seq })
-	if i == r.n || r.at(i).seq != e.seq {
-		return
-	}
-	r.bytes += len(e.raw) - len(r.at(i).raw)
-	r.buf[(r.start+i)%len(r.buf)] = e
-}
 
 // after returns the entries with seq > since, oldest first.
 func (r *ring) after(since uint64) []*entry {

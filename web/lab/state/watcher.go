@@ -24,12 +24,10 @@ import (
 )
 
 // Publisher receives the view model of a Database, encoded as JSON, whenever
-// it changes, and nil when the Database is gone: the view with its rendered
-// card (state), and the view alone (history), which is all an older state
-// needs to keep, since the card can be drawn again from it. The stream
-// recorder implements it and keeps the bytes as they are.
+// it changes, and nil when the Database is gone. The stream recorder
+// implements it and keeps the bytes as they are.
 type Publisher interface {
-	PublishRendered(obj controller.ObjectRef, state, history json.RawMessage)
+	PublishState(obj controller.ObjectRef, state json.RawMessage)
 }
 
 // Renderer draws view models as the HTML fragments the lab page swaps in
@@ -374,7 +372,7 @@ func (o *owner) refreshKept(ctx context.Context, ns string) {
 		if key.Namespace == ns && !now[key] {
 			delete(o.kept, key)
 			delete(o.keptJSON, key)
-			o.w.opts.Publisher.PublishRendered(snapshotRef(key), nil, nil)
+			o.w.opts.Publisher.PublishState(snapshotRef(key), nil)
 		}
 	}
 }
@@ -401,7 +399,7 @@ func (o *owner) publishKept(key types.NamespacedName, s Snapshot) {
 			o.w.opts.Logger.Error(err, "Failed to render snapshot", "configmap", key)
 		}
 	}
-	o.w.opts.Publisher.PublishRendered(snapshotRef(key), withHTML(b, html), b)
+	o.w.opts.Publisher.PublishState(snapshotRef(key), withHTML(b, html))
 }
 
 func (o *owner) listKept(ns string) []Snapshot {
@@ -448,7 +446,7 @@ func (o *owner) forget(key types.NamespacedName, ref controller.ObjectRef) {
 		return
 	}
 	delete(o.published, key)
-	o.w.opts.Publisher.PublishRendered(ref, nil, nil)
+	o.w.opts.Publisher.PublishState(ref, nil)
 }
 
 // publish sends view unless it is what was sent last: Pod and Event churn
@@ -471,7 +469,7 @@ func (o *owner) publish(key types.NamespacedName, ref controller.ObjectRef, view
 			o.w.opts.Logger.Error(err, "Failed to render Database card", "database", key)
 		}
 	}
-	o.w.opts.Publisher.PublishRendered(ref, withHTML(b, html), b)
+	o.w.opts.Publisher.PublishState(ref, withHTML(b, html))
 }
 
 func (o *owner) related(ctx context.Context, ns string) (*Related, error) {
