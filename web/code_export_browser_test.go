@@ -23,7 +23,13 @@ func TestBrowserCodeTravelsInTheExport(t *testing.T) {
 	e := needEnv(t)
 	ctx := e.tab(t)
 	// /code needs a lab session: the lab starts one.
+	// The editor is emptied first: it may already hold the skeleton, and
+	// then only an empty editor filling again says the Load has landed
+	// (typing before it would be overwritten when it does).
 	browsertest.Do(t, ctx, chromedp.Navigate(e.http.URL+"/lab"), chromedp.Navigate(e.http.URL+"/code"), chromedp.WaitVisible(chromedp.CSS("#source")),
+		chromedp.WaitReady(chromedp.CSS("#load")))
+	browsertest.Eventually(t, ctx, `String(document.readyState)`, "complete")
+	browsertest.Do(t, ctx, chromedp.SetValue(chromedp.CSS("#source"), ""),
 		chromedp.SetValue(chromedp.CSS("#starter"), "skeleton"), chromedp.Click(chromedp.CSS("#load")))
 	skeleton := starters.Source("skeleton")
 	browsertest.Eventually(t, ctx, `String(document.getElementById("source").value.length)`, itoa(len(skeleton)))
