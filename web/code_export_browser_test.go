@@ -29,8 +29,8 @@ func TestBrowserCodeTravelsInTheExport(t *testing.T) {
 	browsertest.Do(t, ctx, chromedp.Navigate(e.http.URL+"/lab"), chromedp.Navigate(e.http.URL+"/code"), chromedp.WaitVisible(chromedp.CSS("#source")),
 		chromedp.WaitReady(chromedp.CSS("#load")))
 	browsertest.Eventually(t, ctx, `String(document.readyState)`, "complete")
-	browsertest.Do(t, ctx, chromedp.SetValue(chromedp.CSS("#source"), ""),
-		chromedp.SetValue(chromedp.CSS("#starter"), "skeleton"), chromedp.Click(chromedp.CSS("#load")))
+	browsertest.Eval[bool](t, ctx, `(() => { document.getElementById("source").value = ""; return true })()`)
+	browsertest.Do(t, ctx, chromedp.SetValue(chromedp.CSS("#starter"), "skeleton"), chromedp.Click(chromedp.CSS("#load")))
 	skeleton := starters.Source("skeleton")
 	browsertest.Eventually(t, ctx, `String(document.getElementById("source").value.length)`, itoa(len(skeleton)))
 	ns := browsertest.Eval[string](t, ctx, `document.getElementById("code").dataset.namespace`)

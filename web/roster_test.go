@@ -471,6 +471,10 @@ func TestBrowserRosterResetWithoutJavaScript(t *testing.T) {
 	instr := e.tab(t)
 	status := fmt.Sprintf(`document.getElementById(%q)`, "reset-status-"+ns)
 	if err := chromedp.Do(instr, noScript(), chromedp.Navigate(e.http.URL+"/instructor?token="+url.QueryEscape(testInstructorToken)),
+		// The roster's rows off screen are not laid out (content-visibility)
+		// until scrolled to, and a suite's roster is long by now: scroll to
+		// the row, as the instructor would, before it can be seen.
+		chromedp.WaitReady(chromedp.CSS("#reset-"+ns)), chromedp.ScrollIntoView(chromedp.CSS("#reset-"+ns)),
 		chromedp.WaitVisible(chromedp.CSS("#reset-"+ns)), chromedp.Click(chromedp.CSS("#reset-"+ns)), chromedp.WaitVisible(chromedp.CSS(".flash-ok"))); err != nil {
 		t.Fatal(err)
 	}
@@ -494,7 +498,8 @@ func TestBrowserRosterResetWithoutJavaScript(t *testing.T) {
 	release(t, e, ns, "held")
 	ic := e.instructorClient(t)
 	waitReset(t, e, ic, ns)
-	if err := chromedp.Do(instr, chromedp.Navigate(e.http.URL+"/instructor"), chromedp.WaitVisible(chromedp.CSS("#reset-status-"+ns))); err != nil {
+	if err := chromedp.Do(instr, chromedp.Navigate(e.http.URL+"/instructor"), chromedp.WaitReady(chromedp.CSS("#reset-status-"+ns)),
+		chromedp.ScrollIntoView(chromedp.CSS("#reset-status-"+ns)), chromedp.WaitVisible(chromedp.CSS("#reset-status-"+ns))); err != nil {
 		t.Fatal(err)
 	}
 	shows(t, instr, "the outcome after a reload", status+`.dataset.resetState === "done" && `+status+`.textContent.includes("1 Database deleted, final snapshots kept")`, "main")
