@@ -148,5 +148,24 @@ func TestStartingAnswersWhatNeedsTheCluster(t *testing.T) {
 		if w.Code != c.code || !strings.Contains(w.Body.String(), c.says) {
 			t.Errorf("%s %s = %d %.200q; want %d saying %q", c.method, c.path, w.Code, w.Body.String(), c.code, c.says)
 		}
+		if csp := w.Header().Get("Content-Security-Policy"); !strings.Contains(csp, "frame-ancestors 'none'") {
+			t.Errorf("%s %s: Content-Security-Policy %q; want the full server's", c.method, c.path, csp)
+		}
+	}
+	// The same guards as the full server: another host name is refused
+	// (DNS rebinding), and a cross-site form post too.
+	r := httptest.NewRequest("GET", "http://rebound.example/lab", nil)
+	w := httptest.NewRecorder()
+	h.ServeHTTP(w, r)
+	if w.Code != http.StatusMisdirectedRequest {
+		t.Errorf("GET /lab for host rebound.example = %d, want 421", w.Code)
+	}
+	r = httptest.NewRequest("POST", "http://127.0.0.1:8080/quiz", strings.NewReader("q=1"))
+	r.Header.Set("Origin", "https://evil.example")
+	r.Header.Set("Sec-Fetch-Site", "cross-site")
+	w = httptest.NewRecorder()
+	h.ServeHTTP(w, r)
+	if w.Code != http.StatusForbidden {
+		t.Errorf("a cross-site POST /quiz = %d, want 403", w.Code)
 	}
 }
