@@ -400,7 +400,7 @@ func TestBrowserRosterResetShowsProgressAndKeepsTheTable(t *testing.T) {
 
 	// Reset: at once it says it runs and how far it got, in the row and
 	// once in the live region; the button stays focused but won't go twice.
-	if err := chromedp.Do(instr, chromedp.Evaluate[chromedp.Void](`window.confirm = () => true`), chromedp.Click(chromedp.CSS("#reset-"+ns))); err != nil {
+	if err := chromedp.Do(instr, chromedp.Evaluate[chromedp.Void](`window.confirm = () => true`), chromedp.ScrollIntoView(chromedp.CSS("#reset-"+ns)), chromedp.Click(chromedp.CSS("#reset-"+ns))); err != nil {
 		t.Fatal(err)
 	}
 	poll(t, instr, "the reset announced and running", announced+`.includes("Resetting…") && `+button+`.getAttribute("aria-disabled") === "true"`)
@@ -411,7 +411,7 @@ func TestBrowserRosterResetShowsProgressAndKeepsTheTable(t *testing.T) {
 		t.Fatal(err)
 	}
 	screenshot(t, instr, "65-roster-resetting")
-	if err := chromedp.Do(instr, chromedp.Click(chromedp.CSS("#reset-"+ns))); err != nil {
+	if err := chromedp.Do(instr, chromedp.ScrollIntoView(chromedp.CSS("#reset-"+ns)), chromedp.Click(chromedp.CSS("#reset-"+ns))); err != nil {
 		t.Fatal(err)
 	}
 	poll(t, instr, "a second press refused, saying why", announced+`.includes("a reset is already running")`)
@@ -475,12 +475,12 @@ func TestBrowserRosterResetWithoutJavaScript(t *testing.T) {
 		// until scrolled to, and a suite's roster is long by now: scroll to
 		// the row, as the instructor would, before it can be seen.
 		chromedp.WaitReady(chromedp.CSS("#reset-"+ns)), chromedp.ScrollIntoView(chromedp.CSS("#reset-"+ns)),
-		chromedp.WaitVisible(chromedp.CSS("#reset-"+ns)), chromedp.Click(chromedp.CSS("#reset-"+ns)), chromedp.WaitVisible(chromedp.CSS(".flash-ok"))); err != nil {
+		chromedp.WaitVisible(chromedp.CSS("#reset-"+ns)), chromedp.ScrollIntoView(chromedp.CSS("#reset-"+ns)), chromedp.Click(chromedp.CSS("#reset-"+ns)), chromedp.WaitVisible(chromedp.CSS(".flash-ok"))); err != nil {
 		t.Fatal(err)
 	}
 	shows(t, instr, "the reset started, and the row saying it runs", `document.querySelector(".flash-ok").textContent.includes("Reset started")
 		&& `+status+`?.textContent.includes("Resetting…") && document.getElementById("reset-`+ns+`").getAttribute("aria-disabled") === "true"`, "main")
-	if err := chromedp.Do(instr, chromedp.Click(chromedp.CSS("#reset-"+ns)), chromedp.WaitVisible(chromedp.CSS("#roster-refusal"))); err != nil {
+	if err := chromedp.Do(instr, chromedp.ScrollIntoView(chromedp.CSS("#reset-"+ns)), chromedp.Click(chromedp.CSS("#reset-"+ns)), chromedp.WaitVisible(chromedp.CSS("#roster-refusal"))); err != nil {
 		t.Fatal(err)
 	}
 	shows(t, instr, "the second press refused with the reason, in an alert", `document.getElementById("roster-refusal").getAttribute("role") === "alert"

@@ -44,14 +44,14 @@ func TestBrowserRosterRemovesForeignFinalizers(t *testing.T) {
 
 	instr := e.tab(t)
 	if err := chromedp.Do(instr, chromedp.Navigate(e.http.URL+"/instructor?token="+url.QueryEscape(testInstructorToken)),
-		chromedp.WaitVisible(chromedp.CSS("#unblock-"+ns))); err != nil {
+		chromedp.WaitReady(chromedp.CSS("#unblock-"+ns)), chromedp.ScrollIntoView(chromedp.CSS("#unblock-"+ns)), chromedp.WaitVisible(chromedp.CSS("#unblock-"+ns))); err != nil {
 		t.Fatal(err)
 	}
 	shows(t, instr, "the way out beside the failed reset", `document.getElementById("unblock-`+ns+`").textContent === "Remove the remaining finalizers (no snapshot)"
 		&& document.getElementById("reset-status-`+ns+`").textContent.includes("evil.example/never")`, "main")
 	screenshot(t, instr, "68-roster-remove-finalizers")
 	axeCheck(t, instr, "/instructor (reset failed, finalizers left)")
-	if err := chromedp.Do(instr, chromedp.Click(chromedp.CSS("#unblock-"+ns)), chromedp.WaitVisible(chromedp.CSS(".flash-ok"))); err != nil {
+	if err := chromedp.Do(instr, chromedp.ScrollIntoView(chromedp.CSS("#unblock-"+ns)), chromedp.Click(chromedp.CSS("#unblock-"+ns)), chromedp.WaitVisible(chromedp.CSS(".flash-ok"))); err != nil {
 		t.Fatal(err)
 	}
 	shows(t, instr, "the removal started", `document.querySelector(".flash-ok").textContent.includes("Removing the remaining finalizers")`, "main")
