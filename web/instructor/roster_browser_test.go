@@ -128,7 +128,11 @@ func rosterServer(t *testing.T, n int) (string, *class) {
 	c := &class{n: n, start: time.Date(2026, 12, 2, 9, 0, 0, 0, time.UTC)}
 	mux := http.NewServeMux()
 	mux.Handle("GET /static/", http.StripPrefix("/static/", http.FileServerFS(static.FS)))
-	New(t.Context(), Options{Token: token, Controller: &fakeSwitch{running: true}, Roster: Roster{
+	// Look as the real server offers it: every row then carries the Look
+	// link beside its Reset button, the widest the actions cell gets.
+	look := Look{Page: func(w http.ResponseWriter, _ *http.Request, ns, _, _ string) { fmt.Fprint(w, ns) },
+		Stream: func(string) http.Handler { return http.NotFoundHandler() }}
+	New(t.Context(), Options{Token: token, Controller: &fakeSwitch{running: true}, Look: look, Roster: Roster{
 		Learners: c, States: c, Presence: c, QuizQuestions: 41, ChallengeCount: 14, Now: c.now,
 		Self: func(*http.Request) (string, error) { return "lab-instr", nil },
 	}}).Register(mux)
@@ -186,6 +190,15 @@ func TestBrowserRosterOf300SortsFiltersAndStaysCompact(t *testing.T) {
 	}
 	t.Logf("Compact roster: %d rows, tallest %.0f px, table %.0f px high", n, tallest, browsertest.Eval[float64](t, ctx, `document.getElementById("roster-table").getBoundingClientRect().height`))
 	shot(t, ctx, "roster-300-compact")
+	// Compact rows cut long text with an ellipsis, but never the actions
+	// (Look and Reset) nor the quiz score: in the rows on screen each of
+	// those cells holds its content whole.
+	if cut := browsertest.Eval[[]string](t, ctx, `[...document.querySelectorAll("#roster-table tbody tr")]
+		.filter(r => { const b = r.getBoundingClientRect(); return b.bottom > 0 && b.top < innerHeight; })
+		.flatMap(r => [...r.querySelectorAll(".learner-reset, .learner-quiz")])
+		.filter(c => c.scrollWidth > c.clientWidth + 1).map(c => c.closest("tr").id + " " + c.className)`); len(cut) > 0 {
+		t.Errorf("compact rows cut %d cells that must show whole, first %q", len(cut), cut[0])
+	}
 
 	// Sort by progress, most first.
 	browsertest.Do(t, ctx, chromedp.Evaluate[chromedp.Void](`(() => { const s = document.getElementById("roster-sort"); s.value = "progress"; s.dispatchEvent(new Event("change")); })()`))
