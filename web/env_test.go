@@ -53,8 +53,10 @@ type testEnv struct {
 
 // browser is the one Chromium the package's browser tests share, started by
 // the first tab, so the tests that need only the cluster start none. A tab's
-// timeout catches a hang; the longest browser test here takes minutes.
-var browser = &browsertest.Browser{Width: 1400, Height: 1000, TabTimeout: 15 * time.Minute}
+// timeout catches a hang: the longest browser test here takes about a minute
+// and a half on a loaded machine, and a hang should cost the suite minutes,
+// not a quarter of an hour.
+var browser = &browsertest.Browser{Width: 1400, Height: 1000, TabTimeout: 5 * time.Minute}
 
 var (
 	shared     *testEnv
