@@ -26,11 +26,11 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
-//go:embed content/*.md
+//go:embed content/lessons/*.md
 var embedded embed.FS
 
 // Content is the course's markdown, one file per page, at its root.
-var Content fs.FS = mustSub(embedded, "content")
+var Content fs.FS = mustSub(embedded, "content/lessons")
 
 // ScenarioURL is the lab link that opens scenario name.
 func ScenarioURL(name string) string { return "/lab?scenario=" + url.QueryEscape(name) }
@@ -178,7 +178,7 @@ func loadFile(md *markdown, regions map[string]Region, content fs.FS, file strin
 // SplitFrontMatter decodes the YAML front matter at the top of src into fm
 // and returns the markdown body after it. Unknown fields are errors, so a
 // misspelt field does not vanish quietly. The challenges' files
-// (lessons/challenge) share the format.
+// (lessons/judge) share the format.
 func SplitFrontMatter(src []byte, fm any) ([]byte, error) {
 	src = bytes.ReplaceAll(src, []byte("\r\n"), []byte("\n"))
 	rest, ok := bytes.CutPrefix(src, []byte("---\n"))

@@ -16,7 +16,7 @@ import (
 	"github.com/oplab-dev/oplab/controller"
 	"github.com/oplab-dev/oplab/controller/api/v1alpha1"
 	"github.com/oplab-dev/oplab/controller/sandbox/starters"
-	"github.com/oplab-dev/oplab/lessons/challenge"
+	"github.com/oplab-dev/oplab/lessons/judge"
 	"github.com/oplab-dev/oplab/web/challenges"
 	"github.com/oplab-dev/oplab/web/internal/browsertest"
 	"github.com/oplab-dev/oplab/web/stream"
@@ -109,7 +109,7 @@ func TestBrowserCodeExercisesSolvedInThePage(t *testing.T) {
 			browsertest.Eventually(t, x.code, `String(document.getElementById("source").value.length)`, itoa(len(starters.Source(ex.starter))))
 			x.run(t, starters.Source(ex.starter))
 			ex.onStarter(t, x)
-			if st := x.task(t, ex.undone); st.State == challenge.StateDone {
+			if st := x.task(t, ex.undone); st.State == judge.StateDone {
 				t.Fatalf("the starting code %q got %s done: %s", ex.starter, ex.undone, st.Detail)
 			} else {
 				t.Logf("With the starting code, %s is %s: %s", ex.undone, st.State, st.Detail)
@@ -128,7 +128,7 @@ func TestBrowserCodeExercisesSolvedInThePage(t *testing.T) {
 			ex.onSolution(t, x)
 			st := x.status(t)
 			for _, task := range st.Tasks {
-				if task.State != challenge.StateDone && !x.done[task.ID] {
+				if task.State != judge.StateDone && !x.done[task.ID] {
 					t.Errorf("with the solution, task %s is %s: %s", task.ID, task.State, task.Detail)
 				}
 			}
@@ -255,7 +255,7 @@ func (x *exerciseRun) status(t *testing.T) challenges.Status {
 		t.Fatalf("the challenge's status: %s (%v)", body, err)
 	}
 	for _, task := range st.Tasks {
-		if task.State == challenge.StateDone {
+		if task.State == judge.StateDone {
 			x.done[task.ID] = true
 		}
 	}
@@ -263,7 +263,7 @@ func (x *exerciseRun) status(t *testing.T) challenges.Status {
 }
 
 // task returns one task's state.
-func (x *exerciseRun) task(t *testing.T, id string) challenge.TaskState {
+func (x *exerciseRun) task(t *testing.T, id string) judge.TaskState {
 	t.Helper()
 	for _, task := range x.status(t).Tasks {
 		if task.ID == id {
@@ -271,15 +271,15 @@ func (x *exerciseRun) task(t *testing.T, id string) challenge.TaskState {
 		}
 	}
 	t.Fatalf("challenge %s has no task %s", x.id, id)
-	return challenge.TaskState{}
+	return judge.TaskState{}
 }
 
 // waitDone waits until the status says the task is done.
 func (x *exerciseRun) waitDone(t *testing.T, id string) {
 	t.Helper()
-	last := challenge.TaskState{}
+	last := judge.TaskState{}
 	eventually(t, x.id+"/"+id+" done", func() (bool, error) {
 		last = x.task(t, id)
-		return last.State == challenge.StateDone, fmt.Errorf("%s: %s", last.State, last.Detail)
+		return last.State == judge.StateDone, fmt.Errorf("%s: %s", last.State, last.Detail)
 	})
 }

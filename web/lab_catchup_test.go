@@ -7,7 +7,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/oplab-dev/oplab/controller/api/v1alpha1"
-	"github.com/oplab-dev/oplab/lessons/challenge"
+	"github.com/oplab-dev/oplab/lessons/judge"
 )
 
 // A reloaded lab shows the cards as they are: the stream's catch-up replays
@@ -30,7 +30,7 @@ func TestBrowserReloadDrawsNoPastStateOnTheCards(t *testing.T) {
 	shows(t, ctx, "bygone's card removed", `!document.querySelector("#db-bygone")`)
 
 	// Reload: the page has no card for bygone; watch the catch-up to its end.
-	last := challenge.LastSeq(e.recorder.Export(ns))
+	last := judge.LastSeq(e.recorder.Export(ns))
 	openLab(t, ctx, "")
 	poll(t, ctx, "the catch-up shown to its end", fmt.Sprintf(`Number(document.getElementById("lab").dataset.shownSeq || 0) >= %d`, last))
 	showsNow(t, ctx, "bygone's past on the timeline", `[...document.querySelectorAll("#log .row .db-name")].some(b => b.textContent === "bygone")`)

@@ -125,7 +125,7 @@ func parseFlagsInto(fs *flag.FlagSet, args []string) (config, error) {
 	fs.StringVar(&c.imageRegistry, "image-registry", "", "registry (and path) the Databases' images are pulled from, as REGISTRY/postgres:17, for a cluster that pulls through a mirror (default: the short names postgres:17 and mysql:8.4)")
 	fs.StringVar(&c.instructorToken, "instructor-token", "", "the token of the /instructor page, which stops and starts the controller for every learner (default: a random one, printed at start in the instructor URL)")
 	fs.StringVar(&c.joinCode, "join-code", "", "a code visitors must give (on the join form, or ?join=CODE on /lab) before they get a lab namespace; for a self-hosted class (default: none, anyone may start a lab)")
-	fs.StringVar(&c.demosDir, "demos", "", "a folder of your own scripted demos (markdown files with front matter, as lessons/demos/*.md), offered on /instructor after the embedded ones; each is checked at start (default: the embedded demos only)")
+	fs.StringVar(&c.demosDir, "demos", "", "a folder of your own scripted demos (markdown files with front matter, as lessons/content/demos/*.md), offered on /instructor after the embedded ones; each is checked at start (default: the embedded demos only)")
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}

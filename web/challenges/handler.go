@@ -31,7 +31,7 @@ import (
 
 	"github.com/oplab-dev/oplab/controller"
 	"github.com/oplab-dev/oplab/lessons"
-	"github.com/oplab-dev/oplab/lessons/challenge"
+	"github.com/oplab-dev/oplab/lessons/judge"
 	"github.com/oplab-dev/oplab/web/httpx"
 	"github.com/oplab-dev/oplab/web/session"
 	"github.com/oplab-dev/oplab/web/stream"
@@ -59,7 +59,7 @@ type Exporter interface {
 
 // Options configures the handler.
 type Options struct {
-	Set    *challenge.Set
+	Set    *judge.Set
 	Course *lessons.Course
 	// Client reads and writes the learners' namespaces straight on the API
 	// server (not a cache), so a check never judges stale state.
@@ -206,7 +206,7 @@ func (h *Handler) start(w http.ResponseWriter, r *http.Request) {
 	// closing the tab, or the namespace would be left half wiped.
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), 2*time.Minute)
 	defer cancel()
-	started, err := c.Start(ctx, challenge.PrepareEnv{
+	started, err := c.Start(ctx, judge.PrepareEnv{
 		Namespace: ns, Client: h.opts.Client,
 		Pause:  func(context.Context) error { h.opts.Controller.PauseNamespace(ns); return nil },
 		Resume: func(context.Context) error { h.opts.Controller.ResumeNamespace(ns); return nil },
@@ -232,7 +232,7 @@ func (h *Handler) start(w http.ResponseWriter, r *http.Request) {
 
 // answerStart answers the script with JSON, and a plain form post with a
 // redirect to the page (which then judges the trace since the start).
-func (h *Handler) answerStart(w http.ResponseWriter, r *http.Request, c *challenge.Challenge, code int, res startResult) {
+func (h *Handler) answerStart(w http.ResponseWriter, r *http.Request, c *judge.Challenge, code int, res startResult) {
 	if httpx.WantsJSON(r) {
 		httpx.JSON(w, code, res)
 		return
@@ -288,11 +288,11 @@ func (h *Handler) answer(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		h.opts.Logger.Info("Could not evaluate every check", "challenge", c.ID, "namespace", ns, "err", err.Error())
 	}
-	if i := slices.IndexFunc(states, func(s challenge.TaskState) bool { return s.ID == task }); i >= 0 && states[i].State == challenge.StateLocked {
+	if i := slices.IndexFunc(states, func(s judge.TaskState) bool { return s.ID == task }); i >= 0 && states[i].State == judge.StateLocked {
 		h.answered(w, r, c, http.StatusConflict, answerResult{Task: task, Error: "Not graded yet: " + states[i].Detail})
 		return
 	}
-	if i := slices.IndexFunc(c.Tasks, func(t challenge.Task) bool { return t.ID == task }); i >= 0 && c.Tasks[i].Input != "" {
+	if i := slices.IndexFunc(c.Tasks, func(t judge.Task) bool { return t.ID == task }); i >= 0 && c.Tasks[i].Input != "" {
 		h.submitted(w, r, c, ns, since, task)
 		return
 	}
@@ -308,7 +308,7 @@ func (h *Handler) answer(w http.ResponseWriter, r *http.Request) {
 	a, err := c.Answer(task, picked)
 	if err != nil {
 		code := http.StatusBadRequest
-		if errors.Is(err, challenge.ErrNoTask) {
+		if errors.Is(err, judge.ErrNoTask) {
 			code = http.StatusNotFound
 		}
 		h.answered(w, r, c, code, answerResult{Task: task, Error: "Not graded: " + err.Error()})
@@ -319,18 +319,18 @@ func (h *Handler) answer(w http.ResponseWriter, r *http.Request) {
 
 // submitted judges the typed answer to input task task against the
 // learner's namespace and trace as they are now.
-func (h *Handler) submitted(w http.ResponseWriter, r *http.Request, c *challenge.Challenge, ns string, since time.Time, task string) {
+func (h *Handler) submitted(w http.ResponseWriter, r *http.Request, c *judge.Challenge, ns string, since time.Time, task string) {
 	env, err := h.env(r.Context(), ns, since)
 	if err != nil {
 		h.answered(w, r, c, http.StatusServiceUnavailable, answerResult{Task: task, Error: "Not checked: your trace could not be read: " + err.Error()})
 		return
 	}
 	a, err := c.Submit(r.Context(), env, task, r.PostForm.Get("answer"))
-	var bad *challenge.InputError
+	var bad *judge.InputError
 	switch {
 	case errors.As(err, &bad):
 		h.answered(w, r, c, http.StatusBadRequest, answerResult{Task: task, Error: "Not checked: " + bad.Reason + "."})
-	case errors.Is(err, challenge.ErrNotStarted):
+	case errors.Is(err, judge.ErrNotStarted):
 		h.answered(w, r, c, http.StatusConflict, answerResult{Task: task, Error: "Not checked: " + err.Error() + "."})
 	case err != nil:
 		h.opts.Logger.Info("Could not judge an answer", "challenge", c.ID, "task", task, "namespace", ns, "err", err.Error())
@@ -343,7 +343,7 @@ func (h *Handler) submitted(w http.ResponseWriter, r *http.Request, c *challenge
 // answered answers the script with JSON, and a plain form post with a
 // redirect to the page: a right answer joins the done list in its address,
 // a wrong one (or an error) is shown under the task.
-func (h *Handler) answered(w http.ResponseWriter, r *http.Request, c *challenge.Challenge, code int, res answerResult) {
+func (h *Handler) answered(w http.ResponseWriter, r *http.Request, c *judge.Challenge, code int, res answerResult) {
 	if httpx.WantsJSON(r) {
 		httpx.JSON(w, code, res)
 		return
@@ -354,7 +354,7 @@ func (h *Handler) answered(w http.ResponseWriter, r *http.Request, c *challenge.
 	}
 	if !res.Correct {
 		h.opts.Sessions.SetFlash(r, session.Flash{Error: true, Message: res.Detail + res.Error, Field: res.Task})
-	} else if i := slices.IndexFunc(c.Tasks, func(t challenge.Task) bool { return t.ID == res.Task }); i >= 0 && c.Tasks[i].Input != "" {
+	} else if i := slices.IndexFunc(c.Tasks, func(t judge.Task) bool { return t.ID == res.Task }); i >= 0 && c.Tasks[i].Input != "" {
 		// An input's verdict depends on the cluster at the time, so a later
 		// evaluation cannot say it again: the page shows it once.
 		h.opts.Sessions.SetFlash(r, session.Flash{Message: res.Detail, Field: res.Task})
@@ -375,11 +375,11 @@ func (h *Handler) answered(w http.ResponseWriter, r *http.Request, c *challenge.
 
 // Status is the JSON of GET /challenges/{id}/status.
 type Status struct {
-	Tasks  []challenge.TaskState `json:"tasks"`
-	Done   int                   `json:"done"`
-	Of     int                   `json:"of"`
-	Paused bool                  `json:"paused"`
-	Error  string                `json:"error,omitempty"`
+	Tasks  []judge.TaskState `json:"tasks"`
+	Done   int               `json:"done"`
+	Of     int               `json:"of"`
+	Paused bool              `json:"paused"`
+	Error  string            `json:"error,omitempty"`
 }
 
 // status evaluates the challenge in the caller's namespace. since (Unix ms)
@@ -408,14 +408,14 @@ func (h *Handler) status(w http.ResponseWriter, r *http.Request) {
 		st.Error = "Some checks could not look: " + err.Error()
 	}
 	for _, s := range states {
-		if s.State == challenge.StateDone {
+		if s.State == judge.StateDone {
 			st.Done++
 		}
 	}
 	httpx.JSON(w, http.StatusOK, st)
 }
 
-func (h *Handler) evaluate(ctx context.Context, c *challenge.Challenge, ns string, since time.Time, done []string) ([]challenge.TaskState, error) {
+func (h *Handler) evaluate(ctx context.Context, c *judge.Challenge, ns string, since time.Time, done []string) ([]judge.TaskState, error) {
 	env, err := h.env(ctx, ns, since)
 	if err != nil {
 		return nil, err
@@ -429,12 +429,12 @@ func (h *Handler) evaluate(ctx context.Context, c *challenge.Challenge, ns strin
 
 // env is what the checks and the input tasks' judges see of namespace ns
 // since the learner's Start.
-func (h *Handler) env(ctx context.Context, ns string, since time.Time) (challenge.Env, error) {
+func (h *Handler) env(ctx context.Context, ns string, since time.Time) (judge.Env, error) {
 	trace, err := h.traces.steps(ctx, ns, since)
 	if err != nil {
-		return challenge.Env{}, err
+		return judge.Env{}, err
 	}
-	return challenge.Env{Namespace: ns, Client: h.opts.Client, Trace: trace, Paused: h.opts.Controller.NamespacePaused(ns), NotStarted: since.IsZero()}, nil
+	return judge.Env{Namespace: ns, Client: h.opts.Client, Trace: trace, Paused: h.opts.Controller.NamespacePaused(ns), NotStarted: since.IsZero()}, nil
 }
 
 // parseSince reads Unix milliseconds; empty is the zero time (the whole trace).
@@ -452,12 +452,12 @@ func parseSince(s string) (time.Time, error) {
 // LoadContent loads the embedded course and the challenges against it. A
 // defect in either is a build defect the tests catch; the server refuses
 // to start on it rather than serve a half-working page.
-func LoadContent() (*lessons.Course, *challenge.Set, error) {
+func LoadContent() (*lessons.Course, *judge.Set, error) {
 	course, err := lessons.Load(lessons.Content, controller.Source)
 	if err != nil {
 		return nil, nil, fmt.Errorf("load lessons: %w", err)
 	}
-	set, err := challenge.LoadEmbedded(course)
+	set, err := judge.LoadEmbedded(course)
 	if err != nil {
 		return nil, nil, fmt.Errorf("load challenges: %w", err)
 	}

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/oplab-dev/oplab/lessons"
-	"github.com/oplab-dev/oplab/lessons/challenge"
+	"github.com/oplab-dev/oplab/lessons/judge"
 )
 
 // listView is /challenges: the challenges grouped by the lesson they
@@ -51,7 +51,7 @@ func (h *Handler) listView() listView {
 
 // sectionTitle is the heading of the section c practises (its anchor if
 // the course has no such heading, which the loader already refuses).
-func (h *Handler) sectionTitle(c *challenge.Challenge) string {
+func (h *Handler) sectionTitle(c *judge.Challenge) string {
 	_, title := h.titles(c.LessonSlug, c.LessonSection)
 	return title
 }
@@ -123,7 +123,7 @@ type taskView struct {
 	ID        string
 	TextHTML  string
 	HintsHTML []string
-	State     challenge.State
+	State     judge.State
 	Detail    string
 	After     []string
 	// Question is set on a task answered on the page instead of checked.
@@ -169,19 +169,19 @@ type choiceView struct {
 // colour alone.
 func (t taskView) StateLabel() string {
 	switch t.State {
-	case challenge.StateDone:
+	case judge.StateDone:
 		return "Done"
-	case challenge.StateLocked:
+	case judge.StateLocked:
 		return "Locked"
 	}
 	return "To do"
 }
 
-func (h *Handler) pageView(c *challenge.Challenge, ns string, since time.Time, done string) pageView {
+func (h *Handler) pageView(c *judge.Challenge, ns string, since time.Time, done string) pageView {
 	v := pageView{
 		ID: c.ID, Title: c.Title, LessonURL: c.LessonURL(), SectionTitle: h.sectionTitle(c),
 		HTML: withNamespace(c.HTML, ns), Namespace: ns,
-		StatusURL: c.URL() + "/status", StartURL: c.URL() + "/start", WipeSummary: challenge.WipeSummary,
+		StatusURL: c.URL() + "/status", StartURL: c.URL() + "/start", WipeSummary: judge.WipeSummary,
 	}
 	if l, ok := h.opts.Course.Lesson(c.LessonSlug); ok {
 		v.LessonTitle = l.Title
@@ -201,7 +201,7 @@ func (h *Handler) pageView(c *challenge.Challenge, ns string, since time.Time, d
 		}
 	}
 	for i, t := range c.Tasks {
-		tv := taskView{N: i + 1, ID: t.ID, TextHTML: withNamespace(t.TextHTML, ns), State: challenge.StateTodo}
+		tv := taskView{N: i + 1, ID: t.ID, TextHTML: withNamespace(t.TextHTML, ns), State: judge.StateTodo}
 		for _, hint := range t.HintsHTML {
 			tv.HintsHTML = append(tv.HintsHTML, withNamespace(hint, ns))
 		}
@@ -215,7 +215,7 @@ func (h *Handler) pageView(c *challenge.Challenge, ns string, since time.Time, d
 			tv.Question = qv
 		}
 		if t.Input != "" {
-			in, _ := challenge.LookupInput(t.Input)
+			in, _ := judge.LookupInput(t.Input)
 			tv.Input = &inputView{
 				Label: in.Label, Shape: "Type " + in.Shape + ".",
 				FieldID: "answer-" + t.ID, ShapeID: "shape-" + t.ID, FeedbackID: "feedback-" + t.ID,
@@ -247,7 +247,7 @@ func (v *pageView) answerFeedback(id, message string, refused bool) bool {
 }
 
 // apply sets each task's state from an evaluation.
-func (v *pageView) apply(states []challenge.TaskState) {
+func (v *pageView) apply(states []judge.TaskState) {
 	v.Done = 0
 	for i := range v.Tasks {
 		for _, s := range states {
@@ -255,7 +255,7 @@ func (v *pageView) apply(states []challenge.TaskState) {
 				v.Tasks[i].State, v.Tasks[i].Detail = s.State, s.Detail
 			}
 		}
-		if v.Tasks[i].State == challenge.StateDone {
+		if v.Tasks[i].State == judge.StateDone {
 			v.Done++
 		}
 	}

@@ -7,7 +7,7 @@ import (
 	"github.com/go-logr/logr"
 
 	"github.com/oplab-dev/oplab/lessons"
-	"github.com/oplab-dev/oplab/lessons/challenge"
+	"github.com/oplab-dev/oplab/lessons/judge"
 	"github.com/oplab-dev/oplab/web/httpx"
 )
 
@@ -16,7 +16,7 @@ import (
 // but no Start, namespace or checks, which need the cluster. Each page
 // says how far the cluster is and turns live by itself when it is up.
 type Reading struct {
-	Set    *challenge.Set
+	Set    *judge.Set
 	Course *lessons.Course
 	// Waiting says how far the cluster is, and its phase.
 	Waiting func() (sentence, phase string)

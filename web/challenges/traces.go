@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/oplab-dev/oplab/controller"
-	"github.com/oplab-dev/oplab/lessons/challenge"
+	"github.com/oplab-dev/oplab/lessons/judge"
 )
 
 // traces keeps each namespace's steps decoded so far, so that a status
@@ -73,20 +73,20 @@ func (t *traces) run(ctx context.Context) {
 func (t *traces) update(table map[string]*traceEntry, ns string) ([]controller.Step, error) {
 	e := t.exporter.Export(ns)
 	entry := table[ns]
-	last := challenge.LastSeq(e)
+	last := judge.LastSeq(e)
 	if entry == nil || last < entry.lastSeq {
 		entry = &traceEntry{}
 		table[ns] = entry
 	}
 	entry.used = t.now()
-	fresh, err := challenge.TraceAfter(e, entry.lastSeq, time.Time{})
+	fresh, err := judge.TraceAfter(e, entry.lastSeq, time.Time{})
 	if err != nil {
 		return nil, err
 	}
 	entry.steps = append(entry.steps, fresh...)
 	entry.lastSeq = last
 	if len(entry.steps) > 0 {
-		first := challenge.FirstStepSeq(e)
+		first := judge.FirstStepSeq(e)
 		i, _ := slices.BinarySearchFunc(entry.steps, first, func(s controller.Step, seq uint64) int {
 			switch {
 			case s.Seq < seq:

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/oplab-dev/oplab/controller"
-	"github.com/oplab-dev/oplab/lessons/challenge"
+	"github.com/oplab-dev/oplab/lessons/judge"
 	"github.com/oplab-dev/oplab/web/stream"
 )
 
@@ -66,7 +66,7 @@ func TestTracesMatchAFreshDecode(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		fresh, err := challenge.Trace(rec.Export("lab-a"), since)
+		fresh, err := judge.Trace(rec.Export("lab-a"), since)
 		if err != nil {
 			t.Fatal(err)
 		}

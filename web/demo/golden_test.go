@@ -9,7 +9,7 @@ import (
 )
 
 // goCoded are the demos as they were written in Go before they became data
-// files (lessons/demos): the files must load to these same steps.
+// files (lessons/content/demos): the files must load to these same steps.
 var goCoded = []Script{
 	{
 		ID:        "reconcile-loop",

@@ -18,7 +18,7 @@ import (
 	"github.com/oplab-dev/oplab/controller"
 	"github.com/oplab-dev/oplab/controller/api/v1alpha1"
 	"github.com/oplab-dev/oplab/lessons"
-	"github.com/oplab-dev/oplab/lessons/demos"
+	"github.com/oplab-dev/oplab/lessons/content/demos"
 )
 
 // A demo is a markdown file whose YAML front matter holds its steps, so an
@@ -77,12 +77,12 @@ var conditions = map[string]verb[*Wait]{
 	"snapshot-taken":        {"snapshot-taken NAME", func(a *args) *Wait { return snapshotTaken(a.after(0, "database", "delete")) }},
 }
 
-// Load returns the embedded demos (lessons/demos), then those of dir, an
+// Load returns the embedded demos (lessons/content/demos), then those of dir, an
 // instructor's own folder ("" for none), each set in its files' order
 // (front matter order, then file name). Every defect of every file is
 // reported, each naming its file, step and field.
 func Load(dir string) ([]Script, error) {
-	scripts, err := LoadFS(demos.FS, "lessons/demos")
+	scripts, err := LoadFS(demos.FS, "lessons/content/demos")
 	if err != nil {
 		return nil, fmt.Errorf("the embedded demos: %w", err)
 	}

@@ -53,8 +53,8 @@ func TestEmbeddedDemosLoadToTheGoCodedSteps(t *testing.T) {
 		if s.Advance != AdvanceManual {
 			t.Errorf("%s advances %q, want manual (the default)", s.ID, s.Advance)
 		}
-		if !strings.HasPrefix(s.File, "lessons/demos/") {
-			t.Errorf("%s was read from %q, want lessons/demos/", s.ID, s.File)
+		if !strings.HasPrefix(s.File, "lessons/content/demos/") {
+			t.Errorf("%s was read from %q, want lessons/content/demos/", s.ID, s.File)
 		}
 		for i, st := range s.Steps {
 			if len(st.Say) < 80 {
@@ -174,7 +174,7 @@ func TestLoadAddsAnInstructorsFolder(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "reconcile-loop.md"), []byte(taken), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Load(dir); err == nil || !strings.Contains(err.Error(), filepath.Join(dir, "reconcile-loop.md")+`: id "reconcile-loop" is taken by the embedded demo lessons/demos/reconcile-loop.md`) {
+	if _, err := Load(dir); err == nil || !strings.Contains(err.Error(), filepath.Join(dir, "reconcile-loop.md")+`: id "reconcile-loop" is taken by the embedded demo lessons/content/demos/reconcile-loop.md`) {
 		t.Errorf("a taken id: %v", err)
 	}
 	for _, c := range []struct{ dir, want string }{

@@ -23,7 +23,7 @@ import (
 
 	"github.com/oplab-dev/oplab/controller"
 	"github.com/oplab-dev/oplab/lessons"
-	"github.com/oplab-dev/oplab/lessons/challenge"
+	"github.com/oplab-dev/oplab/lessons/judge"
 	"github.com/oplab-dev/oplab/quiz"
 	"github.com/oplab-dev/oplab/web/httpx"
 )
@@ -64,7 +64,7 @@ type site struct {
 	course  *lessons.Course
 	outline outline
 	// challenges link each lesson page to the challenges practising it.
-	challenges *challenge.Set
+	challenges *judge.Set
 	bank       quiz.Bank
 	now        func() time.Time
 	// log is where a page that fails to render is reported. Register has
@@ -85,7 +85,7 @@ func newSite(now func() time.Time) (*site, error) {
 	if err := checkLinks(course, bank); err != nil {
 		return nil, err
 	}
-	set, err := challenge.LoadEmbedded(course)
+	set, err := judge.LoadEmbedded(course)
 	if err != nil {
 		return nil, fmt.Errorf("load challenges: %w", err)
 	}

@@ -19,7 +19,7 @@ import (
 
 	"github.com/oplab-dev/oplab/controller"
 	"github.com/oplab-dev/oplab/lessons"
-	"github.com/oplab-dev/oplab/lessons/challenge"
+	"github.com/oplab-dev/oplab/lessons/judge"
 	"github.com/oplab-dev/oplab/quiz"
 	"github.com/oplab-dev/oplab/web/static"
 )
@@ -154,7 +154,7 @@ func TestEveryPageWithinTwoClicksAndLinksResolve(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	challenges, err := challenge.LoadEmbedded(course)
+	challenges, err := judge.LoadEmbedded(course)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -704,7 +704,7 @@ func TestLessonPageLinksItsChallenges(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	set, err := challenge.LoadEmbedded(course)
+	set, err := judge.LoadEmbedded(course)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -734,7 +734,7 @@ func TestQuizLinksItsChallenges(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	set, err := challenge.LoadEmbedded(course)
+	set, err := judge.LoadEmbedded(course)
 	if err != nil {
 		t.Fatal(err)
 	}

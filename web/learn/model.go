@@ -7,7 +7,7 @@ import (
 	"strings"
 
 	"github.com/oplab-dev/oplab/lessons"
-	"github.com/oplab-dev/oplab/lessons/challenge"
+	"github.com/oplab-dev/oplab/lessons/judge"
 	"github.com/oplab-dev/oplab/quiz"
 	"github.com/oplab-dev/oplab/web/lab"
 )
@@ -136,7 +136,7 @@ type challengeLink struct {
 	Title, URL, Section string
 }
 
-func (v lessonView) withChallenges(set *challenge.Set) lessonView {
+func (v lessonView) withChallenges(set *judge.Set) lessonView {
 	for _, c := range set.ForLesson(v.Page.Slug) {
 		section, _ := c.SectionIn(v.Page.Slug)
 		v.Challenges = append(v.Challenges, challengeLink{Title: c.Title, URL: c.URL(), Section: "#" + section})
