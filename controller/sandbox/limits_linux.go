@@ -18,6 +18,10 @@ const (
 	childCPUSecs = 30
 	childMaxFDs  = 8
 	childNice    = 10
+	// overranNice is the priority of the children of a learner whose
+	// last reconcile was killed: the lowest, so CFS gives one about an
+	// eighth of a well-behaved child's share (weights 15 and 110).
+	overranNice = 19
 )
 
 // limitSelf is the child's first act, before it reads any learner code: it
@@ -30,8 +34,12 @@ func limitSelf() error {
 	runtime.GOMAXPROCS(1)
 	// Below oplab in the scheduler's eyes: a learner's busy loop, until
 	// its deadline, takes CPU from oplab's own controller last.
-	if err := syscall.Setpriority(syscall.PRIO_PROCESS, 0, childNice); err != nil {
-		return fmt.Errorf("lowering the priority: %w", err)
+	// Never higher than the parent may already have set it (overranNice);
+	// Getpriority answers 20 - nice.
+	if cur, err := syscall.Getpriority(syscall.PRIO_PROCESS, 0); err != nil || 20-cur < childNice {
+		if err := syscall.Setpriority(syscall.PRIO_PROCESS, 0, childNice); err != nil {
+			return fmt.Errorf("lowering the priority: %w", err)
+		}
 	}
 	debug.SetMaxStack(64 << 20)
 	debug.SetMaxThreads(64)

@@ -27,6 +27,15 @@ const (
 	// compileDeadline bounds a compile, which also runs the code's package
 	// initialisers.
 	compileDeadline = 5 * time.Second
+	// DefaultCPUBudget is the CPU time learner code may use in one
+	// reconcile. A reconcile's own work is a few milliseconds of it
+	// (BenchmarkReconcileRoundTrip), interpreted code that builds a large
+	// object a few hundred; without it a loop that never ends would hold
+	// a core until the wall-clock deadline, taking it from the other
+	// learners' children (BenchmarkNeighbours).
+	DefaultCPUBudget = 500 * time.Millisecond
+	// cpuPoll is how often the parent reads a running child's CPU time.
+	cpuPoll = 20 * time.Millisecond
 )
 
 // Sandbox runs one learner's reconciler in a child process. The parent
@@ -45,6 +54,10 @@ type Sandbox struct {
 	// Deadline is the time learner code may run per reconcile; zero means
 	// DefaultDeadline.
 	Deadline time.Duration
+	// CPUBudget is the CPU time learner code may use per reconcile, the
+	// child's own (its waits for the parent's API calls use none); zero
+	// means DefaultCPUBudget.
+	CPUBudget time.Duration
 	// IdleTimeout stops the child after this long without a reconcile (a
 	// learner who left, or whose Databases are all settled); the next
 	// reconcile starts a fresh one. Zero means DefaultIdleTimeout.
@@ -55,6 +68,12 @@ type Sandbox struct {
 	p      *proc
 	idle   *time.Timer
 	used   time.Time // the last compile or reconcile
+	// overran is set when a reconcile was killed (deadline, CPU budget,
+	// crash) and cleared by one that returns: while it is set, the
+	// learner's children run at the lowest priority, so code that keeps
+	// overrunning, retried by the controller, costs the other learners'
+	// children little (BenchmarkNeighbours).
+	overran bool
 }
 
 // DefaultIdleTimeout is how long an unused child is kept.
@@ -108,7 +127,10 @@ type proc struct {
 	tooBig bool
 	stderr *bytes.Buffer
 	killed bool // the parent killed it (deadline); read after a decode fails
-	mu     sync.Mutex
+	// overCPU is the CPU budget the child was killed for using up; zero:
+	// not killed for that.
+	overCPU time.Duration
+	mu      sync.Mutex
 }
 
 // SelfCommand starts the running binary as the sandbox child.
@@ -118,6 +140,13 @@ func SelfCommand() *exec.Cmd {
 		exe = "/proc/self/exe"
 	}
 	return exec.Command(exe, ChildArg)
+}
+
+func (s *Sandbox) cpuBudget() time.Duration {
+	if s.CPUBudget > 0 {
+		return s.CPUBudget
+	}
+	return DefaultCPUBudget
 }
 
 func (s *Sandbox) deadline() time.Duration {
@@ -193,6 +222,40 @@ func (p *proc) kill() {
 	}
 }
 
+// watchCPU kills p once it has used budget of CPU time after the call;
+// stop ends the watch. Without /proc the wall-clock deadline alone holds.
+func (p *proc) watchCPU(budget time.Duration) (stop func()) {
+	pid := p.cmd.Process.Pid
+	start, err := cpuTime(pid)
+	if err != nil {
+		return func() {}
+	}
+	done := make(chan struct{})
+	go func() {
+		tick := time.NewTicker(cpuPoll)
+		defer tick.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-tick.C:
+			}
+			used, err := cpuTime(pid)
+			if err != nil {
+				return
+			}
+			if used-start > budget {
+				p.mu.Lock()
+				p.overCPU = budget
+				p.mu.Unlock()
+				p.kill()
+				return
+			}
+		}
+	}()
+	return func() { close(done) }
+}
+
 func (p *proc) wasKilled() bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -212,6 +275,12 @@ func (p *proc) died(d time.Duration) *SourceError {
 		return &SourceError{Kind: "crash", Message: fmt.Sprintf("your code sent an object larger than %d MiB to the API and was stopped", maxMessage>>20)}
 	}
 	if p.wasKilled() {
+		p.mu.Lock()
+		over := p.overCPU
+		p.mu.Unlock()
+		if over > 0 {
+			return &SourceError{Kind: "deadline", Message: fmt.Sprintf("your code used more than %s of CPU in one reconcile (a loop that never ends?) and was stopped", over)}
+		}
 		return &SourceError{Kind: "deadline", Message: fmt.Sprintf("your code ran past %s and was stopped", d)}
 	}
 	_ = p.cmd.Wait()
@@ -251,6 +320,8 @@ func (s *Sandbox) Compile(ctx context.Context, src string) *SourceError {
 	if _, serr := Check(src); serr != nil {
 		return serr
 	}
+	// New code starts afresh, at the children's usual priority.
+	s.overran = false
 	p, serr := s.compileIn(ctx, src)
 	if serr != nil {
 		return serr
@@ -274,6 +345,11 @@ func (s *Sandbox) compileIn(ctx context.Context, src string) (*proc, *SourceErro
 	p, err := s.start()
 	if err != nil {
 		return nil, &SourceError{Kind: "crash", Message: err.Error()}
+	}
+	if s.overran {
+		// The whole process group, every thread: the child's own
+		// limitSelf keeps a priority lower than its default.
+		_ = syscall.Setpriority(syscall.PRIO_PGRP, p.cmd.Process.Pid, overranNice)
 	}
 	ctx, cancel := context.WithTimeout(ctx, compileDeadline)
 	defer cancel()
@@ -320,7 +396,8 @@ func (s *Sandbox) Reconcile(ctx context.Context, c client.Client, req reconcile.
 	p := s.p
 	defer s.touch()
 	res, serr := s.run(ctx, p, c, req)
-	if serr != nil && (serr.Kind == "deadline" || serr.Kind == "crash") {
+	s.overran = serr != nil && (serr.Kind == "deadline" || serr.Kind == "crash")
+	if s.overran {
 		// The child is gone or in an unknown state: the next reconcile
 		// starts a fresh one.
 		p.close()
@@ -338,6 +415,8 @@ func (s *Sandbox) run(ctx context.Context, p *proc, c client.Client, req reconci
 	budget := s.deadline()
 	stopCtx := context.AfterFunc(ctx, p.kill)
 	defer stopCtx()
+	stopWatch := p.watchCPU(s.cpuBudget())
+	defer stopWatch()
 	if err := p.enc.Encode(message{Op: opReconcile, Namespace: req.Namespace, Name: req.Name}); err != nil {
 		return ctrl.Result{}, p.died(budget)
 	}

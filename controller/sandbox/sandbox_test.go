@@ -1,7 +1,9 @@
 package sandbox
 
 import (
+	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"strconv"
@@ -198,19 +200,100 @@ func TestKindOutsideTheWhitelistIsRefused(t *testing.T) {
 	}
 }
 
-func TestEndlessLoopIsKilledAtTheDeadline(t *testing.T) {
+// A loop that never ends is stopped by its CPU budget, long before the
+// wall-clock deadline, so it holds a core for a fraction of a second.
+func TestEndlessLoopIsKilledAtItsCPUBudget(t *testing.T) {
 	s := testSandbox(t)
-	s.Deadline = 500 * time.Millisecond
+	s.Deadline = time.Minute
+	s.CPUBudget = 100 * time.Millisecond
 	compileOK(t, s, learner("", "\tfor {\n\t}"))
 	_, err := s.Reconcile(context.Background(), fakeClient(), req)
 	se, ok := AsSourceError(err)
-	if !ok || se.Kind != "deadline" {
-		t.Fatalf("got %v, want a deadline error", err)
+	if !ok || se.Kind != "deadline" || !strings.Contains(se.Message, "used more than 100ms of CPU in one reconcile") {
+		t.Fatalf("got %v, want the CPU budget named", err)
 	}
 	// The next reconcile runs in a fresh child, and overruns again.
 	_, err = s.Reconcile(context.Background(), fakeClient(), req)
 	if se, ok := AsSourceError(err); !ok || se.Kind != "deadline" {
 		t.Fatalf("second reconcile: got %v, want a deadline error", err)
+	}
+}
+
+// After a reconcile was killed, the learner's next child runs at the lowest
+// priority (retried by the controller, code that keeps overrunning must
+// cost the other learners little); new code starts at the usual one.
+func TestAChildAfterAnOverrunRunsAtTheLowestPriority(t *testing.T) {
+	s := testSandbox(t)
+	s.CPUBudget = 50 * time.Millisecond
+	src := learner("", "\tif req.Name == \"spin\" {\n\t\tfor {\n\t\t}\n\t}\n\treturn ctrl.Result{}, nil")
+	compileOK(t, s, src)
+	usual := niceOfChild(t, s)
+	if usual >= overranNice {
+		t.Skipf("the tests run at nice %d already", usual)
+	}
+	spin := reconcile.Request{NamespacedName: types.NamespacedName{Namespace: "learner", Name: "spin"}}
+	if _, err := s.Reconcile(context.Background(), fakeClient(), spin); err == nil {
+		t.Fatal("the spinning reconcile returned")
+	}
+	if _, err := s.Reconcile(context.Background(), fakeClient(), req); err != nil {
+		t.Fatal(err)
+	}
+	if got := niceOfChild(t, s); got != overranNice {
+		t.Errorf("the child after an overrun runs at nice %d, want %d", got, overranNice)
+	}
+	compileOK(t, s, src)
+	if got := niceOfChild(t, s); got != usual {
+		t.Errorf("after new code the child runs at nice %d, want %d", got, usual)
+	}
+}
+
+// niceOfChild is the nice value of s's running child, from /proc.
+func niceOfChild(t *testing.T, s *Sandbox) int {
+	t.Helper()
+	s.mu.Lock()
+	pid := s.p.cmd.Process.Pid
+	s.mu.Unlock()
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Field 19, the 17th after the command name.
+	f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
+	n, err := strconv.Atoi(f[16])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// Code that waits for ever uses no CPU: the wall-clock deadline stops it.
+func TestBlockedCodeIsKilledAtTheDeadline(t *testing.T) {
+	s := testSandbox(t)
+	s.Deadline = 500 * time.Millisecond
+	compileOK(t, s, learner("", "\tvar never chan int\n\t<-never\n\treturn ctrl.Result{}, nil"))
+	_, err := s.Reconcile(context.Background(), fakeClient(), req)
+	se, ok := AsSourceError(err)
+	if !ok || se.Kind != "deadline" || !strings.Contains(se.Message, "ran past 500ms") {
+		t.Fatalf("got %v, want the deadline named", err)
+	}
+}
+
+func TestCPUTimeCountsThisProcess(t *testing.T) {
+	before, err := cpuTime(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for end := time.Now().Add(100 * time.Millisecond); time.Now().Before(end); {
+	}
+	after, err := cpuTime(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after <= before {
+		t.Errorf("CPU time %v after a busy 100 ms, %v before", after, before)
+	}
+	if _, err := cpuTime(1 << 30); err == nil {
+		t.Error("no error for a process that does not exist")
 	}
 }
 
@@ -311,8 +394,8 @@ func TestIdleChildIsStoppedAndRestarted(t *testing.T) {
 func TestHugeObjectIsRefused(t *testing.T) {
 	s := testSandbox(t)
 	// Building and encoding 9 MiB in the interpreter is slow on a busy
-	// machine: the test is about the size, not the deadline.
-	s.Deadline = time.Minute
+	// machine: the test is about the size, not the deadline or the CPU.
+	s.Deadline, s.CPUBudget = time.Minute, time.Minute
 	compileOK(t, s, learner("\t\"strings\"\n\tmetav1 \"k8s.io/apimachinery/pkg/apis/meta/v1\"\n\tcorev1 \"k8s.io/api/core/v1\"\n", `	cm := corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: req.Namespace, Name: "big"},
 		Data: map[string]string{"x": strings.Repeat("x", 9<<20)}}
 	return ctrl.Result{}, r.Create(ctx, &cm)`))
