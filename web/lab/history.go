@@ -295,6 +295,8 @@ func diffObjects(a, b map[string]any) []Change {
 	for path, va := range fa {
 		vb, ok := fb[path]
 		switch {
+		case !ok && isEmpty(va) && hasUnder(fb, path):
+			// status: {} filled in: its fields are the change, not "{}" gone.
 		case !ok:
 			out = append(out, Change{Field: path, From: va, ToAbsent: true})
 		case va != vb:
@@ -302,12 +304,24 @@ func diffObjects(a, b map[string]any) []Change {
 		}
 	}
 	for path, vb := range fb {
-		if _, ok := fa[path]; !ok {
+		if _, ok := fa[path]; !ok && !(isEmpty(vb) && hasUnder(fa, path)) {
 			out = append(out, Change{Field: path, To: vb, FromAbsent: true})
 		}
 	}
 	sort.Slice(out, func(i, j int) bool { return fieldOrder(out[i].Field) < fieldOrder(out[j].Field) })
 	return out
+}
+
+func isEmpty(v string) bool { return v == "{}" || v == "[]" }
+
+// hasUnder reports whether flat has a field inside path.
+func hasUnder(flat map[string]string, path string) bool {
+	for p := range flat {
+		if strings.HasPrefix(p, path+".") || strings.HasPrefix(p, path+"[") {
+			return true
+		}
+	}
+	return false
 }
 
 // fieldOrder puts spec before status before metadata, the order a learner

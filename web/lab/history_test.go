@@ -55,6 +55,20 @@ func TestDiffObjects(t *testing.T) {
 	}
 }
 
+// An empty object or list filled in reads as its new fields, not as "{}"
+// removed.
+func TestDiffFillsInEmpty(t *testing.T) {
+	a := decodeForTest(t, `{"status":{},"spec":{"ports":[]}}`, false)
+	b := decodeForTest(t, `{"status":{"phase":"Ready"},"spec":{"ports":[{"port":1}]}}`, false)
+	want := []Change{{Field: "spec.ports[0].port", To: "1", FromAbsent: true}, {Field: "status.phase", To: "Ready", FromAbsent: true}}
+	if d := cmp.Diff(want, diffObjects(a, b)); d != "" {
+		t.Errorf("(-want +got):\n%s", d)
+	}
+	if d := cmp.Diff([]Change{{Field: "status.phase", From: "Ready", ToAbsent: true}}, diffObjects(b, decodeForTest(t, `{"status":{},"spec":{"ports":[{"port":1}]}}`, false))); d != "" {
+		t.Errorf("emptied (-want +got):\n%s", d)
+	}
+}
+
 // A list is keyed by index when its items have no distinct type or name.
 func TestDiffKeysListsByIndexOtherwise(t *testing.T) {
 	a := decodeForTest(t, `{"spec":{"args":["a","b"],"ports":[{"port":1},{"port":2}]}}`, false)

@@ -368,3 +368,31 @@ func BenchmarkHistory4096(b *testing.B) {
 			bytesKept, float64(bytesKept)/(1<<20), took[len(took)/2], took[len(took)*99/100]))
 	}
 }
+
+// BenchmarkHistoryKeep is the cost of keeping one StatefulSet version:
+// encoding and normalising it (on the event handler's goroutine) and
+// diffing it with the last (on Run's).
+func BenchmarkHistoryKeep(b *testing.B) {
+	h := newHistory(DefaultHistoryBytes)
+	ref := controller.ObjectRef{Kind: "StatefulSet", Namespace: "a", Name: "shop"}
+	objs := make([]*appsv1.StatefulSet, 64)
+	for i := range objs {
+		objs[i] = statefulSet("a", "shop", i)
+	}
+	i := 0
+	for b.Loop() {
+		raw, err := json.Marshal(objs[i%len(objs)])
+		if err != nil {
+			b.Fatal(err)
+		}
+		obj, _, err := normalise(ref, raw)
+		if err != nil {
+			b.Fatal(err)
+		}
+		// A distinct resourceVersion each time, so that none is a resync.
+		if err := h.add(ref, "update", uint64(i), obj, strconv.Itoa(i)); err != nil {
+			b.Fatal(err)
+		}
+		i++
+	}
+}
