@@ -172,7 +172,9 @@
   // picking, the comparison between it and the row shown.
   function choose(row) {
     const seq = seqOf(row);
-    if (!seq) return;
+    // Following the presenter, the rows are the presenter's steps, not
+    // this namespace's: its history would show other objects than theirs.
+    if (!seq || root.dataset.following) return;
     if (picking && view) {
       const first = view.seq || view.to;
       setPicking(false);

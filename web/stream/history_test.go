@@ -201,6 +201,16 @@ func TestHistoryPlacesVersionsAmongSteps(t *testing.T) {
 	if view, _ := rec.HistoryAt("a", 0); len(view.Objects) != 0 || view.Seq != deleted {
 		t.Errorf("now: %+v, want no objects at seq %d", view, deleted)
 	}
+	// Forget drops the namespace's history with its ring.
+	rec.Observe("create", ref, statefulSet("a", "shop", 3))
+	last := emitWait(t, rec, step("a", "shop", controller.StepEvent))
+	if view, _ := rec.HistoryAt("a", last); objectOf(t, view, "StatefulSet", "shop") == nil {
+		t.Fatalf("the StatefulSet created again is not in the history")
+	}
+	rec.Forget("a")
+	if view, _ := rec.HistoryAt("a", last); len(view.Objects) != 0 {
+		t.Errorf("after Forget the history still holds %+v", view.Objects)
+	}
 }
 
 // A Secret's data never enters the history, even when the caller forgets
