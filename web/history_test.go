@@ -139,7 +139,7 @@ func TestHistoryRebuildsTheObjectsAtAStep(t *testing.T) {
 	_, full, body := travel(t, c, base+"?all=1&at="+useq(two))
 	fullSts := travelObject(full, "StatefulSet", "travel")
 	if !full.All || fullSts == nil || changeOf(fullSts, "metadata.resourceVersion") == nil ||
-		!strings.Contains(string(fullSts.Object), `"managedFields":["`) || strings.Contains(string(fullSts.Object), "fieldsV1") {
+		!strings.Contains(string(fullSts.Object), `"managedFields":[{"name":"`) || strings.Contains(string(fullSts.Object), "fieldsV1") {
 		t.Errorf("all=1 at step %d: want resourceVersion's change and managedFields as lines: %s", two, body)
 	}
 

@@ -9,9 +9,15 @@ import (
 	"github.com/chromedp/chromedp/kb"
 )
 
-// newestChangeRow is the seq of the newest timeline row that changed
-// something (a no-op reconcile may fold into a group; these never do).
-const newestChangeRow = `(document.querySelector("#rows > li.row[data-seq]:not(.noop)")?.dataset.seq || "")`
+// changeRowFrom is the seq of the newest finished reconcile row that
+// changed something, provided its seq is at least from: the row is after
+// the controller saw that step. Such a row stays as it is: a no-op one may
+// fold into a group, a row of events waiting for a reconcile is replaced by
+// the reconcile's, and a running one's seq moves with each step.
+func changeRowFrom(from uint64) string {
+	return fmt.Sprintf(`([...document.querySelectorAll("#rows > li.row[data-reconcile][data-seq]:not(.noop)")]
+		.find(li => li.querySelector(".row-head .result") && +li.dataset.seq >= %d)?.dataset.seq || "")`, from)
+}
 
 // replicasIn is spec.replicas of kind in the panel's whole object, or -1.
 func replicasIn(kind string) string {
@@ -27,11 +33,18 @@ func TestBrowserTimeTravel(t *testing.T) {
 	if err := chromedp.Do(ctx, chromedp.EmulateViewport(1280, 800)); err != nil {
 		t.Fatal(err)
 	}
-	openLab(t, ctx, "")
+	ns := openLab(t, ctx, "")
 	createInTab(t, ctx, "tt")
 	poll(t, ctx, "tt Ready", `document.querySelector("#db-tt .db-head .pill.ok")?.textContent === "Ready True"`)
-	poll(t, ctx, "a row that changed something", newestChangeRow)
-	earlier, err := chromedp.Run(ctx, chromedp.Evaluate[string](newestChangeRow))
+	// The rows are live and may lag the cards: pick rows after the
+	// StatefulSet's events, as the recorder has them.
+	var created uint64
+	eventually(t, "the StatefulSet's create on the trace", func() (bool, error) {
+		created = e.eventSeq(ns, "StatefulSet", "tt", 1)
+		return created > 0, nil
+	})
+	poll(t, ctx, "a row that changed something", changeRowFrom(created))
+	earlier, err := chromedp.Run(ctx, chromedp.Evaluate[string](changeRowFrom(created)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -71,14 +84,24 @@ func TestBrowserTimeTravel(t *testing.T) {
 		t.Fatal(err)
 	}
 	poll(t, ctx, "two Pods", `document.querySelectorAll("#db-tt .tree li li li").length === 2`)
-	poll(t, ctx, "a newer row that changed something", newestChangeRow+` !== `+fmt.Sprintf("%q", earlier))
-	later, _ := chromedp.Run(ctx, chromedp.Evaluate[string](newestChangeRow))
+	var scaled uint64
+	eventually(t, "the StatefulSet's scale on the trace", func() (bool, error) {
+		scaled = e.eventSeq(ns, "StatefulSet", "tt", 2)
+		return scaled > 0, nil
+	})
+	poll(t, ctx, "a row after the scale that changed something", changeRowFrom(scaled))
+	later, _ := chromedp.Run(ctx, chromedp.Evaluate[string](changeRowFrom(scaled)))
 
 	// The later row, by keyboard: focus it, Enter.
 	if err := chromedp.Do(ctx, chromedp.Focus(chromedp.CSS(fmt.Sprintf(`#rows li[data-seq=%q]`, later))), chromedp.KeyEvent(kb.Enter)); err != nil {
 		t.Fatal(err)
 	}
-	poll(t, ctx, "the panel at the later row", fmt.Sprintf(`document.getElementById("travel-h").textContent === "Objects after step %s" && %s === 2`, later, replicasIn("StatefulSet")))
+	poll(t, ctx, "the panel at the later row", fmt.Sprintf(`document.getElementById("travel-h").textContent === "Objects after step %s" && document.getElementById("travel").getAttribute("aria-busy") === "false"`, later))
+	if n := evalInt(t, ctx, `String(`+replicasIn("StatefulSet")+`)`); n != 2 {
+		panel, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`document.getElementById("travel").innerText`))
+		rows, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`[...document.querySelectorAll("#rows li[data-seq]")].slice(0, 6).map(li => li.dataset.seq + ": " + li.innerText.slice(0, 300)).join("\n---\n")`))
+		t.Fatalf("after row %s the StatefulSet has replicas %d, want 2; the panel:\n%s\nthe newest rows:\n%s", later, n, panel, rows)
+	}
 	if n := evalInt(t, ctx, `String(`+replicasIn("Database")+`)`); n != 2 {
 		t.Errorf("after row %s the Database has replicas %d, want 2", later, n)
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
 	"slices"
 	"sort"
@@ -245,19 +246,25 @@ func decodeObject(raw json.RawMessage, all bool) map[string]any {
 	return withoutTimestamps(obj).(map[string]any)
 }
 
-// managedFieldsLines says each managedFields entry (already summarised by
-// the recorder) in one line: "oplab Update status 07:01:02Z".
+// managedFieldsLines says who wrote each managedFields entry (already
+// summarised by the recorder) as its name, "oplab Update status", beside
+// its time: the diff then pairs the entries by writer, not by position, and
+// reads "metadata.managedFields[oplab Update status].time 07:01 → 07:02".
 func managedFieldsLines(mf []any) []any {
 	out := make([]any, 0, len(mf))
 	for _, e := range mf {
 		m, _ := e.(map[string]any)
 		var words []string
-		for _, k := range []string{"manager", "operation", "subresource", "time"} {
+		for _, k := range []string{"manager", "operation", "subresource"} {
 			if s, ok := m[k].(string); ok && s != "" {
 				words = append(words, s)
 			}
 		}
-		out = append(out, strings.Join(words, " "))
+		line := map[string]any{"name": strings.Join(words, " ")}
+		if t, ok := m["time"]; ok {
+			line["time"] = t
+		}
+		out = append(out, line)
 	}
 	return out
 }
@@ -356,13 +363,21 @@ func flatten(path string, v any, out map[string]string) {
 		if len(t) == 0 {
 			out[path] = "[]"
 		}
-		keys := listKeys(t)
+		keys, by := listKeys(t)
 		for i, e := range t {
-			k := strconv.Itoa(i)
-			if keys != nil {
-				k = keys[i]
+			if keys == nil {
+				flatten(path+"["+strconv.Itoa(i)+"]", e, out)
+				continue
 			}
-			flatten(path+"["+k+"]", e, out)
+			// The key is in the path already: conditions[Ready].status,
+			// not also conditions[Ready].type Ready. An item that is its
+			// key alone keeps it, or it would not show at all.
+			item := e.(map[string]any)
+			if len(item) > 1 {
+				item = maps.Clone(item)
+				delete(item, by)
+			}
+			flatten(path+"["+keys[i]+"]", item, out)
 		}
 	case string:
 		out[path] = t
@@ -374,8 +389,8 @@ func flatten(path string, v any, out map[string]string) {
 }
 
 // listKeys returns the items' type or name when every item has a
-// distinct one, nil otherwise.
-func listKeys(items []any) []string {
+// distinct one, and which of the two; nil otherwise.
+func listKeys(items []any) ([]string, string) {
 	for _, field := range []string{"type", "name"} {
 		keys := make([]string, 0, len(items))
 		for _, e := range items {
@@ -390,8 +405,8 @@ func listKeys(items []any) []string {
 			keys = append(keys, k)
 		}
 		if len(keys) == len(items) {
-			return keys
+			return keys, field
 		}
 	}
-	return nil
+	return nil, ""
 }

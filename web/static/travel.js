@@ -15,6 +15,7 @@
   if (!root || !rowsEl || root.dataset.mode !== "live" || root.dataset.look) return;
   const h = window.oplab.h;
   const ns = root.dataset.namespace || "";
+  root.classList.add("travel-on");
 
   // ---- the panel ------------------------------------------------------------
   const heading = h("h2", { id: "travel-h", tabindex: "-1" }, "Objects at a step");
