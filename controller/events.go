@@ -5,6 +5,7 @@ import (
 	"sync"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
@@ -162,6 +163,11 @@ func (t *eventTracer) admit(verb string, obj client.Object, message string) bool
 	}
 	w := wake{event: verb, watch: watchOf(obj, message),
 		object: ObjectRef{Kind: kindOf(obj), Namespace: obj.GetNamespace(), Name: obj.GetName()}}
+	if verb != "generic" {
+		// What the watch delivered, held or dropped or not: the controller
+		// saw it. A generic event is oplab's own, and carries no version.
+		t.tr.observe(verb, w.object, withoutSecretData(obj))
+	}
 	s := Step{
 		Type:       StepEvent,
 		Object:     w.object,
@@ -205,6 +211,15 @@ func watchOf(obj client.Object, message string) string {
 		return WatchFor
 	}
 	return WatchOwns
+}
+
+// withoutSecretData is obj, but a Secret's metadata and type only: its data
+// never leaves the controller for the history.
+func withoutSecretData(obj client.Object) client.Object {
+	if s, ok := obj.(*corev1.Secret); ok {
+		return &corev1.Secret{ObjectMeta: s.ObjectMeta, Type: s.Type}
+	}
+	return obj
 }
 
 func isDatabase(obj client.Object) bool {

@@ -191,6 +191,15 @@ type Sink interface {
 	Emit(Step)
 }
 
+// Observer is a Sink that also keeps the objects the controller's watches
+// deliver (the lab's time travel). The event filter hands it each object
+// version it sees, before that event's step is emitted, so that the step
+// follows it. Observe must not block, nor keep obj: a watch's object is the
+// cache's, shared. A Secret reaches it with its metadata and type only.
+type Observer interface {
+	Observe(event string, ref ObjectRef, obj any)
+}
+
 // Clock is injected so tests can control time.
 type Clock interface {
 	Now() time.Time
@@ -212,6 +221,13 @@ func (DiscardSink) Emit(Step) {}
 type tracer struct {
 	sink  Sink
 	clock Clock
+}
+
+// observe hands obj to the sink when it keeps objects (Observer).
+func (t tracer) observe(event string, ref ObjectRef, obj any) {
+	if o, ok := t.sink.(Observer); ok {
+		o.Observe(event, ref, obj)
+	}
 }
 
 func (t tracer) emit(s Step) {

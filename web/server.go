@@ -404,7 +404,7 @@ func (s *Server) routes(ctx context.Context, direct client.Client) (http.Handler
 		trackStreams(&s.presence, s.sessions.NamespaceOf, s.classroom.Streams(s.opts.Hub.Handler, s.sessions.NamespaceOf))))
 	labOpts := lab.Options{
 		Store: lab.KubeStore{Client: direct}, Sessions: s.sessions, States: s.watcher,
-		Controller: s.opts.Controller, Exporter: s.opts.Recorder, KubectlLine: s.opts.KubectlLine,
+		Controller: s.opts.Controller, Exporter: s.opts.Recorder, History: s.opts.Recorder, KubectlLine: s.opts.KubectlLine,
 		KubeconfigPath: kubeconfig.Path, KubectlCommand: kubeconfig.Command,
 		MaxDatabases: s.opts.MaxDatabasesPerNamespace, Classroom: s.classroom, Logger: s.opts.Logger.WithName("lab"),
 	}

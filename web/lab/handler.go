@@ -69,6 +69,9 @@ type Options struct {
 	States     States
 	Controller Controller
 	Exporter   Exporter
+	// History rebuilds the objects at a step (time travel); nil: the
+	// history routes answer 404.
+	History History
 	// Pitfalls offered; nil means controller.Pitfalls.
 	Pitfalls []controller.PitfallInfo
 	// MaxDatabases caps the Databases per lab namespace; default 5.
@@ -114,6 +117,8 @@ func (h *Handler) Register(mux *http.ServeMux) {
 	mux.HandleFunc("GET /lab/preview", h.preview)
 	mux.HandleFunc("GET /lab/export", h.export)
 	mux.HandleFunc("GET /lab/ping", h.ping)
+	mux.HandleFunc("GET /lab/history", h.travelAt)
+	mux.HandleFunc("GET /lab/history/diff", h.travelDiff)
 	mux.HandleFunc("GET /lab/replay", h.replayForm)
 	mux.HandleFunc("POST /lab/replay", h.replay)
 	mux.HandleFunc("POST /lab/databases", h.form(h.createDatabase))

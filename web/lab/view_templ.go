@@ -24,7 +24,7 @@ func dbURL(name, rest string) templ.SafeURL {
 }
 
 func labFrame(title string) layout.Page {
-	return layout.Page{Title: title, Active: "lab", Styles: []string{"/static/lab.css"}, Scripts: []string{"/static/lab.js"}}
+	return layout.Page{Title: title, Active: "lab", Styles: []string{"/static/lab.css", "/static/travel.css"}, Scripts: []string{"/static/lab.js", "/static/travel.js"}}
 }
 
 // LabPage is /lab.

@@ -167,6 +167,7 @@
       addRow(p.el);
     }
     p.events.push(m);
+    if (m.seq) p.el.dataset.seq = String(m.seq); // travel.js: the objects after it
     const ignored = p.events.filter((e) => e.ignored).length;
     p.el.replaceChildren(
       h("div", { class: "row-head" },
@@ -281,6 +282,9 @@
     const res = row.result;
     const hasError = row.steps.some((s) => s.error || s.outcome === "Error") || (res && res.result === "error");
     row.el.classList.toggle("error", !!hasError);
+    // travel.js shows the objects as they were after the row's last step.
+    const last = res || row.steps[row.steps.length - 1] || row.start;
+    if (last.seq) row.el.dataset.seq = String(last.seq);
     row.el.replaceChildren(
       h("div", { class: "row-head" },
         timeEl(row.start.time), " ",

@@ -165,5 +165,6 @@ func (r *Recorder) export(ns string) Export {
 func (r *Recorder) forget(ns string) {
 	if ns != "" {
 		delete(r.spaces, ns)
+		delete(r.histories, ns)
 	}
 }

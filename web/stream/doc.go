@@ -108,4 +108,16 @@
 // every message has a type, a time and an object of the export's namespace
 // (or none). It returns the messages as they were in the file, not encoded
 // again.
+//
+// # Object history (time travel)
+//
+// The Recorder is also a controller.Observer: the controller's event filter
+// hands it each object version a watch delivers, before that event's step,
+// through the same inbox, so every version has its place among the
+// messages. Run keeps, per namespace, each version as a JSON merge patch
+// onto the one before it with a keyframe every few versions, within
+// RecorderOptions.HistoryBytes (history.go). HistoryAt(namespace, seq)
+// returns the objects as the controller had seen them when message seq was
+// recorded, each with its previous version; Run only gathers the patches,
+// the caller applies them. Exports do not carry the history yet.
 package stream

@@ -29,6 +29,10 @@ type RecorderOptions struct {
 	// at most (default 4 MiB): the count bound alone let one learner's
 	// large messages take tens of MiB.
 	RingBytes int
+	// HistoryBytes bounds one namespace's object history (time travel,
+	// history.go): its patches, keyframes and the newest copy of each
+	// object; the oldest versions are dropped beyond it (default 1 MiB).
+	HistoryBytes int
 	// InboxSize is how many steps may wait for Run (default 8192); Emit
 	// drops and counts steps beyond it.
 	InboxSize int
@@ -42,6 +46,7 @@ func (o RecorderOptions) withDefaults() RecorderOptions {
 	o.RingSize = orDefault(o.RingSize, DefaultRingSize)
 	o.RingBytes = orDefault(o.RingBytes, DefaultRingBytes)
 	o.InboxSize = orDefault(o.InboxSize, DefaultInboxSize)
+	o.HistoryBytes = orDefault(o.HistoryBytes, DefaultHistoryBytes)
 	if o.Clock == nil {
 		o.Clock = controller.RealClock{}
 	}
@@ -75,11 +80,22 @@ const dropNoticeEvery = time.Second
 const drainMax = 1024
 
 // input is one item of the inbox: a step, or a state (isState) whose JSON
-// is state (nil when the object was deleted).
+// is state (nil when the object was deleted), or an object version a watch
+// delivered (seen).
 type input struct {
 	step    controller.Step
 	isState bool
 	state   json.RawMessage
+	seen    *seen
+}
+
+// seen is an object version as a watch event delivered it, normalised.
+// Its place among the messages is its place in the inbox.
+type seen struct {
+	ref   controller.ObjectRef
+	event string
+	obj   []byte // nil: deleted
+	rv    string
 }
 
 // Recorder stamps trace steps with a sequence number, keeps the recent
@@ -92,6 +108,7 @@ type Recorder struct {
 	inbox   chan input
 	joins   chan *join
 	exports chan exportReq
+	travels chan travelReq
 	forgets chan string
 	done    chan struct{} // closed when Run has stopped accepting work
 	// hub receives what is recorded; set by NewHub before Run starts.
@@ -107,6 +124,7 @@ type Recorder struct {
 	reportedDrop uint64
 	reportedAt   time.Time
 	spaces       map[string]*space
+	histories    map[string]*history
 }
 
 type exportReq struct {
@@ -120,13 +138,15 @@ var _ controller.Sink = (*Recorder)(nil)
 func NewRecorder(opts RecorderOptions) *Recorder {
 	opts = opts.withDefaults()
 	r := &Recorder{
-		opts:    opts,
-		inbox:   make(chan input, opts.InboxSize),
-		joins:   make(chan *join),
-		exports: make(chan exportReq),
-		forgets: make(chan string),
-		done:    make(chan struct{}),
-		spaces:  map[string]*space{},
+		opts:      opts,
+		inbox:     make(chan input, opts.InboxSize),
+		joins:     make(chan *join),
+		exports:   make(chan exportReq),
+		travels:   make(chan travelReq),
+		forgets:   make(chan string),
+		done:      make(chan struct{}),
+		spaces:    map[string]*space{},
+		histories: map[string]*history{},
 	}
 	r.space("") // global messages: a resume point is good from seq 0 on
 	return r
@@ -218,6 +238,8 @@ func (r *Recorder) Run(ctx context.Context) {
 			r.pass(ctx, update{join: j})
 		case req := <-r.exports:
 			req.reply <- r.export(req.namespace)
+		case req := <-r.travels:
+			req.reply <- r.chainsAt(req.namespace, req.seq)
 		case ns := <-r.forgets:
 			r.forget(ns)
 		}
@@ -277,6 +299,10 @@ func (r *Recorder) noteDrops(out []*entry) []*entry {
 // record stamps the next seq on in, encodes it (the only time it is), keeps
 // it, and appends it to out for the hub.
 func (r *Recorder) record(out []*entry, in input) []*entry {
+	if in.seen != nil {
+		r.keep(in.seen)
+		return out
+	}
 	s := r.space(in.step.Object.Namespace)
 	r.seq++
 	in.step.Seq = r.seq
