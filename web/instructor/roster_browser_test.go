@@ -259,6 +259,13 @@ func TestBrowserRosterOf300SortsFiltersAndStaysCompact(t *testing.T) {
 		return m
 	}
 	var wall, cpu []float64
+	// Where a redraw's wall time goes, phase by phase (roster.js times
+	// them): parsing the fetched HTML, morphing the rows, sorting and
+	// filtering, and the forced layout.
+	phases := map[string][]float64{}
+	// How many rows each redraw got whole: the page sends the digests of
+	// the rows it has, and the server sends those unchanged as stubs.
+	var whole []int
 	last := browsertest.Eval[string](t, ctx, `document.getElementById("roster-live").dataset.refreshed || ""`)
 	nextRedraw := func() {
 		browsertest.Eventually(t, ctx, fmt.Sprintf(`String((document.getElementById("roster-live").dataset.refreshed || "") !== %q)`, last), "true")
@@ -272,12 +279,37 @@ func TestBrowserRosterOf300SortsFiltersAndStaysCompact(t *testing.T) {
 		cpu = append(cpu, 1000*(after-before))
 		before = after
 		wall = append(wall, browsertest.Eval[float64](t, ctx, `Number(document.getElementById("roster-live").dataset.redrawMs)`))
+		for k, v := range browsertest.Eval[map[string]float64](t, ctx, `JSON.parse(document.getElementById("roster-live").dataset.redrawPhases || "{}")`) {
+			phases[k] = append(phases[k], v)
+		}
+		rows := browsertest.Eval[map[string]int](t, ctx, `JSON.parse(document.getElementById("roster-live").dataset.redrawRows || "{}")`)
+		whole = append(whole, rows["whole"])
+		if rows["whole"]+rows["kept"] != n {
+			t.Errorf("a redraw had %d rows whole and %d kept, not the %d learners", rows["whole"], rows["kept"], n)
+		}
 	}
 	sort.Float64s(wall)
 	sort.Float64s(cpu)
 	load, _ := os.ReadFile("/proc/loadavg")
 	t.Logf("Roster redraw, %d learners, 60 rows changed each time, in Chromium: main-thread CPU per 2 s cycle median %.1f ms (min %.1f, max %.1f); script wall time fetch-to-layout median %.1f ms (min %.1f, max %.1f), over %d redraws; load average %s (target ≤ 50 ms)",
 		n, cpu[len(cpu)/2], cpu[0], cpu[len(cpu)-1], wall[len(wall)/2], wall[0], wall[len(wall)-1], len(wall), strings.Fields(string(load) + " ?")[0])
+	var split []string
+	for _, k := range []string{"parse", "morph", "apply", "layout"} {
+		p := phases[k]
+		if len(p) == 0 {
+			t.Errorf("roster.js timed no %s phase", k)
+			continue
+		}
+		sort.Float64s(p)
+		split = append(split, fmt.Sprintf("%s %.1f", k, p[len(p)/2]))
+	}
+	slices.Sort(whole)
+	t.Logf("Roster redraw phases, median ms: %s; rows sent whole per redraw: %v of %d", strings.Join(split, ", "), whole, n)
+	// The class changes 60 rows between two polls; more than half whole
+	// means the stubs are not used and every row is parsed again.
+	if whole[len(whole)/2] > n/2 {
+		t.Errorf("rows sent whole per redraw: %v of %d; the server should stub the rows the page has", whole, n)
+	}
 	assertSorted(t, ctx, "progress after redraws", func(a, b string) bool { return atoi(a) >= atoi(b) }, "progress")
 	if got := browsertest.Eval[int](t, ctx, rowsJS("who")+".length"); got != n {
 		t.Errorf("after the chip was released, %d rows shown, want %d", got, n)
@@ -410,5 +442,65 @@ func axe(t *testing.T, ctx context.Context, name string) {
 	}
 	for _, v := range res {
 		t.Errorf("%s: %s: %s\n\t%s", name, v.ID, v.Help, strings.Join(v.Nodes, "\n\t"))
+	}
+}
+
+// TestBrowserRosterStubsOnlyRowsThePageHas checks the redraw's half of
+// the stubs: the page sends the digests of the rows it has and the server
+// sends those rows as stubs (id and digest only). A stub for a row the page
+// holds under another digest must not leave the page showing stale rows:
+// the page fetches every row whole at once. Rows changed in place keep
+// their nodes and the focus.
+func TestBrowserRosterStubsOnlyRowsThePageHas(t *testing.T) {
+	const n = 20
+	page, _ := rosterServer(t, n)
+	ctx := browser.Tab(t)
+	browsertest.Do(t, ctx, chromedp.Navigate(page), chromedp.WaitVisible(chromedp.CSS("#roster-tools")))
+	browsertest.Eventually(t, ctx, `String(document.querySelectorAll("#roster-table tbody tr").length)`, fmt.Sprint(n))
+	last := ""
+	redraws := func(k int) {
+		t.Helper()
+		for range k {
+			browsertest.Eventually(t, ctx, fmt.Sprintf(`String((document.getElementById("roster-live").dataset.refreshed || "") !== %q)`, last), "true")
+			last = browsertest.Eval[string](t, ctx, `document.getElementById("roster-live").dataset.refreshed`)
+		}
+	}
+	redraws(2)
+	// Four of the 20 rows change between two polls: the rest came as stubs.
+	rows := browsertest.Eval[map[string]int](t, ctx, `JSON.parse(document.getElementById("roster-live").dataset.redrawRows)`)
+	if rows["kept"] == 0 || rows["whole"]+rows["kept"] != n {
+		t.Errorf("a redraw of %d rows: %v; want most kept as stubs", n, rows)
+	}
+
+	// Mark every cell's node and focus a Reset button: a row morphed in
+	// place keeps both.
+	first := "learner-" + learnerNS(0)
+	browsertest.Do(t, ctx, chromedp.Evaluate[chromedp.Void](`(() => {
+		for (const c of document.querySelectorAll("#roster-table tbody td")) c.oplabMark = true;
+		document.getElementById("reset-`+learnerNS(0)+`").focus(); })()`))
+
+	// Give every row its neighbour's digest and a false cards count: the
+	// server, finding each digest among those sent, stubs the rows that did
+	// not change, which the page now holds under another digest.
+	browsertest.Do(t, ctx, chromedp.Evaluate[chromedp.Void](`(() => {
+		const rows = [...document.querySelectorAll("#roster-table tbody tr")];
+		const sigs = rows.map((r) => r.dataset.sig);
+		rows.forEach((r, i) => { r.dataset.sig = sigs[(i + 1) % sigs.length]; r.querySelector(".learner-cards").textContent = "tampered"; });
+	})()`))
+	// The redraw under way, the one that met the stubs and the whole one
+	// it asked for at once: within them every row is right again (without
+	// the whole fetch, a row changes once in five polls).
+	redraws(3)
+	if got := browsertest.Eval[[]string](t, ctx, `[...document.querySelectorAll("#roster-table tbody tr")].filter((r) => r.querySelector(".learner-cards").textContent === "tampered").map((r) => r.id)`); len(got) > 0 {
+		t.Errorf("%d rows still show what the page was given, not what the server has: %v", len(got), got)
+	}
+	if got := browsertest.Eval[int](t, ctx, `new Set([...document.querySelectorAll("#roster-table tbody tr")].map((r) => r.dataset.sig)).size`); got != n {
+		t.Errorf("%d distinct digests among %d rows", got, n)
+	}
+	if got := browsertest.Eval[string](t, ctx, `document.activeElement.id`); got != "reset-"+learnerNS(0) {
+		t.Errorf("the focus moved to %q", got)
+	}
+	if got := browsertest.Eval[int](t, ctx, `[...document.querySelectorAll("#`+first+` td")].filter((c) => !c.oplabMark).length`); got != 0 {
+		t.Errorf("%d cells of %s were drawn anew, not changed in place", got, first)
 	}
 }
