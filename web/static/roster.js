@@ -56,23 +56,25 @@
   // a new one added at the end, a gone one removed. The order is set after.
   function morphRows(from, to) {
     const have = new Map();
-    for (const r of from.children) have.set(r.id, r);
-    const keep = new Set();
-    for (const w of [...to.children]) {
+    for (let r = from.firstElementChild; r; r = r.nextElementSibling) have.set(r.id, r);
+    for (let w = to.firstElementChild; w;) {
+      const next = w.nextElementSibling; // w may move into from
       const h = have.get(w.id);
-      keep.add(w.id);
-      // A stub (data-kept) names a row the page already has as it is.
+      have.delete(w.id);
+      const sig = w.getAttribute("data-sig");
       if (w.hasAttribute("data-kept")) {
-        if (!h || h.dataset.sig !== w.dataset.sig) missed = true;
+        // A stub names a row the page already has as it is.
+        if (!h || h.getAttribute("data-sig") !== sig) missed = true;
         kept++;
-        continue;
+      } else {
+        whole++;
+        // The server digests what a row shows: the same digest, nothing to do.
+        if (!h) from.appendChild(w);
+        else if (!sig || h.getAttribute("data-sig") !== sig) morph(h, w);
       }
-      whole++;
-      // The server digests what a row shows: the same digest, nothing to do.
-      if (!h) from.appendChild(w);
-      else if (!w.dataset.sig || h.dataset.sig !== w.dataset.sig) morph(h, w);
+      w = next;
     }
-    for (const [id, r] of have) if (!keep.has(id)) r.remove();
+    for (const gone of have.values()) gone.remove();
   }
 
   // morphChildren makes from's children look like to's, keeping every node
@@ -90,8 +92,12 @@
         while (moved && !same(moved, w)) moved = moved.nextSibling;
         if (moved) { from.insertBefore(moved, have); have = moved; }
       }
-      if (same(have, w)) { morph(have, w); have = have.nextSibling; }
-      else from.insertBefore(w, have);
+      if (same(have, w)) {
+        // A node equal to its counterpart (compared natively) needs nothing:
+        // of a changed row's dozen cells, one or two differ.
+        if (w.nodeType !== Node.ELEMENT_NODE || !have.isEqualNode(w)) morph(have, w);
+        have = have.nextSibling;
+      } else from.insertBefore(w, have);
       w = next;
     }
     while (have) { const gone = have; have = have.nextSibling; gone.remove(); }
@@ -271,7 +277,7 @@
     const body = box.querySelector("#roster-table tbody");
     if (!sendHave || !body) return "";
     const sigs = [];
-    for (const r of body.children) if (r.dataset.sig) sigs.push(r.dataset.sig);
+    for (let r = body.firstElementChild; r; r = r.nextElementSibling) { const s = r.getAttribute("data-sig"); if (s) sigs.push(s); }
     return sigs.join(" ");
   }
 
