@@ -311,6 +311,7 @@ func TestBrowserRosterOf300SortsFiltersAndStaysCompact(t *testing.T) {
 		t.Errorf("rows sent whole per redraw: %v of %d; the server should stub the rows the page has", whole, n)
 	}
 	assertSorted(t, ctx, "progress after redraws", func(a, b string) bool { return atoi(a) >= atoi(b) }, "progress")
+	shot(t, ctx, "roster-300-after-redraws")
 	if got := browsertest.Eval[int](t, ctx, rowsJS("who")+".length"); got != n {
 		t.Errorf("after the chip was released, %d rows shown, want %d", got, n)
 	}
