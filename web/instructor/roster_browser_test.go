@@ -125,6 +125,12 @@ func (c *class) Of(ns string) (open, following int) {
 // on the tab's cookie by the token in the URL.
 func rosterServer(t *testing.T, n int) (string, *class) {
 	t.Helper()
+	return rosterServerBehind(t, n, nil)
+}
+
+// rosterServerBehind is rosterServer behind front (a proxy, say), when set.
+func rosterServerBehind(t *testing.T, n int, front func(http.Handler) http.Handler) (string, *class) {
+	t.Helper()
 	c := &class{n: n, start: time.Date(2026, 12, 2, 9, 0, 0, 0, time.UTC)}
 	mux := http.NewServeMux()
 	mux.Handle("GET /static/", http.StripPrefix("/static/", http.FileServerFS(static.FS)))
@@ -136,7 +142,11 @@ func rosterServer(t *testing.T, n int) (string, *class) {
 		Learners: c, States: c, Presence: c, QuizQuestions: 41, ChallengeCount: 14, Now: c.now,
 		Self: func(*http.Request) (string, error) { return "lab-instr", nil },
 	}}).Register(mux)
-	srv := httptest.NewServer(mux)
+	var h http.Handler = mux
+	if front != nil {
+		h = front(mux)
+	}
+	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
 	return srv.URL + "/instructor?token=" + token, c
 }
@@ -503,5 +513,46 @@ func TestBrowserRosterStubsOnlyRowsThePageHas(t *testing.T) {
 	}
 	if got := browsertest.Eval[int](t, ctx, `[...document.querySelectorAll("#`+first+` td")].filter((c) => !c.oplabMark).length`); got != 0 {
 		t.Errorf("%d cells of %s were drawn anew, not changed in place", got, first)
+	}
+}
+
+// TestBrowserRosterGoesOnBehindAProxyThatRefusesTheHeader: a proxy that
+// takes no header of 4 KB answers 431; the page then asks for every row
+// whole, without the header, and its rows go on changing.
+func TestBrowserRosterGoesOnBehindAProxyThatRefusesTheHeader(t *testing.T) {
+	var mu sync.Mutex
+	var refused, without int
+	page, _ := rosterServerBehind(t, 20, func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.Path == "/instructor/roster" {
+				mu.Lock()
+				if r.Header.Get(HaveHeader) != "" {
+					refused++
+					mu.Unlock()
+					http.Error(w, "request header fields too large", http.StatusRequestHeaderFieldsTooLarge)
+					return
+				}
+				without++
+				mu.Unlock()
+			}
+			next.ServeHTTP(w, r)
+		})
+	})
+	ctx := browser.Tab(t)
+	browsertest.Do(t, ctx, chromedp.Navigate(page), chromedp.WaitVisible(chromedp.CSS("#roster-tools")))
+	quiz := `document.querySelector("#learner-` + learnerNS(3) + ` .learner-quiz").textContent`
+	before := browsertest.Eval[string](t, ctx, quiz)
+	// Learner 3's quiz best moves once in five polls.
+	browsertest.Eventually(t, ctx, `String(`+quiz+` !== `+strconv.Quote(before)+`)`, "true")
+	// One poll more: it too goes without the header.
+	last := browsertest.Eval[string](t, ctx, `document.getElementById("roster-live").dataset.refreshed`)
+	browsertest.Eventually(t, ctx, `String(document.getElementById("roster-live").dataset.refreshed !== `+strconv.Quote(last)+`)`, "true")
+	if got := browsertest.Eval[string](t, ctx, `document.getElementById("roster-live").dataset.refreshError || ""`); got != "" {
+		t.Errorf("the page shows a refresh error %s", got)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if refused != 1 || without < 2 {
+		t.Errorf("%d fetches with the header refused, %d without; want 1 refused, then every fetch without it", refused, without)
 	}
 }

@@ -267,13 +267,13 @@
   }
   noteResets(false);
 
-  // have lists the digests of the rows the page shows, for the server to
-  // send those rows as stubs: the page then parses and morphs only the
-  // rows that changed, not all 300 at every poll. Empty (every row whole)
-  // after a stub that did not match, or when the header was refused (a
-  // proxy that takes no header of 4 KB).
+  // digests lists the digests (data-sig) of the rows the page shows, for
+  // the server to send those rows as stubs: the page then parses and
+  // morphs only the rows that changed, not all 300 at every poll. Empty
+  // (every row whole) after a stub that did not match, or when the header
+  // was refused (a proxy that takes no header of 4 KB).
   let sendHave = true;
-  function have() {
+  function digests() {
     const body = box.querySelector("#roster-table tbody");
     if (!sendHave || !body) return "";
     const sigs = [];
@@ -287,7 +287,7 @@
     fetching = true;
     try {
       const headers = { Accept: "text/html" };
-      const sigs = missed ? "" : have();
+      const sigs = missed ? "" : digests();
       if (sigs) headers["Oplab-Roster-Have"] = sigs;
       const res = await fetch(box.dataset.refresh, { credentials: "same-origin", headers });
       if (!res.ok && sigs && (res.status === 400 || res.status === 431)) { sendHave = false; again = true; return; }
