@@ -125,11 +125,12 @@ func (c *class) Of(ns string) (open, following int) {
 // on the tab's cookie by the token in the URL.
 func rosterServer(t *testing.T, n int) (string, *class) {
 	t.Helper()
-	return rosterServerBehind(t, n, nil)
+	url, c, _ := rosterServerBehind(t, n, nil)
+	return url, c
 }
 
 // rosterServerBehind is rosterServer behind front (a proxy, say), when set.
-func rosterServerBehind(t *testing.T, n int, front func(http.Handler) http.Handler) (string, *class) {
+func rosterServerBehind(t *testing.T, n int, front func(http.Handler) http.Handler) (string, *class, *Handler) {
 	t.Helper()
 	c := &class{n: n, start: time.Date(2026, 12, 2, 9, 0, 0, 0, time.UTC)}
 	mux := http.NewServeMux()
@@ -138,17 +139,18 @@ func rosterServerBehind(t *testing.T, n int, front func(http.Handler) http.Handl
 	// link beside its Reset button, the widest the actions cell gets.
 	look := Look{Page: func(w http.ResponseWriter, _ *http.Request, ns, _, _ string) { fmt.Fprint(w, ns) },
 		Stream: func(string) http.Handler { return http.NotFoundHandler() }}
-	New(t.Context(), Options{Token: token, Controller: &fakeSwitch{running: true}, Look: look, Roster: Roster{
+	ih := New(t.Context(), Options{Token: token, Controller: &fakeSwitch{running: true}, Look: look, Roster: Roster{
 		Learners: c, States: c, Presence: c, QuizQuestions: 41, ChallengeCount: 14, Now: c.now,
 		Self: func(*http.Request) (string, error) { return "lab-instr", nil },
-	}}).Register(mux)
+	}})
+	ih.Register(mux)
 	var h http.Handler = mux
 	if front != nil {
 		h = front(mux)
 	}
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
-	return srv.URL + "/instructor?token=" + token, c
+	return srv.URL + "/instructor?token=" + token, c, ih
 }
 
 // rowsJS is the visible rows' given data attribute, in page order.
@@ -522,7 +524,7 @@ func TestBrowserRosterStubsOnlyRowsThePageHas(t *testing.T) {
 func TestBrowserRosterGoesOnBehindAProxyThatRefusesTheHeader(t *testing.T) {
 	var mu sync.Mutex
 	var refused, without int
-	page, _ := rosterServerBehind(t, 20, func(next http.Handler) http.Handler {
+	page, _, _ := rosterServerBehind(t, 20, func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			if r.URL.Path == "/instructor/roster" {
 				mu.Lock()
@@ -555,4 +557,42 @@ func TestBrowserRosterGoesOnBehindAProxyThatRefusesTheHeader(t *testing.T) {
 	if refused != 1 || without < 2 {
 		t.Errorf("%d fetches with the header refused, %d without; want 1 refused, then every fetch without it", refused, without)
 	}
+}
+
+// TestBrowserRosterCompactRowShowsAResetWhole: a compact row whose
+// learner is being reset, or was, shows its buttons whole and the
+// reset's words in the cell, wrapped, not cut or pushed past the table.
+func TestBrowserRosterCompactRowShowsAResetWhole(t *testing.T) {
+	page, c, h := rosterServerBehind(t, 12, nil)
+	rs := h.opts.Roster.resets
+	running, done := learnerNS(0), learnerNS(1)
+	seq, err := rs.begin(running, c.now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	rs.progress(running, seq, 2, []string{"shop"})
+	seq, err = rs.begin(done, c.now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	rs.finish(done, seq, c.now(), nil)
+	ctx := browser.Tab(t)
+	browsertest.Do(t, ctx, chromedp.Navigate(page), chromedp.WaitVisible(chromedp.CSS("#roster-tools")))
+	browsertest.Eventually(t, ctx, `String(document.querySelectorAll("#roster-table .reset-status").length)`, "2")
+	for _, ns := range []string{running, done} {
+		cell := `document.querySelector("#learner-` + ns + ` .learner-reset")`
+		browsertest.Do(t, ctx, chromedp.Evaluate[chromedp.Void](cell+`.scrollIntoView({block: "center"})`),
+			chromedp.Evaluate[chromedp.Void](`new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))`, chromedp.EvalAwaitPromise))
+		if got := browsertest.Eval[string](t, ctx, `(() => { const c = `+cell+`, b = c.getBoundingClientRect();
+			if (c.scrollWidth > c.clientWidth + 1) return "the cell's content is " + c.scrollWidth + " px wide in " + c.clientWidth;
+			for (const e of c.querySelectorAll("a, button, .reset-status")) {
+				const r = e.getBoundingClientRect();
+				if (r.left < b.left - 1 || r.right > b.right + 1) return (e.id || e.className) + " reaches " + Math.round(r.left) + "–" + Math.round(r.right) + " past the cell's " + Math.round(b.left) + "–" + Math.round(b.right);
+				if (e.matches(".reset-status") && r.width < 0.8 * b.width) return "the reset's words take " + Math.round(r.width) + " px of the cell's " + Math.round(b.width);
+			}
+			return ""; })()`); got != "" {
+			t.Errorf("%s: %s", ns, got)
+		}
+	}
+	shot(t, ctx, "roster-compact-resets")
 }
