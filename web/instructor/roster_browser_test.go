@@ -2,6 +2,7 @@ package instructor
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -576,10 +577,17 @@ func TestBrowserRosterCompactRowShowsAResetWhole(t *testing.T) {
 		t.Fatal(err)
 	}
 	rs.finish(done, seq, c.now(), nil)
+	// A failed reset adds the long "Remove the remaining finalizers" button.
+	failed := learnerNS(2)
+	seq, err = rs.begin(failed, c.now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	rs.finish(failed, seq, c.now(), errors.New("after 1m0s, Database shop is still held by its finalizer example.com/keep"))
 	ctx := browser.Tab(t)
 	browsertest.Do(t, ctx, chromedp.Navigate(page), chromedp.WaitVisible(chromedp.CSS("#roster-tools")))
-	browsertest.Eventually(t, ctx, `String(document.querySelectorAll("#roster-table .reset-status").length)`, "2")
-	for _, ns := range []string{running, done} {
+	browsertest.Eventually(t, ctx, `String(document.querySelectorAll("#roster-table .reset-status").length)`, "3")
+	for _, ns := range []string{running, done, failed} {
 		cell := `document.querySelector("#learner-` + ns + ` .learner-reset")`
 		browsertest.Do(t, ctx, chromedp.Evaluate[chromedp.Void](cell+`.scrollIntoView({block: "center"})`),
 			chromedp.Evaluate[chromedp.Void](`new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))`, chromedp.EvalAwaitPromise))
