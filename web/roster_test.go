@@ -474,13 +474,16 @@ func TestBrowserRosterResetWithoutJavaScript(t *testing.T) {
 		// The roster's rows off screen are not laid out (content-visibility)
 		// until scrolled to, and a suite's roster is long by now: scroll to
 		// the row, as the instructor would, before it can be seen.
-		chromedp.WaitReady(chromedp.CSS("#reset-"+ns)), chromedp.ScrollIntoView(chromedp.CSS("#reset-"+ns)),
+		// With the page's scripts off, chromedp's own scrolling left the page
+		// where it was (scrollY 0, the button below the window), and the
+		// click fell outside it: scroll from DevTools, which still runs.
+		chromedp.WaitReady(chromedp.CSS("#reset-"+ns)), scrollTo("#reset-"+ns),
 		chromedp.WaitVisible(chromedp.CSS("#reset-"+ns)), chromedp.Click(chromedp.CSS("#reset-"+ns)), chromedp.WaitVisible(chromedp.CSS(".flash-ok"))); err != nil {
 		t.Fatal(err)
 	}
 	shows(t, instr, "the reset started, and the row saying it runs", `document.querySelector(".flash-ok").textContent.includes("Reset started")
 		&& `+status+`?.textContent.includes("Resetting…") && document.getElementById("reset-`+ns+`").getAttribute("aria-disabled") === "true"`, "main")
-	if err := chromedp.Do(instr, chromedp.ScrollIntoView(chromedp.CSS("#reset-"+ns)), chromedp.Click(chromedp.CSS("#reset-"+ns)), chromedp.WaitVisible(chromedp.CSS("#roster-refusal"))); err != nil {
+	if err := chromedp.Do(instr, scrollTo("#reset-"+ns), chromedp.Click(chromedp.CSS("#reset-"+ns)), chromedp.WaitVisible(chromedp.CSS("#roster-refusal"))); err != nil {
 		t.Fatal(err)
 	}
 	shows(t, instr, "the second press refused with the reason, in an alert", `document.getElementById("roster-refusal").getAttribute("role") === "alert"
@@ -660,4 +663,10 @@ func TestBrowserScenarioCountsWhenItsPointArrives(t *testing.T) {
 		rowsOf("twice")+`.some(r => [...r.querySelectorAll(".step.action")].some(s => /create .*→ AlreadyExists/.test(s.textContent)))`, "#rows")
 	// Each browser context has its own storage: the first scenario is not here.
 	showsNow(t, ctx, "only this browser's scenarios", `!`+scenariosDone+`.includes("finalizer")`, "#rows")
+}
+
+// scrollTo scrolls the element of selector to the middle of the window by
+// DevTools' evaluation, which runs when the page's own scripts are off.
+func scrollTo(selector string) chromedp.Action[chromedp.Void] {
+	return chromedp.Evaluate[chromedp.Void](fmt.Sprintf(`document.querySelector(%q).scrollIntoView({block: "center"})`, selector))
 }
