@@ -51,7 +51,9 @@ func TestBrowserRosterRemovesForeignFinalizers(t *testing.T) {
 		&& document.getElementById("reset-status-`+ns+`").textContent.includes("evil.example/never")`, "main")
 	screenshot(t, instr, "68-roster-remove-finalizers")
 	axeCheck(t, instr, "/instructor (reset failed, finalizers left)")
-	if err := chromedp.Do(instr, chromedp.ScrollIntoView(chromedp.CSS("#unblock-"+ns)), chromedp.Click(chromedp.CSS("#unblock-"+ns)), chromedp.WaitVisible(chromedp.CSS(".flash-ok"))); err != nil {
+	// Scrolled from DevTools: chromedp's ScrollIntoView left the button
+	// below the window here too, and the click fell outside it.
+	if err := chromedp.Do(instr, scrollTo("#unblock-"+ns), chromedp.Click(chromedp.CSS("#unblock-"+ns)), chromedp.WaitVisible(chromedp.CSS(".flash-ok"))); err != nil {
 		t.Fatal(err)
 	}
 	shows(t, instr, "the removal started", `document.querySelector(".flash-ok").textContent.includes("Removing the remaining finalizers")`, "main")
