@@ -2,6 +2,7 @@ package instructor
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -125,6 +126,13 @@ func (c *class) Of(ns string) (open, following int) {
 // on the tab's cookie by the token in the URL.
 func rosterServer(t *testing.T, n int) (string, *class) {
 	t.Helper()
+	url, c, _ := rosterServerBehind(t, n, nil)
+	return url, c
+}
+
+// rosterServerBehind is rosterServer behind front (a proxy, say), when set.
+func rosterServerBehind(t *testing.T, n int, front func(http.Handler) http.Handler) (string, *class, *Handler) {
+	t.Helper()
 	c := &class{n: n, start: time.Date(2026, 12, 2, 9, 0, 0, 0, time.UTC)}
 	mux := http.NewServeMux()
 	mux.Handle("GET /static/", http.StripPrefix("/static/", http.FileServerFS(static.FS)))
@@ -132,13 +140,18 @@ func rosterServer(t *testing.T, n int) (string, *class) {
 	// link beside its Reset button, the widest the actions cell gets.
 	look := Look{Page: func(w http.ResponseWriter, _ *http.Request, ns, _, _ string) { fmt.Fprint(w, ns) },
 		Stream: func(string) http.Handler { return http.NotFoundHandler() }}
-	New(t.Context(), Options{Token: token, Controller: &fakeSwitch{running: true}, Look: look, Roster: Roster{
+	ih := New(t.Context(), Options{Token: token, Controller: &fakeSwitch{running: true}, Look: look, Roster: Roster{
 		Learners: c, States: c, Presence: c, QuizQuestions: 41, ChallengeCount: 14, Now: c.now,
 		Self: func(*http.Request) (string, error) { return "lab-instr", nil },
-	}}).Register(mux)
-	srv := httptest.NewServer(mux)
+	}})
+	ih.Register(mux)
+	var h http.Handler = mux
+	if front != nil {
+		h = front(mux)
+	}
+	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
-	return srv.URL + "/instructor?token=" + token, c
+	return srv.URL + "/instructor?token=" + token, c, ih
 }
 
 // rowsJS is the visible rows' given data attribute, in page order.
@@ -259,6 +272,13 @@ func TestBrowserRosterOf300SortsFiltersAndStaysCompact(t *testing.T) {
 		return m
 	}
 	var wall, cpu []float64
+	// Where a redraw's wall time goes, phase by phase (roster.js times
+	// them): parsing the fetched HTML, morphing the rows, sorting and
+	// filtering, and the forced layout.
+	phases := map[string][]float64{}
+	// How many rows each redraw got whole: the page sends the digests of
+	// the rows it has, and the server sends those unchanged as stubs.
+	var whole []int
 	last := browsertest.Eval[string](t, ctx, `document.getElementById("roster-live").dataset.refreshed || ""`)
 	nextRedraw := func() {
 		browsertest.Eventually(t, ctx, fmt.Sprintf(`String((document.getElementById("roster-live").dataset.refreshed || "") !== %q)`, last), "true")
@@ -272,13 +292,39 @@ func TestBrowserRosterOf300SortsFiltersAndStaysCompact(t *testing.T) {
 		cpu = append(cpu, 1000*(after-before))
 		before = after
 		wall = append(wall, browsertest.Eval[float64](t, ctx, `Number(document.getElementById("roster-live").dataset.redrawMs)`))
+		for k, v := range browsertest.Eval[map[string]float64](t, ctx, `JSON.parse(document.getElementById("roster-live").dataset.redrawPhases || "{}")`) {
+			phases[k] = append(phases[k], v)
+		}
+		rows := browsertest.Eval[map[string]int](t, ctx, `JSON.parse(document.getElementById("roster-live").dataset.redrawRows || "{}")`)
+		whole = append(whole, rows["whole"])
+		if rows["whole"]+rows["kept"] != n {
+			t.Errorf("a redraw had %d rows whole and %d kept, not the %d learners", rows["whole"], rows["kept"], n)
+		}
 	}
 	sort.Float64s(wall)
 	sort.Float64s(cpu)
 	load, _ := os.ReadFile("/proc/loadavg")
 	t.Logf("Roster redraw, %d learners, 60 rows changed each time, in Chromium: main-thread CPU per 2 s cycle median %.1f ms (min %.1f, max %.1f); script wall time fetch-to-layout median %.1f ms (min %.1f, max %.1f), over %d redraws; load average %s (target ≤ 50 ms)",
 		n, cpu[len(cpu)/2], cpu[0], cpu[len(cpu)-1], wall[len(wall)/2], wall[0], wall[len(wall)-1], len(wall), strings.Fields(string(load) + " ?")[0])
+	var split []string
+	for _, k := range []string{"parse", "morph", "apply", "layout"} {
+		p := phases[k]
+		if len(p) == 0 {
+			t.Errorf("roster.js timed no %s phase", k)
+			continue
+		}
+		sort.Float64s(p)
+		split = append(split, fmt.Sprintf("%s %.1f", k, p[len(p)/2]))
+	}
+	slices.Sort(whole)
+	t.Logf("Roster redraw phases, median ms: %s; rows sent whole per redraw: %v of %d", strings.Join(split, ", "), whole, n)
+	// The class changes 60 rows between two polls; more than half whole
+	// means the stubs are not used and every row is parsed again.
+	if whole[len(whole)/2] > n/2 {
+		t.Errorf("rows sent whole per redraw: %v of %d; the server should stub the rows the page has", whole, n)
+	}
 	assertSorted(t, ctx, "progress after redraws", func(a, b string) bool { return atoi(a) >= atoi(b) }, "progress")
+	shot(t, ctx, "roster-300-after-redraws")
 	if got := browsertest.Eval[int](t, ctx, rowsJS("who")+".length"); got != n {
 		t.Errorf("after the chip was released, %d rows shown, want %d", got, n)
 	}
@@ -411,4 +457,150 @@ func axe(t *testing.T, ctx context.Context, name string) {
 	for _, v := range res {
 		t.Errorf("%s: %s: %s\n\t%s", name, v.ID, v.Help, strings.Join(v.Nodes, "\n\t"))
 	}
+}
+
+// TestBrowserRosterStubsOnlyRowsThePageHas checks the redraw's half of
+// the stubs: the page sends the digests of the rows it has and the server
+// sends those rows as stubs (id and digest only). A stub for a row the page
+// holds under another digest must not leave the page showing stale rows:
+// the page fetches every row whole at once. Rows changed in place keep
+// their nodes and the focus.
+func TestBrowserRosterStubsOnlyRowsThePageHas(t *testing.T) {
+	const n = 20
+	page, _ := rosterServer(t, n)
+	ctx := browser.Tab(t)
+	browsertest.Do(t, ctx, chromedp.Navigate(page), chromedp.WaitVisible(chromedp.CSS("#roster-tools")))
+	browsertest.Eventually(t, ctx, `String(document.querySelectorAll("#roster-table tbody tr").length)`, fmt.Sprint(n))
+	last := ""
+	redraws := func(k int) {
+		t.Helper()
+		for range k {
+			browsertest.Eventually(t, ctx, fmt.Sprintf(`String((document.getElementById("roster-live").dataset.refreshed || "") !== %q)`, last), "true")
+			last = browsertest.Eval[string](t, ctx, `document.getElementById("roster-live").dataset.refreshed`)
+		}
+	}
+	redraws(2)
+	// Four of the 20 rows change between two polls: the rest came as stubs.
+	rows := browsertest.Eval[map[string]int](t, ctx, `JSON.parse(document.getElementById("roster-live").dataset.redrawRows)`)
+	if rows["kept"] == 0 || rows["whole"]+rows["kept"] != n {
+		t.Errorf("a redraw of %d rows: %v; want most kept as stubs", n, rows)
+	}
+
+	// Mark every cell's node and focus a Reset button: a row morphed in
+	// place keeps both.
+	first := "learner-" + learnerNS(0)
+	browsertest.Do(t, ctx, chromedp.Evaluate[chromedp.Void](`(() => {
+		for (const c of document.querySelectorAll("#roster-table tbody td")) c.oplabMark = true;
+		document.getElementById("reset-`+learnerNS(0)+`").focus(); })()`))
+
+	// Give every row its neighbour's digest and a false cards count: the
+	// server, finding each digest among those sent, stubs the rows that did
+	// not change, which the page now holds under another digest.
+	browsertest.Do(t, ctx, chromedp.Evaluate[chromedp.Void](`(() => {
+		const rows = [...document.querySelectorAll("#roster-table tbody tr")];
+		const sigs = rows.map((r) => r.dataset.sig);
+		rows.forEach((r, i) => { r.dataset.sig = sigs[(i + 1) % sigs.length]; r.querySelector(".learner-cards").textContent = "tampered"; });
+	})()`))
+	// The redraw under way, the one that met the stubs and the whole one
+	// it asked for at once: within them every row is right again (without
+	// the whole fetch, a row changes once in five polls).
+	redraws(3)
+	if got := browsertest.Eval[[]string](t, ctx, `[...document.querySelectorAll("#roster-table tbody tr")].filter((r) => r.querySelector(".learner-cards").textContent === "tampered").map((r) => r.id)`); len(got) > 0 {
+		t.Errorf("%d rows still show what the page was given, not what the server has: %v", len(got), got)
+	}
+	if got := browsertest.Eval[int](t, ctx, `new Set([...document.querySelectorAll("#roster-table tbody tr")].map((r) => r.dataset.sig)).size`); got != n {
+		t.Errorf("%d distinct digests among %d rows", got, n)
+	}
+	if got := browsertest.Eval[string](t, ctx, `document.activeElement.id`); got != "reset-"+learnerNS(0) {
+		t.Errorf("the focus moved to %q", got)
+	}
+	if got := browsertest.Eval[int](t, ctx, `[...document.querySelectorAll("#`+first+` td")].filter((c) => !c.oplabMark).length`); got != 0 {
+		t.Errorf("%d cells of %s were drawn anew, not changed in place", got, first)
+	}
+}
+
+// TestBrowserRosterGoesOnBehindAProxyThatRefusesTheHeader: a proxy that
+// takes no header of 4 KB answers 431; the page then asks for every row
+// whole, without the header, and its rows go on changing.
+func TestBrowserRosterGoesOnBehindAProxyThatRefusesTheHeader(t *testing.T) {
+	var mu sync.Mutex
+	var refused, without int
+	page, _, _ := rosterServerBehind(t, 20, func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.Path == "/instructor/roster" {
+				mu.Lock()
+				if r.Header.Get(HaveHeader) != "" {
+					refused++
+					mu.Unlock()
+					http.Error(w, "request header fields too large", http.StatusRequestHeaderFieldsTooLarge)
+					return
+				}
+				without++
+				mu.Unlock()
+			}
+			next.ServeHTTP(w, r)
+		})
+	})
+	ctx := browser.Tab(t)
+	browsertest.Do(t, ctx, chromedp.Navigate(page), chromedp.WaitVisible(chromedp.CSS("#roster-tools")))
+	quiz := `document.querySelector("#learner-` + learnerNS(3) + ` .learner-quiz").textContent`
+	before := browsertest.Eval[string](t, ctx, quiz)
+	// Learner 3's quiz best moves once in five polls.
+	browsertest.Eventually(t, ctx, `String(`+quiz+` !== `+strconv.Quote(before)+`)`, "true")
+	// One poll more: it too goes without the header.
+	last := browsertest.Eval[string](t, ctx, `document.getElementById("roster-live").dataset.refreshed`)
+	browsertest.Eventually(t, ctx, `String(document.getElementById("roster-live").dataset.refreshed !== `+strconv.Quote(last)+`)`, "true")
+	if got := browsertest.Eval[string](t, ctx, `document.getElementById("roster-live").dataset.refreshError || ""`); got != "" {
+		t.Errorf("the page shows a refresh error %s", got)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if refused != 1 || without < 2 {
+		t.Errorf("%d fetches with the header refused, %d without; want 1 refused, then every fetch without it", refused, without)
+	}
+}
+
+// TestBrowserRosterCompactRowShowsAResetWhole: a compact row whose
+// learner is being reset, or was, shows its buttons whole and the
+// reset's words in the cell, wrapped, not cut or pushed past the table.
+func TestBrowserRosterCompactRowShowsAResetWhole(t *testing.T) {
+	page, c, h := rosterServerBehind(t, 12, nil)
+	rs := h.opts.Roster.resets
+	running, done := learnerNS(0), learnerNS(1)
+	seq, err := rs.begin(running, c.now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	rs.progress(running, seq, 2, []string{"shop"})
+	seq, err = rs.begin(done, c.now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	rs.finish(done, seq, c.now(), nil)
+	// A failed reset adds the long "Remove the remaining finalizers" button.
+	failed := learnerNS(2)
+	seq, err = rs.begin(failed, c.now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	rs.finish(failed, seq, c.now(), errors.New("after 1m0s, Database shop is still held by its finalizer example.com/keep"))
+	ctx := browser.Tab(t)
+	browsertest.Do(t, ctx, chromedp.Navigate(page), chromedp.WaitVisible(chromedp.CSS("#roster-tools")))
+	browsertest.Eventually(t, ctx, `String(document.querySelectorAll("#roster-table .reset-status").length)`, "3")
+	for _, ns := range []string{running, done, failed} {
+		cell := `document.querySelector("#learner-` + ns + ` .learner-reset")`
+		browsertest.Do(t, ctx, chromedp.Evaluate[chromedp.Void](cell+`.scrollIntoView({block: "center"})`),
+			chromedp.Evaluate[chromedp.Void](`new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))`, chromedp.EvalAwaitPromise))
+		if got := browsertest.Eval[string](t, ctx, `(() => { const c = `+cell+`, b = c.getBoundingClientRect();
+			if (c.scrollWidth > c.clientWidth + 1) return "the cell's content is " + c.scrollWidth + " px wide in " + c.clientWidth;
+			for (const e of c.querySelectorAll("a, button, .reset-status")) {
+				const r = e.getBoundingClientRect();
+				if (r.left < b.left - 1 || r.right > b.right + 1) return (e.id || e.className) + " reaches " + Math.round(r.left) + "–" + Math.round(r.right) + " past the cell's " + Math.round(b.left) + "–" + Math.round(b.right);
+				if (e.matches(".reset-status") && r.width < 0.8 * b.width) return "the reset's words take " + Math.round(r.width) + " px of the cell's " + Math.round(b.width);
+			}
+			return ""; })()`); got != "" {
+			t.Errorf("%s: %s", ns, got)
+		}
+	}
+	shot(t, ctx, "roster-compact-resets")
 }
