@@ -58,12 +58,18 @@ func TestBrowserReplayTravels(t *testing.T) {
 	exported, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
 	var head struct {
-		Version int
-		History *struct{ Objects []json.RawMessage }
+		Version  int
+		History  *struct{ Objects []json.RawMessage }
+		Messages []json.RawMessage
 	}
 	if err := json.Unmarshal(exported, &head); err != nil || head.Version != 3 || head.History == nil || len(head.History.Objects) < 3 {
 		t.Fatalf("export: version %d, history %v (%v); want version 3 with the Database and its children", head.Version, head.History != nil, err)
 	}
+	histBytes := 0
+	for _, o := range head.History.Objects {
+		histBytes += len(o)
+	}
+	t.Logf("the export: %d bytes, %d messages; its history %d objects in %d bytes", len(exported), len(head.Messages), len(head.History.Objects), histBytes)
 	dir := t.TempDir()
 	file := filepath.Join(dir, "timeline.json")
 	if err := os.WriteFile(file, exported, 0o644); err != nil {
