@@ -100,6 +100,7 @@ func FuzzReplay(f *testing.F) {
 		`{"version":1,"exportedAt":"2026-12-01T09:00:34Z","namespace":"lab-vmrjeeza","messages":[{"seq":7,"time":"2026-12-01T09:00:34.1Z","type":"reconcile.start","object":{"kind":"Database","namespace":"lab-vmrjeeza","name":"replayed"},"reconcileID":"a1","database":"replayed","trigger":"event"},{"seq":9,"time":"2026-12-01T09:00:34.2Z","type":"state","object":{"kind":"Database","namespace":"lab-vmrjeeza","name":"replayed"},"state":{"name":"replayed","generation":1,"observedGeneration":1,"conditions":[{"type":"Ready","status":"True","reason":"Available"}]}},{"seq":10,"time":"2026-12-01T09:00:34.3Z","type":"controller","object":{"kind":"Controller","name":"database"},"message":"started"}]}`,
 		exportJSON(3, `</script><script>alert(1)</script>`),
 		exportJSON(1, "") + "garbage",
+		historyExport(scaledHistory),
 		`{"version":1,"messages":[],"namespace":"lab-a"}`,
 		`{"version":1,"exportedAt":"2026-11-30T09:41:07.123456Z","namespace":"lab-x7k2p9qd","messages":[{"seq":42,"time":"2026-11-30T09:41:07.123456Z","type":"action","object":{"kind":"Database","namespace":"lab-x7k2p9qd","name":"shop"},"reconcileID":"5c0e","database":"shop","action":"create","target":{"kind":"StatefulSet","namespace":"lab-x7k2p9qd","name":"shop"},"outcome":"Created","durationNs":2100000}]}`,
 		`{"version":1,"Messages":[]}`,

@@ -119,6 +119,8 @@ func (h *Handler) Register(mux *http.ServeMux) {
 	mux.HandleFunc("GET /lab/ping", h.ping)
 	mux.HandleFunc("GET /lab/history", h.travelAt)
 	mux.HandleFunc("GET /lab/history/diff", h.travelDiff)
+	mux.HandleFunc("GET /lab/replay/history", h.replayTravelAt)
+	mux.HandleFunc("GET /lab/replay/history/diff", h.replayTravelDiff)
 	mux.HandleFunc("GET /lab/replay", h.replayForm)
 	mux.HandleFunc("POST /lab/replay", h.replay)
 	mux.HandleFunc("POST /lab/databases", h.form(h.createDatabase))

@@ -70,10 +70,14 @@ type Travel struct {
 // had delivered when it emitted the step, that step's own event included),
 // each with its changes from the version before it.
 func (h *Handler) travelAt(w http.ResponseWriter, r *http.Request) {
-	ns, ok := h.travelNamespace(w, r)
-	if !ok {
-		return
+	if ns, ok := h.travelNamespace(w, r); ok {
+		h.serveTravelAt(w, r, h.opts.History, ns)
 	}
+}
+
+// serveTravelAt answers /lab/history from hist, the live lab's or a
+// replay's.
+func (h *Handler) serveTravelAt(w http.ResponseWriter, r *http.Request, hist History, ns string) {
 	q := r.URL.Query()
 	at, err := seqParam(q.Get("at"), "at")
 	all, err2 := boolParam(q.Get("all"), "all")
@@ -81,7 +85,7 @@ func (h *Handler) travelAt(w http.ResponseWriter, r *http.Request) {
 		httpx.JSON(w, http.StatusBadRequest, map[string]string{"error": err.Error()})
 		return
 	}
-	view, err := h.opts.History.HistoryAt(ns, at)
+	view, err := hist.HistoryAt(ns, at)
 	if err != nil {
 		h.opts.Logger.Error(err, "Rebuilt no history", "namespace", ns, "seq", at)
 		httpx.JSON(w, http.StatusInternalServerError, map[string]string{"error": "the history could not be rebuilt"})
@@ -107,10 +111,13 @@ func (h *Handler) travelAt(w http.ResponseWriter, r *http.Request) {
 // travelDiff serves GET /lab/history/diff?from=N&to=M[&all=1]: how each
 // object changed from right after step N to right after step M.
 func (h *Handler) travelDiff(w http.ResponseWriter, r *http.Request) {
-	ns, ok := h.travelNamespace(w, r)
-	if !ok {
-		return
+	if ns, ok := h.travelNamespace(w, r); ok {
+		h.serveTravelDiff(w, r, h.opts.History, ns)
 	}
+}
+
+// serveTravelDiff answers /lab/history/diff from hist.
+func (h *Handler) serveTravelDiff(w http.ResponseWriter, r *http.Request, hist History, ns string) {
 	q := r.URL.Query()
 	from, err := seqParam(q.Get("from"), "from")
 	to, err2 := seqParam(q.Get("to"), "to")
@@ -119,10 +126,10 @@ func (h *Handler) travelDiff(w http.ResponseWriter, r *http.Request) {
 		httpx.JSON(w, http.StatusBadRequest, map[string]string{"error": err.Error()})
 		return
 	}
-	a, err := h.opts.History.HistoryAt(ns, from)
+	a, err := hist.HistoryAt(ns, from)
 	var b stream.HistoryView
 	if err == nil {
-		b, err = h.opts.History.HistoryAt(ns, to)
+		b, err = hist.HistoryAt(ns, to)
 	}
 	if err != nil {
 		h.opts.Logger.Error(err, "Rebuilt no history", "namespace", ns, "from", from, "to", to)

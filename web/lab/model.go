@@ -112,6 +112,9 @@ type ReplayPage struct {
 	// editor.
 	Code       *stream.Code
 	ImportPath string
+	// Travel is the id under which the file's history is kept for time
+	// travel (replaytravel.go); empty when the file has none.
+	Travel string
 }
 
 // FieldClass marks the input a flash error is about.

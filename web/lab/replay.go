@@ -197,6 +197,14 @@ func (h *Handler) replay(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	page := ReplayPage{File: name, Namespace: sum.namespace, Messages: sum.messages, Export: exportScript(spool), Code: sum.code}
+	if sum.history != nil {
+		hist, err := stream.NewReplayHistory(sum.namespace, *sum.history)
+		if err != nil {
+			fail(http.StatusUnprocessableEntity, "%s is not an oplab timeline: %v", name, err)
+			return
+		}
+		page.Travel = keepReplayTravel(sum.namespace, hist)
+	}
 	if h.opts.Code != nil && sum.code != nil {
 		page.ImportPath = h.opts.Code.ImportPath()
 	}
@@ -235,6 +243,8 @@ type exportSummary struct {
 	messages  int
 	// code is the learner's own code, when the export has some.
 	code *stream.Code
+	// history is the export's object history (version 3 on), checked.
+	history *stream.ExportHistory
 }
 
 // checkExport checks an export with the rules of stream.ReadExport, message
@@ -309,6 +319,10 @@ func scanExport(r io.Reader, namespace *string) (sum exportSummary, late bool, e
 			if sum.code, err = scanCode(dec); err != nil {
 				return fail("%w", err) // named by scanCode
 			}
+		case "history":
+			if sum.history, err = scanHistory(dec); err != nil {
+				return fail("%w", err) // named by scanHistory
+			}
 		case "messages":
 			late = !nsKnown
 			sum.messages, err = scanMessages(dec, ns, !nsKnown)
@@ -325,7 +339,7 @@ func scanExport(r io.Reader, namespace *string) (sum exportSummary, late bool, e
 	if _, err := dec.Token(); err != nil { // the closing brace
 		return fail("decoding json: %w", err)
 	}
-	if err := stream.CheckVersion(version, sum.code != nil); err != nil {
+	if err := stream.CheckVersion(version, sum.code != nil, sum.history != nil); err != nil {
 		return fail("%w", err)
 	}
 	if tok, err := dec.Token(); err != io.EOF {
@@ -339,7 +353,89 @@ func scanExport(r io.Reader, namespace *string) (sum exportSummary, late bool, e
 }
 
 // exportKeys are the keys of an export that mean something.
-var exportKeys = []string{"version", "exportedAt", "namespace", "code", "messages"}
+var exportKeys = []string{"version", "exportedAt", "namespace", "code", "history", "messages"}
+
+// maxReplayHistoryBytes bounds the history a replay keeps to travel in:
+// four times what the recorder keeps of a namespace by default.
+const maxReplayHistoryBytes = 4 * stream.DefaultHistoryBytes
+
+// scanHistory decodes an export's history one object at a time, each
+// strictly and within maxMessageBytes, and checks it (stream.CheckHistory's
+// rules). Its errors name the field.
+func scanHistory(dec *json.Decoder) (*stream.ExportHistory, error) {
+	if err := expectDelim(dec, '{'); err != nil {
+		return nil, fmt.Errorf("history: %w", err)
+	}
+	h := &stream.ExportHistory{Objects: []stream.HistoryObject{}}
+	seen := map[string]bool{}
+	size := 0
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return nil, fmt.Errorf("history: decoding json: %w", err)
+		}
+		key, _ := tok.(string)
+		if seen[key] {
+			return nil, fmt.Errorf("history.%s: appears twice", key)
+		}
+		seen[key] = true
+		switch key {
+		case "floor":
+			if err := dec.Decode(&h.Floor); err != nil {
+				return nil, fmt.Errorf("history.floor: %w", err)
+			}
+			continue
+		case "objects":
+		default:
+			for _, k := range []string{"floor", "objects"} {
+				if strings.EqualFold(key, k) {
+					return nil, fmt.Errorf("history.%s: unknown field (the field is %q, spelt exactly so)", key, k)
+				}
+			}
+			return nil, fmt.Errorf("history.%s: unknown field", key)
+		}
+		if err := expectDelim(dec, '['); err != nil {
+			return nil, fmt.Errorf("history.objects: %w", err)
+		}
+		for i := 0; dec.More(); i++ {
+			var raw json.RawMessage
+			start := dec.InputOffset()
+			if err := dec.Decode(&raw); err != nil {
+				return nil, fmt.Errorf("history.objects[%d]: %w", i, err)
+			}
+			if dec.InputOffset()-start > maxMessageBytes {
+				return nil, fmt.Errorf("history.objects[%d]: %w", i, errValueTooLarge)
+			}
+			if size += len(raw); size > maxReplayHistoryBytes {
+				return nil, fmt.Errorf("history.objects[%d]: the history is over %d MiB, more than a replay keeps", i, maxReplayHistoryBytes>>20)
+			}
+			var o stream.HistoryObject
+			if err := stream.DecodeStrict(raw, &o); err != nil {
+				// DecodeStrict's errors start with the field inside
+				// the object, when they name one.
+				sep := "."
+				if strings.HasPrefix(err.Error(), "decoding json") {
+					sep = ": "
+				}
+				return nil, fmt.Errorf("history.objects[%d]%s%w", i, sep, err)
+			}
+			if err := stream.CheckHistoryObject(o); err != nil {
+				return nil, fmt.Errorf("history.objects[%d].%w", i, err)
+			}
+			h.Objects = append(h.Objects, o)
+		}
+		if _, err := dec.Token(); err != nil {
+			return nil, fmt.Errorf("history.objects: %w", err)
+		}
+	}
+	if _, err := dec.Token(); err != nil {
+		return nil, fmt.Errorf("history: %w", err)
+	}
+	if err := stream.CheckHistory(*h); err != nil {
+		return nil, err
+	}
+	return h, nil
+}
 
 // scanCode decodes an export's code strictly, as the page will show it,
 // and checks it (stream.CheckCode). Its errors name the field.
@@ -528,15 +624,24 @@ func replayJSON(r io.Reader, w io.Writer) error {
 	if err := put("{"); err != nil {
 		return err
 	}
-	for first := true; dec.More(); first = false {
+	first := true
+	for dec.More() {
 		tok, err := dec.Token()
 		if err != nil {
 			return fmt.Errorf("read the checked export: %w", err)
 		}
+		if tok == "history" {
+			// Served by /lab/replay/history, not read by the player.
+			var skip json.RawMessage
+			if err := dec.Decode(&skip); err != nil {
+				return fmt.Errorf("read the checked export: %w", err)
+			}
+			continue
+		}
 		key, _ := json.Marshal(tok)
 		sep := ","
 		if first {
-			sep = ""
+			sep, first = "", false
 		}
 		if err := put(sep + string(key) + ":"); err != nil {
 			return err

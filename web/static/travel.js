@@ -3,18 +3,24 @@
 // right after that row's last step, as the controller's watches had
 // delivered them, each with what changed from its previous version. "Compare"
 // picks a second row and shows what changed between the two. The server
-// rebuilds the objects (/lab/history, /lab/history/diff); this file only
-// asks and draws. lab.js puts the seq of each row's last step on the row
+// rebuilds the objects (/lab/history, /lab/history/diff; on a replay,
+// /lab/replay/history from the uploaded file's history); this file only
+// asks and draws, every object's text as text. lab.js puts the seq of each row's last step on the row
 // (data-seq); nothing else here depends on lab.js.
 "use strict";
 (function () {
   const root = document.getElementById("lab");
   const rowsEl = document.getElementById("rows");
-  // Only a learner's own live lab: a replay's or a followed presenter's
-  // rows are not the steps of this namespace's history.
-  if (!root || !rowsEl || root.dataset.mode !== "live" || root.dataset.look) return;
+  // A learner's own live lab, or a replay whose file carries its history
+  // (data-travel: the id the server keeps it under, /lab/replay/history);
+  // a followed presenter's rows are not the steps of this namespace's
+  // history.
+  if (!root || !rowsEl || root.dataset.look) return;
+  const replay = root.dataset.mode === "replay" && root.dataset.travel ? root.dataset.travel : "";
+  if (root.dataset.mode !== "live" && !replay) return;
   const h = window.oplab.h;
   const ns = root.dataset.namespace || "";
+  const base = replay ? "/lab/replay/history" : "/lab/history";
   root.classList.add("travel-on");
 
   // ---- the panel ------------------------------------------------------------
@@ -56,18 +62,18 @@
   }
 
   async function load() {
-    const q = new URLSearchParams({ namespace: ns });
+    const q = new URLSearchParams(replay ? { replay } : { namespace: ns });
     if (all.checked) q.set("all", "1");
     let url;
     if (view.seq) {
       q.set("at", String(view.seq));
-      url = "/lab/history?" + q;
+      url = base + "?" + q;
       heading.textContent = `Objects after step ${view.seq}`;
       explain.textContent = "As the controller's watches had delivered them when the row's last step ran. Each change is from the object's previous version.";
     } else {
       q.set("from", String(view.from));
       q.set("to", String(view.to));
-      url = "/lab/history/diff?" + q;
+      url = base + "/diff?" + q;
       heading.textContent = `Changes from step ${view.from} to step ${view.to}`;
       explain.textContent = `Each object as the controller had seen it after step ${view.from}, then after step ${view.to}.`;
     }
@@ -127,7 +133,8 @@
           o.state === "new" ? "The first version the history keeps: nothing to compare it with." : ""),
       o.object ? h("details", { class: "whole" },
         h("summary", {}, "The whole object"),
-        h("pre", {}, JSON.stringify(o.object, null, 2))) : "");
+        // It may scroll sideways: focusable, so the keyboard can.
+        h("pre", { tabindex: "0", "aria-label": `The whole ${o.kind} ${o.name}` }, JSON.stringify(o.object, null, 2))) : "");
   }
 
   function draw(body) {

@@ -153,6 +153,9 @@ func (r *Recorder) export(ns string) Export {
 		es = append(g.snapshot(), g.ring.after(0)...)
 	} else {
 		es = timeline(r.lookup(ns), r.lookup(""))
+		if h, ok := r.histories[ns]; ok {
+			e.History = h.export()
+		}
 	}
 	for _, en := range es {
 		e.Messages = append(e.Messages, en.raw)

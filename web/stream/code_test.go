@@ -23,8 +23,8 @@ func TestExportCarriesCode(t *testing.T) {
 	if err != nil {
 		t.Fatalf("reading a version %d export with code: %v", ExportVersion, err)
 	}
-	if back.Version != 2 || back.Code == nil || *back.Code != *code || len(back.Messages) != 1 {
-		t.Errorf("read back version %d, code %+v, %d messages; want version 2, code %+v, 1 message", back.Version, back.Code, len(back.Messages), code)
+	if back.Version != ExportVersion || back.Code == nil || *back.Code != *code || len(back.Messages) != 1 {
+		t.Errorf("read back version %d, code %+v, %d messages; want version %d, code %+v, 1 message", back.Version, back.Code, len(back.Messages), ExportVersion, code)
 	}
 
 	old := `{"version":1,"exportedAt":"2026-01-01T00:00:00Z","namespace":"lab-a","messages":[{"seq":1,"time":"2026-01-01T00:00:00Z","type":"event","object":{"kind":"Database","namespace":"lab-a","name":"a"}}]}`
@@ -59,7 +59,7 @@ func TestExportRefusesBadCode(t *testing.T) {
 		{"an unknown key in code", `{"source":"a","author":"me"}`, "2", "code.author: unknown field"},
 		{"running without the code that ran", `{"source":"a","running":true}`, "2", "code.running: true, but code.ran holds no code"},
 		{"code in a version 1 file", `{"source":"a"}`, "1", "code: a version 1 export has no code"},
-		{"a version from the future", `{"source":"a"}`, "3", "unsupported version 3 (want 1 to 2)"},
+		{"a version from the future", `{"source":"a"}`, "4", "unsupported version 4 (want 1 to 3)"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -95,16 +95,19 @@
 // messages) in the same schema, each message as the bytes recorded;
 // Export.WriteTo writes them as they are:
 //
-//	{"version": 2, "exportedAt": "...", "namespace": "learner-1", "code": {...}, "messages": [ ... ]}
+//	{"version": 3, "exportedAt": "...", "namespace": "learner-1", "code": {...}, "history": {...}, "messages": [ ... ]}
 //
 // "code" (version 2 on, optional) is the learner's own reconciler from the
 // code page: "source", the code last kept, "ran", the code last run, and
-// "running", whether it still had the namespace (Code). A version 1 file is
-// the same without "code"; ReadExport reads both.
+// "running", whether it still had the namespace (Code). "history" (version
+// 3 on) is the namespace's object history, the versions as the recorder
+// keeps them (ExportHistory, exporthistory.go). A version 1 file is the
+// same without "code" or "history", a version 2 file without "history";
+// ReadExport reads all three.
 //
 // Replaying an export is reading it with ReadExport, which refuses a file
 // over its size limit or with anything after the JSON object, and checks
-// the version, the code (CheckCode), that seq strictly increases, and that
+// the version, the code (CheckCode), the history (CheckHistory), that seq strictly increases, and that
 // every message has a type, a time and an object of the export's namespace
 // (or none). It returns the messages as they were in the file, not encoded
 // again.
@@ -119,5 +122,6 @@
 // RecorderOptions.HistoryBytes (history.go). HistoryAt(namespace, seq)
 // returns the objects as the controller had seen them when message seq was
 // recorded, each with its previous version; Run only gathers the patches,
-// the caller applies them. Exports do not carry the history yet.
+// the caller applies them. An export carries the history; a replay travels
+// in it with NewReplayHistory, whose HistoryAt answers as the Recorder's.
 package stream

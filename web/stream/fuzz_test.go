@@ -65,6 +65,7 @@ func FuzzReadExport(f *testing.F) {
 		`{"version":1,"exportedAt":"2026-11-30T09:41:07.123456Z","namespace":"lab-x7k2p9qd","messages":[{"seq":42,"time":"2026-11-30T09:41:07.123456Z","type":"action","object":{"kind":"Database","namespace":"lab-x7k2p9qd","name":"shop"},"reconcileID":"5c0e","database":"shop","action":"create","target":{"kind":"StatefulSet","namespace":"lab-x7k2p9qd","name":"shop"},"outcome":"Created","durationNs":2100000}]}`,
 		`{"version":1,"namespace":"lab-a","messages":[{"seq":1,"time":"2026-01-01T00:00:00Z","type":"state","object":{"kind":"Database","namespace":"lab-a","name":"a"},"state":{"name":"a","conditions":[]}}]}`,
 		`{"version":1,"namespace":"lab-a","messages":[{"seq":2,"time":"2026-01-01T00:00:00Z","type":"event","object":{"kind":"Database","name":"a"}},{"seq":1,"time":"2026-01-01T00:00:00Z","type":"event","object":{"kind":"Database","name":"a"}}]}`,
+		`{"version":3,"namespace":"lab-a","history":{"floor":1,"objects":[{"kind":"Database","name":"a","versions":[{"after":1,"event":"create","object":{"spec":{"replicas":1}}},{"after":2,"event":"update","patch":{"spec":{"replicas":2}}},{"after":3,"event":"delete"}]}]},"messages":[]}`,
 		`{"version": 9, "messages": []}`,
 		`{"version":1,"messages":null}`,
 		`hello`,

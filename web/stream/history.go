@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"sort"
 
 	jsonpatch "github.com/evanphx/json-patch/v5"
 
@@ -441,19 +440,7 @@ func (r *Recorder) HistoryAt(namespace string, seq uint64) (HistoryView, error) 
 	if seq == 0 {
 		seq = t.last
 	}
-	v := HistoryView{Seq: seq, Floor: t.floor, Bytes: t.bytes, Objects: make([]ObjectAt, 0, len(t.chains))}
-	for _, c := range t.chains {
-		at, err := c.objects()
-		if err != nil {
-			return v, err
-		}
-		if at.Now.Object == nil {
-			continue // deleted by then: not among the objects at seq
-		}
-		v.Objects = append(v.Objects, at)
-	}
-	sort.Slice(v.Objects, func(i, j int) bool { return objectOrder(v.Objects[i].Ref) < objectOrder(v.Objects[j].Ref) })
-	return v, nil
+	return viewOf(t, seq)
 }
 
 // objectOrder sorts a Database before its children, then by kind and name.

@@ -28,9 +28,10 @@ const (
 )
 
 // ExportVersion is the version of the export file format this package
-// writes. Version 2 added "code", the learner's own reconciler; ReadExport
-// reads version 1 too, which has no "code".
-const ExportVersion = 2
+// writes. Version 2 added "code", the learner's own reconciler; version 3
+// "history", the namespace's object history (exporthistory.go). ReadExport
+// reads versions 1 and 2 too, which have neither or no history.
+const ExportVersion = 3
 
 // OldestExportVersion is the oldest version ReadExport reads: exports
 // written before the code page are still replayed.
@@ -90,7 +91,10 @@ type Export struct {
 	Namespace  string    `json:"namespace"`
 	// Code is the learner's own reconciler, when they wrote one (version
 	// 2 on).
-	Code     *Code             `json:"code,omitempty"`
+	Code *Code `json:"code,omitempty"`
+	// History is the namespace's object versions the recorder held, for
+	// time travel in a replay (version 3 on).
+	History  *ExportHistory    `json:"history,omitempty"`
 	Messages []json.RawMessage `json:"messages"`
 }
 
@@ -111,6 +115,15 @@ func (e Export) WriteTo(w io.Writer) (int64, error) {
 		}
 		b.WriteString("\n\"code\":")
 		b.Write(code)
+		b.WriteByte(',')
+	}
+	if e.History != nil {
+		hist, err := json.Marshal(e.History)
+		if err != nil {
+			return 0, fmt.Errorf("write export: history: %w", err)
+		}
+		b.WriteString("\n\"history\":")
+		b.Write(hist)
 		b.WriteByte(',')
 	}
 	b.WriteString(`"messages":[`)
@@ -176,8 +189,13 @@ type messageHead struct {
 }
 
 func validateExport(e Export) error {
-	if err := CheckVersion(e.Version, e.Code != nil); err != nil {
+	if err := CheckVersion(e.Version, e.Code != nil, e.History != nil); err != nil {
 		return err
+	}
+	if e.History != nil {
+		if err := CheckHistory(*e.History); err != nil {
+			return err
+		}
 	}
 	if e.Code != nil {
 		if err := CheckCode(*e.Code); err != nil {
@@ -195,15 +213,18 @@ func validateExport(e Export) error {
 	return nil
 }
 
-// CheckVersion refuses a version ReadExport does not read, and a "code" in
-// a version 1 export (which has none: such a file was not written by
-// oplab).
-func CheckVersion(version int, hasCode bool) error {
+// CheckVersion refuses a version ReadExport does not read, a "code" in a
+// version 1 export and a "history" before version 3 (which have none: such
+// a file was not written by oplab).
+func CheckVersion(version int, hasCode, hasHistory bool) error {
 	if version < OldestExportVersion || version > ExportVersion {
 		return fmt.Errorf("version: unsupported version %d (want %d to %d)", version, OldestExportVersion, ExportVersion)
 	}
 	if hasCode && version < 2 {
 		return fmt.Errorf("code: a version %d export has no code (it came with version 2)", version)
+	}
+	if hasHistory && version < 3 {
+		return fmt.Errorf("history: a version %d export has no history (it came with version 3)", version)
 	}
 	return nil
 }

@@ -14,7 +14,7 @@ func TestReadExportRejectsBadFiles(t *testing.T) {
 		wantErr []string // substrings the error must contain
 	}{
 		{"not json", `{"version":`, []string{"decoding json"}},
-		{"unknown version", `{"version":3,"namespace":"a","messages":[]}`, []string{"version 3"}},
+		{"unknown version", `{"version":4,"namespace":"a","messages":[]}`, []string{"version 4"}},
 		{"missing version", `{"namespace":"a","messages":[]}`, []string{"version 0"}},
 		{"seq missing", `{"version":1,"namespace":"a","messages":[{"time":"2026-11-30T09:00:00Z","type":"event","object":{"kind":"Database","name":"db"}}]}`,
 			[]string{"messages[0]", "seq"}},
