@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"maps"
 	"net/http"
-	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -305,11 +304,16 @@ func diffObjects(a, b map[string]any) []Change {
 	fa, fb := map[string]string{}, map[string]string{}
 	flatten("", a, fa)
 	flatten("", b, fb)
+	// The paths that have fields inside them, each found once: asking each
+	// empty {} of one version whether the other has fields under it, by a
+	// scan, would cost the square of an object's size (an uploaded
+	// history's object may have tens of thousands of fields).
+	ua, ub := parents(fa), parents(fb)
 	var out []Change
 	for path, va := range fa {
 		vb, ok := fb[path]
 		switch {
-		case !ok && isEmpty(va) && hasUnder(fb, path):
+		case !ok && isEmpty(va) && ub[path]:
 			// status: {} filled in: its fields are the change, not "{}" gone.
 		case !ok:
 			out = append(out, Change{Field: path, From: va, ToAbsent: true})
@@ -318,7 +322,7 @@ func diffObjects(a, b map[string]any) []Change {
 		}
 	}
 	for path, vb := range fb {
-		if _, ok := fa[path]; !ok && !(isEmpty(vb) && hasUnder(fa, path)) {
+		if _, ok := fa[path]; !ok && !(isEmpty(vb) && ua[path]) {
 			out = append(out, Change{Field: path, To: vb, FromAbsent: true})
 		}
 	}
@@ -328,14 +332,18 @@ func diffObjects(a, b map[string]any) []Change {
 
 func isEmpty(v string) bool { return v == "{}" || v == "[]" }
 
-// hasUnder reports whether flat has a field inside path.
-func hasUnder(flat map[string]string, path string) bool {
+// parents is every path that has a field of flat inside it: the part of
+// each field's path before each "." or "[".
+func parents(flat map[string]string) map[string]bool {
+	out := map[string]bool{}
 	for p := range flat {
-		if strings.HasPrefix(p, path+".") || strings.HasPrefix(p, path+"[") {
-			return true
+		for i := 1; i < len(p); i++ {
+			if p[i] == '.' || p[i] == '[' {
+				out[p[:i]] = true
+			}
 		}
 	}
-	return false
+	return out
 }
 
 // fieldOrder puts spec before status before metadata, the order a learner
@@ -400,15 +408,17 @@ func flatten(path string, v any, out map[string]string) {
 func listKeys(items []any) ([]string, string) {
 	for _, field := range []string{"type", "name"} {
 		keys := make([]string, 0, len(items))
+		seen := make(map[string]bool, len(items))
 		for _, e := range items {
 			m, ok := e.(map[string]any)
 			if !ok {
 				break
 			}
 			k, ok := m[field].(string)
-			if !ok || k == "" || slices.Contains(keys, k) {
+			if !ok || k == "" || seen[k] {
 				break
 			}
+			seen[k] = true
 			keys = append(keys, k)
 		}
 		if len(keys) == len(items) {

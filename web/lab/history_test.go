@@ -3,6 +3,7 @@ package lab
 import (
 	"encoding/json"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -78,6 +79,49 @@ func TestDiffFillsInEmpty(t *testing.T) {
 	}
 	if d := cmp.Diff([]Change{{Field: "status.phase", From: "Ready", ToAbsent: true}}, diffObjects(b, decodeForTest(t, `{"status":{},"spec":{"ports":[{"port":1}]}}`, false))); d != "" {
 		t.Errorf("emptied (-want +got):\n%s", d)
+	}
+}
+
+// wideObjects is an object of n empty fields and the same with each
+// filled in: the shape an uploaded history can give a diff.
+func wideObjects(n int) (map[string]any, map[string]any) {
+	a, b := map[string]any{}, map[string]any{}
+	for i := range n {
+		k := "k" + strconv.Itoa(i)
+		a[k], b[k] = map[string]any{}, map[string]any{"x": 1.0}
+	}
+	return map[string]any{"spec": a}, map[string]any{"spec": b}
+}
+
+// Thousands of empty fields filled in read as their new fields, each once,
+// and no "{}" removed; a list of thousands of distinct names is keyed.
+func TestDiffOfAWideObject(t *testing.T) {
+	const n = 20000
+	a, b := wideObjects(n)
+	d := diffObjects(a, b)
+	if len(d) != n {
+		t.Fatalf("%d changes, want %d", len(d), n)
+	}
+	for _, c := range d {
+		if !c.FromAbsent || c.To != "1" || !strings.HasSuffix(c.Field, ".x") {
+			t.Fatalf("change %+v, want a field filled in", c)
+		}
+	}
+	items := make([]any, n)
+	for i := range items {
+		items[i] = map[string]any{"name": "n" + strconv.Itoa(i), "v": 1.0}
+	}
+	if keys, by := listKeys(items); by != "name" || len(keys) != n {
+		t.Errorf("a list of %d distinct names keyed by %q with %d keys", n, by, len(keys))
+	}
+}
+
+// BenchmarkDiffWide is one diff of an object of 20,000 empty fields filled
+// in; each field found under a parent by a scan would make it quadratic.
+func BenchmarkDiffWide(b *testing.B) {
+	x, y := wideObjects(20000)
+	for b.Loop() {
+		diffObjects(x, y)
 	}
 }
 
