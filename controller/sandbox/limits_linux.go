@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"runtime"
@@ -35,9 +36,13 @@ func limitSelf() error {
 	// Below oplab in the scheduler's eyes: a learner's busy loop, until
 	// its deadline, takes CPU from oplab's own controller last.
 	// Never higher than the parent may already have set it (overranNice);
-	// Getpriority answers 20 - nice.
+	// Getpriority answers 20 - nice. The parent may set it between the two
+	// calls: refused (EPERM, EACCES) is then a priority already lower than
+	// this one, which is what the parent wanted; as root this call wins,
+	// and the parent sets it again once the code has compiled.
 	if cur, err := syscall.Getpriority(syscall.PRIO_PROCESS, 0); err != nil || 20-cur < childNice {
-		if err := syscall.Setpriority(syscall.PRIO_PROCESS, 0, childNice); err != nil {
+		if err := syscall.Setpriority(syscall.PRIO_PROCESS, 0, childNice); err != nil &&
+			!errors.Is(err, syscall.EPERM) && !errors.Is(err, syscall.EACCES) {
 			return fmt.Errorf("lowering the priority: %w", err)
 		}
 	}

@@ -231,6 +231,11 @@ func (p *proc) watchCPU(budget time.Duration) (stop func()) {
 		return func() {}
 	}
 	done := make(chan struct{})
+	// stopped, under mu, makes stop and a kill exclusive: once stop has
+	// returned, the watch kills nothing (a reconcile that returned in
+	// time keeps its child).
+	var mu sync.Mutex
+	stopped := false
 	go func() {
 		tick := time.NewTicker(cpuPoll)
 		defer tick.Stop()
@@ -245,6 +250,11 @@ func (p *proc) watchCPU(budget time.Duration) (stop func()) {
 				return
 			}
 			if used-start > budget {
+				mu.Lock()
+				defer mu.Unlock()
+				if stopped {
+					return
+				}
 				p.mu.Lock()
 				p.overCPU = budget
 				p.mu.Unlock()
@@ -253,7 +263,12 @@ func (p *proc) watchCPU(budget time.Duration) (stop func()) {
 			}
 		}
 	}()
-	return func() { close(done) }
+	return func() {
+		mu.Lock()
+		stopped = true
+		mu.Unlock()
+		close(done)
+	}
 }
 
 func (p *proc) wasKilled() bool {
@@ -346,11 +361,7 @@ func (s *Sandbox) compileIn(ctx context.Context, src string) (*proc, *SourceErro
 	if err != nil {
 		return nil, &SourceError{Kind: "crash", Message: err.Error()}
 	}
-	if s.overran {
-		// The whole process group, every thread: the child's own
-		// limitSelf keeps a priority lower than its default.
-		_ = syscall.Setpriority(syscall.PRIO_PGRP, p.cmd.Process.Pid, overranNice)
-	}
+	s.lowerIfOverran(p)
 	ctx, cancel := context.WithTimeout(ctx, compileDeadline)
 	defer cancel()
 	stop := context.AfterFunc(ctx, p.kill)
@@ -373,7 +384,19 @@ func (s *Sandbox) compileIn(ctx context.Context, src string) (*proc, *SourceErro
 		p.close()
 		return nil, m.Error
 	}
+	// Again, now that the child's own limitSelf has surely run: as root it
+	// may have raised the priority the first call lowered.
+	s.lowerIfOverran(p)
 	return p, nil
+}
+
+// lowerIfOverran runs p at the lowest priority if the learner's last
+// reconcile was killed. The whole process group, every thread of it (a
+// priority set for a process is its calling thread's alone).
+func (s *Sandbox) lowerIfOverran(p *proc) {
+	if s.overran {
+		_ = syscall.Setpriority(syscall.PRIO_PGRP, p.cmd.Process.Pid, overranNice)
+	}
 }
 
 // Reconcile runs the learner's Reconcile for req in the child, executing
@@ -397,9 +420,10 @@ func (s *Sandbox) Reconcile(ctx context.Context, c client.Client, req reconcile.
 	defer s.touch()
 	res, serr := s.run(ctx, p, c, req)
 	s.overran = serr != nil && (serr.Kind == "deadline" || serr.Kind == "crash")
-	if s.overran {
-		// The child is gone or in an unknown state: the next reconcile
-		// starts a fresh one.
+	if s.overran || p.wasKilled() {
+		// The child is gone or in an unknown state (or was killed for its
+		// CPU just as its result came): the next reconcile starts a
+		// fresh one.
 		p.close()
 		s.p = nil
 	}
