@@ -203,7 +203,7 @@ func (h *Handler) replay(w http.ResponseWriter, r *http.Request) {
 			fail(http.StatusUnprocessableEntity, "%s is not an oplab timeline: %v", name, err)
 			return
 		}
-		page.Travel = keepReplayTravel(sum.namespace, hist)
+		page.Travel = keepReplayTravel(h.replayer(r), sum.namespace, sum.history, hist)
 	}
 	if h.opts.Code != nil && sum.code != nil {
 		page.ImportPath = h.opts.Code.ImportPath()

@@ -18,10 +18,15 @@ import (
 // /lab/history: the same answers, from the file's history, read-only. The
 // id is the only key: a replay is per upload, and only the page that
 // uploaded it has the id.
+//
+// Each uploader (replayer: the session, else the address) keeps one, their
+// latest, so a class opening the same file at once does not push each
+// other's out; what bounds the process's memory is the bytes kept.
 const (
-	// maxReplayTravels is how many replays' histories are kept at once;
-	// the oldest goes first. Each is at most maxReplayHistoryBytes.
-	maxReplayTravels = 8
+	// maxReplayTravelBytes bounds the histories kept, by the size of their
+	// versions in the files; the oldest goes first. One is at most
+	// maxReplayHistoryBytes.
+	maxReplayTravelBytes = 8 * maxReplayHistoryBytes
 	// replayTravelTTL is how long a replay's history is kept after the
 	// upload.
 	replayTravelTTL = time.Hour
@@ -29,7 +34,9 @@ const (
 
 type replayTravel struct {
 	id       string
+	who      string
 	ns       string
+	bytes    int
 	history  *stream.ReplayHistory
 	deadline time.Time
 }
@@ -41,24 +48,40 @@ var replayTravels = struct {
 	list []*replayTravel // oldest first
 }{}
 
-// keepReplayTravel keeps h for the replay of namespace ns and returns its id.
-func keepReplayTravel(ns string, h *stream.ReplayHistory) string {
+// historyBytes is what e's versions weigh in the file.
+func historyBytes(e *stream.ExportHistory) int {
+	n := 0
+	for _, o := range e.Objects {
+		for _, v := range o.Versions {
+			n += len(v.Object) + len(v.Patch)
+		}
+	}
+	return n
+}
+
+// keepReplayTravel keeps h, of an export's history e, for the replay of
+// namespace ns by who, in place of who's earlier one, and returns its id.
+func keepReplayTravel(who, ns string, e *stream.ExportHistory, h *stream.ReplayHistory) string {
 	var b [16]byte
 	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails
-	t := &replayTravel{id: hex.EncodeToString(b[:]), ns: ns, history: h, deadline: time.Now().Add(replayTravelTTL)}
+	t := &replayTravel{id: hex.EncodeToString(b[:]), who: who, ns: ns, bytes: historyBytes(e), history: h,
+		deadline: time.Now().Add(replayTravelTTL)}
 	replayTravels.Lock()
 	defer replayTravels.Unlock()
 	now := time.Now()
-	kept := replayTravels.list[:0]
+	var kept []*replayTravel
+	total := t.bytes
 	for _, o := range replayTravels.list {
-		if now.Before(o.deadline) {
+		if now.Before(o.deadline) && o.who != who {
 			kept = append(kept, o)
+			total += o.bytes
 		}
 	}
-	if len(kept) >= maxReplayTravels {
-		kept = kept[len(kept)-maxReplayTravels+1:]
+	for len(kept) > 0 && total > maxReplayTravelBytes {
+		total -= kept[0].bytes
+		kept = kept[1:]
 	}
-	replayTravels.list = append(append([]*replayTravel(nil), kept...), t)
+	replayTravels.list = append(kept, t)
 	return t.id
 }
 
