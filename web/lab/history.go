@@ -121,7 +121,11 @@ func (h *Handler) serveTravelDiff(w http.ResponseWriter, r *http.Request, hist H
 	from, err := seqParam(q.Get("from"), "from")
 	to, err2 := seqParam(q.Get("to"), "to")
 	all, err3 := boolParam(q.Get("all"), "all")
-	if err = firstErr(err, err2, err3); err != nil {
+	if err = firstErr(err, err2, err3); err == nil && from > to {
+		// Reversed, every deletion would read as a creation.
+		err = fmt.Errorf("from: step %d is after to, step %d: want the earlier step first", from, to)
+	}
+	if err != nil {
 		httpx.JSON(w, http.StatusBadRequest, map[string]string{"error": err.Error()})
 		return
 	}

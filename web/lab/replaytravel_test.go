@@ -58,6 +58,11 @@ func TestReplayTravelsInTheFilesHistory(t *testing.T) {
 	if !strings.Contains(w.Body.String(), `{"field":"spec.replicas","from":"1","to":"2"}`) {
 		t.Errorf("diff 2→3 = %d %s, want spec.replicas 1 → 2", w.Code, w.Body)
 	}
+	// Reversed, the steps are refused: every deletion would read as a creation.
+	if w := h.get("/lab/replay/history/diff?" + url.Values{"replay": {m[1]}, "from": {"3"}, "to": {"2"}}.Encode()); w.Code != 400 ||
+		!strings.Contains(w.Body.String(), "from: step 3 is after to, step 2") {
+		t.Errorf("diff 3→2 = %d %s, want a 400 naming from", w.Code, w.Body)
+	}
 	// An id not kept, or none, is refused, saying why.
 	if w := h.get("/lab/replay/history?replay=00&at=1"); w.Code != 404 || !strings.Contains(w.Body.String(), "open the file again") {
 		t.Errorf("unknown id = %d %s", w.Code, w.Body)

@@ -85,6 +85,8 @@
     let body;
     try {
       const resp = await fetch(url, { headers: { Accept: "application/json" } });
+      // A proxy's own error page is HTML: say its status, not a JSON parse error.
+      if (!(resp.headers.get("Content-Type") || "").includes("application/json")) throw new Error(`${resp.status} ${resp.statusText}`);
       body = await resp.json();
       if (!resp.ok) throw new Error(body.error || resp.statusText);
     } catch (err) {
