@@ -15,9 +15,10 @@ import (
 // what the recorder's bounded history holds and no more.
 
 // MaxHistoryObjectBytes bounds one object's versions in an export: the
-// recorder keeps 1 MiB of a namespace's history by default, so one object's
-// versions beyond 4 MiB were not written by it.
-const MaxHistoryObjectBytes = 4 << 20
+// recorder keeps 1 MiB of a namespace's history by default, and the replay
+// upload reads a file a value of at most 1 MiB at a time (web/lab), so
+// that is the one bound, here and there.
+const MaxHistoryObjectBytes = 1 << 20
 
 // ExportHistory is a namespace's object history in an export.
 type ExportHistory struct {
