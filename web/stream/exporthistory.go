@@ -177,7 +177,7 @@ func checkJSONObject(raw json.RawMessage, kind string) error {
 	}
 	if kind == "Secret" {
 		for k := range m {
-			if k != "metadata" && k != "type" && k != "apiVersion" && k != "kind" {
+			if !secretKeyKept(k) {
 				return fmt.Errorf("%s: a Secret's history never holds its data", k)
 			}
 		}

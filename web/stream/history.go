@@ -307,7 +307,7 @@ func normalise(ref controller.ObjectRef, raw []byte) ([]byte, string, error) {
 	}
 	if ref.Kind == "Secret" || obj["kind"] == "Secret" {
 		for k := range obj {
-			if k != "metadata" && k != "type" && k != "apiVersion" && k != "kind" {
+			if !secretKeyKept(k) {
 				delete(obj, k)
 			}
 		}
@@ -450,4 +450,11 @@ func objectOrder(ref controller.ObjectRef) string {
 		rank = "0"
 	}
 	return rank + ref.Kind + "/" + ref.Name
+}
+
+// secretKeyKept is whether a Secret's top-level key k is kept in the
+// history (its data never is). One rule for the recorder and for reading
+// an export, or oplab would refuse its own files.
+func secretKeyKept(k string) bool {
+	return k == "metadata" || k == "type" || k == "apiVersion" || k == "kind"
 }
