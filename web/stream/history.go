@@ -396,12 +396,27 @@ func (r *Recorder) Observe(event string, ref controller.ObjectRef, obj any) {
 			return
 		}
 	}
-	r.send(input{seen: in})
+	select {
+	case r.inbox <- input{seen: in}:
+	default:
+		// Not a dropped step (the stream's notice counts those): the
+		// history has a gap, which keep marks.
+		r.droppedVersions.Add(1)
+		r.versionGap.Store(true)
+	}
 }
 
 // keep adds a version to its namespace's history, placed after the last
 // message recorded.
 func (r *Recorder) keep(s *seen) {
+	if r.versionGap.Swap(false) {
+		// A version was lost, of some namespace: every history before
+		// now may miss it, so each is partial up to here (the views say
+		// so), rather than show a deleted object alive.
+		for _, h := range r.histories {
+			h.floor = max(h.floor, r.seq)
+		}
+	}
 	h, ok := r.histories[s.ref.Namespace]
 	if !ok {
 		h = newHistory(r.opts.HistoryBytes)

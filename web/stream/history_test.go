@@ -406,3 +406,29 @@ func BenchmarkHistoryKeep(b *testing.B) {
 		i++
 	}
 }
+
+// A version the full inbox dropped is counted as a version, not a step, and
+// the histories before the next kept version say they may miss it.
+func TestADroppedVersionMarksTheHistoriesPartial(t *testing.T) {
+	idle := NewRecorder(RecorderOptions{InboxSize: 1})
+	ref := controller.ObjectRef{Kind: "StatefulSet", Namespace: "a", Name: "shop"}
+	idle.Observe("create", ref, statefulSet("a", "shop", 1))
+	idle.Observe("update", ref, statefulSet("a", "shop", 2)) // the inbox is full
+	if st := idle.Stats(); st.DroppedVersions != 1 || st.DroppedSteps != 0 {
+		t.Errorf("stats %+v, want 1 dropped version and no dropped step", st)
+	}
+
+	rec := runRecorder(t, RecorderOptions{})
+	rec.Observe("create", ref, statefulSet("a", "shop", 1))
+	first := emitWait(t, rec, step("a", "shop", controller.StepEvent))
+	rec.versionGap.Store(true) // as Observe does when the inbox is full
+	rec.Observe("update", ref, statefulSet("a", "shop", 3))
+	later := emitWait(t, rec, step("a", "shop", controller.StepEvent))
+	view, err := rec.HistoryAt("a", later)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if view.Floor < first {
+		t.Errorf("after a dropped version the history's floor is %d, want at least %d (partial before it)", view.Floor, first)
+	}
+}

@@ -69,6 +69,9 @@ type RecorderStats struct {
 	Messages uint64 `json:"messages"`
 	// Seq is the last seq assigned.
 	Seq uint64 `json:"seq"`
+	// DroppedVersions counts object versions for the history dropped
+	// because the inbox was full.
+	DroppedVersions uint64 `json:"droppedVersions"`
 }
 
 // dropNoticeEvery is how often, at most, the stream says that steps were
@@ -118,6 +121,10 @@ type Recorder struct {
 	droppedSteps atomic.Uint64
 	messages     atomic.Uint64
 	lastSeq      atomic.Uint64
+	// droppedVersions counts object versions Observe dropped (the inbox
+	// full); versionGap says one was dropped since Run last kept one.
+	droppedVersions atomic.Uint64
+	versionGap      atomic.Bool
 
 	// Owned by Run.
 	seq          uint64
@@ -186,9 +193,10 @@ func (r *Recorder) send(in input) {
 // Stats returns the current counters; safe from any goroutine.
 func (r *Recorder) Stats() RecorderStats {
 	return RecorderStats{
-		DroppedSteps: r.droppedSteps.Load(),
-		Messages:     r.messages.Load(),
-		Seq:          r.lastSeq.Load(),
+		DroppedSteps:    r.droppedSteps.Load(),
+		DroppedVersions: r.droppedVersions.Load(),
+		Messages:        r.messages.Load(),
+		Seq:             r.lastSeq.Load(),
 	}
 }
 
