@@ -279,6 +279,7 @@ func (w *Watcher) Run(ctx context.Context) {
 			o.flush(ctx)
 		case q := <-w.queries:
 			q.reply <- listing{databases: o.list(q.namespace), snapshots: o.listKept(q.namespace)}
+			o.answerQueries()
 		}
 	}
 }
@@ -336,12 +337,29 @@ func (o *owner) flush(ctx context.Context) {
 	related := map[string]*Related{}
 	for key := range o.dirtyDB {
 		o.rebuild(ctx, key, related)
+		// A flush after a burst across many namespaces can take seconds
+		// on a busy machine: a query waits for one rebuild, not all.
+		o.answerQueries()
 	}
 	clear(o.dirtyDB)
 	for ns := range o.dirtyKept {
 		o.refreshKept(ctx, ns)
+		o.answerQueries()
 	}
 	clear(o.dirtyKept)
+}
+
+// answerQueries answers the queries waiting now, from the views as they
+// stand, without waiting for more.
+func (o *owner) answerQueries() {
+	for {
+		select {
+		case q := <-o.w.queries:
+			q.reply <- listing{databases: o.list(q.namespace), snapshots: o.listKept(q.namespace)}
+		default:
+			return
+		}
+	}
 }
 
 // refreshKept publishes the snapshots of ns whose Database is gone, and a
