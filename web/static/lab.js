@@ -538,6 +538,9 @@
   const demoKeys = (() => {
     let underWay = false;
     let line = null;
+    // begun is the step the presenter's last key began, whose "begun" line
+    // its own narration, arriving after the reply, must not replace.
+    let begun = 0;
     function say(text) {
       if (!line) {
         line = h("p", { id: "demo-keys", class: "muted small", role: "status" });
@@ -551,7 +554,10 @@
     function note(m) {
       // Followers get the presenter's narrations too: only a demo in this
       // lab's own namespace is one these keys may move on.
-      underWay = !m.error && !!m.object && m.object.namespace === namespace && /^Step \d+ of \d+: /.test(m.message || "");
+      const step = !m.error && !!m.object && m.object.namespace === namespace && /^Step (\d+) of \d+: /.exec(m.message || "");
+      underWay = !!step;
+      if (step && Number(step[1]) === begun) return;
+      begun = 0;
       if (mode === "live" && !followNs) say(underWay ? "Demo under way: press → or space for its next step." : "");
     }
     async function next() {
@@ -568,7 +574,7 @@
         const st = reply.status || {};
         if (reply.error) say("Next: " + reply.error.replace(/^refused: /, ""));
         else if (st.state === "finished") say("The demo is over.");
-        else say(`Step ${st.step} of ${st.of} begun: ${st.stepTitle}.`);
+        else { begun = st.step; say(`Step ${st.step} of ${st.of} begun: ${st.stepTitle}.`); }
       } catch (_) {
         say("The next step could not be asked for: is oplab still running?");
       }
