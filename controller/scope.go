@@ -2,12 +2,14 @@ package controller
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
@@ -118,14 +120,25 @@ func (n *NamespaceCaches) AddEventHandler(h toolscache.ResourceEventHandler) err
 	return nil
 }
 
+// ErrNotSynced says a namespace's cache has not yet listed its objects:
+// ask again later. A new namespace's first list can be refused until
+// oplab's RoleBinding there exists, and the reflector then backs off for
+// seconds.
+var ErrNotSynced = errors.New("the namespace's cache has not synced yet")
+
 // List lists from namespace's cache; a namespace without one (not the
-// instance's, or not yet seen) holds nothing.
+// instance's, or not yet seen) holds nothing. It never waits for a cache
+// to sync, as an informer cache's List does: a namespace deleted before its
+// first list would hold the caller until its context ends.
 func (n *NamespaceCaches) List(ctx context.Context, list client.ObjectList, namespace string) error {
 	n.mu.Lock()
 	c := n.caches[namespace]
 	n.mu.Unlock()
 	if c == nil {
-		return nil
+		return apimeta.SetList(list, nil)
+	}
+	if !c.inf.HasSynced() {
+		return fmt.Errorf("list in namespace %s: %w", namespace, ErrNotSynced)
 	}
 	return c.cache.List(ctx, list, client.InNamespace(namespace))
 }

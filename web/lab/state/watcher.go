@@ -66,7 +66,13 @@ type signal struct {
 	db        *v1alpha1.Database
 	gone      types.NamespacedName
 	namespace string
+	// retry marks the owner's own signal to look at namespace again.
+	retry bool
 }
+
+// retryAfter is how long a namespace whose Secret cache has not synced
+// waits before its Databases are rebuilt again.
+const retryAfter = 250 * time.Millisecond
 
 type query struct {
 	namespace string
@@ -242,6 +248,8 @@ type owner struct {
 	// rebuilt on every change of its status or children, and rendering
 	// YAML was half the cost of a rebuild.
 	specs map[types.NamespacedName]specCache
+	// retrying holds the namespaces with a retry signal on its way.
+	retrying map[string]bool
 }
 
 type specCache struct {
@@ -267,7 +275,7 @@ func (w *Watcher) Run(ctx context.Context) {
 		w: w, histories: map[types.NamespacedName]*history{}, views: map[types.NamespacedName]Database{},
 		published: map[types.NamespacedName][]byte{}, dirtyDB: map[types.NamespacedName]bool{}, dirtyNS: map[string]bool{},
 		kept: map[types.NamespacedName]Snapshot{}, keptJSON: map[types.NamespacedName][]byte{}, dirtyKept: map[string]bool{},
-		specs: map[types.NamespacedName]specCache{},
+		specs: map[types.NamespacedName]specCache{}, retrying: map[string]bool{},
 	}
 	for {
 		select {
@@ -315,6 +323,9 @@ func (o *owner) take(s signal) {
 		o.dirtyDB[s.gone] = true
 		o.dirtyKept[s.gone.Namespace] = true
 	default:
+		if s.retry {
+			delete(o.retrying, s.namespace)
+		}
 		o.dirtyNS[s.namespace] = true
 		o.dirtyKept[s.namespace] = true
 	}
@@ -446,6 +457,12 @@ func (o *owner) rebuild(ctx context.Context, key types.NamespacedName, related m
 	rel := related[key.Namespace]
 	if rel == nil {
 		r, err := o.related(ctx, key.Namespace)
+		if errors.Is(err, controller.ErrNotSynced) {
+			// The view stays as it was rather than show a Secret as
+			// missing; the owner goroutine never waits for a sync.
+			o.retry(key.Namespace)
+			return
+		}
 		if err != nil {
 			o.w.opts.Logger.Error(err, "Failed to read Database children", "database", key)
 			return
@@ -454,6 +471,16 @@ func (o *owner) rebuild(ctx context.Context, key types.NamespacedName, related m
 	}
 	view := build(&db, *rel, o.histories[key], o.specText(key, &db))
 	o.publish(key, ref, view)
+}
+
+// retry rebuilds ns's Databases again after retryAfter, once however many
+// of them asked.
+func (o *owner) retry(ns string) {
+	if o.retrying[ns] {
+		return
+	}
+	o.retrying[ns] = true
+	time.AfterFunc(retryAfter, func() { o.w.send(signal{namespace: ns, retry: true}) })
 }
 
 func (o *owner) forget(key types.NamespacedName, ref controller.ObjectRef) {
