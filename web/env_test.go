@@ -80,7 +80,7 @@ func TestMain(m *testing.M) {
 
 // needEnv returns the shared environment, skipping the test when the
 // control plane is not provisioned (a failure when CI is set).
-func needEnv(t *testing.T) *testEnv {
+func needEnv(t testing.TB) *testEnv {
 	t.Helper()
 	if _, err := cluster.FindAssets(); err != nil {
 		if os.Getenv("CI") != "" {
@@ -173,7 +173,7 @@ func (e *testEnv) stop() {
 func (e *testEnv) tab(t *testing.T) context.Context { return browser.Tab(t) }
 
 // learner is an HTTP client with its own cookie jar: one lab session.
-func (e *testEnv) learner(t *testing.T) (*http.Client, string) {
+func (e *testEnv) learner(t testing.TB) (*http.Client, string) {
 	t.Helper()
 	jar, _ := cookiejar.New(nil)
 	c := &http.Client{Jar: jar, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}

@@ -68,7 +68,7 @@ func (s *space) keepState(e *entry, deleted bool) {
 func (r *Recorder) catchup(c *client) []frame {
 	s, g := r.space(c.namespace), r.space("")
 	if c.resume && c.since <= r.seq && c.since >= s.ring.floor && c.since >= g.ring.floor {
-		return chunkFrames(mergeBySeq(s.ring.after(c.since), g.ring.after(c.since)))
+		return chunkFrames(current(mergeBySeq(s.ring.after(c.since), g.ring.after(c.since))))
 	}
 	if c.resume {
 		return append(chunkFrames([]*entry{r.resetEntry(c)}), r.freshFrames(s, g)...)
@@ -84,7 +84,7 @@ func (r *Recorder) catchup(c *client) []frame {
 // frame, or have left the ring, the cache is built again.
 func (r *Recorder) freshFrames(s, g *space) []frame {
 	if s.catchup != nil && s.catchupSeq >= s.ring.floor && s.catchupSeq >= g.ring.floor {
-		since := mergeBySeq(s.ring.after(s.catchupSeq), g.ring.after(s.catchupSeq))
+		since := current(mergeBySeq(s.ring.after(s.catchupSeq), g.ring.after(s.catchupSeq)))
 		if len(since) == 0 {
 			return s.catchup
 		}
@@ -96,7 +96,7 @@ func (r *Recorder) freshFrames(s, g *space) []frame {
 			return s.since
 		}
 	}
-	s.catchup = chunkFrames(timeline(s, g))
+	s.catchup = chunkFrames(current(timeline(s, g)))
 	s.catchupSeq = r.seq
 	return s.catchup
 }
@@ -157,8 +157,15 @@ func (r *Recorder) export(ns string) Export {
 			e.History = h.export()
 		}
 	}
-	for _, en := range es {
-		e.Messages = append(e.Messages, en.raw)
+	msgs, err := materialize(es)
+	if err != nil {
+		// Cannot happen while the ring keeps each older state with the
+		// state after it; should it, the export says what it left out.
+		r.opts.Logger.Error(err, "Left the older states out of an export", "namespace", ns)
+		msgs, _ = materialize(current(es))
+	}
+	for _, m := range msgs {
+		e.Messages = append(e.Messages, m)
 	}
 	return e
 }

@@ -6,7 +6,9 @@
 //     never blocks. Recorder.Run stamps each step with a global, monotonic
 //     seq, encodes it to JSON (once: everything after shares those bytes),
 //     and keeps a ring of recent messages per namespace and the latest state
-//     of every object (PublishState takes it already encoded). It answers
+//     of every object (PublishState takes it already encoded; with
+//     PublishRendered, an older state keeps only its view model, packed
+//     against the newer one). It answers
 //     exports, and works out what a connecting viewer has missed.
 //   - The Hub streams what the Recorder records to websocket viewers.
 //     Hub.Run owns the viewers and the pending batches, as the hub of
@@ -79,10 +81,12 @@
 // fields are documented on controller.Step) and the stream's own:
 //
 //   - "state": the latest view model of object, as published by the lab
-//     page's watcher (Recorder.PublishState), its JSON as published.
+//     page's watcher (Recorder.PublishRendered), its JSON as published.
 //     Without "state" the object was deleted. The lab's states carry
 //     "html", the object's view as the lab page renders it, which the
-//     browser swaps in.
+//     browser swaps in. A catch-up sends each object's latest state only,
+//     leaving out the states a newer one superseded; an export has them
+//     all, the older ones as their view model alone (older.go).
 //   - "reset": control message, seq 0, object {"kind": "Namespace", "name":
 //     the viewer's namespace}; "message" says why.
 //   - "dropped": global; the recorder's inbox was full and it dropped steps

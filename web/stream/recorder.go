@@ -89,7 +89,10 @@ type input struct {
 	step    controller.Step
 	isState bool
 	state   json.RawMessage
-	seen    *seen
+	// view is state's view model alone (PublishRendered); nil keeps state
+	// whole when a newer one supersedes it.
+	view json.RawMessage
+	seen *seen
 }
 
 // seen is an object version as a watch event delivered it, normalised.
@@ -112,6 +115,7 @@ type Recorder struct {
 	joins   chan *join
 	exports chan exportReq
 	travels chan travelReq
+	sizes   chan sizeReq
 	forgets chan string
 	done    chan struct{} // closed when Run has stopped accepting work
 	// hub receives what is recorded; set by NewHub before Run starts.
@@ -150,6 +154,7 @@ func NewRecorder(opts RecorderOptions) *Recorder {
 		joins:     make(chan *join),
 		exports:   make(chan exportReq),
 		travels:   make(chan travelReq),
+		sizes:     make(chan sizeReq),
 		forgets:   make(chan string),
 		done:      make(chan struct{}),
 		spaces:    map[string]*space{},
@@ -175,11 +180,26 @@ func (r *Recorder) Emit(s controller.Step) {
 // as a snapshot. A nil state says the object was deleted and removes it from
 // snapshots. It never blocks.
 func (r *Recorder) PublishState(obj controller.ObjectRef, state json.RawMessage) {
-	if state != nil && !json.Valid(state) {
-		r.opts.Logger.Error(errors.New("not valid JSON"), "Dropped a state", "kind", obj.Kind, "namespace", obj.Namespace, "name", obj.Name)
-		return
+	r.PublishRendered(obj, state, nil)
+}
+
+// PublishRendered is PublishState for a state that carries what can be
+// rendered again from the rest of it (the lab's card HTML beside its view
+// model): view is the view model alone. Viewers get state; once obj has a
+// newer state, the ring keeps only view, packed against the newer one
+// (older.go), so it pays for one rendered card per object, not one per
+// change. A nil view keeps state whole.
+func (r *Recorder) PublishRendered(obj controller.ObjectRef, state, view json.RawMessage) {
+	for _, raw := range []json.RawMessage{state, view} {
+		if raw != nil && !json.Valid(raw) {
+			r.opts.Logger.Error(errors.New("not valid JSON"), "Dropped a state", "kind", obj.Kind, "namespace", obj.Namespace, "name", obj.Name)
+			return
+		}
 	}
-	r.send(input{isState: true, step: controller.Step{Type: TypeState, Object: obj, Time: r.opts.Clock.Now()}, state: state})
+	if state == nil {
+		view = nil
+	}
+	r.send(input{isState: true, step: controller.Step{Type: TypeState, Object: obj, Time: r.opts.Clock.Now()}, state: state, view: view})
 }
 
 func (r *Recorder) send(in input) {
@@ -198,6 +218,58 @@ func (r *Recorder) Stats() RecorderStats {
 		Messages:        r.messages.Load(),
 		Seq:             r.lastSeq.Load(),
 	}
+}
+
+// Size is what the recorder holds of one namespace.
+type Size struct {
+	// Messages and Bytes are the ring's: its messages and what it counts
+	// of them against RecorderOptions.RingBytes.
+	Messages int `json:"messages"`
+	Bytes    int `json:"bytes"`
+	// States are the ring's state messages, OlderStates those of them a
+	// newer state superseded, and StateBytes what they count of Bytes.
+	States      int `json:"states"`
+	OlderStates int `json:"olderStates"`
+	StateBytes  int `json:"stateBytes"`
+	// HistoryBytes is the object history's (history.go).
+	HistoryBytes int `json:"historyBytes"`
+}
+
+type sizeReq struct {
+	namespace string
+	reply     chan Size
+}
+
+// Size measures what the recorder holds of namespace, for benchmarks and
+// the figures in the README. It waits for Run (a zero Size after Run).
+func (r *Recorder) Size(namespace string) Size {
+	req := sizeReq{namespace: namespace, reply: make(chan Size, 1)}
+	select {
+	case r.sizes <- req:
+		return <-req.reply
+	case <-r.done:
+		return Size{}
+	}
+}
+
+func (r *Recorder) size(ns string) Size {
+	var out Size
+	s := r.lookup(ns)
+	for _, e := range s.ring.after(0) {
+		out.Messages++
+		out.Bytes += e.size()
+		if e.old != nil || e.stepOf != nil || s.states[stateKey{e.obj.Kind, e.obj.Name}] == e {
+			out.States++
+			out.StateBytes += e.size()
+			if e.old != nil {
+				out.OlderStates++
+			}
+		}
+	}
+	if h, ok := r.histories[ns]; ok {
+		out.HistoryBytes = h.bytes
+	}
+	return out
 }
 
 // Export returns the recorded timeline of namespace: the states of objects
@@ -248,6 +320,8 @@ func (r *Recorder) Run(ctx context.Context) {
 			req.reply <- r.export(req.namespace)
 		case req := <-r.travels:
 			req.reply <- r.chainsAt(req.namespace, req.seq)
+		case req := <-r.sizes:
+			req.reply <- r.size(req.namespace)
 		case ns := <-r.forgets:
 			r.forget(ns)
 		}
@@ -315,6 +389,13 @@ func (r *Recorder) record(out []*entry, in input) []*entry {
 	r.seq++
 	in.step.Seq = r.seq
 	e := &entry{seq: r.seq, obj: in.step.Object, raw: encodeMessage(in.step, in.state)}
+	if in.isState {
+		s.retire(e.obj, in.view)
+		if in.view != nil {
+			step := in.step
+			e.view, e.stepOf = in.view, &step
+		}
+	}
 	s.ring.push(e)
 	if in.isState {
 		s.keepState(e, in.state == nil)

@@ -17,6 +17,14 @@ type entry struct {
 	// for a state it keys the latest states.
 	obj controller.ObjectRef
 	raw []byte
+	// view is a state's view model alone, without what is rendered from
+	// it, and stepOf the state's step: kept on the object's latest state
+	// (Recorder.PublishRendered), for the older state before it to be
+	// packed against, and to pack this one when it is superseded.
+	view   []byte
+	stepOf *controller.Step
+	// old replaces raw once a newer state superseded this one (older.go).
+	old *oldState
 }
 
 // ring holds the most recent entries of one namespace in seq order, at most
@@ -44,17 +52,17 @@ func newRing(size, maxBytes int) *ring {
 // push appends e, evicting the oldest entries while it is full, by count
 // or by bytes. The newest entry is always kept, whatever its size.
 func (r *ring) push(e *entry) {
-	for r.n > 0 && (r.n == len(r.buf) || (r.maxBytes > 0 && r.bytes+len(e.raw) > r.maxBytes)) {
+	for r.n > 0 && (r.n == len(r.buf) || (r.maxBytes > 0 && r.bytes+e.size() > r.maxBytes)) {
 		old := r.buf[r.start]
 		r.floor = old.seq
-		r.bytes -= len(old.raw)
+		r.bytes -= old.size()
 		r.buf[r.start] = nil
 		r.start = (r.start + 1) % len(r.buf)
 		r.n--
 	}
 	r.buf[(r.start+r.n)%len(r.buf)] = e
 	r.n++
-	r.bytes += len(e.raw)
+	r.bytes += e.size()
 }
 
 func (r *ring) at(i int) *entry { return r.buf[(r.start+i)%len(r.buf)] }

@@ -24,10 +24,12 @@ import (
 )
 
 // Publisher receives the view model of a Database, encoded as JSON, whenever
-// it changes, and nil when the Database is gone. The stream recorder
-// implements it and keeps the bytes as they are.
+// it changes, and nil when the Database is gone: the view with its rendered
+// card (state), and the view alone (view), which is all an older state
+// needs to keep, since the card can be rendered again from it. The stream
+// recorder implements it.
 type Publisher interface {
-	PublishState(obj controller.ObjectRef, state json.RawMessage)
+	PublishRendered(obj controller.ObjectRef, state, view json.RawMessage)
 }
 
 // Renderer draws view models as the HTML fragments the lab page swaps in
@@ -401,7 +403,7 @@ func (o *owner) refreshKept(ctx context.Context, ns string) {
 		if key.Namespace == ns && !now[key] {
 			delete(o.kept, key)
 			delete(o.keptJSON, key)
-			o.w.opts.Publisher.PublishState(snapshotRef(key), nil)
+			o.w.opts.Publisher.PublishRendered(snapshotRef(key), nil, nil)
 		}
 	}
 }
@@ -428,7 +430,7 @@ func (o *owner) publishKept(key types.NamespacedName, s Snapshot) {
 			o.w.opts.Logger.Error(err, "Failed to render snapshot", "configmap", key)
 		}
 	}
-	o.w.opts.Publisher.PublishState(snapshotRef(key), withHTML(b, html))
+	o.w.opts.Publisher.PublishRendered(snapshotRef(key), withHTML(b, html), b)
 }
 
 func (o *owner) listKept(ns string) []Snapshot {
@@ -491,7 +493,7 @@ func (o *owner) forget(key types.NamespacedName, ref controller.ObjectRef) {
 		return
 	}
 	delete(o.published, key)
-	o.w.opts.Publisher.PublishState(ref, nil)
+	o.w.opts.Publisher.PublishRendered(ref, nil, nil)
 }
 
 // publish sends view unless it is what was sent last: Pod and Event churn
@@ -514,7 +516,7 @@ func (o *owner) publish(key types.NamespacedName, ref controller.ObjectRef, view
 			o.w.opts.Logger.Error(err, "Failed to render Database card", "database", key)
 		}
 	}
-	o.w.opts.Publisher.PublishState(ref, withHTML(b, html))
+	o.w.opts.Publisher.PublishRendered(ref, withHTML(b, html), b)
 }
 
 func (o *owner) related(ctx context.Context, ns string) (*Related, error) {
