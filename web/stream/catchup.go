@@ -157,12 +157,12 @@ func (r *Recorder) export(ns string) Export {
 			e.History = h.export()
 		}
 	}
-	msgs, err := materialize(es)
+	msgs, err := r.packer.materialize(es)
 	if err != nil {
 		// Cannot happen while the ring keeps each older state with the
 		// state after it; should it, the export says what it left out.
 		r.opts.Logger.Error(err, "Left the older states out of an export", "namespace", ns)
-		msgs, _ = materialize(current(es))
+		msgs, _ = r.packer.materialize(current(es))
 	}
 	for _, m := range msgs {
 		e.Messages = append(e.Messages, m)

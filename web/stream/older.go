@@ -2,10 +2,11 @@ package stream
 
 import (
 	"bytes"
-	"compress/flate"
 	"fmt"
 	"io"
 	"sort"
+
+	"github.com/klauspost/compress/flate"
 
 	"github.com/oplab-dev/oplab/controller"
 )
@@ -51,14 +52,14 @@ func (e *entry) size() int {
 // for a deletion) is obj's latest. The entry itself is not changed (the
 // hub and cached catch-up frames may share it); the ring gets a new one
 // with the same seq.
-func (s *space) retire(obj controller.ObjectRef, next []byte) {
+func (s *space) retire(p *packer, obj controller.ObjectRef, next []byte) {
 	prev := s.states[stateKey{obj.Kind, obj.Name}]
 	if prev == nil || prev.view == nil || prev.seq <= s.ring.floor {
 		return
 	}
 	old := &oldState{step: *prev.stepOf, view: prev.view}
 	if next != nil {
-		if packed, err := deflateWith(prev.view, next); err == nil {
+		if packed, err := p.deflate(prev.view, next); err == nil {
 			old.view, old.packed = packed, true
 		}
 	}
@@ -80,7 +81,7 @@ func current(es []*entry) []*entry {
 // carries them: the older states as their view models, each inflated with
 // the dictionary of the state after it, which a walk from the newest entry
 // back has just restored.
-func materialize(es []*entry) ([][]byte, error) {
+func (p *packer) materialize(es []*entry) ([][]byte, error) {
 	out := make([][]byte, len(es))
 	next := map[stateKey][]byte{}
 	for i := len(es) - 1; i >= 0; i-- {
@@ -96,7 +97,7 @@ func materialize(es []*entry) ([][]byte, error) {
 		view := e.old.view
 		if e.old.packed {
 			var err error
-			if view, err = inflateWith(view, next[key]); err != nil {
+			if view, err = p.inflate(view, next[key]); err != nil {
 				return nil, fmt.Errorf("state seq %d of %s %s: %w", e.seq, e.obj.Kind, e.obj.Name, err)
 			}
 		}
@@ -106,26 +107,51 @@ func materialize(es []*entry) ([][]byte, error) {
 	return out, nil
 }
 
-func deflateWith(data, dict []byte) ([]byte, error) {
-	var b bytes.Buffer
-	w, err := flate.NewWriterDict(&b, flate.DefaultCompression, dict)
-	if err != nil {
-		return nil, err
-	}
-	if _, err := w.Write(data); err != nil {
-		return nil, err
-	}
-	if err := w.Close(); err != nil {
-		return nil, err
-	}
-	return bytes.Clone(b.Bytes()), nil
+// packer deflates and inflates older states, each against the view model
+// of the state after it. Recorder.Run owns one. klauspost's flate, not the
+// standard library's: its writer takes a new dictionary on Reset, where the
+// standard one must be made again for each, about a megabyte of tables, so
+// a state cost 1.3 ms to pack instead of 11 µs.
+type packer struct {
+	w   *flate.Writer
+	buf bytes.Buffer
+	r   io.ReadCloser
 }
 
-func inflateWith(data, dict []byte) ([]byte, error) {
+// packLevel is fast, and small enough: two states of a Database share all
+// but a few fields, which any level finds in the dictionary.
+const packLevel = 2
+
+func (p *packer) deflate(data, dict []byte) ([]byte, error) {
+	p.buf.Reset()
+	if p.w == nil {
+		w, err := flate.NewWriterDict(&p.buf, packLevel, dict)
+		if err != nil {
+			return nil, err
+		}
+		p.w = w
+	} else {
+		p.w.ResetDict(&p.buf, dict)
+	}
+	if _, err := p.w.Write(data); err != nil {
+		return nil, err
+	}
+	if err := p.w.Close(); err != nil {
+		return nil, err
+	}
+	return bytes.Clone(p.buf.Bytes()), nil
+}
+
+func (p *packer) inflate(data, dict []byte) ([]byte, error) {
 	if dict == nil {
 		return nil, fmt.Errorf("the newer state it was packed against is missing")
 	}
-	return io.ReadAll(flate.NewReaderDict(bytes.NewReader(data), dict))
+	if p.r == nil {
+		p.r = flate.NewReaderDict(bytes.NewReader(data), dict)
+	} else if err := p.r.(flate.Resetter).Reset(bytes.NewReader(data), dict); err != nil {
+		return nil, err
+	}
+	return io.ReadAll(p.r)
 }
 
 // replace puts e where the entry of the same seq is, if the ring still

@@ -136,6 +136,7 @@ type Recorder struct {
 	reportedAt   time.Time
 	spaces       map[string]*space
 	histories    map[string]*history
+	packer       packer
 }
 
 type exportReq struct {
@@ -390,7 +391,7 @@ func (r *Recorder) record(out []*entry, in input) []*entry {
 	in.step.Seq = r.seq
 	e := &entry{seq: r.seq, obj: in.step.Object, raw: encodeMessage(in.step, in.state)}
 	if in.isState {
-		s.retire(e.obj, in.view)
+		s.retire(&r.packer, e.obj, in.view)
 		if in.view != nil {
 			step := in.step
 			e.view, e.stepOf = in.view, &step
