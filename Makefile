@@ -84,3 +84,5 @@ bench: controlplane ## print the benchmarks' figures (cluster start, controller 
 	$(GO) test -run '^$$' -bench ControllerWithViewers -benchtime 1x ./web/benchviewers/ -dbs 100 -viewers 2000 -rounds 5
 	$(GO) test -run '^$$' -bench Class -benchtime 1x ./web/benchclass/ -learners 30 -followers 30 -rounds 5
 	$(GO) test -run '^$$' -bench Class -benchtime 1x ./web/benchclass/ -worst -learners 10 -rounds 2
+	CI=true $(GO) test -run '^$$' -bench LearnerTimeline4096 -benchtime 1x ./web/
+	$(GO) test -run '^$$' -bench WorstLearnerMemory -benchtime 1x ./web/stream/
