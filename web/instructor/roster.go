@@ -423,18 +423,29 @@ func (h *Handler) removeDatabases(ctx context.Context, ns string, report func(to
 	tick := time.NewTicker(200 * time.Millisecond)
 	defer tick.Stop()
 	said := names(dbs)
+	// left is the last answer read: a read cut off by the wait's own end
+	// must not turn "held by its finalizer" into "could not be read".
+	var (
+		left    []state.Database
+		readErr error
+	)
 	for {
-		left, err := ro.States.Databases(ctx, ns)
-		if err == nil && len(left) == 0 {
-			return len(dbs), nil
-		}
-		if now := names(left); err == nil && !slices.Equal(now, said) {
-			report(len(dbs), now)
-			said = now
+		now, err := ro.States.Databases(ctx, ns)
+		if err == nil {
+			left, readErr = now, nil
+			if len(left) == 0 {
+				return len(dbs), nil
+			}
+			if n := names(left); !slices.Equal(n, said) {
+				report(len(dbs), n)
+				said = n
+			}
+		} else if left == nil {
+			readErr = err // no answer yet since the deletes
 		}
 		select {
 		case <-ctx.Done():
-			return 0, h.stuck(ns, left, err)
+			return 0, h.stuck(ns, left, readErr)
 		case <-tick.C:
 		}
 	}

@@ -168,3 +168,38 @@ func TestRosterOffersToRemoveFinalizersAfterAFailedReset(t *testing.T) {
 		t.Errorf("outcome = %s %q, want failed, as a removal of finalizers", st, text)
 	}
 }
+
+// slowStates answers the reset's first reads at once, then only when the
+// reset gives up: a lab state busy at the moment the reset's wait ends.
+type slowStates struct {
+	dbs  []state.Database
+	fast int
+	n    *int
+}
+
+func (s slowStates) Databases(ctx context.Context, _ string) ([]state.Database, error) {
+	if _, waiting := ctx.Deadline(); !waiting {
+		return s.dbs, nil // the roster page's own reads
+	}
+	*s.n++
+	if *s.n <= s.fast {
+		return s.dbs, nil
+	}
+	<-ctx.Done()
+	return nil, ctx.Err()
+}
+
+// A read cut off by the end of the wait does not hide what the reads
+// before it said: the Database held by its finalizer is still named.
+func TestRosterResetFailureSurvivesALastReadCutOff(t *testing.T) {
+	c := instructorCookie()
+	n := 0
+	held := slowStates{dbs: []state.Database{{Name: "stuck", UID: "u1", Terminating: true, HeldBy: []string{"evil.example/never"}}}, fast: 2, n: &n}
+	mux, ns := resetMux(t, held, failingDeleter{})
+	if w := postResetJSON(mux, c, ns); w.Code != http.StatusAccepted {
+		t.Fatalf("reset = %d %s", w.Code, w.Body)
+	}
+	if st, text := outcome(t, mux, c, ns); st != string(ResetFailed) || !strings.Contains(text, "Database stuck is still held by its finalizer evil.example/never") {
+		t.Errorf("outcome = %s %q, want failed naming the finalizer the last answered read showed", st, text)
+	}
+}

@@ -134,7 +134,7 @@
     function draw() {
       if (!link) return;
       link.hidden = !narrow.matches || seen;
-      link.textContent = added ? `Timeline: ${added} new ↓` : "Timeline ↓";
+      link.replaceChildren(added ? `Timeline: ${added} new` : "Timeline", h("span", { "aria-hidden": "true" }, " ↓"));
     }
     if (link && section && "IntersectionObserver" in window) {
       new IntersectionObserver((entries) => {
@@ -149,10 +149,12 @@
         $("#log")?.focus({ preventScroll: true });
       });
     }
-    return { added() { if (!seen) { added++; draw(); } } };
+    // Only rows of what happens now count as new, not the past a reload draws.
+    return { added(live) { if (!seen && live) { added++; draw(); } } };
   })();
+  let handlingLive = true; // the message being handled is of now, not the past
   function addRow(el) {
-    jump.added();
+    jump.added(handlingLive);
     rowsEl.prepend(el);
     applyFilter(el);
     while (rowsEl.children.length > MAX_ROWS) rowsEl.lastElementChild.remove();
@@ -241,7 +243,15 @@
   // batch is handled, before the page is painted.
   const toDraw = new Set();
   function redraw(row) {
-    if (!toDraw.size) queueMicrotask(() => { for (const r of toDraw) drawRow(r); toDraw.clear(); });
+    if (!toDraw.size) {
+      queueMicrotask(() => {
+        const batch = [...toDraw];
+        toDraw.clear();
+        for (const r of batch) {
+          try { drawRow(r); } catch (err) { console.error("drawing a timeline row", err); }
+        }
+      });
+    }
     toDraw.add(row);
   }
 
@@ -774,6 +784,7 @@
 
   // ---- dispatch ----------------------------------------------------------------
   function handle(m) {
+    handlingLive = !olderThanPage(m);
     switch (m.type) {
       case "reset": rendered = 0; reset(m); return;
       case "state": onState(m); return;
@@ -798,7 +809,11 @@
     pastDrawn++;
     // No message marks the end of the past; a pause in it does.
     clearTimeout(pastDone);
-    pastDone = setTimeout(() => sayPast(`caught up: ${pastDrawn} steps of the past on the timeline; the loop lights up at the next event`), 400);
+    pastDone = setTimeout(() => {
+      cancelAnimationFrame(pastFrame);
+      pastFrame = null;
+      sayPast(`caught up: ${pastDrawn} steps of the past on the timeline; the loop lights up at the next event`);
+    }, 400);
     if (pastFrame) return;
     pastFrame = requestAnimationFrame(() => {
       pastFrame = null;
@@ -807,7 +822,8 @@
   }
   function sayPast(text) {
     const cap = $("#loop-caption");
-    if (cap && !lightTimer) cap.textContent = text;
+    // While paused the caption says why the loop stands still.
+    if (cap && !lightTimer && root.dataset.paused !== "true") cap.textContent = text;
   }
 
   // ---- playback: pause, step, slow motion -------------------------------------
@@ -823,12 +839,27 @@
   const takesTime = (m) => m.type !== "state" && m.type !== "reset";
 
   function push(msgs) {
+    for (const m of msgs) if (aheadOfPresenter(m)) drawAhead(m);
     player.queue.push(...msgs);
     if (player.queue.length > MAX_WAITING) {
       // Paused for very long under a storm: catch up rather than hold it all.
       while (player.queue.length) handle(player.queue.shift());
     }
     pump();
+  }
+  // A learner who starts following while the presenter is paused gets each
+  // object's latest state only (the stream keeps no older card), which may
+  // be past the presenter's step. Rather than no card at all, the card is
+  // drawn as it is now, and says so, until the presenter's timeline
+  // reaches a state of it.
+  function aheadOfPresenter(m) {
+    return follow.view && held(m) && m.type === "state" && m.state && m.state.html && m.object.kind === "Database"
+      && !document.getElementById("db-" + m.object.name);
+  }
+  function drawAhead(m) {
+    onDatabase(m);
+    const st = $(`#db-${CSS.escape(m.object.name)} .db-state`);
+    if (st) st.prepend(h("p", { class: "ahead small" }, "Drawn as it is now: the presenter's timeline has not reached this state yet."));
   }
   function paced() { return mode === "replay" || player.speed < 1; }
   function gapAfter(m) {
@@ -1020,11 +1051,15 @@
     form.addEventListener("submit", async (e) => {
       if (e.submitter && e.submitter.getAttribute("formmethod") === "get") return; // preview without JS
       e.preventDefault();
-      holdPlace();
       // Where the form is now: a card's part may be drawn anew before the
       // answer comes, leaving this form out of the page.
       const scenario = form.closest(".scenario");
       const card = form.closest("article.db");
+      const created = form.id === "create-form" ? (form.elements.name?.value || "") : "";
+      if ((scenario || card || created) && mode === "live" && !followNs) {
+        revealIntent = true;
+        holdPlace();
+      }
       const buttons = $$("button", form);
       buttons.forEach((b) => { b.disabled = true; });
       const busy = form.dataset.busy;
@@ -1050,7 +1085,7 @@
           u.searchParams.set("ready", "1");
           history.replaceState(null, "", u);
         }
-        if (res.ok) revealAfter(form, scenario || card);
+        if (res.ok) revealAfter(created, scenario || card);
       } catch (err) {
         flash(false, "The request failed: " + err.message);
       } finally {
@@ -1077,6 +1112,7 @@
   // is drawn again it is brought back into view, until the learner scrolls
   // or points somewhere themselves.
   let revealName = "";
+  let revealIntent = false; // an action was sent, and the learner has not moved since
   let revealed = null;
   let anchorTimer = null;
   const SETTLE_MS = 8000;
@@ -1107,13 +1143,23 @@
   function redrawn(card) {
     if (revealed && (revealed === card || revealed.contains(card))) inView(revealed);
   }
-  for (const type of ["wheel", "touchstart", "pointerdown"]) window.addEventListener(type, unreveal, { passive: true });
-  window.addEventListener("keydown", (e) => { if (/^(Page|Arrow|Home|End|Tab| )/.test(e.key)) unreveal(); }, { passive: true });
-  function revealAfter(form, where) {
-    if (mode !== "live" || followNs) return;
-    if (form.id === "create-form") {
-      revealName = (form.elements.name && form.elements.name.value) || "";
-      const card = revealName && document.getElementById("db-" + revealName);
+  // The learner's own moves. (Dragging the scrollbar and find-in-page are
+  // not seen: the card may then still be brought back once, within 8 s.)
+  function moved() {
+    revealIntent = false;
+    revealName = "";
+    unreveal();
+  }
+  for (const type of ["wheel", "touchstart", "pointerdown"]) window.addEventListener(type, moved, { passive: true });
+  window.addEventListener("keydown", (e) => { if (/^(Page|Arrow|Home|End|Tab| )/.test(e.key)) moved(); }, { passive: true });
+  // revealAfter follows a form's answer: created names the Database a
+  // create made, where the card or scenario panel the form was in. Nothing
+  // moves if the learner has scrolled or pointed elsewhere meanwhile.
+  function revealAfter(created, where) {
+    if (mode !== "live" || followNs || !revealIntent) return;
+    if (created) {
+      revealName = created;
+      const card = document.getElementById("db-" + created);
       if (card) { revealName = ""; reveal(card); }
       return;
     }
@@ -1121,7 +1167,7 @@
   }
   // revealDrawn is called as a card is drawn: the Database just created.
   function revealDrawn(card) {
-    if (!revealName || card.dataset.name !== revealName) return;
+    if (!revealIntent || !revealName || card.dataset.name !== revealName) return;
     revealName = "";
     reveal(card);
   }

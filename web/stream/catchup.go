@@ -160,9 +160,8 @@ func (r *Recorder) export(ns string) Export {
 	msgs, err := r.packer.materialize(es)
 	if err != nil {
 		// Cannot happen while the ring keeps each older state with the
-		// state after it; should it, the export says what it left out.
-		r.opts.Logger.Error(err, "Left the older states out of an export", "namespace", ns)
-		msgs, _ = r.packer.materialize(current(es))
+		// state after it; should it, those states are left out.
+		r.opts.Logger.Error(err, "Left older states out of an export", "namespace", ns)
 	}
 	for _, m := range msgs {
 		e.Messages = append(e.Messages, m)

@@ -36,7 +36,8 @@
 //   - Without ?since: the latest state snapshots of the namespace's objects,
 //     then the recent history (ring), then live messages.
 //   - With ?since=S, S still covered by the ring: only messages with seq > S,
-//     then live messages. No duplicates, no gaps.
+//     then live messages. No duplicates, and no gaps but the states a newer
+//     state of the same object superseded (see "state" below).
 //   - With ?since=S older than the ring (or newer than the server's last seq,
 //     as after a restart): a "reset" message first, then snapshots, then the
 //     ring, then live messages. On "reset" a viewer clears its timeline.

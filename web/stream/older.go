@@ -2,8 +2,11 @@ package stream
 
 import (
 	"bytes"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 
 	"github.com/klauspost/compress/flate"
@@ -81,14 +84,21 @@ func current(es []*entry) []*entry {
 // carries them: the older states as their view models, each inflated with
 // the dictionary of the state after it, which a walk from the newest entry
 // back has just restored.
+//
+// An older state that cannot be restored is left out, and its error
+// returned with the others: the rest of the export stands.
 func (p *packer) materialize(es []*entry) ([][]byte, error) {
-	out := make([][]byte, len(es))
-	next := map[stateKey][]byte{}
+	out := make([][]byte, 0, len(es))
+	// Keyed by namespace too: an export merges a namespace's entries with
+	// the global ones.
+	type objKey struct{ ns, kind, name string }
+	next := map[objKey][]byte{}
+	var errs []error
 	for i := len(es) - 1; i >= 0; i-- {
 		e := es[i]
-		key := stateKey{e.obj.Kind, e.obj.Name}
+		key := objKey{e.obj.Namespace, e.obj.Kind, e.obj.Name}
 		if e.old == nil {
-			out[i] = e.raw
+			out = append(out, e.raw)
 			if e.view != nil {
 				next[key] = e.view
 			}
@@ -98,13 +108,16 @@ func (p *packer) materialize(es []*entry) ([][]byte, error) {
 		if e.old.packed {
 			var err error
 			if view, err = p.inflate(view, next[key]); err != nil {
-				return nil, fmt.Errorf("state seq %d of %s %s: %w", e.seq, e.obj.Kind, e.obj.Name, err)
+				errs = append(errs, fmt.Errorf("state seq %d of %s %s: %w", e.seq, e.obj.Kind, e.obj.Name, err))
+				delete(next, key) // the ones before it were packed against it
+				continue
 			}
 		}
 		next[key] = view
-		out[i] = encodeMessage(e.old.step, view)
+		out = append(out, encodeMessage(e.old.step, view))
 	}
-	return out, nil
+	slices.Reverse(out)
+	return out, errors.Join(errs...)
 }
 
 // packer deflates and inflates older states, each against the view model
@@ -151,7 +164,16 @@ func (p *packer) inflate(data, dict []byte) ([]byte, error) {
 	} else if err := p.r.(flate.Resetter).Reset(bytes.NewReader(data), dict); err != nil {
 		return nil, err
 	}
-	return io.ReadAll(p.r)
+	out, err := io.ReadAll(p.r)
+	if err != nil {
+		return nil, err
+	}
+	// Raw deflate has no checksum: a wrong dictionary inflates to garbage
+	// rather than failing. A view model is JSON; garbage is not.
+	if !json.Valid(out) {
+		return nil, errors.New("it does not inflate to JSON against the newer state")
+	}
+	return out, nil
 }
 
 // replace puts e where the entry of the same seq is, if the ring still

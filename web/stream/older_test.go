@@ -1,6 +1,7 @@
 package stream
 
 import (
+	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
@@ -101,5 +102,35 @@ func TestOlderStatesAcrossADeletion(t *testing.T) {
 	}
 	if fresh := h.dial("a", -1).readN(2); fresh[0].Seq != 3 || fresh[1].Seq != 5 {
 		t.Errorf("a fresh viewer got seqs %v; want the deletion (3) and the latest state (5)", seqs(fresh))
+	}
+}
+
+// TestOlderStatesOfANamespaceAndTheGlobalOnes: an export merges the
+// namespace's messages with the global ones; a global object with the same
+// kind and name, published between two states of the namespace's, must not
+// become the older state's dictionary.
+func TestOlderStatesOfANamespaceAndTheGlobalOnes(t *testing.T) {
+	h := newHarness(t, RecorderOptions{}, HubOptions{})
+	mine := controller.ObjectRef{Kind: "Database", Namespace: "a", Name: "db"}
+	global := controller.ObjectRef{Kind: "Database", Name: "db"}
+	publish := func(ref controller.ObjectRef, v string) {
+		view := fmt.Sprintf(`{"v":%q,"text":%q}`, v, strings.Repeat("the same words in every version ", 20))
+		h.rec.PublishRendered(ref, []byte(view[:len(view)-1]+`,"html":"<p/>"}`), []byte(view))
+	}
+	publish(mine, "mine 1")
+	publish(global, "global 1")
+	publish(global, "global 2")
+	publish(mine, "mine 2")
+	waitFor(t, "4 messages", func() bool { return h.rec.Stats().Seq == 4 })
+	var got []string
+	for _, m := range decoded(t, h.rec.Export("a").Messages) {
+		var v struct{ V string }
+		if err := json.Unmarshal(m.State, &v); err != nil {
+			t.Fatalf("state seq %d: %v: %.80s", m.Seq, err, m.State)
+		}
+		got = append(got, v.V)
+	}
+	if diff := cmp.Diff([]string{"mine 1", "global 1", "global 2", "mine 2"}, got); diff != "" {
+		t.Errorf("exported states (-want +got):\n%s", diff)
 	}
 }

@@ -73,8 +73,15 @@ type signal struct {
 }
 
 // retryAfter is how long a namespace whose Secret cache has not synced
-// waits before its Databases are rebuilt again.
-const retryAfter = 250 * time.Millisecond
+// waits before its Databases are rebuilt again, doubled at each try up to
+// retryMax: a cache refused for good (its RoleBinding gone) costs a few
+// lists every few seconds, not four times a second.
+const (
+	retryAfter = 250 * time.Millisecond
+	retryMax   = 5 * time.Second
+	// retrySay is the try at which the wait is logged, once.
+	retrySay = 5
+)
 
 type query struct {
 	namespace string
@@ -250,8 +257,10 @@ type owner struct {
 	// rebuilt on every change of its status or children, and rendering
 	// YAML was half the cost of a rebuild.
 	specs map[types.NamespacedName]specCache
-	// retrying holds the namespaces with a retry signal on its way.
+	// retrying holds the namespaces with a retry signal on its way; tries
+	// counts each one's tries since its cache last answered.
 	retrying map[string]bool
+	tries    map[string]int
 }
 
 type specCache struct {
@@ -277,7 +286,7 @@ func (w *Watcher) Run(ctx context.Context) {
 		w: w, histories: map[types.NamespacedName]*history{}, views: map[types.NamespacedName]Database{},
 		published: map[types.NamespacedName][]byte{}, dirtyDB: map[types.NamespacedName]bool{}, dirtyNS: map[string]bool{},
 		kept: map[types.NamespacedName]Snapshot{}, keptJSON: map[types.NamespacedName][]byte{}, dirtyKept: map[string]bool{},
-		specs: map[types.NamespacedName]specCache{}, retrying: map[string]bool{},
+		specs: map[types.NamespacedName]specCache{}, retrying: map[string]bool{}, tries: map[string]int{},
 	}
 	for {
 		select {
@@ -457,11 +466,15 @@ func (o *owner) rebuild(ctx context.Context, key types.NamespacedName, related m
 		return
 	}
 	rel := related[key.Namespace]
+	if rel == notSynced {
+		return
+	}
 	if rel == nil {
 		r, err := o.related(ctx, key.Namespace)
 		if errors.Is(err, controller.ErrNotSynced) {
 			// The view stays as it was rather than show a Secret as
 			// missing; the owner goroutine never waits for a sync.
+			related[key.Namespace] = notSynced
 			o.retry(key.Namespace)
 			return
 		}
@@ -469,6 +482,7 @@ func (o *owner) rebuild(ctx context.Context, key types.NamespacedName, related m
 			o.w.opts.Logger.Error(err, "Failed to read Database children", "database", key)
 			return
 		}
+		delete(o.tries, key.Namespace)
 		rel, related[key.Namespace] = r, r
 	}
 	view := build(&db, *rel, o.histories[key], o.specText(key, &db))
@@ -482,8 +496,18 @@ func (o *owner) retry(ns string) {
 		return
 	}
 	o.retrying[ns] = true
-	time.AfterFunc(retryAfter, func() { o.w.send(signal{namespace: ns, retry: true}) })
+	o.tries[ns]++
+	n := o.tries[ns]
+	if n == retrySay {
+		o.w.opts.Logger.V(1).Info("Waiting for a namespace's Secret cache to sync; its cards stay as they were", "namespace", ns, "tries", n)
+	}
+	wait := retryAfter << min(n-1, 5)
+	time.AfterFunc(min(wait, retryMax), func() { o.w.send(signal{namespace: ns, retry: true}) })
 }
+
+// notSynced marks, within one flush, a namespace whose Secret cache has
+// not synced, so its other Databases do not list its children again.
+var notSynced = &Related{}
 
 func (o *owner) forget(key types.NamespacedName, ref controller.ObjectRef) {
 	delete(o.histories, key)
