@@ -1,4 +1,4 @@
-package web
+package web_test
 
 import (
 	"context"
@@ -23,6 +23,7 @@ import (
 	"github.com/oplab-dev/oplab/cluster"
 	"github.com/oplab-dev/oplab/controller"
 	"github.com/oplab-dev/oplab/controller/sandbox"
+	"github.com/oplab-dev/oplab/web"
 	"github.com/oplab-dev/oplab/web/demo"
 	"github.com/oplab-dev/oplab/web/internal/browsertest"
 	"github.com/oplab-dev/oplab/web/stream"
@@ -45,7 +46,7 @@ type testEnv struct {
 	cluster  *cluster.Cluster
 	runner   *controller.Runner
 	recorder *stream.Recorder
-	server   *Server
+	server   *web.Server
 	http     *httptest.Server
 	client   client.Client
 	cancel   context.CancelFunc
@@ -130,7 +131,7 @@ func startEnv() (_ *testEnv, err error) {
 	if err := e.runner.Start(ctx); err != nil {
 		return e, err
 	}
-	e.server, err = New(ctx, Options{
+	e.server, err = web.New(ctx, web.Options{
 		Config: e.cluster.Config(), Recorder: e.recorder, Hub: hub, Controller: e.runner, Logger: testLogger(logFile),
 		InstructorToken: testInstructorToken, KubectlLine: testKubectlLine, LearnerCode: e.runner,
 		// The demo tests check what happens, not the room's pace.
@@ -146,7 +147,7 @@ func startEnv() (_ *testEnv, err error) {
 }
 
 func mustScheme() *runtime.Scheme {
-	s, err := newScheme()
+	s, err := web.NewScheme()
 	if err != nil {
 		panic(err)
 	}
