@@ -69,7 +69,7 @@ func TestBrowserCodeTravelsInTheExport(t *testing.T) {
 	typeAtEnd("// Edited after the run.\n")
 	edited := ran + "// Edited after the run.\n"
 	eventually(t, "the edit kept by the session", func() (bool, error) {
-		c := e.server.Codes().CodeOf(ns)
+		c := e.server.CodeOf(ns)
 		return c != nil && c.Source == edited && c.Ran == ran, nil
 	})
 

@@ -1,28 +1,23 @@
 package web
 
+import "github.com/oplab-dev/oplab/web/stream"
+
 // What the external tests (package web_test: the end-to-end tests on the
 // shared cluster and browser, env_test.go) use of the package's insides.
-
-import (
-	"github.com/oplab-dev/oplab/web/code"
-	"github.com/oplab-dev/oplab/web/lab/state"
-	"github.com/oplab-dev/oplab/web/session"
-)
 
 var (
 	StaticFiles     = staticFiles
 	SecurityHeaders = securityHeaders
 	Ready           = ready
-	NewScheme       = newScheme
 )
 
 const MaxStreamsPerSession = maxStreamsPerSession
 
-// Watcher is the lab's state watcher.
-func (s *Server) Watcher() *state.Watcher { return s.watcher }
-
-// Sessions is the session table.
-func (s *Server) Sessions() *session.Manager { return s.sessions }
-
-// Codes is the code page, nil until mounted.
-func (s *Server) Codes() *code.Handler { return s.codes.Load() }
+// CodeOf is the learner's own code the code page keeps for ns; nil when
+// there is none, or no code page.
+func (s *Server) CodeOf(ns string) *stream.Code {
+	if codes := s.codes.Load(); codes != nil {
+		return codes.CodeOf(ns)
+	}
+	return nil
+}
