@@ -92,9 +92,10 @@ type ScenarioView struct {
 	Name  string
 	Title string
 	Intro string
-	Setup string   // the setup button's label
-	Watch []string // what to watch once it is set up
-	Done  bool     // set up already: show Watch
+	Setup string       // the setup button's label
+	Watch []string     // what to watch once it is set up
+	Next  []NextAction // the actions Watch asks for, in its panel
+	Done  bool         // set up already: show Watch and Next
 }
 
 // ReplayPage is the view model of the replay page: an upload form, or an

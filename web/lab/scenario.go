@@ -21,9 +21,43 @@ type Scenario struct {
 	Intro string
 	Setup string
 	Watch []string
+	// Next are the lab actions Watch asks for, offered in the scenario's
+	// panel once it is set up, beside what they show: the learner need not
+	// find them on a card further down.
+	Next []NextAction
 	// run prepares the scenario in namespace ns and returns what to tell
 	// the learner.
 	run func(ctx context.Context, h *Handler, ns string) (string, error)
+}
+
+// NextAction is one of a scenario's next steps: a button in its panel that
+// posts the same form as the lab's own control for it (a card's Delete, the
+// controller bar's Resume), so it goes through the same handler.
+type NextAction struct {
+	Label  string
+	Action string            // the form's path
+	Fields map[string]string // its fields, as the card's form would send them
+	Danger bool
+}
+
+func deleteNext(db string) NextAction {
+	return NextAction{Label: "Delete " + db, Action: "/lab/databases/" + db + "/delete", Danger: true}
+}
+
+func pitfallOffNext(db string) NextAction {
+	return NextAction{Label: "Switch the pitfall off on " + db, Action: "/lab/databases/" + db + "/pitfall", Fields: map[string]string{"pitfall": ""}}
+}
+
+type formField struct{ Name, Value string }
+
+// sortedFields lists a next action's fields in a stable order.
+func sortedFields(m map[string]string) []formField {
+	out := make([]formField, 0, len(m))
+	for k, v := range m {
+		out = append(out, formField{k, v})
+	}
+	slices.SortFunc(out, func(a, b formField) int { return strings.Compare(a.Name, b.Name) })
+	return out
 }
 
 // setupWait bounds how long a setup waits for the cluster to reach the
@@ -72,6 +106,7 @@ var Scenarios = []Scenario{
 		Name: "finalizer", Title: "A finalizer at work",
 		Intro: "A Ready Database is prepared for you. Delete it and watch the finalizer hold it while the controller cleans up.",
 		Setup: "Prepare a Ready Database",
+		Next:  []NextAction{deleteNext("doomed")},
 		Watch: []string{
 			"Press Delete on doomed: metadata.deletionTimestamp is set, but the object stays, Terminating, held by db.oplab.dev/final-snapshot.",
 			"The finalizer phases appear on the timeline in order: draining (StatefulSet scaled to 0), snapshot (the ConfigMap doomed-final-snapshot written), removed. No row is an error.",
@@ -91,6 +126,7 @@ var Scenarios = []Scenario{
 		Name: "status-thrash", Title: "Status thrash",
 		Intro: "A Database whose controller rewrites status with a fresh timestamp even when nothing changed. Here it may do so once a second, so the storm stays watchable: reconciles in between skip the write and requeue for the next one.",
 		Setup: "Create Database thrash with the status-thrash pitfall",
+		Next:  []NextAction{pitfallOffNext("thrash")},
 		Watch: []string{
 			"Every status write is a watch event, so it triggers the next reconcile: the rows never stop (capped at about one a second).",
 			"The spec does not change (generation stays 1), yet status is written again and again, each time with a new lastTransitionTime.",
@@ -102,6 +138,11 @@ var Scenarios = []Scenario{
 		Name: "stuck-finalizer", Title: "A stuck finalizer",
 		Intro: "The controller is paused for your namespace after a Database got its finalizer. Delete the Database and see what happens when no one is there to finish the job. Other learners' Databases are still reconciled.",
 		Setup: "Create Database stuck, then pause the controller here",
+		Next: []NextAction{
+			deleteNext("stuck"),
+			{Label: "Resume", Action: "/lab/controller/start"},
+			{Label: "Remove stuck's finalizers (escape hatch)", Action: "/lab/databases/stuck/finalizers/remove", Danger: true},
+		},
 		Watch: []string{
 			"Delete stuck: it shows Terminating, held by db.oplab.dev/final-snapshot, and no reconcile runs while your namespace is paused.",
 			"Press Resume: the held request is reconciled, the finalizer runs (draining, snapshot, removed), the Database goes and its snapshot stays.",
@@ -122,6 +163,7 @@ var Scenarios = []Scenario{
 		Name: "non-idempotent-create", Title: "A non-idempotent create",
 		Intro: "A Database whose controller treats AlreadyExists as an error instead of as convergence.",
 		Setup: "Create Database twice with the non-idempotent-create pitfall",
+		Next:  []NextAction{pitfallOffNext("twice")},
 		Watch: []string{
 			"The first reconcile creates the three children; every later one calls Create again and fails with AlreadyExists.",
 			"Each failure is retried with exponential backoff: the gaps between the rows grow.",
@@ -133,6 +175,8 @@ var Scenarios = []Scenario{
 		Name: "drop-events", Title: "Dropped events",
 		Intro: "A Database whose watch events are all ignored, as if an edge-triggered controller had missed them.",
 		Setup: "Create Database deaf with the drop-events pitfall",
+		Next: []NextAction{{Label: "Change deaf's replicas to 2", Action: "/lab/databases/deaf/edit",
+			Fields: map[string]string{"replicas": "2", "origReplicas": "1", "version": "", "origVersion": ""}}},
 		Watch: []string{
 			"The events arrive but are marked ignored: nothing is queued, so no reconcile follows them.",
 			"Change its replicas: generation moves, observedGeneration does not (stale).",
@@ -163,7 +207,7 @@ func FindScenario(name string) (Scenario, bool) {
 }
 
 func (s Scenario) view(done bool) *ScenarioView {
-	return &ScenarioView{Name: s.Name, Title: s.Title, Intro: s.Intro, Setup: s.Setup, Watch: s.Watch, Done: done}
+	return &ScenarioView{Name: s.Name, Title: s.Title, Intro: s.Intro, Setup: s.Setup, Watch: s.Watch, Next: s.Next, Done: done}
 }
 
 // waitFor polls the lab state until the Database satisfies ok or setupWait

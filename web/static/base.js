@@ -7,12 +7,24 @@
   // localize shows every <time datetime> under root in the learner's own
   // zone. The server writes times in UTC, the one zone it can be sure of;
   // the browser knows the learner's.
+  //
+  // The formats are made once: toLocaleTimeString makes a new one at every
+  // call, and a lab reload drawing the past called it thousands of times
+  // (a quarter of the page's time). These are the formats those calls use.
+  const timeFormat = new Intl.DateTimeFormat([], { hour: "numeric", minute: "numeric", second: "numeric", hour12: false });
+  const fullFormat = new Intl.DateTimeFormat([], {
+    year: "numeric", month: "numeric", day: "numeric", hour: "numeric", minute: "numeric", second: "numeric", timeZoneName: "short",
+  });
+  // clock is a time of day in the learner's zone, "" for what is not one.
+  function clock(d) {
+    return isNaN(d) ? "" : timeFormat.format(d);
+  }
   function localize(root) {
     for (const el of (root || document).querySelectorAll("time[datetime]")) {
       const d = new Date(el.getAttribute("datetime"));
       if (isNaN(d)) continue;
-      el.textContent = d.toLocaleTimeString([], { hour12: false });
-      el.title = d.toLocaleString([], { timeZoneName: "short" });
+      el.textContent = timeFormat.format(d);
+      el.title = fullFormat.format(d);
     }
   }
 
@@ -102,7 +114,7 @@
 
   // store keeps what outlives the tab (progress, the name, the code);
   // tabStore what belongs to this tab only (whom it follows).
-  window.oplab = { h, localize, store: storage("localStorage"), tabStore: storage("sessionStorage") };
+  window.oplab = { h, clock, localize, store: storage("localStorage"), tabStore: storage("sessionStorage") };
   document.addEventListener("DOMContentLoaded", () => {
     localize(document);
     document.querySelectorAll("button[data-copy]").forEach(enableCopy);

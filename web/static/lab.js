@@ -27,8 +27,7 @@
   const localize = (el) => window.oplab && window.oplab.localize(el);
   function clock(t) {
     if (!t || t.startsWith("0001-")) return "";
-    const d = new Date(t);
-    return isNaN(d) ? "" : d.toLocaleTimeString([], { hour12: false });
+    return window.oplab.clock(new Date(t));
   }
   function timeEl(t) {
     return h("time", { class: "t", datetime: t }, clock(t));
@@ -123,7 +122,37 @@
   const failures = new Map(); // database → errors in a row, for "retry N"
   const MAX_ROWS = 400;
 
+  // jump is the link to the timeline on a narrow screen, where the timeline
+  // comes after every card: shown while the timeline is off screen, with
+  // the rows added since it was last seen.
+  const jump = (() => {
+    const link = $("#to-timeline");
+    const narrow = window.matchMedia("(max-width: 60rem)");
+    const section = $(".lab-grid > .timeline");
+    let seen = true;
+    let added = 0;
+    function draw() {
+      if (!link) return;
+      link.hidden = !narrow.matches || seen;
+      link.textContent = added ? `Timeline: ${added} new ↓` : "Timeline ↓";
+    }
+    if (link && section && "IntersectionObserver" in window) {
+      new IntersectionObserver((entries) => {
+        seen = entries[entries.length - 1].isIntersecting;
+        if (seen) added = 0;
+        draw();
+      }).observe(section);
+      narrow.addEventListener("change", draw);
+      link.addEventListener("click", (e) => {
+        e.preventDefault();
+        section.scrollIntoView({ block: "start" });
+        $("#log")?.focus({ preventScroll: true });
+      });
+    }
+    return { added() { if (!seen) { added++; draw(); } } };
+  })();
   function addRow(el) {
+    jump.added();
     rowsEl.prepend(el);
     applyFilter(el);
     while (rowsEl.children.length > MAX_ROWS) rowsEl.lastElementChild.remove();
@@ -203,8 +232,17 @@
     if (m.trigger === "requeue") row.retry = failures.get(db) || 0;
     rows.set(m.reconcileID, row);
     if (rows.size > MAX_ROWS * 2) rows.delete(rows.keys().next().value);
-    drawRow(row);
+    redraw(row);
     addRow(row.el);
+  }
+  // A row is drawn once for all the steps of a batch of messages, not
+  // again at each step: a reload's catch-up brings thousands of steps at
+  // once, each reconcile's together. The microtask runs as soon as the
+  // batch is handled, before the page is painted.
+  const toDraw = new Set();
+  function redraw(row) {
+    if (!toDraw.size) queueMicrotask(() => { for (const r of toDraw) drawRow(r); toDraw.clear(); });
+    toDraw.add(row);
   }
 
   const pastTense = { create: "created", update: "changed", delete: "deleted", generic: "poked" };
@@ -446,7 +484,7 @@
     } else {
       row.steps.push(m);
     }
-    drawRow(row);
+    redraw(row);
     if (m.type === "result") fold(row);
   }
 
@@ -661,6 +699,7 @@
     }
     for (const id of open) document.getElementById(id)?.setAttribute("open", "");
     localize(card);
+    redrawn(card);
   }
 
   const dbList = $("#databases");
@@ -706,6 +745,7 @@
       $(".empty", dbList)?.remove();
       const after = $$("article.db", dbList).find((a) => a.dataset.name > name);
       dbList.insertBefore(fresh, after || null);
+      revealDrawn(fresh);
     }
     markSelected();
   }
@@ -746,7 +786,28 @@
       default:
         if (m.reconcileID) onStep(m);
     }
-    light(m);
+    if (olderThanPage(m)) notePast(); else light(m);
+  }
+  // The past a fresh stream replays first is drawn on the timeline, not
+  // played on the loop: the loop lights up only for what happens now, and
+  // its caption says meanwhile that the timeline is catching up.
+  let pastDrawn = 0;
+  let pastFrame = null;
+  let pastDone = null;
+  function notePast() {
+    pastDrawn++;
+    // No message marks the end of the past; a pause in it does.
+    clearTimeout(pastDone);
+    pastDone = setTimeout(() => sayPast(`caught up: ${pastDrawn} steps of the past on the timeline; the loop lights up at the next event`), 400);
+    if (pastFrame) return;
+    pastFrame = requestAnimationFrame(() => {
+      pastFrame = null;
+      sayPast(`catching up: ${pastDrawn} steps of the past drawn on the timeline…`);
+    });
+  }
+  function sayPast(text) {
+    const cap = $("#loop-caption");
+    if (cap && !lightTimer) cap.textContent = text;
   }
 
   // ---- playback: pause, step, slow motion -------------------------------------
@@ -959,6 +1020,11 @@
     form.addEventListener("submit", async (e) => {
       if (e.submitter && e.submitter.getAttribute("formmethod") === "get") return; // preview without JS
       e.preventDefault();
+      holdPlace();
+      // Where the form is now: a card's part may be drawn anew before the
+      // answer comes, leaving this form out of the page.
+      const scenario = form.closest(".scenario");
+      const card = form.closest("article.db");
       const buttons = $$("button", form);
       buttons.forEach((b) => { b.disabled = true; });
       const busy = form.dataset.busy;
@@ -975,13 +1041,16 @@
         // controllerRunning is "reconciles this namespace"; paused says why not.
         if (typeof res.paused === "boolean") showPaused(res.paused);
         if (typeof res.controllerRunning === "boolean" && !res.paused) showController(res.controllerRunning);
-        if (res.ok && form.closest(".scenario")) {
+        if (res.ok && scenario && !form.dataset.reveal) {
           form.remove();
           $(".scenario .watch")?.classList.remove("pending");
+          const next = $(".scenario .scenario-next");
+          if (next) next.hidden = false;
           const u = new URL(location.href);
           u.searchParams.set("ready", "1");
           history.replaceState(null, "", u);
         }
+        if (res.ok) revealAfter(form, scenario || card);
       } catch (err) {
         flash(false, "The request failed: " + err.message);
       } finally {
@@ -991,6 +1060,72 @@
       }
     });
   }
+  // ---- see what you caused: after an action, what it changes is on screen ----------
+  // On a wide screen the timeline keeps to the top of the screen beside the
+  // Databases (lab.css), so its newest rows are in view wherever the page
+  // is scrolled. What is left is the card: an action taken at the bottom of
+  // a tall card changes fields at its top. So the page brings the card's top
+  // into view; after a create, the new card once it is drawn; after a
+  // scenario's step, its panel, with the Databases under it.
+  //
+  // For a few seconds after, the card keeps its place: as the state comes
+  // in, the card grows, and the browser's scroll anchoring would keep the
+  // button that was pressed in place instead, pushing the card's top up
+  // and out of view. So anchoring is off for the page (not for the
+  // timeline's own box) until the card has settled.
+  // A card above it may still change height meanwhile: each time the card
+  // is drawn again it is brought back into view, until the learner scrolls
+  // or points somewhere themselves.
+  let revealName = "";
+  let revealed = null;
+  let anchorTimer = null;
+  const SETTLE_MS = 8000;
+  function reveal(el) {
+    if (!el) return;
+    holdPlace();
+    revealed = el;
+    inView(el);
+  }
+  // holdPlace turns the page's scroll anchoring off from the moment a form
+  // is sent: the state may come in before the answer does.
+  function holdPlace() {
+    document.documentElement.style.overflowAnchor = "none";
+    clearTimeout(anchorTimer);
+    anchorTimer = setTimeout(unreveal, SETTLE_MS);
+  }
+  function unreveal() {
+    clearTimeout(anchorTimer);
+    revealed = null;
+    document.documentElement.style.overflowAnchor = "";
+  }
+  function inView(el) {
+    const top = el.getBoundingClientRect().top;
+    if (top >= 0 && top <= window.innerHeight * 0.4) return;
+    el.scrollIntoView({ block: "start" });
+  }
+  // redrawn is called after a card is drawn again.
+  function redrawn(card) {
+    if (revealed && (revealed === card || revealed.contains(card))) inView(revealed);
+  }
+  for (const type of ["wheel", "touchstart", "pointerdown"]) window.addEventListener(type, unreveal, { passive: true });
+  window.addEventListener("keydown", (e) => { if (/^(Page|Arrow|Home|End|Tab| )/.test(e.key)) unreveal(); }, { passive: true });
+  function revealAfter(form, where) {
+    if (mode !== "live" || followNs) return;
+    if (form.id === "create-form") {
+      revealName = (form.elements.name && form.elements.name.value) || "";
+      const card = revealName && document.getElementById("db-" + revealName);
+      if (card) { revealName = ""; reveal(card); }
+      return;
+    }
+    reveal(where);
+  }
+  // revealDrawn is called as a card is drawn: the Database just created.
+  function revealDrawn(card) {
+    if (!revealName || card.dataset.name !== revealName) return;
+    revealName = "";
+    reveal(card);
+  }
+
   function enhanceAll(el) {
     if (mode !== "live") return;
     if (el.matches && el.matches("form.act")) enhanceForm(el);

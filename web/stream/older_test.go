@@ -31,6 +31,7 @@ func TestOlderStatesKeepOnlyTheirView(t *testing.T) {
 		h.rec.PublishRendered(ref, []byte(view[:len(view)-1]+fmt.Sprintf(`,"html":%q}`, card)), []byte(view))
 	}
 	live := h.dial("a", -1)
+	h.waitClients(1)                                  // joined before the first state: it gets every one live
 	publish(1)                                        // 1
 	h.rec.Emit(step("a", "db", controller.StepEvent)) // 2
 	publish(2)                                        // 3
