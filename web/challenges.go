@@ -4,21 +4,19 @@ import (
 	"context"
 	"net/http"
 
-	"sigs.k8s.io/controller-runtime/pkg/client"
-
 	"github.com/oplab-dev/oplab/web/challenges"
 	"github.com/oplab-dev/oplab/web/kubeconfig"
 )
 
 // registerChallenges mounts the challenge pages: they check the learner's
 // work with the same direct client, pause and recorder the lab uses.
-func (s *Server) registerChallenges(ctx context.Context, mux *http.ServeMux, direct client.Client) error {
+func (s *Server) registerChallenges(ctx context.Context, mux *http.ServeMux) error {
 	course, set, err := challenges.LoadContent()
 	if err != nil {
 		return err
 	}
 	challenges.New(ctx, challenges.Options{
-		Set: set, Course: course, Client: direct, Sessions: s.sessions, Controller: s.opts.Controller,
+		Set: set, Course: course, Client: s.opts.Client, Sessions: s.opts.Sessions, Controller: s.opts.Controller,
 		Exporter: s.opts.Recorder, Sink: s.opts.Recorder, KubeconfigPath: kubeconfig.Path, KubectlCommand: kubeconfig.Command, KubeconfigExport: kubeconfig.Export,
 		Logger: s.opts.Logger.WithName("challenges"),
 	}).Register(mux)

@@ -1,4 +1,4 @@
-package web
+package web_test
 
 import (
 	"context"
@@ -193,7 +193,7 @@ func (x *exerciseRun) run(t *testing.T, src string) {
 	t.Helper()
 	browsertest.Do(t, x.code, chromedp.Click(chromedp.CSS("#run")))
 	eventually(t, "the learner's code handed the namespace", func() (bool, error) {
-		c := x.e.server.codes.Load().CodeOf(x.ns)
+		c := x.e.server.CodeOf(x.ns)
 		return c != nil && c.Ran == src && c.Running, nil
 	})
 	browsertest.Eventually(t, x.code, `document.getElementById("code").dataset.running`, "true")

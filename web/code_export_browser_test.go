@@ -1,4 +1,4 @@
-package web
+package web_test
 
 import (
 	"fmt"
@@ -69,7 +69,7 @@ func TestBrowserCodeTravelsInTheExport(t *testing.T) {
 	typeAtEnd("// Edited after the run.\n")
 	edited := ran + "// Edited after the run.\n"
 	eventually(t, "the edit kept by the session", func() (bool, error) {
-		c := e.server.codes.Load().CodeOf(ns)
+		c := e.server.CodeOf(ns)
 		return c != nil && c.Source == edited && c.Ran == ran, nil
 	})
 

@@ -1,4 +1,4 @@
-package web
+package web_test
 
 import (
 	"context"
@@ -16,6 +16,7 @@ import (
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
 
+	"github.com/oplab-dev/oplab/web"
 	"github.com/oplab-dev/oplab/web/lab"
 )
 
@@ -65,9 +66,9 @@ func payload(marker string) string {
 func replayOnly(t *testing.T) *httptest.Server {
 	t.Helper()
 	mux := http.NewServeMux()
-	mux.Handle("GET /static/", http.StripPrefix("/static/", staticFiles()))
+	mux.Handle("GET /static/", http.StripPrefix("/static/", web.StaticFiles()))
 	lab.New(lab.Options{}).Register(mux)
-	srv := httptest.NewServer(securityHeaders(mux))
+	srv := httptest.NewServer(web.SecurityHeaders(mux))
 	t.Cleanup(srv.Close)
 	return srv
 }
@@ -129,7 +130,7 @@ func TestBrowserReplayPayloadsRunNoScript(t *testing.T) {
 // no javascript: URL runs, and nothing is fetched from another origin.
 func TestBrowserPolicyBlocksInlineScript(t *testing.T) {
 	marker, hits := markerServer(t)
-	srv := httptest.NewServer(securityHeaders(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	srv := httptest.NewServer(web.SecurityHeaders(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
 		fmt.Fprintf(w, `<!doctype html><title>page</title><div id="in"></div>%s<script src="/nothing.js"></script>`, payload(marker))
 	})))

@@ -1,4 +1,4 @@
-package web
+package web_test
 
 import (
 	"context"
@@ -21,8 +21,10 @@ import (
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/oplab-dev/oplab/cluster"
+	"github.com/oplab-dev/oplab/cmd/oplab/app"
 	"github.com/oplab-dev/oplab/controller"
 	"github.com/oplab-dev/oplab/controller/sandbox"
+	"github.com/oplab-dev/oplab/web"
 	"github.com/oplab-dev/oplab/web/demo"
 	"github.com/oplab-dev/oplab/web/internal/browsertest"
 	"github.com/oplab-dev/oplab/web/stream"
@@ -45,7 +47,8 @@ type testEnv struct {
 	cluster  *cluster.Cluster
 	runner   *controller.Runner
 	recorder *stream.Recorder
-	server   *Server
+	app      *app.Web
+	server   *web.Server
 	http     *httptest.Server
 	client   client.Client
 	cancel   context.CancelFunc
@@ -130,7 +133,8 @@ func startEnv() (_ *testEnv, err error) {
 	if err := e.runner.Start(ctx); err != nil {
 		return e, err
 	}
-	e.server, err = New(ctx, Options{
+	// oplab's own assembly (cmd/oplab/app), as cmd/oplab runs it.
+	e.app, err = app.NewWeb(ctx, app.Options{
 		Config: e.cluster.Config(), Recorder: e.recorder, Hub: hub, Controller: e.runner, Logger: testLogger(logFile),
 		InstructorToken: testInstructorToken, KubectlLine: testKubectlLine, LearnerCode: e.runner,
 		// The demo tests check what happens, not the room's pace.
@@ -139,14 +143,15 @@ func startEnv() (_ *testEnv, err error) {
 	if err != nil {
 		return e, err
 	}
-	go func() { _ = e.server.Run(ctx) }()
-	e.http = httptest.NewServer(e.server.Handler()) // 127.0.0.1 only
+	e.server = e.app.Server()
+	go func() { _ = e.app.Run(ctx) }()
+	e.http = httptest.NewServer(e.app.Handler()) // 127.0.0.1 only
 	e.client, err = client.New(e.cluster.Config(), client.Options{Scheme: mustScheme()})
 	return e, err
 }
 
 func mustScheme() *runtime.Scheme {
-	s, err := newScheme()
+	s, err := app.NewScheme()
 	if err != nil {
 		panic(err)
 	}

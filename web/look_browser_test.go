@@ -1,4 +1,4 @@
-package web
+package web_test
 
 import (
 	"fmt"
@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/oplab-dev/oplab/controller/api/v1alpha1"
+	"github.com/oplab-dev/oplab/web"
 )
 
 // Looking over a learner's shoulder: from the roster the instructor opens
@@ -81,8 +82,8 @@ func TestBrowserLookOverALearnersShoulder(t *testing.T) {
 	opened, err := chromedp.Run(teacher, chromedp.Evaluate[string](fmt.Sprintf(`Promise.all(Array.from({length: %d}, () => new Promise((done) => {
 		const ws = new WebSocket(location.origin.replace("http", "ws") + "/instructor/look/%s/ws");
 		ws.onopen = () => done("open"); ws.onerror = () => done("refused");
-	}))).then((r) => r.filter((x) => x === "open").length + " open, " + r.filter((x) => x === "refused").length + " refused")`, maxStreamsPerSession, ns), chromedp.EvalAwaitPromise))
-	if want := fmt.Sprintf("%d open, 1 refused", maxStreamsPerSession-1); err != nil || opened != want {
-		t.Errorf("%d more look streams: %s (%v); want %s", maxStreamsPerSession, opened, err, want)
+	}))).then((r) => r.filter((x) => x === "open").length + " open, " + r.filter((x) => x === "refused").length + " refused")`, web.MaxStreamsPerSession, ns), chromedp.EvalAwaitPromise))
+	if want := fmt.Sprintf("%d open, 1 refused", web.MaxStreamsPerSession-1); err != nil || opened != want {
+		t.Errorf("%d more look streams: %s (%v); want %s", web.MaxStreamsPerSession, opened, err, want)
 	}
 }

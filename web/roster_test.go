@@ -1,4 +1,4 @@
-package web
+package web_test
 
 import (
 	"context"
@@ -26,6 +26,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/oplab-dev/oplab/cmd/oplab/app"
 	"github.com/oplab-dev/oplab/controller"
 	"github.com/oplab-dev/oplab/controller/api/v1alpha1"
 	"github.com/oplab-dev/oplab/quiz"
@@ -166,7 +167,7 @@ func TestRosterResetEmptiesALearnersNamespace(t *testing.T) {
 		}
 	}
 	eventually(t, "both Databases with their finalizer, in the lab's state", func() (bool, error) {
-		dbs, err := e.server.watcher.Databases(ctx, ns)
+		dbs, err := e.app.States().Databases(ctx, ns)
 		return err == nil && len(dbs) == 2 && len(dbs[0].Finalizers) > 0 && len(dbs[1].Finalizers) > 0, err
 	})
 	e.runner.PauseNamespace(ns)
@@ -201,7 +202,7 @@ func TestRosterResetEmptiesALearnersNamespace(t *testing.T) {
 	if e.runner.NamespacePaused(ns) {
 		t.Error("the namespace is still paused after the reset")
 	}
-	list, err := e.server.sessions.List(ctx)
+	list, err := e.app.Sessions().List(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -276,7 +277,7 @@ func TestRosterSecondResetIsRefusedWhileTheFirstRuns(t *testing.T) {
 	}
 	t.Cleanup(func() { release(t, e, ns, "held") })
 	eventually(t, "both Databases with the controller's finalizer, in the lab's state", func() (bool, error) {
-		dbs, err := e.server.watcher.Databases(ctx, ns)
+		dbs, err := e.app.States().Databases(ctx, ns)
 		return err == nil && len(dbs) == 2 && slices.ContainsFunc(dbs, func(d state.Database) bool {
 			return slices.Contains(d.Finalizers, controller.Finalizer) && d.Name == "held"
 		}), err
@@ -467,7 +468,7 @@ func TestBrowserRosterResetWithoutJavaScript(t *testing.T) {
 	}
 	t.Cleanup(func() { release(t, e, ns, "held") })
 	eventually(t, "held with the controller's finalizer, in the lab's state", func() (bool, error) {
-		dbs, err := e.server.watcher.Databases(t.Context(), ns)
+		dbs, err := e.app.States().Databases(t.Context(), ns)
 		return err == nil && len(dbs) == 1 && slices.Contains(dbs[0].Finalizers, controller.Finalizer), err
 	})
 
@@ -514,7 +515,7 @@ func joinServer(t *testing.T, e *testEnv, code string, b instructor.Broadcaster)
 	hub := stream.NewHub(rec, stream.HubOptions{})
 	go rec.Run(ctx)
 	go hub.Run(ctx)
-	srv, err := New(ctx, Options{Config: e.cluster.Config(), Recorder: rec, Hub: hub, Controller: e.runner,
+	srv, err := app.NewWeb(ctx, app.Options{Config: e.cluster.Config(), Recorder: rec, Hub: hub, Controller: e.runner,
 		NamespacePrefix: "joinlab-", JoinCode: code, InstructorToken: testInstructorToken, Broadcaster: b})
 	if err != nil {
 		cancel()

@@ -1,4 +1,4 @@
-package web
+package web_test
 
 import (
 	"net/http"
@@ -30,7 +30,7 @@ func TestBrowserRosterRemovesForeignFinalizers(t *testing.T) {
 		t.Fatal(err)
 	}
 	eventually(t, "evil with the controller's finalizer, in the lab's state", func() (bool, error) {
-		dbs, err := e.server.watcher.Databases(ctx, ns)
+		dbs, err := e.app.States().Databases(ctx, ns)
 		return err == nil && len(dbs) == 1 && slices.Contains(dbs[0].Finalizers, controller.Finalizer), err
 	})
 	ic := e.instructorClient(t)

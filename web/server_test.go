@@ -7,10 +7,6 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
-
-	"k8s.io/client-go/rest"
-
-	"github.com/oplab-dev/oplab/web/stream"
 )
 
 func TestCrossOriginWritesAreRefused(t *testing.T) {
@@ -80,23 +76,33 @@ func TestStaticAssetsAreEmbedded(t *testing.T) {
 }
 
 func TestNewRefusesIncompleteOptions(t *testing.T) {
-	rec := stream.NewRecorder(stream.RecorderOptions{})
-	hub := stream.NewHub(rec, stream.HubOptions{})
+	parts, _ := fakeParts(t)
+	without := func(drop func(*Options)) Options {
+		o := parts
+		drop(&o)
+		return o
+	}
 	tests := []struct {
 		name string
 		opts Options
 		want string
 	}{
-		{"no config", Options{Recorder: rec}, "Config is required"},
-		{"no recorder", Options{Config: &rest.Config{}}, "Recorder is required"},
-		{"no hub", Options{Config: &rest.Config{}, Recorder: rec}, "Hub is required"},
-		{"no controller", Options{Config: &rest.Config{}, Recorder: rec, Hub: hub}, "Controller is required"},
-		{"negative cap", Options{Config: &rest.Config{}, Recorder: rec, Hub: hub, Controller: stubSwitch{}, MaxDatabasesPerNamespace: -1}, "negative"},
+		{"no client", without(func(o *Options) { o.Client = nil }), "Client is required"},
+		{"no sessions", without(func(o *Options) { o.Sessions = nil }), "Sessions is required"},
+		{"no states", without(func(o *Options) { o.States = nil }), "States is required"},
+		{"no kubeconfigs", without(func(o *Options) { o.Kubeconfigs = nil }), "Kubeconfigs is required"},
+		{"no recorder", without(func(o *Options) { o.Recorder = nil }), "Recorder is required"},
+		{"no hub", without(func(o *Options) { o.Hub = nil }), "Hub is required"},
+		{"no controller", without(func(o *Options) { o.Controller = nil }), "Controller is required"},
+		{"negative cap", without(func(o *Options) { o.MaxDatabasesPerNamespace = -1 }), "negative"},
 	}
 	for _, tt := range tests {
 		if _, err := New(t.Context(), tt.opts); err == nil || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("%s: New err = %v, want %q", tt.name, err, tt.want)
 		}
+	}
+	if _, err := New(t.Context(), parts); err != nil {
+		t.Errorf("New with every part: %v", err)
 	}
 }
 

@@ -25,7 +25,7 @@ type StartingOptions struct {
 // text), which needs no cluster, and for the pages that do, a page that
 // says how far the cluster is and turns into the real one when it is up. It is the same
 // site behind the same protections; oplab swaps the full server in once
-// New returns.
+// app.NewWeb (cmd/oplab/app) returns.
 func Starting(opts StartingOptions) (http.Handler, error) {
 	mux := http.NewServeMux()
 	mux.Handle("GET /static/", http.StripPrefix("/static/", staticFiles()))

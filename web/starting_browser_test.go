@@ -1,4 +1,4 @@
-package web
+package web_test
 
 import (
 	"fmt"
@@ -13,6 +13,7 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/go-logr/logr"
 
+	"github.com/oplab-dev/oplab/web"
 	"github.com/oplab-dev/oplab/web/internal/browsertest"
 	"github.com/oplab-dev/oplab/web/starting"
 )
@@ -30,13 +31,13 @@ func TestBrowserLabWaitsForTheClusterThenTurnsLive(t *testing.T) {
 	began := time.Now().Add(-3*time.Minute - 12*time.Second)
 	set(starting.Status{Phase: starting.Building, Building: "kube-apiserver", Built: 1, Total: 6, Began: began,
 		Done: []starting.Built{{Name: "etcd", Took: 62 * time.Second}}})
-	early, err := Starting(StartingOptions{Status: func() starting.Status { return *status.Load() }, Logger: logr.Discard()})
+	early, err := web.Starting(web.StartingOptions{Status: func() starting.Status { return *status.Load() }, Logger: logr.Discard()})
 	if err != nil {
 		t.Fatal(err)
 	}
 	// The full server, once in: /starting says ready, /lab is the lab.
 	full := http.NewServeMux()
-	full.HandleFunc("GET /starting", ready)
+	full.HandleFunc("GET /starting", web.Ready)
 	full.HandleFunc("GET /lab", func(w http.ResponseWriter, _ *http.Request) {
 		_, _ = w.Write([]byte(`<!DOCTYPE html><html lang="en"><title>Lab</title><main><h1>Your lab</h1></main></html>`))
 	})
@@ -120,7 +121,7 @@ func TestBrowserLabWaitsForTheClusterThenTurnsLive(t *testing.T) {
 // status a client can act on; a form post is not lost in silence.
 func TestStartingAnswersWhatNeedsTheCluster(t *testing.T) {
 	st := starting.Status{Phase: starting.Building, Building: "etcd", Built: 0, Total: 7, Began: time.Now()}
-	h, err := Starting(StartingOptions{Status: func() starting.Status { return st }, Logger: logr.Discard()})
+	h, err := web.Starting(web.StartingOptions{Status: func() starting.Status { return st }, Logger: logr.Discard()})
 	if err != nil {
 		t.Fatal(err)
 	}

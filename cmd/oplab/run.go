@@ -25,6 +25,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/oplab-dev/oplab/cluster"
+	"github.com/oplab-dev/oplab/cmd/oplab/app"
 	"github.com/oplab-dev/oplab/controller"
 	"github.com/oplab-dev/oplab/controller/permission"
 	"github.com/oplab-dev/oplab/web"
@@ -141,8 +142,9 @@ func run(ctx context.Context, c config, out io.Writer) (retErr error) {
 	// named (with what to run) where it may not.
 	go keepCRD(ctx, restCfg, embedded != nil || c.installCRDs, rec, log.WithName("crd"))
 
-	// 5. The web server, which takes over the front door.
-	srv, err := web.New(ctx, web.Options{
+	// 5. The web server and the lab's work behind it (cmd/oplab/app), which
+	// take over the front door.
+	srv, err := app.NewWeb(ctx, app.Options{
 		Config:                   restCfg,
 		Recorder:                 rec,
 		Hub:                      hub,
@@ -218,7 +220,7 @@ func adminKubectl(kubectl string) string {
 // serve announces the URLs, and runs the web server's background work
 // beside the HTTP server until ctx is done or either fails; then it shuts
 // the HTTP server down.
-func serve(ctx context.Context, c config, addr net.Addr, httpSrv *http.Server, httpErr <-chan error, srv *web.Server, kubectlLine string, out io.Writer) error {
+func serve(ctx context.Context, c config, addr net.Addr, httpSrv *http.Server, httpErr <-chan error, srv *app.Web, kubectlLine string, out io.Writer) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	errc := make(chan error, 2)

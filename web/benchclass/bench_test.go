@@ -21,8 +21,8 @@ import (
 	"time"
 
 	"github.com/oplab-dev/oplab/cluster"
+	"github.com/oplab-dev/oplab/cmd/oplab/app"
 	"github.com/oplab-dev/oplab/controller"
-	"github.com/oplab-dev/oplab/web"
 	"github.com/oplab-dev/oplab/web/stream"
 	"github.com/oplab-dev/oplab/web/stream/streamtest"
 )
@@ -154,7 +154,7 @@ func startOplab(b *testing.B) *oplab {
 	if err := o.runner.Start(ctx); err != nil {
 		fail("start the controller", err)
 	}
-	srv, err := web.New(ctx, web.Options{
+	srv, err := app.NewWeb(ctx, app.Options{
 		Config: o.cluster.Config(), Recorder: rec, Hub: hub, Controller: o.runner,
 		InstructorToken: o.token, MaxSessions: 200,
 		MaxSessionsPerClient: 0, // the whole class comes from 127.0.0.1

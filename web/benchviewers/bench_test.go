@@ -24,9 +24,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/oplab-dev/oplab/cluster"
+	"github.com/oplab-dev/oplab/cmd/oplab/app"
 	"github.com/oplab-dev/oplab/controller"
 	dbv1 "github.com/oplab-dev/oplab/controller/api/v1alpha1"
-	"github.com/oplab-dev/oplab/web"
 	"github.com/oplab-dev/oplab/web/session"
 	"github.com/oplab-dev/oplab/web/stream"
 	"github.com/oplab-dev/oplab/web/stream/streamtest"
@@ -247,7 +247,7 @@ func startBenchEnv(b *testing.B, rate float64) *benchEnv {
 	// The server is started for its state watcher, which publishes to the
 	// recorder as in oplab; the viewers connect to the recorder's handler
 	// directly, naming their namespace in the query instead of a session.
-	server, err := web.New(ctx, web.Options{
+	server, err := app.NewWeb(ctx, app.Options{
 		Config: be.cluster.Config(), Recorder: be.recorder, Hub: be.hub, Controller: idleSwitch{}, Logger: testLogger(logFile),
 	})
 	if err != nil {

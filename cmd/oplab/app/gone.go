@@ -1,4 +1,4 @@
-package web
+package app
 
 import (
 	"context"
@@ -12,13 +12,13 @@ import (
 // make (session.Guard) and unblocks the ones it makes; a namespace made
 // again is announced on its learner's timeline. A guard that cannot start
 // is logged, not fatal: the lab works without it.
-func (s *Server) startGuard(ctx context.Context) {
-	g, err := session.NewGuard(s.sessions, s.opts.Config, goneStep(s.opts.Recorder))
+func startGuard(ctx context.Context, sessions *session.Manager, opts Options) {
+	g, err := session.NewGuard(sessions, opts.Config, goneStep(opts.Recorder))
 	if err != nil {
-		s.opts.Logger.Error(err, "Could not watch the lab namespaces for deletes")
+		opts.Logger.Error(err, "Could not watch the lab namespaces for deletes")
 		return
 	}
-	s.sessions.SetGuard(g)
+	sessions.SetGuard(g)
 	go g.Run(ctx)
 }
 
