@@ -159,10 +159,10 @@ func TestBrowserScenarioStepsSitInItsPanel(t *testing.T) {
 	if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`.scenario-next form[action="/lab/databases/stuck/delete"] button`))); err != nil {
 		t.Fatal(err)
 	}
-	poll(t, ctx, "stuck Terminating", `!!document.querySelector("#db-stuck .terminating")`)
+	poll(t, ctx, "stuck Terminating", `!!document.querySelector("#db-stuck .terminating") && document.querySelector("#db-stuck .db-head").textContent.includes("Terminating")`)
 	// Paused: the delete's update event waits on the timeline for a reconcile.
 	poll(t, ctx, "the delete's event on the timeline", `[...document.querySelectorAll("#rows > li")].some(li => li.dataset.db === "stuck" && li.textContent.includes("Database stuck update (generation 2)"))`)
-	for name, sel := range map[string]string{"Resume in the panel": `.scenario-next form[action="/lab/controller/start"] button`, "stuck's card": "#db-stuck .terminating", "the newest row": "#rows > li"} {
+	for name, sel := range map[string]string{"Resume in the panel": `.scenario-next form[action="/lab/controller/start"] button`, "stuck's card, Terminating": "#db-stuck .db-head", "the newest row": "#rows > li"} {
 		if got := evalString(t, ctx, "String("+onScreen(sel)+")"); got != "true" {
 			t.Errorf("after Delete stuck: %s not on screen", name)
 		}

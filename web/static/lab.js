@@ -709,7 +709,6 @@
     }
     for (const id of open) document.getElementById(id)?.setAttribute("open", "");
     localize(card);
-    redrawn(card);
   }
 
   const dbList = $("#databases");
@@ -1108,9 +1107,6 @@
   // button that was pressed in place instead, pushing the card's top up
   // and out of view. So anchoring is off for the page (not for the
   // timeline's own box) until the card has settled.
-  // A card above it may still change height meanwhile: each time the card
-  // is drawn again it is brought back into view, until the learner scrolls
-  // or points somewhere themselves.
   let revealName = "";
   let revealIntent = false; // an action was sent, and the learner has not moved since
   let revealed = null;
@@ -1136,12 +1132,7 @@
   }
   function inView(el) {
     const top = el.getBoundingClientRect().top;
-    if (top >= 0 && top <= window.innerHeight * 0.4) return;
-    el.scrollIntoView({ block: "start" });
-  }
-  // redrawn is called after a card is drawn again.
-  function redrawn(card) {
-    if (revealed && (revealed === card || revealed.contains(card))) inView(revealed);
+    if (top < 0 || top > window.innerHeight * 0.4) el.scrollIntoView({ block: "start" });
   }
   // The learner's own moves. (Dragging the scrollbar and find-in-page are
   // not seen: the card may then still be brought back once, within 8 s.)
