@@ -1109,13 +1109,11 @@
   // timeline's own box) until the card has settled.
   let revealName = "";
   let revealIntent = false; // an action was sent, and the learner has not moved since
-  let revealed = null;
   let anchorTimer = null;
   const SETTLE_MS = 8000;
   function reveal(el) {
     if (!el) return;
     holdPlace();
-    revealed = el;
     inView(el);
   }
   // holdPlace turns the page's scroll anchoring off from the moment a form
@@ -1127,7 +1125,6 @@
   }
   function unreveal() {
     clearTimeout(anchorTimer);
-    revealed = null;
     document.documentElement.style.overflowAnchor = "";
   }
   function inView(el) {
