@@ -16,6 +16,7 @@ package cluster
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -24,6 +25,7 @@ import (
 	"path/filepath"
 	"runtime/debug"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -268,113 +270,154 @@ func (c *Cluster) startAPIServer(assets string, opts Options) error {
 	if err != nil {
 		return err
 	}
-	var ports [3]int
-	for i := range ports {
-		if ports[i], err = freePort(); err != nil {
-			return err
+	// etcd's ports are found free and then closed before etcd binds them;
+	// meanwhile a busy machine's outgoing connections, which take their
+	// local ports from the same range, can take one (a CI run saw every
+	// one of envtest's five tries fail, as each reuses the ports). So a
+	// start whose etcd could not bind is tried again on new ports.
+	var etcdSaid tailWriter
+	etcdOut := etcdSaid.teeTo(c.log.prefixed(nameEtcd))
+	for attempt := 1; ; attempt++ {
+		etcdSaid.Reset()
+		var ports [3]int
+		for i := range ports {
+			if ports[i], err = etcdPort(); err != nil {
+				return err
+			}
 		}
-	}
-	clientURL := fmt.Sprintf("https://127.0.0.1:%d", ports[0])
-	c.etcdURL = clientURL
-	peerURL := fmt.Sprintf("https://127.0.0.1:%d", ports[1])
+		clientURL := fmt.Sprintf("https://127.0.0.1:%d", ports[0])
+		c.etcdURL = clientURL
+		peerURL := fmt.Sprintf("https://127.0.0.1:%d", ports[1])
 
-	// Our own cert dir (rather than envtest's k8s_test_framework_* temp
-	// dirs) keeps every file under c.dir, which Stop and Reclaim remove,
-	// and puts c.dir on the children's command lines (etcd's through its
-	// certificates, even when its data lives elsewhere), which is how
-	// Reclaim recognises them.
-	etcd := &envtest.Etcd{
-		Path:    etcdPath,
-		DataDir: etcdDir,
-		// envtest waits for etcd with a plain HTTP GET of URL/health, and
-		// passes URL to kube-apiserver by default. So URL names etcd's
-		// metrics listener, which serves health and metrics but no keys,
-		// and the flags below move the client port to TLS.
-		URL: &url.URL{Scheme: "http", Host: fmt.Sprintf("127.0.0.1:%d", ports[2])},
-		Out: c.log.prefixed(nameEtcd),
-		Err: c.log.prefixed(nameEtcd),
-	}
-	etcd.Configure().
-		Set("listen-metrics-urls", etcd.URL.String()).
-		Set("listen-client-urls", clientURL).
-		Set("advertise-client-urls", clientURL).
-		Set("client-cert-auth", "true").
-		Set("trusted-ca-file", c.etcdTLS.CA).
-		Set("cert-file", c.etcdTLS.ServerCert).
-		Set("key-file", c.etcdTLS.ServerKey).
-		// A single member needs no peers, but etcd always listens for
-		// them: that port is closed the same way.
-		Set("listen-peer-urls", peerURL).
-		Set("initial-advertise-peer-urls", peerURL).
-		Set("initial-cluster", "default="+peerURL).
-		Set("peer-client-cert-auth", "true").
-		Set("peer-trusted-ca-file", c.etcdTLS.CA).
-		Set("peer-cert-file", c.etcdTLS.ServerCert).
-		Set("peer-key-file", c.etcdTLS.ServerKey)
-	if opts.DataDir != "" {
-		// envtest turns fsync off, which is fine for data removed at
-		// Stop; data meant to outlive a power cut needs it on.
-		etcd.Configure().Set("unsafe-no-fsync", "false")
-	}
+		// Our own cert dir (rather than envtest's k8s_test_framework_* temp
+		// dirs) keeps every file under c.dir, which Stop and Reclaim remove,
+		// and puts c.dir on the children's command lines (etcd's through its
+		// certificates, even when its data lives elsewhere), which is how
+		// Reclaim recognises them.
+		etcd := &envtest.Etcd{
+			Path:    etcdPath,
+			DataDir: etcdDir,
+			// envtest waits for etcd with a plain HTTP GET of URL/health, and
+			// passes URL to kube-apiserver by default. So URL names etcd's
+			// metrics listener, which serves health and metrics but no keys,
+			// and the flags below move the client port to TLS.
+			URL: &url.URL{Scheme: "http", Host: fmt.Sprintf("127.0.0.1:%d", ports[2])},
+			Out: etcdOut,
+			Err: etcdOut,
+		}
+		etcd.Configure().
+			Set("listen-metrics-urls", etcd.URL.String()).
+			Set("listen-client-urls", clientURL).
+			Set("advertise-client-urls", clientURL).
+			Set("client-cert-auth", "true").
+			Set("trusted-ca-file", c.etcdTLS.CA).
+			Set("cert-file", c.etcdTLS.ServerCert).
+			Set("key-file", c.etcdTLS.ServerKey).
+			// A single member needs no peers, but etcd always listens for
+			// them: that port is closed the same way.
+			Set("listen-peer-urls", peerURL).
+			Set("initial-advertise-peer-urls", peerURL).
+			Set("initial-cluster", "default="+peerURL).
+			Set("peer-client-cert-auth", "true").
+			Set("peer-trusted-ca-file", c.etcdTLS.CA).
+			Set("peer-cert-file", c.etcdTLS.ServerCert).
+			Set("peer-key-file", c.etcdTLS.ServerKey)
+		if opts.DataDir != "" {
+			// envtest turns fsync off, which is fine for data removed at
+			// Stop; data meant to outlive a power cut needs it on.
+			etcd.Configure().Set("unsafe-no-fsync", "false")
+		}
 
-	c.env = &envtest.Environment{
-		BinaryAssetsDirectory: assets,
-		// envtest's 20 s per try is too short on a loaded 2-core machine
-		// (load 20: kube-apiserver missed it five times in a row, and every
-		// cluster test of a package failed); a try that works is as quick.
-		ControlPlaneStartTimeout: time.Minute,
-		ControlPlane: envtest.ControlPlane{
-			Etcd: etcd,
-			APIServer: &envtest.APIServer{
-				Path:    apiserverPath,
-				CertDir: certDir,
-				// The port and both CAs come from the data folder, so
-				// kubeconfigs written before a restart still work.
-				SecureServing: envtest.SecureServing{
-					ListenAddr: envtest.ListenAddr{Address: "127.0.0.1", Port: strconv.Itoa(serving.Port)},
-					CA:         serving.servingCA.certPEM,
-					Authn:      &keptAuthn{ca: serving.clientCA},
+		c.env = &envtest.Environment{
+			BinaryAssetsDirectory: assets,
+			// envtest's 20 s per try is too short on a loaded 2-core machine
+			// (load 20: kube-apiserver missed it five times in a row, and every
+			// cluster test of a package failed); a try that works is as quick.
+			ControlPlaneStartTimeout: time.Minute,
+			ControlPlane: envtest.ControlPlane{
+				Etcd: etcd,
+				APIServer: &envtest.APIServer{
+					Path:    apiserverPath,
+					CertDir: certDir,
+					// The port and both CAs come from the data folder, so
+					// kubeconfigs written before a restart still work.
+					SecureServing: envtest.SecureServing{
+						ListenAddr: envtest.ListenAddr{Address: "127.0.0.1", Port: strconv.Itoa(serving.Port)},
+						CA:         serving.servingCA.certPEM,
+						Authn:      &keptAuthn{ca: serving.clientCA},
+					},
+					Out: c.log.prefixed(nameAPIServer),
+					Err: c.log.prefixed(nameAPIServer),
 				},
-				Out: c.log.prefixed(nameAPIServer),
-				Err: c.log.prefixed(nameAPIServer),
+				KubectlPath: c.kubectl,
 			},
-			KubectlPath: c.kubectl,
-		},
-		ControlPlaneStopTimeout: childStopGrace,
-	}
-	api := c.env.ControlPlane.APIServer.Configure()
-	api.Set("etcd-servers", clientURL).
-		Set("etcd-cafile", c.etcdTLS.CA).
-		Set("etcd-certfile", c.etcdTLS.ClientCert).
-		Set("etcd-keyfile", c.etcdTLS.ClientKey).
-		// The signing key and a fixed issuer live in the data folder, so
-		// a token issued before a restart is still accepted after it.
-		Set("service-account-key-file", saPub).
-		Set("service-account-signing-key-file", saKey).
-		Set("service-account-issuer", saIssuer)
-	// API Priority and Fairness classifies every request and queues it by
-	// flow: protection for a cluster shared by many tenants. This one has
-	// a single user and a handful of clients, and the plain in-flight
-	// limits (--max-requests-inflight, 400 and 200 mutating) still cap
-	// overload. Off, the API server (the busiest process by far) spent
-	// ~10% less CPU on 1,000 new Databases, and all were Ready in 29 s
-	// rather than 31 s.
-	api.Set("enable-priority-and-fairness", "false")
-	if opts.Mode == ModeMinimal {
-		// Full mode installs the CRDs itself, while kwok starts.
-		c.env.CRDs = opts.CRDs
-	}
+			ControlPlaneStopTimeout: childStopGrace,
+		}
+		api := c.env.ControlPlane.APIServer.Configure()
+		api.Set("etcd-servers", clientURL).
+			Set("etcd-cafile", c.etcdTLS.CA).
+			Set("etcd-certfile", c.etcdTLS.ClientCert).
+			Set("etcd-keyfile", c.etcdTLS.ClientKey).
+			// The signing key and a fixed issuer live in the data folder, so
+			// a token issued before a restart is still accepted after it.
+			Set("service-account-key-file", saPub).
+			Set("service-account-signing-key-file", saKey).
+			Set("service-account-issuer", saIssuer)
+		// API Priority and Fairness classifies every request and queues it by
+		// flow: protection for a cluster shared by many tenants. This one has
+		// a single user and a handful of clients, and the plain in-flight
+		// limits (--max-requests-inflight, 400 and 200 mutating) still cap
+		// overload. Off, the API server (the busiest process by far) spent
+		// ~10% less CPU on 1,000 new Databases, and all were Ready in 29 s
+		// rather than 31 s.
+		api.Set("enable-priority-and-fairness", "false")
+		if opts.Mode == ModeMinimal {
+			// Full mode installs the CRDs itself, while kwok starts.
+			c.env.CRDs = opts.CRDs
+		}
 
-	c.spawner.do(func() { c.cfg, err = c.env.Start() })
-	// Record etcd's and kube-apiserver's pids even when Start failed: envtest
-	// may have left one running.
-	if serr := c.recordEnvtestChildren(); serr != nil && err == nil {
-		err = serr
-	}
-	if err != nil {
+		c.spawner.do(func() { c.cfg, err = c.env.Start() })
+		// Record etcd's and kube-apiserver's pids even when Start failed:
+		// envtest may have left one running.
+		if serr := c.recordEnvtestChildren(); serr != nil && err == nil {
+			err = serr
+		}
+		if err == nil {
+			return nil
+		}
+		said := etcdSaid.String()
+		if attempt < portAttempts && strings.Contains(said, "address already in use") {
+			c.log.printf("etcd could not bind its ports (try %d of %d); trying others", attempt, portAttempts)
+			_ = c.env.Stop()
+			continue
+		}
+		if said != "" {
+			return fmt.Errorf("starting etcd and kube-apiserver: %w; etcd said: %s", err, worstLine(said))
+		}
 		return fmt.Errorf("starting etcd and kube-apiserver: %w", err)
 	}
-	return nil
+}
+
+// etcdPort finds a port for etcd; tests replace it to hand out a taken one.
+var etcdPort = freePort
+
+// portAttempts is how many sets of ports a start tries for etcd (a
+// variable for tests).
+var portAttempts = 3
+
+// worstLine is the last of etcd's lines logged at level fatal, panic or
+// error (its reason for exiting) as "msg: error", or its last line.
+func worstLine(s string) string {
+	lines := strings.Split(s, "\n")
+	for _, level := range []string{"fatal", "panic", "error"} {
+		for i := len(lines) - 1; i >= 0; i-- {
+			var l struct{ Level, Msg, Error string }
+			if json.Unmarshal([]byte(lines[i]), &l) == nil && l.Level == level {
+				return strings.TrimSuffix(l.Msg+": "+l.Error, ": ")
+			}
+		}
+	}
+	return lines[len(lines)-1]
 }
 
 // exitFile is where name's wrapper writes how name exited.

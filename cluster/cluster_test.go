@@ -275,6 +275,62 @@ func TestMinimalStartsAndStopsCleanly(t *testing.T) {
 	}
 }
 
+// takenPortForEtcd makes etcdPort hand out a port held by this test, the
+// first `times` times (every time if times < 0), as when a busy machine's
+// connection takes a port between its check and etcd's bind.
+func takenPortForEtcd(t *testing.T, times int) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	taken := ln.Addr().(*net.TCPAddr).Port
+	var mu sync.Mutex
+	calls := 0
+	etcdPort = func() (int, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		calls++
+		if times < 0 || calls <= times {
+			return taken, nil
+		}
+		return freePort()
+	}
+	t.Cleanup(func() { etcdPort = freePort })
+}
+
+func TestStartTriesOtherPortsWhenEtcdsAreTaken(t *testing.T) {
+	needAssets(t)
+	takenPortForEtcd(t, 1) // the client port of the first try
+	var log bytes.Buffer
+	c, err := Start(context.Background(), Options{Mode: ModeMinimal, Log: &log, CRDs: widgetCRD})
+	if err != nil {
+		t.Fatalf("Start with etcd's first port taken: %v", err)
+	}
+	t.Cleanup(func() { _ = c.Stop() })
+	if !strings.Contains(log.String(), "etcd could not bind its ports (try 1 of 3)") {
+		t.Errorf("the log does not say the first ports were taken:\n%s", log.String())
+	}
+	expectWidgetsServed(t, c)
+}
+
+func TestStartNamesEtcdsReasonWhenItCannotStart(t *testing.T) {
+	needAssets(t)
+	takenPortForEtcd(t, -1)
+	portAttempts = 1
+	t.Cleanup(func() { portAttempts = 3 })
+	c, err := Start(context.Background(), Options{Mode: ModeMinimal})
+	if err == nil {
+		_ = c.Stop()
+		t.Fatal("Start succeeded with etcd's every port taken")
+	}
+	if !strings.Contains(err.Error(), "etcd said:") || !strings.Contains(err.Error(), "address already in use") {
+		t.Errorf("Start's error does not give etcd's reason: %v", err)
+	}
+	t.Log(err)
+}
+
 func TestFullStopEndsEveryProcess(t *testing.T) {
 	c := startCluster(t, context.Background(), ModeFull)
 	refs := expectChildren(t, c, nameEtcd, nameAPIServer, nameScheduler, nameKwok, nameKCM)

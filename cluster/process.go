@@ -297,3 +297,52 @@ func (pw *prefixWriter) Write(p []byte) (int, error) {
 	}
 	return len(p), nil
 }
+
+// tailWriter keeps the last lines a child wrote, so an error about a child
+// that would not start can say what the child said, even when its output
+// goes nowhere else.
+type tailWriter struct {
+	mu  sync.Mutex
+	buf []byte
+}
+
+// tailKeep bounds what a tailWriter keeps: a few of etcd's JSON log lines.
+const tailKeep = 4 << 10
+
+func (t *tailWriter) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.buf = append(t.buf, p...)
+	if over := len(t.buf) - tailKeep; over > 0 {
+		t.buf = append(t.buf[:0], t.buf[over:]...)
+	}
+	return len(p), nil
+}
+
+// String is what was kept, from its first whole line.
+func (t *tailWriter) String() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	s := string(t.buf)
+	if len(t.buf) == tailKeep {
+		if i := strings.IndexByte(s, '\n'); i >= 0 {
+			s = s[i+1:]
+		}
+	}
+	return strings.TrimSpace(s)
+}
+
+// Reset forgets what was kept.
+func (t *tailWriter) Reset() {
+	t.mu.Lock()
+	t.buf = t.buf[:0]
+	t.mu.Unlock()
+}
+
+// teeTo writes to w as well as t, where w may be nil (no log).
+func (t *tailWriter) teeTo(w io.Writer) io.Writer {
+	if w == nil {
+		return t
+	}
+	return io.MultiWriter(w, t)
+}
