@@ -391,11 +391,13 @@ func (s *Sandbox) compileIn(ctx context.Context, src string) (*proc, *SourceErro
 }
 
 // lowerIfOverran runs p at the lowest priority if the learner's last
-// reconcile was killed. The whole process group, every thread of it (a
-// priority set for a process is its calling thread's alone).
+// reconcile was killed: nice 19 for the whole process group, every thread
+// of it (a priority set for a process is its calling thread's alone), and
+// SCHED_IDLE for each thread, so it runs only on a CPU no one else wants.
 func (s *Sandbox) lowerIfOverran(p *proc) {
 	if s.overran {
 		_ = syscall.Setpriority(syscall.PRIO_PGRP, p.cmd.Process.Pid, overranNice)
+		_ = idleAll(p.cmd.Process.Pid)
 	}
 }
 

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"golang.org/x/sys/unix"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -241,10 +242,44 @@ func TestAChildAfterAnOverrunRunsAtTheLowestPriority(t *testing.T) {
 	if got := niceOfChild(t, s); got != overranNice {
 		t.Errorf("the child after an overrun runs at nice %d, want %d", got, overranNice)
 	}
+	if n, idle := idleThreadsOfChild(t, s); idle != n {
+		t.Errorf("after an overrun %d of the child's %d threads run under SCHED_IDLE, want all", idle, n)
+	}
 	compileOK(t, s, src)
 	if got := niceOfChild(t, s); got != usual {
 		t.Errorf("after new code the child runs at nice %d, want %d", got, usual)
 	}
+	if n, idle := idleThreadsOfChild(t, s); idle != 0 {
+		t.Errorf("after new code %d of the child's %d threads run under SCHED_IDLE, want none", idle, n)
+	}
+}
+
+// idleThreadsOfChild counts the threads of s's running child, and those
+// of them under SCHED_IDLE.
+func idleThreadsOfChild(t *testing.T, s *Sandbox) (n, idle int) {
+	t.Helper()
+	s.mu.Lock()
+	pid := s.p.cmd.Process.Pid
+	s.mu.Unlock()
+	tasks, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, task := range tasks {
+		tid, _ := strconv.Atoi(task.Name())
+		attr, err := unix.SchedGetAttr(tid, 0)
+		if err != nil {
+			continue // the thread ended
+		}
+		n++
+		if attr.Policy == unix.SCHED_IDLE {
+			idle++
+		}
+	}
+	if n == 0 {
+		t.Fatal("the child has no threads to read")
+	}
+	return n, idle
 }
 
 // niceOfChild is the nice value of s's running child, from /proc.
