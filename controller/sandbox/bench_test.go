@@ -91,7 +91,7 @@ func BenchmarkReconcileRoundTrip(b *testing.B) {
 // the controller's all-Ready time as calm/bad ratios (1 = no cost), and
 // the parent's RSS.
 func BenchmarkNeighbours(b *testing.B) {
-	const learners, perLearner, batch = 20, 30, 10
+	const learners, perLearner, batch, badPhases = 20, 30, 20, 5
 	good := starters.Source("oplab")
 	spin := learner("", "\tfor {\n\t}")
 	alloc := learner("", "\tvar keep [][]byte\n\tfor {\n\t\tkeep = append(keep, make([]byte, 1<<20))\n\t}")
@@ -159,6 +159,7 @@ func BenchmarkNeighbours(b *testing.B) {
 	type result struct {
 		lat   []time.Duration // the good learners' reconciles
 		ready time.Duration   // the controller's batch
+		rss   int             // the parent's RSS at the phase's end, KiB
 	}
 	phase := func(n int, bad bool) result {
 		var mu sync.Mutex
@@ -233,9 +234,10 @@ func BenchmarkNeighbours(b *testing.B) {
 			}
 			time.Sleep(10 * time.Millisecond)
 		}
+		rss := rssKiB()
 		close(stop)
 		wg.Wait()
-		return result{lat: lat, ready: ready}
+		return result{lat: lat, ready: ready, rss: rss}
 	}
 	p := func(d []time.Duration, q int) time.Duration {
 		slices.Sort(d)
@@ -243,9 +245,9 @@ func BenchmarkNeighbours(b *testing.B) {
 	}
 	for b.Loop() {
 		rss0 := rssKiB()
-		// calm, bad, calm, bad, calm, bad, calm
+		// calm, bad, calm, …, bad, calm
 		var res []result
-		for n := range 7 {
+		for n := range 2*badPhases + 1 {
 			res = append(res, phase(n, n%2 == 1))
 		}
 		var p50s, p99s, readys []float64
@@ -264,11 +266,19 @@ func BenchmarkNeighbours(b *testing.B) {
 			p50s, p99s, readys = append(p50s, r50), append(p99s, r99), append(readys, rr)
 		}
 		median := func(v []float64) float64 { slices.Sort(v); return v[len(v)/2] }
+		var calmRSS, badRSS int
+		for n, r := range res {
+			if n%2 == 1 {
+				badRSS = max(badRSS, r.rss)
+			} else {
+				calmRSS = max(calmRSS, r.rss)
+			}
+		}
 		b.ReportMetric(median(p50s), "p50-calm/bad")
 		b.ReportMetric(median(p99s), "p99-calm/bad")
 		b.ReportMetric(median(readys), "controller-calm/bad")
-		fmt.Printf("median calm/bad: learners p50 %.2fx, p99 %.2fx; controller %.2fx; parent RSS %d MiB before, %d MiB after\n",
-			median(p50s), median(p99s), median(readys), rss0>>10, rssKiB()>>10)
+		fmt.Printf("median calm/bad: learners p50 %.2fx, p99 %.2fx; controller %.2fx\n", median(p50s), median(p99s), median(readys))
+		fmt.Printf("parent RSS: %d MiB before, at most %d MiB at a calm phase's end, %d MiB at a bad one's\n", rss0>>10, calmRSS>>10, badRSS>>10)
 	}
 }
 
