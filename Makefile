@@ -85,4 +85,7 @@ bench: controlplane ## print the benchmarks' figures (cluster start, controller 
 	$(GO) test -run '^$$' -bench Class -benchtime 1x ./web/benchclass/ -learners 30 -followers 30 -rounds 5
 	$(GO) test -run '^$$' -bench Class -benchtime 1x ./web/benchclass/ -worst -learners 10 -rounds 2
 	CI=true $(GO) test -run '^$$' -bench LearnerTimeline4096 -benchtime 1x ./web/
+	CI=true $(GO) test -run '^$$' -bench LabLoadWithAFullRing -benchtime 5x ./web/
 	$(GO) test -run '^$$' -bench WorstLearnerMemory -benchtime 1x ./web/stream/
+	$(GO) test -run '^$$' -bench 'Compile|ReconcileRoundTrip|RunToFirstReconcile' -benchtime 20x ./controller/sandbox/
+	$(GO) test -run '^$$' -bench Neighbours -benchtime 1x ./controller/sandbox/

@@ -6,13 +6,18 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"slices"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/page"
+	"github.com/chromedp/chromedp"
 	"github.com/gorilla/websocket"
 	appsv1 "k8s.io/api/apps/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/oplab-dev/oplab/controller/api/v1alpha1"
@@ -156,4 +161,83 @@ func (s *stateBytes) watch(b *testing.B, e *testEnv, c *http.Client) (stop func(
 		}
 	}()
 	return func() { conn.Close(); <-done }
+}
+
+// BenchmarkLabLoadWithAFullRing is the issue's "lab load with a full ring:
+// first paint of the past": a learner's namespace filled as above until its
+// timeline holds 4,096 messages, then the learner's lab page loaded again
+// and again in Chromium. Each load reports, from the navigation's start,
+// when the first row of the past was in the page and painted (the next
+// animation frame after it), and when the caption said "caught up" (the
+// whole past drawn; it says so 400 ms after the last message of the past,
+// which is in the figure). Figures, not assertions.
+func BenchmarkLabLoadWithAFullRing(b *testing.B) {
+	e := needEnv(b)
+	ctx := browser.Tab(b)
+	if err := chromedp.Do(ctx, chromedp.EmulateViewport(1280, 800),
+		chromedp.Navigate(shared.http.URL+"/lab"), chromedp.WaitReady(chromedp.CSS("#create-form"))); err != nil {
+		b.Fatal(err)
+	}
+	ns, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.getElementById("lab").dataset.namespace`))
+	if err != nil || ns == "" {
+		b.Fatalf("no namespace on the page: %v", err)
+	}
+	began := time.Now()
+	rounds := 0
+	for e.recorder.Size(ns).Messages < stream.DefaultRingSize && time.Since(began) < 10*time.Minute {
+		learnerRound(b, e, context.Background(), ns, rounds)
+		rounds++
+	}
+	b.Logf("the ring holds %d messages after %d rounds (%s)", e.recorder.Size(ns).Messages, rounds, time.Since(began).Round(time.Second))
+	// Set before the page's own scripts run, at every load.
+	const watch = `
+window.__firstRow = 0; window.__firstPaint = 0;
+new MutationObserver((_, o) => {
+  if (!document.querySelector("#rows > li.row")) return;
+  o.disconnect();
+  window.__firstRow = performance.now();
+  requestAnimationFrame(() => setTimeout(() => { window.__firstPaint = performance.now(); }));
+}).observe(document, {subtree: true, childList: true});`
+	if err := chromedp.Do(ctx, chromedp.Func(func(ctx context.Context, t *chromedp.Target) error {
+		_, err := cdp.Call(ctx, t, page.AddScriptToEvaluateOnNewDocument, page.AddScriptToEvaluateOnNewDocumentParams{Source: watch})
+		return err
+	})); err != nil {
+		b.Fatal(err)
+	}
+	type load struct{ row, paint, caught float64 }
+	var loads []load
+	for b.Loop() {
+		if err := chromedp.Do(ctx, chromedp.Reload()); err != nil {
+			b.Fatal(err)
+		}
+		var l load
+		err := wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, 2*time.Minute, true, func(context.Context) (bool, error) {
+			got, err := chromedp.Run(ctx, chromedp.Evaluate[[]float64](`[window.__firstRow || 0, window.__firstPaint || 0,
+				/^caught up/.test(document.getElementById("loop-caption")?.textContent || "") ? performance.now() : 0]`))
+			if err != nil || len(got) != 3 {
+				return false, nil // the page is between documents
+			}
+			l = load{got[0], got[1], got[2]}
+			return l.paint > 0 && l.caught > 0, nil
+		})
+		if err != nil {
+			b.Fatalf("the past was not drawn: %v", err)
+		}
+		loads = append(loads, l)
+	}
+	ms := func(f func(load) float64) (p50, worst float64) {
+		v := make([]float64, len(loads))
+		for i, l := range loads {
+			v[i] = f(l)
+		}
+		slices.Sort(v)
+		return v[len(v)/2], v[len(v)-1]
+	}
+	rowP50, rowMax := ms(func(l load) float64 { return l.row })
+	paintP50, paintMax := ms(func(l load) float64 { return l.paint })
+	caughtP50, caughtMax := ms(func(l load) float64 { return l.caught })
+	b.ReportMetric(paintP50, "first-paint-ms")
+	b.ReportMetric(caughtP50, "caught-up-ms")
+	b.Logf("%d loads of a lab whose ring holds %d messages: first row in the page p50 %.0f ms (worst %.0f), painted p50 %.0f ms (worst %.0f); whole past drawn and 'caught up' p50 %.0f ms (worst %.0f)",
+		len(loads), e.recorder.Size(ns).Messages, rowP50, rowMax, paintP50, paintMax, caughtP50, caughtMax)
 }
