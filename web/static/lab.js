@@ -694,6 +694,9 @@
       ? $$("option", el).some((o) => o.selected !== o.defaultSelected)
       : el.value !== el.defaultValue));
   }
+  // pendingParts: a card's form part (by element) that a state skipped while
+  // the learner was editing it, with the part that state drew.
+  const pendingParts = new WeakMap();
   function swapCard(card, fresh) {
     const open = new Set($$("details[open][id]", card).map((d) => d.id));
     $(".db-state", card).replaceWith($(".db-state", fresh));
@@ -702,7 +705,11 @@
     if (actions && freshActions) {
       for (const part of $$(":scope > [data-part]", freshActions)) {
         const old = $(`:scope > [data-part="${part.dataset.part}"]`, actions);
-        if (!old || editing(old)) continue;
+        if (!old) continue;
+        // Kept for when the learner's edit is sent (settle): a state that
+        // came before the answer must not leave the part as it was.
+        if (editing(old)) { pendingParts.set(old, part); continue; }
+        pendingParts.delete(old);
         old.replaceWith(part);
         enhanceAll(part);
       }
@@ -747,6 +754,7 @@
     const fresh = fragment(m.state.html);
     if (card && !card.classList.contains("gone")) {
       swapCard(card, fresh);
+      revealDrawn(card);
     } else {
       if (card) card.remove();
       enhanceAll(fresh);
@@ -1043,6 +1051,12 @@
   function settle(form) {
     $$("input", form).forEach((el) => { el.defaultValue = el.value; });
     $$("option", form).forEach((o) => { o.defaultSelected = o.selected; });
+    const fresh = pendingParts.get(form);
+    if (fresh && form.isConnected && !editing(form)) {
+      pendingParts.delete(form);
+      form.replaceWith(fresh);
+      enhanceAll(fresh);
+    }
   }
   function enhanceForm(form) {
     if (form.dataset.enhanced) return;
@@ -1055,8 +1069,12 @@
       const scenario = form.closest(".scenario");
       const card = form.closest("article.db");
       const created = form.id === "create-form" ? (form.elements.name?.value || "") : "";
-      if ((scenario || card || created) && mode === "live" && !followNs) {
+      // Resume runs what the pause held: the first card it changes is what
+      // the learner caused (its state may come before the answer does).
+      const resumes = !scenario && form.querySelector('[data-controller="start"]');
+      if ((scenario || card || created || resumes) && mode === "live" && !followNs) {
         revealIntent = true;
+        if (resumes) revealName = ANY_CARD;
         holdPlace();
       }
       const buttons = $$("button", form);
@@ -1107,7 +1125,8 @@
   // button that was pressed in place instead, pushing the card's top up
   // and out of view. So anchoring is off for the page (not for the
   // timeline's own box) until the card has settled.
-  let revealName = "";
+  let revealName = ""; // a Database name, or ANY_CARD
+  const ANY_CARD = "*"; // not a name a Database can have
   let revealIntent = false; // an action was sent, and the learner has not moved since
   let anchorTimer = null;
   const SETTLE_MS = 8000;
@@ -1126,6 +1145,8 @@
   function unreveal() {
     clearTimeout(anchorTimer);
     document.documentElement.style.overflowAnchor = "";
+    // A resume that changed no card within the settling time moves nothing later.
+    if (revealName === ANY_CARD) revealName = "";
   }
   function inView(el) {
     const top = el.getBoundingClientRect().top;
@@ -1153,9 +1174,10 @@
     }
     reveal(where);
   }
-  // revealDrawn is called as a card is drawn: the Database just created.
+  // revealDrawn is called as a card is drawn or drawn anew: the Database
+  // just created, or after a resume the first one that changes.
   function revealDrawn(card) {
-    if (!revealIntent || !revealName || card.dataset.name !== revealName) return;
+    if (!revealIntent || !revealName || (revealName !== ANY_CARD && card.dataset.name !== revealName)) return;
     revealName = "";
     reveal(card);
   }
