@@ -173,7 +173,7 @@ func TestBrowserLessonClaimsOnScreen(t *testing.T) {
 
 	// The learner's own code reconciles the namespace.
 	e.runner.HandOver(ns, claimsCode{})
-	createInTab(t, ctx, "mine")
+	createWithPitfall(t, ctx, "mine", "")
 	poll(t, ctx, "a reconcile of mine by the learner's code", `document.querySelector('#rows li.row[data-db="mine"] .your-code') !== null`)
 	look("the learner's code reconciling")
 	screenshot(t, ctx, "60-lesson-claims-lab")
@@ -201,7 +201,8 @@ func TestBrowserLessonClaimsOnScreen(t *testing.T) {
 }
 
 // createWithPitfall creates a Database through the page's form with a
-// pitfall picked in its menu, as a learner does.
+// pitfall picked in its menu ("" for none: the form keeps the last one
+// picked), as a learner does.
 func createWithPitfall(t *testing.T, ctx context.Context, name, pitfall string) {
 	t.Helper()
 	if err := chromedp.Do(ctx,
