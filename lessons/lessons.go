@@ -7,6 +7,10 @@
 //	```live:SCENARIO      a "try it live" box opening /lab?scenario=SCENARIO;
 //	                      the block's body says what to watch
 //
+// A link to screen:NAME marks a phrase that names something on oplab's
+// screen, with its exact wording (see Claim): it renders as plain text, and
+// a test checks the wording is on that screen.
+//
 // Links inside the course are checked when it loads, so a renamed section
 // breaks a test instead of a learner's click. Scenario names belong to the
 // lab (web/lab's Scenarios, the one list); a test in web/ checks every live
@@ -69,6 +73,7 @@ type Lesson struct {
 
 	anchors map[string]bool
 	links   []string
+	claims  []Claim
 	file    string
 }
 

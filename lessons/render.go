@@ -33,9 +33,9 @@ type markdown struct {
 func newMarkdown(regions map[string]Region) *markdown {
 	gm := goldmark.New(
 		goldmark.WithExtensions(extension.Table, extension.Strikethrough),
-		goldmark.WithParserOptions(parser.WithAutoHeadingID()),
+		goldmark.WithParserOptions(parser.WithAutoHeadingID(), parser.WithASTTransformers(util.Prioritized(claimTransformer{}, 100))),
 		goldmark.WithRendererOptions(
-			renderer.WithNodeRenderers(util.Prioritized(&directiveRenderer{regions: regions}, 100)),
+			renderer.WithNodeRenderers(util.Prioritized(&directiveRenderer{regions: regions}, 100), util.Prioritized(claimRenderer{}, 100)),
 		),
 	)
 	return &markdown{gm: gm}
@@ -76,6 +76,12 @@ func (l *Lesson) collect(doc ast.Node, src []byte, regions map[string]Region) er
 			l.addLink(string(n.Destination))
 		case *ast.FencedCodeBlock:
 			return ast.WalkSkipChildren, l.addDirective(n, src, regions, section)
+		case *claimNode:
+			wording := n.Title
+			if wording == "" {
+				wording = plainText(n, src)
+			}
+			return ast.WalkContinue, l.addClaim(n.Screen, wording)
 		}
 		return ast.WalkContinue, nil
 	})
@@ -107,9 +113,14 @@ func (l *Lesson) addDirective(n *ast.FencedCodeBlock, src []byte, regions map[st
 		if name == "" {
 			return errors.New("live block names no scenario: write ```live:SCENARIO")
 		}
-		body := blockText(n, src)
+		body, claims := liveText(blockText(n, src))
 		if body == "" {
 			return fmt.Errorf("live block %q says nothing about what to watch: its body is empty", name)
+		}
+		for _, c := range claims {
+			if err := l.addClaim(c[0], c[1]); err != nil {
+				return fmt.Errorf("live block %q: %w", name, err)
+			}
 		}
 		l.Live = append(l.Live, Live{Scenario: name, Title: liveTitle(n, src), Text: body, Section: section})
 	}
@@ -171,7 +182,7 @@ func liveTitle(n *ast.FencedCodeBlock, src []byte) string {
 
 func writeLive(w util.BufWriter, scenario, title, body string) {
 	fmt.Fprintf(w, "<aside class=\"live\" aria-label=\"Try it live\">\n<p class=\"live-kicker\">Try it live</p>\n<p>%s</p>\n<p><a class=\"button primary\" href=\"%s\">%s →</a></p>\n</aside>\n",
-		stdhtml.EscapeString(body), stdhtml.EscapeString(ScenarioURL(scenario)), stdhtml.EscapeString(title))
+		liveHTML(body), stdhtml.EscapeString(ScenarioURL(scenario)), stdhtml.EscapeString(title))
 }
 
 // writeCode writes a code block. It is focusable (tabindex 0) so that a
