@@ -3,7 +3,9 @@ package web_test
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/chromedp/chromedp"
 )
@@ -13,8 +15,12 @@ import (
 func setAndPress(t *testing.T, ctx context.Context, db, part, name, value string) {
 	t.Helper()
 	form := fmt.Sprintf(`#db-%s form[data-part=%q]`, db, part)
-	if err := chromedp.Do(ctx, chromedp.SetValue(chromedp.CSS(form+` select[name=`+name+`]`), value)); err != nil {
-		t.Fatal(err)
+	// As a learner picks an option: that option selected, a change event.
+	// (chromedp's SetValue of "" leaves a select with no option selected.)
+	pick := fmt.Sprintf(`(() => { const s = document.querySelector(%q); s.selectedIndex = [...s.options].findIndex(o => o.value === %q);
+		s.dispatchEvent(new Event("change", {bubbles: true})); return s.selectedIndex >= 0; })()`, form+" select[name="+name+"]", value)
+	if got := evalString(t, ctx, "String("+pick+")"); got != "true" {
+		t.Fatalf("%s has no option %q", form, value)
 	}
 	press(t, ctx, form+" button")
 }
@@ -31,19 +37,32 @@ func TestBrowserEveryCardActionShowsWhatItCaused(t *testing.T) {
 		t.Fatal(err)
 	}
 	openLab(t, ctx, "")
+	// The first with a pitfall from the create form; the form then starts
+	// afresh, as after the page's own post: no name, no pitfall.
+	if err := chromedp.Do(ctx, chromedp.Evaluate[chromedp.Void](`document.querySelector("details.create").open = true`),
+		chromedp.SetValue(chromedp.CSS(`#create-form select[name="pitfall"]`), "drop-events")); err != nil {
+		t.Fatal(err)
+	}
 	createInTab(t, ctx, "first")
+	if got := evalString(t, ctx, `(f => f.elements.name.value + "|" + f.elements.pitfall.value)(document.getElementById("create-form"))`); got != "|" {
+		t.Errorf("the create form after a create holds name|pitfall %q, want both empty", got)
+	}
 	createInTab(t, ctx, "acted")
+	poll(t, ctx, "first's pitfall pill", `document.querySelector("#db-first .db-head")?.textContent.includes("pitfall: drop-events")`)
+	if got := evalString(t, ctx, `document.querySelector("#db-acted .db-head")?.textContent || ""`); strings.Contains(got, "pitfall") {
+		t.Errorf("acted, created without touching the menu, got a pitfall: %q", got)
+	}
 	poll(t, ctx, "acted Ready", `document.querySelector("#db-acted .db-head .pill.ok")?.textContent === "Ready True"`)
 
 	before, flash := labSeq(t, ctx), flashText(t, ctx)
 	setAndPress(t, ctx, "acted", "pitfall", "pitfall", "no-finalizer")
-	poll(t, ctx, "the pitfall on the card", `!!document.querySelector("#db-acted .pitfall-now")`)
+	pollPart(t, ctx, "the pitfall on the card", `!!document.querySelector("#db-acted .pitfall-now")`)
 	seesWhatItCaused(t, ctx, "after the pitfall switch", "acted", before, flash)
 	viewShot(t, ctx, "reveal-11-pitfall-1280x800")
 
 	before, flash = labSeq(t, ctx), flashText(t, ctx)
 	setAndPress(t, ctx, "acted", "pitfall", "pitfall", "")
-	poll(t, ctx, "the pitfall off the card", `!document.querySelector("#db-acted .pitfall-now")`)
+	pollPart(t, ctx, "the pitfall off the card", `!document.querySelector("#db-acted .pitfall-now")`)
 	seesWhatItCaused(t, ctx, "after the pitfall is off", "acted", before, flash)
 
 	before, flash = labSeq(t, ctx), flashText(t, ctx)
@@ -143,5 +162,16 @@ func TestBrowserEveryScenarioStepShowsWhatItCaused(t *testing.T) {
 				viewShot(t, ctx, fmt.Sprintf("reveal-scenario-%s-step%d-1280x800", sc.name, i+1))
 			}
 		})
+	}
+}
+
+// pollPart is poll for a change in acted's pitfall part, saying on failure
+// what the part holds and where the focus is.
+func pollPart(t *testing.T, ctx context.Context, what, expr string) {
+	t.Helper()
+	if _, err := chromedp.Run(ctx, chromedp.Poll[chromedp.Void](expr, chromedp.WithPollingTimeout(30*time.Second))); err != nil {
+		t.Fatalf("waiting for %s: %v; the part: %s", what, err, evalString(t, ctx, `(() => { const f = document.querySelector('#db-acted form[data-part="pitfall"]'); const a = document.activeElement;
+			return JSON.stringify({active: a && (a.tagName + " in the part: " + f.contains(a)),
+			options: [...f.querySelectorAll("option")].map(o => o.value + ":" + o.selected + "/" + o.defaultSelected), head: document.querySelector("#db-acted .db-head").textContent.replace(/\s+/g, " "), flash: document.querySelector("#flash").textContent}); })()`))
 	}
 }

@@ -691,31 +691,46 @@
     const a = document.activeElement;
     if (a && part.contains(a) && a.matches("input, select, textarea")) return true;
     return $$("input, select", part).some((el) => el.type !== "hidden" && (el.tagName === "SELECT"
-      ? $$("option", el).some((o) => o.selected !== o.defaultSelected)
+      ? Math.max(el.selectedIndex, 0) !== defaultIndex(el)
       : el.value !== el.defaultValue));
   }
-  // pendingParts: a card's form part (by element) that a state skipped while
-  // the learner was editing it, with the part that state drew.
-  const pendingParts = new WeakMap();
+  // defaultIndex is the option a select shows as drawn: the one marked
+  // selected, or the first when none is (a card's "none" pitfall, its
+  // default Pods); comparing each option's selected with its
+  // defaultSelected took such a select for one being edited, for good.
+  function defaultIndex(select) {
+    const i = [...select.options].findIndex((o) => o.defaultSelected);
+    return i < 0 ? 0 : i;
+  }
+  // A state that comes while the learner edits a part leaves that part as
+  // they typed it (skipped); once their edit is sent (settle), the part is
+  // drawn from the card's latest state, which may have come before the
+  // answer did. latestActions keeps each card's latest state's form parts
+  // that were not drawn.
+  const skipped = new WeakSet();
+  const latestActions = new Map();
   function swapCard(card, fresh) {
     const open = new Set($$("details[open][id]", card).map((d) => d.id));
     $(".db-state", card).replaceWith($(".db-state", fresh));
     const actions = $(".db-actions", card);
     const freshActions = $(".db-actions", fresh);
     if (actions && freshActions) {
+      latestActions.set(card.id, freshActions);
       for (const part of $$(":scope > [data-part]", freshActions)) {
         const old = $(`:scope > [data-part="${part.dataset.part}"]`, actions);
         if (!old) continue;
-        // Kept for when the learner's edit is sent (settle): a state that
-        // came before the answer must not leave the part as it was.
-        if (editing(old)) { pendingParts.set(old, part); continue; }
-        pendingParts.delete(old);
-        old.replaceWith(part);
-        enhanceAll(part);
+        if (editing(old)) { skipped.add(old); continue; }
+        drawPart(old, part);
       }
     }
     for (const id of open) document.getElementById(id)?.setAttribute("open", "");
     localize(card);
+  }
+  // drawPart moves part in (a clone of a select drawn in the template's
+  // inert document would have no option selected at all).
+  function drawPart(old, part) {
+    old.replaceWith(part);
+    enhanceAll(part);
   }
 
   const dbList = $("#databases");
@@ -746,6 +761,7 @@
         card.classList.add("gone");
         $(".db-state", card).prepend(h("p", { class: "pill bad" }, "Deleted"));
         $$("button", card).forEach((b) => { b.disabled = true; });
+        latestActions.delete(card.id);
         setTimeout(() => { card.remove(); markSelected(); }, 4000);
       }
       return;
@@ -1051,12 +1067,11 @@
   function settle(form) {
     $$("input", form).forEach((el) => { el.defaultValue = el.value; });
     $$("option", form).forEach((o) => { o.defaultSelected = o.selected; });
-    const fresh = pendingParts.get(form);
-    if (fresh && form.isConnected && !editing(form)) {
-      pendingParts.delete(form);
-      form.replaceWith(fresh);
-      enhanceAll(fresh);
-    }
+    if (!skipped.has(form) || !form.isConnected || editing(form)) return;
+    const card = form.closest("article.db");
+    const fresh = card && latestActions.get(card.id);
+    const part = fresh && $(`:scope > [data-part="${form.dataset.part}"]`, fresh);
+    if (part) drawPart(form, part);
   }
   function enhanceForm(form) {
     if (form.dataset.enhanced) return;
@@ -1074,7 +1089,13 @@
       const resumes = !scenario && form.querySelector('[data-controller="start"]');
       if ((scenario || card || created || resumes) && mode === "live" && !followNs) {
         revealIntent = true;
-        if (resumes) revealName = ANY_CARD;
+        // The card last acted on (an Apply while paused, say) is what the
+        // resume lets the controller act on; else the first to change.
+        if (resumes) {
+          revealName = lastActed && document.getElementById("db-" + lastActed) ? lastActed : ANY_CARD;
+          resumeReveal = true;
+        }
+        if (card) lastActed = card.dataset.name || "";
         holdPlace();
       }
       const buttons = $$("button", form);
@@ -1089,6 +1110,13 @@
         let res;
         try { res = await resp.json(); } catch (err) { res = { ok: false, message: `${resp.status} ${resp.statusText}` }; }
         flash(res.ok, res.message, res.field, form);
+        if (res.ok && created) {
+          // As after the page's own post: the next Database needs its own
+          // name, and gets no pitfall unless the learner picks one again.
+          form.elements.name.value = "";
+          form.elements.pitfall.value = "";
+          form.dispatchEvent(new Event("input"));
+        }
         if (res.ok) settle(form);
         // controllerRunning is "reconciles this namespace"; paused says why not.
         if (typeof res.paused === "boolean") showPaused(res.paused);
@@ -1126,6 +1154,8 @@
   // and out of view. So anchoring is off for the page (not for the
   // timeline's own box) until the card has settled.
   let revealName = ""; // a Database name, or ANY_CARD
+  let lastActed = ""; // the Database whose card's form was sent last
+  let resumeReveal = false; // revealName was set by a resume
   const ANY_CARD = "*"; // not a name a Database can have
   let revealIntent = false; // an action was sent, and the learner has not moved since
   let anchorTimer = null;
@@ -1146,7 +1176,8 @@
     clearTimeout(anchorTimer);
     document.documentElement.style.overflowAnchor = "";
     // A resume that changed no card within the settling time moves nothing later.
-    if (revealName === ANY_CARD) revealName = "";
+    if (resumeReveal) revealName = "";
+    resumeReveal = false;
   }
   function inView(el) {
     const top = el.getBoundingClientRect().top;
