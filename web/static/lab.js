@@ -255,7 +255,10 @@
     toDraw.add(row);
   }
 
-  const pastTense = { create: "created", update: "changed", delete: "deleted", generic: "poked" };
+  const pastTense = { create: "created", update: "changed", delete: "deleted" };
+  // A generic event is oplab's own: the namespace was resumed, and it queues
+  // every Database there again (the controller's events.go).
+  const RESUMED = "namespace resumed: every Database queued again";
   // triggerLabel names what made the reconcile run: the object whose watch
   // event queued it (as the controller's event handler saw it, or, in an
   // older export, the first event this page saw), the periodic resync, or
@@ -264,6 +267,7 @@
     const used = row.events.filter((e) => !e.ignored);
     const count = used.length > 1 ? `${used.length} events` : "1 event";
     const w = row.start.wokenBy;
+    if (w ? row.start.event === "generic" : used[0]?.event === "generic") return `${RESUMED} · ${count} → 1 reconcile`;
     if (w) return `${w.kind} ${w.name} ${pastTense[row.start.event] || row.start.event} · ${count} → 1 reconcile`;
     if (used.length) {
       const e = used[0];
