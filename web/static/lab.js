@@ -838,6 +838,7 @@
   const stepBtn = $("#play-step");
   const speedSel = $("#play-speed");
   const waitingEl = $("#play-waiting");
+  const stepWhy = $("#play-step-why");
   const MAX_WAITING = 20000;
   const takesTime = (m) => m.type !== "state" && m.type !== "reset";
 
@@ -914,18 +915,31 @@
       pauseBtn.textContent = p ? "Unfreeze timeline" : "Freeze timeline";
       pauseBtn.setAttribute("aria-pressed", String(p));
     }
-    if (stepBtn) stepBtn.disabled = !p && !paced();
     root.dataset.playback = p ? "paused" : "playing";
     if (!p) pump();
     showWaiting();
     tellView();
   }
   function showWaiting() {
-    if (!waitingEl) return;
     const n = player.queue.filter(takesTime).length;
+    showStep(n);
+    if (!waitingEl) return;
     waitingEl.hidden = n === 0;
     waitingEl.textContent = `${n} new step${n === 1 ? "" : "s"} waiting`;
     root.dataset.waiting = String(n);
+  }
+  // showStep enables Step only when there is a step to show, n of them
+  // waiting while the timeline is frozen or slowed, and says why not beside
+  // it.
+  function showStep(n) {
+    if (!stepBtn) return;
+    let why = "";
+    if (!player.paused && !paced()) why = "Nothing to step: the timeline is live, each step shows as it comes. Freeze it to step through new ones.";
+    else if (n === 0) why = mode === "replay" ? "Nothing to step: every step is shown." : "Nothing to step: no new step is waiting.";
+    const off = why !== "";
+    if (off && document.activeElement === stepBtn) pauseBtn?.focus(); // a disabled button drops the focus
+    stepBtn.disabled = off;
+    if (stepWhy && stepWhy.textContent !== why) stepWhy.textContent = why;
   }
   function setupPlayer() {
     const bar = $(".player");
@@ -934,7 +948,7 @@
     stepBtn?.addEventListener("click", stepOnce);
     speedSel?.addEventListener("change", () => {
       player.speed = Number(speedSel.value) || 1;
-      if (stepBtn) stepBtn.disabled = !player.paused && !paced();
+      showWaiting();
       if (!paced() && !player.paused) { clearTimeout(player.timer); player.timer = null; pump(); }
       tellView();
     });
