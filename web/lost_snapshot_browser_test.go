@@ -87,7 +87,7 @@ func TestBrowserDeletedWithoutASnapshotIsListed(t *testing.T) {
 	if err := e.client.Patch(t.Context(), db, client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`))); err != nil {
 		t.Fatal(err)
 	}
-	poll(t, ctx, "byhand listed as deleted without a snapshot", lostEntry("byhand", "its finalizer was gone before the controller wrote a final snapshot"))
+	poll(t, ctx, "byhand listed as deleted without a snapshot", lostEntry("byhand", "its finalizer came off before a final snapshot was written"))
 	screenshot(t, ctx, "61-deleted-without-a-snapshot")
 
 	// Resumed, every Database is queued again; the row says that in words.
@@ -106,7 +106,7 @@ func TestBrowserDeletedWithoutASnapshotIsListed(t *testing.T) {
 	if err := chromedp.Do(ctx, noScript(), chromedp.Navigate(e.http.URL+"/lab"), chromedp.WaitVisible(chromedp.CSS("#kept"))); err != nil {
 		t.Fatal(err)
 	}
-	for db, why := range map[string]string{"nofin": "the no-finalizer pitfall was on", "byhand": "its finalizer was gone"} {
+	for db, why := range map[string]string{"nofin": "the no-finalizer pitfall was on", "byhand": "its finalizer came off"} {
 		if ok, err := chromedp.Run(ctx, chromedp.Evaluate[bool](lostEntry(db, why))); err != nil || !ok {
 			t.Errorf("after a reload without JavaScript, %s is not listed as deleted without a snapshot (%v)", db, err)
 		}

@@ -55,9 +55,9 @@ func keptSnapshots(cms []corev1.ConfigMap, databases map[string]bool) []Snapshot
 // snapshot (seen at seen): the snapshot it should have left, and why none
 // was written, from the object as it went. A hidden pitfall is not named.
 func lostSnapshot(db *v1alpha1.Database, seen time.Time) Snapshot {
-	note := "its finalizer was gone before the controller wrote a final snapshot (removed by hand, or never added), so nothing held the delete: its data is lost"
+	note := "its finalizer came off before a final snapshot was written (removed by hand or by the escape hatch, or as its namespace was deleted) or was never added, so nothing held the delete and its data is lost"
 	if controller.PitfallOf(db) == controller.PitfallNoFinalizer && !controller.PitfallHiddenOf(db) {
-		note = "the no-finalizer pitfall was on: the controller took its finalizer off instead of writing a final snapshot, so nothing held the delete: its data is lost"
+		note = "the no-finalizer pitfall was on: the controller took its finalizer off instead of writing a final snapshot, so nothing held the delete and its data is lost"
 	}
 	return Snapshot{
 		Namespace: db.Namespace, Name: controller.SnapshotName(db.Name), Database: db.Name, DatabaseUID: string(db.UID),

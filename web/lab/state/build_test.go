@@ -361,7 +361,7 @@ func TestLostDatabasesAreListedUntilASnapshotAnswersThem(t *testing.T) {
 		t.Errorf("lost under the pitfall = %+v", pitfall)
 	}
 	byHand := lostSnapshot(gone("shop", "u1", nil), t0)
-	if strings.Contains(byHand.Note, "pitfall") || !strings.Contains(byHand.Note, "finalizer was gone") {
+	if strings.Contains(byHand.Note, "pitfall") || !strings.Contains(byHand.Note, "its finalizer came off before a final snapshot was written") {
 		t.Errorf("lost by hand, note = %q; want the finalizer named, no pitfall", byHand.Note)
 	}
 	hidden := lostSnapshot(gone("shop", "u1", map[string]string{controller.PitfallAnnotation: controller.PitfallNoFinalizer, controller.PitfallHiddenAnnotation: "true"}), t0)
