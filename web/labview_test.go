@@ -161,6 +161,15 @@ func TestBrowserTimelinePauseStepSlowMotion(t *testing.T) {
 	if after := evalInt(t, ctx, `document.getElementById("lab").dataset.shown || "0"`); after != before+2 {
 		t.Errorf("the Step button showed %d steps in all; want 2", after-before)
 	}
+	// Stepped to the last waiting step (in one go, so none comes in
+	// between), Step turns disabled and says why, and the focus it held
+	// goes to Freeze/Unfreeze rather than to the page's start.
+	if got, err := chromedp.Run(ctx, chromedp.Evaluate[string](`(() => { const b = document.getElementById("play-step");
+		b.focus(); for (let i = 0; i < 5000 && !b.disabled; i++) b.click();
+		return document.activeElement.id + " / " + `+stepState+`; })()`)); err != nil ||
+		got != "play-pause / disabled: Nothing to step: no new step is waiting." {
+		t.Errorf("after stepping every waiting step: focus / Step = %q (%v); want play-pause / disabled, nothing waiting", got, err)
+	}
 	if err := chromedp.Do(ctx, chromedp.KeyEvent("p")); err != nil {
 		t.Fatal(err)
 	}
