@@ -118,15 +118,31 @@ func TestBrowserTimelinePauseStepSlowMotion(t *testing.T) {
 		t.Errorf("the timeline is not a polite role=log region (%v)", err)
 	}
 
+	// The player's button says what it does to the timeline; live, Step
+	// has nothing to step, is disabled, and the player says why.
+	const (
+		pauseText = `document.getElementById("play-pause").textContent`
+		stepState = `(() => { const b = document.getElementById("play-step"), why = document.getElementById(b.getAttribute("aria-describedby"));
+			return (b.disabled ? "disabled: " : "enabled: ") + (why && why.checkVisibility() ? why.textContent : ""); })()`
+	)
+	poll(t, ctx, "Freeze timeline, Step disabled: live", pauseText+` === "Freeze timeline" && `+stepState+
+		` === "disabled: Nothing to step: the timeline is live, each step shows as it comes. Freeze it to step through new ones."`)
+	screenshot(t, ctx, "11a-timeline-live-step-disabled")
+
 	// Paused, the steps wait and a counter says how many.
 	if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS("#play-pause"))); err != nil {
 		t.Fatal(err)
 	}
 	poll(t, ctx, "paused", `document.getElementById("play-pause").getAttribute("aria-pressed") === "true"`)
+	poll(t, ctx, "Unfreeze timeline, Step disabled while nothing waits", pauseText+` === "Unfreeze timeline" && (document.getElementById("lab").dataset.waiting !== "0" || `+
+		stepState+` === "disabled: Nothing to step: no new step is waiting.")`)
 	createInTab(t, ctx, "calm")
 	poll(t, ctx, "steps waiting", `+document.getElementById("lab").dataset.waiting >= 5 && /^\d+ new steps waiting$/.test(document.getElementById("play-waiting").textContent)`)
 	if n := evalInt(t, ctx, `String(document.querySelectorAll('#rows li[data-db="calm"]').length)`); n != 0 {
 		t.Errorf("paused, the timeline drew %d rows for calm; want none until resumed", n)
+	}
+	if got, err := chromedp.Run(ctx, chromedp.Evaluate[string](stepState)); err != nil || got != "enabled: " {
+		t.Errorf("frozen with steps waiting, Step = %q (%v); want enabled, no reason shown", got, err)
 	}
 	screenshot(t, ctx, "11-timeline-paused")
 
@@ -145,10 +161,20 @@ func TestBrowserTimelinePauseStepSlowMotion(t *testing.T) {
 	if after := evalInt(t, ctx, `document.getElementById("lab").dataset.shown || "0"`); after != before+2 {
 		t.Errorf("the Step button showed %d steps in all; want 2", after-before)
 	}
+	// Stepped to the last waiting step (in one go, so none comes in
+	// between), Step turns disabled and says why, and the focus it held
+	// goes to Freeze/Unfreeze rather than to the page's start.
+	if got, err := chromedp.Run(ctx, chromedp.Evaluate[string](`(() => { const b = document.getElementById("play-step");
+		b.focus(); for (let i = 0; i < 5000 && !b.disabled; i++) b.click();
+		return document.activeElement.id + " / " + `+stepState+`; })()`)); err != nil ||
+		got != "play-pause / disabled: Nothing to step: no new step is waiting." {
+		t.Errorf("after stepping every waiting step: focus / Step = %q (%v); want play-pause / disabled, nothing waiting", got, err)
+	}
 	if err := chromedp.Do(ctx, chromedp.KeyEvent("p")); err != nil {
 		t.Fatal(err)
 	}
 	poll(t, ctx, "resumed, nothing waiting", `document.getElementById("lab").dataset.playback === "playing" && document.getElementById("lab").dataset.waiting === "0"`)
+	poll(t, ctx, "Freeze timeline again, Step disabled", pauseText+` === "Freeze timeline" && `+stepState+`.startsWith("disabled: Nothing to step: the timeline is live")`)
 	poll(t, ctx, "calm Ready", `document.querySelector("#db-calm .db-head .pill.ok")?.textContent === "Ready True"`)
 
 	// The first reconcile's header names its trigger.

@@ -57,3 +57,38 @@ func TestDeleteMessageNamesTheFinalizersThere(t *testing.T) {
 		}
 	}
 }
+
+// A Terminating Database's Delete button is disabled, and the card says why
+// from the finalizers that hold it; a live one's is not.
+func TestDeleteDisabledWhileTerminating(t *testing.T) {
+	now := time.Now()
+	terminating := func(name string, heldBy ...string) state.Database {
+		return state.Database{Namespace: "lab-x", Name: name, Engine: "postgres", Replicas: 1, Finalizers: heldBy,
+			Terminating: true, DeletionTimestamp: &now, HeldBy: heldBy}
+	}
+	live := state.Database{Namespace: "lab-x", Name: "live", Engine: "postgres", Replicas: 1, Finalizers: []string{"db.oplab.dev/final-snapshot"}}
+	page := newHarness(t, live, terminating("ours", "db.oplab.dev/final-snapshot"), terminating("theirs", "example.com/backup"),
+		terminating("both", "db.oplab.dev/final-snapshot", "example.com/backup")).get("/lab").Body.String()
+	deletePart := func(name string) string {
+		_, c, ok := strings.Cut(page, `action="/lab/databases/`+name+`/delete"`)
+		if !ok {
+			t.Fatalf("no Delete form on %s's card", name)
+		}
+		c, _, _ = strings.Cut(c, "</form>")
+		return c
+	}
+	if p := deletePart("live"); strings.Contains(p, "disabled") || strings.Contains(p, "Already being deleted") {
+		t.Errorf("a live Database's Delete is disabled:\n%s", p)
+	}
+	for name, want := range map[string]string{
+		"ours":   "Already being deleted: its finalizer db.oplab.dev/final-snapshot holds it until the controller has written the final snapshot.",
+		"theirs": "Already being deleted: the finalizer example.com/backup holds it until whoever added it removes it.",
+		"both":   "Already being deleted: its finalizers db.oplab.dev/final-snapshot, example.com/backup hold it until each is removed.",
+	} {
+		p := deletePart(name)
+		why := `id="db-` + name + `-delete-why"`
+		if !strings.Contains(p, `disabled aria-describedby="db-`+name+`-delete-why"`) || !strings.Contains(p, why) || !strings.Contains(p, want) {
+			t.Errorf("%s's Delete while Terminating:\n%s\nwant it disabled, described by %s: %q", name, p, why, want)
+		}
+	}
+}

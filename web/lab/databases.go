@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/oplab-dev/oplab/controller"
+	"github.com/oplab-dev/oplab/web/lab/state"
 	"github.com/oplab-dev/oplab/web/session"
 )
 
@@ -120,6 +122,20 @@ func deleteMessage(name string, finalizers []string, known bool) string {
 		return fmt.Sprintf("Asked to delete %s. Its finalizer %s holds it until the controller has cleaned up.", name, finalizers[0])
 	}
 	return fmt.Sprintf("Asked to delete %s. Its finalizers %s hold it until each is removed.", name, strings.Join(finalizers, ", "))
+}
+
+// deleteWhy says why a Terminating Database's Delete button is disabled,
+// from the finalizers that still hold it: a second delete changes nothing.
+func deleteWhy(d state.Database) string {
+	switch {
+	case len(d.HeldBy) == 0:
+		return "Already being deleted: no finalizer holds it any more, so it goes at once."
+	case len(d.HeldBy) == 1 && d.HeldBy[0] == controller.Finalizer:
+		return fmt.Sprintf("Already being deleted: its finalizer %s holds it until the controller has written the final snapshot. Deleting again changes nothing.", controller.Finalizer)
+	case len(d.HeldBy) == 1:
+		return fmt.Sprintf("Already being deleted: the finalizer %s holds it until whoever added it removes it. Deleting again changes nothing.", d.HeldBy[0])
+	}
+	return fmt.Sprintf("Already being deleted: its finalizers %s hold it until each is removed. Deleting again changes nothing.", strings.Join(d.HeldBy, ", "))
 }
 
 func (h *Handler) setPitfall(ctx context.Context, ns string, r *http.Request) outcome {

@@ -532,6 +532,17 @@ func TestPageRendersKeptSnapshots(t *testing.T) {
 			kept: []state.Snapshot{{Name: "shop-final-snapshot", Database: "shop", DatabaseUID: "0f6c1a52-9d2e-4b1a-8c3e-1d2f3a4b5c6d", Generation: 2}},
 			want: []string{`from Database <code>shop</code> (uid <code class="uid">0f6c1a52-9d2e-4b1a-8c3e-1d2f3a4b5c6d</code>), generation 2`},
 		},
+		{
+			name: "lost: a Database deleted without a snapshot is listed, and why",
+			kept: []state.Snapshot{{Name: "cart-final-snapshot", Database: "cart", DatabaseUID: "u-1", Generation: 3, Lost: true,
+				Time: time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC), Note: "the no-finalizer pitfall was on"}},
+			want: []string{
+				`class="snapshot lost" id="snap-cart-final-snapshot"`, "no snapshot</span> Database <b>cart</b>",
+				`(uid <code class="uid">u-1</code>), generation 3: deleted without a snapshot,`,
+				"ConfigMap cart-final-snapshot was never written: the no-finalizer pitfall was on.",
+			},
+			absent: []string{"from Database"},
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

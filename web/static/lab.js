@@ -255,7 +255,10 @@
     toDraw.add(row);
   }
 
-  const pastTense = { create: "created", update: "changed", delete: "deleted", generic: "poked" };
+  const pastTense = { create: "created", update: "changed", delete: "deleted" };
+  // A generic event is oplab's own: the namespace was resumed, and it queues
+  // every Database there again (the controller's events.go).
+  const RESUMED = "namespace resumed: every Database queued again";
   // triggerLabel names what made the reconcile run: the object whose watch
   // event queued it (as the controller's event handler saw it, or, in an
   // older export, the first event this page saw), the periodic resync, or
@@ -264,6 +267,7 @@
     const used = row.events.filter((e) => !e.ignored);
     const count = used.length > 1 ? `${used.length} events` : "1 event";
     const w = row.start.wokenBy;
+    if (w ? row.start.event === "generic" : used[0]?.event === "generic") return `${RESUMED} · ${count} → 1 reconcile`;
     if (w) return `${w.kind} ${w.name} ${pastTense[row.start.event] || row.start.event} · ${count} → 1 reconcile`;
     if (used.length) {
       const e = used[0];
@@ -858,6 +862,7 @@
   const stepBtn = $("#play-step");
   const speedSel = $("#play-speed");
   const waitingEl = $("#play-waiting");
+  const stepWhy = $("#play-step-why");
   const MAX_WAITING = 20000;
   const takesTime = (m) => m.type !== "state" && m.type !== "reset";
 
@@ -934,18 +939,31 @@
       pauseBtn.textContent = p ? "Unfreeze timeline" : "Freeze timeline";
       pauseBtn.setAttribute("aria-pressed", String(p));
     }
-    if (stepBtn) stepBtn.disabled = !p && !paced();
     root.dataset.playback = p ? "paused" : "playing";
     if (!p) pump();
     showWaiting();
     tellView();
   }
   function showWaiting() {
-    if (!waitingEl) return;
     const n = player.queue.filter(takesTime).length;
+    showStep(n);
+    if (!waitingEl) return;
     waitingEl.hidden = n === 0;
     waitingEl.textContent = `${n} new step${n === 1 ? "" : "s"} waiting`;
     root.dataset.waiting = String(n);
+  }
+  // showStep enables Step only when there is a step to show, n of them
+  // waiting while the timeline is frozen or slowed, and says why not beside
+  // it.
+  function showStep(n) {
+    if (!stepBtn) return;
+    let why = "";
+    if (!player.paused && !paced()) why = "Nothing to step: the timeline is live, each step shows as it comes. Freeze it to step through new ones.";
+    else if (n === 0) why = mode === "replay" ? "Nothing to step: every step is shown." : "Nothing to step: no new step is waiting.";
+    const off = why !== "";
+    if (off && document.activeElement === stepBtn) pauseBtn?.focus(); // a disabled button drops the focus
+    stepBtn.disabled = off;
+    if (stepWhy && stepWhy.textContent !== why) stepWhy.textContent = why;
   }
   function setupPlayer() {
     const bar = $(".player");
@@ -954,7 +972,7 @@
     stepBtn?.addEventListener("click", stepOnce);
     speedSel?.addEventListener("change", () => {
       player.speed = Number(speedSel.value) || 1;
-      if (stepBtn) stepBtn.disabled = !player.paused && !paced();
+      showWaiting();
       if (!paced() && !player.paused) { clearTimeout(player.timer); player.timer = null; pump(); }
       tellView();
     });

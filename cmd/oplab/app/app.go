@@ -234,11 +234,13 @@ func NewWeb(ctx context.Context, opts Options) (*Web, error) {
 	if err != nil {
 		return nil, err
 	}
-	// An ended session's timeline goes, and, once the server is built,
-	// its learner's code and the child process running it.
+	// An ended session's timeline goes, with the Databases the lab saw go
+	// without a snapshot there, and, once the server is built, its
+	// learner's code and the child process running it.
 	var server atomic.Pointer[web.Server]
 	ended := func(ns string) {
 		opts.Recorder.Forget(ns)
+		w.watcher.Forget(ns)
 		if s := server.Load(); s != nil {
 			s.Ended(ns)
 		}

@@ -42,13 +42,89 @@ func keptSnapshots(cms []corev1.ConfigMap, databases map[string]bool) []Snapshot
 	out := []Snapshot{}
 	for _, cm := range cms {
 		db := cm.Labels[controller.LabelDatabase]
-		if db == "" || cm.Name != controller.SnapshotName(db) || databases[db] {
+		if db == "" || !isSnapshotOf(cm, db) || databases[db] {
 			continue
 		}
 		out = append(out, snapshotView(cm, db))
 	}
 	slices.SortFunc(out, func(a, b Snapshot) int { return cmp.Compare(a.Name, b.Name) })
 	return out
+}
+
+// lostSnapshot is what the lab lists for db, gone without a final
+// snapshot (seen at seen): the snapshot it should have left, and why none
+// was written, from the object as it went. A hidden pitfall is not named.
+func lostSnapshot(db *v1alpha1.Database, seen time.Time) Snapshot {
+	note := "its finalizer came off before a final snapshot was written (removed by hand or by the escape hatch, or as its namespace was deleted) or was never added, so nothing held the delete and its data is lost"
+	if controller.PitfallOf(db) == controller.PitfallNoFinalizer && !controller.PitfallHiddenOf(db) {
+		note = "the no-finalizer pitfall was on: the controller took its finalizer off instead of writing a final snapshot, so nothing held the delete and its data is lost"
+	}
+	return Snapshot{
+		Namespace: db.Namespace, Name: controller.SnapshotName(db.Name), Database: db.Name, DatabaseUID: string(db.UID),
+		Generation: db.Generation, Time: seen, Note: note, Lost: true,
+	}
+}
+
+// snapshotTaken reports whether db, as it was deleted, had its final
+// snapshot written: its status names one (written before the finalizer
+// lets go), or a snapshot ConfigMap records its uid (the status may be read
+// from an older version when the watch missed the delete).
+func snapshotTaken(db *v1alpha1.Database, cms []corev1.ConfigMap) bool {
+	if db.Status.LastSnapshot != nil {
+		return true
+	}
+	for _, cm := range cms {
+		if isSnapshotOf(cm, db.Name) && cm.Data["uid"] == string(db.UID) {
+			return true
+		}
+	}
+	return false
+}
+
+func isSnapshotOf(cm corev1.ConfigMap, db string) bool {
+	return cm.Labels[controller.LabelDatabase] == db && cm.Name == controller.SnapshotName(db)
+}
+
+// withLost lists kept and the lost Databases together, sorted by name. A
+// lost Database takes the place of the kept snapshot of its name, which is
+// then an earlier Database's. A lost one that a snapshot answers after all,
+// its own seen late or a later Database's of that name, is not shown but
+// returned in answered, to be forgotten.
+func withLost(kept, lost []Snapshot, cms []corev1.ConfigMap) (shown, answered []Snapshot) {
+	byName := map[string]Snapshot{}
+	for _, s := range kept {
+		byName[s.Name] = s
+	}
+	for _, l := range lost {
+		if answeredBy(l, cms) {
+			answered = append(answered, l)
+			continue
+		}
+		byName[l.Name] = l
+	}
+	shown = make([]Snapshot, 0, len(byName))
+	for _, s := range byName {
+		shown = append(shown, s)
+	}
+	slices.SortFunc(shown, func(a, b Snapshot) int { return cmp.Compare(a.Name, b.Name) })
+	return shown, answered
+}
+
+// answeredBy reports whether a snapshot ConfigMap answers the lost l: it
+// records l's Database, or was taken after l's went.
+func answeredBy(l Snapshot, cms []corev1.ConfigMap) bool {
+	for _, cm := range cms {
+		if !isSnapshotOf(cm, l.Database) {
+			continue
+		}
+		if cm.Data["uid"] == l.DatabaseUID {
+			return true
+		}
+		if t, err := time.Parse(time.RFC3339, cm.Data["time"]); err == nil && t.After(l.Time) {
+			return true
+		}
+	}
+	return false
 }
 
 func snapshotView(cm corev1.ConfigMap, db string) Snapshot {

@@ -1,6 +1,7 @@
 package state
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -12,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/oplab-dev/oplab/controller"
 	"github.com/oplab-dev/oplab/controller/api/v1alpha1"
@@ -338,5 +340,99 @@ func TestPodSummary(t *testing.T) {
 		if got := podSummary(corev1.Pod{Status: tt.pod}); got != tt.want {
 			t.Errorf("%s: podSummary = %q, want %q", tt.name, got, tt.want)
 		}
+	}
+}
+
+func TestLostDatabasesAreListedUntilASnapshotAnswersThem(t *testing.T) {
+	snap := func(db, uid, at string) corev1.ConfigMap {
+		return corev1.ConfigMap{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "lab-x", Name: controller.SnapshotName(db), Labels: map[string]string{controller.LabelDatabase: db}},
+			Data:       map[string]string{"uid": uid, "generation": "1", "time": at},
+		}
+	}
+	gone := func(name, uid string, annotations map[string]string) *v1alpha1.Database {
+		return &v1alpha1.Database{ObjectMeta: metav1.ObjectMeta{Namespace: "lab-x", Name: name, UID: types.UID(uid), Generation: 2, Annotations: annotations}}
+	}
+
+	// What the lab says of a Database gone without a snapshot, and why.
+	pitfall := lostSnapshot(gone("shop", "u1", map[string]string{controller.PitfallAnnotation: controller.PitfallNoFinalizer}), t0)
+	if !pitfall.Lost || pitfall.Name != "shop-final-snapshot" || pitfall.DatabaseUID != "u1" || pitfall.Generation != 2 ||
+		!strings.Contains(pitfall.Note, "no-finalizer pitfall") || !strings.Contains(pitfall.Note, "data is lost") {
+		t.Errorf("lost under the pitfall = %+v", pitfall)
+	}
+	byHand := lostSnapshot(gone("shop", "u1", nil), t0)
+	if strings.Contains(byHand.Note, "pitfall") || !strings.Contains(byHand.Note, "its finalizer came off before a final snapshot was written") {
+		t.Errorf("lost by hand, note = %q; want the finalizer named, no pitfall", byHand.Note)
+	}
+	hidden := lostSnapshot(gone("shop", "u1", map[string]string{controller.PitfallAnnotation: controller.PitfallNoFinalizer, controller.PitfallHiddenAnnotation: "true"}), t0)
+	if strings.Contains(hidden.Note, "pitfall") {
+		t.Errorf("a hidden pitfall is named: %q", hidden.Note)
+	}
+
+	// Whether it went with a snapshot: its status says so, or a snapshot
+	// records its uid; another Database's snapshot of that name does not count.
+	taken := gone("shop", "u1", nil)
+	taken.Status.LastSnapshot = &v1alpha1.SnapshotReference{Name: "shop-final-snapshot"}
+	if !snapshotTaken(taken, nil) || !snapshotTaken(gone("shop", "u1", nil), []corev1.ConfigMap{snap("shop", "u1", "2026-11-30T10:00:00Z")}) {
+		t.Error("a Database with its snapshot is counted as lost")
+	}
+	if snapshotTaken(gone("shop", "u2", nil), []corev1.ConfigMap{snap("shop", "u1", "2026-11-30T09:00:00Z")}) {
+		t.Error("an earlier Database's snapshot counts for a later one of the same name")
+	}
+
+	// Listed with the kept ones, in place of an earlier Database's snapshot
+	// of the same name, until a snapshot answers it.
+	kept := Snapshot{Namespace: "lab-x", Name: "cart-final-snapshot", Database: "cart", Note: keptNote}
+	older := Snapshot{Namespace: "lab-x", Name: "shop-final-snapshot", Database: "shop", DatabaseUID: "u0", Note: keptNote}
+	lost := lostSnapshot(gone("shop", "u1", nil), t0)
+	shown, answered := withLost([]Snapshot{older, kept}, []Snapshot{lost}, []corev1.ConfigMap{snap("shop", "u0", "2026-11-30T09:00:00Z")})
+	if diff := cmp.Diff([]Snapshot{kept, lost}, shown); diff != "" || len(answered) != 0 {
+		t.Errorf("withLost, an older snapshot of the name (-want +got):\n%s\nanswered %v", diff, answered)
+	}
+	for name, cm := range map[string]corev1.ConfigMap{
+		"its own snapshot, seen late":         snap("shop", "u1", "2026-11-30T09:59:00Z"),
+		"a later Database's of the same name": snap("shop", "u2", "2026-11-30T10:05:00Z"),
+	} {
+		shown, answered := withLost(nil, []Snapshot{lost}, []corev1.ConfigMap{cm})
+		if len(shown) != 0 || len(answered) != 1 {
+			t.Errorf("%s: shown %v, answered %v; want the lost one answered", name, shown, answered)
+		}
+	}
+}
+
+func TestLostDatabasesAreBoundedAndForgotten(t *testing.T) {
+	now := t0
+	o := &owner{w: &Watcher{opts: Options{Now: func() time.Time { return now }}},
+		lost: map[types.NamespacedName]Snapshot{}, kept: map[types.NamespacedName]Snapshot{},
+		keptJSON: map[types.NamespacedName][]byte{}, gone: map[string][]*v1alpha1.Database{}, ended: map[string]time.Time{}}
+	for i := range maxLost + 5 {
+		db := &v1alpha1.Database{ObjectMeta: metav1.ObjectMeta{Namespace: "lab-a", Name: fmt.Sprintf("db%02d", i), UID: types.UID(fmt.Sprint(i))}}
+		o.addLost(lostSnapshot(db, t0.Add(time.Duration(i)*time.Second)))
+	}
+	o.addLost(lostSnapshot(&v1alpha1.Database{ObjectMeta: metav1.ObjectMeta{Namespace: "lab-b", Name: "b"}}, t0))
+	l := o.lostIn("lab-a")
+	if len(l) != maxLost {
+		t.Fatalf("lab-a keeps %d lost Databases; want %d", len(l), maxLost)
+	}
+	if _, ok := o.lost[types.NamespacedName{Namespace: "lab-a", Name: controller.SnapshotName("db00")}]; ok {
+		t.Error("the oldest lost Database is kept over the bound; want it dropped first")
+	}
+	o.kept[types.NamespacedName{Namespace: "lab-a", Name: "db20-final-snapshot"}] = l[0]
+	o.take(signal{forget: "lab-a"})
+	if len(o.lostIn("lab-a")) != 0 || len(o.kept) != 0 || len(o.lostIn("lab-b")) != 1 {
+		t.Errorf("after Forget(lab-a): lab-a %d lost, %d kept, lab-b %d lost; want 0, 0, 1", len(o.lostIn("lab-a")), len(o.kept), len(o.lostIn("lab-b")))
+	}
+	// The Databases that go with the ended namespace are not listed…
+	final := &v1alpha1.Database{ObjectMeta: metav1.ObjectMeta{Namespace: "lab-a", Name: "late"}}
+	o.dirtyDB, o.dirtyKept = map[types.NamespacedName]bool{}, map[string]bool{}
+	o.take(signal{gone: client.ObjectKeyFromObject(final), final: final})
+	if len(o.gone["lab-a"]) != 0 {
+		t.Error("a Database going with its ended namespace is to be listed as lost")
+	}
+	// …and the namespace is forgotten once endedFor has passed.
+	now = now.Add(endedFor + time.Minute)
+	o.take(signal{forget: "lab-other"})
+	if _, ok := o.ended["lab-a"]; ok {
+		t.Error("an ended namespace is remembered past endedFor")
 	}
 }

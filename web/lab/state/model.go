@@ -128,7 +128,9 @@ func (d Database) Ready() string {
 // Snapshot is the view model of a final snapshot ConfigMap whose Database is
 // gone, as sent in "state" messages (kind ConfigMap) and rendered under
 // "Snapshots kept after delete". While its Database exists the snapshot is
-// shown in that Database's owner tree instead (Database.Unowned).
+// shown in that Database's owner tree instead (Database.Unowned). A Database
+// deleted without a snapshot is listed there too, as a Lost one: the
+// ConfigMap it should have left, never written.
 type Snapshot struct {
 	Namespace string `json:"namespace"`
 	Name      string `json:"name"`
@@ -142,8 +144,14 @@ type Snapshot struct {
 	// the data does not hold them.
 	Generation int64     `json:"generation"`
 	Time       time.Time `json:"time"`
-	// Note says why it is still here.
+	// Note says why it is still here, or, for a lost one, why none was
+	// written.
 	Note string `json:"note"`
+	// Lost is true when no snapshot was written: the Database (its name,
+	// DatabaseUID and Generation as last seen) was deleted without one, so
+	// its data is gone. Name is then the snapshot it would have had, and
+	// Time when the lab saw the Database go.
+	Lost bool `json:"lost,omitempty"`
 }
 
 // PublishedDatabase is a Database's view model as "state" messages carry

@@ -65,9 +65,13 @@ type Options struct {
 // Database as one watch event carried it, or a namespace whose other objects
 // changed.
 type signal struct {
-	db        *v1alpha1.Database
-	gone      types.NamespacedName
+	db   *v1alpha1.Database
+	gone types.NamespacedName
+	// final is the gone Database as its delete event carried it.
+	final     *v1alpha1.Database
 	namespace string
+	// forget names a namespace whose session ended.
+	forget string
 	// retry marks the owner's own signal to look at namespace again.
 	retry bool
 }
@@ -81,6 +85,17 @@ const (
 	retryMax   = 5 * time.Second
 	// retrySay is the try at which the wait is logged, once.
 	retrySay = 5
+)
+
+// maxLost is how many Databases deleted without a snapshot the lab lists
+// per namespace (the newest); maxLostAll bounds them across namespaces, in
+// case namespaces go without a Forget. endedFor is how long a namespace
+// whose session ended is not listed any more: its Databases go with it,
+// without snapshots, and nobody is there to see them.
+const (
+	maxLost    = 20
+	maxLostAll = 2000
+	endedFor   = 15 * time.Minute
 )
 
 type query struct {
@@ -179,7 +194,8 @@ func (w *Watcher) databaseHandler() toolscache.ResourceEventHandler {
 				obj = t.Obj
 			}
 			if o, ok := obj.(client.Object); ok && w.opts.Watched(o.GetNamespace()) {
-				w.send(signal{gone: client.ObjectKeyFromObject(o)})
+				db, _ := obj.(*v1alpha1.Database)
+				w.send(signal{gone: client.ObjectKeyFromObject(o), final: db})
 			}
 		},
 	}
@@ -221,10 +237,17 @@ func (w *Watcher) Databases(ctx context.Context, namespace string) ([]Database, 
 }
 
 // Snapshots returns the final snapshots in namespace whose Database is gone,
-// sorted by name.
+// and the Databases deleted without one (Snapshot.Lost), sorted by name.
 func (w *Watcher) Snapshots(ctx context.Context, namespace string) ([]Snapshot, error) {
 	l, err := w.query(ctx, namespace)
 	return l.snapshots, err
+}
+
+// Forget drops what the watcher remembers of namespace beyond the cluster,
+// the Databases deleted there without a snapshot, as its session ends; for
+// a while after, the Databases that go with the namespace are not listed.
+func (w *Watcher) Forget(namespace string) {
+	w.send(signal{forget: namespace})
 }
 
 func (w *Watcher) query(ctx context.Context, namespace string) (listing, error) {
@@ -252,6 +275,13 @@ type owner struct {
 	kept      map[types.NamespacedName]Snapshot
 	keptJSON  map[types.NamespacedName][]byte
 	dirtyKept map[string]bool
+	// gone holds, by namespace, the Databases whose delete came since the
+	// namespace was last looked at, as they went; lost the ones that went
+	// without a snapshot, by their snapshot's key; ended the namespaces
+	// whose session ended, and when.
+	gone  map[string][]*v1alpha1.Database
+	lost  map[types.NamespacedName]Snapshot
+	ended map[string]time.Time
 	// specs is each Database's spec as YAML, by UID and generation: the
 	// spec changes only with metadata.generation, while a Database is
 	// rebuilt on every change of its status or children, and rendering
@@ -286,6 +316,7 @@ func (w *Watcher) Run(ctx context.Context) {
 		w: w, histories: map[types.NamespacedName]*history{}, views: map[types.NamespacedName]Database{},
 		published: map[types.NamespacedName][]byte{}, dirtyDB: map[types.NamespacedName]bool{}, dirtyNS: map[string]bool{},
 		kept: map[types.NamespacedName]Snapshot{}, keptJSON: map[types.NamespacedName][]byte{}, dirtyKept: map[string]bool{},
+		gone: map[string][]*v1alpha1.Database{}, lost: map[types.NamespacedName]Snapshot{}, ended: map[string]time.Time{},
 		specs: map[types.NamespacedName]specCache{}, retrying: map[string]bool{}, tries: map[string]int{},
 	}
 	for {
@@ -333,6 +364,11 @@ func (o *owner) take(s signal) {
 		// on its own.
 		o.dirtyDB[s.gone] = true
 		o.dirtyKept[s.gone.Namespace] = true
+		if s.final != nil && !o.isEnded(s.gone.Namespace) {
+			o.gone[s.gone.Namespace] = append(o.gone[s.gone.Namespace], s.final)
+		}
+	case s.forget != "":
+		o.forgetNamespace(s.forget)
 	default:
 		if s.retry {
 			delete(o.retrying, s.namespace)
@@ -402,8 +438,18 @@ func (o *owner) refreshKept(ctx context.Context, ns string) {
 	for _, db := range dbs.Items {
 		present[db.Name] = true
 	}
+	for _, db := range o.gone[ns] {
+		if !snapshotTaken(db, cms.Items) {
+			o.addLost(lostSnapshot(db, o.w.opts.Now()))
+		}
+	}
+	delete(o.gone, ns)
+	shown, answered := withLost(keptSnapshots(cms.Items, present), o.lostIn(ns), cms.Items)
+	for _, s := range answered {
+		delete(o.lost, types.NamespacedName{Namespace: ns, Name: s.Name})
+	}
 	now := map[types.NamespacedName]bool{}
-	for _, s := range keptSnapshots(cms.Items, present) {
+	for _, s := range shown {
 		key := types.NamespacedName{Namespace: ns, Name: s.Name}
 		now[key] = true
 		o.publishKept(key, s)
@@ -415,6 +461,69 @@ func (o *owner) refreshKept(ctx context.Context, ns string) {
 			o.w.opts.Publisher.PublishRendered(snapshotRef(key), nil, nil)
 		}
 	}
+}
+
+// addLost remembers s, a Database gone without a snapshot, in place of an
+// earlier one of that name; beyond maxLost in its namespace, or maxLostAll
+// in all, the oldest are forgotten.
+func (o *owner) addLost(s Snapshot) {
+	o.lost[types.NamespacedName{Namespace: s.Namespace, Name: s.Name}] = s
+	if l := o.lostIn(s.Namespace); len(l) > maxLost {
+		o.dropOldest(l, len(l)-maxLost)
+	}
+	if len(o.lost) > maxLostAll {
+		all := make([]Snapshot, 0, len(o.lost))
+		for _, l := range o.lost {
+			all = append(all, l)
+		}
+		o.dropOldest(all, len(all)-maxLostAll)
+	}
+}
+
+func (o *owner) dropOldest(l []Snapshot, n int) {
+	slices.SortFunc(l, func(a, b Snapshot) int { return a.Time.Compare(b.Time) })
+	for _, s := range l[:n] {
+		delete(o.lost, types.NamespacedName{Namespace: s.Namespace, Name: s.Name})
+	}
+}
+
+func (o *owner) lostIn(ns string) []Snapshot {
+	var out []Snapshot
+	for key, s := range o.lost {
+		if key.Namespace == ns {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// forgetNamespace drops the lost Databases of ns, its session ended. Its
+// timeline went with it, so nothing is published.
+func (o *owner) forgetNamespace(ns string) {
+	now := o.w.opts.Now()
+	for n, t := range o.ended {
+		if now.Sub(t) > endedFor {
+			delete(o.ended, n)
+		}
+	}
+	o.ended[ns] = now
+	delete(o.gone, ns)
+	for key, s := range o.kept {
+		if key.Namespace == ns && s.Lost {
+			delete(o.kept, key)
+			delete(o.keptJSON, key)
+		}
+	}
+	for key := range o.lost {
+		if key.Namespace == ns {
+			delete(o.lost, key)
+		}
+	}
+}
+
+func (o *owner) isEnded(ns string) bool {
+	t, ok := o.ended[ns]
+	return ok && o.w.opts.Now().Sub(t) <= endedFor
 }
 
 func snapshotRef(key types.NamespacedName) controller.ObjectRef {
