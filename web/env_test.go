@@ -27,6 +27,7 @@ import (
 	"github.com/oplab-dev/oplab/web"
 	"github.com/oplab-dev/oplab/web/demo"
 	"github.com/oplab-dev/oplab/web/internal/browsertest"
+	"github.com/oplab-dev/oplab/web/lab"
 	"github.com/oplab-dev/oplab/web/stream"
 )
 
@@ -123,7 +124,7 @@ func startEnv() (_ *testEnv, err error) {
 	if e.cluster, err = cluster.Start(ctx, cluster.Options{Mode: cluster.ModeFull, CRDs: crds, Log: logFile}); err != nil {
 		return e, err
 	}
-	e.recorder = stream.NewRecorder(stream.RecorderOptions{})
+	e.recorder = stream.NewRecorder(stream.RecorderOptions{Card: lab.NewFragments().Redraw})
 	hub := stream.NewHub(e.recorder, stream.HubOptions{})
 	go e.recorder.Run(ctx)
 	go hub.Run(ctx)

@@ -92,6 +92,17 @@ func ReplayMessage(raw json.RawMessage) (json.RawMessage, error) {
 	return out, nil
 }
 
+// Redraw draws a live state's card again from its view model, for the
+// stream's catch-ups (stream.RecorderOptions.Card): the ring keeps no HTML.
+// Only Databases and kept snapshots have cards; any other state is sent as
+// it was published.
+func (f Fragments) Redraw(kind string, view json.RawMessage) (json.RawMessage, error) {
+	if kind != "Database" && kind != "ConfigMap" {
+		return view, nil
+	}
+	return f.rerender(kind, view)
+}
+
 // rerender draws a state's card from its view model, decoded strictly; the
 // HTML the state carried is dropped. Only the kinds oplab publishes states
 // of have one.

@@ -68,7 +68,7 @@ func (s *space) keepState(e *entry, deleted bool) {
 func (r *Recorder) catchup(c *client) []frame {
 	s, g := r.space(c.namespace), r.space("")
 	if c.resume && c.since <= r.seq && c.since >= s.ring.floor && c.since >= g.ring.floor {
-		return chunkFrames(current(mergeBySeq(s.ring.after(c.since), g.ring.after(c.since))))
+		return chunkFrames(r.withCards(current(mergeBySeq(s.ring.after(c.since), g.ring.after(c.since)))))
 	}
 	if c.resume {
 		return append(chunkFrames([]*entry{r.resetEntry(c)}), r.freshFrames(s, g)...)
@@ -90,13 +90,13 @@ func (r *Recorder) freshFrames(s, g *space) []frame {
 		}
 		if len(since) < catchupChunk {
 			if s.sinceSeq != r.seq {
-				s.since = append(s.catchup[:len(s.catchup):len(s.catchup)], newFrame(since))
+				s.since = append(s.catchup[:len(s.catchup):len(s.catchup)], newFrame(r.withCards(since)))
 				s.sinceSeq = r.seq
 			}
 			return s.since
 		}
 	}
-	s.catchup = chunkFrames(current(timeline(s, g)))
+	s.catchup = chunkFrames(r.withCards(current(timeline(s, g))))
 	s.catchupSeq = r.seq
 	return s.catchup
 }

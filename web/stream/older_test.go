@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -132,5 +133,62 @@ func TestOlderStatesOfANamespaceAndTheGlobalOnes(t *testing.T) {
 	}
 	if diff := cmp.Diff([]string{"mine 1", "global 1", "global 2", "mine 2"}, got); diff != "" {
 		t.Errorf("exported states (-want +got):\n%s", diff)
+	}
+}
+
+// TestRingKeepsNoCardWithARenderer: with RecorderOptions.Card the ring
+// keeps no rendered HTML at all, not even on an object's latest state. The
+// viewers connected when a state is published get the card it was
+// published with; a viewer who connects later gets the latest state with
+// its card drawn again by Card from the view model; an export carries view
+// models; a card that cannot be drawn goes out as its view alone.
+func TestRingKeepsNoCardWithARenderer(t *testing.T) {
+	var drawn []string // by Run's goroutine; read once it has stopped
+	var fail atomic.Bool
+	h := newHarness(t, RecorderOptions{Card: func(kind string, view json.RawMessage) (json.RawMessage, error) {
+		drawn = append(drawn, kind)
+		if fail.Load() {
+			return nil, fmt.Errorf("no card for you")
+		}
+		return json.RawMessage(string(view[:len(view)-1]) + `,"html":"<p>drawn again</p>"}`), nil
+	}}, HubOptions{})
+	ref := controller.ObjectRef{Kind: "Database", Namespace: "a", Name: "db"}
+	card := strings.Repeat("<p>card</p>", 1000)
+	publish := func(replicas int) {
+		view := fmt.Sprintf(`{"replicas":%d}`, replicas)
+		h.rec.PublishRendered(ref, []byte(view[:len(view)-1]+fmt.Sprintf(`,"html":%q}`, card)), []byte(view))
+	}
+	live := h.dial("a", -1)
+	h.waitClients(1)
+	publish(1) // 1
+	publish(2) // 2
+	waitFor(t, "2 messages", func() bool { return h.rec.Stats().Seq == 2 })
+	for _, m := range live.readN(2) {
+		if !strings.Contains(string(m.State), card) {
+			t.Errorf("live state %d = %.80s…; want the card it was published with", m.Seq, m.State)
+		}
+	}
+	fresh := h.dial("a", -1).readN(1)
+	if got, want := string(fresh[0].State), `{"replicas":2,"html":"<p>drawn again</p>"}`; got != want {
+		t.Errorf("a fresh viewer's latest state = %.120s; want %s, drawn again", got, want)
+	}
+	if got := string(decoded(t, h.rec.Export("a").Messages)[1].State); got != `{"replicas":2}` {
+		t.Errorf("export: the latest state = %.80s; want its view model alone", got)
+	}
+	fail.Store(true)
+	publish(3) // 3
+	waitFor(t, "3 messages", func() bool { return h.rec.Stats().Seq == 3 })
+	// The catch-up built for the viewer before (seq 2), then seq 3.
+	if got := string(h.dial("a", -1).readN(2)[1].State); got != `{"replicas":3}` {
+		t.Errorf("a card that cannot be drawn: the state sent = %.80s; want the view alone", got)
+	}
+	h.stop()
+	for _, e := range h.rec.spaces["a"].ring.after(0) {
+		if strings.Contains(string(e.raw), "card</p>") {
+			t.Errorf("the ring holds a card in seq %d: %.80s", e.seq, e.raw)
+		}
+	}
+	if len(drawn) == 0 || drawn[0] != "Database" {
+		t.Errorf("Card was called for %v; want the Database", drawn)
 	}
 }

@@ -40,6 +40,14 @@ type RecorderOptions struct {
 	Clock controller.Clock
 	// Logger receives the recorder's few log lines (default discard).
 	Logger logr.Logger
+	// Card draws a state's card again from its view model (the lab's one
+	// renderer; kind is the object's). With it the ring keeps no rendered
+	// HTML at all: a state published with its card (PublishRendered) goes
+	// to the viewers connected then as it is, and the ring keeps its view
+	// model alone; a viewer who connects later gets each object's latest
+	// state with its card drawn anew. Without it, an object's latest
+	// state keeps its card.
+	Card func(kind string, view json.RawMessage) (json.RawMessage, error)
 }
 
 func (o RecorderOptions) withDefaults() RecorderOptions {
@@ -390,11 +398,19 @@ func (r *Recorder) record(out []*entry, in input) []*entry {
 	r.seq++
 	in.step.Seq = r.seq
 	e := &entry{seq: r.seq, obj: in.step.Object, raw: encodeMessage(in.step, in.state)}
+	live := e
 	if in.isState {
 		s.retire(&r.packer, e.obj, in.view)
 		if in.view != nil {
 			step := in.step
 			e.view, e.stepOf = in.view, &step
+			if r.opts.Card != nil {
+				// The viewers connected now get the card; the ring keeps
+				// the view model alone (entries are never changed once
+				// handed to the hub, so this is another one).
+				live = &entry{seq: e.seq, obj: e.obj, raw: e.raw}
+				e.raw, e.bare = encodeMessage(in.step, in.view), true
+			}
 		}
 	}
 	s.ring.push(e)
@@ -403,7 +419,26 @@ func (r *Recorder) record(out []*entry, in input) []*entry {
 	}
 	r.messages.Add(1)
 	r.lastSeq.Store(r.seq)
-	return append(out, e)
+	return append(out, live)
+}
+
+// withCards draws each bare state's card again (Card), in es, which is the
+// caller's own slice (current's), as a viewer who connects now is sent
+// them. A card that cannot be drawn is sent as its view model alone (the
+// page then keeps the card it has), and logged.
+func (r *Recorder) withCards(es []*entry) []*entry {
+	for i, e := range es {
+		if !e.bare {
+			continue
+		}
+		card, err := r.opts.Card(e.obj.Kind, e.view)
+		if err != nil {
+			r.opts.Logger.Error(err, "Failed to draw a card for a catch-up", "kind", e.obj.Kind, "namespace", e.obj.Namespace, "name", e.obj.Name)
+			continue
+		}
+		es[i] = &entry{seq: e.seq, obj: e.obj, raw: encodeMessage(*e.stepOf, card)}
+	}
+	return es
 }
 
 // encodeMessage is the JSON of a message: the step, flattened, and after it

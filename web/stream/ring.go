@@ -25,6 +25,9 @@ type entry struct {
 	stepOf *controller.Step
 	// old replaces raw once a newer state superseded this one (older.go).
 	old *oldState
+	// bare: raw holds the state's view model alone, its card to be drawn
+	// again for a viewer (RecorderOptions.Card, Recorder.withCards).
+	bare bool
 }
 
 // ring holds the most recent entries of one namespace in seq order, at most
