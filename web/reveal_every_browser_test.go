@@ -159,6 +159,11 @@ func TestBrowserEveryScenarioStepShowsWhatItCaused(t *testing.T) {
 				if got := evalString(t, ctx, "String("+onScreen(".scenario")+")"); got != "true" {
 					t.Errorf("after step %d: the scenario's panel is not on screen", i+1)
 				}
+				if strings.HasSuffix(action, "/delete") {
+					// Deleting again would change nothing: the step says so.
+					poll(t, ctx, "the panel's Delete disabled with its reason", fmt.Sprintf(`(f => f.querySelector("button").disabled &&
+						/already being deleted|is not there/.test(f.querySelector(".why")?.textContent || ""))(document.querySelector(%q))`, fmt.Sprintf(".scenario-next form[action=%q]", action)))
+				}
 				viewShot(t, ctx, fmt.Sprintf("reveal-scenario-%s-step%d-1280x800", sc.name, i+1))
 			}
 		})

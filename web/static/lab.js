@@ -766,6 +766,7 @@
         $(".db-state", card).prepend(h("p", { class: "pill bad" }, "Deleted"));
         $$("button", card).forEach((b) => { b.disabled = true; });
         latestActions.delete(card.id);
+        markScenarioNext();
         setTimeout(() => { card.remove(); markSelected(); }, 4000);
       }
       return;
@@ -807,6 +808,29 @@
   function markSelected() {
     const want = selectedDB();
     $$("#databases article.db").forEach((a) => a.classList.toggle("selected", a.dataset.name === want));
+    markScenarioNext();
+  }
+  // A scenario's next step on a Database that is gone, or its Delete once
+  // the Database is Terminating, does not apply: the button is disabled and
+  // the line after it says why.
+  function markScenarioNext() {
+    $$(".scenario-next form").forEach((form, i) => {
+      const m = /^\/lab\/databases\/([^/]+)\/(.+)$/.exec(new URL(form.action, location.href).pathname);
+      if (!m) return;
+      const card = document.getElementById("db-" + m[1]);
+      let why = "";
+      if (!card || card.classList.contains("gone")) why = `${m[1]} is not there.`;
+      else if (m[2] === "delete" && $(".terminating", card)) why = `${m[1]} is already being deleted: deleting again changes nothing.`;
+      const button = $("button", form);
+      let note = $(".why", form);
+      if (why && !note) {
+        note = h("span", { class: "why small muted", id: `scenario-next-why-${i}` });
+        form.append(note);
+        button.setAttribute("aria-describedby", note.id);
+      }
+      if (note) note.textContent = why;
+      button.disabled = !!why;
+    });
   }
 
   // ---- dispatch ----------------------------------------------------------------
@@ -1153,8 +1177,10 @@
         flash(false, "The request failed: " + err.message);
       } finally {
         buttons.forEach((b) => { b.disabled = false; });
-        // Pause and Resume stay disabled while they do not apply.
+        // Pause and Resume stay disabled while they do not apply, and so
+        // does a scenario's step that no longer does.
         if (form.querySelector("[data-controller]")) drawControllerPill();
+        if (scenario) markScenarioNext();
       }
     });
   }
