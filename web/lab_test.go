@@ -545,7 +545,7 @@ func mustSessionWithNamespace(t *testing.T, m *session.Manager) session.Session 
 	}
 	r := mustRequest(t)
 	r.AddCookie(w.Result().Cookies()[0])
-	if _, err := m.Namespace(r); err != nil {
+	if _, err := m.NamespaceOf(r); err != nil {
 		t.Fatalf("create the session's namespace: %v", err)
 	}
 	return s

@@ -468,21 +468,16 @@ func (m *Manager) Lookup(r *http.Request) (Session, error) {
 	return s, nil
 }
 
-// NamespaceOf returns the caller's namespace; it is what the websocket
-// handler uses to pick the caller's stream.
+// NamespaceOf returns the caller's namespace: the websocket handler uses it
+// to pick the caller's stream, the handlers that write to pick where. The
+// namespace was created when the session began, so a refused write creates
+// nothing.
 func (m *Manager) NamespaceOf(r *http.Request) (string, error) {
 	s, err := m.Lookup(r)
 	if err != nil {
 		return "", err
 	}
 	return s.Namespace, nil
-}
-
-// Namespace returns the caller's namespace, for handlers that write. The
-// namespace was created when the session began, so a refused write creates
-// nothing.
-func (m *Manager) Namespace(r *http.Request) (string, error) {
-	return m.NamespaceOf(r)
 }
 
 // SetFlash stores f to be shown by the caller's next page, cut to bounded

@@ -155,11 +155,11 @@ func TestBeginCreatesTheNamespace(t *testing.T) {
 	if err != nil || again != s {
 		t.Errorf("Begin with cookie = %v, %v; want the same session %v", again, err, s)
 	}
-	got, err := m.Namespace(r)
+	got, err := m.NamespaceOf(r)
 	if err != nil || got != s.Namespace {
 		t.Fatalf("Namespace = %q, %v; want %q", got, err, s.Namespace)
 	}
-	if _, err := m.Namespace(r); err != nil {
+	if _, err := m.NamespaceOf(r); err != nil {
 		t.Fatal(err)
 	}
 	if len(ns.created) != 1 {
@@ -181,8 +181,8 @@ func TestUnknownCookieIsNoSession(t *testing.T) {
 		if _, err := m.NamespaceOf(r); !errors.Is(err, ErrNoSession) {
 			t.Errorf("%s: NamespaceOf err = %v, want ErrNoSession", name, err)
 		}
-		if _, err := m.Namespace(r); !errors.Is(err, ErrNoSession) {
-			t.Errorf("%s: Namespace err = %v, want ErrNoSession", name, err)
+		if _, err := m.NamespaceOf(r); !errors.Is(err, ErrNoSession) {
+			t.Errorf("%s: NamespaceOf err = %v, want ErrNoSession", name, err)
 		}
 	}
 }
@@ -191,7 +191,7 @@ func TestSweepEndsOnlyIdleSessions(t *testing.T) {
 	ns, clk, expired := &fakeNamespaces{}, &clock{now: time.Unix(0, 0)}, []string{}
 	m := newManager(t, ns, clk, &expired)
 	idle, idleS := begin(t, m)
-	if _, err := m.Namespace(idle); err != nil {
+	if _, err := m.NamespaceOf(idle); err != nil {
 		t.Fatal(err)
 	}
 	_, neverS := begin(t, m) // its cookie never comes back
