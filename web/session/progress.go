@@ -85,6 +85,10 @@ func ValidateName(s string) (string, error) {
 	return s, nil
 }
 
+// NameAsTyped is a refused display name cut to the longest one allowed,
+// to show it again as typed.
+func NameAsTyped(raw string) string { return excerpt(raw, maxName) }
+
 // report is the body of POST /lab/progress. Name is a pointer so that a
 // report without one keeps the name given earlier (on the join form).
 type report struct {
@@ -181,10 +185,9 @@ func decodeError(err error) error {
 	return &ProgressError{Field: "body", Message: "not a JSON progress report: " + err.Error()}
 }
 
-// Register mounts the learner's own routes: POST /lab/join (the join form)
-// and POST /lab/progress (the browser's progress report).
+// Register mounts POST /lab/progress, the browser's progress report. (The
+// join form, POST /lab/join, is web/join's.)
 func (m *Manager) Register(mux *http.ServeMux) {
-	mux.HandleFunc("POST /lab/join", m.join)
 	mux.HandleFunc("POST /lab/progress", m.progress)
 }
 

@@ -342,9 +342,15 @@ func (m *Manager) Begin(w http.ResponseWriter, r *http.Request) (Session, error)
 	return m.begin(w, r, "")
 }
 
-// begin is Begin for a learner who may have given a display name. When
-// the Manager asks for a join code and the request lacks the right one it
-// returns a *JoinError before anything is created.
+// BeginAs is Begin for a learner who gave a display name (on the join
+// form, web/join); a session that exists takes the name. When the Manager
+// asks for a join code and the request lacks the right one it returns a
+// *JoinError before anything is created.
+func (m *Manager) BeginAs(w http.ResponseWriter, r *http.Request, name string) (Session, error) {
+	return m.begin(w, r, name)
+}
+
+// begin is Begin for a learner who may have given a display name.
 func (m *Manager) begin(w http.ResponseWriter, r *http.Request, name string) (Session, error) {
 	if s, err := m.Lookup(r); err == nil {
 		if name != "" {
