@@ -247,7 +247,7 @@ func TestControllerRunsWithOnlyItsServiceAccount(t *testing.T) {
 		}
 	})
 
-	// A session: the lab namespace, as web/session's KubeNamespaces makes
+	// A session: the lab namespace, as web/labns's KubeNamespaces makes
 	// it: labelled, with oplab's own RoleBindings, its quota and
 	// LimitRange; then the learner's kubectl identity, as the kubeconfig
 	// download makes it.

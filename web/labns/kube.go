@@ -37,9 +37,9 @@ type KubeNamespaces struct {
 	Client client.Client
 	// MaxDatabases is the value of each namespace's Database quota; default 5.
 	MaxDatabases int
-	// Prefix is the Manager's namespace prefix; it decides the InstanceLabel
-	// the namespaces get and the only ones List and Delete touch. Default
-	// NamespacePrefix.
+	// Prefix is the session Manager's namespace prefix; it decides the
+	// InstanceLabel the namespaces get and the only ones List and Delete
+	// touch. Default NamespacePrefix.
 	Prefix string
 	// NoQuotaController says the cluster runs no ResourceQuota controller
 	// (the embedded minimal mode): Create writes the new quota's status
