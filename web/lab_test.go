@@ -30,6 +30,7 @@ import (
 	"github.com/oplab-dev/oplab/controller"
 	"github.com/oplab-dev/oplab/web/lab"
 	"github.com/oplab-dev/oplab/web/lab/state"
+	"github.com/oplab-dev/oplab/web/labns"
 	"github.com/oplab-dev/oplab/web/session"
 	"github.com/oplab-dev/oplab/web/stream"
 )
@@ -91,8 +92,8 @@ func TestStateFollowsTheCluster(t *testing.T) {
 		t.Fatalf("create: %d %+v", code, res)
 	}
 	var nsObj corev1.Namespace
-	if err := e.client.Get(t.Context(), types.NamespacedName{Name: ns}, &nsObj); err != nil || nsObj.Labels[session.LabLabel] != "true" {
-		t.Errorf("namespace %s: %v labels %v; want it labelled %s=true", ns, err, nsObj.Labels, session.LabLabel)
+	if err := e.client.Get(t.Context(), types.NamespacedName{Name: ns}, &nsObj); err != nil || nsObj.Labels[labns.LabLabel] != "true" {
+		t.Errorf("namespace %s: %v labels %v; want it labelled %s=true", ns, err, nsObj.Labels, labns.LabLabel)
 	}
 	var d state.Database
 	eventually(t, "alpha Ready with both Pods in its owner tree", func() (bool, error) {
@@ -143,7 +144,7 @@ func TestIdleSessionLosesItsNamespace(t *testing.T) {
 	e := needEnv(t)
 	var forgotten []string
 	m, err := session.New(t.Context(), session.Options{
-		Namespaces: session.KubeNamespaces{Client: e.client}, IdleTimeout: 1, OnExpire: func(ns string) { forgotten = append(forgotten, ns) },
+		Namespaces: labns.KubeNamespaces{Client: e.client}, IdleTimeout: 1, OnExpire: func(ns string) { forgotten = append(forgotten, ns) },
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -166,7 +167,7 @@ func TestIdleSessionLosesItsNamespace(t *testing.T) {
 // them, narrowed to the ones a test made: other tests' namespaces in the
 // shared cluster must not be reclaimed under them.
 type scopedNamespaces struct {
-	session.KubeNamespaces
+	labns.KubeNamespaces
 	mu    sync.Mutex
 	names map[string]bool
 }
@@ -177,11 +178,11 @@ func (s *scopedNamespaces) add(name string) {
 	s.names[name] = true
 }
 
-func (s *scopedNamespaces) List(ctx context.Context) ([]session.Namespace, error) {
+func (s *scopedNamespaces) List(ctx context.Context) ([]labns.Namespace, error) {
 	all, err := s.KubeNamespaces.List(ctx)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return slices.DeleteFunc(all, func(n session.Namespace) bool { return !s.names[n.Name] }), err
+	return slices.DeleteFunc(all, func(n labns.Namespace) bool { return !s.names[n.Name] }), err
 }
 
 func TestRestartReclaimsOrphanedNamespaces(t *testing.T) {
@@ -189,7 +190,7 @@ func TestRestartReclaimsOrphanedNamespaces(t *testing.T) {
 	ctx := t.Context()
 	suffix := strconv.FormatInt(time.Now().UnixNano(), 36)
 	orphan, plain := "lab-orphan-"+suffix, "plain-"+suffix
-	scoped := &scopedNamespaces{KubeNamespaces: session.KubeNamespaces{Client: e.client}, names: map[string]bool{orphan: true, plain: true}}
+	scoped := &scopedNamespaces{KubeNamespaces: labns.KubeNamespaces{Client: e.client}, names: map[string]bool{orphan: true, plain: true}}
 	t.Cleanup(func() {
 		for _, n := range []string{orphan, plain} {
 			_ = scoped.Delete(context.Background(), n)
@@ -545,7 +546,7 @@ func mustSessionWithNamespace(t *testing.T, m *session.Manager) session.Session 
 	}
 	r := mustRequest(t)
 	r.AddCookie(w.Result().Cookies()[0])
-	if _, err := m.Namespace(r); err != nil {
+	if _, err := m.NamespaceOf(r); err != nil {
 		t.Fatalf("create the session's namespace: %v", err)
 	}
 	return s

@@ -13,6 +13,7 @@ import (
 	"github.com/oplab-dev/oplab/controller/api/v1alpha1"
 	"github.com/oplab-dev/oplab/web/kubeconfig"
 	"github.com/oplab-dev/oplab/web/lab/state"
+	"github.com/oplab-dev/oplab/web/labns"
 	"github.com/oplab-dev/oplab/web/session"
 	"github.com/oplab-dev/oplab/web/stream"
 )
@@ -34,9 +35,9 @@ func (m *memNamespaces) Create(_ context.Context, name, _ string) error {
 	return nil
 }
 
-func (m *memNamespaces) MarkActed(context.Context, string) error           { return nil }
-func (m *memNamespaces) Delete(context.Context, string) error              { return nil }
-func (m *memNamespaces) List(context.Context) ([]session.Namespace, error) { return nil, nil }
+func (m *memNamespaces) MarkActed(context.Context, string) error         { return nil }
+func (m *memNamespaces) Delete(context.Context, string) error            { return nil }
+func (m *memNamespaces) List(context.Context) ([]labns.Namespace, error) { return nil, nil }
 
 func (m *memNamespaces) names() []string {
 	m.mu.Lock()

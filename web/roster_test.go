@@ -32,7 +32,7 @@ import (
 	"github.com/oplab-dev/oplab/quiz"
 	"github.com/oplab-dev/oplab/web/instructor"
 	"github.com/oplab-dev/oplab/web/lab/state"
-	"github.com/oplab-dev/oplab/web/session"
+	"github.com/oplab-dev/oplab/web/labns"
 	"github.com/oplab-dev/oplab/web/stream"
 )
 
@@ -529,7 +529,7 @@ func joinServer(t *testing.T, e *testEnv, code string, b instructor.Broadcaster)
 func joinNamespaces(t *testing.T, e *testEnv) []string {
 	t.Helper()
 	var list corev1.NamespaceList
-	if err := e.client.List(context.Background(), &list, client.MatchingLabels{session.InstanceLabel: "joinlab"}); err != nil {
+	if err := e.client.List(context.Background(), &list, client.MatchingLabels{labns.InstanceLabel: "joinlab"}); err != nil {
 		t.Fatal(err)
 	}
 	var names []string

@@ -27,6 +27,7 @@ import (
 	"github.com/oplab-dev/oplab/web/code"
 	"github.com/oplab-dev/oplab/web/demo"
 	"github.com/oplab-dev/oplab/web/instructor"
+	"github.com/oplab-dev/oplab/web/join"
 	"github.com/oplab-dev/oplab/web/kubeconfig"
 	"github.com/oplab-dev/oplab/web/lab"
 	"github.com/oplab-dev/oplab/web/learn"
@@ -45,10 +46,11 @@ type Controller interface {
 // Sessions is what the pages need of the session table (session.Manager):
 // the lab's session, namespace and flash message (which the challenges,
 // code page and instructor page use too), the kubeconfig download's
-// access, the roster's list, and the table's own routes (the join form,
-// the progress reports).
+// access, the roster's list, a session started from the join form
+// (web/join), and the table's own route (the progress reports).
 type Sessions interface {
 	lab.Sessions
+	join.Sessions
 	kubeconfig.Sessions
 	instructor.Learners
 	Register(mux *http.ServeMux)
@@ -231,6 +233,7 @@ func (s *Server) routes(ctx context.Context) (http.Handler, error) {
 	labs := lab.New(labOpts)
 	labs.Register(mux)
 	sessions.Register(mux)
+	join.Handler{Sessions: sessions, Logger: s.opts.Logger.WithName("join")}.Register(mux)
 	kubeconfig.Handler{Sessions: sessions, Minter: s.opts.Kubeconfigs, Logger: s.opts.Logger.WithName("kubeconfig")}.Register(mux)
 	// The scripted demos play in the instructor's own lab namespace and
 	// narrate on its timeline and, through the classroom, to the room.

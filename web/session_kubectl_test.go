@@ -14,7 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/oplab-dev/oplab/controller/api/v1alpha1"
-	"github.com/oplab-dev/oplab/web/session"
+	"github.com/oplab-dev/oplab/web/labns"
 )
 
 // TestKubectlWorksFromTheFirstSecond is issue 10 §5 through the real
@@ -25,11 +25,11 @@ func TestKubectlWorksFromTheFirstSecond(t *testing.T) {
 	e := needEnv(t)
 	c, ns := e.learner(t)
 	var quota corev1.ResourceQuota
-	if err := e.client.Get(t.Context(), types.NamespacedName{Namespace: ns, Name: session.QuotaName}, &quota); err != nil {
+	if err := e.client.Get(t.Context(), types.NamespacedName{Namespace: ns, Name: labns.QuotaName}, &quota); err != nil {
 		t.Fatalf("right after /lab showed %s: quota: %v; want the namespace and its quota there", ns, err)
 	}
-	if got := quota.Spec.Hard[session.DatabaseQuotaResource]; got.Value() != 5 {
-		t.Errorf("quota %s = %s; want 5, the server's MaxDatabasesPerNamespace", session.DatabaseQuotaResource, got.String())
+	if got := quota.Spec.Hard[labns.DatabaseQuotaResource]; got.Value() != 5 {
+		t.Errorf("quota %s = %s; want 5, the server's MaxDatabasesPerNamespace", labns.DatabaseQuotaResource, got.String())
 	}
 	for i := range 6 {
 		db := &v1alpha1.Database{
@@ -40,8 +40,8 @@ func TestKubectlWorksFromTheFirstSecond(t *testing.T) {
 		if i < 5 && err != nil {
 			t.Fatalf("create Database %d as kubectl would: %v", i, err)
 		}
-		if i == 5 && (!apierrors.IsForbidden(err) || !strings.Contains(err.Error(), string(session.DatabaseQuotaResource))) {
-			t.Fatalf("sixth Database: %v; want the API server's quota refusal naming %s", err, session.DatabaseQuotaResource)
+		if i == 5 && (!apierrors.IsForbidden(err) || !strings.Contains(err.Error(), string(labns.DatabaseQuotaResource))) {
+			t.Fatalf("sixth Database: %v; want the API server's quota refusal naming %s", err, labns.DatabaseQuotaResource)
 		}
 	}
 	// The lab refuses the sixth too, in words.

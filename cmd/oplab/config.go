@@ -17,6 +17,7 @@ import (
 
 	"github.com/oplab-dev/oplab/cluster"
 	"github.com/oplab-dev/oplab/web/demo"
+	"github.com/oplab-dev/oplab/web/labns"
 	"github.com/oplab-dev/oplab/web/session"
 )
 
@@ -95,7 +96,7 @@ func parseFlagsInto(fs *flag.FlagSet, args []string) (config, error) {
 	fs.DurationVar(&c.sessionIdleNew, "session-idle-new", 10*time.Minute, "a session whose browser never came back (no page, stream or form after the first page) is deleted with its namespace after this long")
 	fs.IntVar(&c.maxSessions, "max-sessions", 200, "the most lab sessions, and so learner namespaces, at once; when full, the oldest session never used makes room, else the one idle longest once idle 5 minutes")
 	fs.IntVar(&c.maxPerClient, "max-sessions-per-client", 20, "the most lab sessions one client IP address may hold (0: no limit besides --max-sessions)")
-	fs.StringVar(&c.namespacePrefix, "namespace-prefix", session.NamespacePrefix, "start learner namespaces' names with this (lowercase, ending in a dash); oplab touches only namespaces labelled with its prefix, so several classrooms can share a cluster, one prefix each")
+	fs.StringVar(&c.namespacePrefix, "namespace-prefix", labns.NamespacePrefix, "start learner namespaces' names with this (lowercase, ending in a dash); oplab touches only namespaces labelled with its prefix, so several classrooms can share a cluster, one prefix each")
 	fs.StringVar(&c.kubeconfigHost, "kubeconfig-server", "", "API server URL the learners' own kubeconfigs name (default: the one oplab uses, as in the admin kubeconfig); set it when learners reach the API server by another address")
 	fs.Func("allowed-hosts", "comma-separated host names the web UI answers to besides IP addresses and localhost (for a self-hosted oplab behind a name)", func(v string) error {
 		for _, h := range strings.Split(v, ",") {
@@ -194,7 +195,7 @@ func (c config) validate() error {
 	if c.maxPerClient < 0 || c.maxPerClient > c.maxSessions {
 		return fmt.Errorf("invalid --max-sessions-per-client %d: must be 0 (no limit) to --max-sessions (%d)", c.maxPerClient, c.maxSessions)
 	}
-	if err := session.ValidatePrefix(c.namespacePrefix); err != nil {
+	if err := labns.ValidatePrefix(c.namespacePrefix); err != nil {
 		return err
 	}
 	if c.kubeconfigHost != "" {

@@ -34,7 +34,7 @@ import (
 	"github.com/oplab-dev/oplab/cluster"
 	"github.com/oplab-dev/oplab/controller"
 	dbv1 "github.com/oplab-dev/oplab/controller/api/v1alpha1"
-	"github.com/oplab-dev/oplab/web/session"
+	"github.com/oplab-dev/oplab/web/labns"
 )
 
 // TestReadyzAnswersWhileAPIServerFrozen freezes kube-apiserver (SIGSTOP)
@@ -234,7 +234,7 @@ func createDatabases(t *testing.T, cl client.Client, ns string, n int) []string 
 	ctx := context.Background()
 	// Labelled with the default instance: oplab's controller reconciles
 	// only its instance's namespaces (not a lab session's: no oplab.dev/lab).
-	if err := cl.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns, Labels: map[string]string{session.InstanceLabel: session.Instance(session.NamespacePrefix)}}}); err != nil {
+	if err := cl.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns, Labels: map[string]string{labns.InstanceLabel: labns.Instance(labns.NamespacePrefix)}}}); err != nil {
 		t.Fatal(err)
 	}
 	var names []string

@@ -30,7 +30,7 @@ import (
 	"github.com/oplab-dev/oplab/controller/permission"
 	"github.com/oplab-dev/oplab/web"
 	"github.com/oplab-dev/oplab/web/lab"
-	"github.com/oplab-dev/oplab/web/session"
+	"github.com/oplab-dev/oplab/web/labns"
 	"github.com/oplab-dev/oplab/web/starting"
 	"github.com/oplab-dev/oplab/web/stream"
 )
@@ -127,7 +127,7 @@ func run(ctx context.Context, c config, out io.Writer) (retErr error) {
 	opts.Logger = log.WithName("controller")
 	opts.ImageRegistry = c.imageRegistry
 	if !c.allNamespaces {
-		opts.NamespaceSelector = labels.SelectorFromSet(labels.Set{session.InstanceLabel: session.Instance(c.namespacePrefix)})
+		opts.NamespaceSelector = labels.SelectorFromSet(labels.Set{labns.InstanceLabel: labns.Instance(c.namespacePrefix)})
 	}
 	runner := controller.NewRunner(restCfg, opts)
 	if err := runner.Start(ctx); err != nil {

@@ -21,19 +21,19 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	dbv1 "github.com/oplab-dev/oplab/controller/api/v1alpha1"
-	"github.com/oplab-dev/oplab/web/session"
+	"github.com/oplab-dev/oplab/web/labns"
 )
 
 // oplabSubject is oplab's ServiceAccount as the manifests install it.
 var oplabSubject = rbacv1.Subject{Kind: rbacv1.ServiceAccountKind, Name: "oplab", Namespace: ns}
 
 // labNamespace makes a learner namespace of the manifests' instance
-// ("lab") with c, as oplab's sessions do (web/session.KubeNamespaces with
+// ("lab") with c, as oplab's sessions do (web/labns.KubeNamespaces with
 // the Deployment's --namespace-roles), and returns its name.
 func labNamespace(t *testing.T, c client.Client) string {
 	t.Helper()
 	name := "lab-" + strings.ToLower(rand.Text()[:8])
-	n := session.KubeNamespaces{Client: c, Prefix: "lab-", Roles: []string{"oplab-controller", "oplab-web"}, Self: oplabSubject}
+	n := labns.KubeNamespaces{Client: c, Prefix: "lab-", Roles: []string{"oplab-controller", "oplab-web"}, Self: oplabSubject}
 	if err := n.Create(context.Background(), name, "cookie-hash"); err != nil {
 		t.Fatalf("making learner namespace %s as oplab: %v", name, err)
 	}
@@ -153,7 +153,7 @@ func TestOplabIsConfined(t *testing.T) {
 		refused(t, "deleting namespace kube-system", c.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "kube-system"}}))
 		// Nor one of another instance.
 		other := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "class2-", Labels: map[string]string{
-			session.LabLabel: "true", session.InstanceLabel: "class2", session.PodSecurityEnforce: "restricted"}}}
+			labns.LabLabel: "true", labns.InstanceLabel: "class2", labns.PodSecurityEnforce: "restricted"}}}
 		if err := admin.Create(ctx, other); err != nil {
 			t.Fatal(err)
 		}
@@ -166,10 +166,10 @@ func TestOplabIsConfined(t *testing.T) {
 	t.Run("namespaces created without its labels", func(t *testing.T) {
 		for what, l := range map[string]map[string]string{
 			"no label":                 nil,
-			"another instance's label": {session.LabLabel: "true", session.InstanceLabel: "class2", session.PodSecurityEnforce: "restricted"},
-			"no Pod Security level":    {session.LabLabel: "true", session.InstanceLabel: "lab"},
-			"a privileged Pod Security level": {session.LabLabel: "true", session.InstanceLabel: "lab",
-				session.PodSecurityEnforce: "privileged"},
+			"another instance's label": {labns.LabLabel: "true", labns.InstanceLabel: "class2", labns.PodSecurityEnforce: "restricted"},
+			"no Pod Security level":    {labns.LabLabel: "true", labns.InstanceLabel: "lab"},
+			"a privileged Pod Security level": {labns.LabLabel: "true", labns.InstanceLabel: "lab",
+				labns.PodSecurityEnforce: "privileged"},
 		} {
 			n := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "lab-x", Labels: l}}
 			err := c.Create(ctx, n)
@@ -285,7 +285,7 @@ func TestALearnerIsSandboxed(t *testing.T) {
 	if err := lc.SubResource("scale").Update(ctx, sts, client.WithSubResourceBody(scale)); err != nil {
 		t.Fatalf("kubectl scale --replicas=600 as the learner: %v", err)
 	}
-	maxPods := session.MaxPods(5)
+	maxPods := labns.MaxPods(5)
 	// The StatefulSet controller creates Pods until the quota refuses
 	// them, and records that on the StatefulSet's events; wait for the
 	// refusal, then count.

@@ -19,7 +19,7 @@ import (
 
 	"github.com/oplab-dev/oplab/controller"
 	dbv1 "github.com/oplab-dev/oplab/controller/api/v1alpha1"
-	"github.com/oplab-dev/oplab/web/session"
+	"github.com/oplab-dev/oplab/web/labns"
 )
 
 // namespacesSeen records the namespaces of every step a controller traced.
@@ -56,7 +56,7 @@ func startControllerSeen(t *testing.T, cfg *rest.Config, instance string) (*cont
 	seen := &namespacesSeen{}
 	opts := controller.DefaultOptions()
 	opts.Sink = seen
-	opts.NamespaceSelector = labels.SelectorFromSet(labels.Set{session.InstanceLabel: instance})
+	opts.NamespaceSelector = labels.SelectorFromSet(labels.Set{labns.InstanceLabel: instance})
 	r := controller.NewRunner(cfg, opts)
 	if err := r.Start(context.Background()); err != nil {
 		t.Fatalf("starting the controller of instance %s: %v", instance, err)
@@ -84,7 +84,7 @@ func TestTwoInstancesKeepToTheirOwn(t *testing.T) {
 
 	mk := func(instance string) string {
 		n := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: instance + "-", Labels: map[string]string{
-			session.LabLabel: "true", session.InstanceLabel: instance, session.PodSecurityEnforce: "restricted"}}}
+			labns.LabLabel: "true", labns.InstanceLabel: instance, labns.PodSecurityEnforce: "restricted"}}}
 		if err := admin.Create(ctx, n); err != nil {
 			t.Fatal(err)
 		}
@@ -183,7 +183,7 @@ func TestASecondInstanceFromTheManifests(t *testing.T) {
 
 	labOne := labNamespace(t, one)
 	labTwo := "lab2-" + strings.ToLower(rand.Text()[:8])
-	twos := session.KubeNamespaces{Client: two, Prefix: "lab2-", Roles: []string{"oplab-controller", "oplab-web"},
+	twos := labns.KubeNamespaces{Client: two, Prefix: "lab2-", Roles: []string{"oplab-controller", "oplab-web"},
 		Self: rbacv1.Subject{Kind: rbacv1.ServiceAccountKind, Name: "oplab-lab2", Namespace: "oplab-lab2"}}
 	t.Cleanup(func() {
 		_ = admin.Delete(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: labTwo}})
@@ -221,9 +221,9 @@ func TestASecondInstanceFromTheManifests(t *testing.T) {
 			}
 			byInstancePolicy(t, c.policy, "deleting namespace "+c.theirs, c.c.Delete(ctx, &theirNS))
 			stolen := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "stolen-", Labels: map[string]string{
-				session.LabLabel: "true", session.InstanceLabel: map[string]string{"lab": "lab2", "lab2": "lab"}[c.who],
-				session.PodSecurityEnforce: session.PodSecurityLevel, session.PodSecurityWarn: session.PodSecurityLevel,
-				session.PodSecurityAudit: session.PodSecurityLevel}}}
+				labns.LabLabel: "true", labns.InstanceLabel: map[string]string{"lab": "lab2", "lab2": "lab"}[c.who],
+				labns.PodSecurityEnforce: labns.PodSecurityLevel, labns.PodSecurityWarn: labns.PodSecurityLevel,
+				labns.PodSecurityAudit: labns.PodSecurityLevel}}}
 			byInstancePolicy(t, c.policy, "making a namespace labelled with the other instance", c.c.Create(ctx, stolen))
 		})
 	}

@@ -29,7 +29,7 @@ import (
 	"github.com/oplab-dev/oplab/controller"
 	dbv1 "github.com/oplab-dev/oplab/controller/api/v1alpha1"
 	"github.com/oplab-dev/oplab/web/kubeconfig"
-	"github.com/oplab-dev/oplab/web/session"
+	"github.com/oplab-dev/oplab/web/labns"
 )
 
 // oplabIdentity mints a token for oplab's ServiceAccount with the
@@ -236,7 +236,7 @@ func TestControllerRunsWithOnlyItsServiceAccount(t *testing.T) {
 	errs := &stepErrors{}
 	opts := controller.DefaultOptions()
 	opts.Sink = errs
-	opts.NamespaceSelector = labels.SelectorFromSet(labels.Set{session.InstanceLabel: "lab"})
+	opts.NamespaceSelector = labels.SelectorFromSet(labels.Set{labns.InstanceLabel: "lab"})
 	runner := controller.NewRunner(cfg, opts)
 	if err := runner.Start(ctx); err != nil {
 		t.Fatalf("starting the controller as oplab: %v", err)
@@ -247,7 +247,7 @@ func TestControllerRunsWithOnlyItsServiceAccount(t *testing.T) {
 		}
 	})
 
-	// A session: the lab namespace, as web/session's KubeNamespaces makes
+	// A session: the lab namespace, as web/labns's KubeNamespaces makes
 	// it: labelled, with oplab's own RoleBindings, its quota and
 	// LimitRange; then the learner's kubectl identity, as the kubeconfig
 	// download makes it.

@@ -40,7 +40,7 @@ import (
 	dbv1 "github.com/oplab-dev/oplab/controller/api/v1alpha1"
 	"github.com/oplab-dev/oplab/controller/permission"
 	"github.com/oplab-dev/oplab/web/kubeconfig"
-	"github.com/oplab-dev/oplab/web/session"
+	"github.com/oplab-dev/oplab/web/labns"
 )
 
 // perm is one verb on one resource of one API group, as a rule grants it.
@@ -417,8 +417,8 @@ func probes() []probe {
 				if err := h.admin.Get(context.Background(), client.ObjectKey{Name: h.older}, &ns); err != nil {
 					t.Fatal(err)
 				}
-				if got := ns.Labels[session.PodSecurityEnforce]; got != session.PodSecurityLevel {
-					t.Errorf("without %s, namespace %s has %s=%q; want %s all the same", p, h.older, session.PodSecurityEnforce, got, session.PodSecurityLevel)
+				if got := ns.Labels[labns.PodSecurityEnforce]; got != labns.PodSecurityLevel {
+					t.Errorf("without %s, namespace %s has %s=%q; want %s all the same", p, h.older, labns.PodSecurityEnforce, got, labns.PodSecurityLevel)
 				}
 				return saw
 			},
@@ -513,9 +513,9 @@ func TestEachRuleIsNeeded(t *testing.T) {
 		// As oplab leaves one: its labels, Pod Security's among them, and
 		// its own RoleBinding there.
 		orphan := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: prefix + "orphan",
-			Labels: map[string]string{session.LabLabel: "true", session.InstanceLabel: session.Instance(prefix),
-				session.PodSecurityEnforce: session.PodSecurityLevel, session.PodSecurityWarn: session.PodSecurityLevel,
-				session.PodSecurityAudit: session.PodSecurityLevel}}}
+			Labels: map[string]string{labns.LabLabel: "true", labns.InstanceLabel: labns.Instance(prefix),
+				labns.PodSecurityEnforce: labns.PodSecurityLevel, labns.PodSecurityWarn: labns.PodSecurityLevel,
+				labns.PodSecurityAudit: labns.PodSecurityLevel}}}
 		if err := admin.Create(context.Background(), orphan); err != nil {
 			t.Fatal(err)
 		}
@@ -647,12 +647,12 @@ func (h *harness) makeOlder(t *testing.T, name, prefix string) {
 	t.Helper()
 	ctx := context.Background()
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name,
-		Labels: map[string]string{session.LabLabel: "true", session.InstanceLabel: session.Instance(prefix)}}}
+		Labels: map[string]string{labns.LabLabel: "true", labns.InstanceLabel: labns.Instance(prefix)}}}
 	if err := h.admin.Create(ctx, ns); err != nil {
 		t.Fatal(err)
 	}
-	q := &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Namespace: name, Name: session.QuotaName},
-		Spec: corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{session.DatabaseQuotaResource: resource.MustParse("5")}}}
+	q := &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Namespace: name, Name: labns.QuotaName},
+		Spec: corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{labns.DatabaseQuotaResource: resource.MustParse("5")}}}
 	if err := h.admin.Create(ctx, q); err != nil {
 		t.Fatal(err)
 	}

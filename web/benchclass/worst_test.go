@@ -31,7 +31,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	dbv1 "github.com/oplab-dev/oplab/controller/api/v1alpha1"
-	"github.com/oplab-dev/oplab/web/session"
+	"github.com/oplab-dev/oplab/web/labns"
 )
 
 // worstConfig is what each worst learner does, and for how long.
@@ -447,7 +447,7 @@ func (l *worstLearner) scale(ctx context.Context, k int, beyond int32) error {
 	}
 	s.Spec.Replicas = beyond
 	if k%2 == 0 {
-		q, err := l.kube.CoreV1().ResourceQuotas(l.ns).Get(ctx, session.QuotaName, metav1.GetOptions{})
+		q, err := l.kube.CoreV1().ResourceQuotas(l.ns).Get(ctx, labns.QuotaName, metav1.GetOptions{})
 		if err != nil {
 			return fmt.Errorf("read the quota: %w", err)
 		}
@@ -511,7 +511,7 @@ func (l *worstLearner) tally(ctx context.Context) (t podTally, err error) {
 		return t, fmt.Errorf("list Pods: %w", err)
 	}
 	t.listed = len(list.Items)
-	q, err := l.kube.CoreV1().ResourceQuotas(l.ns).Get(ctx, session.QuotaName, metav1.GetOptions{})
+	q, err := l.kube.CoreV1().ResourceQuotas(l.ns).Get(ctx, labns.QuotaName, metav1.GetOptions{})
 	if err != nil {
 		return t, fmt.Errorf("read the quota: %w", err)
 	}

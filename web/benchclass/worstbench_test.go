@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"github.com/oplab-dev/oplab/controller"
-	"github.com/oplab-dev/oplab/web/session"
+	"github.com/oplab-dev/oplab/web/labns"
 	"github.com/oplab-dev/oplab/web/stream"
 )
 
@@ -262,7 +262,7 @@ func (m worstMeasurement) problems() []string {
 	// kube-controller-manager's recounts, so under churn it may pass the
 	// limit by a Pod or two for a moment (32 of 30 was seen); a quota gone
 	// would let the hundreds asked for in.
-	if want := session.MaxPods(5); r.MaxWanted <= want || r.QuotaPods != want || r.MaxPods > want+podSlack(want) {
+	if want := labns.MaxPods(5); r.MaxWanted <= want || r.QuotaPods != want || r.MaxPods > want+podSlack(want) {
 		out = append(out, fmt.Sprintf("StatefulSets asking for up to %d replicas in a namespace; its quota counted up to %d Pods of %d allowed, %d listed; want them asking for more than %d and at most %d Pods (the quota's %d and the slack of its recounts)",
 			r.MaxWanted, r.MaxQuotaPods, r.QuotaPods, r.MaxPods, want, want+podSlack(want), want))
 	}

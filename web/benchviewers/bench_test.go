@@ -27,7 +27,7 @@ import (
 	"github.com/oplab-dev/oplab/cmd/oplab/app"
 	"github.com/oplab-dev/oplab/controller"
 	dbv1 "github.com/oplab-dev/oplab/controller/api/v1alpha1"
-	"github.com/oplab-dev/oplab/web/session"
+	"github.com/oplab-dev/oplab/web/labns"
 	"github.com/oplab-dev/oplab/web/stream"
 	"github.com/oplab-dev/oplab/web/stream/streamtest"
 )
@@ -261,7 +261,7 @@ func startBenchEnv(b *testing.B, rate float64) *benchEnv {
 		fail("create a client", err)
 	}
 	if rate > 0 {
-		ns := fmt.Sprintf("%sbench-%s-feed", session.NamespacePrefix, be.run)
+		ns := fmt.Sprintf("%sbench-%s-feed", labns.NamespacePrefix, be.run)
 		be.feed = startFeed(ctx, be.recorder, ns, rate)
 	}
 	return be
@@ -347,7 +347,7 @@ func (be *benchEnv) phase(b *testing.B, i int, p phasePlan) phaseResult {
 
 // createNamespace creates phase i's namespace.
 func (be *benchEnv) createNamespace(b *testing.B, ctx context.Context, i int) string {
-	ns := fmt.Sprintf("%sbench-%s-%d", session.NamespacePrefix, be.run, i)
+	ns := fmt.Sprintf("%sbench-%s-%d", labns.NamespacePrefix, be.run, i)
 	if err := be.client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
 		b.Fatalf("create namespace %s: %v", ns, err)
 	}

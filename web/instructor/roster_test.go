@@ -10,6 +10,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/oplab-dev/oplab/web/labns"
 	"github.com/oplab-dev/oplab/web/session"
 )
 
@@ -32,10 +33,10 @@ func (b *recordingBroadcaster) SendEveryone(href string) error {
 // the real cluster (web/session, web/roster_test.go).
 type inMemory struct{}
 
-func (inMemory) Create(context.Context, string, string) error      { return nil }
-func (inMemory) MarkActed(context.Context, string) error           { return nil }
-func (inMemory) Delete(context.Context, string) error              { return nil }
-func (inMemory) List(context.Context) ([]session.Namespace, error) { return nil, nil }
+func (inMemory) Create(context.Context, string, string) error    { return nil }
+func (inMemory) MarkActed(context.Context, string) error         { return nil }
+func (inMemory) Delete(context.Context, string) error            { return nil }
+func (inMemory) List(context.Context) ([]labns.Namespace, error) { return nil, nil }
 
 func instructorCookie() *http.Cookie {
 	h := New(context.Background(), Options{Token: token})

@@ -8,7 +8,7 @@ import (
 
 	"github.com/oplab-dev/oplab/controller"
 	"github.com/oplab-dev/oplab/web/lab/state"
-	"github.com/oplab-dev/oplab/web/session"
+	"github.com/oplab-dev/oplab/web/labns"
 )
 
 // create is the one path by which the lab creates a Database: the form and
@@ -26,7 +26,7 @@ func (h *Handler) create(ctx context.Context, ns string, in CreateInput) error {
 		return err
 	}
 	if n >= h.opts.MaxDatabases {
-		return &FieldError{Field: "name", Message: fmt.Sprintf("your lab already has %d Databases and may hold at most %d (the ResourceQuota %q on %s holds kubectl to it too): delete one first", n, h.opts.MaxDatabases, session.QuotaName, session.DatabaseQuotaResource)}
+		return &FieldError{Field: "name", Message: fmt.Sprintf("your lab already has %d Databases and may hold at most %d (the ResourceQuota %q on %s holds kubectl to it too): delete one first", n, h.opts.MaxDatabases, labns.QuotaName, labns.DatabaseQuotaResource)}
 	}
 	return h.opts.Store.CreateDatabase(ctx, ns, in)
 }

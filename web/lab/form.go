@@ -38,7 +38,7 @@ func (h *Handler) form(act action) http.HandlerFunc {
 			h.answer(w, r, outcome{err: &FieldError{Field: "form", Message: fmt.Sprintf("cannot read the form: %v", err)}})
 			return
 		}
-		ns, err := h.opts.Sessions.Namespace(r)
+		ns, err := h.opts.Sessions.NamespaceOf(r)
 		if err != nil {
 			h.answer(w, r, outcome{err: err})
 			return

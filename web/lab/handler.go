@@ -23,7 +23,6 @@ import (
 // Sessions resolves the caller's lab namespace and carries flash messages.
 type Sessions interface {
 	Begin(w http.ResponseWriter, r *http.Request) (session.Session, error)
-	Namespace(r *http.Request) (string, error)
 	NamespaceOf(r *http.Request) (string, error)
 	SetFlash(r *http.Request, f session.Flash)
 	TakeFlash(r *http.Request) *session.Flash

@@ -22,6 +22,7 @@ import (
 
 	"github.com/oplab-dev/oplab/controller"
 	"github.com/oplab-dev/oplab/web/lab/state"
+	"github.com/oplab-dev/oplab/web/labns"
 	"github.com/oplab-dev/oplab/web/session"
 	"github.com/oplab-dev/oplab/web/stream"
 )
@@ -86,7 +87,7 @@ type noNamespaces struct{}
 func (noNamespaces) Create(context.Context, string, string) error { return nil }
 func (noNamespaces) MarkActed(context.Context, string) error      { return nil }
 func (noNamespaces) Delete(context.Context, string) error         { return nil }
-func (noNamespaces) List(context.Context) ([]session.Namespace, error) {
+func (noNamespaces) List(context.Context) ([]labns.Namespace, error) {
 	return nil, nil
 }
 

@@ -9,6 +9,7 @@ import (
 	"github.com/oplab-dev/oplab/controller"
 	"github.com/oplab-dev/oplab/web/classroom"
 	"github.com/oplab-dev/oplab/web/httpx"
+	"github.com/oplab-dev/oplab/web/join"
 	"github.com/oplab-dev/oplab/web/session"
 	"sigs.k8s.io/yaml"
 )
@@ -17,7 +18,7 @@ import (
 func (h *Handler) page(w http.ResponseWriter, r *http.Request) {
 	sess, err := h.opts.Sessions.Begin(w, r)
 	if errors.Is(err, session.ErrJoin) {
-		session.WriteJoinForm(w, r, h.opts.Logger, err)
+		join.WriteForm(w, r, h.opts.Logger, err)
 		return
 	}
 	if err != nil {

@@ -29,6 +29,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/oplab-dev/oplab/web/kubeconfig"
+	"github.com/oplab-dev/oplab/web/labns"
 	"github.com/oplab-dev/oplab/web/session"
 )
 
@@ -66,7 +67,7 @@ func newLearnerEnvWith(t testing.TB, ctx context.Context, now func() time.Time, 
 		t.Fatal(err)
 	}
 	e.issuer = &kubeconfig.Issuer{Client: cs, Cluster: cl}
-	var namespaces session.Namespaces = session.KubeNamespaces{Client: e.admin, MaxDatabases: 5}
+	var namespaces session.Namespaces = labns.KubeNamespaces{Client: e.admin, MaxDatabases: 5}
 	if wrap != nil {
 		namespaces = wrap(namespaces)
 	}

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/oplab-dev/oplab/web/labns"
 	"github.com/oplab-dev/oplab/web/session"
 )
 
@@ -31,7 +32,7 @@ func BenchmarkSessionFlood(b *testing.B) {
 	debug.SetGCPercent(200) // as oplab runs
 	var created atomic.Int64
 	m, err := session.New(b.Context(), session.Options{
-		Namespaces:  session.KubeNamespaces{Client: c, MaxDatabases: 5},
+		Namespaces:  labns.KubeNamespaces{Client: c, MaxDatabases: 5},
 		MaxSessions: 50, MaxPerClient: 20, OnExpire: func(string) {},
 	})
 	if err != nil {
@@ -73,7 +74,7 @@ func BenchmarkSessionFlood(b *testing.B) {
 			b.Fatalf("a learner after the flood: %v", err)
 		}
 		learnerWait := time.Since(learner)
-		live, err := session.KubeNamespaces{Client: c}.List(b.Context())
+		live, err := labns.KubeNamespaces{Client: c}.List(b.Context())
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -86,7 +87,7 @@ func BenchmarkSessionFlood(b *testing.B) {
 		b.ReportMetric(float64(learnerWait.Milliseconds()), "ms-learner-begin")
 		b.ReportMetric(float64(peak-idle)/(1<<20), "peak-above-idle-MiB")
 		for _, ns := range live {
-			_ = session.KubeNamespaces{Client: c}.Delete(context.Background(), ns.Name)
+			_ = labns.KubeNamespaces{Client: c}.Delete(context.Background(), ns.Name)
 		}
 	}
 }

@@ -67,7 +67,7 @@ func FuzzSessionCookie(f *testing.F) {
 			t.Fatalf("a lookup created a namespace")
 		}
 		// A refused cookie on a write is still no session, in words.
-		if _, err := m.Namespace(r); err != nil && !strings.Contains(err.Error(), "open /lab first") {
+		if _, err := m.NamespaceOf(r); err != nil && !strings.Contains(err.Error(), "open /lab first") {
 			t.Fatalf("write with header %q: %v", header, err)
 		}
 	})

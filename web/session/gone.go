@@ -2,18 +2,14 @@ package session
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"strings"
 	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/discovery"
@@ -21,6 +17,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
+
+	"github.com/oplab-dev/oplab/web/labns"
 )
 
 // A lab namespace can be deleted behind oplab's back (an admin's kubectl
@@ -90,7 +88,7 @@ func NewGuard(m *Manager, cfg *rest.Config, onGone func(namespace string)) (*Gua
 
 // Run watches the namespaces labelled with m's instance until ctx is done.
 func (g *Guard) Run(ctx context.Context) {
-	sel := InstanceLabel + "=" + Instance(g.m.opts.NamespacePrefix)
+	sel := labns.InstanceLabel + "=" + labns.Instance(g.m.opts.NamespacePrefix)
 	lw := &toolscache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
 			o.LabelSelector = sel
@@ -180,7 +178,7 @@ func (g *Guard) waitGone(ctx context.Context, name string, uid types.UID) error 
 			return nil // already made again (by a Create racing this)
 		case err == nil && time.Since(last) >= g.Grace:
 			last = time.Now()
-			n, cerr := ClearFinalizers(ctx, g.dyn, g.disc, name)
+			n, cerr := labns.ClearFinalizers(ctx, g.dyn, g.disc, name)
 			if cerr != nil {
 				g.m.opts.Logger.Error(cerr, "Could not remove every finalizer holding a deleted namespace", "namespace", name)
 			}
@@ -223,78 +221,6 @@ func (g *Guard) Unblock(ctx context.Context, name string) {
 		return // gone already, or unreadable: nothing to unblock
 	}
 	go g.deleted(context.WithoutCancel(ctx), name, ns.UID)
-}
-
-// ClearFinalizers removes every finalizer from the objects being deleted in
-// namespace ns, of every resource the API server lists there, and returns
-// how many objects it changed. It is the way out when the finalizers'
-// owners will not act (a learner's made-up finalizer, a stopped
-// controller): nothing they would have done (a Database's final snapshot)
-// happens.
-func ClearFinalizers(ctx context.Context, dyn dynamic.Interface, disc discovery.DiscoveryInterface, ns string) (int, error) {
-	lists, err := disc.ServerPreferredNamespacedResources()
-	if err != nil && len(lists) == 0 {
-		return 0, fmt.Errorf("discover the resources of namespace %s: %w", ns, err)
-	}
-	var errs []error
-	n := 0
-	for _, list := range lists {
-		gv, perr := schema.ParseGroupVersion(list.GroupVersion)
-		if perr != nil {
-			continue
-		}
-		for _, res := range list.APIResources {
-			if strings.Contains(res.Name, "/") || !hasVerbs(res.Verbs, "list", "patch") {
-				continue
-			}
-			ri := dyn.Resource(gv.WithResource(res.Name)).Namespace(ns)
-			objs, lerr := ri.List(ctx, metav1.ListOptions{})
-			if lerr != nil {
-				if !apierrors.IsNotFound(lerr) && !apierrors.IsForbidden(lerr) && !apierrors.IsMethodNotSupported(lerr) {
-					errs = append(errs, fmt.Errorf("list %s in %s: %w", res.Name, ns, lerr))
-				}
-				continue
-			}
-			for _, obj := range objs.Items {
-				if obj.GetDeletionTimestamp() == nil || len(obj.GetFinalizers()) == 0 {
-					continue
-				}
-				if perr := clearOne(ctx, ri, &obj); perr != nil {
-					errs = append(errs, perr)
-					continue
-				}
-				n++
-			}
-		}
-	}
-	return n, errors.Join(errs...)
-}
-
-// clearOne removes obj's finalizers, on the version read (a JSON patch that
-// tests resourceVersion would refuse a change made meanwhile; a merge patch
-// with the UID precondition is enough here: the finalizers go either way).
-func clearOne(ctx context.Context, ri dynamic.ResourceInterface, obj *unstructured.Unstructured) error {
-	patch := fmt.Appendf(nil, `{"metadata":{"uid":%q,"finalizers":null}}`, obj.GetUID())
-	_, err := ri.Patch(ctx, obj.GetName(), types.MergePatchType, patch, metav1.PatchOptions{})
-	if err != nil && !apierrors.IsNotFound(err) {
-		return fmt.Errorf("remove the finalizers %v of %s %s: %w", obj.GetFinalizers(), obj.GetKind(), obj.GetName(), err)
-	}
-	return nil
-}
-
-func hasVerbs(verbs metav1.Verbs, want ...string) bool {
-	for _, w := range want {
-		found := false
-		for _, v := range verbs {
-			if v == w {
-				found = true
-			}
-		}
-		if !found {
-			return false
-		}
-	}
-	return true
 }
 
 // SetGuard hooks g up: every namespace m deletes from then on is unblocked

@@ -12,6 +12,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/oplab-dev/oplab/web/labns"
 	"github.com/oplab-dev/oplab/web/session"
 )
 
@@ -66,11 +67,11 @@ func TestDeletedNamespaceIsMadeAgain(t *testing.T) {
 	if after.UID == before.UID || after.DeletionTimestamp != nil {
 		t.Errorf("the namespace is the old one (uid %s, deleting %v), want a new one", after.UID, after.DeletionTimestamp)
 	}
-	if after.Annotations[session.CookieHashAnnotation] != before.Annotations[session.CookieHashAnnotation] {
+	if after.Annotations[labns.CookieHashAnnotation] != before.Annotations[labns.CookieHashAnnotation] {
 		t.Errorf("the new namespace does not record the session's cookie hash")
 	}
 	var q corev1.ResourceQuota
-	if err := c.Get(ctx, client.ObjectKey{Namespace: s.Namespace, Name: session.QuotaName}, &q); err != nil {
+	if err := c.Get(ctx, client.ObjectKey{Namespace: s.Namespace, Name: labns.QuotaName}, &q); err != nil {
 		t.Errorf("the new namespace has no quota: %v", err)
 	}
 	if got, err := m.Lookup(withCookie(cookie)); err != nil || got.Namespace != s.Namespace {

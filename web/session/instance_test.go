@@ -13,29 +13,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/oplab-dev/oplab/web/labns"
 	"github.com/oplab-dev/oplab/web/session"
 )
-
-func TestValidatePrefix(t *testing.T) {
-	for _, p := range []string{"lab-", "a-", "class-2026-", "team-b-", strings.Repeat("a", 54) + "-"} {
-		if err := session.ValidatePrefix(p); err != nil {
-			t.Errorf("ValidatePrefix(%q) = %v; want it accepted", p, err)
-		}
-	}
-	for _, p := range []string{"", "lab", "Lab-", "-lab-", "1lab-", "lab--", "la_b-", "lab.x-", "lab -", "läb-", strings.Repeat("a", 55) + "-"} {
-		err := session.ValidatePrefix(p)
-		if err == nil || !strings.Contains(err.Error(), "--namespace-prefix") || !strings.Contains(err.Error(), `"`+p+`"`) {
-			t.Errorf("ValidatePrefix(%q) = %v; want an error naming --namespace-prefix and the value", p, err)
-		}
-	}
-	_, err := session.New(t.Context(), session.Options{Namespaces: session.KubeNamespaces{}, NamespacePrefix: "Lab_"})
-	if err == nil || !strings.Contains(err.Error(), "--namespace-prefix") {
-		t.Errorf("New with prefix Lab_ = %v; want the prefix refused", err)
-	}
-	if got := session.Instance("team-b-"); got != "team-b" {
-		t.Errorf("Instance(team-b-) = %q; want team-b", got)
-	}
-}
 
 // TestInstancesKeepToTheirOwnNamespaces is issue 12 §3: two oplab
 // instances in one cluster, with prefixes chosen so that one's names start
@@ -51,7 +31,7 @@ func TestInstancesKeepToTheirOwnNamespaces(t *testing.T) {
 	manager := func(ctx context.Context, prefix string) *session.Manager {
 		t.Helper()
 		m, err := session.New(ctx, session.Options{
-			Namespaces:      session.KubeNamespaces{Client: c, MaxDatabases: 5, Prefix: prefix},
+			Namespaces:      labns.KubeNamespaces{Client: c, MaxDatabases: 5, Prefix: prefix},
 			NamespacePrefix: prefix, IdleTimeout: time.Hour, Now: later,
 		})
 		if err != nil {
@@ -77,13 +57,13 @@ func TestInstancesKeepToTheirOwnNamespaces(t *testing.T) {
 		if err := c.Get(t.Context(), types.NamespacedName{Name: name}, &ns); err != nil {
 			t.Fatal(err)
 		}
-		if ns.Labels[session.InstanceLabel] != instance || ns.Labels[session.LabLabel] != "true" {
-			t.Errorf("namespace %s labels %v; want %s=%s beside %s=true", name, ns.Labels, session.InstanceLabel, instance, session.LabLabel)
+		if ns.Labels[labns.InstanceLabel] != instance || ns.Labels[labns.LabLabel] != "true" {
+			t.Errorf("namespace %s labels %v; want %s=%s beside %s=true", name, ns.Labels, labns.InstanceLabel, instance, labns.LabLabel)
 		}
 	}
 
 	// A delete by name of the other instance's namespace is refused.
-	err := session.KubeNamespaces{Client: c, Prefix: "ka-"}.Delete(t.Context(), b.Namespace)
+	err := labns.KubeNamespaces{Client: c, Prefix: "ka-"}.Delete(t.Context(), b.Namespace)
 	if err == nil || !strings.Contains(err.Error(), "not a lab namespace of this oplab") || !alive(b.Namespace) {
 		t.Errorf("instance ka- deleting %s: %v, alive %v; want a refusal and the namespace kept", b.Namespace, err, alive(b.Namespace))
 	}
@@ -158,8 +138,8 @@ func TestDefaultInstanceAdoptsAnOlderOplabsNamespaces(t *testing.T) {
 	cookie := &http.Cookie{Name: session.CookieName, Value: "an-older-oplabs-cookie-" + strings.ToLower(t.Name())}
 	old := func(name string) string {
 		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{
-			Name: name, Labels: map[string]string{session.LabLabel: "true"},
-			Annotations: map[string]string{session.CookieHashAnnotation: session.HashCookie(cookie.Value + name)},
+			Name: name, Labels: map[string]string{labns.LabLabel: "true"},
+			Annotations: map[string]string{labns.CookieHashAnnotation: session.HashCookie(cookie.Value + name)},
 		}}
 		if err := c.Create(t.Context(), ns); err != nil {
 			t.Fatal(err)
@@ -173,12 +153,12 @@ func TestDefaultInstanceAdoptsAnOlderOplabsNamespaces(t *testing.T) {
 		if err := c.Get(t.Context(), types.NamespacedName{Name: name}, &ns); err != nil {
 			t.Fatal(err)
 		}
-		return ns.Labels[session.InstanceLabel]
+		return ns.Labels[labns.InstanceLabel]
 	}
 	restore := func(prefix string) *session.Manager {
 		t.Helper()
 		m, err := session.New(t.Context(), session.Options{
-			Namespaces:      session.KubeNamespaces{Client: c, MaxDatabases: 5, Prefix: prefix},
+			Namespaces:      labns.KubeNamespaces{Client: c, MaxDatabases: 5, Prefix: prefix},
 			NamespacePrefix: prefix, IdleTimeout: time.Hour,
 		})
 		if err != nil {
@@ -193,16 +173,16 @@ func TestDefaultInstanceAdoptsAnOlderOplabsNamespaces(t *testing.T) {
 	if got := instanceOf(legacy); got != "" {
 		t.Errorf("instance lb- labelled the older oplab's %s with %q; want it left alone", legacy, got)
 	}
-	m := restore(session.NamespacePrefix)
-	if got := instanceOf(legacy); got != session.Instance(session.NamespacePrefix) {
-		t.Errorf("%s labelled %s=%q after the default instance's restore; want %q", legacy, session.InstanceLabel, got, session.Instance(session.NamespacePrefix))
+	m := restore(labns.NamespacePrefix)
+	if got := instanceOf(legacy); got != labns.Instance(labns.NamespacePrefix) {
+		t.Errorf("%s labelled %s=%q after the default instance's restore; want %q", legacy, labns.InstanceLabel, got, labns.Instance(labns.NamespacePrefix))
 	}
 	var adopted corev1.Namespace
 	if err := c.Get(t.Context(), types.NamespacedName{Name: legacy}, &adopted); err != nil {
 		t.Fatal(err)
 	}
-	if got := adopted.Labels[session.PodSecurityEnforce]; got != session.PodSecurityLevel {
-		t.Errorf("%s adopted with %s=%q; want %s, as a new lab namespace", legacy, session.PodSecurityEnforce, got, session.PodSecurityLevel)
+	if got := adopted.Labels[labns.PodSecurityEnforce]; got != labns.PodSecurityLevel {
+		t.Errorf("%s adopted with %s=%q; want %s, as a new lab namespace", legacy, labns.PodSecurityEnforce, got, labns.PodSecurityLevel)
 	}
 	legacyCookie := &http.Cookie{Name: session.CookieName, Value: cookie.Value + legacy}
 	if s, err := m.Lookup(withCookie(legacyCookie)); err != nil || s.Namespace != legacy {

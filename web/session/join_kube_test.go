@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/oplab-dev/oplab/web/labns"
 	"github.com/oplab-dev/oplab/web/session"
 )
 
@@ -18,7 +19,7 @@ func TestNoNamespaceWithoutTheJoinCode(t *testing.T) {
 	c := kubeClient(t)
 	const prefix = "joincode-"
 	m, err := session.New(t.Context(), session.Options{
-		Namespaces:      session.KubeNamespaces{Client: c, Prefix: prefix},
+		Namespaces:      labns.KubeNamespaces{Client: c, Prefix: prefix},
 		NamespacePrefix: prefix, JoinCode: "blue-otter", IdleTimeout: time.Hour,
 	})
 	if err != nil {
@@ -27,7 +28,7 @@ func TestNoNamespaceWithoutTheJoinCode(t *testing.T) {
 	labNamespaces := func() []string {
 		t.Helper()
 		var list corev1.NamespaceList
-		if err := c.List(t.Context(), &list, client.MatchingLabels{session.InstanceLabel: session.Instance(prefix)}); err != nil {
+		if err := c.List(t.Context(), &list, client.MatchingLabels{labns.InstanceLabel: labns.Instance(prefix)}); err != nil {
 			t.Fatal(err)
 		}
 		var names []string

@@ -27,12 +27,16 @@ import (
 	"github.com/oplab-dev/oplab/cluster"
 	"github.com/oplab-dev/oplab/controller"
 	"github.com/oplab-dev/oplab/controller/api/v1alpha1"
+	"github.com/oplab-dev/oplab/web/labns"
 	"github.com/oplab-dev/oplab/web/session"
 )
 
 // These tests are about what the API server does with a lab namespace (its
 // quota, its annotations, a second Manager reading them), so they run
-// against the real embedded cluster, one for the package.
+// against the real embedded cluster, one for the package. They drive
+// labns.KubeNamespaces through the Manager that uses it, so the cluster
+// side of a session is tested here, on the one cluster, rather than on a
+// second one in web/labns.
 
 func TestMain(m *testing.M) {
 	ctrllog.SetLogger(logr.Discard())
@@ -109,7 +113,7 @@ func withCookie(c *http.Cookie) *http.Request {
 func newManager(t *testing.T, ctx context.Context, c client.Client, now func() time.Time) *session.Manager {
 	t.Helper()
 	m, err := session.New(ctx, session.Options{
-		Namespaces: session.KubeNamespaces{Client: c, MaxDatabases: 5}, IdleTimeout: time.Hour, Now: now,
+		Namespaces: labns.KubeNamespaces{Client: c, MaxDatabases: 5}, IdleTimeout: time.Hour, Now: now,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -143,12 +147,12 @@ func TestNamespaceAndQuotaExistWhenTheSessionStarts(t *testing.T) {
 		}
 	}
 	err := c.Create(t.Context(), database(s.Namespace, "db-5"))
-	if !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), "exceeded quota: "+session.QuotaName) ||
-		!strings.Contains(err.Error(), string(session.DatabaseQuotaResource)) {
-		t.Fatalf("sixth create: %v; want 403 exceeded quota %s naming %s", err, session.QuotaName, session.DatabaseQuotaResource)
+	if !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), "exceeded quota: "+labns.QuotaName) ||
+		!strings.Contains(err.Error(), string(labns.DatabaseQuotaResource)) {
+		t.Fatalf("sixth create: %v; want 403 exceeded quota %s naming %s", err, labns.QuotaName, labns.DatabaseQuotaResource)
 	}
-	if session.DatabaseQuotaResource != corev1.ResourceName("count/databases."+v1alpha1.GroupVersion.Group) {
-		t.Errorf("quota resource %s does not name the Database CRD's group %s", session.DatabaseQuotaResource, v1alpha1.GroupVersion.Group)
+	if labns.DatabaseQuotaResource != corev1.ResourceName("count/databases."+v1alpha1.GroupVersion.Group) {
+		t.Errorf("quota resource %s does not name the Database CRD's group %s", labns.DatabaseQuotaResource, v1alpha1.GroupVersion.Group)
 	}
 }
 
@@ -167,7 +171,7 @@ func TestSessionsSurviveARestart(t *testing.T) {
 	if err := c.Get(t.Context(), types.NamespacedName{Name: s.Namespace}, &ns); err != nil {
 		t.Fatal(err)
 	}
-	if got := ns.Annotations[session.CookieHashAnnotation]; got != session.HashCookie(cookie.Value) || strings.Contains(got, cookie.Value) {
+	if got := ns.Annotations[labns.CookieHashAnnotation]; got != session.HashCookie(cookie.Value) || strings.Contains(got, cookie.Value) {
 		t.Errorf("namespace records %q; want the SHA-256 of the cookie, never the cookie", got)
 	}
 	stopFirst() // oplab stops; the cluster keeps its namespaces
@@ -231,18 +235,18 @@ func TestQuotaCountedWithoutAController(t *testing.T) {
 		t.Fatal(err)
 	}
 	m, err := session.New(t.Context(), session.Options{
-		Namespaces: session.KubeNamespaces{Client: c, MaxDatabases: 5, NoQuotaController: true}, IdleTimeout: time.Hour,
+		Namespaces: labns.KubeNamespaces{Client: c, MaxDatabases: 5, NoQuotaController: true}, IdleTimeout: time.Hour,
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	s, _ := begin(t, m)
 	var q corev1.ResourceQuota
-	if err := c.Get(t.Context(), client.ObjectKey{Namespace: s.Namespace, Name: session.QuotaName}, &q); err != nil {
+	if err := c.Get(t.Context(), client.ObjectKey{Namespace: s.Namespace, Name: labns.QuotaName}, &q); err != nil {
 		t.Fatal(err)
 	}
-	if used, ok := q.Status.Used[session.DatabaseQuotaResource]; !ok || !used.IsZero() {
-		t.Fatalf("quota status right after the session began = %+v, want %s used 0, written by oplab", q.Status, session.DatabaseQuotaResource)
+	if used, ok := q.Status.Used[labns.DatabaseQuotaResource]; !ok || !used.IsZero() {
+		t.Fatalf("quota status right after the session began = %+v, want %s used 0, written by oplab", q.Status, labns.DatabaseQuotaResource)
 	}
 	if err := c.Create(t.Context(), database(s.Namespace, "first")); err != nil {
 		t.Errorf("the first Database in a fresh namespace: %v, want it admitted", err)
@@ -262,7 +266,7 @@ func TestANewNamespaceIsASandbox(t *testing.T) {
 	if err := c.Get(t.Context(), client.ObjectKey{Name: s.Namespace}, &ns); err != nil {
 		t.Fatal(err)
 	}
-	for _, l := range []string{session.PodSecurityEnforce, session.PodSecurityWarn, session.PodSecurityAudit} {
+	for _, l := range []string{labns.PodSecurityEnforce, labns.PodSecurityWarn, labns.PodSecurityAudit} {
 		if ns.Labels[l] != "restricted" {
 			t.Errorf("namespace label %s = %q, want restricted", l, ns.Labels[l])
 		}
@@ -287,7 +291,7 @@ func TestANewNamespaceIsASandbox(t *testing.T) {
 	if r := first.Spec.Containers[0].Resources.Requests; r.Cpu().IsZero() || r.Memory().IsZero() {
 		t.Errorf("the Pod's requests after admission: %v, want the LimitRange's defaults", r)
 	}
-	maxPods := session.MaxPods(5)
+	maxPods := labns.MaxPods(5)
 	created := 1
 	var refusal error
 	for i := 1; i <= maxPods+5; i++ {
@@ -310,19 +314,19 @@ func TestANewNamespaceIsASandbox(t *testing.T) {
 func TestARestoredOlderNamespaceBecomesASandbox(t *testing.T) {
 	c := kubeClient(t)
 	cookie := "an-older-sandbox-cookie"
-	name := session.NamespacePrefix + "oldsandb"
+	name := labns.NamespacePrefix + "oldsandb"
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{
 		Name:        name,
-		Labels:      map[string]string{session.LabLabel: "true", session.InstanceLabel: session.Instance(session.NamespacePrefix)},
-		Annotations: map[string]string{session.CookieHashAnnotation: session.HashCookie(cookie)},
+		Labels:      map[string]string{labns.LabLabel: "true", labns.InstanceLabel: labns.Instance(labns.NamespacePrefix)},
+		Annotations: map[string]string{labns.CookieHashAnnotation: session.HashCookie(cookie)},
 	}}
 	if err := c.Create(t.Context(), ns); err != nil {
 		t.Fatal(err)
 	}
 	deleteLater(t, c, name)
 	// The quota of an oplab before the sandbox counted Databases only.
-	old := &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Namespace: name, Name: session.QuotaName},
-		Spec: corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{session.DatabaseQuotaResource: resource.MustParse("5")}}}
+	old := &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Namespace: name, Name: labns.QuotaName},
+		Spec: corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{labns.DatabaseQuotaResource: resource.MustParse("5")}}}
 	if err := c.Create(t.Context(), old); err != nil {
 		t.Fatal(err)
 	}
@@ -343,20 +347,20 @@ func TestARestoredOlderNamespaceBecomesASandbox(t *testing.T) {
 	if err := c.Get(t.Context(), client.ObjectKey{Name: name}, ns); err != nil {
 		t.Fatal(err)
 	}
-	for _, l := range []string{session.PodSecurityEnforce, session.PodSecurityWarn, session.PodSecurityAudit} {
-		if ns.Labels[l] != session.PodSecurityLevel {
-			t.Errorf("after the restore, namespace label %s = %q, want %s", l, ns.Labels[l], session.PodSecurityLevel)
+	for _, l := range []string{labns.PodSecurityEnforce, labns.PodSecurityWarn, labns.PodSecurityAudit} {
+		if ns.Labels[l] != labns.PodSecurityLevel {
+			t.Errorf("after the restore, namespace label %s = %q, want %s", l, ns.Labels[l], labns.PodSecurityLevel)
 		}
 	}
 	var lr corev1.LimitRange
-	if err := c.Get(t.Context(), client.ObjectKey{Namespace: name, Name: session.LimitRangeName}, &lr); err != nil {
+	if err := c.Get(t.Context(), client.ObjectKey{Namespace: name, Name: labns.LimitRangeName}, &lr); err != nil {
 		t.Errorf("after the restore, the LimitRange: %v", err)
 	}
 	var q corev1.ResourceQuota
-	if err := c.Get(t.Context(), client.ObjectKey{Namespace: name, Name: session.QuotaName}, &q); err != nil {
+	if err := c.Get(t.Context(), client.ObjectKey{Namespace: name, Name: labns.QuotaName}, &q); err != nil {
 		t.Fatal(err)
 	}
-	if got, want := q.Spec.Hard[corev1.ResourcePods], session.MaxPods(5); got.Value() != int64(want) {
+	if got, want := q.Spec.Hard[corev1.ResourcePods], labns.MaxPods(5); got.Value() != int64(want) {
 		t.Errorf("after the restore, the quota's pods = %v, want %d", q.Spec.Hard, want)
 	}
 	privileged.Name = "privileged-2"

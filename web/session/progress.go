@@ -2,7 +2,6 @@ package session
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -84,6 +83,10 @@ func ValidateName(s string) (string, error) {
 	}
 	return s, nil
 }
+
+// NameAsTyped is a refused display name cut to the longest one allowed,
+// to show it again as typed.
+func NameAsTyped(raw string) string { return excerpt(raw, maxName) }
 
 // report is the body of POST /lab/progress. Name is a pointer so that a
 // report without one keeps the name given earlier (on the join form).
@@ -181,10 +184,9 @@ func decodeError(err error) error {
 	return &ProgressError{Field: "body", Message: "not a JSON progress report: " + err.Error()}
 }
 
-// Register mounts the learner's own routes: POST /lab/join (the join form)
-// and POST /lab/progress (the browser's progress report).
+// Register mounts POST /lab/progress, the browser's progress report. (The
+// join form, POST /lab/join, is web/join's.)
 func (m *Manager) Register(mux *http.ServeMux) {
-	mux.HandleFunc("POST /lab/join", m.join)
 	mux.HandleFunc("POST /lab/progress", m.progress)
 }
 
@@ -229,70 +231,4 @@ func (m *Manager) progress(w http.ResponseWriter, r *http.Request) {
 // drop just that field and report again.
 func writeJSONError(w http.ResponseWriter, code int, field, msg string) {
 	httpx.JSON(w, code, map[string]string{"field": field, "error": msg})
-}
-
-// update runs f on the caller's entry on the owner goroutine; it reports
-// whether the caller has a session.
-func (m *Manager) update(r *http.Request, f func(*entry)) bool {
-	c, err := r.Cookie(CookieName)
-	if err != nil {
-		return false
-	}
-	hash := HashCookie(c.Value)
-	found := false
-	_ = m.do(r.Context(), func(t *table) {
-		if e, ok := t.sessions[hash]; ok {
-			f(e)
-			found = true
-		}
-	})
-	return found
-}
-
-func (m *Manager) setName(r *http.Request, name string) {
-	m.update(r, func(e *entry) { e.name = name })
-}
-
-// SessionInfo is one learner session as the instructor's roster shows it.
-type SessionInfo struct {
-	Namespace string
-	// Name is the learner's display name; empty when they gave none.
-	Name     string
-	Started  time.Time
-	LastSeen time.Time
-	// Acted is whether the learner's browser ever came back after the
-	// first page: false for a session a script started.
-	Acted    bool
-	Progress Progress
-}
-
-// List returns every session, oldest first, as the owner goroutine holds
-// it at this moment.
-func (m *Manager) List(ctx context.Context) ([]SessionInfo, error) {
-	var out []SessionInfo
-	err := m.do(ctx, func(t *table) {
-		out = make([]SessionInfo, 0, len(t.sessions))
-		for _, e := range t.sessions {
-			p := e.progress
-			p.Scenarios = slices.Clone(p.Scenarios)
-			if p.Challenges != nil {
-				cs := make(map[string]ChallengeProgress, len(p.Challenges))
-				for k, v := range p.Challenges {
-					cs[k] = v
-				}
-				p.Challenges = cs
-			}
-			out = append(out, SessionInfo{Namespace: e.namespace, Name: e.name, Started: e.started, LastSeen: e.lastSeen, Acted: e.acted, Progress: p})
-		}
-	})
-	if err != nil {
-		return nil, err
-	}
-	slices.SortFunc(out, func(a, b SessionInfo) int {
-		if c := a.Started.Compare(b.Started); c != 0 {
-			return c
-		}
-		return strings.Compare(a.Namespace, b.Namespace)
-	})
-	return out, nil
 }

@@ -2,15 +2,11 @@ package session
 
 import (
 	"encoding/json"
-	"errors"
 	"net/http"
 	"net/http/httptest"
-	"net/url"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/go-logr/logr"
 )
 
 func knownScenario(name string) bool { return name == "first-reconcile" || name == "finalizer" }
@@ -25,100 +21,6 @@ func challengeTasks(id string) (int, bool) {
 
 // testQuizSize is the questions of the tests' quiz.
 const testQuizSize = 20
-
-func TestJoinCodeGuardsNewSessionsOnly(t *testing.T) {
-	ns, clk := &fakeNamespaces{}, &clock{now: time.Unix(0, 0)}
-	m := newManagerOpts(t, Options{Namespaces: ns, Now: clk.Now, JoinCode: "blue-otter"})
-
-	for _, target := range []string{"/lab", "/lab?join=", "/lab?join=red-otter", "/lab?join=BLUE-OTTER"} {
-		_, err := m.Begin(httptest.NewRecorder(), httptest.NewRequest("GET", target, nil))
-		var je *JoinError
-		if !errors.As(err, &je) || !errors.Is(err, ErrJoin) {
-			t.Errorf("Begin(%s) = %v, want a JoinError", target, err)
-			continue
-		}
-		wantGiven := strings.Contains(strings.ToLower(target), "otter")
-		if je.Given != wantGiven {
-			t.Errorf("Begin(%s): Given = %v, want %v (%q)", target, je.Given, wantGiven, je.Error())
-		}
-	}
-	if len(ns.created) != 0 {
-		t.Fatalf("namespaces created without the join code: %v", ns.created)
-	}
-
-	w := httptest.NewRecorder()
-	s, err := m.Begin(w, httptest.NewRequest("GET", "/lab?join=blue-otter", nil))
-	if err != nil {
-		t.Fatalf("Begin with the join code: %v", err)
-	}
-	// The session's cookie is enough from then on: no code on later pages.
-	again := httptest.NewRequest("GET", "/lab", nil)
-	again.AddCookie(w.Result().Cookies()[0])
-	if s2, err := m.Begin(httptest.NewRecorder(), again); err != nil || s2 != s {
-		t.Errorf("Begin with the cookie, no code = %v, %v; want %v", s2, err, s)
-	}
-	if len(ns.created) != 1 {
-		t.Errorf("created %v, want one namespace", ns.created)
-	}
-}
-
-// postJoin submits the join form.
-func postJoin(m *Manager, form url.Values) *httptest.ResponseRecorder {
-	r := httptest.NewRequest("POST", "/lab/join", strings.NewReader(form.Encode()))
-	r.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	w := httptest.NewRecorder()
-	mux := http.NewServeMux()
-	m.Register(mux)
-	mux.ServeHTTP(w, r)
-	return w
-}
-
-func TestJoinFormNamesWhatWasWrong(t *testing.T) {
-	ns := &fakeNamespaces{}
-	m := newManagerOpts(t, Options{Namespaces: ns, JoinCode: "blue-otter"})
-	cases := []struct {
-		form       url.Values
-		code       int
-		wantInBody string
-	}{
-		{url.Values{"join": {"wrong"}, "name": {"Ada"}}, http.StatusForbidden, "That join code is not this class"},
-		{url.Values{"name": {"Ada"}}, http.StatusForbidden, "This class needs a join code"},
-		{url.Values{"join": {"blue-otter"}, "name": {"Ada\x07"}}, http.StatusBadRequest, "control character U+0007"},
-		{url.Values{"join": {"blue-otter"}, "name": {strings.Repeat("a", 41)}}, http.StatusBadRequest, "41 characters, at most 40"},
-	}
-	for _, c := range cases {
-		w := postJoin(m, c.form)
-		body := w.Body.String()
-		if w.Code != c.code || !strings.Contains(body, c.wantInBody) {
-			t.Errorf("join %v = %d, want %d with %q; body:\n%s", c.form, w.Code, c.code, c.wantInBody, body)
-		}
-		if !strings.Contains(body, `action="/lab/join"`) {
-			t.Errorf("join %v: the refusal does not show the form again", c.form)
-		}
-		if len(w.Result().Cookies()) != 0 {
-			t.Errorf("join %v set a cookie", c.form)
-		}
-	}
-	if len(ns.created) != 0 {
-		t.Fatalf("refused joins created namespaces %v", ns.created)
-	}
-
-	w := postJoin(m, url.Values{"join": {" blue-otter "}, "name": {"  Ada Lovelace "}, "next": {"/lab?scenario=finalizer&join=x"}})
-	if w.Code != http.StatusSeeOther || w.Header().Get("Location") != "/lab?scenario=finalizer" {
-		t.Fatalf("join = %d to %q, want 303 to /lab?scenario=finalizer", w.Code, w.Header().Get("Location"))
-	}
-	list, err := m.List(t.Context())
-	if err != nil || len(list) != 1 || list[0].Name != "Ada Lovelace" || list[0].Namespace != ns.created[0] {
-		t.Fatalf("List = %+v, %v; want Ada Lovelace in %v", list, err, ns.created)
-	}
-
-	// The hidden next field cannot send a learner off the lab.
-	for _, next := range []string{"https://evil.example/lab", "//evil.example/lab", "/instructor", "/lab/../instructor"} {
-		if got := labPath(next); got != "/lab" {
-			t.Errorf("labPath(%q) = %q, want /lab", next, got)
-		}
-	}
-}
 
 // postProgress reports body for the session whose cookie r carries.
 func postProgress(m *Manager, r *http.Request, body string) *httptest.ResponseRecorder {
@@ -218,17 +120,5 @@ func TestProgressRefusesBadReportsNamingTheField(t *testing.T) {
 	}
 	if list, _ := m.List(t.Context()); !list[0].Progress.Reported.IsZero() {
 		t.Errorf("a refused report was stored: %+v", list[0].Progress)
-	}
-}
-
-func TestWriteJoinFormKeepsThePageAskedFor(t *testing.T) {
-	w := httptest.NewRecorder()
-	WriteJoinForm(w, httptest.NewRequest("GET", "/lab?scenario=finalizer&join=nope", nil), logr.Discard(), &JoinError{Given: true})
-	body := w.Body.String()
-	if w.Code != http.StatusForbidden || !strings.Contains(body, `value="/lab?scenario=finalizer"`) || !strings.Contains(body, "not this class") {
-		t.Errorf("WriteJoinForm = %d\n%s", w.Code, body)
-	}
-	if strings.Contains(body, "nope") {
-		t.Error("the join form repeats the wrong code")
 	}
 }

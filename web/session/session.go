@@ -1,7 +1,10 @@
 // Package session gives every browser its own lab namespace. A cookie holds a
 // random token; the token maps to a namespace named lab-<random>, created in
 // the cluster when the session starts (so kubectl works from the first
-// second) and deleted after the session goes idle.
+// second) and deleted after the session goes idle. The Manager keeps the
+// table of sessions; it reaches the cluster only through Namespaces, which
+// web/labns implements (namespace, quota, RBAC). A Guard makes a learner's
+// namespace again when it is deleted behind oplab's back (gone.go).
 //
 // Everything an anonymous request creates is bounded: sessions per client
 // address and in total, and a session whose cookie never came back (a
@@ -35,27 +38,12 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+
+	"github.com/oplab-dev/oplab/web/labns"
 )
 
 // CookieName is the session cookie's name.
 const CookieName = "oplab_session"
-
-// NamespacePrefix starts every lab namespace's name unless
-// Options.NamespacePrefix says otherwise.
-const NamespacePrefix = "lab-"
-
-// LabLabel marks the namespaces this package creates, so that leftovers can
-// be found by label.
-const LabLabel = "oplab.dev/lab"
-
-// CookieHashAnnotation is the annotation on a lab namespace holding the
-// hex SHA-256 of its session's cookie: enough to recognise the cookie after
-// a restart, useless to anyone reading the namespace.
-const CookieHashAnnotation = "oplab.dev/session-sha256"
-
-// ActedAnnotation marks a lab namespace whose session has come back at
-// least once, so a restart keeps giving it the long idle timeout.
-const ActedAnnotation = "oplab.dev/session-acted"
 
 // The join code's throttle: a class behind one address mistyping it
 // still gets in, a script guessing it gets one try every few seconds.
@@ -73,10 +61,10 @@ var ErrNoSession = errors.New("no lab session: open /lab first")
 var ErrFull = errors.New("too many lab sessions")
 
 // Namespaces creates, finds and deletes lab namespaces in the cluster. It is
-// the only part of Kubernetes the Manager needs (KubeNamespaces is the real
+// the only part of Kubernetes the Manager needs (labns.KubeNamespaces is the real
 // one).
 type Namespaces interface {
-	// Create creates the namespace, labelled LabLabel=true and annotated
+	// Create creates the namespace, labelled labns.LabLabel=true and annotated
 	// with cookieHash, with what a learner's namespace holds besides (its
 	// Database quota); it succeeds if the namespace already exists.
 	Create(ctx context.Context, name, cookieHash string) error
@@ -84,28 +72,19 @@ type Namespaces interface {
 	MarkActed(ctx context.Context, name string) error
 	// Delete deletes the namespace; it succeeds if it is already gone.
 	Delete(ctx context.Context, name string) error
-	// List returns the namespaces labelled LabLabel=true that are not
+	// List returns the namespaces labelled labns.LabLabel=true that are not
 	// already being deleted.
-	List(ctx context.Context) ([]Namespace, error)
+	List(ctx context.Context) ([]labns.Namespace, error)
 }
 
-// Namespace is a lab namespace found in the cluster.
-type Namespace struct {
-	Name    string
-	Created time.Time
-	// CookieHash is the session's cookie hash (CookieHashAnnotation); empty
-	// for a namespace an older oplab made.
-	CookieHash string
-	// Acted is whether its session ever came back (ActedAnnotation).
-	Acted bool
-}
+var _ Namespaces = labns.KubeNamespaces{}
 
 // Options configures a Manager.
 type Options struct {
 	// Namespaces creates and deletes the lab namespaces.
 	Namespaces Namespaces
 	// NamespacePrefix starts the names of this Manager's namespaces
-	// (ValidatePrefix); default NamespacePrefix. Give Namespaces the same
+	// (labns.ValidatePrefix); default labns.NamespacePrefix. Give Namespaces the same
 	// one, so it touches only these.
 	NamespacePrefix string
 	// Revoke, when set, is called with a namespace just before the Manager
@@ -278,9 +257,9 @@ func New(ctx context.Context, opts Options) (*Manager, error) {
 		return nil, errors.New("session options: Namespaces is required")
 	}
 	if opts.NamespacePrefix == "" {
-		opts.NamespacePrefix = NamespacePrefix
+		opts.NamespacePrefix = labns.NamespacePrefix
 	}
-	if err := ValidatePrefix(opts.NamespacePrefix); err != nil {
+	if err := labns.ValidatePrefix(opts.NamespacePrefix); err != nil {
 		return nil, fmt.Errorf("session options: %w", err)
 	}
 	if opts.IdleTimeout <= 0 {
@@ -347,7 +326,7 @@ func (m *Manager) do(ctx context.Context, op func(*table)) error {
 }
 
 // HashCookie returns the hex SHA-256 of a cookie value: the key of the
-// session table and the value of CookieHashAnnotation.
+// session table and the value of labns.CookieHashAnnotation.
 func HashCookie(value string) string {
 	sum := sha256.Sum256([]byte(value))
 	return hex.EncodeToString(sum[:])
@@ -363,9 +342,15 @@ func (m *Manager) Begin(w http.ResponseWriter, r *http.Request) (Session, error)
 	return m.begin(w, r, "")
 }
 
-// begin is Begin for a learner who may have given a display name. When
-// the Manager asks for a join code and the request lacks the right one it
-// returns a *JoinError before anything is created.
+// BeginAs is Begin for a learner who gave a display name (on the join
+// form, web/join); a session that exists takes the name. When the Manager
+// asks for a join code and the request lacks the right one it returns a
+// *JoinError before anything is created.
+func (m *Manager) BeginAs(w http.ResponseWriter, r *http.Request, name string) (Session, error) {
+	return m.begin(w, r, name)
+}
+
+// begin is Begin for a learner who may have given a display name.
 func (m *Manager) begin(w http.ResponseWriter, r *http.Request, name string) (Session, error) {
 	if s, err := m.Lookup(r); err == nil {
 		if name != "" {
@@ -468,21 +453,16 @@ func (m *Manager) Lookup(r *http.Request) (Session, error) {
 	return s, nil
 }
 
-// NamespaceOf returns the caller's namespace; it is what the websocket
-// handler uses to pick the caller's stream.
+// NamespaceOf returns the caller's namespace: the websocket handler uses it
+// to pick the caller's stream, the handlers that write to pick where. The
+// namespace was created when the session began, so a refused write creates
+// nothing.
 func (m *Manager) NamespaceOf(r *http.Request) (string, error) {
 	s, err := m.Lookup(r)
 	if err != nil {
 		return "", err
 	}
 	return s.Namespace, nil
-}
-
-// Namespace returns the caller's namespace, for handlers that write. The
-// namespace was created when the session began, so a refused write creates
-// nothing.
-func (m *Manager) Namespace(r *http.Request) (string, error) {
-	return m.NamespaceOf(r)
 }
 
 // SetFlash stores f to be shown by the caller's next page, cut to bounded

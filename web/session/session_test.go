@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 	"unicode/utf8"
+
+	"github.com/oplab-dev/oplab/web/labns"
 )
 
 // fakeNamespaces records calls; it stands in for the cluster because these
@@ -25,11 +27,11 @@ type fakeNamespaces struct {
 	deleted []string
 	fail    error
 	// existing is what List finds in the "cluster".
-	existing []Namespace
+	existing []labns.Namespace
 	listErr  error
 }
 
-func (f *fakeNamespaces) List(context.Context) ([]Namespace, error) {
+func (f *fakeNamespaces) List(context.Context) ([]labns.Namespace, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.existing, f.listErr
@@ -155,11 +157,11 @@ func TestBeginCreatesTheNamespace(t *testing.T) {
 	if err != nil || again != s {
 		t.Errorf("Begin with cookie = %v, %v; want the same session %v", again, err, s)
 	}
-	got, err := m.Namespace(r)
+	got, err := m.NamespaceOf(r)
 	if err != nil || got != s.Namespace {
 		t.Fatalf("Namespace = %q, %v; want %q", got, err, s.Namespace)
 	}
-	if _, err := m.Namespace(r); err != nil {
+	if _, err := m.NamespaceOf(r); err != nil {
 		t.Fatal(err)
 	}
 	if len(ns.created) != 1 {
@@ -181,8 +183,8 @@ func TestUnknownCookieIsNoSession(t *testing.T) {
 		if _, err := m.NamespaceOf(r); !errors.Is(err, ErrNoSession) {
 			t.Errorf("%s: NamespaceOf err = %v, want ErrNoSession", name, err)
 		}
-		if _, err := m.Namespace(r); !errors.Is(err, ErrNoSession) {
-			t.Errorf("%s: Namespace err = %v, want ErrNoSession", name, err)
+		if _, err := m.NamespaceOf(r); !errors.Is(err, ErrNoSession) {
+			t.Errorf("%s: NamespaceOf err = %v, want ErrNoSession", name, err)
 		}
 	}
 }
@@ -191,7 +193,7 @@ func TestSweepEndsOnlyIdleSessions(t *testing.T) {
 	ns, clk, expired := &fakeNamespaces{}, &clock{now: time.Unix(0, 0)}, []string{}
 	m := newManager(t, ns, clk, &expired)
 	idle, idleS := begin(t, m)
-	if _, err := m.Namespace(idle); err != nil {
+	if _, err := m.NamespaceOf(idle); err != nil {
 		t.Fatal(err)
 	}
 	_, neverS := begin(t, m) // its cookie never comes back
@@ -373,9 +375,9 @@ func TestRestoreRecognisesCookiesAfterARestart(t *testing.T) {
 	_, unused := begin(t, first)
 	// The cluster keeps what the first manager wrote on its namespaces.
 	for name, hash := range ns.hashes {
-		ns.existing = append(ns.existing, Namespace{Name: name, Created: clk.Now(), CookieHash: hash, Acted: slices.Contains(ns.acted, name)})
+		ns.existing = append(ns.existing, labns.Namespace{Name: name, Created: clk.Now(), CookieHash: hash, Acted: slices.Contains(ns.acted, name)})
 	}
-	ns.existing = append(ns.existing, Namespace{Name: "lab-older", Created: clk.Now()})
+	ns.existing = append(ns.existing, labns.Namespace{Name: "lab-older", Created: clk.Now()})
 	clk.Add(3 * time.Hour)
 	var told []string
 	second := newManagerOpts(t, Options{Namespaces: ns, Now: clk.Now, OnRestore: func(ns string) { told = append(told, ns) }})
@@ -426,7 +428,7 @@ func TestReclaimDeletesOldOrphansOnly(t *testing.T) {
 	start := time.Unix(10000, 0)
 	tests := []struct {
 		name     string
-		existing []Namespace
+		existing []labns.Namespace
 		owned    bool // a session owns the first namespace
 		listErr  error
 		want     []string
@@ -434,16 +436,16 @@ func TestReclaimDeletesOldOrphansOnly(t *testing.T) {
 	}{
 		{
 			name:     "older than the idle timeout and not owned: deleted",
-			existing: []Namespace{{Name: "lab-old", Created: start.Add(-2 * time.Hour)}},
+			existing: []labns.Namespace{{Name: "lab-old", Created: start.Add(-2 * time.Hour)}},
 			want:     []string{"lab-old"},
 		},
 		{
 			name:     "fresh (another oplab may be using it): kept",
-			existing: []Namespace{{Name: "lab-fresh", Created: start.Add(-time.Minute)}},
+			existing: []labns.Namespace{{Name: "lab-fresh", Created: start.Add(-time.Minute)}},
 		},
 		{
 			name:     "owned by a session of this manager: kept however old",
-			existing: []Namespace{{Name: "", Created: start.Add(-24 * time.Hour)}},
+			existing: []labns.Namespace{{Name: "", Created: start.Add(-24 * time.Hour)}},
 			owned:    true,
 		},
 		{

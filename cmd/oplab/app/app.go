@@ -44,6 +44,7 @@ import (
 	"github.com/oplab-dev/oplab/web/kubeconfig"
 	"github.com/oplab-dev/oplab/web/lab"
 	"github.com/oplab-dev/oplab/web/lab/state"
+	"github.com/oplab-dev/oplab/web/labns"
 	"github.com/oplab-dev/oplab/web/session"
 	"github.com/oplab-dev/oplab/web/stream"
 )
@@ -69,7 +70,7 @@ type Options struct {
 
 	// NoQuotaController says the cluster runs no ResourceQuota controller
 	// (the embedded minimal mode), so a new namespace's quota status is
-	// written by oplab at once (session.KubeNamespaces).
+	// written by oplab at once (labns.KubeNamespaces).
 	NoQuotaController bool
 	// SessionIdleTimeout ends sessions without requests for this long and
 	// deletes their namespaces; default 2h. At start, Web rebuilds the
@@ -87,17 +88,17 @@ type Options struct {
 	MaxSessionsPerClient int
 	// NamespacePrefix starts the learner namespaces' names and decides
 	// their instance label, so several oplab instances can share a cluster
-	// (session.ValidatePrefix); default session.NamespacePrefix.
+	// (labns.ValidatePrefix); default labns.NamespacePrefix.
 	NamespacePrefix string
 	// InstanceOnly makes the lab's state watcher read only the namespaces
-	// labelled with its instance (session.InstanceLabel), and their
+	// labelled with its instance (labns.InstanceLabel), and their
 	// Secrets with one informer per namespace, so oplab needs no
 	// cluster-wide Secret permission; oplab sets it unless
 	// --all-namespaces. Off, it reads the namespaces named with its
 	// prefix, Secrets with a cluster-wide informer (a personal cluster).
 	InstanceOnly bool
 	// NamespaceRoles are the ClusterRoles oplab binds to itself in each
-	// learner namespace (session.KubeNamespaces.Roles); empty: none.
+	// learner namespace (labns.KubeNamespaces.Roles); empty: none.
 	NamespaceRoles []string
 	// KubeconfigServer is the API server URL learners' kubeconfigs name;
 	// empty means Config's host, the one the admin kubeconfig names.
@@ -159,9 +160,9 @@ func NewWeb(ctx context.Context, opts Options) (*Web, error) {
 	// ever; refusals says which, so NewWeb fails naming the permission.
 	refusals := permission.NewRefusals(opts.Logger.WithName("cache"))
 	if opts.NamespacePrefix == "" {
-		opts.NamespacePrefix = session.NamespacePrefix
+		opts.NamespacePrefix = labns.NamespacePrefix
 	}
-	if err := session.ValidatePrefix(opts.NamespacePrefix); err != nil {
+	if err := labns.ValidatePrefix(opts.NamespacePrefix); err != nil {
 		return nil, err
 	}
 	cacheOpts := cache.Options{Scheme: scheme, DefaultTransform: cache.TransformStripManagedFields(),
@@ -170,7 +171,7 @@ func NewWeb(ctx context.Context, opts Options) (*Web, error) {
 	if opts.InstanceOnly {
 		// Only this instance's namespaces: the Namespace informer selects
 		// them, and Secrets are watched in each of them, not cluster-wide.
-		sel := labels.SelectorFromSet(labels.Set{session.InstanceLabel: session.Instance(opts.NamespacePrefix)})
+		sel := labels.SelectorFromSet(labels.Set{labns.InstanceLabel: labns.Instance(opts.NamespacePrefix)})
 		cacheOpts.ByObject = map[client.Object]cache.ByObject{&corev1.Namespace{}: controller.InstanceNamespaces(sel)}
 		if secrets, err = controller.NewNamespaceCaches(opts.Config, cache.Options{Scheme: scheme, DefaultTransform: cache.TransformStripManagedFields()},
 			state.SecretMeta(), opts.Logger.WithName("secrets")); err != nil {
@@ -246,7 +247,7 @@ func NewWeb(ctx context.Context, opts Options) (*Web, error) {
 		}
 	}
 	w.sessions, err = session.New(ctx, session.Options{
-		Namespaces: explainedNamespaces{session.KubeNamespaces{Client: direct, MaxDatabases: opts.MaxDatabasesPerNamespace, Prefix: prefix,
+		Namespaces: explainedNamespaces{labns.KubeNamespaces{Client: direct, MaxDatabases: opts.MaxDatabasesPerNamespace, Prefix: prefix,
 			NoQuotaController: opts.NoQuotaController, Roles: opts.NamespaceRoles, Self: self, Logger: opts.Logger.WithName("namespaces")}},
 		NamespacePrefix: prefix, Revoke: explainRevoke(issuer.Revoke),
 		IdleTimeout: opts.SessionIdleTimeout, NewIdleTimeout: opts.SessionNewIdleTimeout,

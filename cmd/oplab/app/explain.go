@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/oplab-dev/oplab/controller/permission"
+	"github.com/oplab-dev/oplab/web/labns"
 	"github.com/oplab-dev/oplab/web/session"
 )
 
@@ -25,7 +26,7 @@ func (n explainedNamespaces) Delete(ctx context.Context, name string) error {
 	return permission.Explain(n.Namespaces.Delete(ctx, name))
 }
 
-func (n explainedNamespaces) List(ctx context.Context) ([]session.Namespace, error) {
+func (n explainedNamespaces) List(ctx context.Context) ([]labns.Namespace, error) {
 	list, err := n.Namespaces.List(ctx)
 	return list, permission.Explain(err)
 }

@@ -46,7 +46,7 @@ import (
 	"github.com/oplab-dev/oplab/lessons"
 	"github.com/oplab-dev/oplab/lessons/judge"
 	"github.com/oplab-dev/oplab/web/kubeconfig"
-	"github.com/oplab-dev/oplab/web/session"
+	"github.com/oplab-dev/oplab/web/labns"
 	"github.com/oplab-dev/oplab/web/stream"
 )
 
@@ -221,7 +221,7 @@ func (e *Env) Namespace(t testing.TB) string {
 	t.Helper()
 	// Labelled as a learner's lab namespace, so the learner policy holds
 	// there as it does in the lab.
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "ch-", Labels: map[string]string{session.LabLabel: "true"}}}
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "ch-", Labels: map[string]string{labns.LabLabel: "true"}}}
 	if err := e.Client.Create(context.Background(), ns); err != nil {
 		t.Fatalf("create namespace: %v", err)
 	}

@@ -1,4 +1,4 @@
-package session
+package labns
 
 import (
 	"context"
@@ -32,14 +32,14 @@ const QuotaName = "databases"
 const DatabaseQuotaResource corev1.ResourceName = "count/databases.db.oplab.dev"
 
 // KubeNamespaces creates and deletes lab namespaces in the cluster: the
-// Namespaces a Manager needs.
+// session.Namespaces a session.Manager needs.
 type KubeNamespaces struct {
 	Client client.Client
 	// MaxDatabases is the value of each namespace's Database quota; default 5.
 	MaxDatabases int
-	// Prefix is the Manager's namespace prefix; it decides the InstanceLabel
-	// the namespaces get and the only ones List and Delete touch. Default
-	// NamespacePrefix.
+	// Prefix is the session Manager's namespace prefix; it decides the
+	// InstanceLabel the namespaces get and the only ones List and Delete
+	// touch. Default NamespacePrefix.
 	Prefix string
 	// NoQuotaController says the cluster runs no ResourceQuota controller
 	// (the embedded minimal mode): Create writes the new quota's status
@@ -82,8 +82,6 @@ func MaxPods(maxDatabases int) int { return maxDatabases*maxReplicas + maxReplic
 // quotaCountWait bounds how long Create waits for the quota controller's
 // first count of a new quota before writing the status itself.
 const quotaCountWait = 5 * time.Second
-
-var _ Namespaces = KubeNamespaces{}
 
 // Create creates the namespace, labelled as a lab namespace and annotated
 // with the cookie hash, and its Database quota; existing ones are fine.

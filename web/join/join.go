@@ -1,0 +1,128 @@
+// Package join is the join form: the page a visitor without a session
+// sees when the class has a join code (WriteForm, which the lab page
+// answers with when session.Manager.Begin refuses), and POST /lab/join,
+// which takes the code and an optional display name and starts the
+// session. Checking the code, and throttling wrong ones, is the session
+// table's (web/session): a session never starts without it.
+package join
+
+import (
+	"errors"
+	"math"
+	"net/http"
+	"net/url"
+	"strconv"
+	"time"
+
+	"github.com/go-logr/logr"
+
+	"github.com/oplab-dev/oplab/web/httpx"
+	"github.com/oplab-dev/oplab/web/session"
+)
+
+// Sessions is what the join form needs of the session table
+// (session.Manager): to start a session for a learner who gave a name.
+type Sessions interface {
+	BeginAs(w http.ResponseWriter, r *http.Request, name string) (session.Session, error)
+}
+
+// Handler answers the join form.
+type Handler struct {
+	Sessions Sessions
+	// Logger hears of a form that fails to render.
+	Logger logr.Logger
+}
+
+// Register mounts POST /lab/join.
+func (h Handler) Register(mux *http.ServeMux) {
+	mux.HandleFunc("POST /lab/join", h.join)
+}
+
+// join answers the join form: it checks the name and the code, starts the
+// session and sends the learner on to the lab page they asked for.
+func (h Handler) join(w http.ResponseWriter, r *http.Request) {
+	r.Body = http.MaxBytesReader(w, r.Body, 4<<10)
+	if err := r.ParseForm(); err != nil {
+		write(w, r, h.Logger, http.StatusBadRequest, Form{Error: "the join form could not be read: " + err.Error()})
+		return
+	}
+	next := labPath(r.PostFormValue("next"))
+	raw := r.PostFormValue("name")
+	name, err := session.ValidateName(raw)
+	if err != nil {
+		write(w, r, h.Logger, http.StatusBadRequest, Form{Error: err.Error(), Field: "name", Name: session.NameAsTyped(raw), Next: next})
+		return
+	}
+	if _, err := h.Sessions.BeginAs(w, r, name); err != nil {
+		var je *session.JoinError
+		var te *session.ThrottledError
+		switch {
+		case errors.As(err, &te):
+			retryAfter(w, te.Wait)
+			write(w, r, h.Logger, http.StatusTooManyRequests, Form{Error: te.Error(), Field: session.JoinField, Name: name, Next: next})
+			return
+		case errors.As(err, &je):
+			write(w, r, h.Logger, http.StatusForbidden, Form{Error: je.Error(), Field: session.JoinField, Name: name, Next: next})
+			return
+		}
+		http.Error(w, err.Error(), http.StatusServiceUnavailable)
+		return
+	}
+	http.Redirect(w, r, next, http.StatusSeeOther)
+}
+
+// labPath is next when it is a path of the lab, else /lab: the join form's
+// hidden field must not send anyone elsewhere.
+func labPath(next string) string {
+	u, err := url.Parse(next)
+	if err != nil || u.Scheme != "" || u.Host != "" || u.Path != "/lab" {
+		return "/lab"
+	}
+	q := u.Query()
+	q.Del(session.JoinField)
+	if len(q) == 0 {
+		return "/lab"
+	}
+	return "/lab?" + q.Encode()
+}
+
+// WriteForm answers a request session.Manager.Begin refused with err (a
+// *session.JoinError): 403 and the join form, which posts back to the page
+// asked for; 429 with Retry-After for a *session.ThrottledError. log hears
+// of a form that fails to render.
+func WriteForm(w http.ResponseWriter, r *http.Request, log logr.Logger, err error) {
+	j := Form{Next: labPath(r.URL.RequestURI())}
+	var je *session.JoinError
+	var te *session.ThrottledError
+	switch {
+	case errors.As(err, &te):
+		retryAfter(w, te.Wait)
+		j.Error, j.Field = te.Error(), session.JoinField
+		write(w, r, log, http.StatusTooManyRequests, j)
+		return
+	case errors.As(err, &je) && je.Given:
+		j.Error, j.Field = je.Error(), session.JoinField
+	}
+	write(w, r, log, http.StatusForbidden, j)
+}
+
+// Form is the view model of the join form.
+type Form struct {
+	// Error says what was wrong; Field names the input it is about.
+	Error, Field string
+	// Name is the display name as typed, shown again after an error.
+	Name string
+	// Next is the lab page to go on to.
+	Next string
+}
+
+func write(w http.ResponseWriter, r *http.Request, log logr.Logger, code int, j Form) {
+	// The form carries what the visitor typed; no cache may keep it.
+	w.Header().Set("Cache-Control", "no-store")
+	httpx.Render(w, r, log, code, Page(j))
+}
+
+// retryAfter sets Retry-After to wait in whole seconds, at least 1.
+func retryAfter(w http.ResponseWriter, wait time.Duration) {
+	w.Header().Set("Retry-After", strconv.Itoa(max(1, int(math.Ceil(wait.Seconds())))))
+}

@@ -1,0 +1,186 @@
+package join
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+
+	"github.com/oplab-dev/oplab/web/labns"
+	"github.com/oplab-dev/oplab/web/session"
+)
+
+// fakeNamespaces records the namespaces made; it stands in for the
+// cluster because these tests are about the join form, not Kubernetes.
+type fakeNamespaces struct {
+	mu      sync.Mutex
+	created []string
+}
+
+func (f *fakeNamespaces) Create(_ context.Context, name, _ string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.created = append(f.created, name)
+	return nil
+}
+
+func (f *fakeNamespaces) MarkActed(context.Context, string) error         { return nil }
+func (f *fakeNamespaces) Delete(context.Context, string) error            { return nil }
+func (f *fakeNamespaces) List(context.Context) ([]labns.Namespace, error) { return nil, nil }
+
+type clock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
+func (c *clock) Add(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = c.now.Add(d)
+}
+
+// newManager is a session table over opts, as web/session's tests make it.
+func newManager(t *testing.T, opts session.Options) *session.Manager {
+	t.Helper()
+	if opts.IdleTimeout == 0 {
+		opts.IdleTimeout = time.Hour
+	}
+	if opts.NewIdleTimeout == 0 {
+		opts.NewIdleTimeout = 10 * time.Minute
+	}
+	m, err := session.New(t.Context(), opts)
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	return m
+}
+
+// register mounts the join form on m, and m's own routes, as web.New does.
+func register(m *session.Manager, mux *http.ServeMux) {
+	m.Register(mux)
+	Handler{Sessions: m, Logger: logr.Discard()}.Register(mux)
+}
+
+// postJoin submits the join form.
+func postJoin(m *session.Manager, form url.Values) *httptest.ResponseRecorder {
+	r := httptest.NewRequest("POST", "/lab/join", strings.NewReader(form.Encode()))
+	r.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	w := httptest.NewRecorder()
+	mux := http.NewServeMux()
+	register(m, mux)
+	mux.ServeHTTP(w, r)
+	return w
+}
+
+func TestJoinFormNamesWhatWasWrong(t *testing.T) {
+	ns := &fakeNamespaces{}
+	m := newManager(t, session.Options{Namespaces: ns, JoinCode: "blue-otter"})
+	cases := []struct {
+		form       url.Values
+		code       int
+		wantInBody string
+	}{
+		{url.Values{"join": {"wrong"}, "name": {"Ada"}}, http.StatusForbidden, "That join code is not this class"},
+		{url.Values{"name": {"Ada"}}, http.StatusForbidden, "This class needs a join code"},
+		{url.Values{"join": {"blue-otter"}, "name": {"Ada\x07"}}, http.StatusBadRequest, "control character U+0007"},
+		{url.Values{"join": {"blue-otter"}, "name": {strings.Repeat("a", 41)}}, http.StatusBadRequest, "41 characters, at most 40"},
+	}
+	for _, c := range cases {
+		w := postJoin(m, c.form)
+		body := w.Body.String()
+		if w.Code != c.code || !strings.Contains(body, c.wantInBody) {
+			t.Errorf("join %v = %d, want %d with %q; body:\n%s", c.form, w.Code, c.code, c.wantInBody, body)
+		}
+		if !strings.Contains(body, `action="/lab/join"`) {
+			t.Errorf("join %v: the refusal does not show the form again", c.form)
+		}
+		if len(w.Result().Cookies()) != 0 {
+			t.Errorf("join %v set a cookie", c.form)
+		}
+	}
+	if len(ns.created) != 0 {
+		t.Fatalf("refused joins created namespaces %v", ns.created)
+	}
+
+	w := postJoin(m, url.Values{"join": {" blue-otter "}, "name": {"  Ada Lovelace "}, "next": {"/lab?scenario=finalizer&join=x"}})
+	if w.Code != http.StatusSeeOther || w.Header().Get("Location") != "/lab?scenario=finalizer" {
+		t.Fatalf("join = %d to %q, want 303 to /lab?scenario=finalizer", w.Code, w.Header().Get("Location"))
+	}
+	list, err := m.List(t.Context())
+	if err != nil || len(list) != 1 || list[0].Name != "Ada Lovelace" || list[0].Namespace != ns.created[0] {
+		t.Fatalf("List = %+v, %v; want Ada Lovelace in %v", list, err, ns.created)
+	}
+
+	// The hidden next field cannot send a learner off the lab.
+	for _, next := range []string{"https://evil.example/lab", "//evil.example/lab", "/instructor", "/lab/../instructor"} {
+		if got := labPath(next); got != "/lab" {
+			t.Errorf("labPath(%q) = %q, want /lab", next, got)
+		}
+	}
+}
+
+// Issue 19 (i): 50 wrong join codes at full speed are no longer all
+// compared. After JoinGuesses tries the address gets 429 with Retry-After
+// (the right code too, until the wait is over), other addresses are not
+// slowed, and the address gets its tries back with time.
+func TestWrongJoinCodesAreThrottledPerAddress(t *testing.T) {
+	ns, clk := &fakeNamespaces{}, &clock{now: time.Unix(0, 0)}
+	m := newManager(t, session.Options{Namespaces: ns, Now: clk.Now, JoinCode: "blue-otter"})
+	mux := http.NewServeMux()
+	register(m, mux)
+	try := func(addr, code string) *httptest.ResponseRecorder {
+		r := httptest.NewRequest("POST", "/lab/join", strings.NewReader(url.Values{"join": {code}, "next": {"/lab"}}.Encode()))
+		r.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		r.RemoteAddr = addr + ":5000"
+		w := httptest.NewRecorder()
+		mux.ServeHTTP(w, r)
+		return w
+	}
+	var codes []int
+	for i := range 50 {
+		codes = append(codes, try("198.51.100.7", "guess-"+strconv.Itoa(i)).Code)
+	}
+	for i, c := range codes {
+		want := http.StatusForbidden
+		if i >= session.JoinGuesses {
+			want = http.StatusTooManyRequests
+		}
+		if c != want {
+			t.Fatalf("guess %d = %d, want %d (all: %v)", i, c, want, codes)
+		}
+	}
+	w := try("198.51.100.7", "blue-otter")
+	if w.Code != http.StatusTooManyRequests || w.Header().Get("Retry-After") == "" || !strings.Contains(strings.ToLower(w.Body.String()), "too many wrong join codes") {
+		t.Errorf("the right code while throttled = %d, Retry-After %q; want 429 with Retry-After, saying why", w.Code, w.Header().Get("Retry-After"))
+	}
+	if w := try("192.0.2.5", "blue-otter"); w.Code != http.StatusSeeOther {
+		t.Errorf("another address with the right code = %d, want 303", w.Code)
+	}
+	clk.Add(session.JoinGuessEvery)
+	if w := try("198.51.100.7", "blue-otter"); w.Code != http.StatusSeeOther {
+		t.Errorf("the right code after the wait = %d, want 303", w.Code)
+	}
+	if len(ns.created) != 2 {
+		t.Errorf("created %v; want the two sessions given the right code", ns.created)
+	}
+}
+
+func TestWriteFormKeepsThePageAskedFor(t *testing.T) {
+	w := httptest.NewRecorder()
+	WriteForm(w, httptest.NewRequest("GET", "/lab?scenario=finalizer&join=nope", nil), logr.Discard(), &session.JoinError{Given: true})
+	body := w.Body.String()
+	if w.Code != http.StatusForbidden || !strings.Contains(body, `value="/lab?scenario=finalizer"`) || !strings.Contains(body, "not this class") {
+		t.Errorf("WriteForm = %d\n%s", w.Code, body)
+	}
+	if strings.Contains(body, "nope") {
+		t.Error("the join form repeats the wrong code")
+	}
+}

@@ -1,0 +1,39 @@
+// Package labns makes, finds and deletes the lab namespaces in the
+// cluster: a learner's namespace with its Database quota, LimitRange, Pod
+// Security labels and oplab's own RoleBindings there (KubeNamespaces, the
+// cluster side of a session.Manager); the instance labels that keep
+// several oplabs sharing a cluster apart (ValidatePrefix, Instance); and
+// the way out of a namespace held Terminating by finalizers no one will
+// remove (ClearFinalizers). Which browser owns which namespace is
+// web/session's business; this package knows only the cluster.
+package labns
+
+import "time"
+
+// NamespacePrefix starts every lab namespace's name unless
+// session.Options.NamespacePrefix (and KubeNamespaces.Prefix) say otherwise.
+const NamespacePrefix = "lab-"
+
+// LabLabel marks the namespaces this package creates, so that leftovers can
+// be found by label.
+const LabLabel = "oplab.dev/lab"
+
+// CookieHashAnnotation is the annotation on a lab namespace holding the
+// hex SHA-256 of its session's cookie: enough to recognise the cookie after
+// a restart, useless to anyone reading the namespace.
+const CookieHashAnnotation = "oplab.dev/session-sha256"
+
+// ActedAnnotation marks a lab namespace whose session has come back at
+// least once, so a restart keeps giving it the long idle timeout.
+const ActedAnnotation = "oplab.dev/session-acted"
+
+// Namespace is a lab namespace found in the cluster.
+type Namespace struct {
+	Name    string
+	Created time.Time
+	// CookieHash is the session's cookie hash (CookieHashAnnotation); empty
+	// for a namespace an older oplab made.
+	CookieHash string
+	// Acted is whether its session ever came back (ActedAnnotation).
+	Acted bool
+}
