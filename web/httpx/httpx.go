@@ -1,18 +1,21 @@
 // Package httpx holds the few HTTP helpers every web package shares, so that
 // each behaves one way everywhere: a page is rendered whole or not at all
 // (Render), a JSON reply is written one way (JSON), a request says whether
-// it wants JSON (WantsJSON), and a comma-separated list of IDs is read one
-// way (SplitIDs).
+// it wants JSON (WantsJSON), a comma-separated list of IDs is read one
+// way (SplitIDs), and a throttled reply says when to come back one way
+// (RetryAfter).
 package httpx
 
 import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"math"
 	"mime"
 	"net/http"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/a-h/templ"
 	"github.com/go-logr/logr"
@@ -119,4 +122,13 @@ func SplitIDs(s string, limit int) []string {
 		}
 	}
 	return ids
+}
+
+// RetryAfter sets Retry-After to wait in whole seconds, rounded up and at
+// least 1 (a client told 0 would retry at once and be throttled again), and
+// returns the seconds it set so a message can quote the same number.
+func RetryAfter(w http.ResponseWriter, wait time.Duration) string {
+	secs := strconv.Itoa(max(1, int(math.Ceil(wait.Seconds()))))
+	w.Header().Set("Retry-After", secs)
+	return secs
 }

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/a-h/templ"
 	"github.com/go-logr/logr/funcr"
@@ -148,6 +149,26 @@ func TestSplitIDs(t *testing.T) {
 	for _, tc := range cases {
 		if got := SplitIDs(tc.in, tc.limit); !slices.Equal(got, tc.want) {
 			t.Errorf("SplitIDs(%q, %d) = %q, want %q", tc.in, tc.limit, got, tc.want)
+		}
+	}
+}
+
+func TestRetryAfterRoundsUpToWholeSecondsAndAtLeastOne(t *testing.T) {
+	for _, c := range []struct {
+		wait time.Duration
+		want string
+	}{
+		{0, "1"},
+		{-time.Second, "1"},
+		{300 * time.Millisecond, "1"},
+		{time.Second, "1"},
+		{1001 * time.Millisecond, "2"},
+		{90 * time.Second, "90"},
+	} {
+		w := httptest.NewRecorder()
+		got := RetryAfter(w, c.wait)
+		if got != c.want || w.Header().Get("Retry-After") != c.want {
+			t.Errorf("RetryAfter(%v) = %q with header %q, want %q for both", c.wait, got, w.Header().Get("Retry-After"), c.want)
 		}
 	}
 }

@@ -14,9 +14,7 @@ import (
 	"crypto/sha256"
 	"crypto/subtle"
 	"fmt"
-	"math"
 	"net/http"
-	"strconv"
 	"time"
 
 	"github.com/a-h/templ"
@@ -155,8 +153,8 @@ func (h *Handler) clientOf(r *http.Request) string {
 
 // tooMany answers a throttled request: 429 with Retry-After.
 func tooMany(w http.ResponseWriter, wait time.Duration) {
-	w.Header().Set("Retry-After", strconv.Itoa(max(1, int(math.Ceil(wait.Seconds())))))
-	http.Error(w, fmt.Sprintf("too many wrong instructor tokens from your address: try again in %s s", w.Header().Get("Retry-After")), http.StatusTooManyRequests)
+	secs := httpx.RetryAfter(w, wait)
+	http.Error(w, fmt.Sprintf("too many wrong instructor tokens from your address: try again in %s s", secs), http.StatusTooManyRequests)
 }
 
 // setCookie remembers the instructor in this browser.

@@ -8,11 +8,8 @@ package join
 
 import (
 	"errors"
-	"math"
 	"net/http"
 	"net/url"
-	"strconv"
-	"time"
 
 	"github.com/go-logr/logr"
 
@@ -58,7 +55,7 @@ func (h Handler) join(w http.ResponseWriter, r *http.Request) {
 		var te *session.ThrottledError
 		switch {
 		case errors.As(err, &te):
-			retryAfter(w, te.Wait)
+			httpx.RetryAfter(w, te.Wait)
 			write(w, r, h.Logger, http.StatusTooManyRequests, Form{Error: te.Error(), Field: session.JoinField, Name: name, Next: next})
 			return
 		case errors.As(err, &je):
@@ -96,7 +93,7 @@ func WriteForm(w http.ResponseWriter, r *http.Request, log logr.Logger, err erro
 	var te *session.ThrottledError
 	switch {
 	case errors.As(err, &te):
-		retryAfter(w, te.Wait)
+		httpx.RetryAfter(w, te.Wait)
 		j.Error, j.Field = te.Error(), session.JoinField
 		write(w, r, log, http.StatusTooManyRequests, j)
 		return
@@ -120,9 +117,4 @@ func write(w http.ResponseWriter, r *http.Request, log logr.Logger, code int, j 
 	// The form carries what the visitor typed; no cache may keep it.
 	w.Header().Set("Cache-Control", "no-store")
 	httpx.Render(w, r, log, code, Page(j))
-}
-
-// retryAfter sets Retry-After to wait in whole seconds, at least 1.
-func retryAfter(w http.ResponseWriter, wait time.Duration) {
-	w.Header().Set("Retry-After", strconv.Itoa(max(1, int(math.Ceil(wait.Seconds())))))
 }

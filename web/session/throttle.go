@@ -1,10 +1,7 @@
 package session
 
 import (
-	"fmt"
 	"math"
-	"net/http"
-	"strconv"
 	"sync"
 	"time"
 )
@@ -90,11 +87,4 @@ func (t *Throttle) forgetFull(now time.Time) {
 			delete(t.buckets, addr)
 		}
 	}
-}
-
-// RetryAfter answers a throttled request: 429, Retry-After in whole
-// seconds (at least 1), and msg.
-func RetryAfter(w http.ResponseWriter, wait time.Duration, msg string) {
-	w.Header().Set("Retry-After", strconv.Itoa(max(1, int(math.Ceil(wait.Seconds())))))
-	http.Error(w, fmt.Sprintf("%s: try again in %s s", msg, w.Header().Get("Retry-After")), http.StatusTooManyRequests)
 }
