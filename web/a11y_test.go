@@ -88,6 +88,7 @@ func checkPage(t *testing.T, ctx context.Context, src, name string) int {
 }
 
 func TestAccessibility(t *testing.T) {
+	t.Parallel()
 	src := axeSource(t)
 	e := needEnv(t)
 	t.Cleanup(func() {

@@ -44,6 +44,13 @@ const deadline = 3 * time.Minute
 // env is everything the integration and browser tests share: one embedded
 // cluster, one controller, one recorder, one server and one browser, started
 // on first use and stopped by TestMain.
+//
+// The few tests that mostly wait (on a reset's time limit, on the resync,
+// on Pods' slow stages, on a page's two-second poll) and own their
+// learner's namespace, touching nothing the server shares, call t.Parallel,
+// so that their waits overlap; Go runs them after the serial ones. The
+// others stay serial: two browser tests side by side on two cores took
+// twice as long each, and saved nothing.
 type testEnv struct {
 	cluster  *cluster.Cluster
 	runner   *controller.Runner

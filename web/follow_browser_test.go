@@ -84,10 +84,13 @@ func TestBrowserFollowThePresenter(t *testing.T) {
 	createInTab(t, teacher, "demo")
 	poll(t, teacher, "demo Ready", `document.querySelector("#db-demo .db-head .pill.ok")?.textContent === "Ready True"`)
 
-	// The presenter pauses, a change arrives, they step through it.
-	if err := chromedp.Do(teacher, chromedp.Click(chromedp.CSS("#play-pause"))); err != nil {
+	// The presenter pauses, a change arrives, they step through it. The
+	// key, not a click at the button's place: rows still arriving can move
+	// the button between the two.
+	if err := chromedp.Do(teacher, pressKey(chromedp.CSS("#play-pause"))); err != nil {
 		t.Fatal(err)
 	}
+	poll(t, teacher, "the presenter's timeline frozen", `document.getElementById("play-pause").getAttribute("aria-pressed") === "true"`)
 	// The follower pauses with them before anything new happens.
 	poll(t, early, "the early learner paused with the presenter", `document.getElementById("lab").dataset.playback === "paused"`)
 	kubectlScale(t, teacherNS, "demo", 2)

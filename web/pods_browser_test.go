@@ -17,6 +17,7 @@ import (
 // that cannot be pulled and a crash loop turn Degraded True with the
 // kubelet's waiting reason. Each card is saved as a screenshot.
 func TestBrowserPodsSwitch(t *testing.T) {
+	t.Parallel()
 	e := needEnv(t)
 	ctx := e.tab(t)
 	// Tall enough that a whole card fits in the viewport, where an element

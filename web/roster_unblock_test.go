@@ -21,6 +21,7 @@ import (
 // remove the remaining finalizers; pressed in Chromium (a plain form, as
 // the page works without script), it answers 303, and the Database goes.
 func TestBrowserRosterRemovesForeignFinalizers(t *testing.T) {
+	t.Parallel()
 	e := needEnv(t)
 	_, ns := e.learner(t)
 	ctx := t.Context()

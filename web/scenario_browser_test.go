@@ -245,6 +245,7 @@ func TestBrowserScenarioNonIdempotentCreate(t *testing.T) {
 }
 
 func TestBrowserScenarioDropEvents(t *testing.T) {
+	t.Parallel()
 	ctx, ns := startScenario(t, "drop-events", "Created Database deaf")
 	// The shared server resyncs every 10 s, so the whole scenario, resync
 	// included, fits in well under a minute.

@@ -478,6 +478,7 @@ func TestScenarioNonIdempotentCreate(t *testing.T) {
 }
 
 func TestScenarioDropEvents(t *testing.T) {
+	t.Parallel()
 	e := needEnv(t)
 	c, ns := setUp(t, e, "drop-events")
 	resyncs := func(steps []controller.Step) int {

@@ -25,6 +25,7 @@ import (
 // full server takes over (here a stand-in, as cmd/oplab swaps it in: the
 // cluster is not the point). axe-core finds nothing in light or dark.
 func TestBrowserLabWaitsForTheClusterThenTurnsLive(t *testing.T) {
+	t.Parallel()
 	src := axeSource(t)
 	var status atomic.Pointer[starting.Status]
 	set := func(s starting.Status) { status.Store(&s) }
