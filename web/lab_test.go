@@ -35,7 +35,7 @@ import (
 	"github.com/oplab-dev/oplab/web/stream"
 )
 
-// postForm sends a form as lab.js does (asking for JSON) and decodes the answer.
+// postForm sends a form as lab/forms.js does (asking for JSON) and decodes the answer.
 func postForm(t *testing.T, c *http.Client, base, path string, form url.Values) (int, lab.Result) {
 	t.Helper()
 	req, _ := http.NewRequest("POST", base+path, strings.NewReader(form.Encode()))
