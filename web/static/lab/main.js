@@ -16,7 +16,7 @@
 //   loop.js       the loop diagram, the pause note, the controller's pill
 //   controller.js the controller's messages, a demo's narration and keys
 //   countdown.js  the selected Database's next resync
-//   cards.js      the server's object views, drawn with ../morph.js
+//   cards.js      the server's object views, swapped in
 //   forms.js      the forms sent with fetch (reveal.js: what they changed)
 //   follow.js     the classroom: following the presenter, or being followed
 //   replay.js     /lab/replay
