@@ -36,7 +36,7 @@ import (
 // Screens are the places a claim can name, with what each covers.
 var Screens = map[string]string{
 	"lab":      "the lab page (/lab): cards, buttons, menus, the controller bar, the panels and their headings",
-	"timeline": "the lab's timeline rows (drawn by lab.js)",
+	"timeline": "the lab's timeline rows (drawn by web/static/lab/timeline.js)",
 	"code":     "the code page (/code)",
 }
 

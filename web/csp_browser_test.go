@@ -138,7 +138,7 @@ func TestBrowserPolicyBlocksInlineScript(t *testing.T) {
 	tab := browser.Tab(t)
 	watchViolations(t, tab)
 	if err := chromedp.Do(tab, chromedp.Navigate(srv.URL+"/"),
-		// What lab.js does with a state's HTML.
+		// What the lab (lab/cards.js) does with a state's HTML.
 		chromedp.Evaluate[chromedp.Void](fmt.Sprintf(`document.getElementById("in").innerHTML = %q`, payload(marker))),
 		chromedp.Evaluate[chromedp.Void](`document.getElementById("pwn").click()`)); err != nil {
 		t.Fatal(err)

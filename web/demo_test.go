@@ -351,7 +351,7 @@ func TestBrowserDemoNarratesOnTheTimeline(t *testing.T) {
 	if sel, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.getElementById("filter").value`)); err != nil || sel != "shop" {
 		t.Errorf("the lab's selected Database during the demo = %q (%v), want shop", sel, err)
 	}
-	between, err := chromedp.Run(ctx, chromedp.Evaluate[int](`document.querySelectorAll("#rows > li.narration ~ li[data-reconcile]").length`))
+	between, err := chromedp.Run(ctx, chromedp.Evaluate[int](`document.querySelectorAll("#rows > li.narration ~ li:has(.rid)").length`))
 	if err != nil || between == 0 {
 		t.Errorf("no reconcile rows below the narrations (%v)", err)
 	}

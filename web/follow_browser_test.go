@@ -14,6 +14,9 @@ import (
 	"github.com/oplab-dev/oplab/web/classroom"
 )
 
+// followerPaused: the player's note says the presenter has paused.
+const followerPaused = `(document.getElementById("follow-player").textContent.endsWith(": paused."))`
+
 // labData reads one of #lab's data attributes.
 func labData(t *testing.T, ctx context.Context, key string) string {
 	t.Helper()
@@ -47,8 +50,7 @@ func follows(t *testing.T, ctx context.Context, who, db, seq string) {
 	poll(t, ctx, who+" sees the banner", `document.getElementById("classroom-banner").textContent.includes("Following Ada")`)
 	poll(t, ctx, who+" follows", `document.getElementById("lab").dataset.following === "presenter"`)
 	poll(t, ctx, who+" sees the presenter's card", fmt.Sprintf(`document.querySelector("#databases #db-%s") !== null`, db))
-	poll(t, ctx, who+" at the presenter's paused position", fmt.Sprintf(`(() => { const l = document.getElementById("lab");
-		return l.dataset.playback === "paused" && l.dataset.shownSeq === %q; })()`, seq))
+	poll(t, ctx, who+" at the presenter's paused position", fmt.Sprintf(`%s && String(%s) === %q`, followerPaused, newestSeq, seq))
 }
 
 // Three browsers: the instructor presents, two learners follow (one joins
@@ -92,17 +94,18 @@ func TestBrowserFollowThePresenter(t *testing.T) {
 	}
 	poll(t, teacher, "the presenter's timeline frozen", `document.getElementById("play-pause").getAttribute("aria-pressed") === "true"`)
 	// The follower pauses with them before anything new happens.
-	poll(t, early, "the early learner paused with the presenter", `document.getElementById("lab").dataset.playback === "paused"`)
+	poll(t, early, "the early learner paused with the presenter", followerPaused)
 	kubectlScale(t, teacherNS, "demo", 2)
-	poll(t, teacher, "steps waiting for the presenter", `+document.getElementById("lab").dataset.waiting >= 2`)
+	poll(t, teacher, "steps waiting for the presenter", waitingSteps+` >= 2`)
 	for range 2 {
 		if err := chromedp.Do(teacher, chromedp.Click(chromedp.CSS("#play-step"))); err != nil {
 			t.Fatal(err)
 		}
 	}
-	seq := labData(t, teacher, "shownSeq")
-	if seq == "" || labData(t, teacher, "playback") != "paused" {
-		t.Fatalf("the presenter's timeline: seq %q, %s; want paused at a step", seq, labData(t, teacher, "playback"))
+	// Where the presenter's timeline is: its newest step.
+	seq := evalString(t, teacher, `String(`+newestSeq+`)`)
+	if seq == "0" || evalString(t, teacher, `String(`+frozen+`)`) != "true" {
+		t.Fatalf("the presenter's timeline: seq %q, frozen %s; want frozen at a step", seq, evalString(t, teacher, `String(`+frozen+`)`))
 	}
 
 	// Both learners follow: the early one switched live, the late one
@@ -113,7 +116,7 @@ func TestBrowserFollowThePresenter(t *testing.T) {
 	}
 	follows(t, early, "the early learner", "demo", seq)
 	follows(t, late, "the late learner", "demo", seq)
-	if n := evalInt(t, late, `document.getElementById("lab").dataset.waiting || "0"`); n == 0 {
+	if n := evalInt(t, late, `String(`+waitingSteps+`)`); n == 0 {
 		t.Error("the late learner holds no step after the presenter's position; the paused position is not applied")
 	}
 	screenshot(t, late, "30-follower-paused")
@@ -124,7 +127,7 @@ func TestBrowserFollowThePresenter(t *testing.T) {
 	if err := chromedp.Do(teacher, chromedp.Click(chromedp.CSS("#play-step"))); err != nil {
 		t.Fatal(err)
 	}
-	next := labData(t, teacher, "shownSeq")
+	next := evalString(t, teacher, `String(`+newestSeq+`)`)
 	if next == seq {
 		t.Fatalf("the presenter's step did not move their timeline (seq %s)", seq)
 	}
@@ -146,7 +149,7 @@ func TestBrowserFollowThePresenter(t *testing.T) {
 	if err := chromedp.Do(late, chromedp.KeyEvent(kb.Escape)); err != nil {
 		t.Fatal(err)
 	}
-	poll(t, late, "back in the own lab", `document.getElementById("lab").dataset.following === "" && document.getElementById("lab").dataset.stream === "open"`)
+	poll(t, late, "back in the own lab", `document.getElementById("lab").dataset.following === "" && `+ownStreamLive)
 	poll(t, late, "the presenter's card gone", `document.querySelector("#db-demo") === null`)
 	poll(t, late, "Rejoin offered", `document.getElementById("classroom-rejoin")?.textContent === "Rejoin Ada"`)
 	if h := evalInt(t, late, `document.getElementById("objects-h").textContent === "Your Databases" ? "1" : "0"`); h != 1 {

@@ -93,8 +93,8 @@ func TestBrowserFollowShowsOnlyThePresentersLab(t *testing.T) {
 	if err := chromedp.Do(learner, chromedp.Focus(chromedp.CSS("#log")), chromedp.KeyEvent("p")); err != nil {
 		t.Fatal(err)
 	}
-	if got := labData(t, learner, "playback"); got != "playing" || labData(t, learner, "following") != "presenter" {
-		t.Errorf("P in the follower's timeline: playback %q, following %q; want the presenter's live timeline, still followed", got, labData(t, learner, "following"))
+	if got := evalString(t, learner, `String(!`+frozen+` && !`+followerPaused+`)`); got != "true" || labData(t, learner, "following") != "presenter" {
+		t.Errorf("P in the follower's timeline: playing %s, following %q; want the presenter's live timeline, still followed", got, labData(t, learner, "following"))
 	}
 	if err := chromedp.Do(learner, chromedp.Focus(chromedp.CSS("#follow-back-button"))); err != nil {
 		t.Fatal(err)
@@ -122,7 +122,7 @@ func TestBrowserFollowShowsOnlyThePresentersLab(t *testing.T) {
 	if err := chromedp.Do(learner, chromedp.Click(chromedp.CSS("#follow-back-button"))); err != nil {
 		t.Fatal(err)
 	}
-	poll(t, learner, "broken away", `document.getElementById("lab").dataset.following === "" && document.getElementById("lab").dataset.stream === "open"`)
+	poll(t, learner, "broken away", `document.getElementById("lab").dataset.following === "" && `+ownStreamLive)
 	poll(t, learner, "Rejoin offered", `document.getElementById("classroom-rejoin")?.textContent === "Rejoin Ada"`)
 	if what := evalString(t, learner, `(() => { const out = [];
 		if (document.getElementById("objects-h").textContent !== "Your Databases") out.push("the heading is not the learner's own");

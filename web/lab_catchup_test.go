@@ -1,13 +1,14 @@
 package web_test
 
 import (
+	"encoding/json"
 	"fmt"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/oplab-dev/oplab/controller/api/v1alpha1"
-	"github.com/oplab-dev/oplab/lessons/judge"
+	"github.com/oplab-dev/oplab/web/stream"
 )
 
 // A reloaded lab shows the cards as they are: the stream's catch-up replays
@@ -30,14 +31,44 @@ func TestBrowserReloadDrawsNoPastStateOnTheCards(t *testing.T) {
 	shows(t, ctx, "bygone's card removed", `!document.querySelector("#db-bygone")`)
 
 	// Reload: the page has no card for bygone; watch the catch-up to its end.
-	last := judge.LastSeq(e.recorder.Export(ns))
+	last := lastRowSeq(t, e.recorder.Export(ns))
 	openLab(t, ctx, "")
-	poll(t, ctx, "the catch-up shown to its end", fmt.Sprintf(`Number(document.getElementById("lab").dataset.shownSeq || 0) >= %d`, last))
+	// The loop's caption says when the past is drawn ("caught up: N
+	// steps…"), and the newest row is the last step recorded.
+	poll(t, ctx, "the catch-up shown to its end", fmt.Sprintf(`document.getElementById("loop-caption").textContent.startsWith("caught up: ") && %s >= %d`, newestSeq, last))
 	showsNow(t, ctx, "bygone's past on the timeline", `[...document.querySelectorAll("#log .row .db-name")].some(b => b.textContent === "bygone")`)
-	showsNow(t, ctx, "no past state drawn on a card", `!document.querySelector("#db-bygone") && (document.getElementById("lab").dataset.cardsDrawn || "0") === "0"`)
+	// A card drawn from the past would have taken the place of the page's
+	// "No Databases yet" (cards.js removes it), and a deleted one stays
+	// marked Deleted for seconds.
+	showsNow(t, ctx, "no past state drawn on a card", `!document.querySelector("#db-bygone") && document.querySelector("#databases .empty")?.textContent.startsWith("No Databases yet") === true`)
 
 	if err := e.client.Create(t.Context(), &v1alpha1.Database{ObjectMeta: metav1.ObjectMeta{Name: "fresh", Namespace: ns}}); err != nil {
 		t.Fatal(err)
 	}
-	shows(t, ctx, "a new Database's card", `!!document.querySelector("#db-fresh") && Number(document.getElementById("lab").dataset.cardsDrawn) > 0`)
+	shows(t, ctx, "a new Database's card", `!!document.querySelector("#db-fresh") && !document.querySelector("#databases .empty")`)
+}
+
+// lastRowSeq is the seq of the export's last message that the timeline
+// draws as a row's step (an event, or a step of a reconcile), which the
+// row then carries (data-seq). A state's seq is on no row.
+func lastRowSeq(t *testing.T, e stream.Export) uint64 {
+	t.Helper()
+	var last uint64
+	for _, raw := range e.Messages {
+		var m struct {
+			Type        string `json:"type"`
+			Seq         uint64 `json:"seq"`
+			ReconcileID string `json:"reconcileID"`
+		}
+		if err := json.Unmarshal(raw, &m); err != nil {
+			t.Fatal(err)
+		}
+		if m.Type == "event" || m.ReconcileID != "" {
+			last = max(last, m.Seq)
+		}
+	}
+	if last == 0 {
+		t.Fatal("the export holds no step")
+	}
+	return last
 }

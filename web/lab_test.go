@@ -35,7 +35,7 @@ import (
 	"github.com/oplab-dev/oplab/web/stream"
 )
 
-// postForm sends a form as lab.js does (asking for JSON) and decodes the answer.
+// postForm sends a form as lab/forms.js does (asking for JSON) and decodes the answer.
 func postForm(t *testing.T, c *http.Client, base, path string, form url.Values) (int, lab.Result) {
 	t.Helper()
 	req, _ := http.NewRequest("POST", base+path, strings.NewReader(form.Encode()))
@@ -245,7 +245,7 @@ func TestBrowserCreateScaleDelete(t *testing.T) {
 	if err := chromedp.Do(ctx, chromedp.Navigate(e.http.URL+"/lab"), chromedp.WaitVisible(chromedp.CSS("#create-form"))); err != nil {
 		t.Fatal(err)
 	}
-	poll(t, ctx, "the stream to open", `document.getElementById("lab").dataset.stream === "open"`)
+	poll(t, ctx, "the stream to open", streamLive)
 	if err := chromedp.Do(ctx,
 		chromedp.SetValue(chromedp.CSS(`#create-form input[name="name"]`), "shop"),
 		chromedp.SetValue(chromedp.CSS(`#create-form input[name="replicas"]`), "1"),
@@ -254,7 +254,7 @@ func TestBrowserCreateScaleDelete(t *testing.T) {
 		t.Fatal(err)
 	}
 	poll(t, ctx, "the created message", `document.querySelector("#flash .flash-ok")?.textContent.includes("Created Database shop")`)
-	poll(t, ctx, "a reconcile row for shop", `document.querySelector('#rows li.row[data-db="shop"][data-reconcile] .steps li')`)
+	poll(t, ctx, "a reconcile row for shop", `document.querySelector('#rows li.row[data-db="shop"]:has(.rid) .steps li')`)
 	poll(t, ctx, "Ready=True on shop", `document.querySelector("#db-shop .db-head .pill.ok")?.textContent === "Ready True"`)
 	text, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS("#rows")))
 	if err != nil || !strings.Contains(text, "event → 1 reconcile") && !strings.Contains(text, "events → 1 reconcile") {
@@ -392,7 +392,7 @@ func TestBrowserReplaysAnExport(t *testing.T) {
 	); err != nil {
 		t.Fatal(err)
 	}
-	poll(t, ctx, "reconcile rows replayed", `document.querySelectorAll('#rows li.row[data-db="replayed"][data-reconcile]').length > 0`)
+	poll(t, ctx, "reconcile rows replayed", `document.querySelectorAll('#rows li.row[data-db="replayed"]:has(.rid)').length > 0`)
 	poll(t, ctx, "the Database replayed as Ready", `document.querySelector("#db-replayed .db-head .pill.ok")?.textContent === "Ready True"`)
 	forms, err := chromedp.Run(ctx, chromedp.Evaluate[int](`document.querySelectorAll('form[action^="/lab/databases"]').length`))
 	if err != nil || forms != 0 {

@@ -18,6 +18,30 @@ import (
 	"github.com/oplab-dev/oplab/controller/api/v1alpha1"
 )
 
+// What the lab shows, read as a learner reads it: these expressions read
+// the page's own words and attributes (data-seq is travel.js's), never a
+// field the lab writes only for tests.
+const (
+	// streamLive: the timeline's status says the stream is open ("live",
+	// or "live, following" while following the presenter).
+	streamLive = `document.getElementById("stream-status").textContent.startsWith("live")`
+	// ownStreamLive: open, and the learner's own stream.
+	ownStreamLive = `document.getElementById("stream-status").textContent === "live"`
+	// frozen: the player's Freeze button is pressed.
+	frozen = `(document.getElementById("play-pause").getAttribute("aria-pressed") === "true")`
+	// waitingSteps is the player's counter, "N new steps waiting" (none
+	// while it is hidden).
+	waitingSteps = `((e) => e.hidden ? 0 : parseInt(e.textContent, 10) || 0)(document.getElementById("play-waiting"))`
+	// newestSeq is the seq of the newest step drawn on the timeline: a
+	// row carries the seq of its last step (data-seq, for travel.js).
+	newestSeq = `Math.max(0, ...[...document.querySelectorAll("#rows li[data-seq]")].map((li) => +li.dataset.seq))`
+	// timelineEntries counts what the timeline shows, one entry a step:
+	// an event's line, a reconcile's head (its ID), each step of it, its
+	// result, and a line of the controller's or about a gap. A folded
+	// line's own head and result are not counted: folding shows no step.
+	timelineEntries = `document.querySelectorAll("#rows li.ev, #rows div.row-head .rid, #rows ol.steps > li, #rows div.row-head .pill.result, #rows li.controller, #rows li.notice").length`
+)
+
 // openLab opens /lab (plus query) in ctx and waits for the stream.
 func openLab(t *testing.T, ctx context.Context, query string) string {
 	t.Helper()
@@ -26,7 +50,7 @@ func openLab(t *testing.T, ctx context.Context, query string) string {
 	}
 	// A lab that follows the presenter does not show the learner's own form.
 	poll(t, ctx, "the create form, or following", `document.querySelector("#create-form").getClientRects().length > 0 || document.getElementById("lab").dataset.following === "presenter"`)
-	poll(t, ctx, "the stream to open", `document.getElementById("lab").dataset.stream === "open"`)
+	poll(t, ctx, "the stream to open", streamLive)
 	ns, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.getElementById("lab").dataset.namespace`))
 	if err != nil || ns == "" {
 		t.Fatalf("no namespace on the page: %v", err)
@@ -134,10 +158,10 @@ func TestBrowserTimelinePauseStepSlowMotion(t *testing.T) {
 		t.Fatal(err)
 	}
 	poll(t, ctx, "paused", `document.getElementById("play-pause").getAttribute("aria-pressed") === "true"`)
-	poll(t, ctx, "Unfreeze timeline, Step disabled while nothing waits", pauseText+` === "Unfreeze timeline" && (document.getElementById("lab").dataset.waiting !== "0" || `+
+	poll(t, ctx, "Unfreeze timeline, Step disabled while nothing waits", pauseText+` === "Unfreeze timeline" && (`+waitingSteps+` !== 0 || `+
 		stepState+` === "disabled: Nothing to step: no new step is waiting.")`)
 	createInTab(t, ctx, "calm")
-	poll(t, ctx, "steps waiting", `+document.getElementById("lab").dataset.waiting >= 5 && /^\d+ new steps waiting$/.test(document.getElementById("play-waiting").textContent)`)
+	poll(t, ctx, "steps waiting", waitingSteps+` >= 5 && /^\d+ new steps waiting$/.test(document.getElementById("play-waiting").textContent)`)
 	if n := evalInt(t, ctx, `String(document.querySelectorAll('#rows li[data-db="calm"]').length)`); n != 0 {
 		t.Errorf("paused, the timeline drew %d rows for calm; want none until resumed", n)
 	}
@@ -147,18 +171,18 @@ func TestBrowserTimelinePauseStepSlowMotion(t *testing.T) {
 	screenshot(t, ctx, "11-timeline-paused")
 
 	// Step: one step at a time, from the keyboard and from the button.
-	before := evalInt(t, ctx, `document.getElementById("lab").dataset.shown || "0"`)
+	before := evalInt(t, ctx, `String(`+timelineEntries+`)`)
 	// The keys work where the focus is: in the timeline.
 	if err := chromedp.Do(ctx, chromedp.Evaluate[chromedp.Void](`document.getElementById("log").focus()`), chromedp.KeyEvent("n")); err != nil {
 		t.Fatal(err)
 	}
-	if after := evalInt(t, ctx, `document.getElementById("lab").dataset.shown || "0"`); after != before+1 {
+	if after := evalInt(t, ctx, `String(`+timelineEntries+`)`); after != before+1 {
 		t.Errorf("N showed %d steps; want exactly 1", after-before)
 	}
 	if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS("#play-step"))); err != nil {
 		t.Fatal(err)
 	}
-	if after := evalInt(t, ctx, `document.getElementById("lab").dataset.shown || "0"`); after != before+2 {
+	if after := evalInt(t, ctx, `String(`+timelineEntries+`)`); after != before+2 {
 		t.Errorf("the Step button showed %d steps in all; want 2", after-before)
 	}
 	// Stepped to the last waiting step (in one go, so none comes in
@@ -173,7 +197,7 @@ func TestBrowserTimelinePauseStepSlowMotion(t *testing.T) {
 	if err := chromedp.Do(ctx, chromedp.KeyEvent("p")); err != nil {
 		t.Fatal(err)
 	}
-	poll(t, ctx, "resumed, nothing waiting", `document.getElementById("lab").dataset.playback === "playing" && document.getElementById("lab").dataset.waiting === "0"`)
+	poll(t, ctx, "resumed, nothing waiting", `!`+frozen+` && `+waitingSteps+` === 0`)
 	poll(t, ctx, "Freeze timeline again, Step disabled", pauseText+` === "Freeze timeline" && `+stepState+`.startsWith("disabled: Nothing to step: the timeline is live")`)
 	poll(t, ctx, "calm Ready", `document.querySelector("#db-calm .db-head .pill.ok")?.textContent === "Ready True"`)
 
@@ -185,7 +209,7 @@ func TestBrowserTimelinePauseStepSlowMotion(t *testing.T) {
 		t.Fatal(err)
 	}
 	kubectlScale(t, ns, "calm", 2)
-	poll(t, ctx, "steps held while playing in slow motion", `document.getElementById("lab").dataset.playback === "playing" && +document.getElementById("lab").dataset.waiting > 0`)
+	poll(t, ctx, "steps held while playing in slow motion", `!`+frozen+` && `+waitingSteps+` > 0`)
 	poll(t, ctx, "slow motion reaching generation 2", `document.querySelector("#db-calm .observed")?.textContent === "2"`)
 	if err := chromedp.Do(ctx, chromedp.Evaluate[chromedp.Void](`(() => { const s = document.getElementById("play-speed"); s.value = "1"; s.dispatchEvent(new Event("change")); })()`)); err != nil {
 		t.Fatal(err)
@@ -283,7 +307,7 @@ func TestBrowserNarrowAndProjectorLayouts(t *testing.T) {
 		chromedp.Navigate(e.http.URL+"/lab"), chromedp.WaitVisible(chromedp.CSS("#db-phone"))); err != nil {
 		t.Fatal(err)
 	}
-	poll(t, ctx, "the stream to open", `document.getElementById("lab").dataset.stream === "open"`)
+	poll(t, ctx, "the stream to open", streamLive)
 	if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS("#layout-toggle"))); err != nil {
 		t.Fatal(err)
 	}

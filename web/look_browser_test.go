@@ -48,7 +48,7 @@ func TestBrowserLookOverALearnersShoulder(t *testing.T) {
 	if want := fmt.Sprintf("Looking at Ana's lab (%s), read-only.", ns); !strings.Contains(banner, want) {
 		t.Errorf("the look banner says %q, want %q", banner, want)
 	}
-	poll(t, teacher, "the look's stream open", `document.getElementById("lab").dataset.stream === "open"`)
+	poll(t, teacher, "the look's stream open", streamLive)
 	poll(t, teacher, "Ana's card and timeline", `document.querySelector("#db-orders .db-head .pill.ok")?.textContent === "Ready True" && document.querySelectorAll("#rows > li").length > 0 && document.getElementById("objects-h").textContent === "Ana's Databases (read-only)"`)
 	// Nothing on the page acts: no form or player button takes part in it.
 	if n, _ := chromedp.Run(teacher, chromedp.Evaluate[int](`[...document.querySelectorAll("#lab form, #lab .player > button")].filter(f => f.getClientRects().length > 0).length`)); n != 0 {

@@ -25,7 +25,7 @@ func TestBrowserPodsSwitch(t *testing.T) {
 	if err := chromedp.Do(ctx, chromedp.EmulateViewport(1280, 1800), chromedp.Navigate(e.http.URL+"/lab"), chromedp.WaitVisible(chromedp.CSS("#create-form"))); err != nil {
 		t.Fatal(err)
 	}
-	poll(t, ctx, "the stream to open", `document.getElementById("lab").dataset.stream === "open"`)
+	poll(t, ctx, "the stream to open", streamLive)
 
 	modes := []struct {
 		db, mode string

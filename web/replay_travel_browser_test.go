@@ -16,7 +16,7 @@ import (
 // rowBetween is the seq of a finished reconcile row with from <= seq < to
 // (to 0: no upper bound), or "".
 func rowBetween(from, to uint64) string {
-	return fmt.Sprintf(`([...document.querySelectorAll("#rows > li.row[data-reconcile][data-seq]:not(.noop)")]
+	return fmt.Sprintf(`([...document.querySelectorAll("#rows > li.row[data-seq]:not(.noop):has(.rid)")]
 		.find(li => li.querySelector(".row-head .result") && +li.dataset.seq >= %d && (%d === 0 || +li.dataset.seq < %d))?.dataset.seq || "")`, from, to, to)
 }
 

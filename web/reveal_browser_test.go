@@ -45,10 +45,10 @@ func flashText(t *testing.T, ctx context.Context) string {
 	return evalString(t, ctx, `document.querySelector("#flash")?.textContent || ""`)
 }
 
-// labSeq is the last seq the page received.
+// labSeq is the seq of the newest step on the page's timeline.
 func labSeq(t *testing.T, ctx context.Context) int {
 	t.Helper()
-	n, _ := strconv.Atoi(evalString(t, ctx, `document.getElementById("lab").dataset.seq || "0"`))
+	n, _ := strconv.Atoi(evalString(t, ctx, `String(`+newestSeq+`)`))
 	return n
 }
 

@@ -36,6 +36,11 @@ import (
 	"github.com/oplab-dev/oplab/web/stream"
 )
 
+// rosterPolled is the time of the roster's last poll, which roster.js
+// marks as a User Timing entry (nothing on the page changes for a poll
+// that found nothing new).
+const rosterPolled = `String(performance.getEntriesByName("oplab:roster-refresh").at(-1)?.startTime ?? "")`
+
 // axeCheck runs axe-core on what ctx shows when it is installed (always
 // in CI): the browser tests' pages must pass it too.
 func axeCheck(t *testing.T, ctx context.Context, name string) {
@@ -88,7 +93,7 @@ func TestBrowserRosterShowsALearnersProgress(t *testing.T) {
 	if err := chromedp.Do(learner, chromedp.Navigate(e.http.URL+"/lab?scenario=first-reconcile"), chromedp.WaitVisible(chromedp.CSS("#learner-name-input"))); err != nil {
 		t.Fatal(err)
 	}
-	poll(t, learner, "the stream to open", `document.getElementById("lab").dataset.stream === "open"`)
+	poll(t, learner, "the stream to open", streamLive)
 	ns, err := chromedp.Run(learner, chromedp.Evaluate[string](`document.getElementById("lab").dataset.namespace`))
 	if err != nil || ns == "" {
 		t.Fatalf("no namespace on the page: %v", err)
@@ -141,7 +146,7 @@ func TestBrowserRosterShowsALearnersProgress(t *testing.T) {
 			&& r.querySelector('.learner-dbs [data-db="first"] .pill.ok')?.textContent === "Ready True"
 			&& r.querySelector(".learner-scenarios").textContent.includes("first-reconcile")
 			&& parseInt(r.querySelector(".learner-quiz").textContent, 10) >= 1; })()`, row, ns))
-	poll(t, instr, "the roster redrawn by its script", `Number(document.getElementById("roster-live").dataset.refreshed) > 0`)
+	poll(t, instr, "the roster redrawn by its script", rosterPolled+` !== ""`)
 	if err := chromedp.Do(instr, chromedp.Evaluate[chromedp.Void](row+`.scrollIntoView({block: "center"})`)); err != nil {
 		t.Fatal(err)
 	}
@@ -388,11 +393,11 @@ func TestBrowserRosterResetShowsProgressAndKeepsTheTable(t *testing.T) {
 	_, other := e.learner(t)
 	poll(t, instr, "the changed Databases cell and the new learner's row", fmt.Sprintf(`%s.querySelector('.learner-dbs [data-db="second"]')
 		&& document.getElementById(%q) && document.querySelectorAll("#roster-table tbody tr").length === %d`, row, "learner-"+other, rows+1))
-	stamp, err := chromedp.Run(instr, chromedp.Evaluate[string](`document.getElementById("roster-live").dataset.refreshed`))
+	stamp, err := chromedp.Run(instr, chromedp.Evaluate[string](rosterPolled))
 	if err != nil {
 		t.Fatal(err)
 	}
-	poll(t, instr, "one more redraw", fmt.Sprintf(`document.getElementById("roster-live").dataset.refreshed !== %q`, stamp))
+	poll(t, instr, "one more redraw", fmt.Sprintf(`%s !== %q`, rosterPolled, stamp))
 	showsNow(t, instr, "the unchanged cells the same nodes, the changed one updated in place, the focus kept, nothing announced", `(() => { const r = `+row+`;
 		return r.querySelector("code").oplabMark === "ns" && r.querySelector(".learner-name").oplabMark === "name"
 			&& r.querySelector(".learner-quiz").oplabMark === "quiz" && r.querySelector(".learner-dbs").oplabMark === "dbs"
@@ -435,13 +440,13 @@ func TestBrowserRosterResetShowsProgressAndKeepsTheTable(t *testing.T) {
 	// Two quiet redraws (only "last active" moves on): no element is
 	// added or removed, only text changes.
 	if err := chromedp.Do(instr, chromedp.Evaluate[chromedp.Void](`(() => { const m = window.oplabMutations = {added: 0, removed: 0, text: 0, cycles: 0};
-		const box = document.getElementById("roster-live"); let seen = box.dataset.refreshed;
+		const box = document.getElementById("roster-live");
+		new PerformanceObserver((list) => { m.cycles += list.getEntriesByName("oplab:roster-refresh").length; }).observe({type: "mark"});
 		new MutationObserver((list) => { for (const r of list) {
 			if (r.type === "characterData") m.text++;
-			if (r.type === "attributes" && r.attributeName === "data-refreshed" && box.dataset.refreshed !== seen) { seen = box.dataset.refreshed; m.cycles++; }
 			for (const n of r.addedNodes) if (n.nodeType === Node.ELEMENT_NODE) m.added++;
 			for (const n of r.removedNodes) if (n.nodeType === Node.ELEMENT_NODE) m.removed++; } })
-			.observe(box, {subtree: true, childList: true, characterData: true, attributes: true, attributeFilter: ["data-refreshed"]}); })()`)); err != nil {
+			.observe(box, {subtree: true, childList: true, characterData: true}); })()`)); err != nil {
 		t.Fatal(err)
 	}
 	poll(t, instr, "two redraws observed", `window.oplabMutations.cycles >= 2`)

@@ -37,7 +37,7 @@ func TestRoutesWithoutACluster(t *testing.T) {
 		{"GET", "/readyz", "", http.StatusServiceUnavailable, "not ready: the API server is the test's"},
 		{"GET", "/starting", "", 200, `"phase":"ready"`},
 		{"GET", "/no-such-page", "", 404, ""},
-		{"GET", "/static/lab.js", "", 200, ""},
+		{"GET", "/static/lab/main.js", "", 200, ""},
 		{"GET", "/static/nope.js", "", 404, ""},
 		{"GET", "/healthz", "attacker.example.test", http.StatusMisdirectedRequest, "attacker.example.test"},
 		{"GET", "/", "", 200, "<html"},

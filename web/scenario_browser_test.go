@@ -78,7 +78,7 @@ func startScenario(t *testing.T, name, done string) (context.Context, string) {
 	if err := chromedp.Do(ctx, chromedp.Navigate(e.http.URL+"/lab?scenario="+name), chromedp.WaitVisible(chromedp.CSS(".scenario form button"))); err != nil {
 		t.Fatal(err)
 	}
-	poll(t, ctx, "the stream to open", `document.getElementById("lab").dataset.stream === "open"`)
+	poll(t, ctx, "the stream to open", streamLive)
 	ns, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.getElementById("lab").dataset.namespace`))
 	if err != nil || ns == "" {
 		t.Fatalf("no namespace on the page: %v", err)
@@ -174,7 +174,7 @@ func TestBrowserScenarioStatusThrash(t *testing.T) {
 	// The rows keep coming, and status is written again and again
 	// (between the writes, the cap holds a reconcile that skips the write
 	// and requeues about a second later).
-	shows(t, ctx, "at least 4 reconciles of thrash writing status", rowsOf("thrash")+`.filter(r => r.dataset.reconcile
+	shows(t, ctx, "at least 4 reconciles of thrash writing status", rowsOf("thrash")+`.filter(r => r.querySelector(".rid")
 		&& [...r.querySelectorAll(".step.status")].some(s => s.textContent.startsWith("status written, observedGeneration 1"))).length >= 4`, "#rows")
 	const history = `#db-thrash tr.history details`
 	shows(t, ctx, "the condition history on the card", `document.querySelector(`+fmt.Sprintf("%q", history)+`) !== null`, "#db-thrash")
@@ -191,7 +191,7 @@ func TestBrowserScenarioStuckFinalizer(t *testing.T) {
 	e := shared
 	t.Cleanup(func() { e.runner.ResumeNamespace(ns) })
 	shows(t, ctx, "the controller pill saying the namespace is paused", `document.getElementById("controller-status").textContent === "Your namespace is paused"`, "#controller-status")
-	reconciles := `String(` + rowsOf("stuck") + `.filter(r => r.dataset.reconcile).length)`
+	reconciles := `String(` + rowsOf("stuck") + `.filter(r => r.querySelector(".rid")).length)`
 	before := evalInt(t, ctx, reconciles)
 	if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`#db-stuck form[action$="/delete"] button`))); err != nil {
 		t.Fatal(err)
@@ -252,7 +252,7 @@ func TestBrowserScenarioDropEvents(t *testing.T) {
 	shows(t, ctx, "the create event marked ignored, with no reconcile after it", `(() => { const r = `+rowsOf("deaf")+`;
 		return r.some(x => x.classList.contains("pending") && x.querySelector(".pill.warn")?.textContent.endsWith("ignored")
 			&& [...x.querySelectorAll("li.ev.ignored")].some(ev => ev.textContent.includes("Database deaf create") && ev.textContent.includes("ignored: drop-events")))
-			&& !r.some(x => x.dataset.reconcile && !x.querySelector(".row-head").textContent.includes("resync")); })()`, "#rows")
+			&& !r.some(x => x.querySelector(".rid") && !x.querySelector(".row-head").textContent.includes("resync")); })()`, "#rows")
 	// Change the replicas: generation moves, observedGeneration does not.
 	kubectlScale(t, ns, "deaf", 2)
 	shows(t, ctx, "generation 2 with the status stale", cardOf("deaf")+`?.querySelector(".generation").textContent === "2" && `+cardOf("deaf")+`.querySelector(".stale") !== null`, "#db-deaf")
@@ -261,8 +261,8 @@ func TestBrowserScenarioDropEvents(t *testing.T) {
 	// At the resync, a reconcile runs anyway and converges everything;
 	// no watch event ever queues one (what follows the resync is its own
 	// requeue, while the Pods start).
-	shows(t, ctx, "a resync reconcile", rowsOf("deaf")+`.some(x => x.dataset.reconcile && x.querySelector(".pill.trigger")?.textContent === "resync")`, "#rows")
+	shows(t, ctx, "a resync reconcile", rowsOf("deaf")+`.some(x => x.querySelector(".rid") && x.querySelector(".pill.trigger")?.textContent === "resync")`, "#rows")
 	shows(t, ctx, "deaf Ready True, generation 2 observed", cardOf("deaf")+`?.querySelector(".db-head .pill.ok")?.textContent === "Ready True" && `+cardOf("deaf")+`.querySelector(".observed").textContent === "2"`, "#db-deaf", "#rows")
-	showsNow(t, ctx, "only resyncs and their requeues reconciling deaf", `!`+rowsOf("deaf")+`.some(x => x.dataset.reconcile && !/resync|requeued/.test(x.querySelector(".row-head").textContent))`, "#rows")
+	showsNow(t, ctx, "only resyncs and their requeues reconciling deaf", `!`+rowsOf("deaf")+`.some(x => x.querySelector(".rid") && !/resync|requeued/.test(x.querySelector(".row-head").textContent))`, "#rows")
 	screenshot(t, ctx, "38-scenario-drop-events-resync")
 }

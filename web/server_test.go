@@ -66,11 +66,16 @@ func TestReadyz(t *testing.T) {
 
 func TestStaticAssetsAreEmbedded(t *testing.T) {
 	h := staticFiles()
-	for path, want := range map[string]int{"lab.js": 200, "lab.css": 200, "base.css": 200, "static.go": 404, "nope.js": 404} {
+	for path, want := range map[string]int{"lab/main.js": 200, "lab/cards.js": 200, "morph.js": 200, "roster.js": 200, "lab.css": 200, "base.css": 200,
+		"static.go": 404, "nope.js": 404, "lab.js": 404} {
 		w := httptest.NewRecorder()
 		h.ServeHTTP(w, httptest.NewRequest("GET", "/"+path, nil))
 		if w.Code != want {
 			t.Errorf("GET /static/%s = %d, want %d", path, w.Code, want)
+		}
+		// A browser runs a module only if it comes as JavaScript.
+		if ct := w.Header().Get("Content-Type"); want == 200 && strings.HasSuffix(path, ".js") && !strings.HasPrefix(ct, "text/javascript") {
+			t.Errorf("GET /static/%s: Content-Type %q, want text/javascript", path, ct)
 		}
 	}
 }

@@ -83,7 +83,7 @@ func TestStreamsPerSessionAreBounded(t *testing.T) {
 // Every response carries the policy: no inline script, no framing, nosniff.
 func TestSecurityHeadersOnEveryResponse(t *testing.T) {
 	h := securityHeaders(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { http.NotFound(w, r) }))
-	for _, path := range []string{"/lab", "/static/lab.js", "/nowhere"} {
+	for _, path := range []string{"/lab", "/static/lab/main.js", "/nowhere"} {
 		w := httptest.NewRecorder()
 		h.ServeHTTP(w, httptest.NewRequest("GET", path, nil))
 		csp := w.Header().Get("Content-Security-Policy")

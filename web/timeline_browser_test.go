@@ -57,7 +57,7 @@ func TestBrowserTimelineTeaches(t *testing.T) {
 	createInTab(t, ctx, "lesson")
 	poll(t, ctx, "lesson Ready", `document.querySelector("#db-lesson .db-head .pill.ok")?.textContent === "Ready True"`)
 
-	rowsOfLesson := `[...document.querySelectorAll('#rows li.row[data-db="lesson"][data-reconcile]')]`
+	rowsOfLesson := `[...document.querySelectorAll('#rows li.row[data-db="lesson"]:has(.rid)')]`
 	// The first reconcile: the Database's own create, through For.
 	poll(t, ctx, "a reconcile woken by the Database's create, through For", rowsOfLesson+`.some(r =>
 		/^Database lesson created · \d+ events? → 1 reconcile$/.test(r.querySelector(".pill.trigger")?.textContent)

@@ -15,7 +15,7 @@ import (
 // fold into a group, a row of events waiting for a reconcile is replaced by
 // the reconcile's, and a running one's seq moves with each step.
 func changeRowFrom(from uint64) string {
-	return fmt.Sprintf(`([...document.querySelectorAll("#rows > li.row[data-reconcile][data-seq]:not(.noop)")]
+	return fmt.Sprintf(`([...document.querySelectorAll("#rows > li.row[data-seq]:not(.noop):has(.rid)")]
 		.find(li => li.querySelector(".row-head .result") && +li.dataset.seq >= %d)?.dataset.seq || "")`, from)
 }
 

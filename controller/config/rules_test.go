@@ -1012,7 +1012,7 @@ func (l *learner) get(t *testing.T, path string) (int, string) {
 	return resp.StatusCode, string(b)
 }
 
-// post sends a lab form as lab.js does and returns the message the page
+// post sends a lab form as lab/forms.js does and returns the message the page
 // flashes; ok says whether the action must succeed.
 func (l *learner) post(t *testing.T, path string, form url.Values, ok bool) string {
 	t.Helper()

@@ -140,7 +140,7 @@ func (b *browser) fetch(ctx context.Context, path string, limit int64) ([]byte, 
 	return body, nil
 }
 
-// post sends a form as lab.js does (same origin, asking for JSON).
+// post sends a form as lab/forms.js does (same origin, asking for JSON).
 func (b *browser) post(ctx context.Context, path string, form url.Values) error {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, b.base+path, strings.NewReader(form.Encode()))
 	if err != nil {

@@ -26,6 +26,15 @@ import (
 	"github.com/oplab-dev/oplab/web/static"
 )
 
+// roster.js reports each poll and each redraw as User Timing entries (no
+// attribute on the page is written for tests): rosterPolled is the time
+// of the last poll's mark, rosterRedraw the last redraw's measure (its
+// duration, detail.phases and detail.rows).
+const (
+	rosterPolled = `String(performance.getEntriesByName("oplab:roster-refresh").at(-1)?.startTime ?? "")`
+	rosterRedraw = `performance.getEntriesByName("oplab:roster-redraw").at(-1)`
+)
+
 // browser is the Chromium this package's browser tests share, started by
 // the first of them; the unit tests start none.
 var browser = &browsertest.Browser{Width: 1280, Height: 800}
@@ -279,10 +288,10 @@ func TestBrowserRosterOf300SortsFiltersAndStaysCompact(t *testing.T) {
 	// How many rows each redraw got whole: the page sends the digests of
 	// the rows it has, and the server sends those unchanged as stubs.
 	var whole []int
-	last := browsertest.Eval[string](t, ctx, `document.getElementById("roster-live").dataset.refreshed || ""`)
+	last := browsertest.Eval[string](t, ctx, rosterPolled)
 	nextRedraw := func() {
-		browsertest.Eventually(t, ctx, fmt.Sprintf(`String((document.getElementById("roster-live").dataset.refreshed || "") !== %q)`, last), "true")
-		last = browsertest.Eval[string](t, ctx, `document.getElementById("roster-live").dataset.refreshed`)
+		browsertest.Eventually(t, ctx, fmt.Sprintf(`String(%s !== %q)`, rosterPolled, last), "true")
+		last = browsertest.Eval[string](t, ctx, rosterPolled)
 	}
 	nextRedraw()
 	before := threadTime()
@@ -291,11 +300,11 @@ func TestBrowserRosterOf300SortsFiltersAndStaysCompact(t *testing.T) {
 		after := threadTime()
 		cpu = append(cpu, 1000*(after-before))
 		before = after
-		wall = append(wall, browsertest.Eval[float64](t, ctx, `Number(document.getElementById("roster-live").dataset.redrawMs)`))
-		for k, v := range browsertest.Eval[map[string]float64](t, ctx, `JSON.parse(document.getElementById("roster-live").dataset.redrawPhases || "{}")`) {
+		wall = append(wall, browsertest.Eval[float64](t, ctx, `Number(`+rosterRedraw+`?.duration.toFixed(1))`))
+		for k, v := range browsertest.Eval[map[string]float64](t, ctx, rosterRedraw+`?.detail.phases || {}`) {
 			phases[k] = append(phases[k], v)
 		}
-		rows := browsertest.Eval[map[string]int](t, ctx, `JSON.parse(document.getElementById("roster-live").dataset.redrawRows || "{}")`)
+		rows := browsertest.Eval[map[string]int](t, ctx, rosterRedraw+`?.detail.rows || {}`)
 		whole = append(whole, rows["whole"])
 		if rows["whole"]+rows["kept"] != n {
 			t.Errorf("a redraw had %d rows whole and %d kept, not the %d learners", rows["whole"], rows["kept"], n)
@@ -475,13 +484,13 @@ func TestBrowserRosterStubsOnlyRowsThePageHas(t *testing.T) {
 	redraws := func(k int) {
 		t.Helper()
 		for range k {
-			browsertest.Eventually(t, ctx, fmt.Sprintf(`String((document.getElementById("roster-live").dataset.refreshed || "") !== %q)`, last), "true")
-			last = browsertest.Eval[string](t, ctx, `document.getElementById("roster-live").dataset.refreshed`)
+			browsertest.Eventually(t, ctx, fmt.Sprintf(`String(%s !== %q)`, rosterPolled, last), "true")
+			last = browsertest.Eval[string](t, ctx, rosterPolled)
 		}
 	}
 	redraws(2)
 	// Four of the 20 rows change between two polls: the rest came as stubs.
-	rows := browsertest.Eval[map[string]int](t, ctx, `JSON.parse(document.getElementById("roster-live").dataset.redrawRows)`)
+	rows := browsertest.Eval[map[string]int](t, ctx, rosterRedraw+`.detail.rows`)
 	if rows["kept"] == 0 || rows["whole"]+rows["kept"] != n {
 		t.Errorf("a redraw of %d rows: %v; want most kept as stubs", n, rows)
 	}
@@ -548,9 +557,9 @@ func TestBrowserRosterGoesOnBehindAProxyThatRefusesTheHeader(t *testing.T) {
 	// Learner 3's quiz best moves once in five polls.
 	browsertest.Eventually(t, ctx, `String(`+quiz+` !== `+strconv.Quote(before)+`)`, "true")
 	// One poll more: it too goes without the header.
-	last := browsertest.Eval[string](t, ctx, `document.getElementById("roster-live").dataset.refreshed`)
-	browsertest.Eventually(t, ctx, `String(document.getElementById("roster-live").dataset.refreshed !== `+strconv.Quote(last)+`)`, "true")
-	if got := browsertest.Eval[string](t, ctx, `document.getElementById("roster-live").dataset.refreshError || ""`); got != "" {
+	last := browsertest.Eval[string](t, ctx, rosterPolled)
+	browsertest.Eventually(t, ctx, `String(`+rosterPolled+` !== `+strconv.Quote(last)+`)`, "true")
+	if got := browsertest.Eval[string](t, ctx, `performance.getEntriesByName("oplab:roster-refresh").at(-1)?.detail.error || ""`); got != "" {
 		t.Errorf("the page shows a refresh error %s", got)
 	}
 	mu.Lock()

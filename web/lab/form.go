@@ -13,11 +13,11 @@ import (
 const maxFormBytes = 64 << 10
 
 // formType is the one body the form routes read: what an HTML form and
-// lab.js send.
+// lab/forms.js send.
 const formType = "application/x-www-form-urlencoded"
 
 // form wraps an action with the body limit, form parsing, the session, and
-// the answer: JSON for lab.js's fetch, otherwise a flash and a redirect.
+// the answer: JSON for lab/forms.js's fetch, otherwise a flash and a redirect.
 // A body the routes cannot read is refused at once, in words, with nothing
 // kept for the session.
 func (h *Handler) form(act action) http.HandlerFunc {
@@ -53,7 +53,7 @@ func (h *Handler) form(act action) http.HandlerFunc {
 	}
 }
 
-// refuse answers a request the form routes cannot read: JSON for lab.js,
+// refuse answers a request the form routes cannot read: JSON for lab/forms.js,
 // plain text otherwise (there is no form to show again).
 func (h *Handler) refuse(w http.ResponseWriter, r *http.Request, code int, message string) {
 	h.opts.Logger.V(1).Info("Refused lab request", "path", r.URL.Path, "status", code)

@@ -20,7 +20,7 @@ import (
 //
 //	go test -run '^$' -fuzz '^FuzzFormValidation$' -fuzztime 10s ./web/lab/
 func FuzzFormValidation(f *testing.F) {
-	// Real bodies: what lab.js and the page's forms send, and what the
+	// Real bodies: what lab/forms.js and the page's forms send, and what the
 	// adversarial pass of issue 13 sent.
 	for _, seed := range []string{
 		"name=orders&engine=postgres&version=&replicas=1&pitfall=",

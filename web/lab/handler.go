@@ -3,7 +3,7 @@
 // live" scenarios, and the export and replay of a recorded timeline.
 //
 // The page is server-rendered and works without JavaScript: every form
-// POSTs and redirects back with its outcome. lab.js enhances it: forms are
+// POSTs and redirects back with its outcome. lab/forms.js enhances it: forms are
 // sent with fetch, and the timeline, the loop diagram and the object panels
 // follow the /ws stream live.
 package lab

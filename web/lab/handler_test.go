@@ -434,7 +434,7 @@ func TestPageRendersState(t *testing.T) {
 		`id="db-orders"`, "Terminating", "Held by the finalizer", "db.oplab.dev/final-snapshot",
 		`class="generation">4<`, `class="observed">3<`, "stale", "Ready: 2 values seen", "orders-final-snapshot",
 		"orders-0", "SnapshotFailed", "boom &lt;script&gt;", "Try it live: A finalizer at work", `action="/lab/scenarios/finalizer"`,
-		`action="/lab/databases/orders/finalizers/remove"`, `/static/lab.js`, `id="loop"`,
+		`action="/lab/databases/orders/finalizers/remove"`, `<script type="module" src="/static/lab/main.js">`, `id="loop"`,
 	} {
 		if !strings.Contains(page, want) {
 			t.Errorf("page lacks %q", want)

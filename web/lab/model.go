@@ -126,7 +126,7 @@ func (p Page) FieldClass(field string) string {
 	return ""
 }
 
-// clock is a moment as the server writes it: UTC, which lab.js rewrites in
+// clock is a moment as the server writes it: UTC, which the lab (base.js) rewrites in
 // the learner's own zone from the <time> element's datetime.
 func clock(t time.Time) string {
 	if t.IsZero() {

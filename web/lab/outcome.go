@@ -26,7 +26,7 @@ type outcome struct {
 // first use) and the parsed form, and reports an outcome.
 type action func(ctx context.Context, ns string, r *http.Request) outcome
 
-// Result is the JSON answer to a form sent by lab.js.
+// Result is the JSON answer to a form sent by lab/forms.js.
 type Result struct {
 	OK      bool   `json:"ok"`
 	Message string `json:"message"`

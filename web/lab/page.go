@@ -133,7 +133,7 @@ func previewYAML(ns string, f CreateForm, pitfalls []controller.PitfallInfo) (st
 	return string(b), ""
 }
 
-// preview answers lab.js's live YAML preview.
+// preview answers lab/forms.js's live YAML preview.
 func (h *Handler) preview(w http.ResponseWriter, r *http.Request) {
 	ns, err := h.opts.Sessions.NamespaceOf(r)
 	if err != nil {

@@ -32,7 +32,7 @@ func findPitfall(pfs []controller.PitfallInfo, name string) (controller.PitfallI
 }
 
 // pauseWhy says why one of Pause and Resume is disabled. The page carries
-// both sentences, and lab.js shows the one the pause calls for.
+// both sentences, and lab/loop.js shows the one the pause calls for.
 func pauseWhy(paused bool) string {
 	if paused {
 		return "Paused: Resume lets the controller reconcile your namespace again."

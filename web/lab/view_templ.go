@@ -24,7 +24,7 @@ func dbURL(name, rest string) templ.SafeURL {
 }
 
 func labFrame(title string) layout.Page {
-	return layout.Page{Title: title, Active: "lab", Styles: []string{"/static/lab.css", "/static/travel.css"}, Scripts: []string{"/static/lab.js", "/static/travel.js"}}
+	return layout.Page{Title: title, Active: "lab", Styles: []string{"/static/lab.css", "/static/travel.css"}, Scripts: []string{"/static/travel.js"}, Modules: []string{"/static/lab/main.js"}}
 }
 
 // LabPage is /lab.
@@ -1020,7 +1020,7 @@ func scenarioField(c Card) templ.Component {
 	})
 }
 
-// loopDiagram is the control loop; lab.js lights the stage of each step as
+// loopDiagram is the control loop; lab/loop.js lights the stage of each step as
 // it arrives, and shows "paused" while the namespace's reconciles are held.
 func loopDiagram(paused bool) templ.Component {
 	return templruntime.GeneratedTemplate(func(templ_7745c5c3_Input templruntime.GeneratedComponentInput) (templ_7745c5c3_Err error) {
@@ -1057,7 +1057,7 @@ func loopDiagram(paused bool) templ.Component {
 	})
 }
 
-// timeline is the live log of reconciles. lab.js draws its rows; its
+// timeline is the live log of reconciles. lab/timeline.js draws its rows; its
 // playback controls pause it (WCAG 2.2.2), step through it one step at a
 // time and slow it down. The replay uses the same controls.
 func timeline(replay bool) templ.Component {
@@ -1439,7 +1439,7 @@ func createForm(p Page) templ.Component {
 
 // DatabaseCard is one Database's card: its state and, unless read-only, the
 // forms that change it. The page renders it, the state watcher publishes it
-// with every state (Fragments), and the replay renders it read-only; lab.js
+// with every state (Fragments), and the replay renders it read-only; lab/cards.js
 // only swaps it in.
 func DatabaseCard(c Card, d state.Database) templ.Component {
 	return templruntime.GeneratedTemplate(func(templ_7745c5c3_Input templruntime.GeneratedComponentInput) (templ_7745c5c3_Err error) {
@@ -2515,7 +2515,7 @@ func dbState(d state.Database) templ.Component {
 }
 
 // keptSnapshots lists the final snapshots that outlived their Database;
-// lab.js swaps in each one the stream renders. The section is always
+// lab/cards.js swaps in each one the stream renders. The section is always
 // rendered (hidden while empty) so the stream has somewhere to put the
 // first one.
 func keptSnapshots(kept []state.Snapshot) templ.Component {
@@ -3016,7 +3016,7 @@ func tree(nodes []state.Node) templ.Component {
 }
 
 // dbActions are the card's forms. Each top-level part has a data-part, so
-// lab.js can swap in the live values part by part, keeping the one the
+// lab/cards.js can swap in the live values part by part, keeping the one the
 // learner is editing.
 func dbActions(c Card, d state.Database) templ.Component {
 	return templruntime.GeneratedTemplate(func(templ_7745c5c3_Input templruntime.GeneratedComponentInput) (templ_7745c5c3_Err error) {

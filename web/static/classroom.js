@@ -2,7 +2,7 @@
 // a banner says "Following NAME" (a status region, so screen readers
 // announce it), and the page goes where the presenter's page is; Esc breaks
 // away and the banner offers Rejoin. The instructor's "send everyone to"
-// link is followed once per id, following or not. On the live lab, lab.js
+// link is followed once per id, following or not. On the live lab, lab/follow.js
 // hands this file the classroom state from its own stream and does the
 // following itself; elsewhere this file listens to /ws?classroom=1, which
 // carries only the global messages.
@@ -103,7 +103,7 @@
   }
 
   // The presenter's page says where it is, for followers to come along;
-  // the live lab says more (lab.js).
+  // the live lab says more (lab/follow.js).
   let toldPath = "";
   function tellPath() {
     if (liveLab || onInstructorPage || !isPresenter() || toldPath === state.since + location.pathname) return;

@@ -17,7 +17,17 @@
 // Each fetch lists the digests (data-sig) of the rows the page has, and
 // the server sends those rows as stubs, so a poll that changed 60 of 300
 // learners parses and morphs 60 rows, not 300.
-"use strict";
+import { morph, morphChildren } from "./morph.js";
+import { sorts, byName, keyOf, stays } from "./roster-order.js";
+
+// What a redraw did is reported as User Timing entries, not on the page:
+// REFRESH is marked at the end of each poll (its detail.error the HTTP
+// status of a refused one), REDRAW measures a redraw's own cost (parse,
+// morph, sort and filter, layout; detail.phases and detail.rows). They
+// show in the browser's performance tools; only the latest of each is
+// kept, so an open roster does not gather them for hours.
+const REFRESH = "oplab:roster-refresh";
+const REDRAW = "oplab:roster-redraw";
 
 (() => {
   const box = document.getElementById("roster-live");
@@ -33,22 +43,19 @@
     setTimeout(() => { say.textContent = text; }, 50);
   }
 
-  // same tells whether node a can be kept as node b: the same kind of
-  // node, and for elements the same tag and id (rows are keyed by id).
-  function same(a, b) {
-    if (!a || a.nodeType !== b.nodeType || a.nodeName !== b.nodeName) return false;
-    return a.nodeType !== Node.ELEMENT_NODE || a.id === b.id;
-  }
-
-  // Attributes the script owns on a row, which a redraw leaves alone.
-  const ours = new Set(["hidden"]);
+  // Attributes the script owns on a row, which a redraw leaves alone; a
+  // table body's rows are morphed by morphRows, the rest as morph.js does.
+  const morphing = {
+    keep: new Set(["hidden"]),
+    children: (from, to) => from.nodeName === "TBODY" && (morphRows(from, to), true),
+  };
 
   // missed is set when the server sent a stub for a row this page does not
   // have as the stub says (it should not happen: the page sent its own
   // digests); the next fetch then asks for every row whole.
   let missed = false;
-  // whole and kept count a redraw's rows sent whole and as stubs, kept on
-  // the box with its timings for the tests to read.
+  // whole and kept count a redraw's rows sent whole and as stubs, reported
+  // with its timings (REDRAW).
   let whole = 0, kept = 0;
 
   // morphRows makes tbody from hold the rows of to, matched by id whatever
@@ -70,50 +77,11 @@
         whole++;
         // The server digests what a row shows: the same digest, nothing to do.
         if (!h) from.appendChild(w);
-        else if (!sig || h.getAttribute("data-sig") !== sig) morph(h, w);
+        else if (!sig || h.getAttribute("data-sig") !== sig) morph(h, w, morphing);
       }
       w = next;
     }
     for (const gone of have.values()) gone.remove();
-  }
-
-  // morphChildren makes from's children look like to's, keeping every node
-  // that can be kept: a text node gets new text, an element new attributes
-  // and children, and only what has no counterpart is added or removed.
-  // It walks siblings rather than copying child lists, and compares
-  // attributes by name: a redraw morphs 60 rows of some 40 nodes each, and
-  // the copies were most of its cost.
-  function morphChildren(from, to) {
-    let have = from.firstChild;
-    for (let w = to.firstChild; w;) {
-      const next = w.nextSibling; // w may move into from
-      if (w.nodeType === Node.ELEMENT_NODE && w.id && !same(have, w)) {
-        let moved = have;
-        while (moved && !same(moved, w)) moved = moved.nextSibling;
-        if (moved) { from.insertBefore(moved, have); have = moved; }
-      }
-      if (same(have, w)) {
-        // A node equal to its counterpart (compared natively) needs nothing:
-        // of a changed row's dozen cells, one or two differ.
-        if (w.nodeType !== Node.ELEMENT_NODE || !have.isEqualNode(w)) morph(have, w);
-        have = have.nextSibling;
-      } else from.insertBefore(w, have);
-      w = next;
-    }
-    while (have) { const gone = have; have = have.nextSibling; gone.remove(); }
-  }
-
-  function morph(from, to) {
-    if (from.nodeType !== Node.ELEMENT_NODE) {
-      if (from.nodeValue !== to.nodeValue) from.nodeValue = to.nodeValue;
-      return;
-    }
-    for (const name of from.getAttributeNames()) if (!ours.has(name) && !to.hasAttribute(name)) from.removeAttribute(name);
-    for (const name of to.getAttributeNames()) {
-      const value = to.getAttribute(name);
-      if (from.getAttribute(name) !== value) from.setAttribute(name, value);
-    }
-    if (from.nodeName === "TBODY") morphRows(from, to); else morphChildren(from, to);
   }
 
   // The tools: density, sort, text filter and the chips. Their settings
@@ -132,57 +100,6 @@
   function setDensity(detailed) {
     box.classList.toggle("roster-compact", !detailed);
     if (density) density.setAttribute("aria-pressed", String(detailed));
-  }
-
-  // Each sort is a comparison of two rows' keys, read from their data
-  // attributes; ties go by name, then namespace, so the order never
-  // flickers between redraws.
-  // Names sort as people read them: "Ana 2" before "Ana 12". The server's
-  // key puts the unnamed (a leading U+FFFF) after every named learner.
-  const collate = new Intl.Collator("en", { numeric: true }).compare;
-  const byNamespace = (a, b) => (a.namespace < b.namespace ? -1 : a.namespace > b.namespace ? 1 : 0);
-  const byName = (a, b) => collate(a.name, b.name) || byNamespace(a, b);
-  const sorts = {
-    name: byName,
-    namespace: byNamespace,
-    progress: (a, b) => b.progress - a.progress || byName(a, b),
-    "progress-asc": (a, b) => a.progress - b.progress || byName(a, b),
-    stuck: (a, b) => b.stuck - a.stuck || byName(a, b),
-    away: (a, b) => b.away - a.away || b.idle - a.idle || byName(a, b),
-  };
-
-  // keyOf is a row's sort and filter keys, read again only when the row's
-  // digest changed (the server's digest covers its data attributes).
-  const keys = new WeakMap();
-  function keyOf(r) {
-    const d = r.dataset;
-    let k = keys.get(r);
-    if (k && k.sig === d.sig && d.sig) return k;
-    k = { row: r, sig: d.sig, name: d.name || "", namespace: d.namespace || "", who: (d.who || "").toLowerCase(),
-      progress: Number(d.progress) || 0, idle: Number(d.idle) || 0,
-      stuck: d.stuck ? 1 : 0, away: d.away ? 1 : 0, following: d.following ? 1 : 0 };
-    keys.set(r, k);
-    return k;
-  }
-
-  // stays marks the longest run of rows, in the wanted order, that are
-  // already in that order on the page (a longest increasing subsequence of
-  // their places, O(n log n)): those stay, and only the others move. A row
-  // moved is taken out of the page and put back, which costs its style and
-  // layout and can drop a screen reader's place; walking the order and
-  // moving each row found out of place moved every row between a row's old
-  // and new place.
-  function stays(places) {
-    const tails = [], prev = new Array(places.length);
-    for (let i = 0; i < places.length; i++) {
-      let lo = 0, hi = tails.length;
-      while (lo < hi) { const mid = (lo + hi) >> 1; if (places[tails[mid]] < places[i]) lo = mid + 1; else hi = mid; }
-      prev[i] = lo > 0 ? tails[lo - 1] : -1;
-      tails[lo] = i;
-    }
-    const keep = new Array(places.length).fill(false);
-    for (let i = tails.length ? tails[tails.length - 1] : -1; i >= 0; i = prev[i]) keep[i] = true;
-    return keep;
   }
 
   // apply puts the rows in the chosen order and hides those the filter
@@ -282,6 +199,7 @@
   }
 
   let last = "", fetching = false, again = false;
+  let refreshError = ""; // the status of the last poll refused, "" after one answered
   async function refresh() {
     if (fetching) { again = true; return; }
     fetching = true;
@@ -291,20 +209,20 @@
       if (sigs) headers["Oplab-Roster-Have"] = sigs;
       const res = await fetch(box.dataset.refresh, { credentials: "same-origin", headers });
       if (!res.ok && sigs && (res.status === 400 || res.status === 431)) { sendHave = false; again = true; return; }
-      if (!res.ok) { box.dataset.refreshError = String(res.status); return; }
+      if (!res.ok) { refreshError = String(res.status); return; }
       const html = await res.text();
-      delete box.dataset.refreshError;
+      refreshError = "";
       if (html === last) return;
       last = html;
       // The redraw's own cost (parse, morph, sort and filter), without the
-      // fetch, is kept on the box for the 300-learner test to read.
+      // fetch, is measured (REDRAW).
       const t0 = performance.now();
       const next = document.createElement("template");
       next.innerHTML = html;
       const t1 = performance.now();
       const focused = box.contains(document.activeElement) ? document.activeElement : null;
       missed = false; whole = 0; kept = 0;
-      morphChildren(box, next.content);
+      morphChildren(box, next.content, morphing);
       if (missed) { again = true; last = ""; }
       const t2 = performance.now();
       apply();
@@ -313,16 +231,17 @@
       // figure counts style and layout too, not only the script.
       void box.offsetHeight;
       const t4 = performance.now();
-      box.dataset.redrawMs = (t4 - t0).toFixed(1);
-      box.dataset.redrawPhases = JSON.stringify({ parse: t1 - t0, morph: t2 - t1, apply: t3 - t2, layout: t4 - t3 });
-      box.dataset.redrawRows = JSON.stringify({ whole, kept });
+      performance.clearMeasures(REDRAW);
+      performance.measure(REDRAW, { start: t0, end: t4,
+        detail: { phases: { parse: t1 - t0, morph: t2 - t1, apply: t3 - t2, layout: t4 - t3 }, rows: { whole, kept } } });
       // A row that moved was taken out of the page for a moment, which
       // drops its focus: give it back.
       if (focused && document.activeElement !== focused) (focused.isConnected ? focused : document.getElementById(focused.id))?.focus();
       noteResets(true);
     } catch { /* the next tick tries again */ }
     finally {
-      box.dataset.refreshed = String(Date.now());
+      performance.clearMarks(REFRESH);
+      performance.mark(REFRESH, { detail: { error: refreshError } });
       fetching = false;
       if (again) { again = false; refresh(); }
     }

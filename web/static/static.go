@@ -4,7 +4,8 @@ package static
 
 import "embed"
 
-// FS holds every file of this folder but the Go sources.
+// FS holds every file of this folder but the Go sources, and the lab's
+// modules (lab/).
 //
-//go:embed *.css *.js
+//go:embed *.css *.js lab/*.js
 var FS embed.FS

@@ -5,8 +5,9 @@
 // picks a second row and shows what changed between the two. The server
 // rebuilds the objects (/lab/history, /lab/history/diff; on a replay,
 // /lab/replay/history from the uploaded file's history); this file only
-// asks and draws, every object's text as text. lab.js puts the seq of each row's last step on the row
-// (data-seq); nothing else here depends on lab.js.
+// asks and draws, every object's text as text. The lab (lab/timeline.js)
+// puts the seq of each row's last step on the row (data-seq); nothing else
+// here depends on the lab's modules.
 "use strict";
 (function () {
   const root = document.getElementById("lab");

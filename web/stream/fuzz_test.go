@@ -15,7 +15,7 @@ import (
 //
 //	go test -run '^$' -fuzz '^FuzzParseSince$' -fuzztime 10s ./web/stream/
 func FuzzParseSince(f *testing.F) {
-	// Real queries: what lab.js sends on a reconnect, and what a broken or
+	// Real queries: what lab/stream.js sends on a reconnect, and what a broken or
 	// hostile client sends.
 	for _, seed := range []string{
 		"since=42", "since=0", "", "since=", "since=-1", "since=18446744073709551615",

@@ -1,0 +1,181 @@
+// cards.js: the object views. The server renders every one (a Database's
+// card, a kept snapshot) and sends it in a state message's "html"; this
+// module only puts them on the page, keeping what the learner is in the
+// middle of: a part of a card's forms being edited, an open disclosure.
+import { h, $, $$, localize } from "./dom.js";
+import { state, olderThanPage } from "./state.js";
+import { selectedDB } from "./countdown.js";
+import { knowObject } from "./timeline.js";
+import { enhanceAll } from "./forms.js";
+import { revealDrawn } from "./reveal.js";
+
+const dbList = $("#databases");
+
+function fragment(html) {
+  const t = document.createElement("template");
+  t.innerHTML = html;
+  return t.content.firstElementChild;
+}
+// editing: the learner has typed into the part and not sent it, or is in
+// one of its fields right now. That part keeps what they typed.
+export function editing(part) {
+  const a = document.activeElement;
+  if (a && part.contains(a) && a.matches("input, select, textarea")) return true;
+  return $$("input, select", part).some((el) => el.type !== "hidden" && (el.tagName === "SELECT"
+    ? Math.max(el.selectedIndex, 0) !== defaultIndex(el)
+    : el.value !== el.defaultValue));
+}
+// defaultIndex is the option a select shows as drawn: the one marked
+// selected, or the first when none is (a card's "none" pitfall, its
+// default Pods); comparing each option's selected with its
+// defaultSelected took such a select for one being edited, for good.
+function defaultIndex(select) {
+  const i = [...select.options].findIndex((o) => o.defaultSelected);
+  return i < 0 ? 0 : i;
+}
+// A state that comes while the learner edits a part leaves that part as
+// they typed it (skipped); once their edit is sent (settlePart), the part
+// is drawn from the card's latest state, which may have come before the
+// answer did. latestActions keeps each card's latest state's form parts
+// that were not drawn.
+const skipped = new WeakSet();
+const latestActions = new Map();
+// drawCard draws a card's newer state over it: the state section whole,
+// and each form part the learner is not editing. Neither is morphed
+// (morph.js). A morph sets a control's value attribute, which a control
+// the learner has used no longer shows. And a state section morphed in
+// place keeps its nodes, which the browser's scroll anchoring then holds
+// in place as the card grows: after Apply while paused the card's head
+// went off screen (TestBrowserEveryCardActionShowsWhatItCaused, every
+// run), where reveal.js keeps it in view; a section replaced whole does
+// not.
+function drawCard(card, fresh) {
+  const open = new Set($$("details[open][id]", card).map((d) => d.id));
+  $(".db-state", card).replaceWith($(".db-state", fresh));
+  const actions = $(".db-actions", card);
+  const freshActions = $(".db-actions", fresh);
+  if (actions && freshActions) {
+    latestActions.set(card.id, freshActions);
+    for (const part of $$(":scope > [data-part]", freshActions)) {
+      const old = $(`:scope > [data-part="${part.dataset.part}"]`, actions);
+      if (!old) continue;
+      if (editing(old)) { skipped.add(old); continue; }
+      drawPart(old, part);
+    }
+  }
+  for (const id of open) document.getElementById(id)?.setAttribute("open", "");
+  localize(card);
+}
+// drawPart moves part in (a clone of a select drawn in the template's
+// inert document would have no option selected at all).
+function drawPart(old, part) {
+  old.replaceWith(part);
+  enhanceAll(part);
+}
+// settlePart draws a form part a state skipped while it was edited, once
+// what was typed is sent.
+export function settlePart(form) {
+  if (!skipped.has(form) || !form.isConnected || editing(form)) return;
+  const card = form.closest("article.db");
+  const fresh = card && latestActions.get(card.id);
+  const part = fresh && $(`:scope > [data-part="${form.dataset.part}"]`, fresh);
+  if (part) drawPart(form, part);
+}
+
+export function onState(m) {
+  switch (m.object.kind) {
+    case "Database": onDatabase(m); return;
+    case "ConfigMap": onSnapshot(m); return;
+  }
+}
+// A fresh stream first replays the recent past, states included; drawn,
+// they would flash old cards for seconds (a Database deleted minutes ago,
+// Terminating again) over cards that are already current. States older
+// than the page (state.rendered) stay off the cards; the timeline still
+// shows every step.
+export function onDatabase(m) {
+  const name = m.object.name;
+  if (!dbList) return;
+  knowObject(name);
+  if (olderThanPage(m)) return;
+  let card = document.getElementById("db-" + name);
+  if (!m.state) {
+    if (card) {
+      card.classList.add("gone");
+      $(".db-state", card).prepend(h("p", { class: "pill bad" }, "Deleted"));
+      $$("button", card).forEach((b) => { b.disabled = true; });
+      latestActions.delete(card.id);
+      markScenarioNext();
+      setTimeout(() => { card.remove(); markSelected(); }, 4000);
+    }
+    return;
+  }
+  if (!m.state.html) return;
+  const fresh = fragment(m.state.html);
+  if (card && !card.classList.contains("gone")) {
+    drawCard(card, fresh);
+    revealDrawn(card);
+  } else {
+    if (card) card.remove();
+    enhanceAll(fresh);
+    localize(fresh);
+    $(".empty", dbList)?.remove();
+    const after = $$("article.db", dbList).find((a) => a.dataset.name > name);
+    dbList.insertBefore(fresh, after || null);
+    revealDrawn(fresh);
+  }
+  markSelected();
+}
+// onSnapshot keeps "Snapshots kept after delete" current: a state names a
+// final snapshot whose Database is gone; a nil state removes it.
+function onSnapshot(m) {
+  const list = $("#snapshots");
+  if (!list || olderThanPage(m)) return;
+  const name = m.object.name;
+  document.getElementById("snap-" + name)?.remove();
+  if (m.state && m.state.html) {
+    const li = fragment(m.state.html);
+    localize(li);
+    const after = $$("li.snapshot", list).find((x) => x.dataset.name > name);
+    list.insertBefore(li, after || null);
+  }
+  const section = $("#kept");
+  if (section) section.hidden = list.children.length === 0;
+}
+// clearCards empties the cards and the kept snapshots, before another
+// stream draws its own.
+export function clearCards() {
+  dbList?.replaceChildren();
+  $("#snapshots")?.replaceChildren();
+  const kept = $("#kept");
+  if (kept) kept.hidden = true;
+}
+// markSelected marks the card the focused layout shows: the one the
+// timeline's filter names, else the first.
+export function markSelected() {
+  const want = selectedDB();
+  $$("#databases article.db").forEach((a) => a.classList.toggle("selected", a.dataset.name === want));
+  markScenarioNext();
+}
+// A scenario's next step on a Database that is gone, or its Delete once
+// the Database is Terminating, does not apply: the button is disabled and
+// the line after it says why.
+export function markScenarioNext() {
+  $$(".scenario-next form").forEach((form, i) => {
+    const m = /^\/lab\/databases\/([^/]+)\/(.+)$/.exec(new URL(form.action, location.href).pathname);
+    if (!m) return;
+    const card = document.getElementById("db-" + m[1]);
+    let why = "";
+    if (!card || card.classList.contains("gone")) why = `${m[1]} is not there.`;
+    else if (m[2] === "delete" && $(".terminating", card)) why = `${m[1]} is already being deleted: deleting again changes nothing.`;
+    const button = $("button", form);
+    let note = $(".why", form);
+    if (why && !note) {
+      note = h("span", { class: "why small muted", id: `scenario-next-why-${i}` });
+      form.append(note);
+      button.setAttribute("aria-describedby", note.id);
+    }
+    if (note) note.textContent = why;
+    button.disabled = !!why;
+  });
+}

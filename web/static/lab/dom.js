@@ -1,0 +1,32 @@
+// dom.js: the small DOM helpers every lab module shares. Text always goes
+// through textContent (base.js's h), never through innerHTML.
+
+export const h = (...args) => window.oplab.h(...args);
+export const $ = (sel, el) => (el || document).querySelector(sel);
+export const $$ = (sel, el) => Array.from((el || document).querySelectorAll(sel));
+export const localize = (el) => window.oplab && window.oplab.localize(el);
+
+export function clock(t) {
+  if (!t || t.startsWith("0001-")) return "";
+  return window.oplab.clock(new Date(t));
+}
+export function timeEl(t) {
+  return h("time", { class: "t", datetime: t }, clock(t));
+}
+export function dur(ns) {
+  if (!ns) return "";
+  const ms = ns / 1e6;
+  if (ms < 1) return "<1ms";
+  if (ms < 1000) return Math.round(ms) + "ms";
+  const s = ms / 1000;
+  if (s < 120) return (Math.round(s * 10) / 10) + "s";
+  return Math.round(s / 60) + "m";
+}
+
+// displayed is whether el takes part in the page, so can hold the focus.
+export const displayed = (el) => !!el && el.isConnected && el.getClientRects().length > 0;
+
+export function dbOf(m) {
+  return m.database || (m.object && m.object.kind === "Database" ? m.object.name : "");
+}
+export const targetName = (s) => (s.target ? `${s.target.kind} ${s.target.name}` : "");

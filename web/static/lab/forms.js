@@ -1,0 +1,111 @@
+// forms.js: the lab's forms, sent with fetch. Without script each one
+// posts and the server redirects back with its outcome; with it, the
+// answer (JSON) is shown in the flash, and the page stays where it is.
+import { h, $, $$ } from "./dom.js";
+import { state } from "./state.js";
+import { showPaused, showController, drawControllerPill } from "./loop.js";
+import { settlePart, markScenarioNext } from "./cards.js";
+import { intend, revealAfter } from "./reveal.js";
+
+const enhanced = new WeakSet();
+
+function flash(ok, message, field, form) {
+  const box = $("#flash");
+  $$(".invalid").forEach((e) => e.classList.remove("invalid"));
+  if (!box) return;
+  box.replaceChildren(h("p", { class: "flash " + (ok ? "flash-ok" : "flash-error"), "data-field": field || "" }, message));
+  if (!ok && field && form) {
+    const input = form.querySelector(`[name="${CSS.escape(field)}"]`);
+    if (input) { input.classList.add("invalid"); input.focus(); }
+  }
+}
+// settle makes what was sent the form's new baseline, so the next
+// fragment may replace it: the learner is no longer editing it.
+function settle(form) {
+  $$("input", form).forEach((el) => { el.defaultValue = el.value; });
+  $$("option", form).forEach((o) => { o.defaultSelected = o.selected; });
+  settlePart(form);
+}
+function enhanceForm(form) {
+  if (enhanced.has(form)) return;
+  enhanced.add(form);
+  form.addEventListener("submit", async (e) => {
+    if (e.submitter && e.submitter.getAttribute("formmethod") === "get") return; // preview without JS
+    e.preventDefault();
+    // Where the form is now: a card's part may be drawn anew before the
+    // answer comes, leaving this form out of the page.
+    const scenario = form.closest(".scenario");
+    const card = form.closest("article.db");
+    const created = form.id === "create-form" ? (form.elements.name?.value || "") : "";
+    // Resume runs what the pause held: the first card it changes is what
+    // the learner caused (its state may come before the answer does).
+    const resumes = !scenario && form.querySelector('[data-controller="start"]');
+    if ((scenario || card || created || resumes) && state.mode === "live" && !state.followNs) intend(card, resumes);
+    const buttons = $$("button", form);
+    buttons.forEach((b) => { b.disabled = true; });
+    const busy = form.dataset.busy;
+    if (busy) flash(true, busy);
+    try {
+      const resp = await fetch(form.action, {
+        method: "POST", body: new URLSearchParams(new FormData(form)),
+        headers: { Accept: "application/json" }, credentials: "same-origin",
+      });
+      let res;
+      try { res = await resp.json(); } catch (err) { res = { ok: false, message: `${resp.status} ${resp.statusText}` }; }
+      flash(res.ok, res.message, res.field, form);
+      if (res.ok && created) {
+        // As after the page's own post: the next Database needs its own
+        // name, and gets no pitfall unless the learner picks one again.
+        form.elements.name.value = "";
+        form.elements.pitfall.value = "";
+        form.dispatchEvent(new Event("input"));
+      }
+      if (res.ok) settle(form);
+      // controllerRunning is "reconciles this namespace"; paused says why not.
+      if (typeof res.paused === "boolean") showPaused(res.paused);
+      if (typeof res.controllerRunning === "boolean" && !res.paused) showController(res.controllerRunning);
+      if (res.ok && scenario && !form.dataset.reveal) {
+        form.remove();
+        $(".scenario .watch")?.classList.remove("pending");
+        const next = $(".scenario .scenario-next");
+        if (next) next.hidden = false;
+        const u = new URL(location.href);
+        u.searchParams.set("ready", "1");
+        history.replaceState(null, "", u);
+      }
+      if (res.ok) revealAfter(created, scenario || card);
+    } catch (err) {
+      flash(false, "The request failed: " + err.message);
+    } finally {
+      buttons.forEach((b) => { b.disabled = false; });
+      // Pause and Resume stay disabled while they do not apply, and so
+      // does a scenario's step that no longer does.
+      if (form.querySelector("[data-controller]")) drawControllerPill();
+      if (scenario) markScenarioNext();
+    }
+  });
+}
+
+// enhanceAll sends the forms in el (or el itself) with fetch, on a live lab.
+export function enhanceAll(el) {
+  if (state.mode !== "live") return;
+  if (el.matches && el.matches("form.act")) enhanceForm(el);
+  $$("form.act", el).forEach(enhanceForm);
+}
+
+// The YAML preview follows the create form as it is typed.
+export function livePreview() {
+  const form = $("#create-form");
+  const pre = $("#preview");
+  if (!form || !pre) return;
+  let timer;
+  form.addEventListener("input", () => {
+    clearTimeout(timer);
+    timer = setTimeout(async () => {
+      const q = new URLSearchParams(new FormData(form));
+      const resp = await fetch("/lab/preview?" + q, { credentials: "same-origin" });
+      const text = await resp.text();
+      pre.textContent = resp.ok ? text : "# " + text;
+    }, 200);
+  });
+}

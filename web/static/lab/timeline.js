@@ -1,0 +1,236 @@
+// timeline.js: the timeline's rows. Events wait in a row of their
+// Database until a reconcile takes them; a reconcile is one row that
+// grows step by step; finished no-op reconciles fold together. The
+// timeline owns its rows: other modules add or clear them through the
+// functions here.
+import { h, $, $$, timeEl, dur, dbOf } from "./dom.js";
+import { state } from "./state.js";
+import { noteResult } from "./countdown.js";
+import { eventLine, eventsSummary, triggerLabel, wokeNote, isNoop, resultPill, pitfallPill, stepLine } from "./rowtext.js";
+
+const rowsEl = $("#rows");
+const filterEl = $("#filter");
+const pending = new Map(); // database → events seen since its last reconcile
+const rows = new Map();    // reconcileID → row
+const failures = new Map(); // database → errors in a row, for "retry N"
+const rowOfEl = new WeakMap();   // a row's element → the row
+const groupOfEl = new WeakMap(); // a folded line's element → its group
+const MAX_ROWS = 400;
+
+// jump is the link to the timeline on a narrow screen, where the timeline
+// comes after every card: shown while the timeline is off screen, with
+// the rows added since it was last seen.
+const jump = (() => {
+  const link = $("#to-timeline");
+  const narrow = window.matchMedia("(max-width: 60rem)");
+  const section = $(".lab-grid > .timeline");
+  let seen = true;
+  let added = 0;
+  function draw() {
+    if (!link) return;
+    link.hidden = !narrow.matches || seen;
+    link.replaceChildren(added ? `Timeline: ${added} new` : "Timeline", h("span", { "aria-hidden": "true" }, " ↓"));
+  }
+  function setup() {
+    if (!link || !section || !("IntersectionObserver" in window)) return;
+    new IntersectionObserver((entries) => {
+      seen = entries[entries.length - 1].isIntersecting;
+      if (seen) added = 0;
+      draw();
+    }).observe(section);
+    narrow.addEventListener("change", draw);
+    link.addEventListener("click", (e) => {
+      e.preventDefault();
+      section.scrollIntoView({ block: "start" });
+      $("#log")?.focus({ preventScroll: true });
+    });
+  }
+  // Only rows of what happens now count as new, not the past a reload draws.
+  return { setup, added(live) { if (!seen && live) { added++; draw(); } } };
+})();
+export const setupJump = jump.setup;
+
+export function addRow(el) {
+  jump.added(state.handlingLive);
+  rowsEl.prepend(el);
+  applyFilter(el);
+  while (rowsEl.children.length > MAX_ROWS) rowsEl.lastElementChild.remove();
+}
+function applyFilter(el) {
+  const want = filterEl ? filterEl.value : "";
+  el.hidden = !!want && el.dataset.db !== want && el.dataset.db !== "";
+}
+// refilter shows the rows of the Database the filter names, after it changed.
+export function refilter() {
+  $$("#rows > li").forEach(applyFilter);
+}
+// knowObject offers a Database in the filter, once.
+export function knowObject(name) {
+  if (!filterEl || !name || $$("option", filterEl).some((o) => o.value === name)) return;
+  filterEl.append(h("option", { value: name }, name));
+}
+// forgetObjects empties the filter, before another namespace's stream.
+export function forgetObjects() {
+  failures.clear();
+  if (filterEl) { $$("option", filterEl).forEach((o) => { if (o.value) o.remove(); }); filterEl.value = ""; }
+}
+
+// onEvent shows events waiting for a reconcile (or ignored), so that
+// dropped events and a paused controller are visible as they happen.
+export function onEvent(m) {
+  const db = dbOf(m);
+  knowObject(db);
+  let p = pending.get(db);
+  if (!p) {
+    p = { events: [], el: h("li", { class: "row pending", "data-db": db }) };
+    pending.set(db, p);
+    addRow(p.el);
+  }
+  p.events.push(m);
+  if (m.seq) p.el.dataset.seq = String(m.seq); // travel.js: the objects after it
+  const ignored = p.events.filter((e) => e.ignored).length;
+  p.el.replaceChildren(
+    h("div", { class: "row-head" },
+      timeEl(p.events[0].time), " ",
+      h("b", {}, db), " ",
+      h("span", { class: "pill" }, `${p.events.length} event${p.events.length > 1 ? "s" : ""}`),
+      ignored ? h("span", { class: "pill warn" }, `${ignored} ignored`) : h("span", { class: "muted small" }, " waiting for a reconcile…")),
+    h("ul", { class: "events" }, p.events.map(eventLine)));
+}
+
+export function onStart(m) {
+  const db = dbOf(m);
+  knowObject(db);
+  const p = pending.get(db);
+  pending.delete(db);
+  if (p) p.el.remove();
+  const row = {
+    db, start: m, steps: [], events: p ? p.events : [], retry: 0,
+    el: h("li", { class: "row", "data-db": db }),
+  };
+  rowOfEl.set(row.el, row);
+  if (m.trigger === "requeue") row.retry = failures.get(db) || 0;
+  rows.set(m.reconcileID, row);
+  if (rows.size > MAX_ROWS * 2) rows.delete(rows.keys().next().value);
+  redraw(row);
+  addRow(row.el);
+}
+
+export function onStep(m) {
+  let row = rows.get(m.reconcileID);
+  if (!row) {
+    // Its start fell out of the recorder's history before we connected:
+    // draw the rest of the reconcile under a placeholder start.
+    onStart(Object.assign({}, m, { type: "reconcile.start", trigger: "started earlier" }));
+    row = rows.get(m.reconcileID);
+  }
+  if (m.type === "result") {
+    row.result = m;
+    failures.set(row.db, m.result === "error" ? (failures.get(row.db) || 0) + 1 : 0);
+    noteResult(row.db, m);
+  } else {
+    row.steps.push(m);
+  }
+  redraw(row);
+  if (m.type === "result") fold(row);
+}
+
+// A row is drawn once for all the steps of a batch of messages, not
+// again at each step: a reload's catch-up brings thousands of steps at
+// once, each reconcile's together. The microtask runs as soon as the
+// batch is handled, before the page is painted.
+const toDraw = new Set();
+function redraw(row) {
+  if (!toDraw.size) {
+    queueMicrotask(() => {
+      const batch = [...toDraw];
+      toDraw.clear();
+      for (const r of batch) {
+        try { drawRow(r); } catch (err) { console.error("drawing a timeline row", err); }
+      }
+    });
+  }
+  toDraw.add(row);
+}
+
+function drawRow(row) {
+  const res = row.result;
+  const hasError = row.steps.some((s) => s.error || s.outcome === "Error") || (res && res.result === "error");
+  row.el.classList.toggle("error", !!hasError);
+  // travel.js shows the objects as they were after the row's last step.
+  const last = res || row.steps[row.steps.length - 1] || row.start;
+  if (last.seq) row.el.dataset.seq = String(last.seq);
+  row.el.replaceChildren(
+    h("div", { class: "row-head" },
+      timeEl(row.start.time), " ",
+      h("b", { class: "db-name" }, row.db), " ",
+      h("span", { class: "pill trigger" }, triggerLabel(row)),
+      pitfallPill(row),
+      // The learner's own reconciler ran this one (the code page, /code).
+      row.start.yourCode ? h("span", { class: "pill ok small your-code" }, "your code") : "",
+      " ", resultPill(res),
+      res && res.durationNs ? h("span", { class: "muted small" }, " " + dur(res.durationNs)) : "",
+      // The challenges name a reconcile by these eight characters.
+      row.start.reconcileID ? h("span", { class: "muted small rid", title: "reconcile ID" }, " #" + row.start.reconcileID.slice(0, 8)) : "",
+      wokeNote(row)),
+    row.events.length ? h("details", { class: "coalesced" },
+      h("summary", {}, eventsSummary(row.events)),
+      h("ul", { class: "events" }, row.events.map(eventLine))) : "",
+    h("ol", { class: "steps" }, row.steps.map(stepLine)),
+    res && (res.message || res.error) ? h("p", { class: res.error ? "error small" : "muted small" }, res.error || res.message) : "");
+  if (row.group) drawGroup(row.group);
+}
+
+// fold puts a finished no-op reconcile (nothing created, changed or
+// deleted; status unchanged) together with the no-op rows of the same
+// Database just below it (the ones before it on the timeline) as one
+// line, "in sync ×3". The line is a disclosure: a click or Enter on it
+// shows the reconciles themselves, each drawn as it was.
+function fold(row) {
+  if (!isNoop(row)) return;
+  row.el.classList.add("noop");
+  const below = row.el.nextElementSibling;
+  if (!below || below.dataset.db !== row.db || !below.classList.contains("noop")) return;
+  let g = groupOfEl.get(below);
+  if (!g) {
+    const prev = rowOfEl.get(below);
+    if (!prev) return;
+    const summary = h("summary", { class: "row-head" });
+    const list = h("ol", { class: "rows folded" });
+    g = { members: [], summary, list, el: h("li", { class: "row noop fold", "data-db": row.db }, h("details", { class: "fold" }, summary, list)) };
+    groupOfEl.set(g.el, g);
+    below.replaceWith(g.el);
+    applyFilter(g.el);
+    join(g, prev);
+  }
+  join(g, row);
+  drawGroup(g);
+}
+function join(g, row) {
+  g.members.push(row);
+  row.group = g;
+  g.list.prepend(row.el); // newest first, as on the timeline
+}
+
+function drawGroup(g) {
+  const last = g.members[g.members.length - 1];
+  const counts = new Map();
+  for (const r of g.members) {
+    const t = triggerLabel(r).replace(/ · .*/, "");
+    counts.set(t, (counts.get(t) || 0) + 1);
+  }
+  const why = [...counts].map(([t, n]) => (n > 1 ? `${t} ×${n}` : t)).join(", ");
+  g.summary.replaceChildren(
+    timeEl(last.start.time), " ",
+    h("b", { class: "db-name" }, last.db), " ",
+    h("span", { class: "pill ok fold-count" }, `in sync ×${g.members.length}`), " ",
+    h("span", { class: "muted small" }, `${why}: each read the Database, found nothing to change and skipped the status write`), " ",
+    resultPill(last.result));
+}
+
+// reset starts the timeline again, with a line that says why.
+export function reset(m) {
+  pending.clear();
+  rows.clear();
+  rowsEl.replaceChildren(h("li", { class: "row notice", "data-db": "" }, "Timeline restarted: " + (m.message || "the resume point was lost") + "."));
+}

@@ -1,0 +1,200 @@
+package static
+
+import (
+	"io/fs"
+	"path"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// The lab's scripts are ES modules (lab/), each about one thing: this
+// reads them as embedded, the way the browser gets them.
+
+// maxModuleLines is the size past which a module is doing two things.
+const maxModuleLines = 300
+
+// modules are the lab's modules and what they share with the roster.
+func modules(t *testing.T) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	names, err := fs.Glob(FS, "lab/*.js")
+	if err != nil || len(names) == 0 {
+		t.Fatalf("no lab modules embedded (%v)", err)
+	}
+	for _, name := range append(names, "morph.js", "roster.js", "roster-order.js") {
+		out[name] = read(t, name)
+	}
+	return out
+}
+
+func read(t *testing.T, name string) string {
+	t.Helper()
+	b, err := fs.ReadFile(FS, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// code is src without its comments and string contents, so a word in a
+// comment or a sentence is not taken for code. Template literals keep
+// their ${…} parts out too; good enough for the checks below.
+func code(src string) string {
+	var b strings.Builder
+	for i := 0; i < len(src); i++ {
+		c := src[i]
+		switch {
+		case c == '/' && i+1 < len(src) && src[i+1] == '/':
+			for i < len(src) && src[i] != '\n' {
+				i++
+			}
+			b.WriteByte('\n')
+		case c == '/' && i+1 < len(src) && src[i+1] == '*':
+			end := strings.Index(src[i+2:], "*/")
+			if end < 0 {
+				return b.String()
+			}
+			i += end + 3
+		case c == '"' || c == '\'' || c == '`':
+			b.WriteByte(c)
+			for i++; i < len(src) && src[i] != c; i++ {
+				if src[i] == '\\' {
+					i++
+				}
+			}
+			b.WriteByte(c)
+		default:
+			b.WriteByte(c)
+		}
+	}
+	return b.String()
+}
+
+func TestModulesStaySmall(t *testing.T) {
+	for name, src := range modules(t) {
+		if n := strings.Count(src, "\n"); n > maxModuleLines {
+			t.Errorf("%s has %d lines; a module over %d does more than one thing: split it", name, n, maxModuleLines)
+		}
+	}
+}
+
+var (
+	datasetWrite = regexp.MustCompile(`\.dataset\.(\w+)\s*(=[^=]|\+\+|--)|delete\s+[\w.]+\.dataset\.(\w+)|setAttribute\("data-([\w-]+)"`)
+	upper        = regexp.MustCompile(`[A-Z]`)
+)
+
+// A data attribute the lab or the roster writes is page state that
+// something else reads: the stylesheets, or another script (travel.js
+// reads the rows' data-seq). One only the tests read is not the page's:
+// a test reads what the page shows instead.
+func TestDataAttributesWrittenAreRead(t *testing.T) {
+	css, _ := fs.Glob(FS, "*.css")
+	scripts, _ := fs.Glob(FS, "*.js")
+	for name, src := range modules(t) {
+		for _, m := range datasetWrite.FindAllStringSubmatch(code(src), -1) {
+			field := m[1] + m[3]
+			attr := "data-" + m[4]
+			if m[4] == "" {
+				attr = "data-" + upper.ReplaceAllStringFunc(field, func(s string) string { return "-" + strings.ToLower(s) })
+			} else {
+				field = regexp.MustCompile(`-(\w)`).ReplaceAllStringFunc(m[4], func(s string) string { return strings.ToUpper(s[1:]) })
+			}
+			var readers []string
+			for _, c := range css {
+				if strings.Contains(read(t, c), attr) {
+					readers = append(readers, c)
+				}
+			}
+			for _, s := range scripts {
+				// Another script: not the writer, nor the lab itself.
+				if s == name || strings.HasPrefix(name, "lab/") && s == "morph.js" {
+					continue
+				}
+				other := code(read(t, s))
+				if strings.Contains(other, `[`+attr) || regexp.MustCompile(`dataset\.`+field+`\b\s*([^=\s]|==)`).MatchString(other) {
+					readers = append(readers, s)
+				}
+			}
+			if len(readers) == 0 {
+				t.Errorf("%s writes %s, which no stylesheet and no other script reads: state kept for the tests? Let them read what the page shows", name, attr)
+			}
+		}
+	}
+}
+
+var (
+	declared  = regexp.MustCompile(`(?m)(?:^|[^.\w$])function\s+([\w$]+)|(?:const|let|var)\s+([\w$]+)\s*=\s*(?:async\s*)?(?:\([^()]*\)|[\w$]+)\s*=>`)
+	imported  = regexp.MustCompile(`import\s*\{([^}]*)\}\s*from\s*"([^"]+)"`)
+	exported  = regexp.MustCompile(`(?m)^export\s+(?:async\s+)?(?:function|const|let|class)\s+([\w$]+)`)
+	letFunc   = regexp.MustCompile(`let\s+([\w$]+)\s*=\s*(?:async\s*)?(?:function\b|\([^()]*\)\s*=>|[\w$]+\s*=>)`)
+	patchGlob = regexp.MustCompile(`(?:[^.\w$]|^)(?:window|document|window\.oplab)\.[\w$]+\s*=[^=]`)
+)
+
+// No function is swapped at run time: a module that behaves differently
+// (the replay's player) is given options or branches on state, it does
+// not reassign a function another module calls. Nor does the lab patch
+// the page's globals.
+func TestNoFunctionIsReassigned(t *testing.T) {
+	for name, src := range modules(t) {
+		c := code(src)
+		names := map[string]bool{}
+		for _, m := range declared.FindAllStringSubmatch(c, -1) {
+			names[m[1]+m[2]] = true
+		}
+		for _, m := range imported.FindAllStringSubmatch(c, -1) {
+			for _, n := range strings.Split(m[1], ",") {
+				f := strings.Fields(strings.ReplaceAll(n, " as ", " "))
+				if len(f) > 0 {
+					names[f[len(f)-1]] = true
+				}
+			}
+		}
+		for n := range names {
+			re := regexp.MustCompile(`(?:^|[^.\w$])` + regexp.QuoteMeta(n) + `\s*=[^=>]`)
+			for _, loc := range re.FindAllStringIndex(c, -1) {
+				before := strings.TrimRight(c[max(0, loc[0]-12):loc[0]+1], " ")
+				if strings.HasSuffix(before, "const") || strings.HasSuffix(before, "let") || strings.HasSuffix(before, "var") {
+					continue // its declaration
+				}
+				t.Errorf("%s reassigns %s: pass a module what differs (options, a branch on state) instead", name, n)
+			}
+		}
+		for _, m := range letFunc.FindAllStringSubmatch(c, -1) {
+			t.Errorf("%s holds function %s in a let, which invites reassigning it: declare it with function or const", name, m[1])
+		}
+		if strings.HasPrefix(name, "lab/") {
+			for _, m := range patchGlob.FindAllString(c, -1) {
+				t.Errorf("%s sets a global (%s): a lab module shares what it has by export", name, strings.TrimSpace(m))
+			}
+		}
+	}
+}
+
+// Every name a module imports is exported by the module it names, and
+// that module is embedded: the browser would refuse the whole lab for one
+// missing name.
+func TestModuleImportsResolve(t *testing.T) {
+	mods := modules(t)
+	for name, src := range mods {
+		for _, m := range imported.FindAllStringSubmatch(code(src), -1) {
+			target := path.Join(path.Dir(name), strings.Trim(m[2], `"`))
+			tsrc, ok := mods[target]
+			if !ok {
+				t.Errorf("%s imports %s, which is not embedded", name, target)
+				continue
+			}
+			var have []string
+			for _, e := range exported.FindAllStringSubmatch(tsrc, -1) {
+				have = append(have, e[1])
+			}
+			for _, n := range strings.Split(m[1], ",") {
+				f := strings.Fields(n)
+				if len(f) > 0 && !slices.Contains(have, f[0]) {
+					t.Errorf("%s imports %s from %s, which does not export it", name, f[0], target)
+				}
+			}
+		}
+	}
+}
