@@ -110,7 +110,9 @@ func TestBrowserActionsShowWhatTheyCaused(t *testing.T) {
 		t.Fatal(err)
 	}
 	press(t, ctx, `#db-seen-drift form[action$="/children/statefulset/delete"] button`)
-	poll(t, ctx, "the StatefulSet's delete on the timeline", newRowAfter("seen", before)+`?.textContent.includes("StatefulSet seen deleted")`)
+	// Any newer row of seen's saying so: a folded row of seen's resyncs
+	// takes a newer seq too, and may come first.
+	poll(t, ctx, "the StatefulSet's delete on the timeline", fmt.Sprintf(`[...document.querySelectorAll("#rows > li.row[data-seq]")].some(li => +li.dataset.seq > %d && li.dataset.db === "seen" && li.textContent.includes("StatefulSet seen deleted"))`, before))
 	seesWhatItCaused(t, ctx, "after Delete StatefulSet", "seen", before, flash)
 	viewShot(t, ctx, "reveal-03-drift-1280x800")
 

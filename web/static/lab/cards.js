@@ -4,7 +4,6 @@
 // middle of: a part of a card's forms being edited, an open disclosure.
 import { h, $, $$, localize } from "./dom.js";
 import { state, olderThanPage } from "./state.js";
-import { morph } from "../morph.js";
 import { selectedDB } from "./countdown.js";
 import { knowObject } from "./timeline.js";
 import { enhanceAll } from "./forms.js";
@@ -41,16 +40,19 @@ function defaultIndex(select) {
 // that were not drawn.
 const skipped = new WeakSet();
 const latestActions = new Map();
-// drawCard draws a card's newer state over it. The state is morphed
-// (morph.js): the focus, a screen reader's place and a selection in it
-// stay. lab.css keeps the browser's scroll anchoring off its kept nodes,
-// which held still as the card grew and pushed its head off screen after
-// Apply while paused (TestBrowserEveryCardActionShowsWhatItCaused). Each
-// form part is moved in whole instead: a morph sets a control's value
-// attribute, which a control the learner has used no longer shows.
+// drawCard draws a card's newer state over it: the state section whole,
+// and each form part the learner is not editing. Neither is morphed
+// (morph.js). A morph sets a control's value attribute, which a control
+// the learner has used no longer shows. And a state section morphed in
+// place keeps its nodes, which the browser's scroll anchoring then holds
+// in place as the card grows: after Apply while paused the card's head
+// went off screen (TestBrowserEveryCardActionShowsWhatItCaused, every
+// run), where reveal.js keeps it in view; a section replaced whole does
+// not. Scroll anchoring turned off on the section (overflow-anchor: none)
+// was not enough: the head still went off screen in the whole suite.
 function drawCard(card, fresh) {
   const open = new Set($$("details[open][id]", card).map((d) => d.id));
-  morph($(".db-state", card), $(".db-state", fresh));
+  $(".db-state", card).replaceWith($(".db-state", fresh));
   const actions = $(".db-actions", card);
   const freshActions = $(".db-actions", fresh);
   if (actions && freshActions) {
