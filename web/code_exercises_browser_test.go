@@ -197,6 +197,9 @@ func (x *exerciseRun) run(t *testing.T, src string) {
 		return c != nil && c.Ran == src && c.Running, nil
 	})
 	browsertest.Eventually(t, x.code, `document.getElementById("code").dataset.running`, "true")
+	// The page has the run's own answer once the button is back: until then
+	// it may still show the code that ran before.
+	poll(t, x.code, "Run my code answered", `!document.getElementById("run").disabled`)
 	if got := browsertest.Eval[string](t, x.code, browsertest.Text("#code-error")); got != "" {
 		t.Fatalf("running the code shows an error: %s", got)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -246,4 +247,72 @@ func firstDiff(a, b string) int {
 		}
 	}
 	return min(len(a), len(b))
+}
+
+// TestStatusAskedBeforeRunIsNotShownAfterIt: the page polls the code's
+// status; a poll asked before Run was pressed answers for the code that ran
+// before. Answered after the Run, it must not put that code's error under
+// the new code (the exercises test once saw the starter's "already exists"
+// shown after the solution's Run). The server holds one poll until the Run
+// has answered, then replies with the old code's failure.
+func TestStatusAskedBeforeRunIsNotShownAfterIt(t *testing.T) {
+	ctx := newTab(t)
+	runner := &fakeRunner{}
+	mux := http.NewServeMux()
+	mux.Handle("GET /static/", http.StripPrefix("/static/", http.FileServerFS(static.FS)))
+	New(Options{Runner: runner, Sessions: oneNamespace("lab-stale"), NewSandbox: childSandbox}).Register(mux)
+	held, release := make(chan struct{}), make(chan struct{})
+	var hold sync.Once
+	armed := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-armed:
+			if r.URL.Path == "/code/status" {
+				first := false
+				hold.Do(func() { first = true })
+				if first {
+					close(held)
+					<-release
+					w.Header().Set("Content-Type", "application/json")
+					_, _ = io.WriteString(w, `{"running":true,"runs":7,"error":{"kind":"error","message":"the code before failed"}}`)
+					return
+				}
+			}
+		default:
+		}
+		mux.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	t.Cleanup(func() {
+		select {
+		case <-release:
+		default:
+			close(release)
+		}
+	})
+
+	do(t, ctx, chromedp.EmulateViewport(1280, 800), chromedp.Navigate(srv.URL+"/code"), chromedp.WaitVisible(chromedp.CSS("#source")),
+		chromedp.SetValue(chromedp.CSS("#starter"), "oplab"), chromedp.Click(chromedp.CSS("#load")))
+	eventually(t, ctx, `String(document.getElementById("source").value.includes("ensureStatefulSet"))`, "true")
+	close(armed)
+	select {
+	case <-held:
+	case <-time.After(time.Minute):
+		t.Fatal("the page did not poll its status within a minute")
+	}
+	answered := eval[int](t, ctx, `performance.getEntriesByType("resource").filter(e => e.name.endsWith("/code/status")).length`)
+	do(t, ctx, chromedp.Click(chromedp.CSS("#run")))
+	eventually(t, ctx, `String(!document.getElementById("run").disabled && document.getElementById("code").dataset.running === "true")`, "true")
+	if got := eval[string](t, ctx, text("#code-error")); got != "" {
+		t.Fatalf("after Run, before the held poll answered, the page shows an error: %q", got)
+	}
+	close(release)
+	// The held poll's reply has arrived once its resource entry exists; the
+	// page reads it in the tasks that follow, which a timer after it waits out.
+	eventually(t, ctx, fmt.Sprintf(`String(performance.getEntriesByType("resource").filter(e => e.name.endsWith("/code/status")).length > %d)`, answered), "true")
+	eval[bool](t, ctx, `(setTimeout(() => { window.errorAfter = document.getElementById("code-error").textContent.trim() }, 200), true)`)
+	eventually(t, ctx, `String(window.errorAfter !== undefined)`, "true")
+	if got := eval[string](t, ctx, `window.errorAfter`); got != "" {
+		t.Errorf("the old code's status, asked before Run, is shown after it: %q", got)
+	}
 }

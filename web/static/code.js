@@ -14,6 +14,7 @@
   const key = "oplab.code." + root.dataset.namespace;
   let badLine = 0;
   let escaped = false;
+  let runsPressed = 0;
 
   // The browser's copy wins over the session's when it is newer work; code
   // just loaded from a replayed export wins over both, and is kept.
@@ -122,6 +123,7 @@
   runBtn.addEventListener("click", async () => {
     state.textContent = "Compiling…";
     runBtn.disabled = true;
+    runsPressed++;
     try {
       const res = await post("/code/run", { source: src.value });
       if (!res.ok) { showError({ kind: "error", message: await res.text() }); setRunning(root.dataset.running === "true"); return; }
@@ -140,14 +142,18 @@
   });
 
   // While the code runs, its last reconcile's failure (panic, overrun,
-  // returned error) is shown and its line marked.
+  // returned error) is shown and its line marked. A poll asked before Run
+  // was pressed answers for the code that ran before: it would show that
+  // code's error under the new code, so its answer is dropped.
   let lastRuns = -1;
   async function poll() {
     if (document.hidden) return;
+    const asked = runsPressed;
     try {
       const res = await fetch("/code/status", { credentials: "same-origin" });
       if (!res.ok) return;
       const v = await res.json();
+      if (asked !== runsPressed || runBtn.disabled) return;
       setRunning(v.running);
       if (v.running && v.runs !== lastRuns) {
         lastRuns = v.runs;
