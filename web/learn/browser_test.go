@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/cdproto/emulation"
@@ -35,6 +36,26 @@ var (
 
 func eval[T any](t *testing.T, ctx context.Context, js string) T {
 	return browsertest.Eval[T](t, ctx, js)
+}
+
+// ratingsReady waits for the rating buttons to show their intervals. A
+// whole-suite run once found them not ready two minutes after a click on
+// the card, and a run alone never has; on failure it says what the page
+// showed: whether the card turned, and the deck's error.
+func ratingsReady(t *testing.T, ctx context.Context) {
+	t.Helper()
+	const js = `JSON.stringify({ready: document.getElementById("ratings").dataset.ready || "",
+		turned: document.getElementById("card").getAttribute("aria-expanded"),
+		error: document.getElementById("deck-error").hidden ? "" : document.getElementById("deck-error").textContent.trim(),
+		front: document.getElementById("card-front").textContent})`
+	var last string
+	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		last = eval[string](t, ctx, js)
+		if strings.Contains(last, `"ready":"true"`) {
+			return
+		}
+	}
+	t.Fatalf("the rating buttons show no intervals after a minute; the page: %s", last)
 }
 
 func isHidden(sel string) string {
@@ -139,7 +160,7 @@ func TestBrowserFlashcardsFlipRateAndRemember(t *testing.T) {
 	// Before any click, each rating button says when it brings the card
 	// back, as the Go scheduler has it for a new card: Again in a minute,
 	// Hard, Good and Easy after round(w1), round(w2), round(w3) days.
-	eventually(t, ctx, `document.getElementById("ratings").dataset.ready || ""`, "true")
+	ratingsReady(t, ctx)
 	eventually(t, ctx, `[...document.querySelectorAll("#ratings button")].map((b) => b.textContent.trim()).join(" | ")`,
 		"1 Again · 1 min | 2 Hard · 1 day | 3 Good · 2 days | 4 Easy · 8 days")
 
@@ -161,7 +182,7 @@ func TestBrowserFlashcardsFlipRateAndRemember(t *testing.T) {
 	// The next card rated Again comes back within the sitting; the page
 	// says so, and predicts no recall for it.
 	do(t, ctx, chromedp.Click(chromedp.CSS("#card")))
-	eventually(t, ctx, `document.getElementById("ratings").dataset.ready || ""`, "true")
+	ratingsReady(t, ctx)
 	do(t, ctx, chromedp.KeyEvent("1"))
 	eventually(t, ctx, text("#last-review"), fmt.Sprintf("“%s”: Again. It comes back in 1 minute, in this sitting, to be relearned.", bank.Cards[1].Front))
 	eventually(t, ctx, fmt.Sprintf(`String(JSON.parse(localStorage.getItem("oplab.cards"))[%q].interval)`, bank.Cards[1].ID), "0")
@@ -179,7 +200,7 @@ func TestBrowserFlashcardsFlipRateAndRemember(t *testing.T) {
 	})()`, first.ID)), chromedp.Reload(), chromedp.WaitVisible(chromedp.CSS("#card")))
 	eventually(t, ctx, text("#card-front"), first.Front)
 	do(t, ctx, chromedp.Click(chromedp.CSS("#card")))
-	eventually(t, ctx, `document.getElementById("ratings").dataset.ready || ""`, "true")
+	ratingsReady(t, ctx)
 	good := eval[string](t, ctx, text(`#ratings button[data-rating="3"] .interval`))
 	days := strings.TrimSuffix(strings.TrimPrefix(good, "· "), " days")
 	if days == good || days == "2" {
