@@ -258,9 +258,6 @@ func (c *Cluster) startAPIServer(assets string, opts Options) error {
 		return err
 	}
 	c.serving = serving
-	if serving.MovedFrom != 0 {
-		c.log.printf("kube-apiserver's port %d is taken; it serves on %d now, so kubeconfigs written before must be downloaded again", serving.MovedFrom, serving.Port)
-	}
 	binDir := filepath.Join(c.dir, "bin")
 	etcdPath, err := writeWrapper(binDir, filepath.Join(assets, nameEtcd), c.exitFile(nameEtcd), childGOGC)
 	if err != nil {
@@ -270,15 +267,19 @@ func (c *Cluster) startAPIServer(assets string, opts Options) error {
 	if err != nil {
 		return err
 	}
-	// etcd's ports are found free and then closed before etcd binds them;
-	// meanwhile a busy machine's outgoing connections, which take their
-	// local ports from the same range, can take one (a CI run saw every
-	// one of envtest's five tries fail, as each reuses the ports). So a
-	// start whose etcd could not bind is tried again on new ports.
-	var etcdSaid tailWriter
+	// etcd's ports, and kube-apiserver's on a new data folder, are found
+	// free and then closed before the process binds them; meanwhile a busy
+	// machine's outgoing connections, which take their local ports from the
+	// same range, or another cluster starting, can take one (a CI run saw
+	// every one of envtest's five tries fail, as each reuses the ports). So
+	// a start whose etcd or kube-apiserver could not bind is tried again on
+	// new ports.
+	var etcdSaid, apiSaid tailWriter
 	etcdOut := etcdSaid.teeTo(c.log.prefixed(nameEtcd))
+	apiOut := apiSaid.teeTo(c.log.prefixed(nameAPIServer))
 	for attempt := 1; ; attempt++ {
 		etcdSaid.Reset()
+		apiSaid.Reset()
 		var ports [3]int
 		for i := range ports {
 			if ports[i], err = etcdPort(); err != nil {
@@ -346,8 +347,8 @@ func (c *Cluster) startAPIServer(assets string, opts Options) error {
 						CA:         serving.servingCA.certPEM,
 						Authn:      &keptAuthn{ca: serving.clientCA},
 					},
-					Out: c.log.prefixed(nameAPIServer),
-					Err: c.log.prefixed(nameAPIServer),
+					Out: apiOut,
+					Err: apiOut,
 				},
 				KubectlPath: c.kubectl,
 			},
@@ -383,6 +384,9 @@ func (c *Cluster) startAPIServer(assets string, opts Options) error {
 			err = serr
 		}
 		if err == nil {
+			if serving.MovedFrom != 0 {
+				c.log.printf("kube-apiserver's port %d is taken; it serves on %d now, so kubeconfigs written before must be downloaded again", serving.MovedFrom, serving.Port)
+			}
 			return nil
 		}
 		said := etcdSaid.String()
@@ -391,11 +395,33 @@ func (c *Cluster) startAPIServer(assets string, opts Options) error {
 			_ = c.env.Stop()
 			continue
 		}
+		if apiSays := apiSaid.String(); strings.Contains(apiSays, "address already in use") {
+			if attempt < portAttempts {
+				c.log.printf("kube-apiserver could not bind port %d (try %d of %d); trying another", serving.Port, attempt, portAttempts)
+				_ = c.env.Stop()
+				if err := serving.takeFreePort(); err != nil {
+					return err
+				}
+				continue
+			}
+			return fmt.Errorf("starting etcd and kube-apiserver: %w; kube-apiserver said: %s", err, lastLineWith(apiSays, "address already in use"))
+		}
 		if said != "" {
 			return fmt.Errorf("starting etcd and kube-apiserver: %w; etcd said: %s", err, worstLine(said))
 		}
 		return fmt.Errorf("starting etcd and kube-apiserver: %w", err)
 	}
+}
+
+// lastLineWith is the last of s's lines that contains sub.
+func lastLineWith(s, sub string) string {
+	lines := strings.Split(s, "\n")
+	for i := len(lines) - 1; i >= 0; i-- {
+		if strings.Contains(lines[i], sub) {
+			return strings.TrimSpace(lines[i])
+		}
+	}
+	return ""
 }
 
 // etcdPort finds a port for etcd; tests replace it to hand out a taken one.

@@ -318,6 +318,55 @@ func TestStartTriesOtherPortsWhenEtcdsAreTaken(t *testing.T) {
 	expectWidgetsServed(t, c)
 }
 
+// takenPortForAPIServer makes apiserverPort hand out a port held by this
+// test the first time, as when another cluster's start or a busy machine's
+// connection takes it between its check and kube-apiserver's bind.
+func takenPortForAPIServer(t *testing.T) (taken int) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	taken = ln.Addr().(*net.TCPAddr).Port
+	var once sync.Once
+	apiserverPort = func() (int, error) {
+		port := 0
+		once.Do(func() { port = taken })
+		if port != 0 {
+			return port, nil
+		}
+		return freePort()
+	}
+	t.Cleanup(func() { apiserverPort = freePort })
+	return taken
+}
+
+// TestStartTriesAnotherPortWhenKubeAPIServersIsTaken: a new data folder's
+// API server port, taken before kube-apiserver binds it, is replaced by
+// another, and the cluster serves; nothing claims that kubeconfigs written
+// before moved, as there were none.
+func TestStartTriesAnotherPortWhenKubeAPIServersIsTaken(t *testing.T) {
+	needAssets(t)
+	taken := takenPortForAPIServer(t)
+	var log bytes.Buffer
+	c, err := Start(context.Background(), Options{Mode: ModeMinimal, Log: &log, CRDs: widgetCRD})
+	if err != nil {
+		t.Fatalf("Start with kube-apiserver's first port taken: %v", err)
+	}
+	t.Cleanup(func() { _ = c.Stop() })
+	if want := fmt.Sprintf("kube-apiserver could not bind port %d (try 1 of 3)", taken); !strings.Contains(log.String(), want) {
+		t.Errorf("the log does not say %q:\n%s", want, log.String())
+	}
+	if from, to := c.PortMoved(); from != 0 {
+		t.Errorf("a new data folder reports its port moved from %d to %d", from, to)
+	}
+	if strings.Contains(c.Config().Host, fmt.Sprint(taken)) {
+		t.Errorf("the cluster's address %s is the taken port", c.Config().Host)
+	}
+	expectWidgetsServed(t, c)
+}
+
 func TestStartNamesEtcdsReasonWhenItCannotStart(t *testing.T) {
 	needAssets(t)
 	takenPortForEtcd(t, -1)

@@ -46,6 +46,10 @@ type servingState struct {
 	// when something else holds it now and this start had to take another:
 	// every kubeconfig written before names the old one.
 	MovedFrom int
+	// kept is whether Port came from the data folder, where kubeconfigs
+	// written before may name it.
+	kept      bool
+	portFile  string
 	servingCA *keyedCert
 	clientCA  *keyedCert
 }
@@ -74,26 +78,45 @@ func loadServing(data string) (*servingState, error) {
 		return nil, err
 	}
 	portFile := filepath.Join(dir, servingPort)
+	s.portFile = portFile
 	if raw, err := os.ReadFile(portFile); err == nil {
 		old, perr := strconv.Atoi(strings.TrimSpace(string(raw)))
 		if perr != nil || old <= 0 || old > 65535 {
 			return nil, fmt.Errorf("reading the API server's port from %s: %q is not a port (remove the file to pick a new one)", portFile, strings.TrimSpace(string(raw)))
 		}
 		if portFree(old) {
-			s.Port = old
+			s.Port, s.kept = old, true
 			return s, nil
 		}
 		s.MovedFrom = old
 	} else if !errors.Is(err, os.ErrNotExist) {
 		return nil, fmt.Errorf("reading the API server's port: %w", err)
 	}
-	if s.Port, err = freePort(); err != nil {
+	if err := s.takeFreePort(); err != nil {
 		return nil, err
 	}
-	if err := os.WriteFile(portFile, []byte(strconv.Itoa(s.Port)+"\n"), 0o600); err != nil {
-		return nil, fmt.Errorf("keeping the API server's port: %w", err)
-	}
 	return s, nil
+}
+
+// apiserverPort finds a port for kube-apiserver; tests replace it to hand
+// out a taken one.
+var apiserverPort = freePort
+
+// takeFreePort moves the API server to a free port and keeps it in the data
+// folder. A port the folder kept before is named in MovedFrom.
+func (s *servingState) takeFreePort() error {
+	if s.kept && s.MovedFrom == 0 {
+		s.MovedFrom = s.Port
+	}
+	port, err := apiserverPort()
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(s.portFile, []byte(strconv.Itoa(port)+"\n"), 0o600); err != nil {
+		return fmt.Errorf("keeping the API server's port: %w", err)
+	}
+	s.Port, s.kept = port, false
+	return nil
 }
 
 // portFree reports whether the loopback port can be bound right now.
