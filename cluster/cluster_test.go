@@ -44,9 +44,11 @@ const helperEnv = "OPLAB_CLUSTER_TEST_HELPER"
 // helperDataEnv, when set, names the helper cluster's data folder.
 const helperDataEnv = "OPLAB_CLUSTER_TEST_HELPER_DATA"
 
-// The tests run one at a time: kube-apiserver's port is chosen free and
-// bound later, and two clusters started at once in one process could take
-// each other's (TestDataSurvivesRestart failed so when they ran in parallel).
+// The tests that start a cluster of their own call t.Parallel: a start is
+// mostly waiting on etcd and kube-apiserver, and two overlap well. Those
+// that change what every start reads (etcdPort, portAttempts, the
+// environment) or that count what Reclaim finds stay serial, and Go runs
+// them first.
 func TestMain(m *testing.M) {
 	// envtest logs through controller-runtime's logger, which complains
 	// (with a stack trace) when nobody ever sets one.
@@ -253,6 +255,7 @@ func expectGone(t *testing.T, refs []procRef, dir string) {
 }
 
 func TestMinimalStartsAndStopsCleanly(t *testing.T) {
+	t.Parallel()
 	c := startCluster(t, context.Background(), ModeMinimal)
 	if c.Mode() != ModeMinimal {
 		t.Errorf("Mode() = %q, want %q", c.Mode(), ModeMinimal)
@@ -384,6 +387,7 @@ func TestStartNamesEtcdsReasonWhenItCannotStart(t *testing.T) {
 }
 
 func TestFullStopEndsEveryProcess(t *testing.T) {
+	t.Parallel()
 	c := startCluster(t, context.Background(), ModeFull)
 	refs := expectChildren(t, c, nameEtcd, nameAPIServer, nameScheduler, nameKwok, nameKCM)
 	expectWidgetsServed(t, c)
@@ -467,6 +471,7 @@ func rssKiB(pid int) int {
 }
 
 func TestCancelledContextStopsCluster(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	c := startCluster(t, ctx, ModeMinimal)
@@ -476,6 +481,7 @@ func TestCancelledContextStopsCluster(t *testing.T) {
 }
 
 func TestChildrenDieWithKilledParent(t *testing.T) {
+	t.Parallel()
 	needAssets(t)
 	for _, tc := range []struct {
 		mode       Mode
@@ -610,6 +616,7 @@ func TestReclaimKillsLeftoversOfDeadOwnersOnly(t *testing.T) {
 }
 
 func TestFullRunsStatefulSetAndCollectsGarbage(t *testing.T) {
+	t.Parallel()
 	c := sharedCluster(t)
 	cs := clientset(t, c)
 	ctx := context.Background()

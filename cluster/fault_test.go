@@ -33,6 +33,7 @@ import (
 // cluster's client certificate reads a key, while the apiserver's own
 // certificate does (so the test speaks to the right port).
 func TestEtcdRefusesClientsWithoutCertificate(t *testing.T) {
+	t.Parallel()
 	c := startCluster(t, context.Background(), ModeMinimal)
 	cs := clientset(t, c)
 	ctx := context.Background()
@@ -119,6 +120,7 @@ func TestAPIServerRefusesAnonymousSecretReads(t *testing.T) {
 // and expects each exit said in words (with its status) and the process
 // restarted on the same data and port: the same client keeps working.
 func TestSupervisorRestartsKilledProcesses(t *testing.T) {
+	t.Parallel()
 	needAssets(t)
 	events := make(chan Event, 16)
 	c, err := Start(context.Background(), Options{Mode: ModeMinimal, Log: &testLog{t: t}, OnEvent: func(e Event) { events <- e }})
@@ -174,6 +176,7 @@ func TestSupervisorRestartsKilledProcesses(t *testing.T) {
 // TestSupervisorGivesUp checks that a process that cannot be restarted
 // fails the cluster, with the reason, instead of being retried forever.
 func TestSupervisorGivesUp(t *testing.T) {
+	t.Parallel()
 	needAssets(t)
 	events := make(chan Event, 16)
 	c, err := Start(context.Background(), Options{Mode: ModeMinimal, Log: &testLog{t: t}, OnEvent: func(e Event) { events <- e }})
@@ -211,6 +214,7 @@ func TestSupervisorGivesUp(t *testing.T) {
 // objects, stops it and starts another on the same folder: the objects are
 // there. While the first runs, a second cannot open the folder.
 func TestDataSurvivesRestart(t *testing.T) {
+	t.Parallel()
 	needAssets(t)
 	data := t.TempDir()
 	ctx := context.Background()

@@ -20,6 +20,7 @@ const podsAnnotation = "db.oplab.dev/pods"
 // report for it. A Pod without the annotation is still made Ready by kwok's
 // own stage, and every one of them is removed when deleted.
 func TestKwokPodStages(t *testing.T) {
+	t.Parallel()
 	c := sharedCluster(t)
 	cs := clientset(t, c)
 	ctx := context.Background()

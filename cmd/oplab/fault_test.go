@@ -41,6 +41,7 @@ import (
 // and expects /readyz to say 503 at once rather than hang on the API
 // server, then to recover after SIGCONT.
 func TestReadyzAnswersWhileAPIServerFrozen(t *testing.T) {
+	t.Parallel()
 	p := startOplab(t, "--mode", "minimal", "--ephemeral", "--write-kubeconfig", "")
 	apiserver := descendantNamed(t, p, "kube-apiserver")
 	if err := syscall.Kill(apiserver, syscall.SIGSTOP); err != nil {
@@ -75,6 +76,7 @@ func TestReadyzAnswersWhileAPIServerFrozen(t *testing.T) {
 // TestOplabNoticesKilledAPIServer kills kube-apiserver under a running
 // oplab and expects it said in the log and to viewers, then restarted.
 func TestOplabNoticesKilledAPIServer(t *testing.T) {
+	t.Parallel()
 	p := startOplab(t, "--mode", "minimal", "--ephemeral", "--write-kubeconfig", "")
 	ws := dialViewer(t, p)
 	steps := make(chan controller.Step, 64)
@@ -133,6 +135,7 @@ func TestOplabNoticesKilledAPIServer(t *testing.T) {
 // TestDataDirLockedAgainstSecondOplab starts a second oplab on the data
 // folder of a running one: it must refuse, naming the folder.
 func TestDataDirLockedAgainstSecondOplab(t *testing.T) {
+	t.Parallel()
 	data := t.TempDir()
 	startOplab(t, "--mode", "minimal", "--data-dir", data, "--write-kubeconfig", "")
 	out, err := runOplab(t, "--addr", "127.0.0.1:0", "--mode", "minimal", "--data-dir", data, "--write-kubeconfig", "")
@@ -150,6 +153,7 @@ func TestDataDirLockedAgainstSecondOplab(t *testing.T) {
 // snapshots, orphaned children and Databases stuck in deletion. All must
 // be zero.
 func TestFaultSoak(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("the soak runs for about a minute")
 	}
@@ -422,6 +426,7 @@ func dialViewer(t *testing.T, p *oplabProc) *websocket.Conn {
 // its data folder: the namespace, the Database and a snapshot made before
 // are all there.
 func TestRestartKeepsTheCluster(t *testing.T) {
+	t.Parallel()
 	data := t.TempDir()
 	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
 	args := []string{"--mode", "minimal", "--data-dir", data, "--write-kubeconfig", kubeconfig}
@@ -459,6 +464,7 @@ func TestRestartKeepsTheCluster(t *testing.T) {
 // the browser's cookie, sent to the restarted oplab, opens the same
 // namespace, and its timeline says that oplab restarted.
 func TestLearnerFindsTheirLabAfterARestart(t *testing.T) {
+	t.Parallel()
 	data := t.TempDir()
 	args := []string{"--mode", "minimal", "--data-dir", data, "--write-kubeconfig", filepath.Join(t.TempDir(), "kubeconfig")}
 	jar, _ := cookiejar.New(nil) // cookies are per host, not per port: the restarted oplab's new port gets them too
@@ -528,6 +534,7 @@ func TestLearnerFindsTheirLabAfterARestart(t *testing.T) {
 // that says the cluster did not answer, rather than hanging. After SIGCONT
 // the lab creates again.
 func TestFrozenEtcdGivesTheLearnerATimeout(t *testing.T) {
+	t.Parallel()
 	p := startOplab(t, "--mode", "minimal", "--ephemeral", "--write-kubeconfig", "")
 	jar, _ := cookiejar.New(nil)
 	hc := &http.Client{Jar: jar, Timeout: time.Minute}
@@ -582,6 +589,7 @@ func TestFrozenEtcdGivesTheLearnerATimeout(t *testing.T) {
 // embedded oplab, as an administrator might: oplab installs it again, and
 // the controller reconciles a Database made afterwards (its finalizer).
 func TestDeletedCRDIsInstalledAgain(t *testing.T) {
+	t.Parallel()
 	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
 	p := startOplab(t, "--mode", "minimal", "--ephemeral", "--write-kubeconfig", kubeconfig)
 	cl := soakClient(t, kubeconfig)
@@ -621,6 +629,7 @@ func TestDeletedCRDIsInstalledAgain(t *testing.T) {
 // --install-crds=false against a cluster it did not start and deletes the
 // CRD there: /readyz says it is missing and names the kubectl line to run.
 func TestDeletedCRDNamedWhenOplabMayNotInstall(t *testing.T) {
+	t.Parallel()
 	requireAssets(t)
 	crds, err := controller.CRDs()
 	if err != nil {

@@ -23,6 +23,7 @@ import (
 // carries the prefix and its instance label, and the kubeconfig the lab
 // serves names the server the flag gave and works with kubectl.
 func TestLearnerKubeconfigFlags(t *testing.T) {
+	t.Parallel()
 	requireAssets(t)
 	cl, err := cluster.Start(context.Background(), cluster.Options{Mode: cluster.ModeMinimal})
 	if err != nil {

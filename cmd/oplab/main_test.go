@@ -36,6 +36,10 @@ var (
 	oplabErr  error
 )
 
+// The process tests call t.Parallel: each runs its own oplab, with its own
+// control plane and data folder, and spends most of its time waiting on
+// them (a start, a restart, a kill noticed). Those that set the
+// environment stay serial.
 func TestMain(m *testing.M) {
 	os.Exit(testMain(m))
 }
@@ -262,6 +266,7 @@ func startOplab(t *testing.T, args ...string) *oplabProc {
 }
 
 func TestHealthAndReadiness(t *testing.T) {
+	t.Parallel()
 	p := startOplab(t, "--mode", "minimal", "--ephemeral", "--write-kubeconfig", "")
 	resp, err := http.Get(p.url + "/healthz")
 	if err != nil {
@@ -348,6 +353,7 @@ func TestHealthAndReadiness(t *testing.T) {
 // TestChildrenStopWithOplab checks that no process of the control plane
 // outlives oplab, whether it is asked to stop or killed outright.
 func TestChildrenStopWithOplab(t *testing.T) {
+	t.Parallel()
 	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGKILL} {
 		t.Run(sig.String(), func(t *testing.T) {
 			kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
@@ -377,6 +383,7 @@ func TestChildrenStopWithOplab(t *testing.T) {
 // TestExternalMode runs oplab against a cluster it did not start, through a
 // kubeconfig file, and checks that it installed the CRD there.
 func TestExternalMode(t *testing.T) {
+	t.Parallel()
 	requireAssets(t)
 	ctx := context.Background()
 	cl, err := cluster.Start(ctx, cluster.Options{Mode: cluster.ModeMinimal})
