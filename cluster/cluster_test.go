@@ -46,7 +46,7 @@ const helperDataEnv = "OPLAB_CLUSTER_TEST_HELPER_DATA"
 
 // The tests that start a cluster of their own call t.Parallel: a start is
 // mostly waiting on etcd and kube-apiserver, and two overlap well. Those
-// that change what every start reads (etcdPort, portAttempts, the
+// that change what every start reads (etcdPort, apiserverPort, portAttempts, the
 // environment) or that count what Reclaim finds stay serial, and Go runs
 // them first.
 func TestMain(m *testing.M) {
