@@ -226,16 +226,7 @@ func artifactsDir() string {
 // screenshot saves the whole page as NAME.png in the artifacts dir.
 func screenshot(t *testing.T, ctx context.Context, name string) {
 	t.Helper()
-	buf, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
-	if err != nil {
-		t.Errorf("screenshot %s: %v", name, err)
-		return
-	}
-	path := filepath.Join(artifactsDir(), name+".png")
-	if err := os.WriteFile(path, buf, 0o644); err != nil {
-		t.Errorf("write screenshot: %v", err)
-	}
-	t.Logf("Saved screenshot %s", path)
+	browsertest.Screenshot(t, ctx, filepath.Join(artifactsDir(), name+".png"))
 }
 
 // poll waits until the JavaScript expression is truthy, failing the test

@@ -220,6 +220,7 @@ func ArtifactsDir(t testing.TB, name string) string {
 // Screenshot saves the whole page in the tab as the PNG file path.
 func Screenshot(t testing.TB, ctx context.Context, path string) {
 	t.Helper()
+	began := time.Now()
 	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
 	if err != nil {
 		t.Fatalf("screenshot %s: %v", path, err)
@@ -227,5 +228,5 @@ func Screenshot(t testing.TB, ctx context.Context, path string) {
 	if err := os.WriteFile(path, png, 0o644); err != nil {
 		t.Fatalf("save the screenshot: %v", err)
 	}
-	t.Logf("Saved screenshot %s", path)
+	t.Logf("Saved screenshot %s (%d KiB in %s)", path, len(png)>>10, time.Since(began).Round(time.Millisecond))
 }
