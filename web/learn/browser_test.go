@@ -44,14 +44,14 @@ func eval[T any](t *testing.T, ctx context.Context, js string) T {
 // showed: whether the card turned, and the deck's error.
 func ratingsReady(t *testing.T, ctx context.Context) {
 	t.Helper()
-	const js = `JSON.stringify({ready: document.getElementById("ratings").dataset.ready || "",
+	const js = `JSON.stringify({ready: [...document.querySelectorAll("#ratings button[data-rating] .interval")].every((i) => i.textContent !== ""),
 		turned: document.getElementById("card").getAttribute("aria-expanded"),
 		error: document.getElementById("deck-error").hidden ? "" : document.getElementById("deck-error").textContent.trim(),
 		front: document.getElementById("card-front").textContent})`
 	var last string
 	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
 		last = eval[string](t, ctx, js)
-		if strings.Contains(last, `"ready":"true"`) {
+		if strings.Contains(last, `"ready":true`) {
 			return
 		}
 	}
@@ -246,7 +246,7 @@ func TestBrowserSM2ProgressCarriesOver(t *testing.T) {
 		}));
 	})()`, known.ID, due.ID)), chromedp.Reload(), chromedp.WaitVisible(chromedp.CSS("#card")))
 
-	eventually(t, ctx, `document.getElementById("deck").dataset.ready || ""`, "true")
+	eventually(t, ctx, `String(!document.getElementById("deck").hidden)`, "true")
 	eventually(t, ctx, text("#due-count"), fmt.Sprint(len(bank.Cards)-1))
 	// The overdue card comes first, with its recall predicted from the
 	// converted state: S = 1 day, last review 2 days ago.
@@ -371,7 +371,7 @@ func TestBrowserScreenshots(t *testing.T) {
 		// Rate the first card Good, then flip the next one.
 		{"flashcards", "/flashcards",
 			`(async () => {
-				while (!document.getElementById("deck").dataset.ready) await new Promise((r) => setTimeout(r, 20));
+				while (document.getElementById("deck").hidden) await new Promise((r) => setTimeout(r, 20));
 				const count = () => document.getElementById("review-count").textContent;
 				const before = count();
 				document.getElementById("card").click();
@@ -380,7 +380,7 @@ func TestBrowserScreenshots(t *testing.T) {
 				document.getElementById("card").click();
 				document.getElementById("review-log").open = true;
 			})()`,
-			`String(!document.getElementById("last-review").hidden && document.getElementById("card").classList.contains("flipped") && document.getElementById("ratings").dataset.ready === "true" ? 2 : 0)`,
+			`String(!document.getElementById("last-review").hidden && document.getElementById("card").classList.contains("flipped") && [...document.querySelectorAll("#ratings .interval")].every((i) => i.textContent !== "") ? 2 : 0)`,
 			"#deck"},
 	}
 	modes := []struct {

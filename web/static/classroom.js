@@ -140,7 +140,7 @@
     const t = state && state.timer;
     if (!t) {
       clearInterval(ticking); ticking = null;
-      if (timerBox) { timerBox.hidden = true; timerBox.replaceChildren(); delete timerBox.dataset.timerId; }
+      if (timerBox) { timerBox.hidden = true; timerBox.replaceChildren(); delete timerBox.dataset.drawn; }
       return;
     }
     if (!timerBox) {
@@ -154,7 +154,6 @@
     const key = `${t.id}|${text}`;
     if (timerBox.dataset.drawn !== key) {
       timerBox.dataset.drawn = key;
-      timerBox.dataset.timerId = String(t.id);
       timerBox.dataset.up = String(up);
       timerBox.replaceChildren(h("span", { class: "class-timer-label" }, t.label), " ",
         h("span", { class: "class-timer-left" }, text));

@@ -352,7 +352,6 @@
         const o = options && options.find((x) => String(x.rating) === b.dataset.rating);
         b.querySelector(".interval").textContent = o ? ` · ${o.interval}` : "";
       }
-      ui.ratings.dataset.ready = options ? "true" : "false";
     }
 
     // recallOf is a reviewed card's predicted recall and due time in
@@ -485,7 +484,6 @@
     refresh().then(() => {
       showLog();
       deck.hidden = false;
-      deck.dataset.ready = "true";
       show();
     });
   }

@@ -129,8 +129,6 @@
     if (list.includes(name)) return;
     list.push(name);
     store.save(KEY_SCENARIOS, list);
-    const lab = document.getElementById("lab");
-    if (lab) lab.dataset.scenarioDone = name;
     send(false);
   }
 
