@@ -61,6 +61,11 @@ func TestBrowserCodeExercisesSolvedInThePage(t *testing.T) {
 			undone: "your-statefulset",
 			onSolution: func(t *testing.T, x *exerciseRun) {
 				x.waitDone(t, "your-ready")
+				// A learner sees it ticked off before deleting shop: the
+				// check reads shop Ready, so once shop is gone a page that
+				// had not polled meanwhile (a tab in the background polls
+				// only on the stream's messages) never sees it done.
+				x.pageShowsDone(t, "your-ready")
 				x.delete(t, "shop")
 				x.waitDone(t, "your-finalizer")
 			},
@@ -278,6 +283,12 @@ func (x *exerciseRun) task(t *testing.T, id string) judge.TaskState {
 }
 
 // waitDone waits until the status says the task is done.
+// pageShowsDone waits for the challenge page to show task id done.
+func (x *exerciseRun) pageShowsDone(t *testing.T, id string) {
+	t.Helper()
+	browsertest.Eventually(t, x.challenge, browsertest.Text("#task-"+id+" .state-label"), "Done")
+}
+
 func (x *exerciseRun) waitDone(t *testing.T, id string) {
 	t.Helper()
 	last := judge.TaskState{}
