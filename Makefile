@@ -37,12 +37,16 @@ run: ## run oplab on http://127.0.0.1:8080 (the first time, it builds the contro
 	$(GO) run ./cmd/oplab $(ARGS)
 
 # The slowest packages are named first so that they start first: go test
-# runs two packages at a time in the order given, and the longest one
-# started last would run alone at the end.
+# runs TEST_PACKAGES packages at a time in the order given, and the longest
+# one started last would run alone at the end. Three at a time on two cores:
+# the packages mostly wait (on a control plane, a browser, a reset's time
+# limit), and with two the cores sat idle a quarter of the run
+# (docs/BENCHMARKS.md).
 SLOWEST_FIRST = ./web/ ./cmd/oplab/ ./cluster/ ./controller/config/ ./controller/
+TEST_PACKAGES ?= 3
 
 test: controlplane browser ## run the whole test suite (real control plane, real Chromium)
-	$(GO) test -count=1 -timeout 45m $(TESTFLAGS) $(SLOWEST_FIRST) ./...
+	$(GO) test -count=1 -p $(TEST_PACKAGES) -timeout 45m $(TESTFLAGS) $(SLOWEST_FIRST) ./...
 
 controlplane: ## build the pinned control-plane binaries into the cache (seconds when warm)
 	$(GO) run ./cmd/provision

@@ -57,6 +57,7 @@ func regionShot(t *testing.T, ctx context.Context, name, sel string) {
 // one, read off the lab's timeline or the Database's status, as a learner
 // finds them.
 func TestBrowserChallengeInput(t *testing.T) {
+	t.Parallel()
 	src := axeSource(t)
 	e := needEnv(t)
 	ctx := e.tab(t)

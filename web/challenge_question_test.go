@@ -45,6 +45,7 @@ func (e *testEnv) breakAndUninstall(t *testing.T, ns string) {
 // task to do; the right one turns it done with the explanation, announced,
 // and kept in localStorage, and the challenge is complete.
 func TestBrowserChallengeQuestion(t *testing.T) {
+	t.Parallel()
 	src := axeSource(t)
 	e := needEnv(t)
 	ctx := e.tab(t)

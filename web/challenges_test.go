@@ -113,6 +113,7 @@ func TestChallengeStartWipesAndStatusJudges(t *testing.T) {
 // work turn the tasks done by themselves, said in words and aloud, and kept
 // in localStorage for the progress reporter.
 func TestBrowserChallengePages(t *testing.T) {
+	t.Parallel()
 	src := axeSource(t)
 	e := needEnv(t)
 	ctx := e.tab(t)

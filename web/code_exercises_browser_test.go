@@ -45,6 +45,7 @@ type codeExercise struct {
 // the rest pasted into the editor, run, gets every task done, and the
 // challenge page, open in another tab of the same session, says so.
 func TestBrowserCodeExercisesSolvedInThePage(t *testing.T) {
+	t.Parallel()
 	e := needEnv(t)
 	create := func(name string) func(t *testing.T, x *exerciseRun) {
 		return func(t *testing.T, x *exerciseRun) { x.create(t, name) }

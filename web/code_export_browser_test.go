@@ -22,6 +22,7 @@ import (
 // and the edit made after it, read-only, beside the "your code" reconciles,
 // and its button loads the code that ran back into the editor.
 func TestBrowserCodeTravelsInTheExport(t *testing.T) {
+	t.Parallel()
 	e := needEnv(t)
 	ctx := e.tab(t)
 	// /code needs a lab session: the lab starts one.

@@ -45,12 +45,12 @@ const deadline = 3 * time.Minute
 // cluster, one controller, one recorder, one server and one browser, started
 // on first use and stopped by TestMain.
 //
-// The few tests that mostly wait (on a reset's time limit, on the resync,
-// on Pods' slow stages, on a page's two-second poll) and own their
-// learner's namespace, touching nothing the server shares, call t.Parallel,
-// so that their waits overlap; Go runs them after the serial ones. The
-// others stay serial: two browser tests side by side on two cores took
-// twice as long each, and saved nothing.
+// A test that owns its learner's namespace and touches nothing the server
+// shares (the classroom, the presenter, the demo runner, the instructor's
+// roster) calls t.Parallel; Go runs those after the serial ones, so a
+// serial test never sees them. Run alone, this package left the two cores
+// idle more than half the time, waiting on the cluster, the controller and
+// the pages' polls; docs/BENCHMARKS.md has the figures.
 type testEnv struct {
 	cluster  *cluster.Cluster
 	runner   *controller.Runner

@@ -16,6 +16,7 @@ import (
 // timeline shows it, but no old state is drawn over the page's current
 // cards. A state newer than the page is drawn as before.
 func TestBrowserReloadDrawsNoPastStateOnTheCards(t *testing.T) {
+	t.Parallel()
 	e := needEnv(t)
 	ctx := e.tab(t)
 	ns := openLab(t, ctx, "")

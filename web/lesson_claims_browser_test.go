@@ -103,6 +103,7 @@ const labText = `(() => {
 const timelineText = `document.getElementById("rows").textContent`
 
 func TestBrowserLessonClaimsOnScreen(t *testing.T) {
+	t.Parallel()
 	course, err := lessons.Load(lessons.Content, controller.Source)
 	if err != nil {
 		t.Fatal(err)

@@ -31,6 +31,7 @@ func lostEntry(db, why string) string {
 // says which finalizer holds it. A resumed namespace's reconciles say so
 // in words.
 func TestBrowserDeletedWithoutASnapshotIsListed(t *testing.T) {
+	t.Parallel()
 	e := needEnv(t)
 	ctx := e.tab(t)
 	ns := openLab(t, ctx, "")

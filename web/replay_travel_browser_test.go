@@ -24,6 +24,7 @@ func rowBetween(from, to uint64) string {
 // on a row shows the objects after it, from the file, read-only; a crafted
 // history's markup shows as text and runs nothing.
 func TestBrowserReplayTravels(t *testing.T) {
+	t.Parallel()
 	e := needEnv(t)
 	c, ns := e.learner(t)
 	if code, res := postForm(t, c, e.http.URL, "/lab/databases", url.Values{"name": {"rt"}, "replicas": {"1"}}); code != 200 {

@@ -157,6 +157,7 @@ func TestBrowserScenarioAlreadyExists(t *testing.T) {
 }
 
 func TestBrowserScenarioFinalizer(t *testing.T) {
+	t.Parallel()
 	ctx, _ := startScenario(t, "finalizer", "doomed is Ready. Now delete it.")
 	if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`#db-doomed form[action$="/delete"] button`))); err != nil {
 		t.Fatal(err)
@@ -170,6 +171,7 @@ func TestBrowserScenarioFinalizer(t *testing.T) {
 }
 
 func TestBrowserScenarioStatusThrash(t *testing.T) {
+	t.Parallel()
 	ctx, _ := startScenario(t, "status-thrash", "Created Database thrash")
 	// The rows keep coming, and status is written again and again
 	// (between the writes, the cap holds a reconcile that skips the write
@@ -187,6 +189,7 @@ func TestBrowserScenarioStatusThrash(t *testing.T) {
 }
 
 func TestBrowserScenarioStuckFinalizer(t *testing.T) {
+	t.Parallel()
 	ctx, ns := startScenario(t, "stuck-finalizer", "controller is paused for your namespace")
 	e := shared
 	t.Cleanup(func() { e.runner.ResumeNamespace(ns) })

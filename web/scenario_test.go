@@ -269,6 +269,7 @@ func TestScenarioFinalizer(t *testing.T) {
 }
 
 func TestScenarioStatusThrash(t *testing.T) {
+	t.Parallel()
 	e := needEnv(t)
 	c, ns := setUp(t, e, "status-thrash")
 	t.Cleanup(func() { postForm(t, c, e.http.URL, "/lab/databases/thrash/pitfall", url.Values{"pitfall": {""}}) })
@@ -335,6 +336,7 @@ func TestScenarioStatusThrash(t *testing.T) {
 }
 
 func TestScenarioStuckFinalizer(t *testing.T) {
+	t.Parallel()
 	e := needEnv(t)
 	for _, finish := range []string{"resume", "escape hatch"} {
 		t.Run(finish, func(t *testing.T) {

@@ -166,6 +166,7 @@ func startChallenge(t *testing.T, c *http.Client, id string) {
 }
 
 func TestStatusStormStartNamesNoPitfall(t *testing.T) {
+	t.Parallel()
 	e := needEnv(t)
 	c, ns := e.learner(t)
 	startChallenge(t, c, "status-storm")
@@ -294,6 +295,7 @@ func TestVisiblePitfallIsNamed(t *testing.T) {
 // timeline still shows what each does. The screenshot is for a person to
 // judge whether the thrasher can be told from the timeline alone.
 func TestBrowserStatusStormHidesThePitfalls(t *testing.T) {
+	t.Parallel()
 	e := needEnv(t)
 	ctx := e.tab(t)
 	if err := chromedp.Do(ctx, chromedp.Navigate(e.http.URL+"/challenges/status-storm"), chromedp.WaitVisible(chromedp.CSS("#start-form"))); err != nil {

@@ -51,6 +51,7 @@ func (w *staleWriter) Reconcile(ctx context.Context, c client.Client, req reconc
 // and on a click; a 409 Conflict is a step of its own, explained. All of it
 // from the real controller on the real control plane.
 func TestBrowserTimelineTeaches(t *testing.T) {
+	t.Parallel()
 	e := needEnv(t)
 	ctx := e.tab(t)
 	ns := openLab(t, ctx, "")

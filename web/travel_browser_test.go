@@ -28,6 +28,7 @@ func replicasIn(kind string) string {
 // A click on a timeline row shows the objects as they were after it; Enter
 // on a focused row does too; "compare" shows what changed between two rows.
 func TestBrowserTimeTravel(t *testing.T) {
+	t.Parallel()
 	e := needEnv(t)
 	ctx := e.tab(t)
 	if err := chromedp.Do(ctx, chromedp.EmulateViewport(1280, 800)); err != nil {
