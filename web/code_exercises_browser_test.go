@@ -283,13 +283,13 @@ func (x *exerciseRun) task(t *testing.T, id string) judge.TaskState {
 	return judge.TaskState{}
 }
 
-// waitDone waits until the status says the task is done.
 // pageShowsDone waits for the challenge page to show task id done.
 func (x *exerciseRun) pageShowsDone(t *testing.T, id string) {
 	t.Helper()
 	browsertest.Eventually(t, x.challenge, browsertest.Text("#task-"+id+" .state-label"), "Done")
 }
 
+// waitDone waits until the status says the task is done.
 func (x *exerciseRun) waitDone(t *testing.T, id string) {
 	t.Helper()
 	last := judge.TaskState{}
