@@ -23,19 +23,33 @@ func newRowAfter(db string, seq int) string {
 	return fmt.Sprintf(`([...document.querySelectorAll("#rows > li.row[data-seq]")].find(li => +li.dataset.seq > %d && li.dataset.db === %q) || null)`, seq, db)
 }
 
-// press clicks sel, again if the page drew that part of a card anew
-// between finding the button and clicking it (a state arrived): the
-// learner's click would have found the new button.
+// press clicks sel.
 func press(t *testing.T, ctx context.Context, sel string) {
+	t.Helper()
+	onFresh(t, ctx, "click "+sel, chromedp.Click(chromedp.CSS(sel)))
+}
+
+// fill sets the field sel to value.
+func fill(t *testing.T, ctx context.Context, sel, value string) {
+	t.Helper()
+	onFresh(t, ctx, "fill "+sel, chromedp.SetValue(chromedp.CSS(sel), value))
+}
+
+// onFresh runs actions, again (three tries in all) when the node they found
+// was gone by the time they acted on it: the page drew that part of a card
+// anew in between (a state arrived), and the learner's click or typing
+// would have found the new one. Chromium names that in two ways.
+func onFresh(t *testing.T, ctx context.Context, what string, actions ...chromedp.Action[chromedp.Void]) {
 	t.Helper()
 	var err error
 	for range 3 {
-		if err = chromedp.Do(ctx, chromedp.Click(chromedp.CSS(sel))); err == nil || !strings.Contains(err.Error(), "Could not find node") {
+		err = chromedp.Do(ctx, actions...)
+		if err == nil || !strings.Contains(err.Error(), "Could not find node") && !strings.Contains(err.Error(), "No node with given id found") {
 			break
 		}
 	}
 	if err != nil {
-		t.Fatalf("click %s: %v", sel, err)
+		t.Fatalf("%s: %v", what, err)
 	}
 }
 
@@ -97,9 +111,7 @@ func TestBrowserActionsShowWhatTheyCaused(t *testing.T) {
 	// Apply, at the bottom of the card: the click scrolls to the button
 	// as a learner does; nothing scrolls after it.
 	before, flash = labSeq(t, ctx), flashText(t, ctx)
-	if err := chromedp.Do(ctx, chromedp.SetValue(chromedp.CSS(`#db-seen form[data-part="edit"] input[name="replicas"]`), "2")); err != nil {
-		t.Fatal(err)
-	}
+	fill(t, ctx, `#db-seen form[data-part="edit"] input[name="replicas"]`, "2")
 	press(t, ctx, `#db-seen form[data-part="edit"] button`)
 	poll(t, ctx, "generation 2 observed", `document.querySelector("#db-seen .gen")?.textContent.replace(/\s+/g, " ").includes("status.observedGeneration 2")`)
 	seesWhatItCaused(t, ctx, "after Apply", "seen", before, flash)

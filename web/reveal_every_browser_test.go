@@ -74,10 +74,10 @@ func TestBrowserEveryCardActionShowsWhatItCaused(t *testing.T) {
 	poll(t, ctx, "the Pods switch back's answer", fmt.Sprintf(`(document.querySelector("#flash")?.textContent || "") !== %q`, flash))
 
 	before, flash = labSeq(t, ctx), flashText(t, ctx)
-	if err := chromedp.Do(ctx, chromedp.Evaluate[chromedp.Void](`document.getElementById("db-acted-drift").open = true`),
-		chromedp.SetValue(chromedp.CSS(`#db-acted-drift form[action$="/statefulset/scale"] input[name="replicas"]`), "3")); err != nil {
+	if err := chromedp.Do(ctx, chromedp.Evaluate[chromedp.Void](`document.getElementById("db-acted-drift").open = true`)); err != nil {
 		t.Fatal(err)
 	}
+	fill(t, ctx, `#db-acted-drift form[action$="/statefulset/scale"] input[name="replicas"]`, "3")
 	press(t, ctx, `#db-acted-drift form[action$="/statefulset/scale"] button`)
 	seesWhatItCaused(t, ctx, "after Scale by hand", "acted", before, flash)
 	viewShot(t, ctx, "reveal-13-scaled-by-hand-1280x800")
@@ -98,9 +98,7 @@ func TestBrowserEveryCardActionShowsWhatItCaused(t *testing.T) {
 		}
 	}
 	before, flash = labSeq(t, ctx), flashText(t, ctx)
-	if err := chromedp.Do(ctx, chromedp.SetValue(chromedp.CSS(`#db-acted form[data-part="edit"] input[name="replicas"]`), "2")); err != nil {
-		t.Fatal(err)
-	}
+	fill(t, ctx, `#db-acted form[data-part="edit"] input[name="replicas"]`, "2")
 	press(t, ctx, `#db-acted form[data-part="edit"] button`)
 	seesWhatItCaused(t, ctx, "after Apply while paused", "acted", before, flash)
 	before, flash = labSeq(t, ctx), flashText(t, ctx)
