@@ -31,20 +31,48 @@ const (
 // RLIMIT_NPROC is not set: it counts threads per user, and the Go runtime
 // starts threads as it needs them, so the child would die at random; the
 // child has no way to start a process anyway (no os/exec, no syscall).
+// lowerThreads sets childNice on every thread of the child. On Linux a nice
+// belongs to a thread, not a process, and the Go runtime has started
+// several threads before the child's first act; the one that called
+// setpriority alone was lowered, and whichever kept nice 0 could run the
+// learner's code at oplab's own priority. A thread started later inherits
+// its creator's nice, so a second pass finds any started meanwhile.
+//
+// Never higher than the parent may already have set it (overranNice);
+// Getpriority answers 20 - nice. The parent may set it between the two
+// calls: refused (EPERM, EACCES) is then a priority already lower than
+// this one, which is what the parent wanted; as root this call wins, and
+// the parent sets it again once the code has compiled. A thread gone in
+// between (ESRCH) needs nothing.
+func lowerThreads() error {
+	for range 2 {
+		tasks, err := os.ReadDir("/proc/self/task")
+		if err != nil {
+			return fmt.Errorf("lowering the priority: %w", err)
+		}
+		for _, task := range tasks {
+			tid, err := strconv.Atoi(task.Name())
+			if err != nil {
+				continue
+			}
+			if cur, err := syscall.Getpriority(syscall.PRIO_PROCESS, tid); err == nil && 20-cur >= childNice {
+				continue
+			}
+			if err := syscall.Setpriority(syscall.PRIO_PROCESS, tid, childNice); err != nil &&
+				!errors.Is(err, syscall.EPERM) && !errors.Is(err, syscall.EACCES) && !errors.Is(err, syscall.ESRCH) {
+				return fmt.Errorf("lowering the priority: %w", err)
+			}
+		}
+	}
+	return nil
+}
+
 func limitSelf() error {
 	runtime.GOMAXPROCS(1)
 	// Below oplab in the scheduler's eyes: a learner's busy loop, until
 	// its deadline, takes CPU from oplab's own controller last.
-	// Never higher than the parent may already have set it (overranNice);
-	// Getpriority answers 20 - nice. The parent may set it between the two
-	// calls: refused (EPERM, EACCES) is then a priority already lower than
-	// this one, which is what the parent wanted; as root this call wins,
-	// and the parent sets it again once the code has compiled.
-	if cur, err := syscall.Getpriority(syscall.PRIO_PROCESS, 0); err != nil || 20-cur < childNice {
-		if err := syscall.Setpriority(syscall.PRIO_PROCESS, 0, childNice); err != nil &&
-			!errors.Is(err, syscall.EPERM) && !errors.Is(err, syscall.EACCES) {
-			return fmt.Errorf("lowering the priority: %w", err)
-		}
+	if err := lowerThreads(); err != nil {
+		return err
 	}
 	debug.SetMaxStack(64 << 20)
 	debug.SetMaxThreads(64)
