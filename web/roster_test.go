@@ -248,19 +248,32 @@ func waitReset(t *testing.T, e *testEnv, ic *http.Client, ns string) (string, st
 // reset waiting on it runs as long as the test needs.
 const holdFinalizer = "test.oplab.dev/hold"
 
+// release lets Database name go: it takes holdFinalizer off.
+//
+// A merge patch writes the whole finalizer list, so it carries the
+// resourceVersion it was read at: the controller may remove its own
+// finalizer meanwhile (the Database is being deleted), and the list read
+// before would add it back, which the API server refuses on a deleted
+// object. A conflict reads the Database again.
 func release(t *testing.T, e *testEnv, ns, name string) {
 	t.Helper()
-	var db v1alpha1.Database
-	if err := e.client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, &db); err != nil {
-		if apierrors.IsNotFound(err) {
+	for try := 0; ; try++ {
+		var db v1alpha1.Database
+		if err := e.client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, &db); err != nil {
+			if apierrors.IsNotFound(err) {
+				return
+			}
+			t.Fatal(err)
+		}
+		patch := client.MergeFromWithOptions(db.DeepCopy(), client.MergeFromWithOptimisticLock{})
+		db.Finalizers = slices.DeleteFunc(db.Finalizers, func(f string) bool { return f == holdFinalizer })
+		err := e.client.Patch(context.Background(), &db, patch)
+		if err == nil || apierrors.IsNotFound(err) {
 			return
 		}
-		t.Fatal(err)
-	}
-	patch := client.MergeFrom(db.DeepCopy())
-	db.Finalizers = slices.DeleteFunc(db.Finalizers, func(f string) bool { return f == holdFinalizer })
-	if err := e.client.Patch(context.Background(), &db, patch); err != nil && !apierrors.IsNotFound(err) {
-		t.Fatal(err)
+		if !apierrors.IsConflict(err) || try == 10 {
+			t.Fatal(err)
+		}
 	}
 }
 
