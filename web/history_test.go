@@ -28,6 +28,18 @@ func (e *testEnv) eventSeq(ns, kind, name string, gen int64) uint64 {
 	return 0
 }
 
+// resultAfter is whether a reconcile of ns finished (its result step) after
+// seq.
+func (e *testEnv) resultAfter(ns string, seq uint64) bool {
+	for _, raw := range e.recorder.Export(ns).Messages {
+		var m stream.Message
+		if json.Unmarshal(raw, &m) == nil && m.Type == controller.StepResult && m.Seq > seq {
+			return true
+		}
+	}
+	return false
+}
+
 // travel GETs a history route and decodes its answer.
 func travel(t *testing.T, c *http.Client, u string) (int, lab.Travel, string) {
 	t.Helper()

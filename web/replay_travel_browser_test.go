@@ -46,11 +46,14 @@ func TestBrowserReplayTravels(t *testing.T) {
 	}); code != 200 {
 		t.Fatalf("scale: %d %+v", code, res)
 	}
+	// Ready was True before the scale too: the export must also hold the
+	// reconcile that saw both replicas ready, finished, or the replay has
+	// no row after the scale to show.
 	eventually(t, "the StatefulSet's event at generation 2, and a reconcile after it", func() (bool, error) {
 		two = e.eventSeq(ns, "StatefulSet", "rt", 2)
 		edited = e.eventSeq(ns, "Database", "rt", 2)
 		d, ok := e.latestState(ns, "rt")
-		return two > 0 && edited > 0 && ok && d.Ready() == "True", nil
+		return two > 0 && edited > 0 && ok && d.Ready() == "True" && d.ReadyReplicas == 2 && e.resultAfter(ns, two), nil
 	})
 	resp, err := c.Get(e.http.URL + "/lab/export")
 	if err != nil {
