@@ -25,12 +25,6 @@ const (
 	overranNice = 19
 )
 
-// limitSelf is the child's first act, before it reads any learner code: it
-// caps its address space, CPU time, files and stack, and runs on one core.
-//
-// RLIMIT_NPROC is not set: it counts threads per user, and the Go runtime
-// starts threads as it needs them, so the child would die at random; the
-// child has no way to start a process anyway (no os/exec, no syscall).
 // lowerThreads sets childNice on every thread of the child. On Linux a nice
 // belongs to a thread, not a process, and the Go runtime has started
 // several threads before the child's first act; the one that called
@@ -67,6 +61,12 @@ func lowerThreads() error {
 	return nil
 }
 
+// limitSelf is the child's first act, before it reads any learner code: it
+// caps its address space, CPU time, files and stack, and runs on one core.
+//
+// RLIMIT_NPROC is not set: it counts threads per user, and the Go runtime
+// starts threads as it needs them, so the child would die at random; the
+// child has no way to start a process anyway (no os/exec, no syscall).
 func limitSelf() error {
 	runtime.GOMAXPROCS(1)
 	// Below oplab in the scheduler's eyes: a learner's busy loop, until
