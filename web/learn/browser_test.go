@@ -151,8 +151,15 @@ func TestBrowserFlashcardsFlipRateAndRemember(t *testing.T) {
 	eventually(t, ctx, isHidden("#card .face.back"), "false")
 	do(t, ctx, chromedp.Evaluate[chromedp.Void](`document.activeElement.blur()`), chromedp.KeyEvent(" "))
 	eventually(t, ctx, isHidden("#card .face.back"), "true")
+	// A Space that flips the card does not also scroll the page a screen
+	// down: a scroll starts within a frame, and three frames later the page
+	// is where it was.
+	before := eval[float64](t, ctx, `scrollY`)
 	do(t, ctx, chromedp.KeyEvent(" "))
 	eventually(t, ctx, isHidden("#card .face.back"), "false")
+	if y, err := chromedp.Run(ctx, chromedp.Evaluate[float64](`new Promise((done) => { const f = (n) => n ? requestAnimationFrame(() => f(n - 1)) : done(scrollY); f(3); })`, chromedp.EvalAwaitPromise)); err != nil || y != before {
+		t.Errorf("after Space flipped the card the page is scrolled to %v (%v), want %v as before", y, err, before)
+	}
 
 	// A new card has no predicted recall yet.
 	eventually(t, ctx, text("#card-recall"), "New card: not reviewed yet.")
