@@ -41,6 +41,11 @@ const (
 // happen, never how fast.
 const deadline = 3 * time.Minute
 
+// resetWait is how long a roster reset waits for a learner's Databases to
+// go here: the tests that hold one release it within seconds, and the one
+// whose reset cannot finish need not wait a minute to see it fail.
+const resetWait = 30 * time.Second
+
 // env is everything the integration and browser tests share: one embedded
 // cluster, one controller, one recorder, one server and one browser, started
 // on first use and stopped by TestMain.
@@ -145,8 +150,9 @@ func startEnv() (_ *testEnv, err error) {
 	e.app, err = app.NewWeb(ctx, app.Options{
 		Config: e.cluster.Config(), Recorder: e.recorder, Hub: hub, Controller: e.runner, Logger: testLogger(logFile),
 		InstructorToken: testInstructorToken, KubectlLine: testKubectlLine, LearnerCode: e.runner,
-		// The demo tests check what happens, not the room's pace.
-		DemoDwell: demo.MinDwell,
+		// The demo tests check what happens, not the room's pace; the
+		// roster's, what a reset that cannot finish says, not its minute.
+		DemoDwell: demo.MinDwell, ResetWait: resetWait,
 	})
 	if err != nil {
 		return e, err

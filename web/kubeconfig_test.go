@@ -63,6 +63,7 @@ func TestLabOffersAKubeconfigForTheLearnersNamespace(t *testing.T) {
 // the line under the lab's heading, and that the link, followed by the
 // browser with its session cookie, serves a kubeconfig for their namespace.
 func TestKubeconfigLinkInTheBrowser(t *testing.T) {
+	t.Parallel()
 	e := needEnv(t)
 	tab := e.tab(t)
 	fail := func(err error) {

@@ -240,6 +240,7 @@ func TestRestartReclaimsOrphanedNamespaces(t *testing.T) {
 // ---- browser tests ----------------------------------------------------------
 
 func TestBrowserCreateScaleDelete(t *testing.T) {
+	t.Parallel()
 	e := needEnv(t)
 	ctx := e.tab(t)
 	if err := chromedp.Do(ctx, chromedp.Navigate(e.http.URL+"/lab"), chromedp.WaitVisible(chromedp.CSS("#create-form"))); err != nil {
@@ -319,6 +320,7 @@ func TestBrowserCreateScaleDelete(t *testing.T) {
 }
 
 func TestBrowserBadInputShowsTheError(t *testing.T) {
+	t.Parallel()
 	e := needEnv(t)
 	ctx := e.tab(t)
 	if err := chromedp.Do(ctx, chromedp.Navigate(e.http.URL+"/lab"), chromedp.WaitVisible(chromedp.CSS("#create-form"))); err != nil {
@@ -380,6 +382,7 @@ func TestBrowserStuckFinalizerScenario(t *testing.T) {
 }
 
 func TestBrowserReplaysAnExport(t *testing.T) {
+	t.Parallel()
 	e := needEnv(t)
 	file := e.exportWithReady(t, "replayed")
 	ctx := e.tab(t)
@@ -487,6 +490,7 @@ func darkMode() chromedp.Action[chromedp.Void] {
 }
 
 func TestBrowserWithoutJavaScript(t *testing.T) {
+	t.Parallel()
 	e := needEnv(t)
 	ctx := e.tab(t)
 	if err := chromedp.Do(ctx, noScript(), chromedp.Navigate(e.http.URL+"/lab"), chromedp.WaitVisible(chromedp.CSS("#create-form"))); err != nil {

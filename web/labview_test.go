@@ -95,6 +95,7 @@ func evalInt(t *testing.T, ctx context.Context, expr string) int {
 }
 
 func TestBrowserEditFormFollowsTheLiveObject(t *testing.T) {
+	t.Parallel()
 	e := needEnv(t)
 	ctx := e.tab(t)
 	ns := openLab(t, ctx, "")
@@ -134,6 +135,7 @@ func TestBrowserEditFormFollowsTheLiveObject(t *testing.T) {
 }
 
 func TestBrowserTimelinePauseStepSlowMotion(t *testing.T) {
+	t.Parallel()
 	e := needEnv(t)
 	ctx := e.tab(t)
 	ns := openLab(t, ctx, "")
@@ -275,6 +277,7 @@ const overflowing = `(() => { const w = document.documentElement.clientWidth; co
 	return out.slice(0, 8).join(", "); })()`
 
 func TestBrowserNarrowAndProjectorLayouts(t *testing.T) {
+	t.Parallel()
 	e := needEnv(t)
 	ctx := e.tab(t)
 	openLab(t, ctx, "")
@@ -378,6 +381,7 @@ func coursePages(t *testing.T) []string {
 }
 
 func TestBrowserRetriesNameTheirAttempt(t *testing.T) {
+	t.Parallel()
 	e := needEnv(t)
 	ctx := e.tab(t)
 	openLab(t, ctx, "?scenario=non-idempotent-create")

@@ -229,6 +229,7 @@ func TestBrowserScenarioStuckFinalizer(t *testing.T) {
 }
 
 func TestBrowserScenarioNonIdempotentCreate(t *testing.T) {
+	t.Parallel()
 	ctx, _ := startScenario(t, "non-idempotent-create", "Created Database twice")
 	shows(t, ctx, "the first reconcile creating the three children", rowsOf("twice")+`.some(r => ["Secret", "Service", "StatefulSet"].every(k =>
 		[...r.querySelectorAll(".step.action")].some(s => new RegExp("create " + k + " .*→ Created").test(s.textContent))))`, "#rows")

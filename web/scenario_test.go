@@ -233,6 +233,7 @@ func snapshotKept(t *testing.T, e *testEnv, ns, db string) bool {
 }
 
 func TestScenarioFinalizer(t *testing.T) {
+	t.Parallel()
 	e := needEnv(t)
 	c, ns := setUp(t, e, "finalizer")
 	act(t, e, c, "/lab/databases/doomed/delete", nil)
@@ -386,6 +387,7 @@ func TestScenarioStuckFinalizer(t *testing.T) {
 }
 
 func TestScenarioNonIdempotentCreate(t *testing.T) {
+	t.Parallel()
 	e := needEnv(t)
 	c, ns := setUp(t, e, "non-idempotent-create")
 	switchedOff := false

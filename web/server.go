@@ -111,6 +111,10 @@ type Options struct {
 	// DemoDwell, when set, is the pause between a demo's steps; zero: each
 	// step's narration sets it, at a speaking pace (demo.SpeakingDwell).
 	DemoDwell time.Duration
+	// ResetWait bounds how long the roster's reset of a learner's
+	// namespace waits for its Databases to go; zero: instructor.Roster's
+	// minute.
+	ResetWait time.Duration
 	// Demos are the scripted demos the instructor may play (demo.Load);
 	// nil means the embedded ones.
 	Demos []demo.Script
@@ -258,7 +262,7 @@ func (s *Server) routes(ctx context.Context) (http.Handler, error) {
 		Demo: instructor.Demo{Runner: demos, Labs: sessions},
 		Roster: instructor.Roster{Learners: sessions, States: s.opts.States, Pauses: s.opts.Controller, Deleter: direct,
 			Broadcaster: cmp.Or[instructor.Broadcaster](s.opts.Broadcaster, s.classroom), JoinCode: s.opts.JoinCode,
-			Presence: &s.presence, Self: sessions.NamespaceOf, Presenting: s.classroom.Presenting},
+			Presence: &s.presence, Self: sessions.NamespaceOf, Presenting: s.classroom.Presenting, ResetWait: s.opts.ResetWait},
 		Present: instructor.Presenting{Classroom: s.classroom, Sessions: sessions},
 		Timer:   s.classroom,
 		// Looking over a learner's shoulder: their lab read-only, and its

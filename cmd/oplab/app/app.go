@@ -109,6 +109,7 @@ type Options struct {
 	InstructorToken          string
 	JoinCode                 string
 	DemoDwell                time.Duration
+	ResetWait                time.Duration
 	Demos                    []demo.Script
 	Broadcaster              instructor.Broadcaster
 	KubectlLine              string
@@ -291,7 +292,7 @@ func NewWeb(ctx context.Context, opts Options) (*Web, error) {
 	w.server, err = web.New(ctx, web.Options{
 		Client: direct, Sessions: w.sessions, States: w.watcher, Kubeconfigs: issuer,
 		Recorder: opts.Recorder, Hub: opts.Hub, Controller: opts.Controller, LearnerCode: opts.LearnerCode,
-		InstructorToken: opts.InstructorToken, JoinCode: opts.JoinCode, DemoDwell: opts.DemoDwell, Demos: opts.Demos,
+		InstructorToken: opts.InstructorToken, JoinCode: opts.JoinCode, DemoDwell: opts.DemoDwell, ResetWait: opts.ResetWait, Demos: opts.Demos,
 		Broadcaster: opts.Broadcaster, KubectlLine: opts.KubectlLine, Ready: opts.Ready,
 		MaxDatabasesPerNamespace: opts.MaxDatabasesPerNamespace, TrustedProxies: opts.TrustedProxies,
 		AllowedHosts: opts.AllowedHosts, Logger: opts.Logger,
