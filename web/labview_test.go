@@ -132,6 +132,17 @@ func TestBrowserEditFormFollowsTheLiveObject(t *testing.T) {
 	kubectlScale(t, ns, "follow", 2)
 	poll(t, ctx, "the edit form showing 2", replicasInput+`.value === "2"`)
 	screenshot(t, ctx, "10-form-follows-kubectl")
+
+	// The card is morphed, not drawn anew: a keyboard learner on its Delete
+	// button is still there after the next state.
+	if err := chromedp.Do(ctx, chromedp.Evaluate[chromedp.Void](`window.focused = document.querySelector('#db-follow form[data-part="delete"] button'); window.focused.focus()`)); err != nil {
+		t.Fatal(err)
+	}
+	kubectlScale(t, ns, "follow", 3)
+	poll(t, ctx, "the card showing replicas 3", `document.querySelector("#db-follow .spec").textContent.includes("replicas 3") && `+replicasInput+`.value === "3"`)
+	if got := evalString(t, ctx, `String(document.activeElement === window.focused && window.focused.isConnected)`); got != "true" {
+		t.Errorf("after a new state the focus is on %q, want still on the card's Delete button", evalString(t, ctx, `document.activeElement.outerHTML.slice(0, 80)`))
+	}
 }
 
 func TestBrowserTimelinePauseStepSlowMotion(t *testing.T) {

@@ -4,12 +4,13 @@
 // text, an element new attributes and children, and only what has no
 // counterpart is added or removed. A kept node keeps the focus, a screen
 // reader's place and a selection, which replacing it would drop. The
-// roster morphs its table with it (roster.js). The lab's cards do not:
-// lab/cards.js says why.
+// roster morphs its table with it (roster.js), the lab its cards
+// (lab/cards.js).
 //
 // Options:
 //   keep: a Set of attribute names the page's script owns (the roster's
-//     hidden rows): a morph leaves them as they are.
+//     hidden rows, a card's open disclosures): a morph does not remove
+//     them.
 //   children(from, to, opts): returns true when it has morphed from's
 //     children itself (the roster's rows, matched by id and digest).
 

@@ -7,7 +7,8 @@ import { state, olderThanPage } from "./state.js";
 import { selectedDB } from "./countdown.js";
 import { knowObject } from "./timeline.js";
 import { enhanceAll } from "./forms.js";
-import { revealDrawn } from "./reveal.js";
+import { revealDrawn, drawInPlace } from "./reveal.js";
+import { morph } from "../morph.js";
 
 const dbList = $("#databases");
 
@@ -36,26 +37,22 @@ function defaultIndex(select) {
 // A state that comes while the learner edits a part leaves that part as
 // they typed it (skipped); once their edit is sent (settlePart), the part
 // is drawn from the card's latest state, which may have come before the
-// answer did. latestActions keeps each card's latest state's form parts
-// that were not drawn.
+// answer did. latestActions keeps each card's latest state's form parts.
 const skipped = new WeakSet();
 const latestActions = new Map();
-// drawCard draws a card's newer state over it: the state section whole,
-// and each form part the learner is not editing. Neither is morphed
-// (morph.js). A morph sets a control's value attribute, which a control
-// the learner has used no longer shows. And a state section morphed in
-// place keeps its nodes, which the browser's scroll anchoring then holds
-// in place as the card grows: after Apply while paused the card's head
-// went off screen (TestBrowserEveryCardActionShowsWhatItCaused, every
-// run), where reveal.js keeps it in view; a section replaced whole does
-// not. Scroll anchoring turned off on the section (overflow-anchor: none)
-// was not enough: the head still went off screen in the whole suite.
+// A card's disclosures stay as the learner left them: the server draws
+// every one closed.
+const keepOpen = { keep: new Set(["open"]) };
+// drawCard morphs a card into its newer state (morph.js): the state
+// section, and each form part the learner is not editing. Kept nodes keep
+// the focus, an open disclosure and a form's script.
 function drawCard(card, fresh) {
-  const open = new Set($$("details[open][id]", card).map((d) => d.id));
-  $(".db-state", card).replaceWith($(".db-state", fresh));
-  const actions = $(".db-actions", card);
-  const freshActions = $(".db-actions", fresh);
-  if (actions && freshActions) {
+  localize(fresh);
+  drawInPlace(card, () => {
+    morph($(".db-state", card), $(".db-state", fresh), keepOpen);
+    const actions = $(".db-actions", card);
+    const freshActions = $(".db-actions", fresh);
+    if (!actions || !freshActions) return;
     latestActions.set(card.id, freshActions);
     for (const part of $$(":scope > [data-part]", freshActions)) {
       const old = $(`:scope > [data-part="${part.dataset.part}"]`, actions);
@@ -63,15 +60,20 @@ function drawCard(card, fresh) {
       if (editing(old)) { skipped.add(old); continue; }
       drawPart(old, part);
     }
-  }
-  for (const id of open) document.getElementById(id)?.setAttribute("open", "");
-  localize(card);
+  });
 }
-// drawPart moves part in (a clone of a select drawn in the template's
-// inert document would have no option selected at all).
+// drawPart morphs a form part into a copy of part (latestActions keeps
+// part whole), and its controls show the values drawn: a browser stops a
+// control following its value attribute once the learner has used it,
+// and this part is not being edited. A form new in it is sent with fetch.
 function drawPart(old, part) {
-  old.replaceWith(part);
-  enhanceAll(part);
+  morph(old, part.cloneNode(true), keepOpen);
+  for (const el of $$("input, select, textarea", old)) {
+    if (el.tagName === "SELECT") el.selectedIndex = defaultIndex(el);
+    else if (el.type === "checkbox" || el.type === "radio") el.checked = el.defaultChecked;
+    else if (el.value !== el.defaultValue) el.value = el.defaultValue;
+  }
+  enhanceAll(old);
 }
 // settlePart draws a form part a state skipped while it was edited, once
 // what was typed is sent.
