@@ -89,24 +89,3 @@ export function revealDrawn(card) {
   revealName = "";
   reveal(card);
 }
-
-// drawInPlace runs draw, which morphs card into its newer state. A card
-// whose head is on screen keeps it where it was. The browser's scroll
-// anchoring would hold a node inside the card in place as the card changes
-// above it, pushing the head up and off screen (after Apply while paused,
-// TestBrowserEveryCardActionShowsWhatItCaused), with the page's anchoring
-// off too. A ResizeObserver is told after layout, anchoring's included,
-// and before the frame is painted: the page moves back unseen. A learner
-// typing in one of the card's fields keeps that field in place instead,
-// as the browser does.
-export function drawInPlace(card, draw) {
-  const top = card.getBoundingClientRect().top;
-  draw();
-  if (top < 0 || top >= window.innerHeight || card.contains(document.activeElement) && document.activeElement.matches("input, select, textarea")) return;
-  const watch = new ResizeObserver(() => {
-    watch.disconnect();
-    const moved = card.getBoundingClientRect().top - top;
-    if (Math.abs(moved) >= 1) window.scrollBy(0, moved);
-  });
-  watch.observe(card);
-}
