@@ -6,7 +6,7 @@ import { h, $, $$, localize } from "./dom.js";
 import { state, olderThanPage } from "./state.js";
 import { selectedDB } from "./countdown.js";
 import { knowObject } from "./timeline.js";
-import { enhanceAll } from "./forms.js";
+import { enhanceAll, isSending } from "./forms.js";
 import { revealDrawn } from "./reveal.js";
 import { morph } from "../morph.js";
 
@@ -17,9 +17,11 @@ function fragment(html) {
   t.innerHTML = html;
   return t.content.firstElementChild;
 }
-// editing: the learner has typed into the part and not sent it, or is in
-// one of its fields right now. That part keeps what they typed.
+// editing: the learner has typed into the part and not sent it, is in
+// one of its fields right now, or has sent one of its forms and awaits the
+// answer (forms.js isSending). That part keeps what it shows.
 export function editing(part) {
+  if (part.matches("form") ? isSending(part) : $$("form", part).some(isSending)) return true;
   const a = document.activeElement;
   if (a && part.contains(a) && a.matches("input, select, textarea")) return true;
   return $$("input, select", part).some((el) => el.type !== "hidden" && (el.tagName === "SELECT"
@@ -73,6 +75,7 @@ function drawCard(card, fresh) {
 // control following its value attribute once the learner has used it,
 // and this part is not being edited. A form new in it is sent with fetch.
 function drawPart(old, part) {
+  skipped.delete(old);
   morph(old, part.cloneNode(true), keepOpen);
   for (const el of $$("input, select, textarea", old)) {
     if (el.tagName === "SELECT") el.selectedIndex = defaultIndex(el);
@@ -84,11 +87,12 @@ function drawPart(old, part) {
 // settlePart draws a form part a state skipped while it was edited, once
 // what was typed is sent.
 export function settlePart(form) {
-  if (!skipped.has(form) || !form.isConnected || editing(form)) return;
-  const card = form.closest("article.db");
+  const old = form.closest(".db-actions > [data-part]");
+  if (!old || !skipped.has(old) || !old.isConnected || editing(old)) return;
+  const card = old.closest("article.db");
   const fresh = card && latestActions.get(card.id);
-  const part = fresh && $(`:scope > [data-part="${form.dataset.part}"]`, fresh);
-  if (part) drawPart(form, part);
+  const part = fresh && $(`:scope > [data-part="${old.dataset.part}"]`, fresh);
+  if (part) drawPart(old, part);
 }
 
 export function onState(m) {

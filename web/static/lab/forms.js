@@ -24,8 +24,14 @@ function flash(ok, message, field, form) {
 function settle(form) {
   $$("input", form).forEach((el) => { el.defaultValue = el.value; });
   $$("option", form).forEach((o) => { o.defaultSelected = o.selected; });
-  settlePart(form);
 }
+// sending holds the forms whose request is on its way. A card's state
+// that comes meanwhile leaves such a form as it is (cards.js editing),
+// and draws it once the answer is in and its buttons are enabled again:
+// drawn first, its Delete disabled for a Database now Terminating was
+// enabled again by the answer's end.
+const sending = new WeakSet();
+export const isSending = (form) => sending.has(form);
 function enhanceForm(form) {
   if (enhanced.has(form)) return;
   enhanced.add(form);
@@ -43,6 +49,7 @@ function enhanceForm(form) {
     if ((scenario || card || created || resumes) && state.mode === "live" && !state.followNs) intend(card, resumes);
     const buttons = $$("button", form);
     buttons.forEach((b) => { b.disabled = true; });
+    sending.add(form);
     const busy = form.dataset.busy;
     if (busy) flash(true, busy);
     try {
@@ -78,6 +85,8 @@ function enhanceForm(form) {
       flash(false, "The request failed: " + err.message);
     } finally {
       buttons.forEach((b) => { b.disabled = false; });
+      sending.delete(form);
+      settlePart(form);
       // Pause and Resume stay disabled while they do not apply, and so
       // does a scenario's step that no longer does.
       if (form.querySelector("[data-controller]")) drawControllerPill();
