@@ -84,8 +84,8 @@ function drawPart(old, part) {
   }
   enhanceAll(old);
 }
-// settlePart draws a form part a state skipped while it was edited, once
-// what was typed is sent.
+// settlePart draws a form part a state skipped while it was edited or
+// being sent, once the answer is in (forms.js).
 export function settlePart(form) {
   const old = form.closest(".db-actions > [data-part]");
   if (!old || !skipped.has(old) || !old.isConnected || editing(old)) return;

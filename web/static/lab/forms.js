@@ -20,7 +20,7 @@ function flash(ok, message, field, form) {
   }
 }
 // settle makes what was sent the form's new baseline, so the next
-// fragment may replace it: the learner is no longer editing it.
+// state may be drawn over it: the learner is no longer editing it.
 function settle(form) {
   $$("input", form).forEach((el) => { el.defaultValue = el.value; });
   $$("option", form).forEach((o) => { o.defaultSelected = o.selected; });
