@@ -206,6 +206,27 @@ func (e *env) expectReady(name string) *dbv1.Database {
 	return &db
 }
 
+// markAfterReadyStep returns the sink's length just after the status step
+// of the write that made name Ready. The object can read Ready before that
+// step has reached the sink, so counting from "now" after expectReady could
+// take the Ready write itself for a later one.
+func (e *env) markAfterReadyStep(name string) int {
+	e.t.Helper()
+	mark := 0
+	e.waitFor("the status step that made "+name+" Ready", func() (bool, error) {
+		for i, s := range e.sink.all() {
+			if s.Database == name && s.Type == StepStatus && slices.ContainsFunc(s.Conditions, func(c ConditionChange) bool {
+				return c.Type == ConditionReady && c.To == "True" && c.Transition
+			}) {
+				mark = i + 1
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	return mark
+}
+
 func isReady(db *dbv1.Database) bool {
 	c := meta.FindStatusCondition(db.Status.Conditions, ConditionReady)
 	return c != nil && c.Status == metav1.ConditionTrue && c.ObservedGeneration == db.Generation &&

@@ -223,8 +223,7 @@ func TestPitfallStatusThrashStormsButIsBounded(t *testing.T) {
 	e.startController(e.testOptions())
 	e.mustCreate(newDB("thrash", 1, PitfallStatusThrash))
 	e.expectReady("thrash")
-
-	mark := e.sink.len()
+	mark := e.markAfterReadyStep("thrash")
 	var writes []Step
 	e.waitFor("five more status writes", func() (bool, error) {
 		writes = nil

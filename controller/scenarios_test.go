@@ -157,7 +157,7 @@ func TestScenarioStatusThrashRewritesAreVisible(t *testing.T) {
 	e.startController(e.testOptions())
 	e.mustCreate(newDB("storm", 1, PitfallStatusThrash))
 	e.expectReady("storm")
-	mark := e.sink.len()
+	mark := e.markAfterReadyStep("storm")
 	var writes []Step
 	e.waitFor("four more status writes", func() (bool, error) {
 		writes = nil
