@@ -108,13 +108,16 @@ export function livePreview() {
   const pre = $("#preview");
   if (!form || !pre) return;
   let timer;
+  let asked = 0;
   form.addEventListener("input", () => {
     clearTimeout(timer);
     timer = setTimeout(async () => {
+      // Answers can come out of order: only the latest question's is shown.
+      const n = ++asked;
       const q = new URLSearchParams(new FormData(form));
       const resp = await fetch("/lab/preview?" + q, { credentials: "same-origin" });
       const text = await resp.text();
-      pre.textContent = resp.ok ? text : "# " + text;
+      if (n === asked) pre.textContent = resp.ok ? text : "# " + text;
     }, 200);
   });
 }

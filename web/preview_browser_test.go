@@ -1,0 +1,115 @@
+package web_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/fetch"
+	"github.com/chromedp/chromedp"
+
+	"github.com/oplab-dev/oplab/controller"
+)
+
+// TestBrowserPreviewFollowsTheFormInPlace: the create form's YAML preview
+// follows what the learner types, shows the answer to the latest question
+// only, and never moves the cards under it (right after an action the page
+// holds the acted card's top in view with scroll anchoring off, so a
+// preview that shrank then pushed the card's head off screen).
+func TestBrowserPreviewFollowsTheFormInPlace(t *testing.T) {
+	t.Parallel()
+	e := needEnv(t)
+	ctx := e.tab(t)
+	if err := chromedp.Do(ctx, chromedp.EmulateViewport(1280, 800)); err != nil {
+		t.Fatal(err)
+	}
+	openLab(t, ctx, "")
+	if err := chromedp.Do(ctx, chromedp.Evaluate[chromedp.Void](`document.querySelector("details.create").open = true`)); err != nil {
+		t.Fatal(err)
+	}
+	const preview = `document.getElementById("preview").textContent`
+	// Where the Databases start, in the page.
+	const listTop = `String(Math.round(document.getElementById("databases").getBoundingClientRect().top + scrollY))`
+	if got := evalString(t, ctx, preview); !strings.Contains(got, "name: orders") {
+		t.Fatalf("the first preview is %q, want the form's example, orders", got)
+	}
+	top := evalString(t, ctx, listTop)
+
+	// typeIn sets a field as typing does: its value, then an input event.
+	typeIn := func(name, value string) {
+		t.Helper()
+		js := fmt.Sprintf(`(() => { const el = document.getElementById("create-form").elements[%q]; el.value = %q;
+			el.dispatchEvent(new Event("input", {bubbles: true})); })()`, name, value)
+		if err := chromedp.Do(ctx, chromedp.Evaluate[chromedp.Void](js)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, step := range []struct {
+		what, field, value, want string
+	}{
+		{"a name typed", "name", "shop", "name: shop"},
+		{"a version typed", "version", "16", "version: \"16\""},
+		{"a pitfall chosen (the longest the preview gets)", "pitfall", controller.PitfallStatusThrash, controller.PitfallAnnotation + ": " + controller.PitfallStatusThrash},
+		{"the name emptied, as after a create", "name", "", "# "},
+	} {
+		typeIn(step.field, step.value)
+		poll(t, ctx, "the preview after "+step.what, fmt.Sprintf(`%s.includes(%q)`, preview, step.want))
+		if got := evalString(t, ctx, listTop); got != top {
+			t.Errorf("after %s the Databases start at %s px, before at %s: the preview moved them\npreview:\n%s", step.what, got, top, evalString(t, ctx, preview))
+		}
+		if step.field == "pitfall" || step.value == "" {
+			if err := chromedp.Do(ctx, chromedp.Evaluate[chromedp.Void](`document.getElementById("preview").scrollIntoView({block: "center"})`)); err != nil {
+				t.Fatal(err)
+			}
+			viewShot(t, ctx, "preview-"+map[bool]string{true: "longest", false: "emptied"}[step.field == "pitfall"]+"-1280x800")
+		}
+	}
+
+	// A slow answer to an older question does not replace a newer one's:
+	// the browser holds the answer for "slow" until "fast" is shown.
+	paused := make(chan fetch.RequestID, 1)
+	if err := chromedp.Listen(ctx, func(ev any) {
+		if ev, ok := ev.(*fetch.EventRequestPaused); ok {
+			select {
+			case paused <- ev.RequestID:
+			default: // one is all the test holds
+			}
+		}
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := chromedp.Do(ctx, cdpCall(fetch.Enable, fetch.EnableParams{Patterns: []*fetch.RequestPattern{{URLPattern: "*/lab/preview?name=slow*"}}})); err != nil {
+		t.Fatal(err)
+	}
+	typeIn("name", "slow")
+	var held fetch.RequestID
+	select {
+	case held = <-paused:
+	case <-time.After(deadline):
+		t.Fatal("the preview never asked about slow")
+	}
+	typeIn("name", "fast")
+	poll(t, ctx, "the preview of fast", preview+`.includes("name: fast")`)
+	if err := chromedp.Do(ctx, cdpCall(fetch.ContinueRequest, fetch.ContinueRequestParams{RequestID: held})); err != nil {
+		t.Fatal(err)
+	}
+	poll(t, ctx, "the answer about slow to arrive", `performance.getEntriesByType("resource").some(r => r.name.includes("preview?name=slow") && r.responseEnd > 0)`)
+	// Two frames for its text() to resolve and be drawn, were it drawn.
+	if err := chromedp.Do(ctx, chromedp.Evaluate[chromedp.Void](`new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))`, chromedp.EvalAwaitPromise)); err != nil {
+		t.Fatal(err)
+	}
+	if got := evalString(t, ctx, preview); !strings.Contains(got, "name: fast") {
+		t.Errorf("after the late answer about slow the preview shows:\n%s\nwant fast's, the latest question", got)
+	}
+}
+
+// cdpCall sends one DevTools command to the tab.
+func cdpCall[P, R any](cmd cdp.Command[P, R], params P) chromedp.Action[chromedp.Void] {
+	return chromedp.Func(func(ctx context.Context, t *chromedp.Target) error {
+		_, err := cdp.Call(ctx, t, cmd, params)
+		return err
+	})
+}
