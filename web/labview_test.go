@@ -134,14 +134,21 @@ func TestBrowserEditFormFollowsTheLiveObject(t *testing.T) {
 	screenshot(t, ctx, "10-form-follows-kubectl")
 
 	// The card is morphed, not drawn anew: a keyboard learner on its Delete
-	// button is still there after the next state.
-	if err := chromedp.Do(ctx, chromedp.Evaluate[chromedp.Void](`window.focused = document.querySelector('#db-follow form[data-part="delete"] button'); window.focused.focus()`)); err != nil {
+	// button is still there after the next state, and the state section
+	// keeps its nodes (a screen reader's place in it) and the Events the
+	// learner opened.
+	if err := chromedp.Do(ctx, chromedp.Evaluate[chromedp.Void](`window.spec = document.querySelector("#db-follow .db-state .spec");
+		document.getElementById("db-follow-events").open = true;
+		window.focused = document.querySelector('#db-follow form[data-part="delete"] button'); window.focused.focus()`)); err != nil {
 		t.Fatal(err)
 	}
 	kubectlScale(t, ns, "follow", 3)
 	poll(t, ctx, "the card showing replicas 3", `document.querySelector("#db-follow .spec").textContent.includes("replicas 3") && `+replicasInput+`.value === "3"`)
 	if got := evalString(t, ctx, `String(document.activeElement === window.focused && window.focused.isConnected)`); got != "true" {
 		t.Errorf("after a new state the focus is on %q, want still on the card's Delete button", evalString(t, ctx, `document.activeElement.outerHTML.slice(0, 80)`))
+	}
+	if got := evalString(t, ctx, `String(window.spec.isConnected) + "/" + document.getElementById("db-follow-events").open`); got != "true/true" {
+		t.Errorf("after a new state the spec line kept / Events open = %s, want true/true: the state section was drawn anew", got)
 	}
 }
 

@@ -4,8 +4,8 @@
 // text, an element new attributes and children, and only what has no
 // counterpart is added or removed. A kept node keeps the focus, a screen
 // reader's place and a selection, which replacing it would drop. The
-// roster morphs its table with it (roster.js), the lab its cards' form
-// parts (lab/cards.js says why not their state).
+// roster morphs its table with it (roster.js), the lab its cards
+// (lab/cards.js).
 //
 // Options:
 //   keep: a Set of attribute names the page's script owns (the roster's

@@ -42,23 +42,16 @@ function defaultIndex(select) {
 // answer did. latestActions keeps each card's latest state's form parts.
 const skipped = new WeakSet();
 const latestActions = new Map();
-// The form parts' disclosures stay as the learner left them: the server
-// draws every one closed.
+// A card's disclosures stay as the learner left them: the server draws
+// every one closed.
 const keepOpen = { keep: new Set(["open"]) };
-// drawCard draws a card's newer state over it. Each form part the learner
-// is not editing is morphed (morph.js): its nodes are kept, and with them
-// the focus on its buttons and an open disclosure. The state section is
-// put in whole, its open disclosures opened again by id. Morphed, its
-// nodes stayed, and the browser's scroll anchoring held one in place as
-// the card changed around it, pushing the card's head off screen after
-// Apply while paused (TestBrowserEveryCardActionShowsWhatItCaused, in the
-// whole suite only), where reveal.js keeps it in view; neither the page's
-// anchoring turned off nor the page moved back after layout kept it there.
+// drawCard draws a card's newer state over it, morphed (morph.js): its
+// nodes are kept, and with them a screen reader's place, the focus on
+// its buttons and its open disclosures. A form part the learner is
+// editing is left as they typed it.
 function drawCard(card, fresh) {
   localize(fresh);
-  const open = new Set($$(".db-state details[open][id]", card).map((d) => d.id));
-  $(".db-state", card).replaceWith($(".db-state", fresh));
-  for (const id of open) document.getElementById(id)?.setAttribute("open", "");
+  morph($(".db-state", card), $(".db-state", fresh), keepOpen);
   const actions = $(".db-actions", card);
   const freshActions = $(".db-actions", fresh);
   if (!actions || !freshActions) return;
