@@ -253,6 +253,7 @@ func TestBrowserTimelinePauseStepSlowMotion(t *testing.T) {
 }
 
 func TestBrowserLoopShowsPausedNamespace(t *testing.T) {
+	t.Parallel()
 	e := needEnv(t)
 	ctx := e.tab(t)
 	ns := openLab(t, ctx, "")

@@ -92,6 +92,7 @@ func seesWhatItCaused(t *testing.T, ctx context.Context, what, db string, before
 // (create, scale, delete a child, delete), the card it changed and the
 // timeline's new rows are on screen with no scrolling after the click.
 func TestBrowserActionsShowWhatTheyCaused(t *testing.T) {
+	t.Parallel()
 	e := needEnv(t)
 	ctx := e.tab(t)
 	if err := chromedp.Do(ctx, chromedp.EmulateViewport(1280, 800)); err != nil {
@@ -148,6 +149,7 @@ func TestBrowserActionsShowWhatTheyCaused(t *testing.T) {
 // buttons in its panel; after each, the panel, the card and the new rows
 // are on screen.
 func TestBrowserScenarioStepsSitInItsPanel(t *testing.T) {
+	t.Parallel()
 	e := needEnv(t)
 	ctx := e.tab(t)
 	if err := chromedp.Do(ctx, chromedp.EmulateViewport(1280, 800)); err != nil {
@@ -198,6 +200,7 @@ func TestBrowserScenarioStepsSitInItsPanel(t *testing.T) {
 // the cards; a link on screen says how many rows are new and brings it up
 // with one tap.
 func TestBrowserTimelineOneTapAwayOnAPhone(t *testing.T) {
+	t.Parallel()
 	e := needEnv(t)
 	ctx := e.tab(t)
 	if err := chromedp.Do(ctx, chromedp.EmulateViewport(390, 844)); err != nil {
@@ -228,6 +231,7 @@ func TestBrowserTimelineOneTapAwayOnAPhone(t *testing.T) {
 // the timeline; the loop diagram does not play it back as if it were
 // happening, and says it is the past.
 func TestBrowserReloadDrawsThePastOffTheLoop(t *testing.T) {
+	t.Parallel()
 	e := needEnv(t)
 	ctx := e.tab(t)
 	if err := chromedp.Do(ctx, chromedp.EmulateViewport(1280, 800)); err != nil {

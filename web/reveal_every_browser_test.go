@@ -31,6 +31,7 @@ func setAndPress(t *testing.T, ctx context.Context, db, part, name, value string
 // after the click, the card's head and generation line and the new row are
 // on screen.
 func TestBrowserEveryCardActionShowsWhatItCaused(t *testing.T) {
+	t.Parallel()
 	e := needEnv(t)
 	ctx := e.tab(t)
 	if err := chromedp.Do(ctx, chromedp.EmulateViewport(1280, 800)); err != nil {
@@ -116,6 +117,7 @@ func TestBrowserEveryCardActionShowsWhatItCaused(t *testing.T) {
 // step pressed in the scenario's panel; after each, at 1280×800, the
 // panel's steps, the card's head and a new row of it are on screen.
 func TestBrowserEveryScenarioStepShowsWhatItCaused(t *testing.T) {
+	t.Parallel()
 	e := needEnv(t)
 	for _, sc := range []struct {
 		name, db string

@@ -664,6 +664,7 @@ const scenariosDone = `JSON.parse(localStorage.getItem("oplab.scenarios") || "[]
 // the finalizer's not when doomed is Ready, but when its finalizer let it
 // go; the non-idempotent create when a create met AlreadyExists.
 func TestBrowserScenarioCountsWhenItsPointArrives(t *testing.T) {
+	t.Parallel()
 	ctx, _ := startScenario(t, "finalizer", "doomed is Ready. Now delete it.")
 	shows(t, ctx, "doomed Ready", cardOf("doomed")+`?.querySelector(".db-head .pill.ok")?.textContent === "Ready True"`, "#db-doomed")
 	time.Sleep(time.Second) // any message that would wrongly count has arrived by now

@@ -128,6 +128,7 @@ func inOrder(expr string, want ...string) string {
 }
 
 func TestBrowserScenarioFirstReconcile(t *testing.T) {
+	t.Parallel()
 	ctx, _ := startScenario(t, "first-reconcile", "Created Database first")
 	// One reconcile creates the three children and writes status once,
 	// with observedGeneration 1.
@@ -144,6 +145,7 @@ func TestBrowserScenarioFirstReconcile(t *testing.T) {
 }
 
 func TestBrowserScenarioAlreadyExists(t *testing.T) {
+	t.Parallel()
 	ctx, _ := startScenario(t, "already-exists", "Made Service taken")
 	alreadyExists := rowsOf("taken") + `.some(r => [...r.querySelectorAll(".step.action")].some(s => /create Service .*→ AlreadyExists/.test(s.textContent)))`
 	shows(t, ctx, "a create of Service taken answered AlreadyExists", alreadyExists, "#rows")
