@@ -44,10 +44,7 @@ func TestReadyzAnswersWhileAPIServerFrozen(t *testing.T) {
 	t.Parallel()
 	p := startOplab(t, "--mode", "minimal", "--ephemeral", "--write-kubeconfig", "")
 	apiserver := descendantNamed(t, p, "kube-apiserver")
-	if err := syscall.Kill(apiserver, syscall.SIGSTOP); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = syscall.Kill(apiserver, syscall.SIGCONT) })
+	freeze(t, apiserver)
 
 	hc := &http.Client{Timeout: time.Minute}
 	began := time.Now()
@@ -354,6 +351,37 @@ func descendantNamed(t *testing.T, p *oplabProc, name string) int {
 	return 0
 }
 
+// freeze stops pid (SIGSTOP) and returns once every one of its threads
+// is stopped. kill returns before that: the thread that takes the signal
+// must first be scheduled to stop the others, and on a loaded machine the
+// threads already running went on answering for a few milliseconds (a
+// /readyz of 200 after 5 ms with kube-apiserver "frozen", in CI).
+func freeze(t *testing.T, pid int) {
+	t.Helper()
+	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = syscall.Kill(pid, syscall.SIGCONT) })
+	waitFor(t, 30*time.Second, fmt.Sprintf("every thread of %d stopped", pid), func() bool {
+		tasks, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+		if err != nil || len(tasks) == 0 {
+			return false
+		}
+		for _, task := range tasks {
+			b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/stat", pid, task.Name()))
+			if err != nil {
+				return false
+			}
+			// The state follows the command name in parentheses: T is stopped.
+			s := string(b)
+			if i := strings.LastIndexByte(s, ')'); i < 0 || !strings.HasPrefix(s[i+1:], " T") {
+				return false
+			}
+		}
+		return true
+	})
+}
+
 // procExe is the base name of pid's executable as its command line gives it.
 func procExe(pid int) string {
 	b, err := readProc(pid, "cmdline")
@@ -566,10 +594,7 @@ func TestFrozenEtcdGivesTheLearnerATimeout(t *testing.T) {
 	}
 
 	etcd := descendantNamed(t, p, "etcd")
-	if err := syscall.Kill(etcd, syscall.SIGSTOP); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = syscall.Kill(etcd, syscall.SIGCONT) })
+	freeze(t, etcd)
 	code, msg, took := create("frozen")
 	t.Logf("figure: a lab create with etcd frozen answered %d after %s: %s", code, took.Round(time.Millisecond), msg)
 	if code != http.StatusGatewayTimeout || !strings.Contains(msg, "did not answer within") {

@@ -34,20 +34,26 @@ func TestDriftRepair(t *testing.T) {
 		}
 		// The repair is the first create of StatefulSet shop after the
 		// delete event; the create before it (the Prepare's) is the wrong
-		// row a learner may copy.
+		// row a learner may copy. Its ID is typed once its reconcile has
+		// ended, as a learner reads it off the finished row: the create's
+		// step comes before the reconcile's result, and the check waits for
+		// that (typed in between, in CI, the answer was refused "not yet").
 		var original, repair string
-		if _, err := readUntil(ctx, "the repair's create", func(context.Context) (string, error) {
+		if _, err := readUntil(ctx, "the repair's reconcile to end", func(context.Context) (string, error) {
 			deleted := false
+			repair = ""
 			for _, s := range env.Trace() {
 				switch {
 				case s.Type == controller.StepEvent && s.Object.Kind == "StatefulSet" && s.Event == "delete":
 					deleted = true
 				case s.Type == controller.StepAction && s.Action == "create" && s.Target != nil && s.Target.Kind == "StatefulSet" && s.Outcome == controller.OutcomeCreated:
-					if deleted {
+					if deleted && repair == "" {
 						repair = s.ReconcileID
-						return repair, nil
+					} else if !deleted {
+						original = s.ReconcileID
 					}
-					original = s.ReconcileID
+				case s.Type == controller.StepResult && repair != "" && s.ReconcileID == repair:
+					return repair, nil
 				}
 			}
 			return "", nil
