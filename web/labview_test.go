@@ -58,6 +58,18 @@ func openLab(t *testing.T, ctx context.Context, query string) string {
 	return ns
 }
 
+// labAt1280 opens /lab (plus query) in a new tab at 1280×800, the laptop
+// screen the reveal tests judge "on screen" by, and returns the tab and
+// its learner's namespace.
+func labAt1280(t *testing.T, query string) (context.Context, string) {
+	t.Helper()
+	ctx := needEnv(t).tab(t)
+	if err := chromedp.Do(ctx, chromedp.EmulateViewport(1280, 800)); err != nil {
+		t.Fatal(err)
+	}
+	return ctx, openLab(t, ctx, query)
+}
+
 // createInTab creates a Database through the page's form, as a learner does.
 func createInTab(t *testing.T, ctx context.Context, name string) {
 	t.Helper()

@@ -21,12 +21,7 @@ import (
 // preview that shrank then pushed the card's head off screen).
 func TestBrowserPreviewFollowsTheFormInPlace(t *testing.T) {
 	t.Parallel()
-	e := needEnv(t)
-	ctx := e.tab(t)
-	if err := chromedp.Do(ctx, chromedp.EmulateViewport(1280, 800)); err != nil {
-		t.Fatal(err)
-	}
-	openLab(t, ctx, "")
+	ctx, _ := labAt1280(t, "")
 	if err := chromedp.Do(ctx, chromedp.Evaluate[chromedp.Void](`document.querySelector("details.create").open = true`)); err != nil {
 		t.Fatal(err)
 	}

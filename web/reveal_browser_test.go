@@ -93,12 +93,7 @@ func seesWhatItCaused(t *testing.T, ctx context.Context, what, db string, before
 // timeline's new rows are on screen with no scrolling after the click.
 func TestBrowserActionsShowWhatTheyCaused(t *testing.T) {
 	t.Parallel()
-	e := needEnv(t)
-	ctx := e.tab(t)
-	if err := chromedp.Do(ctx, chromedp.EmulateViewport(1280, 800)); err != nil {
-		t.Fatal(err)
-	}
-	openLab(t, ctx, "")
+	ctx, _ := labAt1280(t, "")
 	// Two Databases, so the one acted on is not the only card.
 	createInTab(t, ctx, "above")
 	poll(t, ctx, "above's card", `document.getElementById("db-above") !== null`)
@@ -150,12 +145,7 @@ func TestBrowserActionsShowWhatTheyCaused(t *testing.T) {
 // are on screen.
 func TestBrowserScenarioStepsSitInItsPanel(t *testing.T) {
 	t.Parallel()
-	e := needEnv(t)
-	ctx := e.tab(t)
-	if err := chromedp.Do(ctx, chromedp.EmulateViewport(1280, 800)); err != nil {
-		t.Fatal(err)
-	}
-	openLab(t, ctx, "?scenario=stuck-finalizer")
+	ctx, _ := labAt1280(t, "?scenario=stuck-finalizer")
 	if got := evalString(t, ctx, `String(document.querySelector(".scenario-next").hidden)`); got != "true" {
 		t.Errorf("the next steps before the setup: hidden = %s, want true", got)
 	}
@@ -232,12 +222,7 @@ func TestBrowserTimelineOneTapAwayOnAPhone(t *testing.T) {
 // happening, and says it is the past.
 func TestBrowserReloadDrawsThePastOffTheLoop(t *testing.T) {
 	t.Parallel()
-	e := needEnv(t)
-	ctx := e.tab(t)
-	if err := chromedp.Do(ctx, chromedp.EmulateViewport(1280, 800)); err != nil {
-		t.Fatal(err)
-	}
-	openLab(t, ctx, "")
+	ctx, _ := labAt1280(t, "")
 	createInTab(t, ctx, "past")
 	poll(t, ctx, "past Ready", `document.querySelector("#db-past .db-head .pill.ok")?.textContent === "Ready True"`)
 	// Gone, so nothing of it is live while the page reloads.

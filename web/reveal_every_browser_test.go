@@ -32,12 +32,7 @@ func setAndPress(t *testing.T, ctx context.Context, db, part, name, value string
 // on screen.
 func TestBrowserEveryCardActionShowsWhatItCaused(t *testing.T) {
 	t.Parallel()
-	e := needEnv(t)
-	ctx := e.tab(t)
-	if err := chromedp.Do(ctx, chromedp.EmulateViewport(1280, 800)); err != nil {
-		t.Fatal(err)
-	}
-	openLab(t, ctx, "")
+	ctx, _ := labAt1280(t, "")
 	// The first with a pitfall from the create form; the form then starts
 	// afresh, as after the page's own post: no name, no pitfall.
 	if err := chromedp.Do(ctx, chromedp.Evaluate[chromedp.Void](`document.querySelector("details.create").open = true`),

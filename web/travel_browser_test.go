@@ -30,11 +30,7 @@ func replicasIn(kind string) string {
 func TestBrowserTimeTravel(t *testing.T) {
 	t.Parallel()
 	e := needEnv(t)
-	ctx := e.tab(t)
-	if err := chromedp.Do(ctx, chromedp.EmulateViewport(1280, 800)); err != nil {
-		t.Fatal(err)
-	}
-	ns := openLab(t, ctx, "")
+	ctx, ns := labAt1280(t, "")
 	createInTab(t, ctx, "tt")
 	poll(t, ctx, "tt Ready", `document.querySelector("#db-tt .db-head .pill.ok")?.textContent === "Ready True"`)
 	// The rows are live and may lag the cards: pick rows after the
