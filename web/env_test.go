@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/chromedp"
 	"github.com/go-logr/logr"
 	"github.com/go-logr/logr/funcr"
@@ -266,4 +267,13 @@ func httptestRecorder() *httptest.ResponseRecorder { return httptest.NewRecorder
 func mustRequest(t *testing.T) *http.Request {
 	t.Helper()
 	return httptest.NewRequest("GET", "/lab", nil).WithContext(t.Context())
+}
+
+// cdpCall sends one DevTools command to the tab (chromedp has no action
+// for most of them).
+func cdpCall[P, R any](cmd cdp.Command[P, R], params P) chromedp.Action[chromedp.Void] {
+	return chromedp.Func(func(ctx context.Context, t *chromedp.Target) error {
+		_, err := cdp.Call(ctx, t, cmd, params)
+		return err
+	})
 }

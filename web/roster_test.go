@@ -17,7 +17,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/chromedp"
 	"github.com/chromedp/chromedp/kb"
@@ -505,10 +504,7 @@ func TestBrowserRosterResetWithoutJavaScript(t *testing.T) {
 		&& document.getElementById("roster-refusal").textContent.includes("Reset refused: a reset of this learner is already running (`+ns+`")`, "main")
 	screenshot(t, instr, "67-roster-reset-refused-without-js")
 	// axe runs as a script: let scripts run again for it, on this page.
-	if err := chromedp.Do(instr, chromedp.Func(func(ctx context.Context, t *chromedp.Target) error {
-		_, err := cdp.Call(ctx, t, emulation.SetScriptExecutionDisabled, emulation.SetScriptExecutionDisabledParams{Value: false})
-		return err
-	})); err != nil {
+	if err := chromedp.Do(instr, cdpCall(emulation.SetScriptExecutionDisabled, emulation.SetScriptExecutionDisabledParams{Value: false})); err != nil {
 		t.Fatal(err)
 	}
 	axeCheck(t, instr, "/instructor (reset refused, no script)")

@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
 	"github.com/gorilla/websocket"
@@ -198,10 +197,7 @@ new MutationObserver((_, o) => {
   window.__firstRow = performance.now();
   requestAnimationFrame(() => setTimeout(() => { window.__firstPaint = performance.now(); }));
 }).observe(document, {subtree: true, childList: true});`
-	if err := chromedp.Do(ctx, chromedp.Func(func(ctx context.Context, t *chromedp.Target) error {
-		_, err := cdp.Call(ctx, t, page.AddScriptToEvaluateOnNewDocument, page.AddScriptToEvaluateOnNewDocumentParams{Source: watch})
-		return err
-	})); err != nil {
+	if err := chromedp.Do(ctx, cdpCall(page.AddScriptToEvaluateOnNewDocument, page.AddScriptToEvaluateOnNewDocumentParams{Source: watch})); err != nil {
 		b.Fatal(err)
 	}
 	type load struct{ row, paint, caught float64 }
