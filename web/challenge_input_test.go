@@ -6,7 +6,6 @@ import (
 	"io"
 	"net/http"
 	"net/url"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -16,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/oplab-dev/oplab/controller/api/v1alpha1"
+	"github.com/oplab-dev/oplab/web/internal/browsertest"
 )
 
 // labRowID opens the lab in ctx's tab and reads, as a learner would, the
@@ -39,16 +39,7 @@ func labRowID(t *testing.T, ctx context.Context, base, what, pattern string) str
 // tasks at 390 px are too tall a page to read whole.
 func regionShot(t *testing.T, ctx context.Context, name, sel string) {
 	t.Helper()
-	buf, err := chromedp.Run(ctx, chromedp.Screenshot(chromedp.CSS(sel)))
-	if err != nil {
-		t.Errorf("screenshot %s of %s: %v", name, sel, err)
-		return
-	}
-	path := filepath.Join(artifactsDir(), name+".png")
-	if err := os.WriteFile(path, buf, 0o644); err != nil {
-		t.Errorf("write screenshot: %v", err)
-	}
-	t.Logf("Saved screenshot %s", path)
+	browsertest.Capture(t, ctx, filepath.Join(artifactsDir(), name+".png"), chromedp.Screenshot(chromedp.CSS(sel)))
 }
 
 // The interview walk-through's input tasks in Chromium: nothing turns done

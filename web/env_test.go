@@ -230,10 +230,18 @@ func artifactsDir() string {
 	return dir
 }
 
-// screenshot saves the whole page as NAME.png in the artifacts dir.
+// screenshot saves the whole page as NAME.png in the artifacts dir (when
+// browsertest.ScreenshotsWanted).
 func screenshot(t *testing.T, ctx context.Context, name string) {
 	t.Helper()
 	browsertest.Screenshot(t, ctx, filepath.Join(artifactsDir(), name+".png"))
+}
+
+// failedShot saves the whole page as failed-TEST.png in the artifacts dir,
+// in CI too: what the page showed when the test gave up.
+func failedShot(t *testing.T, ctx context.Context) {
+	t.Helper()
+	browsertest.FailureScreenshot(t, ctx, filepath.Join(artifactsDir(), "failed-"+strings.ReplaceAll(t.Name(), "/", "-")+".png"))
 }
 
 // poll waits until the JavaScript expression is truthy, failing the test
@@ -241,7 +249,7 @@ func screenshot(t *testing.T, ctx context.Context, name string) {
 func poll(t *testing.T, ctx context.Context, what, expr string) {
 	t.Helper()
 	if _, err := chromedp.Run(ctx, chromedp.Poll[chromedp.Void](expr, chromedp.WithPollingTimeout(deadline))); err != nil {
-		screenshot(t, ctx, "failed-"+strings.ReplaceAll(t.Name(), "/", "-"))
+		failedShot(t, ctx)
 		t.Fatalf("waiting for %s (%s): %v", what, expr, err)
 	}
 }

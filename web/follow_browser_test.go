@@ -39,7 +39,7 @@ func pollAcross(t *testing.T, ctx context.Context, what, expr string) {
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
-	screenshot(t, ctx, "failed-"+strings.ReplaceAll(t.Name(), "/", "-"))
+	failedShot(t, ctx)
 	t.Fatalf("waiting for %s (%s): %v", what, expr, err)
 }
 

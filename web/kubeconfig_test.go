@@ -68,7 +68,7 @@ func TestKubeconfigLinkInTheBrowser(t *testing.T) {
 	tab := e.tab(t)
 	fail := func(err error) {
 		t.Helper()
-		screenshot(t, tab, "failed-kubeconfig-link")
+		failedShot(t, tab)
 		t.Fatal(err)
 	}
 	if _, err := chromedp.Run(tab, chromedp.Navigate(e.http.URL+"/lab")); err != nil {

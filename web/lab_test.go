@@ -313,7 +313,7 @@ func TestBrowserCreateScaleDelete(t *testing.T) {
 	}
 	shown, err := chromedp.Run(ctx, chromedp.Evaluate[bool](kept))
 	if err != nil || !shown {
-		screenshot(t, ctx, "failed-snapshot-kept-no-js")
+		failedShot(t, ctx)
 		t.Errorf("after a reload without JavaScript the kept snapshot is not shown (%v)", err)
 	}
 }

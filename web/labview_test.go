@@ -3,7 +3,6 @@ package web_test
 import (
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -16,6 +15,7 @@ import (
 
 	"github.com/oplab-dev/oplab/controller"
 	"github.com/oplab-dev/oplab/controller/api/v1alpha1"
+	"github.com/oplab-dev/oplab/web/internal/browsertest"
 )
 
 // What the lab shows, read as a learner reads it: these expressions read
@@ -286,19 +286,11 @@ func TestBrowserLoopShowsPausedNamespace(t *testing.T) {
 	poll(t, ctx, "the loop running again", hiddenExpr+` && document.getElementById("lab").dataset.paused === "false"`)
 }
 
-// viewShot saves what the viewport shows (not the whole page).
+// viewShot saves what the viewport shows (not the whole page), when
+// browsertest.ScreenshotsWanted.
 func viewShot(t *testing.T, ctx context.Context, name string) {
 	t.Helper()
-	buf, err := chromedp.Run(ctx, chromedp.CaptureScreenshot())
-	if err != nil {
-		t.Errorf("screenshot %s: %v", name, err)
-		return
-	}
-	path := filepath.Join(artifactsDir(), name+".png")
-	if err := os.WriteFile(path, buf, 0o644); err != nil {
-		t.Errorf("write screenshot: %v", err)
-	}
-	t.Logf("Saved screenshot %s", path)
+	browsertest.Capture(t, ctx, filepath.Join(artifactsDir(), name+".png"), chromedp.CaptureScreenshot())
 }
 
 // overflowing lists the elements wider than the viewport, for the message.

@@ -3,8 +3,6 @@ package web_test
 import (
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/chromedp/chromedp"
@@ -98,14 +96,5 @@ func cardScreenshot(t *testing.T, ctx context.Context, db, name string) {
 		t.Errorf("scroll to card %s: %v", db, err)
 		return
 	}
-	buf, err := chromedp.Run(ctx, chromedp.Screenshot(card))
-	if err != nil {
-		t.Errorf("screenshot of card %s: %v", db, err)
-		return
-	}
-	path := filepath.Join(artifactsDir(), name+".png")
-	if err := os.WriteFile(path, buf, 0o644); err != nil {
-		t.Errorf("write screenshot: %v", err)
-	}
-	t.Logf("Saved screenshot %s", path)
+	regionShot(t, ctx, name, "#db-"+db)
 }

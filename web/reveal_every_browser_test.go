@@ -49,6 +49,7 @@ func TestBrowserEveryCardActionShowsWhatItCaused(t *testing.T) {
 		t.Errorf("acted, created without touching the menu, got a pitfall: %q", got)
 	}
 	poll(t, ctx, "acted Ready", `document.querySelector("#db-acted .db-head .pill.ok")?.textContent === "Ready True"`)
+	watchOnly(t, ctx, "acted")
 
 	before, flash := labSeq(t, ctx), flashText(t, ctx)
 	setAndPress(t, ctx, "acted", "pitfall", "pitfall", "no-finalizer")

@@ -49,7 +49,7 @@ func screenText(ctx context.Context, selectors ...string) string {
 func shows(t *testing.T, ctx context.Context, what, expr string, regions ...string) {
 	t.Helper()
 	if _, err := chromedp.Run(ctx, chromedp.Poll[chromedp.Void](expr, chromedp.WithPollingTimeout(deadline))); err != nil {
-		screenshot(t, ctx, "failed-"+strings.ReplaceAll(t.Name(), "/", "-"))
+		failedShot(t, ctx)
 		t.Fatalf("the screen never showed %s (%v); it showed:%s", what, err, screenText(ctx, regions...))
 	}
 }

@@ -90,7 +90,7 @@ func TestBrowserTimelineTeaches(t *testing.T) {
 		t.Helper()
 		ok, err := chromedp.Run(ctx, chromedp.Evaluate[bool](expr))
 		if err != nil || !ok {
-			screenshot(t, ctx, "failed-"+t.Name())
+			failedShot(t, ctx)
 			t.Fatalf("%s (%s): %v", what, expr, err)
 		}
 	}

@@ -428,15 +428,7 @@ func shot(t *testing.T, ctx context.Context, name string) {
 	// off screen are drawn.
 	browsertest.Do(t, ctx, chromedp.Evaluate[chromedp.Void](`document.getElementById("roster-legend").scrollIntoView()`),
 		chromedp.Evaluate[chromedp.Void](`new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))`, chromedp.EvalAwaitPromise))
-	png, err := chromedp.Run(ctx, chromedp.CaptureScreenshot())
-	if err != nil {
-		t.Fatalf("screenshot %s: %v", name, err)
-	}
-	path := filepath.Join(browsertest.ArtifactsDir(t, "instructor"), name+".png")
-	if err := os.WriteFile(path, png, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("Saved screenshot %s", path)
+	browsertest.Capture(t, ctx, filepath.Join(browsertest.ArtifactsDir(t, "instructor"), name+".png"), chromedp.CaptureScreenshot())
 }
 
 // axe runs axe-core (as web/a11y installs it) on the tab and fails the

@@ -432,27 +432,14 @@ func TestBrowserScreenshots(t *testing.T) {
 				eventually(t, ctx, `(() => { const r = document.querySelector("main").getBoundingClientRect().right;
 					return [...document.querySelectorAll("main *")].filter((e) => (e.tagName === "PRE" || !e.closest("pre")) && e.getBoundingClientRect().right > r + 1)
 						.map((e) => e.tagName + "." + e.className).slice(0, 3).join(" ") || "none"; })()`, "none")
-				png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
-				if err != nil {
-					t.Fatal(err)
-				}
-				file := filepath.Join(dir, p.name+"-"+m.name+".png")
-				if err := os.WriteFile(file, png, 0o644); err != nil {
-					t.Fatal(err)
-				}
+				browsertest.Screenshot(t, ctx, filepath.Join(dir, p.name+"-"+m.name+".png"))
 				if p.focus == "" {
 					continue
 				}
 				// The whole quiz is too tall to judge one question by: the
 				// window's view of the one in focus, as a learner sees it.
 				do(t, ctx, chromedp.Evaluate[chromedp.Void](fmt.Sprintf(`document.querySelector(%q).scrollIntoView()`, p.focus)))
-				png, err = chromedp.Run(ctx, chromedp.CaptureScreenshot())
-				if err != nil {
-					t.Fatal(err)
-				}
-				if err := os.WriteFile(filepath.Join(dir, p.name+"-focus-"+m.name+".png"), png, 0o644); err != nil {
-					t.Fatal(err)
-				}
+				browsertest.Capture(t, ctx, filepath.Join(dir, p.name+"-focus-"+m.name+".png"), chromedp.CaptureScreenshot())
 			}
 		})
 	}

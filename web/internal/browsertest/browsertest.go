@@ -217,11 +217,44 @@ func ArtifactsDir(t testing.TB, name string) string {
 	return dir
 }
 
-// Screenshot saves the whole page in the tab as the PNG file path.
+// ScreenshotsWanted is whether the tests save their screenshots: always
+// at a desk (CI unset), where a person looks at them, and in CI only when
+// OPLAB_ARTIFACTS names a folder to keep them in. A CI run keeps no files
+// otherwise, and a whole-page capture costs Chromium a few hundred ms of
+// CPU: over a hundred of them were a tenth of the browser tests' CPU
+// (docs/BENCHMARKS.md). Screenshots of a failure are saved either way.
+func ScreenshotsWanted() bool {
+	return os.Getenv("CI") == "" || os.Getenv("OPLAB_ARTIFACTS") != ""
+}
+
+// Screenshot saves the whole page in the tab as the PNG file path, when
+// ScreenshotsWanted.
 func Screenshot(t testing.TB, ctx context.Context, path string) {
 	t.Helper()
+	Capture(t, ctx, path, chromedp.FullScreenshot(100))
+}
+
+// Capture saves what shot captures (chromedp.FullScreenshot, the window's
+// chromedp.CaptureScreenshot, one element's chromedp.Screenshot) as the
+// PNG file path, when ScreenshotsWanted.
+func Capture(t testing.TB, ctx context.Context, path string, shot chromedp.Action[[]byte]) {
+	t.Helper()
+	if ScreenshotsWanted() {
+		save(t, ctx, path, shot)
+	}
+}
+
+// FailureScreenshot saves the whole page as the PNG file path whatever
+// ScreenshotsWanted says: what the page showed when a wait gave up.
+func FailureScreenshot(t testing.TB, ctx context.Context, path string) {
+	t.Helper()
+	save(t, ctx, path, chromedp.FullScreenshot(100))
+}
+
+func save(t testing.TB, ctx context.Context, path string, shot chromedp.Action[[]byte]) {
+	t.Helper()
 	began := time.Now()
-	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
+	png, err := chromedp.Run(ctx, shot)
 	if err != nil {
 		t.Fatalf("screenshot %s: %v", path, err)
 	}

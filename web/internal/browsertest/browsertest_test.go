@@ -64,6 +64,7 @@ func TestTabsDoNotShareStorage(t *testing.T) {
 }
 
 func TestArtifactsDirAndScreenshot(t *testing.T) {
+	t.Setenv("CI", "true")
 	t.Setenv("OPLAB_ARTIFACTS", t.TempDir())
 	dir := ArtifactsDir(t, "browsertest")
 	srv := page(t)
@@ -77,6 +78,32 @@ func TestArtifactsDirAndScreenshot(t *testing.T) {
 	}
 	if len(b) < 8 || string(b[1:4]) != "PNG" {
 		t.Errorf("%s is not a PNG (%d bytes)", path, len(b))
+	}
+}
+
+// TestScreenshotsInCIOnlyWhereKept: in CI without OPLAB_ARTIFACTS no
+// screenshot is saved, but a failure's is.
+func TestScreenshotsInCIOnlyWhereKept(t *testing.T) {
+	t.Setenv("CI", "true")
+	t.Setenv("OPLAB_ARTIFACTS", "")
+	if ScreenshotsWanted() {
+		t.Fatal("ScreenshotsWanted in CI with no OPLAB_ARTIFACTS")
+	}
+	srv := page(t)
+	ctx := browser.Tab(t)
+	Do(t, ctx, chromedp.Navigate(srv.URL))
+	dir := t.TempDir()
+	Screenshot(t, ctx, dir+"/skipped.png")
+	Capture(t, ctx, dir+"/skipped-window.png", chromedp.CaptureScreenshot())
+	FailureScreenshot(t, ctx, dir+"/failed.png")
+	for name, want := range map[string]bool{"skipped.png": false, "skipped-window.png": false, "failed.png": true} {
+		if _, err := os.Stat(dir + "/" + name); (err == nil) != want {
+			t.Errorf("%s saved: %v, want %v", name, err == nil, want)
+		}
+	}
+	t.Setenv("CI", "")
+	if !ScreenshotsWanted() {
+		t.Error("ScreenshotsWanted is false at a desk (CI unset)")
 	}
 }
 
