@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net/url"
-	"os"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
@@ -15,6 +14,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/oplab-dev/oplab/controller"
+	"github.com/oplab-dev/oplab/web/internal/browsertest"
 	"github.com/oplab-dev/oplab/web/lab"
 )
 
@@ -23,25 +23,11 @@ import (
 var axePath = filepath.Join("a11y", "node_modules", "axe-core", "axe.min.js")
 
 // axeTags are the rule sets every page must pass with zero violations.
-const axeTags = `["wcag2a", "wcag2aa", "wcag21a", "wcag21aa", "wcag22aa"]`
+const axeTags = browsertest.AxeTags
 
-type axeViolation struct {
-	ID    string   `json:"id"`
-	Help  string   `json:"help"`
-	Nodes []string `json:"nodes"`
-}
+type axeViolation = browsertest.AxeViolation
 
-func axeSource(t *testing.T) string {
-	t.Helper()
-	b, err := os.ReadFile(axePath)
-	if err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("CI=%s and axe-core is missing: %v (make browser installs it)", os.Getenv("CI"), err)
-		}
-		t.Skipf("skipping: axe-core is not installed (%v): run make browser", err)
-	}
-	return string(b)
-}
+func axeSource(t *testing.T) string { return browsertest.AxeSource(t, axePath) }
 
 // darkRules are the rules that read colours: the only ones whose result
 // can change with the scheme. The dark scheme (base.css) sets the colour
@@ -50,37 +36,13 @@ func axeSource(t *testing.T) string {
 // again in dark. (axe-core 4.14: of the 70 rules in axeTags, these two.)
 const darkRules = `["color-contrast", "link-in-text-block"]`
 
-// runAxe injects axe-core into the page ctx shows, unless that document
-// has it already (checkPage runs it twice, in light and in dark), and
-// returns the violations of the rules the scheme needs.
+// runAxe runs the rules the scheme needs on the page ctx shows.
 func runAxe(ctx context.Context, src, scheme string) ([]axeViolation, error) {
-	has, err := chromedp.Run(ctx, chromedp.Evaluate[bool]("typeof axe === 'object'"))
-	if err == nil && !has {
-		_, err = chromedp.Run(ctx, chromedp.Evaluate[bool](src+"\n;typeof axe === 'object'"))
-	}
-	if err != nil {
-		return nil, fmt.Errorf("inject axe-core: %w", err)
-	}
 	only := `{type: "tag", values: ` + axeTags + `}`
 	if scheme == "dark" {
 		only = `{type: "rule", values: ` + darkRules + `}`
 	}
-	// A live page (a follower's, the stream's rows) may drop a node while
-	// axe walks it, and axe then throws computing that node's selector
-	// ("reading 'nthChild'"); that run checked nothing, so it is run again.
-	// Violations are never retried away. Only violations are asked for:
-	// axe then skips describing every node that passed.
-	for try := 0; try < 3; try++ {
-		var vs []axeViolation
-		vs, err = chromedp.Run(ctx, chromedp.Evaluate[[]axeViolation](`axe.run(document, {runOnly: `+only+`, resultTypes: ["violations"]})
-		.then(r => r.violations.map(v => ({id: v.id, help: v.help,
-			nodes: v.nodes.slice(0, 6).map(n => n.target.join(" ") + " — " + (n.failureSummary || "").replace(/\s+/g, " "))})))`,
-			chromedp.EvalAwaitPromise))
-		if err == nil || !strings.Contains(err.Error(), "nthChild") {
-			return vs, err
-		}
-	}
-	return nil, err
+	return browsertest.Axe(ctx, src, only)
 }
 
 // schemeViolations runs axe-core on what ctx shows in light, then in dark.

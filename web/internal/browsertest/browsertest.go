@@ -19,6 +19,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -262,4 +263,61 @@ func save(t testing.TB, ctx context.Context, path string, shot chromedp.Action[[
 		t.Fatalf("save the screenshot: %v", err)
 	}
 	t.Logf("Saved screenshot %s (%d KiB in %s)", path, len(png)>>10, time.Since(began).Round(time.Millisecond))
+}
+
+// AxeTags are the axe-core rule sets every page must pass with zero
+// violations.
+const AxeTags = `["wcag2a", "wcag2aa", "wcag21a", "wcag21aa", "wcag22aa"]`
+
+// AxeSource reads axe-core's axe.min.js at path (web/a11y/node_modules,
+// which make browser fills from web/a11y/package-lock.json). Without it
+// the test is skipped, or fails in CI.
+func AxeSource(t testing.TB, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("CI=%s and axe-core is missing: %v (make browser installs it)", os.Getenv("CI"), err)
+		}
+		t.Skipf("skipping: axe-core is not installed (%v): run make browser", err)
+	}
+	return string(b)
+}
+
+// AxeViolation is one rule axe-core found broken, with up to six of the
+// nodes that break it.
+type AxeViolation struct {
+	ID    string   `json:"id"`
+	Help  string   `json:"help"`
+	Nodes []string `json:"nodes"`
+}
+
+// Axe runs axe-core (src) on the page ctx shows, injected first unless the
+// document has it already, with runOnly as axe's option of that name (a
+// tag set or a list of rules), and returns the violations. Only violations
+// are asked for: axe then skips describing every node that passed, most of
+// its work on a long table.
+func Axe(ctx context.Context, src, runOnly string) ([]AxeViolation, error) {
+	has, err := chromedp.Run(ctx, chromedp.Evaluate[bool]("typeof axe === 'object'"))
+	if err == nil && !has {
+		_, err = chromedp.Run(ctx, chromedp.Evaluate[bool](src+"\n;typeof axe === 'object'"))
+	}
+	if err != nil {
+		return nil, fmt.Errorf("inject axe-core: %w", err)
+	}
+	// A live page (a follower's, the stream's rows) may drop a node while
+	// axe walks it, and axe then throws computing that node's selector
+	// ("reading 'nthChild'"); that run checked nothing, so it is run again.
+	// Violations are never retried away.
+	for try := 0; try < 3; try++ {
+		var vs []AxeViolation
+		vs, err = chromedp.Run(ctx, chromedp.Evaluate[[]AxeViolation](`axe.run(document, {runOnly: `+runOnly+`, resultTypes: ["violations"]})
+		.then(r => r.violations.map(v => ({id: v.id, help: v.help,
+			nodes: v.nodes.slice(0, 6).map(n => n.target.join(" ") + " — " + (n.failureSummary || "").replace(/\s+/g, " "))})))`,
+			chromedp.EvalAwaitPromise))
+		if err == nil || !strings.Contains(err.Error(), "nthChild") {
+			return vs, err
+		}
+	}
+	return nil, err
 }
