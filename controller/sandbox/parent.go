@@ -24,9 +24,13 @@ const (
 	// DefaultDeadline is how long learner code may run in one reconcile,
 	// not counting the time the parent spends on its API calls.
 	DefaultDeadline = 2 * time.Second
-	// compileDeadline bounds a compile, which also runs the code's package
-	// initialisers.
-	compileDeadline = 5 * time.Second
+	// compileCPUBudget bounds a compile, which also runs the code's package
+	// initialisers, by the child's CPU time: a wall-clock bound of 5 s
+	// stopped the reference solution on a machine at load 25, where the
+	// child got a small share of a core. compileDeadline is the wall-clock
+	// backstop, for initialisers that block rather than spin.
+	compileCPUBudget = 5 * time.Second
+	compileDeadline  = 30 * time.Second
 	// DefaultCPUBudget is the CPU time learner code may use in one
 	// reconcile. A reconcile's own work is a few milliseconds of it
 	// (BenchmarkReconcileRoundTrip), interpreted code that builds a large
@@ -271,6 +275,13 @@ func (p *proc) watchCPU(budget time.Duration) (stop func()) {
 	}
 }
 
+// usedCPU is the budget watchCPU killed p for, or zero.
+func (p *proc) usedCPU() time.Duration {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.overCPU
+}
+
 func (p *proc) wasKilled() bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -290,10 +301,7 @@ func (p *proc) died(d time.Duration) *SourceError {
 		return &SourceError{Kind: "crash", Message: fmt.Sprintf("your code sent an object larger than %d MiB to the API and was stopped", maxMessage>>20)}
 	}
 	if p.wasKilled() {
-		p.mu.Lock()
-		over := p.overCPU
-		p.mu.Unlock()
-		if over > 0 {
+		if over := p.usedCPU(); over > 0 {
 			return &SourceError{Kind: "deadline", Message: fmt.Sprintf("your code used more than %s of CPU in one reconcile (a loop that never ends?) and was stopped", over)}
 		}
 		return &SourceError{Kind: "deadline", Message: fmt.Sprintf("your code ran past %s and was stopped", d)}
@@ -366,6 +374,8 @@ func (s *Sandbox) compileIn(ctx context.Context, src string) (*proc, *SourceErro
 	defer cancel()
 	stop := context.AfterFunc(ctx, p.kill)
 	defer stop()
+	stopWatch := p.watchCPU(compileCPUBudget)
+	defer stopWatch()
 	var m message
 	if err := p.enc.Encode(message{Op: opCompile, Source: src}); err != nil {
 		se := p.died(compileDeadline)
@@ -376,6 +386,9 @@ func (s *Sandbox) compileIn(ctx context.Context, src string) (*proc, *SourceErro
 		se := p.died(compileDeadline)
 		if se.Kind == "deadline" {
 			se.Message = fmt.Sprintf("your code's package initialisation ran past %s and was stopped", compileDeadline)
+			if p.usedCPU() > 0 {
+				se.Message = fmt.Sprintf("your code's package initialisation used more than %s of CPU (a loop that never ends?) and was stopped", compileCPUBudget)
+			}
 		}
 		p.close()
 		return nil, se

@@ -221,6 +221,21 @@ func TestEndlessLoopIsKilledAtItsCPUBudget(t *testing.T) {
 	}
 }
 
+// TestEndlessInitIsStoppedAtItsCPUBudget: an initialiser that never
+// returns is stopped by the compile's CPU budget, named as such, not by
+// the wall clock (which, on a loaded machine, stopped sound code too).
+func TestEndlessInitIsStoppedAtItsCPUBudget(t *testing.T) {
+	s := testSandbox(t)
+	src := learner("", "\treturn ctrl.Result{}, nil") + "\nfunc init() {\n\tfor {\n\t}\n}\n"
+	serr := s.Compile(context.Background(), src)
+	if serr == nil || serr.Kind != "deadline" || !strings.Contains(serr.Message, "package initialisation used more than 5s of CPU") {
+		t.Fatalf("got %+v, want the initialisation's CPU budget named", serr)
+	}
+	if s.Compiled() {
+		t.Error("the Sandbox kept code whose initialisation never ended")
+	}
+}
+
 // After a reconcile was killed, the learner's next child runs at the lowest
 // priority (retried by the controller, code that keeps overrunning must
 // cost the other learners little); new code starts at the usual one.
