@@ -98,4 +98,30 @@ func TestBrowserPreviewFollowsTheFormInPlace(t *testing.T) {
 	if got := evalString(t, ctx, preview); !strings.Contains(got, "name: fast") {
 		t.Errorf("after the late answer about slow the preview shows:\n%s\nwant fast's, the latest question", got)
 	}
+
+	// On a phone, what is wrong is read whole: the sentence wraps inside the
+	// preview rather than hiding its end behind a sideways scroll. YAML keeps
+	// its lines, so the wrapping goes once the form is right again.
+	if err := chromedp.Do(ctx, chromedp.EmulateViewport(390, 844)); err != nil {
+		t.Fatal(err)
+	}
+	typeIn("name", "Not_A_Name")
+	poll(t, ctx, "the preview saying what is wrong with the name", preview+`.startsWith("# name")`)
+	const fits = `(() => { const pre = document.getElementById("preview");
+		return String(pre.scrollWidth <= pre.clientWidth && document.documentElement.scrollWidth <= innerWidth); })()`
+	if evalString(t, ctx, fits) != "true" {
+		t.Errorf("at 390 px the preview's error needs a sideways scroll (preview %s of %s px, page %s px):\n%s",
+			evalString(t, ctx, `String(document.getElementById("preview").scrollWidth)`),
+			evalString(t, ctx, `String(document.getElementById("preview").clientWidth)`),
+			evalString(t, ctx, `String(document.documentElement.scrollWidth)`), evalString(t, ctx, preview))
+	}
+	if err := chromedp.Do(ctx, chromedp.Evaluate[chromedp.Void](`document.getElementById("preview").scrollIntoView({block: "center"})`)); err != nil {
+		t.Fatal(err)
+	}
+	viewShot(t, ctx, "preview-error-390px")
+	typeIn("name", "shop")
+	poll(t, ctx, "the preview of shop again", preview+`.includes("name: shop")`)
+	if evalString(t, ctx, `String(document.getElementById("preview").classList.contains("error"))`) == "true" {
+		t.Error("the preview shows YAML again but is still styled as an error (its lines would wrap)")
+	}
 }

@@ -117,7 +117,9 @@ export function livePreview() {
       const q = new URLSearchParams(new FormData(form));
       const resp = await fetch("/lab/preview?" + q, { credentials: "same-origin" });
       const text = await resp.text();
-      if (n === asked) pre.textContent = resp.ok ? text : "# " + text;
+      if (n !== asked) return;
+      pre.textContent = resp.ok ? text : "# " + text;
+      pre.classList.toggle("error", !resp.ok);
     }, 200);
   });
 }
