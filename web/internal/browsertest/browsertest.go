@@ -30,6 +30,16 @@ import (
 // ChromiumPath is Debian's chromium, which the browser tests drive.
 const ChromiumPath = "/usr/bin/chromium"
 
+// DisabledFeatures are Chromium features the tests have no use for and pay
+// for at every tab. Each tab opens in a new browser context, so in a window
+// of its own, and headless Chromium's window preloads its address bar's two
+// popups as WebUI pages, each in a renderer of its own; it also starts a
+// spare renderer for the next navigation, which the next tab, in another
+// context, cannot use. Without them a tab costs about a third of the CPU
+// (docs/BENCHMARKS.md). An unknown name is ignored, so a Chromium that
+// renames them brings the popups back: TestTabsOpenNoBrowserUIPages says so.
+const DisabledFeatures = "WebUIOmniboxPopup,WebUIOmniboxAimPopup,SpareRendererForSitePerProcess"
+
 // defaultTabTimeout bounds a tab's work when the Browser names none.
 const defaultTabTimeout = 2 * time.Minute
 
@@ -72,6 +82,7 @@ func (b *Browser) start() {
 		chromedp.Flag("disable-background-networking", true),
 		chromedp.Flag("disable-component-update", true),
 		chromedp.Flag("disable-sync", true),
+		chromedp.Flag("disable-features", DisabledFeatures),
 		chromedp.NoFirstRun,
 		chromedp.UserDataDir(profile),
 	}

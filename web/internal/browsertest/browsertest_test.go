@@ -139,3 +139,31 @@ func TestEventuallyFailsAtTheDeadlineWithTheLastValue(t *testing.T) {
 		t.Errorf("Eventually ended with %q, want the last value and the wanted one", rec.msg)
 	}
 }
+
+// A tab's window preloads none of the browser's own WebUI pages (the
+// address bar's popups), each a renderer the tests would pay for at every
+// tab. Chromium ignores a feature name it does not know, so this fails when
+// a new Chromium renames what DisabledFeatures turns off.
+func TestTabsOpenNoBrowserUIPages(t *testing.T) {
+	srv := page(t)
+	ctx := browser.Tab(t)
+	Do(t, ctx, chromedp.Navigate(srv.URL))
+	Eventually(t, ctx, "document.title", "ready")
+	targets, err := chromedp.Targets(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pages := 0
+	for _, ti := range targets {
+		switch {
+		case ti.Type == "page":
+			pages++
+		case strings.HasPrefix(ti.URL, "chrome:"), ti.Type == "browser_ui":
+			t.Errorf("the browser opened %s (%s) beside the tab: a renderer for nothing; update DisabledFeatures (%s) for this Chromium",
+				ti.URL, ti.Type, DisabledFeatures)
+		}
+	}
+	if pages == 0 {
+		t.Errorf("no page among the browser's targets %v: the check saw nothing", targets)
+	}
+}
