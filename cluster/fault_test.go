@@ -31,10 +31,11 @@ import (
 // TestEtcdRefusesClientsWithoutCertificate checks that etcd's client port
 // serves only kube-apiserver: neither plain HTTP nor TLS without the
 // cluster's client certificate reads a key, while the apiserver's own
-// certificate does (so the test speaks to the right port).
+// certificate does (so the test speaks to the right port). Every cluster
+// serves etcd the same way, so the shared one does.
 func TestEtcdRefusesClientsWithoutCertificate(t *testing.T) {
 	t.Parallel()
-	c := startCluster(t, context.Background(), ModeMinimal)
+	c := sharedCluster(t)
 	cs := clientset(t, c)
 	ctx := context.Background()
 	secret := &corev1.Secret{
