@@ -52,9 +52,9 @@ TEST_PACKAGES ?= 3
 TEST_PARALLEL ?= 4
 
 # The test binaries are linked without DWARF (-ldflags=-w): no test runs
-# under a debugger, panics and stack traces read the symbol table, not
-# DWARF, and linking the 33 binaries took 163 core-seconds with it and 138
-# without (docs/BENCHMARKS.md).
+# under a debugger, and panics and stack traces read the symbol table, not
+# DWARF. Linking them is a tenth of the suite's CPU, and DWARF about a
+# sixth of that (docs/BENCHMARKS.md).
 TEST_LDFLAGS ?= -w
 
 test: controlplane browser ## run the whole test suite (real control plane, real Chromium)
