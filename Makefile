@@ -53,7 +53,7 @@ TEST_PARALLEL ?= 4
 
 # The test binaries are linked without DWARF (-ldflags=-w): no test runs
 # under a debugger, and panics and stack traces read the symbol table, not
-# DWARF. Linking them is a tenth of the suite's CPU, and DWARF about a
+# DWARF. Linking them takes about 8% of the suite's CPU, and DWARF about a
 # sixth of that (docs/BENCHMARKS.md).
 TEST_LDFLAGS ?= -w
 
