@@ -661,9 +661,13 @@ const scenariosDone = `JSON.parse(localStorage.getItem("oplab.scenarios") || "[]
 // go; the non-idempotent create when a create met AlreadyExists.
 func TestBrowserScenarioCountsWhenItsPointArrives(t *testing.T) {
 	t.Parallel()
-	ctx, _ := startScenario(t, "finalizer", "doomed is Ready. Now delete it.")
+	ctx, ns := startScenario(t, "finalizer", "doomed is Ready. Now delete it.")
 	shows(t, ctx, "doomed Ready", cardOf("doomed")+`?.querySelector(".db-head .pill.ok")?.textContent === "Ready True"`, "#db-doomed")
-	time.Sleep(time.Second) // any message that would wrongly count has arrived by now
+	// Any message that would wrongly count has arrived once doomed's trace
+	// is at rest and the page holds its newest step.
+	e := needEnv(t)
+	last := e.waitTrace(t, "doomed's trace at rest", ns, "doomed", atRest)
+	shows(t, ctx, "doomed's newest step on the page", fmt.Sprintf(`%s >= %d`, newestSeq, last[len(last)-1].Seq), "#rows")
 	showsNow(t, ctx, "the finalizer scenario not yet done", `!`+scenariosDone+`.includes("finalizer")`, "#rows")
 	if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`#db-doomed form[action$="/delete"] button`))); err != nil {
 		t.Fatal(err)

@@ -4,12 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/chromedp/chromedp"
 
+	"github.com/oplab-dev/oplab/controller"
 	"github.com/oplab-dev/oplab/web/lab"
 )
 
@@ -198,15 +199,23 @@ func TestBrowserScenarioStuckFinalizer(t *testing.T) {
 	shows(t, ctx, "the controller pill saying the namespace is paused", `document.getElementById("controller-status").textContent === "Your namespace is paused"`, "#controller-status")
 	reconciles := `String(` + rowsOf("stuck") + `.filter(r => r.querySelector(".rid")).length)`
 	before := evalInt(t, ctx, reconciles)
+	mark := len(e.trace(ns, "stuck"))
 	if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`#db-stuck form[action$="/delete"] button`))); err != nil {
 		t.Fatal(err)
 	}
 	shows(t, ctx, "stuck Terminating, held by the finalizer", cardOf("stuck")+`?.querySelector(".db-head").textContent.includes("Terminating") && `+
 		cardOf("stuck")+`.querySelector(".terminating")?.textContent.includes("db.oplab.dev/final-snapshot")`, "#db-stuck")
-	// The delete's event arrives; nothing reconciles it while paused. A
-	// short look is enough: a reconcile would follow the event at once.
+	// The delete's event arrives; nothing reconciles it while paused. The
+	// controller has held it (or, wrongly, reconciled it) once the trace
+	// says so, and the page has caught up once it holds the trace's newest
+	// step.
 	shows(t, ctx, "the delete's event waiting", rowsOf("stuck")+`.some(r => r.classList.contains("pending") && r.textContent.includes("waiting for a reconcile"))`, "#rows")
-	time.Sleep(3 * time.Second)
+	steps := e.waitTrace(t, "the delete's event held", ns, "stuck", func(s []controller.Step) bool {
+		return slices.ContainsFunc(s[mark:], func(s controller.Step) bool {
+			return s.Type == controller.StepEvent && s.Held || s.Type == controller.StepReconcileStart
+		})
+	})
+	shows(t, ctx, "stuck's newest step on the page", fmt.Sprintf(`%s >= %d`, newestSeq, steps[len(steps)-1].Seq), "#rows")
 	if after := evalInt(t, ctx, reconciles); after != before {
 		t.Errorf("%d reconcile rows of stuck appeared while the namespace was paused; the timeline:%s", after-before, screenText(ctx, "#rows"))
 	}

@@ -44,6 +44,43 @@ func (e *testEnv) trace(ns, db string) []controller.Step {
 	return out
 }
 
+// atRest reports whether a trace has come to rest: a reconcile started
+// after its last watch event (one that was queued, not held or dropped)
+// and has ended. Whatever those events changed has been reconciled, so
+// nothing more happens until something changes again. Waiting for it,
+// rather than for a few seconds, is what lets a test say "and then
+// nothing": the reconcile that would have done it has run.
+func atRest(steps []controller.Step) bool {
+	lastEvent, lastStart := -1, -1
+	for i, s := range steps {
+		switch {
+		case s.Type == controller.StepEvent && !s.Ignored && !s.Held:
+			lastEvent = i
+		case s.Type == controller.StepReconcileStart:
+			lastStart = i
+		}
+	}
+	if lastStart < 0 || lastStart < lastEvent {
+		return false
+	}
+	id := steps[lastStart].ReconcileID
+	return slices.ContainsFunc(steps[lastStart:], func(s controller.Step) bool {
+		return s.Type == controller.StepResult && s.ReconcileID == id
+	})
+}
+
+// deleteEventsOf lists the kinds whose delete event the trace holds.
+func deleteEventsOf(steps []controller.Step) []string {
+	var kinds []string
+	for _, s := range steps {
+		if s.Type == controller.StepEvent && s.Event == "delete" && !slices.Contains(kinds, s.Object.Kind) {
+			kinds = append(kinds, s.Object.Kind)
+		}
+	}
+	slices.Sort(kinds)
+	return kinds
+}
+
 // waitTrace waits until cond holds for db's trace and returns that trace.
 func (e *testEnv) waitTrace(t *testing.T, what, ns, db string, cond func([]controller.Step) bool) []controller.Step {
 	t.Helper()
@@ -250,11 +287,6 @@ func TestScenarioFinalizer(t *testing.T) {
 	if got := finalizerPhases(steps); !slices.Equal(got, []string{"draining", "snapshot", "removed"}) {
 		t.Errorf("finalizer phases %v, want draining, snapshot, removed:%s", got, describeTrace(steps))
 	}
-	// Let any late reconcile of the gone Database show in the trace.
-	time.Sleep(2 * time.Second)
-	if all := e.trace(ns, "doomed"); len(errorRows(all)) > 0 {
-		t.Errorf("error rows after a delete:%s\nin the trace:%s", describeTrace(errorRows(all)), describeTrace(all[max(0, len(all)-40):]))
-	}
 	if !snapshotKept(t, e, ns, "doomed") {
 		t.Error("the snapshot ConfigMap doomed-final-snapshot is gone; nothing owns it, it must stay")
 	}
@@ -267,6 +299,16 @@ func TestScenarioFinalizer(t *testing.T) {
 		}
 		return e.gone(t.Context(), svc)
 	})
+	// Every late reconcile of the gone Database has run once the delete
+	// events of it and its children are in the trace and the trace is at
+	// rest; none of them may show an error.
+	all := e.waitTrace(t, "the delete events of doomed and its children, reconciled", ns, "doomed", func(s []controller.Step) bool {
+		kinds := deleteEventsOf(s)
+		return slices.Contains(kinds, "Database") && slices.Contains(kinds, "Service") && slices.Contains(kinds, "StatefulSet") && atRest(s)
+	})
+	if len(errorRows(all)) > 0 {
+		t.Errorf("error rows after a delete:%s\nin the trace:%s", describeTrace(errorRows(all)), describeTrace(all[max(0, len(all)-40):]))
+	}
 }
 
 func TestScenarioStatusThrash(t *testing.T) {
@@ -326,13 +368,29 @@ func TestScenarioStatusThrash(t *testing.T) {
 	eventually(t, "Ready's lastTransitionTime to move with the spec unchanged", func() (bool, error) {
 		return ltt().After(before) && db.Generation == 1, nil
 	})
-	// Switching the pitfall off ends the storm.
+	// Switching the pitfall off ends the storm: a reconcile finds nothing
+	// to write, so no write's event wakes another.
+	off := len(e.trace(ns, "thrash"))
 	act(t, e, c, "/lab/databases/thrash/pitfall", url.Values{"pitfall": {""}})
-	time.Sleep(3 * time.Second) // the write in flight and its event settle
-	n := len(writes(e.trace(ns, "thrash")))
-	time.Sleep(4 * time.Second)
-	if m := len(writes(e.trace(ns, "thrash"))); m != n {
-		t.Errorf("%d status writes in the 4 s after switching the pitfall off; want none:%s", m-n, describeTrace(writes(e.trace(ns, "thrash"))[n:]))
+	steps = e.waitTrace(t, "a reconcile of thrash that writes no status, then rest", ns, "thrash", func(s []controller.Step) bool {
+		return slices.ContainsFunc(s[off:], func(s controller.Step) bool { return s.Type == controller.StepStatus && s.Skipped && !s.Held }) && atRest(s)
+	})
+	// And it stays ended: the next reconcile, woken by an annotation no
+	// code reads, finds nothing to write either. A write the cap held back
+	// is one the loop tried, so it counts.
+	poke := len(steps)
+	if err := e.client.Patch(t.Context(), &v1alpha1.Database{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "thrash"}},
+		client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"annotations":{"test.oplab.dev/poke":"1"}}}`))); err != nil {
+		t.Fatal(err)
+	}
+	steps = e.waitTrace(t, "the poked reconcile of thrash, then rest", ns, "thrash", func(s []controller.Step) bool {
+		return slices.ContainsFunc(s[poke:], func(s controller.Step) bool { return s.Type == controller.StepReconcileStart }) && atRest(s)
+	})
+	tried := slices.DeleteFunc(slices.Clone(steps[poke:]), func(s controller.Step) bool {
+		return s.Type != controller.StepStatus || (s.Skipped && !s.Held)
+	})
+	if len(tried) > 0 {
+		t.Errorf("%d status writes tried after the pitfall was switched off and a reconcile wrote nothing; want none:%s", len(tried), describeTrace(tried))
 	}
 }
 
@@ -346,12 +404,17 @@ func TestScenarioStuckFinalizer(t *testing.T) {
 			if !e.runner.NamespacePaused(ns) || !e.runner.Running() {
 				t.Fatalf("after setup: namespace paused %v, controller running %v; want only the namespace paused", e.runner.NamespacePaused(ns), e.runner.Running())
 			}
-			act(t, e, c, "/lab/databases/stuck/delete", nil)
 			deleted := len(e.trace(ns, "stuck"))
+			act(t, e, c, "/lab/databases/stuck/delete", nil)
 			db := &v1alpha1.Database{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "stuck"}}
-			// Terminating persists while the namespace is paused: a few
-			// seconds, and longer than the finalizer takes when running.
-			time.Sleep(4 * time.Second)
+			// Terminating persists while the namespace is paused: the
+			// delete's event arrives and is held, not reconciled. (A
+			// reconcile instead ends the wait too, and fails below.)
+			e.waitTrace(t, "the delete's event held", ns, "stuck", func(s []controller.Step) bool {
+				return slices.ContainsFunc(s[deleted:], func(s controller.Step) bool {
+					return s.Type == controller.StepEvent && s.Held || s.Type == controller.StepReconcileStart
+				})
+			})
 			if err := e.client.Get(t.Context(), client.ObjectKeyFromObject(db), db); err != nil || db.DeletionTimestamp == nil ||
 				!slices.Contains(db.Finalizers, controller.Finalizer) {
 				t.Fatalf("stuck while paused: err %v, deletionTimestamp %v, finalizers %v; want Terminating, held by the finalizer", err, db.DeletionTimestamp, db.Finalizers)
