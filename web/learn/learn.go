@@ -1,7 +1,8 @@
 // Package learn serves the course pages: home, lessons, quiz and
 // flashcards. Pages are rendered on the server from view models and read
-// fine without JavaScript; /static/learn.js adds immediate quiz feedback,
-// the flashcard deck and progress kept in the browser's localStorage.
+// fine without JavaScript; the modules under /static/learn/ add immediate
+// quiz feedback, the flashcard deck and progress kept in the browser's
+// localStorage.
 //
 // The server keeps no learner state, and it alone knows the answers: the
 // quiz page carries no correct choices or explanations, which come back

@@ -279,7 +279,7 @@ type cardsView struct {
 	Cards []cardView
 }
 
-// cardView is one card; the JSON names are what learn.js reads.
+// cardView is one card; the JSON names are what learn/deck.js reads.
 type cardView struct {
 	ID          string `json:"id"`
 	Front       string `json:"front"`

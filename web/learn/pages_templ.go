@@ -21,7 +21,7 @@ func page(title, active string) layout.Page {
 		Title:   title,
 		Active:  active,
 		Styles:  []string{"/static/learn.css"},
-		Scripts: []string{"/static/learn.js"},
+		Modules: []string{"/static/learn/main.js"},
 	}
 }
 

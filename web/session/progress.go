@@ -51,8 +51,8 @@ const (
 	maxScenarios    = 32
 	maxChallenges   = 64
 	// maxCardsReviewed is the most reviews the browser's log holds
-	// (MAX_LOG in web/static/learn.js): the count it reports is that log's
-	// length.
+	// (MAX_LOG in web/static/learn/deck.js): the count it reports is that
+	// log's length.
 	maxCardsReviewed = 500
 )
 

@@ -9,19 +9,25 @@ import (
 	"testing"
 )
 
-// The lab's scripts are ES modules (lab/), each about one thing: this
-// reads them as embedded, the way the browser gets them.
+// The lab's and the course pages' scripts are ES modules (lab/, learn/),
+// each about one thing: this reads them as embedded, the way the browser
+// gets them.
 
 // maxModuleLines is the size past which a module is doing two things.
 const maxModuleLines = 300
 
-// modules are the lab's modules and what they share with the roster.
+// modules are the lab's and the course pages' modules, and what the lab
+// shares with the roster.
 func modules(t *testing.T) map[string]string {
 	t.Helper()
 	out := map[string]string{}
-	names, err := fs.Glob(FS, "lab/*.js")
-	if err != nil || len(names) == 0 {
-		t.Fatalf("no lab modules embedded (%v)", err)
+	var names []string
+	for _, dir := range []string{"lab", "learn"} {
+		found, err := fs.Glob(FS, dir+"/*.js")
+		if err != nil || len(found) == 0 {
+			t.Fatalf("no %s modules embedded (%v)", dir, err)
+		}
+		names = append(names, found...)
 	}
 	for _, name := range append(names, "morph.js", "roster.js", "roster-order.js") {
 		out[name] = read(t, name)
@@ -85,7 +91,7 @@ var (
 	upper        = regexp.MustCompile(`[A-Z]`)
 )
 
-// A data attribute the lab or the roster writes is page state that
+// A data attribute the lab, the course pages or the roster writes is page state that
 // something else reads: the stylesheets, or another script (travel.js
 // reads the rows' data-seq). One only the tests read is not the page's:
 // a test reads what the page shows instead.
@@ -134,8 +140,8 @@ var (
 
 // No function is swapped at run time: a module that behaves differently
 // (the replay's player) is given options or branches on state, it does
-// not reassign a function another module calls. Nor does the lab patch
-// the page's globals.
+// not reassign a function another module calls. Nor do the lab's and the
+// course pages' modules patch the page's globals.
 func TestNoFunctionIsReassigned(t *testing.T) {
 	for name, src := range modules(t) {
 		c := code(src)
@@ -164,9 +170,9 @@ func TestNoFunctionIsReassigned(t *testing.T) {
 		for _, m := range letFunc.FindAllStringSubmatch(c, -1) {
 			t.Errorf("%s holds function %s in a let, which invites reassigning it: declare it with function or const", name, m[1])
 		}
-		if strings.HasPrefix(name, "lab/") {
+		if strings.HasPrefix(name, "lab/") || strings.HasPrefix(name, "learn/") {
 			for _, m := range patchGlob.FindAllString(c, -1) {
-				t.Errorf("%s sets a global (%s): a lab module shares what it has by export", name, strings.TrimSpace(m))
+				t.Errorf("%s sets a global (%s): a module shares what it has by export", name, strings.TrimSpace(m))
 			}
 		}
 	}

@@ -9,8 +9,8 @@
 (() => {
   const KEY_NAME = "oplab.name";             // the display name, as typed (plain text)
   const KEY_SCENARIOS = "oplab.scenarios";   // [scenario name, ...] seen through in the lab
-  const KEY_QUIZ = "oplab.quiz";             // {results, best} (learn.js)
-  const KEY_REVIEWS = "oplab.reviews";       // [review, ...] (learn.js)
+  const KEY_QUIZ = "oplab.quiz";             // {results, best} (learn/record.js)
+  const KEY_REVIEWS = "oplab.reviews";       // [review, ...] (learn/record.js)
   const KEY_CHALLENGES = "oplab.challenges"; // {ID: {tasks, done, of}} (the challenges' script)
   const WATCHED = [KEY_NAME, KEY_SCENARIOS, KEY_QUIZ, KEY_REVIEWS, KEY_CHALLENGES];
 

@@ -7,5 +7,5 @@ import "embed"
 // FS holds every file of this folder but the Go sources, and the lab's
 // modules (lab/).
 //
-//go:embed *.css *.js lab/*.js
+//go:embed *.css *.js lab/*.js learn/*.js
 var FS embed.FS

@@ -1,0 +1,19 @@
+// home.js: the home page's progress box, read from what this browser kept.
+import { KEY_QUIZ, load, readSlugs, countDue, forgetAll } from "./record.js";
+
+export function initProgress() {
+  const box = document.getElementById("progress");
+  if (!box) return;
+  const ids = (box.dataset.cards || "").split(" ").filter(Boolean);
+  const stat = (name) => box.querySelector(`[data-stat="${name}"]`);
+  stat("read").textContent = String(readSlugs().size);
+  const quiz = load(KEY_QUIZ, null);
+  stat("quiz").textContent = quiz ? String(quiz.best || 0) : "–";
+  stat("due").textContent = String(countDue(ids, Date.now()));
+  box.querySelector('[data-action="reset-progress"]').addEventListener("click", () => {
+    if (!window.confirm("Forget all progress kept in this browser?")) return;
+    forgetAll();
+    window.location.reload();
+  });
+  box.hidden = false;
+}

@@ -1,0 +1,123 @@
+// quiz.js: the quiz, one answer at a time. The server alone knows the
+// correct choices (the page does not carry them): each answer is sent to
+// POST /quiz/answer, which grades it and explains. Without script, the
+// form is graded whole on the server, and that result is recorded too.
+import { recordQuiz } from "./record.js";
+import { postJSON } from "./post.js";
+
+// quiz is this page's quiz: the verdicts so far (question → right), the
+// questions whose answer is on its way to the server, and the live score.
+const quiz = { answered: {}, checking: new Set(), live: null };
+
+export function initQuiz() {
+  const form = document.getElementById("quiz-form");
+  if (!form) return;
+  if (document.getElementById("quiz-result")) { recordGraded(form); return; }
+
+  quiz.live = document.getElementById("quiz-live");
+  quiz.live.hidden = false;
+  for (const fs of form.querySelectorAll("fieldset.question")) {
+    const inputs = [...fs.querySelectorAll("input")];
+    const btn = fs.querySelector("button.check");
+    const grade = () => check(fs, inputs);
+    btn.addEventListener("click", grade);
+    if (fs.dataset.multi === "true") {
+      btn.hidden = false;
+    }
+    // A pointer pick of a single answer is graded at once. Arrow keys
+    // also change a radio group's pick, so keyboard users browse the
+    // choices freely and commit with Enter or the Check button.
+    let browsing = false;
+    fs.addEventListener("pointerdown", () => { browsing = false; });
+    fs.addEventListener("keydown", (e) => {
+      if (e.key.startsWith("Arrow")) {
+        browsing = true;
+        btn.hidden = false;
+      } else if (e.key === "Enter" && e.target instanceof HTMLInputElement) {
+        e.preventDefault(); // Enter would submit the whole form
+        grade();
+      }
+    });
+    // Enter in a choice would also submit the whole form (implicit
+    // submission happens on keypress), so stop that too.
+    fs.addEventListener("keypress", (e) => {
+      if (e.key === "Enter" && e.target instanceof HTMLInputElement) e.preventDefault();
+    });
+    if (fs.dataset.multi !== "true") {
+      for (const input of inputs) input.addEventListener("change", () => { if (!browsing) grade(); });
+    }
+  }
+  // Answered questions are locked by disabling their inputs, and disabled
+  // inputs are not submitted: unlock them so "Grade my answers" still
+  // grades everything on the server.
+  form.addEventListener("submit", () => {
+    for (const input of form.querySelectorAll("input:disabled")) input.disabled = false;
+  });
+}
+
+// check sends one answer to the server and shows its verdict.
+async function check(fs, inputs) {
+  const id = fs.dataset.question;
+  const picked = inputs.filter((i) => i.checked).map((i) => Number(i.value)).sort((a, b) => a - b);
+  if (picked.length === 0 || quiz.checking.has(id) || id in quiz.answered) return;
+  quiz.checking.add(id);
+  const feedback = fs.querySelector(".feedback");
+  const v = feedback.querySelector(".verdict");
+  let verdict;
+  try {
+    verdict = await postJSON("/quiz/answer", { question: id, choices: picked });
+  } catch (err) {
+    v.textContent = "Could not check this answer: " + err.message;
+    v.className = "verdict error";
+    feedback.hidden = false;
+    return;
+  } finally {
+    quiz.checking.delete(id);
+  }
+  const ok = verdict.correct;
+  const correct = verdict.correctChoices || [];
+  for (const input of inputs) {
+    input.disabled = true;
+    const li = input.closest("li");
+    const isCorrect = correct.includes(Number(input.value));
+    li.classList.toggle("is-correct", isCorrect);
+    li.classList.toggle("is-wrong", input.checked && !isCorrect);
+    if (isCorrect || input.checked) {
+      const mark = document.createElement("span");
+      mark.className = isCorrect ? "mark ok" : "mark error";
+      mark.textContent = isCorrect ? "✓ correct answer" : "✗ your answer";
+      li.append(mark);
+    }
+  }
+  const btn = fs.querySelector("button.check");
+  if (btn) btn.hidden = true;
+  fs.classList.add(ok ? "right" : "wrong");
+  v.className = "verdict";
+  v.innerHTML = ok ? '<b class="ok">Right.</b>' : '<b class="error">Not quite.</b>';
+  feedback.querySelector(".explanation").textContent = verdict.explanation;
+  feedback.hidden = false;
+
+  quiz.answered[id] = ok;
+  recordQuiz(id, ok);
+  showScore();
+}
+
+function showScore() {
+  const ids = Object.keys(quiz.answered);
+  const missed = ids.filter((id) => !quiz.answered[id]);
+  const live = quiz.live;
+  live.querySelector('[data-live="score"]').textContent = String(ids.length - missed.length);
+  live.querySelector('[data-live="answered"]').textContent = String(ids.length);
+  const retry = live.querySelector('[data-live="retry"]');
+  retry.hidden = missed.length === 0;
+  retry.href = "/quiz?only=" + encodeURIComponent(missed.join(","));
+  retry.textContent = `Retry the ${missed.length} missed`;
+}
+
+// recordGraded keeps a server-graded result, so a quiz taken without the
+// immediate feedback still counts towards progress.
+function recordGraded(form) {
+  for (const fs of form.querySelectorAll("fieldset.question")) {
+    recordQuiz(fs.dataset.question, fs.classList.contains("right"));
+  }
+}
