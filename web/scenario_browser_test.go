@@ -206,14 +206,12 @@ func TestBrowserScenarioStuckFinalizer(t *testing.T) {
 	shows(t, ctx, "stuck Terminating, held by the finalizer", cardOf("stuck")+`?.querySelector(".db-head").textContent.includes("Terminating") && `+
 		cardOf("stuck")+`.querySelector(".terminating")?.textContent.includes("db.oplab.dev/final-snapshot")`, "#db-stuck")
 	// The delete's event arrives; nothing reconciles it while paused. The
-	// controller has held it (or, wrongly, reconciled it) once the trace
-	// says so, and the page has caught up once it holds the trace's newest
-	// step.
+	// controller has held the Database's own event (or, wrongly,
+	// reconciled it) once the trace says so, and the page has caught up
+	// once it holds the trace's newest step.
 	shows(t, ctx, "the delete's event waiting", rowsOf("stuck")+`.some(r => r.classList.contains("pending") && r.textContent.includes("waiting for a reconcile"))`, "#rows")
 	steps := e.waitTrace(t, "the delete's event held", ns, "stuck", func(s []controller.Step) bool {
-		return slices.ContainsFunc(s[mark:], func(s controller.Step) bool {
-			return s.Type == controller.StepEvent && s.Held || s.Type == controller.StepReconcileStart
-		})
+		return slices.ContainsFunc(s[mark:], heldDatabaseEventOrReconcile)
 	})
 	shows(t, ctx, "stuck's newest step on the page", fmt.Sprintf(`%s >= %d`, newestSeq, steps[len(steps)-1].Seq), "#rows")
 	if after := evalInt(t, ctx, reconciles); after != before {

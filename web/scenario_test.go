@@ -46,10 +46,12 @@ func (e *testEnv) trace(ns, db string) []controller.Step {
 
 // atRest reports whether a trace has come to rest: a reconcile started
 // after its last watch event (one that was queued, not held or dropped)
-// and has ended. Whatever those events changed has been reconciled, so
-// nothing more happens until something changes again. Waiting for it,
-// rather than for a few seconds, is what lets a test say "and then
-// nothing": the reconcile that would have done it has run.
+// and has ended. Whatever those events changed has been reconciled. What
+// that reconcile's result asked for (a requeue, a retry after an error,
+// the resync) may still come; the tests that wait for rest check that
+// result's kind of step, not its absence later. Waiting for it, rather
+// than for a few seconds, is what lets a test say "and then nothing
+// more": the reconcile that would have done it has run.
 func atRest(steps []controller.Step) bool {
 	lastEvent, lastStart := -1, -1
 	for i, s := range steps {
@@ -67,6 +69,13 @@ func atRest(steps []controller.Step) bool {
 	return slices.ContainsFunc(steps[lastStart:], func(s controller.Step) bool {
 		return s.Type == controller.StepResult && s.ReconcileID == id
 	})
+}
+
+// heldDatabaseEventOrReconcile is what ends a wait for a Database's own
+// event to be held while its namespace is paused: that event, or a
+// reconcile, which a paused namespace must not see.
+func heldDatabaseEventOrReconcile(s controller.Step) bool {
+	return s.Type == controller.StepEvent && s.Held && s.Object.Kind == "Database" || s.Type == controller.StepReconcileStart
 }
 
 // deleteEventsOf lists the kinds whose delete event the trace holds.
@@ -302,9 +311,8 @@ func TestScenarioFinalizer(t *testing.T) {
 	// Every late reconcile of the gone Database has run once the delete
 	// events of it and its children are in the trace and the trace is at
 	// rest; none of them may show an error.
-	all := e.waitTrace(t, "the delete events of doomed and its children, reconciled", ns, "doomed", func(s []controller.Step) bool {
-		kinds := deleteEventsOf(s)
-		return slices.Contains(kinds, "Database") && slices.Contains(kinds, "Service") && slices.Contains(kinds, "StatefulSet") && atRest(s)
+	all := e.waitTrace(t, "the delete events of doomed and its three children, reconciled", ns, "doomed", func(s []controller.Step) bool {
+		return slices.Equal(deleteEventsOf(s), []string{"Database", "Secret", "Service", "StatefulSet"}) && atRest(s)
 	})
 	if len(errorRows(all)) > 0 {
 		t.Errorf("error rows after a delete:%s\nin the trace:%s", describeTrace(errorRows(all)), describeTrace(all[max(0, len(all)-40):]))
@@ -408,12 +416,13 @@ func TestScenarioStuckFinalizer(t *testing.T) {
 			act(t, e, c, "/lab/databases/stuck/delete", nil)
 			db := &v1alpha1.Database{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "stuck"}}
 			// Terminating persists while the namespace is paused: the
-			// delete's event arrives and is held, not reconciled. (A
-			// reconcile instead ends the wait too, and fails below.)
+			// delete's event (an update of the Database: its
+			// deletionTimestamp set) arrives and is held, not reconciled.
+			// A child's event held meanwhile (its status settling) is not
+			// that one. A reconcile instead ends the wait too, and fails
+			// below.
 			e.waitTrace(t, "the delete's event held", ns, "stuck", func(s []controller.Step) bool {
-				return slices.ContainsFunc(s[deleted:], func(s controller.Step) bool {
-					return s.Type == controller.StepEvent && s.Held || s.Type == controller.StepReconcileStart
-				})
+				return slices.ContainsFunc(s[deleted:], heldDatabaseEventOrReconcile)
 			})
 			if err := e.client.Get(t.Context(), client.ObjectKeyFromObject(db), db); err != nil || db.DeletionTimestamp == nil ||
 				!slices.Contains(db.Finalizers, controller.Finalizer) {
