@@ -48,10 +48,10 @@ func (e *testEnv) trace(ns, db string) []controller.Step {
 // after its last watch event (one that was queued, not held or dropped)
 // and has ended. Whatever those events changed has been reconciled. What
 // that reconcile's result asked for (a requeue, a retry after an error,
-// the resync) may still come; the tests that wait for rest check that
-// result's kind of step, not its absence later. Waiting for it, rather
-// than for a few seconds, is what lets a test say "and then nothing
-// more": the reconcile that would have done it has run.
+// the resync) may still come: rest speaks for what the events caused, not
+// for a later requeue. Waiting for it, rather than for a few seconds, is
+// what lets a test say "and then nothing more came of it": the reconcile
+// that would have done it has run.
 func atRest(steps []controller.Step) bool {
 	lastEvent, lastStart := -1, -1
 	for i, s := range steps {
