@@ -320,11 +320,20 @@ func TestBrowserDemoNarratesOnTheTimeline(t *testing.T) {
 	// it shows at once (the demo advances by itself, so a check made later,
 	// on a loaded machine, could find it past step 3 already), and a later
 	// step must appear on the same page.
-	if err := chromedp.Do(ctx, chromedp.Evaluate[chromedp.Void](`window.loadedAt = document.querySelector("#demo-progress").textContent`)); err != nil {
+	// The update keeps the panel's nodes: the narration (a live region, so
+	// a screen reader reads its new text) and the button the instructor
+	// has focused.
+	if err := chromedp.Do(ctx, chromedp.Evaluate[chromedp.Void](`window.loadedAt = document.querySelector("#demo-progress").textContent;
+		window.say = document.getElementById("demo-narration");
+		document.querySelector('#demo form[action="/instructor/demo/stop"] button').focus()`)); err != nil {
 		t.Fatal(err)
 	}
 	poll(t, ctx, "a later step on the same instructor page", `window.loadedAt !== undefined && document.querySelector("#demo-progress")?.textContent !== window.loadedAt
 		&& /step [3-6] of 6/.test(document.querySelector("#demo-progress").textContent)`)
+	if kept := evalString(t, ctx, `[document.getElementById("demo-narration") === window.say ? "" : "the narration was replaced",
+		document.activeElement?.closest('form[action="/instructor/demo/stop"]') ? "" : "Stop lost the focus"].filter(Boolean).join(", ")`); kept != "" {
+		t.Errorf("the panel's update: %s", kept)
+	}
 	screenshot(t, ctx, "demo-instructor")
 	axeCheck(t, ctx, "/instructor (a demo playing)")
 	if err := chromedp.Do(ctx, chromedp.Navigate(e.http.URL+"/lab"), chromedp.WaitVisible(chromedp.CSS("#create-form"))); err != nil {

@@ -16,8 +16,8 @@ import (
 // maxModuleLines is the size past which a module is doing two things.
 const maxModuleLines = 300
 
-// modules are the lab's and the course pages' modules, and what the lab
-// shares with the roster.
+// modules are the lab's and the course pages' modules, what the lab
+// shares with the roster, and the instructor's demo panel.
 func modules(t *testing.T) map[string]string {
 	t.Helper()
 	out := map[string]string{}
@@ -29,7 +29,7 @@ func modules(t *testing.T) map[string]string {
 		}
 		names = append(names, found...)
 	}
-	for _, name := range append(names, "morph.js", "roster.js", "roster-order.js") {
+	for _, name := range append(names, "morph.js", "roster.js", "roster-order.js", "demo.js") {
 		out[name] = read(t, name)
 	}
 	return out

@@ -5,7 +5,7 @@
 // counterpart is added or removed. A kept node keeps the focus, a screen
 // reader's place and a selection, which replacing it would drop. The
 // roster morphs its table with it (roster.js), the lab its cards
-// (lab/cards.js).
+// (lab/cards.js), the instructor's page its demo panel (demo.js).
 //
 // Options:
 //   keep: a Set of attribute names the page's script owns (the roster's
