@@ -104,7 +104,7 @@ type pageView struct {
 // is not up the one that turns the page live when it is.
 func (v pageView) frame() layout.Page {
 	if v.Waiting != "" {
-		return layout.Page{Title: v.Title, Active: "challenges", Styles: []string{"/static/challenges.css"}, Scripts: []string{"/static/starting.js"}}
+		return layout.Page{Title: v.Title, Active: "challenges", Styles: []string{"/static/challenges.css"}, Modules: []string{"/static/starting.js"}}
 	}
 	return frame(v.Title)
 }

@@ -17,7 +17,7 @@ import (
 )
 
 func frame(title string) layout.Page {
-	return layout.Page{Title: title, Active: "challenges", Styles: []string{"/static/challenges.css"}, Scripts: []string{"/static/challenges.js"}}
+	return layout.Page{Title: title, Active: "challenges", Styles: []string{"/static/challenges.css"}, Modules: []string{"/static/challenges.js"}}
 }
 
 func stateIcon(t taskView) string {

@@ -192,7 +192,7 @@ func Page(v pageView) templ.Component {
 			}
 			return nil
 		})
-		templ_7745c5c3_Err = layout.Base(layout.Page{Title: "Write your own reconciler", Active: "code", Styles: []string{"/static/code.css"}, Scripts: []string{"/static/code.js"}}).Render(templ.WithChildren(ctx, templ_7745c5c3_Var2), templ_7745c5c3_Buffer)
+		templ_7745c5c3_Err = layout.Base(layout.Page{Title: "Write your own reconciler", Active: "code", Styles: []string{"/static/code.css"}, Modules: []string{"/static/code.js"}}).Render(templ.WithChildren(ctx, templ_7745c5c3_Var2), templ_7745c5c3_Buffer)
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}

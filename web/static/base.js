@@ -1,122 +1,121 @@
 // base.js: enhancements shared by every page, and what the other scripts
-// share (window.oplab: h, localize, store, tabStore). The layout loads it
+// import from it: h, clock, localize, store, tabStore. The layout loads it
 // first, so it has run before any page's own script. Pages work without
 // any script.
-"use strict";
-(function () {
-  // localize shows every <time datetime> under root in the learner's own
-  // zone. The server writes times in UTC, the one zone it can be sure of;
-  // the browser knows the learner's.
-  //
-  // The formats are made once: toLocaleTimeString makes a new one at every
-  // call, and a lab reload drawing the past called it thousands of times
-  // (a quarter of the page's time). These are the formats those calls use.
-  const timeFormat = new Intl.DateTimeFormat([], { hour: "numeric", minute: "numeric", second: "numeric", hour12: false });
-  const fullFormat = new Intl.DateTimeFormat([], {
-    year: "numeric", month: "numeric", day: "numeric", hour: "numeric", minute: "numeric", second: "numeric", timeZoneName: "short",
+// localize shows every <time datetime> under root in the learner's own
+// zone. The server writes times in UTC, the one zone it can be sure of;
+// the browser knows the learner's.
+//
+// The formats are made once: toLocaleTimeString makes a new one at every
+// call, and a lab reload drawing the past called it thousands of times
+// (a quarter of the page's time). These are the formats those calls use.
+const timeFormat = new Intl.DateTimeFormat([], { hour: "numeric", minute: "numeric", second: "numeric", hour12: false });
+const fullFormat = new Intl.DateTimeFormat([], {
+  year: "numeric", month: "numeric", day: "numeric", hour: "numeric", minute: "numeric", second: "numeric", timeZoneName: "short",
+});
+// clock is a time of day in the learner's zone, "" for what is not one.
+export function clock(d) {
+  return isNaN(d) ? "" : timeFormat.format(d);
+}
+export function localize(root) {
+  for (const el of (root || document).querySelectorAll("time[datetime]")) {
+    const d = new Date(el.getAttribute("datetime"));
+    if (isNaN(d)) continue;
+    el.textContent = timeFormat.format(d);
+    el.title = fullFormat.format(d);
+  }
+}
+
+// A button with data-copy="ID" copies the text of the element ID.
+function enableCopy(button) {
+  const target = document.getElementById(button.dataset.copy);
+  if (!target) return;
+  button.hidden = false;
+  const label = button.textContent;
+  button.addEventListener("click", async () => {
+    const text = target.textContent.trim();
+    let ok = false;
+    try {
+      await navigator.clipboard.writeText(text);
+      ok = true;
+    } catch (err) {
+      // Without the async clipboard (an insecure origin), select the text
+      // so that Ctrl+C copies it.
+      const range = document.createRange();
+      range.selectNodeContents(target);
+      const sel = getSelection();
+      sel.removeAllRanges();
+      sel.addRange(range);
+      ok = document.execCommand && document.execCommand("copy");
+    }
+    button.textContent = ok ? "Copied" : "Selected: press Ctrl+C";
+    setTimeout(() => { button.textContent = label; }, 2000);
   });
-  // clock is a time of day in the learner's zone, "" for what is not one.
-  function clock(d) {
-    return isNaN(d) ? "" : timeFormat.format(d);
-  }
-  function localize(root) {
-    for (const el of (root || document).querySelectorAll("time[datetime]")) {
-      const d = new Date(el.getAttribute("datetime"));
-      if (isNaN(d)) continue;
-      el.textContent = timeFormat.format(d);
-      el.title = fullFormat.format(d);
-    }
-  }
+}
 
-  // A button with data-copy="ID" copies the text of the element ID.
-  function enableCopy(button) {
-    const target = document.getElementById(button.dataset.copy);
-    if (!target) return;
-    button.hidden = false;
-    const label = button.textContent;
-    button.addEventListener("click", async () => {
-      const text = target.textContent.trim();
-      let ok = false;
-      try {
-        await navigator.clipboard.writeText(text);
-        ok = true;
-      } catch (err) {
-        // Without the async clipboard (an insecure origin), select the text
-        // so that Ctrl+C copies it.
-        const range = document.createRange();
-        range.selectNodeContents(target);
-        const sel = getSelection();
-        sel.removeAllRanges();
-        sel.addRange(range);
-        ok = document.execCommand && document.execCommand("copy");
-      }
-      button.textContent = ok ? "Copied" : "Selected: press Ctrl+C";
-      setTimeout(() => { button.textContent = label; }, 2000);
-    });
+// h builds an element: h("p", {class: "note"}, "text", child). Text
+// always goes in through text nodes, never as HTML; an attribute or a
+// child that is null, undefined or false is left out, and an attribute
+// that is true is set empty.
+export function h(tag, attrs, ...kids) {
+  const el = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs || {})) {
+    if (v === null || v === undefined || v === false) continue;
+    if (k === "class") el.className = v;
+    else el.setAttribute(k, v === true ? "" : v);
   }
-
-  // h builds an element: h("p", {class: "note"}, "text", child). Text
-  // always goes in through text nodes, never as HTML; an attribute or a
-  // child that is null, undefined or false is left out, and an attribute
-  // that is true is set empty.
-  function h(tag, attrs, ...kids) {
-    const el = document.createElement(tag);
-    for (const [k, v] of Object.entries(attrs || {})) {
-      if (v === null || v === undefined || v === false) continue;
-      if (k === "class") el.className = v;
-      else el.setAttribute(k, v === true ? "" : v);
-    }
-    for (const kid of kids.flat()) {
-      if (kid === null || kid === undefined || kid === false) continue;
-      el.append(kid instanceof Node ? kid : document.createTextNode(String(kid)));
-    }
-    return el;
+  for (const kid of kids.flat()) {
+    if (kid === null || kid === undefined || kid === false) continue;
+    el.append(kid instanceof Node ? kid : document.createTextNode(String(kid)));
   }
+  return el;
+}
 
-  // storage is the one way the scripts keep things in the browser: JSON
-  // values (load, save) and plain text as typed (text, saveText). A
-  // browser may refuse storage (private mode, storage switched off, a full
-  // quota), and then a value lasts in memory for this page: scripts work
-  // the same, they only forget on reload. Memory holds only what storage
-  // refused, so a value another tab wrote is read from storage as it is.
-  function storage(area) {
-    const memory = new Map();
-    function raw(key) {
-      if (memory.has(key)) return memory.get(key);
-      try { return window[area].getItem(key); } catch { return null; }
-    }
-    function keep(key, value) {
-      try {
-        window[area].setItem(key, value);
-        memory.delete(key);
-      } catch {
-        memory.set(key, value);
-      }
-    }
-    return {
-      // load returns the JSON value under key, or fallback when there is
-      // none or it does not parse (written by an older or broken page).
-      load(key, fallback) {
-        const v = raw(key);
-        if (v === null) return fallback;
-        try { return JSON.parse(v); } catch { return fallback; }
-      },
-      save(key, value) { keep(key, JSON.stringify(value)); },
-      // text returns the string under key, or null when there is none.
-      text(key) { return raw(key); },
-      saveText(key, value) { keep(key, String(value)); },
-      remove(key) {
-        memory.delete(key);
-        try { window[area].removeItem(key); } catch { /* nothing stored */ }
-      },
-    };
+// storage is the one way the scripts keep things in the browser: JSON
+// values (load, save) and plain text as typed (text, saveText). A
+// browser may refuse storage (private mode, storage switched off, a full
+// quota), and then a value lasts in memory for this page: scripts work
+// the same, they only forget on reload. Memory holds only what storage
+// refused, so a value another tab wrote is read from storage as it is.
+function storage(area) {
+  const memory = new Map();
+  function raw(key) {
+    if (memory.has(key)) return memory.get(key);
+    try { return window[area].getItem(key); } catch { return null; }
   }
+  function keep(key, value) {
+    try {
+      window[area].setItem(key, value);
+      memory.delete(key);
+    } catch {
+      memory.set(key, value);
+    }
+  }
+  return {
+    // load returns the JSON value under key, or fallback when there is
+    // none or it does not parse (written by an older or broken page).
+    load(key, fallback) {
+      const v = raw(key);
+      if (v === null) return fallback;
+      try { return JSON.parse(v); } catch { return fallback; }
+    },
+    save(key, value) { keep(key, JSON.stringify(value)); },
+    // text returns the string under key, or null when there is none.
+    text(key) { return raw(key); },
+    saveText(key, value) { keep(key, String(value)); },
+    remove(key) {
+      memory.delete(key);
+      try { window[area].removeItem(key); } catch { /* nothing stored */ }
+    },
+  };
+}
 
-  // store keeps what outlives the tab (progress, the name, the code);
-  // tabStore what belongs to this tab only (whom it follows).
-  window.oplab = { h, clock, localize, store: storage("localStorage"), tabStore: storage("sessionStorage") };
-  document.addEventListener("DOMContentLoaded", () => {
-    localize(document);
-    document.querySelectorAll("button[data-copy]").forEach(enableCopy);
-  });
-})();
+// store keeps what outlives the tab (progress, the name, the code);
+// tabStore what belongs to this tab only (whom it follows).
+export const store = storage("localStorage");
+export const tabStore = storage("sessionStorage");
+
+document.addEventListener("DOMContentLoaded", () => {
+  localize(document);
+  document.querySelectorAll("button[data-copy]").forEach(enableCopy);
+});

@@ -17,14 +17,16 @@ var browser = &browsertest.Browser{}
 func TestMain(m *testing.M) { os.Exit(browser.Run(m)) }
 
 // basePage serves a page that loads base.js as the layout does, and
-// nothing else, so the helpers are tested alone.
+// nothing else, so the helpers are tested alone. Its own module puts
+// base.js's exports in the page's scope as oplab, for the tests to call.
 func basePage(t *testing.T) string {
 	t.Helper()
 	mux := http.NewServeMux()
 	mux.Handle("GET /static/", http.StripPrefix("/static/", http.FileServerFS(FS)))
 	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
-		_, _ = w.Write([]byte(`<!DOCTYPE html><title>base</title><main id="main"></main><script src="/static/base.js"></script>`))
+		_, _ = w.Write([]byte(`<!DOCTYPE html><title>base</title><main id="main"></main><script type="module" src="/static/base.js"></script>` +
+			`<script type="module">import * as oplab from "/static/base.js"; window.oplab = oplab;</script>`))
 	})
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)

@@ -8,12 +8,12 @@
 // aloud, through a live region, when a task turns done. Start posts the form
 // with fetch so the page stays. On /challenges it shows each challenge's
 // progress from localStorage.
+import { store } from "./base.js";
+
 (function () {
-  "use strict";
   const KEY = "oplab.challenges";
   const POLL_MS = 1500;
 
-  const store = window.oplab.store;
   function load() {
     const v = store.load(KEY, {});
     return v && typeof v === "object" && !Array.isArray(v) ? v : {};

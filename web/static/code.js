@@ -1,8 +1,9 @@
 // The code page: a textarea with line numbers, Tab indenting and the
 // error's line marked; Run my code / Back to oplab's controller; the code
 // kept in localStorage and in the session. No framework, no build step.
+import { store } from "./base.js";
+
 (function () {
-  "use strict";
   const root = document.getElementById("code");
   if (!root) return;
   const src = document.getElementById("source");
@@ -19,9 +20,9 @@
   // The browser's copy wins over the session's when it is newer work; code
   // just loaded from a replayed export wins over both, and is kept.
   if (root.dataset.imported === "true") {
-    window.oplab.store.saveText(key, src.value);
+    store.saveText(key, src.value);
   } else {
-    const kept = window.oplab.store.text(key);
+    const kept = store.text(key);
     if (kept) src.value = kept;
   }
 
@@ -37,7 +38,7 @@
 
   let saveTimer = 0;
   function keep() {
-    window.oplab.store.saveText(key, src.value);
+    store.saveText(key, src.value);
     clearTimeout(saveTimer);
     saveTimer = setTimeout(() => post("/code/save", { source: src.value }).catch(() => {}), 1000);
   }

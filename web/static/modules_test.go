@@ -9,27 +9,26 @@ import (
 	"testing"
 )
 
-// The lab's and the course pages' scripts are ES modules (lab/, learn/),
-// each about one thing: this reads them as embedded, the way the browser
-// gets them.
+// Every script oplab serves is an ES module, each about one thing (the
+// lab's in lab/, the course pages' in learn/): this reads them as
+// embedded, the way the browser gets them.
 
 // maxModuleLines is the size past which a module is doing two things.
 const maxModuleLines = 300
 
-// modules are the lab's and the course pages' modules, what the lab
-// shares with the roster, and the instructor's demo panel.
+// modules are every script embedded, by name.
 func modules(t *testing.T) map[string]string {
 	t.Helper()
 	out := map[string]string{}
 	var names []string
-	for _, dir := range []string{"lab", "learn"} {
-		found, err := fs.Glob(FS, dir+"/*.js")
+	for _, pattern := range []string{"*.js", "lab/*.js", "learn/*.js"} {
+		found, err := fs.Glob(FS, pattern)
 		if err != nil || len(found) == 0 {
-			t.Fatalf("no %s modules embedded (%v)", dir, err)
+			t.Fatalf("no scripts %s embedded (%v)", pattern, err)
 		}
 		names = append(names, found...)
 	}
-	for _, name := range append(names, "morph.js", "roster.js", "roster-order.js", "demo.js") {
+	for _, name := range names {
 		out[name] = read(t, name)
 	}
 	return out
@@ -91,7 +90,7 @@ var (
 	upper        = regexp.MustCompile(`[A-Z]`)
 )
 
-// A data attribute the lab, the course pages or the roster writes is page state that
+// A data attribute a script writes is page state that
 // something else reads: the stylesheets, or another script (travel.js
 // reads the rows' data-seq). One only the tests read is not the page's:
 // a test reads what the page shows instead.
@@ -134,14 +133,17 @@ var (
 	declared  = regexp.MustCompile(`(?m)(?:^|[^.\w$])function\s+([\w$]+)|(?:const|let|var)\s+([\w$]+)\s*=\s*(?:async\s*)?(?:\([^()]*\)|[\w$]+)\s*=>`)
 	imported  = regexp.MustCompile(`import\s*\{([^}]*)\}\s*from\s*"([^"]+)"`)
 	exported  = regexp.MustCompile(`(?m)^export\s+(?:async\s+)?(?:function|const|let|class)\s+([\w$]+)`)
+	exportSet = regexp.MustCompile(`(?m)^export\s*\{([^}]*)\}`)
 	letFunc   = regexp.MustCompile(`let\s+([\w$]+)\s*=\s*(?:async\s*)?(?:function\b|\([^()]*\)\s*=>|[\w$]+\s*=>)`)
 	patchGlob = regexp.MustCompile(`(?:[^.\w$]|^)(?:window|document|window\.oplab)\.[\w$]+\s*=[^=]`)
+	ourGlobal = regexp.MustCompile(`window\.oplab\w*`)
 )
 
 // No function is swapped at run time: a module that behaves differently
 // (the replay's player) is given options or branches on state, it does
-// not reassign a function another module calls. Nor do the lab's and the
-// course pages' modules patch the page's globals.
+// not reassign a function another module calls. Nor does a module patch
+// the page's globals, or read one of oplab's: it shares what it has by
+// export, and imports what it uses.
 func TestNoFunctionIsReassigned(t *testing.T) {
 	for name, src := range modules(t) {
 		c := code(src)
@@ -170,10 +172,11 @@ func TestNoFunctionIsReassigned(t *testing.T) {
 		for _, m := range letFunc.FindAllStringSubmatch(c, -1) {
 			t.Errorf("%s holds function %s in a let, which invites reassigning it: declare it with function or const", name, m[1])
 		}
-		if strings.HasPrefix(name, "lab/") || strings.HasPrefix(name, "learn/") {
-			for _, m := range patchGlob.FindAllString(c, -1) {
-				t.Errorf("%s sets a global (%s): a module shares what it has by export", name, strings.TrimSpace(m))
-			}
+		for _, m := range patchGlob.FindAllString(c, -1) {
+			t.Errorf("%s sets a global (%s): a module shares what it has by export", name, strings.TrimSpace(m))
+		}
+		for _, m := range ourGlobal.FindAllString(c, -1) {
+			t.Errorf("%s reads %s: import it from the module that exports it", name, m)
 		}
 	}
 }
@@ -194,6 +197,13 @@ func TestModuleImportsResolve(t *testing.T) {
 			var have []string
 			for _, e := range exported.FindAllStringSubmatch(tsrc, -1) {
 				have = append(have, e[1])
+			}
+			for _, e := range exportSet.FindAllStringSubmatch(tsrc, -1) {
+				for _, n := range strings.Split(e[1], ",") {
+					if f := strings.Fields(n); len(f) > 0 {
+						have = append(have, f[len(f)-1]) // the name after "as", if any
+					}
+				}
 			}
 			for _, n := range strings.Split(m[1], ",") {
 				f := strings.Fields(n)

@@ -4,7 +4,7 @@
 // report goes with the learner's session and is never shown to other
 // learners. On the lab page it also records the scenarios the learner saw
 // through, and offers the display name field.
-"use strict";
+import { store } from "./base.js";
 
 (() => {
   const KEY_NAME = "oplab.name";             // the display name, as typed (plain text)
@@ -14,7 +14,6 @@
   const KEY_CHALLENGES = "oplab.challenges"; // {ID: {tasks, done, of}} (the challenges' script)
   const WATCHED = [KEY_NAME, KEY_SCENARIOS, KEY_QUIZ, KEY_REVIEWS, KEY_CHALLENGES];
 
-  const store = window.oplab.store;
   const load = store.load;
   const loadName = () => store.text(KEY_NAME);
   const saveName = (name) => store.saveText(KEY_NAME, name);

@@ -17,6 +17,7 @@
 // Each fetch lists the digests (data-sig) of the rows the page has, and
 // the server sends those rows as stubs, so a poll that changed 60 of 300
 // learners parses and morphs 60 rows, not 300.
+import { store, tabStore } from "./base.js";
 import { morph, morphChildren } from "./morph.js";
 import { sorts, byName, keyOf, stays } from "./roster-order.js";
 
@@ -93,9 +94,6 @@ const REDRAW = "oplab:roster-redraw";
   const find = document.getElementById("roster-filter");
   const showing = document.getElementById("roster-showing");
   const chips = tools ? [...tools.querySelectorAll("[data-chip]")] : [];
-  // base.js comes after this script in the page, so window.oplab is read
-  // once the document has loaded (initTools), not now.
-  let store = null, tabStore = null;
 
   function setDensity(detailed) {
     box.classList.toggle("roster-compact", !detailed);
@@ -134,17 +132,14 @@ const REDRAW = "oplab:roster-redraw";
 
   function initTools() {
     if (!tools) return;
-    if (window.oplab) ({ store, tabStore } = window.oplab);
     tools.hidden = false;
-    setDensity(store ? store.text("oplab.roster.detailed") === "1" : false);
-    if (tabStore) {
-      const kept = tabStore.load("oplab.roster.view", {});
-      if (sortBy && kept.sort && sorts[kept.sort]) sortBy.value = kept.sort;
-      if (find && typeof kept.find === "string") find.value = kept.find;
-      for (const c of chips) c.setAttribute("aria-pressed", String((kept.only || []).includes(c.dataset.chip)));
-    }
+    setDensity(store.text("oplab.roster.detailed") === "1");
+    const kept = tabStore.load("oplab.roster.view", {});
+    if (sortBy && kept.sort && sorts[kept.sort]) sortBy.value = kept.sort;
+    if (find && typeof kept.find === "string") find.value = kept.find;
+    for (const c of chips) c.setAttribute("aria-pressed", String((kept.only || []).includes(c.dataset.chip)));
     const keep = () => {
-      if (tabStore) tabStore.save("oplab.roster.view", { sort: sortBy.value, find: find.value,
+      tabStore.save("oplab.roster.view", { sort: sortBy.value, find: find.value,
         only: chips.filter((c) => c.getAttribute("aria-pressed") === "true").map((c) => c.dataset.chip) });
     };
     // A change the instructor makes is said once, in the live region: how
@@ -153,7 +148,7 @@ const REDRAW = "oplab:roster-redraw";
     density.addEventListener("click", () => {
       const detailed = density.getAttribute("aria-pressed") !== "true";
       setDensity(detailed);
-      if (store) store.saveText("oplab.roster.detailed", detailed ? "1" : "0");
+      store.saveText("oplab.roster.detailed", detailed ? "1" : "0");
     });
     sortBy.addEventListener("change", changed);
     let typing;

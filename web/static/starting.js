@@ -4,9 +4,10 @@
 // When the cluster is up (the real server answers "ready"), it loads the
 // page again, which is then the real one.
 (() => {
-  "use strict";
   const status = document.getElementById("starting-status");
   if (!status) return;
+  // said is the step the sentence says: the server's, as the page came.
+  const said = { phase: status.dataset.phase, building: status.dataset.building || "" };
   const units = (ms) => {
     const s = Math.round(ms / 1000);
     return s < 60 ? `${s} s` : `${Math.floor(s / 60)} min ${s % 60} s`;
@@ -29,16 +30,15 @@
   function draw(st) {
     // Rewritten only when the step changes, so a screen reader hears each
     // step once, not every poll.
-    if (st.phase !== status.dataset.phase || (st.building || "") !== status.dataset.building) {
+    if (st.phase !== said.phase || (st.building || "") !== said.building) {
       status.textContent = sentence(st);
-      status.dataset.phase = st.phase;
-      status.dataset.building = st.building || "";
+      said.phase = st.phase;
+      said.building = st.building || "";
     }
     const elapsed = document.getElementById("starting-elapsed");
     if (elapsed) {
       if (st.phase === "failed") elapsed.remove();
       else {
-        elapsed.dataset.began = st.began;
         elapsed.textContent = `${units(Date.now() - Date.parse(st.began))} so far`;
       }
     }

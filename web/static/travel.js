@@ -8,7 +8,8 @@
 // asks and draws, every object's text as text. The lab (lab/timeline.js)
 // puts the seq of each row's last step on the row (data-seq); nothing else
 // here depends on the lab's modules.
-"use strict";
+import { h } from "./base.js";
+
 (function () {
   const root = document.getElementById("lab");
   const rowsEl = document.getElementById("rows");
@@ -19,7 +20,6 @@
   if (!root || !rowsEl || root.dataset.look) return;
   const replay = root.dataset.mode === "replay" && root.dataset.travel ? root.dataset.travel : "";
   if (root.dataset.mode !== "live" && !replay) return;
-  const h = window.oplab.h;
   const ns = root.dataset.namespace || "";
   const base = replay ? "/lab/replay/history" : "/lab/history";
   root.classList.add("travel-on");

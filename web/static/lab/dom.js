@@ -1,14 +1,16 @@
 // dom.js: the small DOM helpers every lab module shares. Text always goes
 // through textContent (base.js's h), never through innerHTML.
+import { h, localize, clock as clockOf } from "../base.js";
 
-export const h = (...args) => window.oplab.h(...args);
+export { h, localize };
 export const $ = (sel, el) => (el || document).querySelector(sel);
 export const $$ = (sel, el) => Array.from((el || document).querySelectorAll(sel));
-export const localize = (el) => window.oplab && window.oplab.localize(el);
 
+// clock is a step's time of day in the learner's zone; "" for none (Go's
+// zero time).
 export function clock(t) {
   if (!t || t.startsWith("0001-")) return "";
-  return window.oplab.clock(new Date(t));
+  return clockOf(new Date(t));
 }
 export function timeEl(t) {
   return h("time", { class: "t", datetime: t }, clock(t));

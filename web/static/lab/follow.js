@@ -2,6 +2,7 @@
 // stream, its player, its selected Database) until the learner acts in
 // their own; a presenter's lab reports where its player is. Looking at a
 // learner's lab, the instructor follows nobody.
+import { classroom as everyPage } from "../classroom.js";
 import { h, $, $$, displayed } from "./dom.js";
 import { state } from "./state.js";
 import { showPaused } from "./loop.js";
@@ -11,7 +12,7 @@ import { clearCards, markSelected } from "./cards.js";
 import { clear, showWaiting, followPlayer, pump, view } from "./player.js";
 import { reopen } from "./stream.js";
 
-const classroom = state.mode === "live" && !state.look ? window.oplabClassroom : null;
+const classroom = state.mode === "live" && !state.look ? everyPage : null;
 const follow = state.follow;
 const filterEl = $("#filter");
 const objectsH = $("#objects-h");

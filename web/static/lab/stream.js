@@ -3,13 +3,13 @@
 // reconnects with a growing delay and asks for what it missed (since),
 // and hands every message to the player, but the classroom's state, which
 // it hands to classroom.js.
+import { classroom } from "../classroom.js";
 import { $ } from "./dom.js";
 import { state } from "./state.js";
 import { push } from "./player.js";
 import { switchStream } from "./follow.js";
 
 const status = $("#stream-status");
-const classroom = () => window.oplabClassroom;
 let lastSeq = 0;
 let classroomSeq = 0;
 let classroomTimer = null;
@@ -48,7 +48,7 @@ function open() {
       // tells a follower where the presenter's player is. A fresh
       // stream replays the recent ones; only the newest counts.
       if (m.type === "state" && m.object && m.object.kind === "Classroom") {
-        const c = state.mode === "live" && !state.look ? classroom() : null;
+        const c = state.mode === "live" && !state.look ? classroom : null;
         if (c && m.seq > classroomSeq) {
           classroomSeq = m.seq;
           const st = m.state;

@@ -1,7 +1,7 @@
 // record.js: what the course pages keep in this browser, through base.js's
 // store (which falls back to memory when storage is refused). Each key
 // holds JSON; the lab's progress.js reads some of them for the roster.
-const store = window.oplab.store;
+import { store } from "../base.js";
 
 export const KEY_READ = "oplab.read"; // [slug, ...] pages read to the end
 export const KEY_QUIZ = "oplab.quiz"; // {results: {id: bool}, best: n}
