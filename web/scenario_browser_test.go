@@ -199,7 +199,7 @@ func TestBrowserScenarioStuckFinalizer(t *testing.T) {
 	shows(t, ctx, "the controller pill saying the namespace is paused", `document.getElementById("controller-status").textContent === "Your namespace is paused"`, "#controller-status")
 	reconciles := `String(` + rowsOf("stuck") + `.filter(r => r.querySelector(".rid")).length)`
 	before := evalInt(t, ctx, reconciles)
-	mark := len(e.trace(ns, "stuck"))
+	mark, gen := len(e.trace(ns, "stuck")), generationOf(t, e, ns, "stuck")
 	if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`#db-stuck form[action$="/delete"] button`))); err != nil {
 		t.Fatal(err)
 	}
@@ -211,7 +211,7 @@ func TestBrowserScenarioStuckFinalizer(t *testing.T) {
 	// once it holds the trace's newest step.
 	shows(t, ctx, "the delete's event waiting", rowsOf("stuck")+`.some(r => r.classList.contains("pending") && r.textContent.includes("waiting for a reconcile"))`, "#rows")
 	steps := e.waitTrace(t, "the delete's event held", ns, "stuck", func(s []controller.Step) bool {
-		return slices.ContainsFunc(s[mark:], heldDatabaseEventOrReconcile)
+		return slices.ContainsFunc(s[mark:], heldDeleteOrReconcile(gen))
 	})
 	shows(t, ctx, "stuck's newest step on the page", fmt.Sprintf(`%s >= %d`, newestSeq, steps[len(steps)-1].Seq), "#rows")
 	if after := evalInt(t, ctx, reconciles); after != before {

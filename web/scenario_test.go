@@ -71,11 +71,27 @@ func atRest(steps []controller.Step) bool {
 	})
 }
 
-// heldDatabaseEventOrReconcile is what ends a wait for a Database's own
-// event to be held while its namespace is paused: that event, or a
-// reconcile, which a paused namespace must not see.
-func heldDatabaseEventOrReconcile(s controller.Step) bool {
-	return s.Type == controller.StepEvent && s.Held && s.Object.Kind == "Database" || s.Type == controller.StepReconcileStart
+// heldDeleteOrReconcile is what ends a wait for a Database's delete to be
+// held while its namespace is paused: the Database's update event past
+// generation gen (the API server bumps the generation when it sets the
+// deletionTimestamp), or a reconcile, which a paused namespace must not
+// see. A status write still in flight when the namespace paused, or a
+// child's status settling, is held too, and is not the delete.
+func heldDeleteOrReconcile(gen int64) func(controller.Step) bool {
+	return func(s controller.Step) bool {
+		return s.Type == controller.StepEvent && s.Held && s.Object.Kind == "Database" && s.Generation > gen ||
+			s.Type == controller.StepReconcileStart
+	}
+}
+
+// generationOf is the Database's metadata.generation as the API server has it.
+func generationOf(t *testing.T, e *testEnv, ns, name string) int64 {
+	t.Helper()
+	var db v1alpha1.Database
+	if err := e.client.Get(t.Context(), types.NamespacedName{Namespace: ns, Name: name}, &db); err != nil {
+		t.Fatal(err)
+	}
+	return db.Generation
 }
 
 // deleteEventsOf lists the kinds whose delete event the trace holds.
@@ -412,17 +428,15 @@ func TestScenarioStuckFinalizer(t *testing.T) {
 			if !e.runner.NamespacePaused(ns) || !e.runner.Running() {
 				t.Fatalf("after setup: namespace paused %v, controller running %v; want only the namespace paused", e.runner.NamespacePaused(ns), e.runner.Running())
 			}
-			deleted := len(e.trace(ns, "stuck"))
+			deleted, gen := len(e.trace(ns, "stuck")), generationOf(t, e, ns, "stuck")
 			act(t, e, c, "/lab/databases/stuck/delete", nil)
 			db := &v1alpha1.Database{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "stuck"}}
 			// Terminating persists while the namespace is paused: the
 			// delete's event (an update of the Database: its
 			// deletionTimestamp set) arrives and is held, not reconciled.
-			// A child's event held meanwhile (its status settling) is not
-			// that one. A reconcile instead ends the wait too, and fails
-			// below.
+			// A reconcile instead ends the wait too, and fails below.
 			e.waitTrace(t, "the delete's event held", ns, "stuck", func(s []controller.Step) bool {
-				return slices.ContainsFunc(s[deleted:], heldDatabaseEventOrReconcile)
+				return slices.ContainsFunc(s[deleted:], heldDeleteOrReconcile(gen))
 			})
 			if err := e.client.Get(t.Context(), client.ObjectKeyFromObject(db), db); err != nil || db.DeletionTimestamp == nil ||
 				!slices.Contains(db.Finalizers, controller.Finalizer) {
