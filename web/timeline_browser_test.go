@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/oplab-dev/oplab/controller/api/v1alpha1"
+	"github.com/oplab-dev/oplab/web/internal/browsertest"
 )
 
 // staleWriter is learner code that, on its first run for a Database, lets
@@ -55,6 +56,14 @@ func TestBrowserTimelineTeaches(t *testing.T) {
 	e := needEnv(t)
 	ctx := e.tab(t)
 	ns := openLab(t, ctx, "")
+	// The rows' width before the timeline scrolls, to compare with once it
+	// does (below).
+	const logScrolls = `(() => { const l = document.getElementById("log"); return l.scrollHeight > l.clientHeight; })()`
+	const rowsWidth = `document.getElementById("rows").getBoundingClientRect().width`
+	if browsertest.Eval[bool](t, ctx, logScrolls) {
+		t.Fatal("the timeline scrolls before anything happened: the rows' width cannot be compared")
+	}
+	widthBefore := browsertest.Eval[float64](t, ctx, rowsWidth)
 	createInTab(t, ctx, "lesson")
 	poll(t, ctx, "lesson Ready", `document.querySelector("#db-lesson .db-head .pill.ok")?.textContent === "Ready True"`)
 
@@ -80,6 +89,13 @@ func TestBrowserTimelineTeaches(t *testing.T) {
 		&& [...s.querySelectorAll(".field.transition")].length >= 1)`)
 	poll(t, ctx, "readyReplicas 0→1 on a status write", `[...document.querySelectorAll('#rows li.row[data-db="lesson"] .step.status .field')].some(f => f.textContent.trim() === "readyReplicas 0→1")`)
 	screenshot(t, ctx, "50-timeline-rows-named")
+
+	// Its scrollbar takes no width from the rows when it appears: the
+	// scroller keeps a gutter for it (lab.css), so no row reflows.
+	poll(t, ctx, "the timeline scrolling", logScrolls)
+	if after := browsertest.Eval[float64](t, ctx, rowsWidth); after != widthBefore {
+		t.Errorf("the rows were %.0f px wide before the timeline scrolled and %.0f px after: they reflowed when its scrollbar appeared", widthBefore, after)
+	}
 
 	// The resyncs (every 10 s here) change nothing: they fold into one
 	// line, closed, whose count is the rows inside it.
