@@ -224,9 +224,17 @@ func TestBrowserRosterOf300SortsFiltersAndStaysCompact(t *testing.T) {
 		t.Errorf("compact rows cut %d cells that must show whole, first %q", len(cut), cut[0])
 	}
 
-	// Sort by progress, most first.
+	// Sort by progress, most first. The first change the instructor makes
+	// is the first announcement above the tools; the tools stay where they
+	// were, so a click aimed at them just then still lands.
+	const toolsTop = `document.getElementById("roster-tools").getBoundingClientRect().top + scrollY`
+	topBefore := browsertest.Eval[float64](t, ctx, toolsTop)
 	browsertest.Do(t, ctx, chromedp.Evaluate[chromedp.Void](`(() => { const s = document.getElementById("roster-sort"); s.value = "progress"; s.dispatchEvent(new Event("change")); })()`))
 	assertSorted(t, ctx, "progress, most first", func(a, b string) bool { return atoi(a) >= atoi(b) }, "progress")
+	browsertest.Eventually(t, ctx, browsertest.Text("#roster-announce"), "Showing all 300 learners.")
+	if after := browsertest.Eval[float64](t, ctx, toolsTop); after != topBefore {
+		t.Errorf("the tools moved from %.0f px to %.0f px down the page when the announcement appeared above them", topBefore, after)
+	}
 
 	// The filter: text on name and namespace, then a chip.
 	browsertest.Do(t, ctx, chromedp.SendKeys(chromedp.CSS("#roster-filter"), "ana"))

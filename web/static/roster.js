@@ -37,11 +37,12 @@ const REDRAW = "oplab:roster-redraw";
   const every = Number(box.dataset.every) || 2000;
 
   // announce says text once in the live region (and shows it above the
-  // table); the same words twice in a row are said again.
+  // table, whole in its title where the line cuts it); the same words twice
+  // in a row are said again.
   function announce(text) {
     if (!say) return;
     if (say.textContent === text) say.textContent = "";
-    setTimeout(() => { say.textContent = text; }, 50);
+    setTimeout(() => { say.textContent = text; say.title = text; }, 50);
   }
 
   // Attributes the script owns on a row, which a redraw leaves alone; a
