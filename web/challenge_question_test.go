@@ -59,6 +59,13 @@ func TestBrowserChallengeQuestion(t *testing.T) {
 	showsNow(t, ctx, "the hints' kubectl pointed at the learner's kubeconfig", fmt.Sprintf(`document.getElementById("export-line")?.textContent === "export KUBECONFIG=~/Downloads/oplab-%s.kubeconfig"`, ns), "#work")
 	showsNow(t, ctx, "not complete before Start", `document.getElementById("complete").hidden`, "#tasks")
 	showsNow(t, ctx, "the question's four choices as checkboxes", `document.querySelectorAll('#task-decide input[type=checkbox][name=choice]').length === 4`, "#tasks")
+	// Start's answer appears under its button and must not push down
+	// what a learner reaches for next: the lab's link and the tasks.
+	const workTop = `String(Math.round(document.getElementById("work").getBoundingClientRect().top + scrollY))`
+	before, err := chromedp.Run(ctx, chromedp.Evaluate[string](workTop))
+	if err != nil {
+		t.Fatal(err)
+	}
 	if err := chromedp.Do(ctx,
 		chromedp.Click(chromedp.CSS(`#start-form input[name="confirm"]`)),
 		chromedp.Click(chromedp.CSS(`#start-form button`)),
@@ -66,6 +73,9 @@ func TestBrowserChallengeQuestion(t *testing.T) {
 		t.Fatal(err)
 	}
 	shows(t, ctx, "the Start message", `document.getElementById("start-message").textContent.startsWith("Started")`, "#start")
+	if after, err := chromedp.Run(ctx, chromedp.Evaluate[string](workTop)); err != nil || after != before {
+		t.Errorf("the work section moved from %s px to %s px (%v) when Start's answer appeared above it", before, after, err)
+	}
 	shows(t, ctx, "the question locked, its form disabled", `document.querySelector("#task-decide").dataset.state === "locked" && document.querySelector("#task-decide fieldset").disabled`, "#tasks")
 	screenshot(t, ctx, "challenge-question-locked")
 

@@ -27,6 +27,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/oplab-dev/oplab/controller"
+	"github.com/oplab-dev/oplab/web/internal/browsertest"
 	"github.com/oplab-dev/oplab/web/lab"
 	"github.com/oplab-dev/oplab/web/lab/state"
 	"github.com/oplab-dev/oplab/web/labns"
@@ -246,6 +247,17 @@ func TestBrowserCreateScaleDelete(t *testing.T) {
 		t.Fatal(err)
 	}
 	poll(t, ctx, "the stream to open", streamLive)
+	// The answer to the first action appears above the controller bar,
+	// the loop and the cards; it must not push them down, or a click
+	// aimed at them just then lands on whatever moved under the pointer.
+	const barTop = `String(Math.round(document.querySelector(".controller-bar").getBoundingClientRect().top + scrollY))`
+	before := browsertest.Eval[string](t, ctx, barTop)
+	// Beside a pill saying the controller runs, the loop's caption does
+	// not say it waits for the controller: it waits for an event.
+	if pill, caption := browsertest.Eval[string](t, ctx, `document.getElementById("controller-status").textContent.trim()`),
+		browsertest.Eval[string](t, ctx, `document.getElementById("loop-caption").textContent`); pill != "Controller running" || !strings.Contains(caption, "next event") {
+		t.Errorf("an empty lab's pill says %q and its loop caption %q; want the controller running and the loop waiting for the next event", pill, caption)
+	}
 	if err := chromedp.Do(ctx,
 		chromedp.SetValue(chromedp.CSS(`#create-form input[name="name"]`), "shop"),
 		chromedp.SetValue(chromedp.CSS(`#create-form input[name="replicas"]`), "1"),
@@ -254,6 +266,9 @@ func TestBrowserCreateScaleDelete(t *testing.T) {
 		t.Fatal(err)
 	}
 	poll(t, ctx, "the created message", `document.querySelector("#flash .flash-ok")?.textContent.includes("Created Database shop")`)
+	if after := browsertest.Eval[string](t, ctx, barTop); after != before {
+		t.Errorf("the controller bar moved from %s px to %s px when the first answer appeared above it", before, after)
+	}
 	poll(t, ctx, "a reconcile row for shop", `document.querySelector('#rows li.row[data-db="shop"]:has(.rid) .steps li')`)
 	poll(t, ctx, "Ready=True on shop", `document.querySelector("#db-shop .db-head .pill.ok")?.textContent === "Ready True"`)
 	text, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS("#rows")))
