@@ -117,13 +117,16 @@ func (b *triggerBook) reconcileEnded(key types.NamespacedName, next string) {
 }
 
 // forget drops key once its Database is gone, so the book does not grow.
+// It runs as the reconcile that found the Database gone ends: events
+// counted meanwhile (the Database's own delete, arriving while a child's
+// event was being reconciled) queued the next reconcile, which takes them
+// as it starts; dropped here, that reconcile would call itself a resync
+// beside the delete event that woke it.
 func (b *triggerBook) forget(key types.NamespacedName) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	delete(b.pending, key)
 	delete(b.lastEnd, key)
 	delete(b.statusWrites, key)
-	delete(b.first, key)
 }
 
 // eventTracer sees every watch event before the controller queues it. It

@@ -104,9 +104,17 @@ func TestTriggerBook(t *testing.T) {
 	check(TriggerResync, 0, "")
 	b.eventArrived(key, ev("delete", "Service", WatchOwns))
 	check(TriggerEvent, 1, "delete Service b")
+	// That reconcile finds the Database gone; its own delete event arrives
+	// before the reconcile ends and forgets it. The delete queued the next
+	// reconcile, which says the delete woke it, not a resync.
+	b.eventArrived(key, ev("delete", "Database", WatchFor))
+	b.reconcileEnded(key, TriggerResync)
+	b.statusWritten(key)
 	b.forget(key)
-	if len(b.pending) != 0 || len(b.lastEnd) != 0 || len(b.first) != 0 {
-		t.Errorf("forget left %v %v", b.pending, b.lastEnd)
+	check(TriggerEvent, 1, "delete Database b")
+	b.forget(key)
+	if len(b.pending) != 0 || len(b.lastEnd) != 0 || len(b.first) != 0 || len(b.statusWrites) != 0 {
+		t.Errorf("forget left %v %v %v %v", b.pending, b.lastEnd, b.first, b.statusWrites)
 	}
 }
 
