@@ -14,6 +14,7 @@ import (
 	"github.com/oplab-dev/oplab/controller"
 	"github.com/oplab-dev/oplab/controller/api/v1alpha1"
 	"github.com/oplab-dev/oplab/lessons"
+	"github.com/oplab-dev/oplab/web/internal/browsertest"
 )
 
 // A lesson marks each phrase that names something on oplab's screen as a
@@ -172,8 +173,23 @@ func TestBrowserLessonClaimsOnScreen(t *testing.T) {
 	poll(t, ctx, "claims gone, its snapshot kept", `document.getElementById("db-claims") === null && document.getElementById("snap-claims-final-snapshot") !== null`)
 	look("resumed, claims finalized")
 
-	// The learner's own code reconciles the namespace.
+	// The learner's own code reconciles the namespace: the controller
+	// bar says so as it happens and on a fresh page, and says it no longer
+	// does once oplab's reconciler is back.
+	const pill = `document.getElementById("controller-status").textContent.trim()`
+	const note = `document.getElementById("your-code-note").hidden`
 	e.runner.HandOver(ns, claimsCode{})
+	poll(t, ctx, "the pill saying the learner's code reconciles", pill+` === "Your code reconciles" && !`+note)
+	e.runner.TakeBack(ns)
+	poll(t, ctx, "the pill saying the controller runs again", pill+` === "Controller running" && `+note)
+	e.runner.HandOver(ns, claimsCode{})
+	if err := chromedp.Do(ctx, chromedp.Reload(), chromedp.WaitVisible(chromedp.CSS("#create-form"))); err != nil {
+		t.Fatal(err)
+	}
+	if got := browsertest.Eval[string](t, ctx, pill); got != "Your code reconciles" || !strings.Contains(browsertest.Eval[string](t, ctx, `document.querySelector(".controller-bar").innerText`), "in place of oplab's") {
+		t.Errorf("a fresh lab, the namespace handed over, has the pill %q and no word of the learner's code", got)
+	}
+	poll(t, ctx, "the stream to open", streamLive)
 	createWithPitfall(t, ctx, "mine", "")
 	poll(t, ctx, "a reconcile of mine by the learner's code", `document.querySelector('#rows li.row[data-db="mine"] .your-code') !== null`)
 	look("the learner's code reconciling")

@@ -119,6 +119,7 @@ func (stubSwitch) Running() bool               { return true }
 func (stubSwitch) PauseNamespace(string)       {}
 func (stubSwitch) ResumeNamespace(string)      {}
 func (stubSwitch) NamespacePaused(string) bool { return false }
+func (stubSwitch) HandedOver(string) bool      { return false }
 
 func TestCheckHostRefusesUnknownNames(t *testing.T) {
 	ok := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusNoContent) })

@@ -290,6 +290,7 @@ func (idleSwitch) Running() bool               { return true }
 func (idleSwitch) PauseNamespace(string)       {}
 func (idleSwitch) ResumeNamespace(string)      {}
 func (idleSwitch) NamespacePaused(string) bool { return false }
+func (idleSwitch) HandedOver(string) bool      { return false }
 
 // phaseResult is what one phase measured.
 type phaseResult struct {

@@ -44,6 +44,9 @@ type Controller interface {
 	PauseNamespace(ns string)
 	ResumeNamespace(ns string)
 	NamespacePaused(ns string) bool
+	// HandedOver is whether the learner's own reconciler (web/code)
+	// reconciles ns in place of oplab's: the controller bar says so.
+	HandedOver(ns string) bool
 }
 
 // Exporter exports a namespace's recorded timeline.

@@ -130,6 +130,8 @@ func (c *fakeController) NamespacePaused(ns string) bool {
 	return c.paused[ns]
 }
 
+func (c *fakeController) HandedOver(string) bool { return false }
+
 type fakeExporter struct{}
 
 func (fakeExporter) Export(ns string) stream.Export {

@@ -51,6 +51,9 @@ type Page struct {
 	// Paused is true while the controller holds the reconciles of this
 	// namespace (the learner's Stop); the loop diagram says so.
 	Paused bool
+	// YourCode is true while the learner's own reconciler (Run my code on
+	// /code) reconciles this namespace in place of oplab's.
+	YourCode bool
 	// KubectlLine is the ready-to-paste kubectl command for this namespace,
 	// shown with a copy button; "" hides it.
 	KubectlLine string
@@ -76,6 +79,15 @@ type Card struct {
 	Pitfalls   []controller.PitfallInfo
 	ChildKinds []ChildKind
 	ReadOnly   bool
+}
+
+// CodeWords is what the controller pill says while the learner's own
+// reconciler runs: whose code reconciles the namespace shown.
+func (p Page) CodeWords() string {
+	if p.Look != "" {
+		return p.Look + "'s code reconciles"
+	}
+	return "Your code reconciles"
 }
 
 // Card returns the card context of the page's Databases.

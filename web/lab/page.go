@@ -56,7 +56,7 @@ func (h *Handler) LookPage(w http.ResponseWriter, r *http.Request, ns, who, stre
 func (h *Handler) pageModel(r *http.Request, ns string) (Page, error) {
 	p := Page{
 		Namespace: ns, ControllerRunning: h.reconciling(ns),
-		Paused: h.opts.Controller.NamespacePaused(ns), KubectlLine: kubectlLine(h.opts.KubectlLine, ns),
+		Paused: h.opts.Controller.NamespacePaused(ns), YourCode: h.opts.Controller.HandedOver(ns), KubectlLine: kubectlLine(h.opts.KubectlLine, ns),
 		Pitfalls: h.opts.Pitfalls, Engines: Engines, ChildKinds: ChildKinds, MaxDatabases: h.opts.MaxDatabases,
 	}
 	// A kubeconfig of the learner's own beats the server's: it reaches only

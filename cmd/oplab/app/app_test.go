@@ -18,6 +18,7 @@ func (stubSwitch) Running() bool               { return true }
 func (stubSwitch) PauseNamespace(string)       {}
 func (stubSwitch) ResumeNamespace(string)      {}
 func (stubSwitch) NamespacePaused(string) bool { return false }
+func (stubSwitch) HandedOver(string) bool      { return false }
 
 // NewWeb refuses, before it reaches any API server, options that lack a
 // part it cannot make itself.

@@ -3,7 +3,7 @@
 // demo's narration, with the presenter's keys that move a demo on.
 import { h, $, timeEl } from "./dom.js";
 import { state, whose } from "./state.js";
-import { showPaused, showController } from "./loop.js";
+import { showPaused, showController, drawControllerPill } from "./loop.js";
 import { addRow, knowObject } from "./timeline.js";
 
 export function onController(m) {
@@ -29,6 +29,16 @@ export function onController(m) {
   if (m.phase === "restarted") {
     addRow(h("li", { class: "row controller", "data-db": "" },
       h("div", { class: "row-head" }, timeEl(m.time), " ", h("span", { class: "pill warn" }, "oplab restarted"), " ", m.message || "")));
+    return;
+  }
+  if (mine && (m.phase === "handed-over" || m.phase === "taken-back")) {
+    // The learner's own reconciler took the namespace over, or gave it
+    // back: the pause is untouched, the pill says whose code reconciles.
+    const over = m.phase === "handed-over";
+    if (!state.followNs) { state.root.dataset.yourCode = String(over); drawControllerPill(); }
+    addRow(h("li", { class: "row controller", "data-db": "" },
+      h("div", { class: "row-head" }, timeEl(m.time), " ",
+        h("span", { class: "pill ok" }, over ? "your code runs" : "oplab's reconciler back"), " ", m.message || "")));
     return;
   }
   if (mine) showPaused(m.phase === "paused");

@@ -1,7 +1,7 @@
 // loop.js: the loop diagram (its lights and caption), the note while the
 // namespace is paused, and the pill that says what reconciles it.
 import { h, $, $$, dbOf, targetName } from "./dom.js";
-import { state, paused, whose } from "./state.js";
+import { state, paused, whose, yourCode } from "./state.js";
 import { showCountdown } from "./countdown.js";
 
 const stageOf = {
@@ -103,7 +103,11 @@ export function drawControllerPill() {
   const pill = $("#controller-status");
   if (!pill) return;
   const p = paused();
-  const says = !ctrlUp ? "Controller stopped" : p ? `${state.followNs ? state.follow.name + "'s" : "Your"} namespace is paused` : "Controller running";
+  // Following, the pill is about the presenter's namespace, whose code
+  // this page is not told of.
+  const mine = yourCode() && !state.followNs;
+  const says = !ctrlUp ? "Controller stopped" : p ? `${state.followNs ? state.follow.name + "'s" : "Your"} namespace is paused` :
+    mine ? pill.dataset.codeWords : "Controller running";
   if (pill.textContent !== says) pill.textContent = says;
   pill.classList.toggle("ok", ctrlUp && !p);
   pill.classList.toggle("warn", ctrlUp && p);
@@ -118,6 +122,8 @@ export function drawControllerPill() {
   // a follower receives.
   const reason = why && (p ? why.dataset.paused : why.dataset.running);
   if (reason && why.textContent !== reason) why.textContent = reason;
+  const note = $("#your-code-note");
+  if (note) note.hidden = !mine;
   showCountdown();
 }
 export function showController(running) {

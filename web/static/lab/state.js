@@ -41,6 +41,11 @@ export const state = {
 // it on #lab (data-paused), where lab.css reads it too.
 export const paused = () => root.dataset.paused === "true";
 
+// yourCode is whether the learner's own reconciler (Run my code on /code)
+// reconciles the learner's namespace; the page keeps it on #lab
+// (data-your-code), written by controller.js as the stream says so.
+export const yourCode = () => root.dataset.yourCode === "true";
+
 // whose is whose namespace the lab shows: "your", or the presenter's.
 export const whose = () => (state.followNs ? `${state.follow.name}'s` : "your");
 
