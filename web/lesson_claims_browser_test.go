@@ -151,6 +151,12 @@ func TestBrowserLessonClaimsOnScreen(t *testing.T) {
 	createWithPitfall(t, ctx, "loop", controller.PitfallNonIdempotentCreate)
 	poll(t, ctx, "loop Degraded, its reconciles failing", `document.querySelector("#db-loop .db-head .degraded") !== null
 		&& document.querySelectorAll('#rows li.row.error[data-db="loop"]').length >= 2`)
+	// A failed reconcile's fetch did not fail: it reads as any other fetch.
+	if !browsertest.Eval[bool](t, ctx, `(() => { const failed = document.querySelector('#rows li.row.error[data-db="loop"] .step.fetch');
+		const fine = document.querySelector('#rows li.row:not(.error)[data-db="claims"] .step.fetch');
+		return !!failed && !!fine && getComputedStyle(failed).color === getComputedStyle(fine).color })()`) {
+		t.Error("a failed reconcile's fetch is drawn in another colour than a fine one's, as if it had failed too")
+	}
 	createWithPitfall(t, ctx, "deaf", controller.PitfallDropEvents)
 	poll(t, ctx, "deaf's create event ignored", `document.querySelector('#rows li[data-db="deaf"] li.ev.ignored') !== null`)
 	look("loop Degraded, deaf's events ignored")
