@@ -151,6 +151,11 @@ func TestBrowserLessonClaimsOnScreen(t *testing.T) {
 	createWithPitfall(t, ctx, "loop", controller.PitfallNonIdempotentCreate)
 	poll(t, ctx, "loop Degraded, its reconciles failing", `document.querySelector("#db-loop .db-head .degraded") !== null
 		&& document.querySelectorAll('#rows li.row.error[data-db="loop"]').length >= 2`)
+	// A Database whose reconciles fail has no green word on its status
+	// being current: only which generation its last write saw.
+	if got := browsertest.Eval[string](t, ctx, `(() => { const p = document.querySelector("#db-loop .gen .pill"); return p ? p.className + ": " + p.textContent : "" })()`); got != "pill current: the status describes generation 1" {
+		t.Errorf("loop, Degraded, has the generation pill %q; want the neutral %q", got, "the status describes generation 1")
+	}
 	// A failed reconcile's fetch did not fail: it reads as any other fetch.
 	if !browsertest.Eval[bool](t, ctx, `(() => { const failed = document.querySelector('#rows li.row.error[data-db="loop"] .step.fetch');
 		const fine = document.querySelector('#rows li.row:not(.error)[data-db="claims"] .step.fetch');
