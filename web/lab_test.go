@@ -354,6 +354,18 @@ func TestBrowserBadInputShowsTheError(t *testing.T) {
 		}
 		poll(t, ctx, "the error for "+tt.name, fmt.Sprintf(`document.querySelector("#flash .flash-error")?.textContent.includes(%q)`, tt.want))
 		poll(t, ctx, "the field marked", fmt.Sprintf(`document.querySelector('#create-form [name=%q]').classList.contains("invalid")`, tt.field))
+		// Focus went to the field, which may be far below the flash: the
+		// answer is said under it too, on screen, and read out with it.
+		beside := fmt.Sprintf(`(() => { const f = document.querySelector('#create-form [name=%q]'), why = document.getElementById(f.getAttribute("aria-describedby") || "-");
+			if (!why || !f.closest("form").contains(why) || !why.textContent.includes(%q)) return "no answer beside the field";
+			const r = why.getBoundingClientRect();
+			return r.top >= 0 && r.bottom <= innerHeight ? "" : "the answer beside the field is off screen, at " + Math.round(r.top) })()`, tt.field, tt.want)
+		if got := browsertest.Eval[string](t, ctx, beside); got != "" {
+			t.Errorf("%s: %s", tt.name, got)
+		}
+		if n := browsertest.Eval[int](t, ctx, `document.querySelectorAll(".field-error").length`); n != 1 {
+			t.Errorf("%s: %d answers beside fields, want the one", tt.name, n)
+		}
 		screenshot(t, ctx, "05-error-"+tt.field)
 	}
 }

@@ -11,12 +11,30 @@ const enhanced = new WeakSet();
 
 function flash(ok, message, field, form) {
   const box = $("#flash");
-  $$(".invalid").forEach((e) => e.classList.remove("invalid"));
+  $$(".invalid").forEach((e) => {
+    e.classList.remove("invalid");
+    if (e.getAttribute("aria-describedby") === "field-error") e.removeAttribute("aria-describedby");
+  });
+  $$(".field-error").forEach((e) => e.remove());
   if (!box) return;
   box.replaceChildren(h("p", { class: "flash " + (ok ? "flash-ok" : "flash-error"), "data-field": field || "" }, message));
   if (!ok && field && form) {
     const input = form.querySelector(`[name="${CSS.escape(field)}"]`);
-    if (input) { input.classList.add("invalid"); input.focus(); }
+    if (input) {
+      // The field is where the learner now looks (a card's form may be a
+      // screen or more below the flash): the answer is said there too,
+      // and read out with the field, not announced a second time.
+      const why = h("p", { class: "field-error", id: "field-error" }, message);
+      // Above the create form's buttons, not under its live preview,
+      // which redraws a moment later and would push it out of view.
+      const actions = form.querySelector(".create-actions");
+      if (actions) actions.before(why);
+      else form.append(why);
+      input.setAttribute("aria-describedby", why.id);
+      input.classList.add("invalid");
+      input.focus();
+      why.scrollIntoView({ block: "nearest" });
+    }
   }
 }
 // settle makes what was sent the form's new baseline, so the next
