@@ -669,9 +669,22 @@ func TestBrowserScenarioCountsWhenItsPointArrives(t *testing.T) {
 	last := e.waitTrace(t, "doomed's trace at rest", ns, "doomed", atRest)
 	shows(t, ctx, "doomed's newest step on the page", fmt.Sprintf(`%s >= %d`, newestSeq, last[len(last)-1].Seq), "#rows")
 	showsNow(t, ctx, "the finalizer scenario not yet done", `!`+scenariosDone+`.includes("finalizer")`, "#rows")
-	if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`#db-doomed form[action$="/delete"] button`))); err != nil {
+	// As the scenario says: live, the clean-up is over before a card is
+	// drawn Terminating; in slow motion the card goes through it at the
+	// timeline's pace. Once gone, it no longer says what holds it.
+	speed := func(v string) chromedp.Action[chromedp.Void] {
+		return chromedp.Evaluate[chromedp.Void](fmt.Sprintf(`(() => { const s = document.getElementById("play-speed"); s.value = %q; s.dispatchEvent(new Event("change")) })()`, v))
+	}
+	if err := chromedp.Do(ctx, speed("0.25"), chromedp.Click(chromedp.CSS(`#db-doomed form[action$="/delete"] button`))); err != nil {
 		t.Fatal(err)
 	}
+	shows(t, ctx, "doomed drawn Terminating, held by its finalizer, in slow motion", cardOf("doomed")+`?.querySelector(".terminating")?.checkVisibility() && !`+cardOf("doomed")+`.classList.contains("gone")`, "#db-doomed")
+	if err := chromedp.Do(ctx, speed("1")); err != nil {
+		t.Fatal(err)
+	}
+	// A gone card stays 4 s, dashed, before it is removed.
+	shows(t, ctx, "doomed's card drawn gone", cardOf("doomed")+`?.classList.contains("gone")`, "#db-doomed")
+	showsNow(t, ctx, "the gone card no longer saying what holds it", `!`+cardOf("doomed")+`?.querySelector(".terminating")?.checkVisibility()`, "#db-doomed")
 	shows(t, ctx, "the finalizer scenario done after the finalizer removed itself", scenariosDone+`.includes("finalizer") && `+inOrder(phasesOf("doomed"), "removed"), "#rows")
 
 	ctx, _ = startScenario(t, "non-idempotent-create", "Created Database twice")

@@ -108,7 +108,7 @@ var Scenarios = []Scenario{
 		Setup: "Prepare a Ready Database",
 		Next:  []NextAction{deleteNext("doomed")},
 		Watch: []string{
-			"Press Delete on doomed: metadata.deletionTimestamp is set, but the object stays, Terminating, held by db.oplab.dev/final-snapshot.",
+			"Press Delete on doomed: metadata.deletionTimestamp is set, but the object stays, Terminating, held by db.oplab.dev/final-snapshot, until the controller has cleaned up. Here that takes well under a second: set the timeline's Speed to 0.25× slow motion first, and the card goes through it at the timeline's pace.",
 			"The finalizer phases appear on the timeline in order: draining (StatefulSet scaled to 0), snapshot (the ConfigMap doomed-final-snapshot written), removed. No row is an error.",
 			"Once the finalizer is removed the Database goes, the garbage collector deletes its children, and the snapshot ConfigMap stays: nothing owns it.",
 		},

@@ -35,7 +35,7 @@ export function onController(m) {
     // The learner's own reconciler took the namespace over, or gave it
     // back: the pause is untouched, the pill says whose code reconciles.
     const over = m.phase === "handed-over";
-    if (!state.followNs) { state.root.dataset.yourCode = String(over); drawControllerPill(); }
+    if (!state.followNs) { state.yourCode = over; drawControllerPill(); }
     addRow(h("li", { class: "row controller", "data-db": "" },
       h("div", { class: "row-head" }, timeEl(m.time), " ",
         h("span", { class: "pill ok" }, over ? "your code runs" : "oplab's reconciler back"), " ", m.message || "")));

@@ -1,7 +1,7 @@
 // loop.js: the loop diagram (its lights and caption), the note while the
 // namespace is paused, and the pill that says what reconciles it.
 import { h, $, $$, dbOf, targetName } from "./dom.js";
-import { state, paused, whose, yourCode } from "./state.js";
+import { state, paused, whose } from "./state.js";
 import { showCountdown } from "./countdown.js";
 
 const stageOf = {
@@ -105,7 +105,7 @@ export function drawControllerPill() {
   const p = paused();
   // Following, the pill is about the presenter's namespace, whose code
   // this page is not told of.
-  const mine = yourCode() && !state.followNs;
+  const mine = state.yourCode && !state.followNs;
   const says = !ctrlUp ? "Controller stopped" : p ? `${state.followNs ? state.follow.name + "'s" : "Your"} namespace is paused` :
     mine ? pill.dataset.codeWords : "Controller running";
   if (pill.textContent !== says) pill.textContent = says;

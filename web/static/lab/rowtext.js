@@ -19,7 +19,7 @@ export function eventsSummary(events) {
   const queued = events.length - ignored;
   const parts = [];
   if (queued) parts.push(`${queued} watch event${queued > 1 ? "s" : ""}`);
-  if (ignored) parts.push(`${ignored} ignored event${ignored > 1 ? "s" : ""} (they did not cause it)`);
+  if (ignored) parts.push(`${ignored} ignored event${ignored > 1 ? "s" : ""} (not its cause)`);
   return parts.join(" and ") + " before this reconcile";
 }
 

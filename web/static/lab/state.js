@@ -35,16 +35,15 @@ export const state = {
   // replayNow is the replayed clock, the time of the last message shown
   // on /lab/replay. Written by player.js; countdown.js reads it.
   replayNow: 0,
+  // yourCode: the learner's own reconciler (Run my code on /code)
+  // reconciles the learner's namespace, as the server rendered it and
+  // the stream's hand-overs since say. Written by controller.js.
+  yourCode: root ? root.dataset.yourCode === "true" : false,
 };
 
 // paused is whether the namespace the lab shows is paused; the page keeps
 // it on #lab (data-paused), where lab.css reads it too.
 export const paused = () => root.dataset.paused === "true";
-
-// yourCode is whether the learner's own reconciler (Run my code on /code)
-// reconciles the learner's namespace; the page keeps it on #lab
-// (data-your-code), written by controller.js as the stream says so.
-export const yourCode = () => root.dataset.yourCode === "true";
 
 // whose is whose namespace the lab shows: "your", or the presenter's.
 export const whose = () => (state.followNs ? `${state.follow.name}'s` : "your");
