@@ -87,6 +87,10 @@ func TestBrowserTimelineTeaches(t *testing.T) {
 		s.textContent.startsWith("status written, observedGeneration 1: ")
 		&& [...s.querySelectorAll(".field")].map(f => f.textContent.trim()).includes("conditions[Ready] False→True")
 		&& [...s.querySelectorAll(".field.transition")].length >= 1)`)
+	// Each write is numbered as the challenges' checks count them.
+	poll(t, ctx, "the status writes numbered 1, 2, … in turn", `(() => { const n = [...document.querySelectorAll('#rows li.row[data-db="lesson"] .step.status .write-no')]
+		.map(w => Number(/^ · status write #(\d+)$/.exec(w.textContent)?.[1])).sort((a, b) => a - b);
+		return n.length >= 2 && n.every((v, i) => v === i + 1); })()`)
 	poll(t, ctx, "readyReplicas 0→1 on a status write", `[...document.querySelectorAll('#rows li.row[data-db="lesson"] .step.status .field')].some(f => f.textContent.trim() === "readyReplicas 0→1")`)
 	screenshot(t, ctx, "50-timeline-rows-named")
 

@@ -121,13 +121,19 @@ export function stepLine(s) {
     case "status":
       if (s.skipped && s.held) return li("muted", "write held back: at most one status write a second (oplab's cap on a loop that writes on every reconcile)");
       if (s.skipped) return li("muted", "unchanged: write skipped, nothing in the status changed", s.observedGeneration ? ` (observedGeneration ${s.observedGeneration})` : "");
-      if (s.fields) return li("", `written, observedGeneration ${s.observedGeneration || 0}: `, fieldsShown(s.fields).map((f) => fieldText(f, s)));
+      if (s.fields) return li("", `written, observedGeneration ${s.observedGeneration || 0}: `, fieldsShown(s.fields).map((f) => fieldText(f, s)), writeNo(s));
       // An export from before status steps named their fields.
       return li("", `written, observedGeneration ${s.observedGeneration || 0}: `,
-        (s.conditions || []).map((c) => h("span", { class: "cond" + (c.transition ? " transition" : "") }, condText(c))));
+        (s.conditions || []).map((c) => h("span", { class: "cond" + (c.transition ? " transition" : "") }, condText(c))), writeNo(s));
     default:
       return li("", s.message || "");
   }
+}
+
+// writeNo numbers a status write among the Database's, as the challenges'
+// checks count them ("status write #3").
+function writeNo(s) {
+  return s.statusWrites ? h("span", { class: "write-no muted small" }, ` · status write #${s.statusWrites}`) : "";
 }
 
 // conflictLine is a write the API server refused with 409 Conflict: the
