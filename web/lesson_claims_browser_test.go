@@ -176,6 +176,15 @@ func TestBrowserLessonClaimsOnScreen(t *testing.T) {
 	}
 	poll(t, ctx, "claims Terminating with stale status", `document.querySelector("#db-claims .terminating") !== null && document.querySelector("#db-claims .stale") !== null`)
 	look("paused, claims Terminating")
+	// Code handed over during the pause runs nothing yet: the pill stays
+	// paused (a hand-over is not a resume).
+	e.runner.HandOver(ns, claimsCode{})
+	poll(t, ctx, "the hand-over on the timeline", `[...document.querySelectorAll("#rows li.row.controller")].some(r => r.textContent.includes("your code now reconciles"))`)
+	if got := browsertest.Eval[string](t, ctx, `document.getElementById("controller-status").textContent.trim()`); got != "Your namespace is paused" {
+		t.Errorf("code handed over during a pause: the pill says %q, want the namespace still paused", got)
+	}
+	e.runner.TakeBack(ns)
+	poll(t, ctx, "the take-back on the timeline", `[...document.querySelectorAll("#rows li.row.controller")].some(r => r.textContent.includes("oplab's controller reconciles"))`)
 
 	// Resumed: the finalizer runs, the snapshot is kept.
 	if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`button[data-controller="start"]`))); err != nil {
