@@ -92,3 +92,31 @@ func TestDeleteDisabledWhileTerminating(t *testing.T) {
 		}
 	}
 }
+
+// A Database no reconcile has written (the drop-events pitfall's until a
+// resync) says so: its stale pill names no "generation 0", and its empty
+// Conditions table says why it is empty, apart from a written status that
+// set none (learner code may).
+func TestCardSaysWhenNoStatusWasWritten(t *testing.T) {
+	deaf := state.Database{Namespace: "lab-x", Name: "deaf", Engine: "postgres", Replicas: 1, Generation: 1, Stale: true}
+	bare := state.Database{Namespace: "lab-x", Name: "bare", Engine: "postgres", Replicas: 1, Generation: 1, ObservedGeneration: 1}
+	page := newHarness(t, deaf, bare).get("/lab").Body.String()
+	card := func(name string) string {
+		_, c, ok := strings.Cut(page, `id="db-`+name+`"`)
+		if !ok {
+			t.Fatalf("no card of %s", name)
+		}
+		c, _, _ = strings.Cut(c, "</article>")
+		return c
+	}
+	d := card("deaf")
+	if !strings.Contains(d, "stale: no reconcile has written the status yet") || strings.Contains(d, "generation 0") {
+		t.Errorf("a never-written Database's stale pill:\n%s", d)
+	}
+	if !strings.Contains(d, "None yet: no reconcile has written this Database's status.") {
+		t.Errorf("a never-written Database's Conditions table says nothing of why it is empty:\n%s", d)
+	}
+	if b := card("bare"); !strings.Contains(b, "None: the last status write set no conditions.") || strings.Contains(b, "None yet") {
+		t.Errorf("a written status with no conditions:\n%s", b)
+	}
+}
