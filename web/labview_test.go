@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/chromedp/chromedp"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -262,6 +263,29 @@ func TestBrowserTimelinePauseStepSlowMotion(t *testing.T) {
 		t.Errorf("no row names the resync as its trigger:\n%s", text)
 	}
 	screenshot(t, ctx, "12-timeline-folded")
+
+	// With no filter the countdown names what comes next, not the first
+	// card's Database: here a-deaf, first in order, whose events are all
+	// ignored, so nothing is due for it until its resync.
+	deaf := &v1alpha1.Database{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "a-deaf",
+		Annotations: map[string]string{controller.PitfallAnnotation: controller.PitfallDropEvents}}}
+	if err := e.client.Create(t.Context(), deaf); err != nil {
+		t.Fatal(err)
+	}
+	// Read two of the countdown's one-second redraws after the card came,
+	// while a-deaf has had no reconcile: its first waits on the resync
+	// (every 10 s here), and once it has one, its own next run may well
+	// come first.
+	const deafRan = `!!document.querySelector('#rows li.row[data-db="a-deaf"] .rid')`
+	poll(t, ctx, "a-deaf's card first, for two seconds", `(() => {
+		if (document.querySelector("#databases article.db")?.dataset.name !== "a-deaf") return false;
+		window.deafSeen ??= Date.now();
+		return Date.now() - window.deafSeen > 2100 || `+deafRan+`; })()`)
+	if got := evalString(t, ctx, `(() => { const r = document.getElementById("resync"); return r.hidden ? "(hidden)" : r.textContent; })()`); evalString(t, ctx, "String("+deafRan+")") == "true" {
+		t.Logf("a-deaf's resync came within two seconds of its card: the countdown (%q) names the sooner of two", got)
+	} else if !regexp.MustCompile(`^calm: next resync in \d+s$`).MatchString(got) {
+		t.Errorf("with a-deaf's card first and nothing due for it, the countdown says %q; want calm's next resync", got)
+	}
 }
 
 func TestBrowserLoopShowsPausedNamespace(t *testing.T) {

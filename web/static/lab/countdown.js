@@ -21,10 +21,21 @@ export function selectedDB() {
   const card = $("#databases article.db");
   return card ? card.dataset.name : "";
 }
+// countedDB is the Database the countdown names: the filter's, else the
+// one whose next run comes first, so that with no filter the count is of
+// what happens next on the timeline, not of the first card's Database.
+function countedDB() {
+  if ($("#filter")?.value) return selectedDB();
+  let soonest = "", at = Infinity;
+  for (const [db, next] of nextRun) {
+    if (next.at < at && document.getElementById("db-" + db)) { soonest = db; at = next.at; }
+  }
+  return soonest;
+}
 export function showCountdown() {
   const el = $("#resync");
   if (!el) return;
-  const db = selectedDB();
+  const db = countedDB();
   const next = nextRun.get(db);
   el.hidden = !next;
   if (!next) return;
