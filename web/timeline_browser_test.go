@@ -2,9 +2,11 @@ package web_test
 
 import (
 	"context"
+	"strconv"
 	"sync/atomic"
 	"testing"
 
+	"github.com/chromedp/cdproto/input"
 	"github.com/chromedp/chromedp"
 	"github.com/chromedp/chromedp/kb"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -137,9 +139,26 @@ func TestBrowserTimelineTeaches(t *testing.T) {
 		t.Fatal(err)
 	}
 	poll(t, ctx, "the fold open on a click", fold+`.querySelector("details").open`)
+	// An open fold is being read: the next no-op reconcile stays a line
+	// of its own above it (the reconciles after that may fold with it),
+	// and the rows in the open one stay where they are.
+	inFold := evalInt(t, ctx, `String((window.openFold = `+fold+`).querySelectorAll("ol.folded > li.row").length)`)
 	if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS("#play-pause"))); err != nil {
 		t.Fatal(err)
 	}
+	poll(t, ctx, "the next resync a line of its own above the open fold", `(() => { const top = document.querySelector('#rows > li.noop[data-db="lesson"]');
+		return !!top && top !== window.openFold && top.compareDocumentPosition(window.openFold) === Node.DOCUMENT_POSITION_FOLLOWING; })()`)
+	if n := evalInt(t, ctx, `String(window.openFold.querySelectorAll("ol.folded > li.row").length)`); n != inFold {
+		t.Errorf("the open fold held %d rows and now %d: a reconcile folded into it while it was read", inFold, n)
+	}
+	// Closed, the pointer and the focus elsewhere, the next one folds the
+	// lines back into one.
+	if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`#rows > li.fold[data-db="lesson"] summary`)),
+		chromedp.MouseEvent(input.DispatchMouseEventTypeMouseMoved, 1, 1), chromedp.Evaluate[chromedp.Void](`document.activeElement.blur()`)); err != nil {
+		t.Fatal(err)
+	}
+	poll(t, ctx, "one fold again, holding every no-op row", `(() => { const top = document.querySelector('#rows > li[data-db="lesson"]');
+		return top.matches(".fold") && !window.openFold.isConnected && top.querySelectorAll("ol.folded > li.row").length >= `+strconv.Itoa(inFold+2)+`; })()`)
 
 	// A conflict, for real: learner code whose status write is based on
 	// a read another writer has made stale.

@@ -186,30 +186,54 @@ function drawRow(row) {
 // Database just below it (the ones before it on the timeline) as one
 // line, "in sync ×3". The line is a disclosure: a click or Enter on it
 // shows the reconciles themselves, each drawn as it was.
+//
+// A line the learner is reading (the pointer on it, the focus in it, one
+// of its disclosures open) is not folded away under them: the new row
+// stays on its own above it, and folds with the next ones; once nobody
+// reads the line below them, the two lines become one.
 function fold(row) {
   if (!isNoop(row)) return;
   row.el.classList.add("noop");
   const below = row.el.nextElementSibling;
-  if (!below || below.dataset.db !== row.db || !below.classList.contains("noop")) return;
+  if (!foldable(below, row.db)) return;
   let g = groupOfEl.get(below);
   if (!g) {
     const prev = rowOfEl.get(below);
     if (!prev) return;
-    const summary = h("summary", { class: "row-head" });
-    const list = h("ol", { class: "rows folded" });
-    g = { members: [], summary, list, el: h("li", { class: "row noop fold", "data-db": row.db }, h("details", { class: "fold" }, summary, list)) };
-    groupOfEl.set(g.el, g);
+    g = newGroup(row.db);
     below.replaceWith(g.el);
     applyFilter(g.el);
     join(g, prev);
+    const older = g.el.nextElementSibling;
+    if (foldable(older, row.db) && groupOfEl.has(older)) absorb(g, groupOfEl.get(older));
   }
   join(g, row);
   drawGroup(g);
+}
+function foldable(el, db) {
+  return !!el && el.dataset.db === db && el.classList.contains("noop") && !reading(el);
+}
+function reading(el) {
+  return el.matches(":hover") || el.contains(document.activeElement) || !!$("details[open]", el);
+}
+function newGroup(db) {
+  const summary = h("summary", { class: "row-head" });
+  const list = h("ol", { class: "rows folded" });
+  const g = { members: [], summary, list, el: h("li", { class: "row noop fold", "data-db": db }, h("details", { class: "fold" }, summary, list)) };
+  groupOfEl.set(g.el, g);
+  return g;
 }
 function join(g, row) {
   g.members.push(row);
   row.group = g;
   g.list.prepend(row.el); // newest first, as on the timeline
+}
+// absorb takes an older group's rows into g, below g's own.
+function absorb(g, older) {
+  for (const r of older.members) r.group = g;
+  g.members = older.members.concat(g.members);
+  g.list.append(...older.list.children);
+  older.el.remove();
 }
 
 function drawGroup(g) {
