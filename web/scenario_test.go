@@ -375,6 +375,51 @@ func TestScenarioStatusThrash(t *testing.T) {
 	if moved < 3 {
 		t.Errorf("%d rewrites moved Ready's lastTransitionTime with its value unchanged; want the storm visible:%s", moved, describeTrace(ws))
 	}
+	// The cycle the scenario describes: a write's own event wakes a
+	// reconcile that the cap holds back and that requeues; the requeued
+	// one writes.
+	type run struct {
+		start         controller.Step
+		held, written bool
+		result        string
+	}
+	runs := map[string]*run{}
+	var order []*run
+	for _, s := range steps {
+		if s.ReconcileID == "" {
+			continue
+		}
+		r := runs[s.ReconcileID]
+		if r == nil {
+			r = &run{}
+			runs[s.ReconcileID] = r
+			order = append(order, r)
+		}
+		switch {
+		case s.Type == controller.StepReconcileStart:
+			r.start = s
+		case s.Type == controller.StepStatus && s.Held:
+			r.held = true
+		case s.Type == controller.StepStatus && !s.Skipped:
+			r.written = true
+		case s.Type == controller.StepResult:
+			r.result = s.Result
+		}
+	}
+	heldOnOwnEvent, writtenOnRequeue := 0, 0
+	for _, r := range order {
+		ownEvent := r.start.Trigger == "event" && r.start.WokenBy != nil && r.start.WokenBy.Kind == "Database" && r.start.WokenBy.Name == "thrash"
+		if ownEvent && r.held && r.result == "requeue" {
+			heldOnOwnEvent++
+		}
+		if r.start.Trigger == "requeue" && r.written {
+			writtenOnRequeue++
+		}
+	}
+	if heldOnOwnEvent < 2 || writtenOnRequeue < 2 {
+		t.Errorf("%d reconciles woken by thrash's own event held their write and requeued, %d requeued ones wrote; want the cycle at least twice:%s",
+			heldOnOwnEvent, writtenOnRequeue, describeTrace(steps))
+	}
 	// And read back from the API server, with the spec unchanged.
 	var db v1alpha1.Database
 	ltt := func() time.Time {

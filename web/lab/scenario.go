@@ -128,7 +128,7 @@ var Scenarios = []Scenario{
 		Setup: "Create Database thrash with the status-thrash pitfall",
 		Next:  []NextAction{pitfallOffNext("thrash")},
 		Watch: []string{
-			"Every status write is a watch event, so it triggers the next reconcile: the rows never stop (capped at about one a second).",
+			"Every status write is a watch event that wakes the next reconcile at once. That one finds the last write under a second old, holds its own back and requeues; the requeued reconcile writes, and its event starts it over: the rows never stop.",
 			"The spec does not change (generation stays 1), yet status is written again and again, each time with a new lastTransitionTime.",
 			"Switch the pitfall off and the storm ends: status is written only when it changes.",
 		},
