@@ -296,6 +296,18 @@ func TestBrowserCreateScaleDelete(t *testing.T) {
 	poll(t, ctx, "Terminating", `document.querySelector("#db-shop .terminating") !== null || document.querySelector('#rows .step.finalizer') !== null`)
 	screenshot(t, ctx, "03-terminating")
 	poll(t, ctx, "the finalizer removed", `[...document.querySelectorAll('#rows .step.finalizer b')].some(b => b.textContent === "removed")`)
+	// Drawn gone, the card stays while the pointer that pressed its Delete
+	// is on the cards: nothing below it moves up under the pointer. Moved
+	// on, the card goes.
+	poll(t, ctx, "the card drawn deleted", `document.querySelector("#db-shop.gone") !== null`)
+	if err := chromedp.Do(ctx, chromedp.Evaluate[chromedp.Void](`window.goneAt = Date.now()`)); err != nil {
+		t.Fatal(err)
+	}
+	poll(t, ctx, "the card kept past its 4 s under the pointer", `Date.now() - window.goneAt > 5000 || !document.getElementById("db-shop")`)
+	if !browsertest.Eval[bool](t, ctx, `document.getElementById("db-shop") !== null && document.getElementById("databases").matches(":hover")`) {
+		t.Error("the deleted card was taken off the page while the pointer was on the cards")
+	}
+	pointerAway(t, ctx)
 	poll(t, ctx, "the card gone", `document.getElementById("db-shop") === null`)
 	phases, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](`[...document.querySelectorAll('#rows .step.finalizer b')].map(b => b.textContent)`))
 	if err != nil || !slices.Contains(phases, "snapshot") {
@@ -397,6 +409,7 @@ func TestBrowserStuckFinalizerScenario(t *testing.T) {
 	); err != nil {
 		t.Fatal(err)
 	}
+	pointerAway(t, ctx)
 	poll(t, ctx, "stuck gone", `document.getElementById("db-stuck") === null`)
 	if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`button[data-controller="start"]`))); err != nil {
 		t.Fatal(err)

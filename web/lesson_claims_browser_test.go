@@ -190,6 +190,7 @@ func TestBrowserLessonClaimsOnScreen(t *testing.T) {
 	if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`button[data-controller="start"]`))); err != nil {
 		t.Fatal(err)
 	}
+	pointerAway(t, ctx) // a deleted card waits for the pointer to leave the cards
 	poll(t, ctx, "claims gone, its snapshot kept", `document.getElementById("db-claims") === null && document.getElementById("snap-claims-final-snapshot") !== null`)
 	look("resumed, claims finalized")
 

@@ -3,6 +3,7 @@ package web_test
 import (
 	"context"
 	"fmt"
+	"path"
 	"strings"
 	"testing"
 	"time"
@@ -155,11 +156,15 @@ func TestBrowserEveryScenarioStepShowsWhatItCaused(t *testing.T) {
 				if got := evalString(t, ctx, "String("+onScreen(".scenario")+")"); got != "true" {
 					t.Errorf("after step %d: the scenario's panel is not on screen", i+1)
 				}
-				if strings.HasSuffix(action, "/delete") {
-					// Deleting again would change nothing: the step says so.
-					poll(t, ctx, "the panel's Delete disabled with its reason", fmt.Sprintf(`(f => f.querySelector("button").disabled &&
-						/already being deleted|is not there/.test(f.querySelector(".why")?.textContent || ""))(document.querySelector(%q))`, fmt.Sprintf(".scenario-next form[action=%q]", action)))
-				}
+				// Once done, the step would change nothing if pressed again:
+				// it is disabled and says so.
+				reason := map[string]string{
+					"delete":  `/already being deleted|is not there/`,
+					"pitfall": fmt.Sprintf(`/^Done: %s's pitfall is off\.$/`, sc.db),
+					"edit":    fmt.Sprintf(`/^Changed already: %s asks for 2 replicas now\.$/`, sc.db),
+				}[path.Base(action)]
+				poll(t, ctx, "the panel's step disabled with its reason", fmt.Sprintf(`(f => f.querySelector("button").disabled &&
+					%s.test(f.querySelector(".why")?.textContent || ""))(document.querySelector(%q))`, reason, fmt.Sprintf(".scenario-next form[action=%q]", action)))
 				viewShot(t, ctx, fmt.Sprintf("reveal-scenario-%s-step%d-1280x800", sc.name, i+1))
 			}
 		})

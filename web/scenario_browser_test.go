@@ -166,6 +166,7 @@ func TestBrowserScenarioFinalizer(t *testing.T) {
 		t.Fatal(err)
 	}
 	shows(t, ctx, "the finalizer phases draining → snapshot → removed", inOrder(phasesOf("doomed"), "draining", "snapshot", "removed"), "#rows")
+	pointerAway(t, ctx) // a deleted card waits for the pointer to leave the cards
 	shows(t, ctx, "the card of doomed gone", cardOf("doomed")+` === null`, "#databases")
 	showsNow(t, ctx, "no Error pill", noErrorPill("doomed"), "#rows")
 	shows(t, ctx, "the snapshot listed under kept snapshots", `(() => { const s = document.getElementById("kept"), li = document.getElementById("snap-doomed-final-snapshot");
@@ -230,6 +231,7 @@ func TestBrowserScenarioStuckFinalizer(t *testing.T) {
 		t.Fatal(err)
 	}
 	shows(t, ctx, "the finalizer running after Resume: draining → snapshot → removed", inOrder(phasesOf("stuck"), "draining", "snapshot", "removed"), "#rows")
+	pointerAway(t, ctx) // a deleted card waits for the pointer to leave the cards
 	shows(t, ctx, "the card of stuck gone", cardOf("stuck")+` === null`, "#databases")
 	shows(t, ctx, "the snapshot of stuck kept", `(() => { const s = document.getElementById("kept"), li = document.getElementById("snap-stuck-final-snapshot");
 		return !!(s && !s.hidden && li && li.textContent.includes("from Database stuck")); })()`, "#kept")

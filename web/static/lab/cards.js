@@ -112,7 +112,7 @@ export function onDatabase(m) {
       $$("button", card).forEach((b) => { b.disabled = true; });
       latestActions.delete(card.id);
       markScenarioNext();
-      setTimeout(() => { card.remove(); markSelected(); }, 4000);
+      setTimeout(() => removeGone(card), 4000);
     }
     return;
   }
@@ -130,6 +130,19 @@ export function onDatabase(m) {
     dbList.insertBefore(fresh, after || null);
     revealDrawn(fresh);
   }
+  markSelected();
+}
+// removeGone takes a deleted card off the page once it has been seen
+// gone, but not while the pointer is on the cards (the cards below it
+// would move up under a pointer that aims at them: the next card's Delete
+// where this one's was) or the focus in it (it would fall to the page).
+function removeGone(card) {
+  if (!card.isConnected) return;
+  if (dbList.matches(":hover") || card.contains(document.activeElement)) {
+    setTimeout(() => removeGone(card), 500);
+    return;
+  }
+  card.remove();
   markSelected();
 }
 // onSnapshot keeps "Snapshots kept after delete" current: a state names a
@@ -163,17 +176,23 @@ export function markSelected() {
   $$("#databases article.db").forEach((a) => a.classList.toggle("selected", a.dataset.name === want));
   markScenarioNext();
 }
-// A scenario's next step on a Database that is gone, or its Delete once
-// the Database is Terminating, does not apply: the button is disabled and
-// the line after it says why.
+// A scenario's next step that no longer applies is disabled, and the line
+// after it says why: any step on a Database that is gone, its Delete once
+// it is Terminating, switching off a pitfall that is off, and a change of
+// replicas made already (the form names the replicas it changes from).
 export function markScenarioNext() {
   $$(".scenario-next form").forEach((form, i) => {
     const m = /^\/lab\/databases\/([^/]+)\/(.+)$/.exec(new URL(form.action, location.href).pathname);
     if (!m) return;
     const card = document.getElementById("db-" + m[1]);
+    const field = (el, name) => $(`input[name="${name}"]`, el)?.value;
     let why = "";
     if (!card || card.classList.contains("gone")) why = `${m[1]} is not there.`;
     else if (m[2] === "delete" && $(".terminating", card)) why = `${m[1]} is already being deleted: deleting again changes nothing.`;
+    else if (m[2] === "pitfall" && field(form, "pitfall") === "" && !$(".db-head .pitfall", card)) why = `Done: ${m[1]}'s pitfall is off.`;
+    else if (m[2] === "edit" && field(form, "origReplicas") !== undefined && field(card, "origReplicas") !== field(form, "origReplicas")) {
+      why = `Changed already: ${m[1]} asks for ${field(card, "origReplicas")} replicas now.`;
+    }
     const button = $("button", form);
     let note = $(".why", form);
     if (why && !note) {
