@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/chromedp/chromedp"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -164,7 +165,13 @@ func TestBrowserLessonClaimsOnScreen(t *testing.T) {
 	}
 	createWithPitfall(t, ctx, "deaf", controller.PitfallDropEvents)
 	poll(t, ctx, "deaf's create event ignored", `document.querySelector('#rows li[data-db="deaf"] li.ev.ignored') !== null`)
-	look("loop Degraded, deaf's events ignored")
+	// A thrashing Database, its writes capped: a reconcile holds its write.
+	createWithPitfall(t, ctx, "thrash", controller.PitfallStatusThrash)
+	poll(t, ctx, "a write of thrash held back", `[...document.querySelectorAll('#rows li.row[data-db="thrash"] .step.status')].some(s => s.textContent.includes("write held back: at most one status write a second"))`)
+	look("loop Degraded, deaf's events ignored, thrash held back")
+	if err := e.client.Delete(t.Context(), &v1alpha1.Database{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "thrash"}}); err != nil {
+		t.Fatal(err)
+	}
 
 	// Paused, then deleted: Terminating, with stale status.
 	if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`button[data-controller="stop"]`))); err != nil {
