@@ -18,14 +18,7 @@ func TestCardSaysDegradedAndWhyADeleteIsStale(t *testing.T) {
 		Terminating: true, DeletionTimestamp: &now, Conditions: []state.Condition{{Type: "Ready", Status: "True"}, {Type: "Degraded", Status: "False"}}}
 	scaled := state.Database{Namespace: "lab-x", Name: "scaled", Engine: "postgres", Replicas: 2, Generation: 2, ObservedGeneration: 1, Stale: true}
 	page := newHarness(t, looping, deleting, scaled).get("/lab").Body.String()
-	card := func(name string) string {
-		_, c, ok := strings.Cut(page, `id="db-`+name+`"`)
-		if !ok {
-			t.Fatalf("no card of %s", name)
-		}
-		c, _, _ = strings.Cut(c, "</article>")
-		return c
-	}
+	card := func(name string) string { return cardIn(t, page, name) }
 	head := func(name string) string { h, _, _ := strings.Cut(card(name), "</header>"); return h }
 	if h := head("loop"); !strings.Contains(h, "Degraded: ReconcileError") || !strings.Contains(h, "Ready True") {
 		t.Errorf("an error loop's header:\n%s\nwant Ready True and Degraded: ReconcileError beside it", h)
@@ -101,14 +94,7 @@ func TestCardSaysWhenNoStatusWasWritten(t *testing.T) {
 	deaf := state.Database{Namespace: "lab-x", Name: "deaf", Engine: "postgres", Replicas: 1, Generation: 1, Stale: true}
 	bare := state.Database{Namespace: "lab-x", Name: "bare", Engine: "postgres", Replicas: 1, Generation: 1, ObservedGeneration: 1}
 	page := newHarness(t, deaf, bare).get("/lab").Body.String()
-	card := func(name string) string {
-		_, c, ok := strings.Cut(page, `id="db-`+name+`"`)
-		if !ok {
-			t.Fatalf("no card of %s", name)
-		}
-		c, _, _ = strings.Cut(c, "</article>")
-		return c
-	}
+	card := func(name string) string { return cardIn(t, page, name) }
 	d := card("deaf")
 	if !strings.Contains(d, "stale: no reconcile has written the status yet") || strings.Contains(d, "generation 0") {
 		t.Errorf("a never-written Database's stale pill:\n%s", d)
@@ -119,4 +105,15 @@ func TestCardSaysWhenNoStatusWasWritten(t *testing.T) {
 	if b := card("bare"); !strings.Contains(b, "None: the last status write set no conditions.") || strings.Contains(b, "None yet") {
 		t.Errorf("a written status with no conditions:\n%s", b)
 	}
+}
+
+// cardIn is the HTML of name's card on page.
+func cardIn(t *testing.T, page, name string) string {
+	t.Helper()
+	_, c, ok := strings.Cut(page, `id="db-`+name+`"`)
+	if !ok {
+		t.Fatalf("no card of %s", name)
+	}
+	c, _, _ = strings.Cut(c, "</article>")
+	return c
 }

@@ -62,14 +62,7 @@ func TestPitfallDescriptionsOnThePage(t *testing.T) {
 			t.Errorf("the help under the menu lacks %s's description", pf.Name)
 		}
 	}
-	card := func(name string) string {
-		_, c, ok := strings.Cut(page, `id="db-`+name+`"`)
-		if !ok {
-			t.Fatalf("no card of %s", name)
-		}
-		c, _, _ = strings.Cut(c, "</article>")
-		return c
-	}
+	card := func(name string) string { return cardIn(t, page, name) }
 	var drop controller.PitfallInfo
 	for _, pf := range controller.Pitfalls {
 		if pf.Name == controller.PitfallDropEvents {
