@@ -115,6 +115,15 @@ function storage(area) {
 export const store = storage("localStorage");
 export const tabStore = storage("sessionStorage");
 
+// whileShown stops a page's live socket when the page is left and starts it
+// again when the page comes back from the back/forward cache. A cached page
+// would otherwise keep its socket open, and every open one counts against
+// the session's few streams: after some browsing, the lab's was refused.
+export function whileShown(start, stop) {
+  addEventListener("pagehide", stop);
+  addEventListener("pageshow", (e) => { if (e.persisted) start(); });
+}
+
 document.addEventListener("DOMContentLoaded", () => {
   localize(document);
   document.querySelectorAll("button[data-copy]").forEach(enableCopy);

@@ -8,7 +8,7 @@
 // aloud, through a live region, when a task turns done. Start posts the form
 // with fetch so the page stays. On /challenges it shows each challenge's
 // progress from localStorage.
-import { store } from "./base.js";
+import { store, whileShown } from "./base.js";
 
 (function () {
   const KEY = "oplab.challenges";
@@ -129,13 +129,17 @@ import { store } from "./base.js";
       soon = setTimeout(() => { soon = null; poll(); }, 300);
     }
     document.addEventListener("oplab:message", pollSoon);
+    let ws = null;
+    let retry = null;
     function connect() {
-      if (!("WebSocket" in window)) return;
-      const ws = new WebSocket((location.protocol === "https:" ? "wss://" : "ws://") + location.host + "/ws");
-      ws.addEventListener("message", pollSoon);
-      ws.addEventListener("close", () => setTimeout(connect, 5000));
+      clearTimeout(retry);
+      const sock = new WebSocket((location.protocol === "https:" ? "wss://" : "ws://") + location.host + "/ws");
+      ws = sock;
+      sock.addEventListener("message", pollSoon);
+      sock.addEventListener("close", () => { if (ws === sock) retry = setTimeout(connect, 5000); });
     }
     connect();
+    whileShown(connect, () => { clearTimeout(retry); ws?.close(); ws = null; });
     // Every task done: nothing more to check until the next Start.
     setInterval(() => { if (!document.hidden && mine.done < of) poll(); }, POLL_MS);
     poll();

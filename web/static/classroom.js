@@ -6,7 +6,7 @@
 // hands this file the classroom state from its own stream and does the
 // following itself; elsewhere this file listens to /ws?classroom=1, which
 // carries only the global messages.
-import { h, store, tabStore } from "./base.js";
+import { h, store, tabStore, whileShown } from "./base.js";
 
 const banner = document.getElementById("classroom-banner");
 const lab = document.getElementById("lab");
@@ -187,10 +187,14 @@ function listen() {
   let delay = 1000;
   let seen = 0;
   let timer = null;
+  let ws = null;
+  let retry = null;
   function open() {
+    clearTimeout(retry);
     const proto = location.protocol === "https:" ? "wss:" : "ws:";
-    const ws = new WebSocket(`${proto}//${location.host}/ws?classroom=1`);
-    ws.onmessage = (e) => {
+    const sock = new WebSocket(`${proto}//${location.host}/ws?classroom=1`);
+    ws = sock;
+    sock.onmessage = (e) => {
       let batch;
       try { batch = JSON.parse(e.data); } catch (err) { return; }
       for (const m of Array.isArray(batch) ? batch : [batch]) {
@@ -205,12 +209,17 @@ function listen() {
       }
     };
     let opened = false;
-    ws.onopen = () => { opened = true; delay = 1000; };
+    sock.onopen = () => { opened = true; delay = 1000; };
     // Refused (a reader who never opened the lab has no session): ask
     // again rarely.
-    ws.onclose = () => { setTimeout(open, opened ? delay : 60000); delay = Math.min(delay * 2, 30000); };
+    sock.onclose = () => {
+      if (ws !== sock) return; // closed on leaving the page
+      retry = setTimeout(open, opened ? delay : 60000);
+      delay = Math.min(delay * 2, 30000);
+    };
   }
   open();
+  whileShown(() => { delay = 1000; open(); }, () => { clearTimeout(retry); ws?.close(); ws = null; });
 }
 
 if (!liveLab) listen();

@@ -8,6 +8,7 @@ import { $ } from "./dom.js";
 import { state } from "./state.js";
 import { push } from "./player.js";
 import { switchStream } from "./follow.js";
+import { whileShown } from "../base.js";
 
 const status = $("#stream-status");
 let lastSeq = 0;
@@ -79,16 +80,22 @@ function open() {
 export function connect() {
   started = true;
   open();
+  // Back from the back/forward cache, it asks for what it missed (since).
+  whileShown(() => { delay = 1000; open(); }, shut);
+}
+// shut closes the stream without reconnecting.
+function shut() {
+  clearTimeout(retry);
+  const old = ws;
+  ws = null;
+  if (old) old.close();
 }
 // reopen opens the stream afresh, from the start of its past: another
 // namespace's (following) or the learner's own again.
 export function reopen() {
   lastSeq = 0;
   if (!started) return;
-  clearTimeout(retry);
-  const old = ws;
-  ws = null;
-  if (old) old.close();
+  shut();
   delay = 1000;
   open();
 }
