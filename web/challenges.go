@@ -15,10 +15,14 @@ func (s *Server) registerChallenges(ctx context.Context, mux *http.ServeMux) err
 	if err != nil {
 		return err
 	}
-	challenges.New(ctx, challenges.Options{
+	opts := challenges.Options{
 		Set: set, Course: course, Client: s.opts.Client, Sessions: s.opts.Sessions, Controller: s.opts.Controller,
 		Exporter: s.opts.Recorder, Sink: s.opts.Recorder, KubeconfigPath: kubeconfig.Path, KubectlCommand: kubeconfig.Command, KubeconfigExport: kubeconfig.Export,
 		Logger: s.opts.Logger.WithName("challenges"),
-	}).Register(mux)
+	}
+	if codes := s.codes.Load(); codes != nil {
+		opts.Code = codes
+	}
+	challenges.New(ctx, opts).Register(mux)
 	return nil
 }

@@ -6,8 +6,10 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/chromedp/chromedp"
 	appsv1 "k8s.io/api/apps/v1"
@@ -16,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/oplab-dev/oplab/controller/api/v1alpha1"
+	"github.com/oplab-dev/oplab/controller/sandbox/starters"
 	"github.com/oplab-dev/oplab/web/challenges"
 )
 
@@ -65,9 +68,22 @@ func TestChallengeStartWipesAndStatusJudges(t *testing.T) {
 		t.Fatalf("a refused Start touched the Databases: %v", err)
 	}
 	// A learner who paused their namespace: Start resumes it, or the
-	// finalizers could not run and the wipe would hang.
+	// finalizers could not run and the wipe would hang. And one whose own
+	// code (the skeleton, which finalizes nothing) reconciles it: Start
+	// gives the namespace back to oplab's controller, which the challenge
+	// is about and whose finalizer the wipe waits for.
+	run, err := c.Post(e.http.URL+"/code/run", "application/json", strings.NewReader(`{"source":`+strconv.Quote(starters.Source("skeleton"))+`}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	run.Body.Close()
+	if run.StatusCode != http.StatusOK || !e.runner.HandedOver(ns) {
+		t.Fatalf("running the skeleton = %d, handed over %v; want 200 and the namespace handed over", run.StatusCode, e.runner.HandedOver(ns))
+	}
 	e.runner.PauseNamespace(ns)
+	began := time.Now()
 	code, body := post(url.Values{"confirm": {"wipe"}})
+	t.Logf("Start took %s", time.Since(began).Round(time.Millisecond))
 	if code != http.StatusOK {
 		t.Fatalf("Start = %d %s", code, body)
 	}
@@ -83,6 +99,9 @@ func TestChallengeStartWipesAndStatusJudges(t *testing.T) {
 	}
 	if e.runner.NamespacePaused(ns) {
 		t.Error("the namespace is still paused after Start")
+	}
+	if e.runner.HandedOver(ns) {
+		t.Error("the learner's code still reconciles the namespace after Start")
 	}
 
 	st := getStatus(t, c, fmt.Sprintf("/challenges/observed-generation/status?since=%d", started.Started))

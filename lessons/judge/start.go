@@ -20,7 +20,7 @@ import (
 // challenge's own setup. The page shows it beside a confirm.
 const WipeSummary = "Start deletes every Database in your namespace (each goes through its finalizer, " +
 	"so its final snapshot is written), then removes those snapshots and anything else the Databases left " +
-	"(objects labelled " + controller.LabelDatabase + ") or an earlier challenge set up (labelled " + LabelChallenge + "), resumes the controller for your namespace, " +
+	"(objects labelled " + controller.LabelDatabase + ") or an earlier challenge set up (labelled " + LabelChallenge + "), gives your namespace back to oplab's controller (resumed, and in place of your own code if it runs), " +
 	"and sets up this challenge's starting state. Your other objects are not touched."
 
 // LabelChallenge marks what a challenge's prepare made that is not a

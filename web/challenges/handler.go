@@ -52,6 +52,12 @@ type Controller interface {
 	NamespacePaused(ns string) bool
 }
 
+// LearnerCode stops a learner's own reconciler in their namespace (the code
+// page's Handler).
+type LearnerCode interface {
+	Stop(ns string)
+}
+
 // Exporter exports a namespace's recorded timeline (the stream Recorder).
 type Exporter interface {
 	Export(namespace string) stream.Export
@@ -66,7 +72,10 @@ type Options struct {
 	Client     client.Client
 	Sessions   Sessions
 	Controller Controller
-	Exporter   Exporter
+	// Code, when set, is stopped at each Start: the wipe and the starting
+	// state are oplab's controller's to reconcile, not the learner's code.
+	Code     LearnerCode
+	Exporter Exporter
 	// Sink, when set, gets a step on the learner's timeline at each Start,
 	// so the rows of the Databases before it (often of the same names)
 	// read as the past.
@@ -208,8 +217,14 @@ func (h *Handler) start(w http.ResponseWriter, r *http.Request) {
 	defer cancel()
 	started, err := c.Start(ctx, judge.PrepareEnv{
 		Namespace: ns, Client: h.opts.Client,
-		Pause:  func(context.Context) error { h.opts.Controller.PauseNamespace(ns); return nil },
-		Resume: func(context.Context) error { h.opts.Controller.ResumeNamespace(ns); return nil },
+		Pause: func(context.Context) error { h.opts.Controller.PauseNamespace(ns); return nil },
+		Resume: func(context.Context) error {
+			if h.opts.Code != nil {
+				h.opts.Code.Stop(ns)
+			}
+			h.opts.Controller.ResumeNamespace(ns)
+			return nil
+		},
 		Started: func(at time.Time) {
 			if h.opts.Sink == nil {
 				return

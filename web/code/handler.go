@@ -325,6 +325,14 @@ func (h *Handler) back(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, err.Error(), http.StatusForbidden)
 		return
 	}
+	h.Stop(ns)
+	httpx.JSON(w, http.StatusOK, runView{Running: false})
+}
+
+// Stop gives ns back to oplab's controller and stops the learner's code,
+// as "Back to oplab's controller" does; the saved code stays. A
+// challenge's Start calls it: what it sets up is for oplab's controller.
+func (h *Handler) Stop(ns string) {
 	h.opts.Runner.TakeBack(ns)
 	l := h.learnerOf(ns)
 	l.mu.Lock()
@@ -335,7 +343,6 @@ func (h *Handler) back(w http.ResponseWriter, r *http.Request) {
 		// A reconcile still running finishes first: Close waits for it.
 		go sb.Close()
 	}
-	httpx.JSON(w, http.StatusOK, runView{Running: false})
 }
 
 // running counts the sandboxes with a live child: a learner who left stops
