@@ -243,12 +243,13 @@ func (t *eventTracer) pitfallOf(obj client.Object, key types.NamespacedName) pit
 	return pitfallSwitchOf(&db)
 }
 
-// resumed handles the Databases a resumed namespace sends: each is traced
-// like any other event, and queued.
-func (t *eventTracer) resumed() handler.EventHandler {
-	return handler.Funcs{GenericFunc: func(_ context.Context, e event.GenericEvent, q queue) {
-		if t.admit("generic", e.Object, "namespace resumed: reconcile every Database in it") {
-			q.Add(reconcile.Request{NamespacedName: client.ObjectKeyFromObject(e.Object)})
+// resumed handles the Databases oplab sends itself (a namespace resumed,
+// handed over or taken back): each is traced like any other event, with
+// why it came, and queued.
+func (t *eventTracer) resumed() handler.TypedEventHandler[sweep, reconcile.Request] {
+	return handler.TypedFuncs[sweep, reconcile.Request]{GenericFunc: func(_ context.Context, e sweepEvent, q queue) {
+		if t.admit("generic", e.Object.db, e.Object.why) {
+			q.Add(reconcile.Request{NamespacedName: client.ObjectKeyFromObject(e.Object.db)})
 		}
 	}}
 }

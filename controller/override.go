@@ -40,7 +40,7 @@ func (r *Runner) HandOver(ns string, rec NamespaceReconciler) {
 	r.gate.overrides.m.Store(ns, rec)
 	r.emit(ns, "handed-over", "your code now reconciles "+ns+"; oplab's controller stands aside")
 	r.opts.Logger.Info("Handed namespace to learner code", "namespace", ns)
-	r.reconcileNamespace(ns)
+	r.reconcileNamespace(ns, whyHanded)
 }
 
 // TakeBack returns ns to oplab's own reconciler and reconciles every
@@ -51,18 +51,18 @@ func (r *Runner) TakeBack(ns string) {
 	}
 	r.emit(ns, "taken-back", "oplab's controller reconciles "+ns+" again")
 	r.opts.Logger.Info("Took namespace back from learner code", "namespace", ns)
-	r.reconcileNamespace(ns)
+	r.reconcileNamespace(ns, whyTakenBack)
 }
 
 // HandedOver reports whether ns is reconciled by learner code.
 func (r *Runner) HandedOver(ns string) bool { return r.gate.overrides.get(ns) != nil }
 
-func (r *Runner) reconcileNamespace(ns string) {
+func (r *Runner) reconcileNamespace(ns, why string) {
 	if r.gate.isPaused(ns) {
 		return // resuming will
 	}
 	if cur := r.cur.Load(); cur != nil && cur.synced.Load() {
-		go cur.reconcileAll(ns, nil, r.opts.Logger)
+		go cur.reconcileAll(ns, nil, why, r.opts.Logger)
 	}
 }
 

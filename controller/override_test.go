@@ -2,6 +2,8 @@ package controller
 
 import (
 	"context"
+	"slices"
+	"strings"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/types"
@@ -76,5 +78,36 @@ func TestOverrideTakesItsNamespaceOnly(t *testing.T) {
 	gate.overrides.m.Delete("learner")
 	if _, err := tr.Reconcile(context.Background(), mine); err != nil || len(stub.got) != 1 {
 		t.Fatalf("after the take-back: %v, the stub got %v", err, stub.got)
+	}
+}
+
+// Each Database oplab queues itself says why on its event: the hand-over
+// and the take-back were drawn as "namespace resumed", which a learner who
+// had paused nothing could not place.
+func TestSweepsSayWhyTheyCame(t *testing.T) {
+	e := newEnv(t)
+	r := e.startController(e.testOptions())
+	e.mustCreate(newDB("swept", 1, ""))
+	e.waitFor("a first reconcile of swept", func() (bool, error) {
+		return slices.ContainsFunc(e.sink.forDatabase("swept"), func(s Step) bool { return s.Type == StepResult }), nil
+	})
+	sweptFor := func(why string) func() (bool, error) {
+		return func() (bool, error) {
+			return slices.ContainsFunc(e.sink.forDatabase("swept"), func(s Step) bool {
+				return s.Type == StepEvent && s.Event == "generic" && s.Message == why
+			}), nil
+		}
+	}
+	r.HandOver(e.ns, &stubReconciler{})
+	e.waitFor("the hand-over's event on swept", sweptFor(whyHanded))
+	r.TakeBack(e.ns)
+	e.waitFor("the take-back's event on swept", sweptFor(whyTakenBack))
+	r.PauseNamespace(e.ns)
+	r.ResumeNamespace(e.ns)
+	e.waitFor("the resume's event on swept", sweptFor(whyResumed))
+	for _, s := range e.sink.forDatabase("swept") {
+		if s.Type == StepEvent && s.Event == "generic" && !strings.HasSuffix(s.Message, ": reconcile every Database in it") {
+			t.Errorf("a generic event says %q; want why, then what it does", s.Message)
+		}
 	}
 }

@@ -144,8 +144,25 @@ type run struct {
 	err      error         // the manager's error; read only after done is closed
 
 	cache   cache.Cache
-	resumed chan event.GenericEvent // Databases to reconcile on resume
+	resumed chan sweepEvent // Databases oplab reconciles of its own accord
 }
+
+// sweep is a Database oplab queues of its own accord, no watch event
+// bringing it, and why: its namespace resumed, handed to the learner's
+// code, or taken back. The timeline says which.
+type sweep struct {
+	db  client.Object
+	why string
+}
+
+type sweepEvent = event.TypedGenericEvent[sweep]
+
+// What each sweep says on the event it brings.
+const (
+	whyResumed   = "namespace resumed: reconcile every Database in it"
+	whyHanded    = "handed to your code: reconcile every Database in it"
+	whyTakenBack = "taken back by oplab's controller: reconcile every Database in it"
+)
 
 // NewRunner returns a stopped Runner for the cluster cfg points at.
 func NewRunner(cfg *rest.Config, opts Options) *Runner {
@@ -158,7 +175,7 @@ func NewRunner(cfg *rest.Config, opts Options) *Runner {
 // starting or stopping.
 func (r *Runner) Start(ctx context.Context) error {
 	runCtx, cancel := context.WithCancel(context.Background())
-	cur := &run{cancel: cancel, done: make(chan struct{}), resumed: make(chan event.GenericEvent, 64)}
+	cur := &run{cancel: cancel, done: make(chan struct{}), resumed: make(chan sweepEvent, 64)}
 	if prev := r.cur.Load(); prev != nil || !r.cur.CompareAndSwap(nil, cur) {
 		cancel()
 		if prev != nil && prev.stopping.Load() {
@@ -262,18 +279,18 @@ func (r *Runner) ResumeNamespace(ns string) {
 	r.emit(ns, "resumed", "reconciling resumed in "+ns+": every Database in it is reconciled")
 	r.opts.Logger.Info("Resumed namespace", "namespace", ns)
 	if cur := r.cur.Load(); cur != nil && cur.synced.Load() {
-		go cur.reconcileAll(ns, held, r.opts.Logger)
+		go cur.reconcileAll(ns, held, whyResumed, r.opts.Logger)
 	}
 }
 
 // NamespacePaused reports whether ns is paused.
 func (r *Runner) NamespacePaused(ns string) bool { return r.gate.isPaused(ns) }
 
-// reconcileAll queues every Database of ns, and the keys held while it was
-// paused (a Database deleted meanwhile is reconciled too, and finds itself
+// reconcileAll queues every Database of ns, saying why, and the keys held
+// while it was paused (a Database deleted meanwhile is reconciled too, and finds itself
 // gone). It runs in its own goroutine and ends when all are queued or the
 // manager stops.
-func (cur *run) reconcileAll(ns string, held []types.NamespacedName, log logr.Logger) {
+func (cur *run) reconcileAll(ns string, held []types.NamespacedName, why string, log logr.Logger) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go func() {
@@ -300,7 +317,7 @@ func (cur *run) reconcileAll(ns string, held []types.NamespacedName, log logr.Lo
 	}
 	for _, obj := range objs {
 		select {
-		case cur.resumed <- event.GenericEvent{Object: obj}:
+		case cur.resumed <- sweepEvent{Object: sweep{db: obj, why: why}}:
 		case <-ctx.Done():
 			return
 		}
@@ -318,7 +335,7 @@ func (r *Runner) emit(ns, phase, msg string) {
 
 // newManager builds a manager with nothing but the Database controller: no
 // metrics server, no health probes, no leader election.
-func newManager(base *rest.Config, opts Options, gate *pauseGate, resumed <-chan event.GenericEvent, watchErr toolscache.WatchErrorHandlerWithContext, stopping <-chan struct{}) (ctrl.Manager, error) {
+func newManager(base *rest.Config, opts Options, gate *pauseGate, resumed <-chan sweepEvent, watchErr toolscache.WatchErrorHandlerWithContext, stopping <-chan struct{}) (ctrl.Manager, error) {
 	cfg := rest.CopyConfig(base)
 	cfg.QPS, cfg.Burst = opts.QPS, opts.Burst
 

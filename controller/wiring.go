@@ -45,8 +45,9 @@ import (
 
 // setupController registers the Database controller with mgr as oplab runs
 // it. Its watches are SetupWithManager's, For the Database and Owns its
-// three children; resumed carries the Databases of a namespace resumed.
-func setupController(mgr ctrl.Manager, cfg *rest.Config, opts Options, gate *pauseGate, resumed <-chan event.GenericEvent, labelled cache.ByObject) error {
+// three children; resumed carries the Databases oplab queues itself (a
+// namespace resumed, handed to the learner's code or taken back).
+func setupController(mgr ctrl.Manager, cfg *rest.Config, opts Options, gate *pauseGate, resumed <-chan sweepEvent, labelled cache.ByObject) error {
 	traced := newTracedReconciler(mgr.GetClient(), mgr.GetAPIReader(), mgr.GetScheme(), mgr.GetEventRecorder(RecorderName), opts, gate)
 	later := make(chan event.GenericEvent, laterBuffer)
 	filter := &eventTracer{

@@ -164,6 +164,10 @@ func TestBrowserTimelineTeaches(t *testing.T) {
 	// a read another writer has made stale.
 	e.runner.HandOver(ns, &staleWriter{other: e.client})
 	t.Cleanup(func() { e.runner.TakeBack(ns) })
+	// The hand-over queues lesson again, and its row says so (not
+	// "namespace resumed": nothing was paused).
+	poll(t, ctx, "the hand-over's reconcile of lesson, said so", `[...document.querySelectorAll('#rows li.row[data-db="lesson"] .pill.trigger')].some(p =>
+		/^handed to your code: every Database queued again · \d+ events? → 1 reconcile$/.test(p.textContent))`)
 	createInTab(t, ctx, "clash")
 	conflict := `[...document.querySelectorAll('#rows li.row[data-db="clash"] .step.conflict')]`
 	poll(t, ctx, "a 409 Conflict step, explained", conflict+`.some(s => s.textContent.startsWith("status write → 409 Conflict (based on resourceVersion ")

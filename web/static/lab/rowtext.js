@@ -24,9 +24,14 @@ export function eventsSummary(events) {
 }
 
 const pastTense = { create: "created", update: "changed", delete: "deleted" };
-// A generic event is oplab's own: the namespace was resumed, and it queues
-// every Database there again (the controller's events.go).
-const RESUMED = "namespace resumed: every Database queued again";
+// A generic event is oplab's own: the namespace was resumed, handed to the
+// learner's code or taken back, and it queues every Database there again
+// (the controller's events.go). Its message says which, before the colon;
+// an older export's may not.
+function sweptLabel(events) {
+  const why = events.find((e) => e.event === "generic" && e.message)?.message.split(":")[0] || "namespace resumed";
+  return `${why}: every Database queued again`;
+}
 // triggerLabel names what made the reconcile run: the object whose watch
 // event queued it (as the controller's event handler saw it, or, in an
 // older export, the first event this page saw), the periodic resync, or
@@ -35,7 +40,7 @@ export function triggerLabel(row) {
   const used = row.events.filter((e) => !e.ignored);
   const count = used.length > 1 ? `${used.length} events` : "1 event";
   const w = row.start.wokenBy;
-  if (w ? row.start.event === "generic" : used[0]?.event === "generic") return `${RESUMED} · ${count} → 1 reconcile`;
+  if (w ? row.start.event === "generic" : used[0]?.event === "generic") return `${sweptLabel(used)} · ${count} → 1 reconcile`;
   if (w) return `${w.kind} ${w.name} ${pastTense[row.start.event] || row.start.event} · ${count} → 1 reconcile`;
   if (used.length) {
     const e = used[0];
