@@ -101,6 +101,12 @@ func TestBrowserCodeExercisesSolvedInThePage(t *testing.T) {
 				})
 				x.delete(t, "kept")
 				x.waitDone(t, "kept")
+				// The lab says what the challenge says: the snapshot the
+				// learner's code wrote outlived its Database.
+				browsertest.Do(t, x.code, chromedp.Navigate(x.e.http.URL+"/lab"), chromedp.WaitVisible(chromedp.CSS("#create-form")))
+				poll(t, x.code, "the lab listing kept-final-snapshot as kept, not lost", `(() => { const li = document.getElementById("snap-kept-final-snapshot");
+					return !!li && !li.classList.contains("lost") && li.textContent.includes("no ownerReference"); })()`)
+				browsertest.Do(t, x.code, chromedp.Navigate(x.e.http.URL+"/code"), chromedp.WaitVisible(chromedp.CSS("#back")))
 			},
 		},
 	}

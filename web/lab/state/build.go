@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -35,14 +36,14 @@ type Related struct {
 const keptNote = "nothing owns it (no ownerReference), so the garbage collector left it when its Database was deleted"
 
 // keptSnapshots picks the final snapshot ConfigMaps whose Database is gone,
-// sorted by name. A ConfigMap counts as a snapshot only when it carries the
-// Database label and is named as that Database's snapshot, so a learner's
-// own ConfigMaps are never mistaken for one.
+// sorted by name. A ConfigMap counts as a snapshot when it is named as a
+// Database's snapshot and carries no Database label or that Database's
+// (isSnapshotOf).
 func keptSnapshots(cms []corev1.ConfigMap, databases map[string]bool) []Snapshot {
 	out := []Snapshot{}
 	for _, cm := range cms {
-		db := cm.Labels[controller.LabelDatabase]
-		if db == "" || !isSnapshotOf(cm, db) || databases[db] {
+		db := snapshotDatabase(cm)
+		if db == "" || databases[db] {
 			continue
 		}
 		out = append(out, snapshotView(cm, db))
@@ -68,21 +69,49 @@ func lostSnapshot(db *v1alpha1.Database, seen time.Time) Snapshot {
 // snapshotTaken reports whether db, as it was deleted, had its final
 // snapshot written: its status names one (written before the finalizer
 // lets go), or a snapshot ConfigMap records its uid (the status may be read
-// from an older version when the watch missed the delete).
+// from an older version when the watch missed the delete), or, recording
+// no uid (the learner's own code may not), was made in db's lifetime.
 func snapshotTaken(db *v1alpha1.Database, cms []corev1.ConfigMap) bool {
 	if db.Status.LastSnapshot != nil {
 		return true
 	}
 	for _, cm := range cms {
-		if isSnapshotOf(cm, db.Name) && cm.Data["uid"] == string(db.UID) {
+		if !isSnapshotOf(cm, db.Name) {
+			continue
+		}
+		if uid, ok := cm.Data["uid"]; ok {
+			if uid == string(db.UID) {
+				return true
+			}
+			continue
+		}
+		if !cm.CreationTimestamp.Before(&db.CreationTimestamp) {
 			return true
 		}
 	}
 	return false
 }
 
+// isSnapshotOf reports whether cm is db's final snapshot: named so, and
+// labelled for db, as oplab's controller and the code page's starters
+// label it, or not labelled at all, as a learner's own code may write it
+// (the challenges judge it by its name too). A ConfigMap labelled for
+// another Database is never one.
 func isSnapshotOf(cm corev1.ConfigMap, db string) bool {
-	return cm.Labels[controller.LabelDatabase] == db && cm.Name == controller.SnapshotName(db)
+	label, labelled := cm.Labels[controller.LabelDatabase]
+	return cm.Name == controller.SnapshotName(db) && (!labelled || label == db)
+}
+
+// snapshotDatabase is the Database cm is the final snapshot of, or "".
+func snapshotDatabase(cm corev1.ConfigMap) string {
+	db, ok := cm.Labels[controller.LabelDatabase]
+	if !ok {
+		db, _ = strings.CutSuffix(cm.Name, controller.SnapshotName(""))
+	}
+	if db == "" || !isSnapshotOf(cm, db) {
+		return ""
+	}
+	return db
 }
 
 // withLost lists kept and the lost Databases together, sorted by name. A

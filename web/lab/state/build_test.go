@@ -270,11 +270,16 @@ func TestKeptSnapshotsAreThoseWhoseDatabaseIsGone(t *testing.T) {
 			want:    []Snapshot{},
 		},
 		{
-			name: "not a snapshot: no label, or not named for its Database",
+			name: "not a snapshot: labelled for another Database, or not named as a snapshot",
 			cms: []corev1.ConfigMap{
-				cm("shop-final-snapshot", "", data), cm("settings", "shop", data),
+				cm("shop-final-snapshot", "cart", data), cm("settings", "shop", data), cm("settings", "", data), cm("-final-snapshot", "", data),
 			},
 			want: []Snapshot{},
+		},
+		{
+			name: "no label, as a learner's own code may write it: kept by its name",
+			cms:  []corev1.ConfigMap{cm("shop-final-snapshot", "", data)},
+			want: []Snapshot{{Namespace: "lab-x", Name: "shop-final-snapshot", Database: "shop", Generation: 3, Time: t0, Note: keptNote}},
 		},
 		{
 			name: "unreadable data: zero generation and time, still kept",
@@ -378,6 +383,19 @@ func TestLostDatabasesAreListedUntilASnapshotAnswersThem(t *testing.T) {
 	}
 	if snapshotTaken(gone("shop", "u2", nil), []corev1.ConfigMap{snap("shop", "u1", "2026-11-30T09:00:00Z")}) {
 		t.Error("an earlier Database's snapshot counts for a later one of the same name")
+	}
+	// A learner's own code may write neither oplab's label nor the uid:
+	// then a snapshot made in the Database's lifetime is its own.
+	born := gone("shop", "u3", nil)
+	born.CreationTimestamp = metav1.NewTime(t0)
+	unmarked := func(made time.Time) []corev1.ConfigMap {
+		return []corev1.ConfigMap{{ObjectMeta: metav1.ObjectMeta{Namespace: "lab-x", Name: "shop-final-snapshot", CreationTimestamp: metav1.NewTime(made)}}}
+	}
+	if !snapshotTaken(born, unmarked(t0.Add(time.Minute))) {
+		t.Error("a snapshot the learner's code wrote without label or uid, during the Database's life, is counted as lost")
+	}
+	if snapshotTaken(born, unmarked(t0.Add(-time.Minute))) {
+		t.Error("an unlabelled snapshot older than the Database counts as its own")
 	}
 
 	// Listed with the kept ones, in place of an earlier Database's snapshot

@@ -425,7 +425,9 @@ func (o *owner) answerQueries() {
 // which shows the snapshot in its owner tree again).
 func (o *owner) refreshKept(ctx context.Context, ns string) {
 	var cms corev1.ConfigMapList
-	if err := o.w.opts.Cache.List(ctx, &cms, client.InNamespace(ns), client.HasLabels{controller.LabelDatabase}); err != nil {
+	// Every ConfigMap of ns: a learner's own code may write its snapshots
+	// without oplab's label.
+	if err := o.w.opts.Cache.List(ctx, &cms, client.InNamespace(ns)); err != nil {
 		o.w.opts.Logger.Error(err, "Failed to list ConfigMaps", "namespace", ns)
 		return
 	}
