@@ -111,3 +111,48 @@ func TestSweepsSayWhyTheyCame(t *testing.T) {
 		}
 	}
 }
+
+// rewriter writes back the status it read, as learner code that writes on
+// every reconcile does.
+type rewriter struct{}
+
+func (rewriter) Reconcile(ctx context.Context, c client.Client, req reconcile.Request) (ctrl.Result, error) {
+	var db dbv1.Database
+	if err := c.Get(ctx, req.NamespacedName, &db); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	return ctrl.Result{}, c.Status().Update(ctx, &db)
+}
+
+// A status write that equals the stored status is one the real API server
+// keeps as it was: no new resourceVersion, so no watch event. The step says
+// so (Unchanged).
+func TestAnUnchangedStatusWriteIsMarked(t *testing.T) {
+	e := newEnv(t)
+	r := e.startController(e.testOptions())
+	e.mustCreate(newDB("same", 1, ""))
+	e.waitFor("oplab's status write on same", func() (bool, error) {
+		return slices.ContainsFunc(e.sink.forDatabase("same"), func(s Step) bool { return s.Type == StepStatus && !s.Skipped && s.Error == "" }), nil
+	})
+	r.HandOver(e.ns, rewriter{})
+	e.waitFor("the rewriter's status write", func() (bool, error) {
+		return slices.ContainsFunc(e.sink.forDatabase("same"), func(s Step) bool { return s.Type == StepStatus && s.YourCode }), nil
+	})
+	var got []Step
+	for _, s := range e.sink.forDatabase("same") {
+		if s.Type == StepStatus && s.YourCode {
+			got = append(got, s)
+		}
+	}
+	for _, s := range got {
+		if !s.Unchanged || s.ResourceVersion == "" || !strings.Contains(s.Message, "no watch event follows") {
+			t.Errorf("the learner's write of the status it read: %+v; want it marked unchanged, at the resourceVersion kept", s)
+		}
+	}
+	// oplab's own writes changed something each time.
+	for _, s := range e.sink.forDatabase("same") {
+		if s.Type == StepStatus && !s.YourCode && s.Unchanged {
+			t.Errorf("oplab's status write is marked unchanged: %+v", s)
+		}
+	}
+}

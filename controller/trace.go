@@ -156,9 +156,13 @@ type Step struct {
 	// status writes this controller has made for the Database so far, this
 	// one included, so a rewrite of an unchanged spec is plain to see.
 	// Fields lists every status field the write changed, old and new.
+	// Unchanged marks a write the API server accepted and kept as it was:
+	// the status sent equalled the stored one, so the resourceVersion
+	// (ResourceVersion) did not move and no watch event follows.
 	Conditions         []ConditionChange `json:"conditions,omitempty"`
 	Fields             []FieldChange     `json:"fields,omitempty"`
 	Skipped            bool              `json:"skipped,omitempty"`
+	Unchanged          bool              `json:"unchanged,omitempty"`
 	ObservedGeneration int64             `json:"observedGeneration,omitempty"`
 	StatusWrites       int               `json:"statusWrites,omitempty"`
 

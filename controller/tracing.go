@@ -418,9 +418,16 @@ func (t *traceFuncs) status(ctx context.Context, sub string, obj client.Object, 
 		return err
 	}
 	rt.statusWritten = true
-	rt.step(Step{Type: StepStatus, Conditions: changes, Fields: fields, Generation: db.Generation,
+	s := Step{Type: StepStatus, Conditions: changes, Fields: fields, Generation: db.Generation,
 		ObservedGeneration: db.Status.ObservedGeneration, StatusWrites: t.book.statusWritten(client.ObjectKeyFromObject(db)),
-		Duration: time.Since(began), Message: statusMessage(fields)})
+		Duration: time.Since(began), Message: statusMessage(fields)}
+	if based != "" && db.ResourceVersion == based {
+		// The API server stores nothing for a write that changes nothing:
+		// the write is made (and counted), but wakes no one.
+		s.Unchanged, s.ResourceVersion = true, based
+		s.Message = "status written, but it equalled the stored one: the API server kept resourceVersion " + based + ", so no watch event follows"
+	}
+	rt.step(s)
 	return nil
 }
 

@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"strconv"
 	"sync"
 	"syscall"
 	"time"
@@ -158,6 +159,14 @@ func (s *Sandbox) deadline() time.Duration {
 		return s.Deadline
 	}
 	return DefaultDeadline
+}
+
+// Limits says, in a learner's words, what one reconcile of the code may
+// use before it is stopped: its CPU time and its time in all, the API
+// calls the parent makes for it not counted.
+func (s *Sandbox) Limits() string {
+	secs := func(d time.Duration) string { return strconv.FormatFloat(d.Seconds(), 'f', -1, 64) + " s" }
+	return secs(s.cpuBudget()) + " of CPU time and " + secs(s.deadline()) + " in all per reconcile (its API calls not counted)"
 }
 
 // start starts a fresh child.

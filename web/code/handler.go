@@ -53,7 +53,8 @@ type Options struct {
 
 // Handler serves /code.
 type Handler struct {
-	opts Options
+	opts   Options
+	limits string // what one reconcile may use, as the page says
 
 	mu       sync.Mutex
 	learners map[string]*learner // namespace → its code and sandbox
@@ -87,7 +88,7 @@ func New(opts Options) *Handler {
 	if opts.Logger.GetSink() == nil {
 		opts.Logger = logr.Discard()
 	}
-	return &Handler{opts: opts, learners: map[string]*learner{}}
+	return &Handler{opts: opts, limits: opts.NewSandbox().Limits(), learners: map[string]*learner{}}
 }
 
 // Register mounts the routes on mux.
@@ -205,7 +206,7 @@ func (h *Handler) page(w http.ResponseWriter, r *http.Request) {
 	}
 	l := h.learnerOf(ns)
 	l.mu.Lock()
-	v := pageView{Namespace: ns, Source: l.source, Imported: l.imported, Running: h.opts.Runner.HandedOver(ns), Starters: starters.All}
+	v := pageView{Namespace: ns, Source: l.source, Imported: l.imported, Running: h.opts.Runner.HandedOver(ns), Starters: starters.All, Limits: h.limits}
 	l.imported = false
 	l.mu.Unlock()
 	if v.Source == "" {

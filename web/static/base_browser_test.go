@@ -16,29 +16,37 @@ var browser = &browsertest.Browser{}
 
 func TestMain(m *testing.M) { os.Exit(browser.Run(m)) }
 
-// basePage serves a page that loads base.js as the layout does, and
-// nothing else, so the helpers are tested alone. Its own module puts
-// base.js's exports in the page's scope as oplab, for the tests to call.
-func basePage(t *testing.T) string {
+// modulePage serves a page that loads base.js as the layout does, and the
+// module at path (under /static/), and nothing else, so its functions are
+// tested alone. Its own script puts the module's exports in the page's
+// scope as oplab, for the tests to call.
+func modulePage(t *testing.T, path string) string {
 	t.Helper()
 	mux := http.NewServeMux()
 	mux.Handle("GET /static/", http.StripPrefix("/static/", http.FileServerFS(FS)))
 	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
-		_, _ = w.Write([]byte(`<!DOCTYPE html><title>base</title><main id="main"></main><script type="module" src="/static/base.js"></script>` +
-			`<script type="module">import * as oplab from "/static/base.js"; window.oplab = oplab;</script>`))
+		_, _ = w.Write([]byte(`<!DOCTYPE html><title>module</title><main id="main"></main><script type="module" src="/static/base.js"></script>` +
+			`<script type="module">import * as oplab from "/static/` + path + `"; window.oplab = oplab;</script>`))
 	})
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
 	return srv.URL + "/"
 }
 
-// check evaluates each expression in the page, in order, and fails on one
-// that does not return "ok" (each returns what it saw otherwise).
+// check evaluates each expression in a page holding base.js, in order,
+// and fails on one that does not return "ok" (each returns what it saw
+// otherwise).
 func check(t *testing.T, steps []struct{ what, js string }) {
 	t.Helper()
+	checkModule(t, "base.js", steps)
+}
+
+// checkModule is check, with the exports of the module at path as oplab.
+func checkModule(t *testing.T, path string, steps []struct{ what, js string }) {
+	t.Helper()
 	ctx := browser.Tab(t)
-	browsertest.Do(t, ctx, chromedp.Navigate(basePage(t)))
+	browsertest.Do(t, ctx, chromedp.Navigate(modulePage(t, path)))
 	browsertest.Eventually(t, ctx, `String(typeof window.oplab === "object")`, "true")
 	for _, s := range steps {
 		if got := browsertest.Eval[string](t, ctx, s.js); got != "ok" {

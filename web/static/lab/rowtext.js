@@ -126,6 +126,9 @@ export function stepLine(s) {
     case "status":
       if (s.skipped && s.held) return li("muted", "write held back: at most one status write a second (oplab's cap on a loop that writes on every reconcile)");
       if (s.skipped) return li("muted", "unchanged: write skipped, nothing in the status changed", s.observedGeneration ? ` (observedGeneration ${s.observedGeneration})` : "");
+      // Written, but equal to what was stored: the API server kept it as it
+      // was, so no watch event follows (the controller's tracing.go).
+      if (s.unchanged) return li("muted", `written, but nothing in it changed: the API server kept resourceVersion ${s.resourceVersion}, so no watch event follows`, writeNo(s));
       if (s.fields) return li("", `written, observedGeneration ${s.observedGeneration || 0}: `, fieldsShown(s.fields).map((f) => fieldText(f, s)), writeNo(s));
       // An export from before status steps named their fields.
       return li("", `written, observedGeneration ${s.observedGeneration || 0}: `,

@@ -1,0 +1,20 @@
+package static
+
+import "testing"
+
+// A status write the API server kept as it was (the status sent equalled
+// the stored one) wakes no one: the row says so, where it said "written"
+// like any other, beside a lesson that says a write triggers the next
+// reconcile. A write that changed something still reads "written".
+func TestStepLineSaysAnUnchangedWriteWakesNoOne(t *testing.T) {
+	checkModule(t, "lab/rowtext.js", []struct{ what, js string }{
+		{"an unchanged write", `(() => {
+			const text = oplab.stepLine({type: "status", unchanged: true, resourceVersion: "812", statusWrites: 4, observedGeneration: 1}).textContent;
+			return text.includes("nothing in it changed") && text.includes("kept resourceVersion 812") && text.includes("no watch event follows") && text.includes("status write #4") ? "ok" : text;
+		})()`},
+		{"a write that changed a field", `(() => {
+			const text = oplab.stepLine({type: "status", statusWrites: 5, observedGeneration: 2, fields: [{field: "observedGeneration", from: "1", to: "2"}]}).textContent;
+			return text.includes("written, observedGeneration 2") && !text.includes("nothing in it changed") ? "ok" : text;
+		})()`},
+	})
+}
