@@ -27,7 +27,9 @@ func TestThePageAndTheQuizSayTheSandboxLimits(t *testing.T) {
 	if got := page(nil); !strings.Contains(got, defaults) {
 		t.Errorf("the page with the default sandbox does not say %q", defaults)
 	}
-	custom := func() *sandbox.Sandbox { return &sandbox.Sandbox{CPUBudget: 300 * time.Millisecond, Deadline: 3 * time.Second} }
+	custom := func() *sandbox.Sandbox {
+		return &sandbox.Sandbox{CPUBudget: 300 * time.Millisecond, Deadline: 3 * time.Second}
+	}
 	if got := page(custom); !strings.Contains(got, "at most 0.3 s of CPU time and 3 s in all per reconcile") {
 		t.Error("the page does not say the limits of the sandbox it runs code in")
 	}
