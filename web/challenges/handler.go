@@ -18,6 +18,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/oplab-dev/oplab/web/join"
 	"net/http"
 	"net/url"
 	"slices"
@@ -159,6 +160,10 @@ func (h *Handler) page(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	sess, err := h.opts.Sessions.Begin(w, r)
+	if errors.Is(err, session.ErrJoin) {
+		join.WriteForm(w, r, h.opts.Logger, err)
+		return
+	}
 	if err != nil {
 		http.Error(w, "could not start a lab session: "+err.Error(), http.StatusServiceUnavailable)
 		return

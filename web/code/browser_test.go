@@ -23,6 +23,7 @@ import (
 
 	"github.com/oplab-dev/oplab/controller"
 	"github.com/oplab-dev/oplab/controller/sandbox"
+	"github.com/oplab-dev/oplab/web/session"
 	"github.com/oplab-dev/oplab/controller/sandbox/starters"
 	"github.com/oplab-dev/oplab/web/internal/browsertest"
 	"github.com/oplab-dev/oplab/web/static"
@@ -58,6 +59,16 @@ func (n oneNamespace) NamespaceOf(*http.Request) (string, error) {
 		return "", errors.New("no session")
 	}
 	return string(n), nil
+}
+
+// Begin is the one learner's session; with none, the join code is asked
+// for, as a classroom with a join code does.
+func (n oneNamespace) Begin(_ http.ResponseWriter, r *http.Request) (session.Session, error) {
+	ns, err := n.NamespaceOf(r)
+	if err != nil {
+		return session.Session{}, &session.JoinError{}
+	}
+	return session.Session{Namespace: ns}, nil
 }
 
 // fakeRunner records hand-overs: the page's own behaviour needs no cluster.

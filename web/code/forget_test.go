@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/oplab-dev/oplab/controller/sandbox"
+	"github.com/oplab-dev/oplab/web/session"
 )
 
 // TestForgetEndsTheLearnersCode: when a session ends, its namespace goes
@@ -57,4 +58,8 @@ type byHeader map[string]oneNamespace
 
 func (b byHeader) NamespaceOf(r *http.Request) (string, error) {
 	return b[r.Header.Get("X-Who")].NamespaceOf(r)
+}
+
+func (b byHeader) Begin(w http.ResponseWriter, r *http.Request) (session.Session, error) {
+	return b[r.Header.Get("X-Who")].Begin(w, r)
 }

@@ -7,7 +7,10 @@ package code
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"github.com/oplab-dev/oplab/web/join"
+	"github.com/oplab-dev/oplab/web/session"
 	"io"
 	"net/http"
 	"sync"
@@ -35,6 +38,7 @@ type Runner interface {
 
 // Sessions resolves the caller's lab namespace.
 type Sessions interface {
+	Begin(w http.ResponseWriter, r *http.Request) (session.Session, error)
 	NamespaceOf(r *http.Request) (string, error)
 }
 
@@ -198,12 +202,19 @@ func (h *Handler) learnerOf(ns string) *learner {
 	return l
 }
 
+// page renders /code. Like the lab, it begins the learner's session (a
+// lesson's link may be their first visit), or asks for the join code.
 func (h *Handler) page(w http.ResponseWriter, r *http.Request) {
-	ns, err := h.opts.Sessions.NamespaceOf(r)
-	if err != nil {
-		http.Redirect(w, r, "/lab", http.StatusSeeOther)
+	sess, err := h.opts.Sessions.Begin(w, r)
+	if errors.Is(err, session.ErrJoin) {
+		join.WriteForm(w, r, h.opts.Logger, err)
 		return
 	}
+	if err != nil {
+		http.Error(w, "could not start a lab session: "+err.Error(), http.StatusServiceUnavailable)
+		return
+	}
+	ns := sess.Namespace
 	l := h.learnerOf(ns)
 	l.mu.Lock()
 	v := pageView{Namespace: ns, Source: l.source, Imported: l.imported, Running: h.opts.Runner.HandedOver(ns), Starters: starters.All, Limits: h.limits}

@@ -50,3 +50,24 @@ func TestThePageAndTheQuizSayTheSandboxLimits(t *testing.T) {
 		t.Errorf("the quiz's explanation does not name both limits: %q", q.Explanation)
 	}
 }
+
+// A lesson's link to /code may be a learner's first visit: the page begins
+// their session itself (as the lab does) where it sent them to the lab
+// without a word, and in a classroom with a join code it asks for the code
+// and comes back to /code.
+func TestThePageBeginsTheSessionOrAsksToJoin(t *testing.T) {
+	get := func(s Sessions) *httptest.ResponseRecorder {
+		mux := http.NewServeMux()
+		New(Options{Runner: &fakeRunner{}, Sessions: s}).Register(mux)
+		w := httptest.NewRecorder()
+		mux.ServeHTTP(w, httptest.NewRequest("GET", "/code", nil))
+		return w
+	}
+	if w := get(oneNamespace("lab-new")); w.Code != http.StatusOK || !strings.Contains(w.Body.String(), `data-namespace="lab-new"`) {
+		t.Errorf("GET /code with a session begun = %d, want 200 and the page for lab-new", w.Code)
+	}
+	w := get(oneNamespace(""))
+	if w.Code != http.StatusForbidden || !strings.Contains(w.Body.String(), `name="next" value="/code"`) {
+		t.Errorf("GET /code where a join code is needed = %d %q; want 403 and the join form coming back to /code", w.Code, w.Header().Get("Location"))
+	}
+}

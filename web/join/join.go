@@ -10,9 +10,11 @@ import (
 	"errors"
 	"net/http"
 	"net/url"
+	"strings"
 
 	"github.com/go-logr/logr"
 
+	"github.com/oplab-dev/oplab/lessons"
 	"github.com/oplab-dev/oplab/web/httpx"
 	"github.com/oplab-dev/oplab/web/session"
 )
@@ -68,19 +70,28 @@ func (h Handler) join(w http.ResponseWriter, r *http.Request) {
 	http.Redirect(w, r, next, http.StatusSeeOther)
 }
 
-// labPath is next when it is a path of the lab, else /lab: the join form's
-// hidden field must not send anyone elsewhere.
+// labPath is next when it is a page that needs a lab session (the lab,
+// the code page, a challenge), else /lab: the join form's hidden field
+// must not send anyone elsewhere.
 func labPath(next string) string {
 	u, err := url.Parse(next)
-	if err != nil || u.Scheme != "" || u.Host != "" || u.Path != "/lab" {
+	if err != nil || u.Scheme != "" || u.Host != "" || !needsSession(u.Path) {
 		return "/lab"
 	}
 	q := u.Query()
 	q.Del(session.JoinField)
 	if len(q) == 0 {
-		return "/lab"
+		return u.Path
 	}
-	return "/lab?" + q.Encode()
+	return u.Path + "?" + q.Encode()
+}
+
+// needsSession reports whether path is a page that begins a lab session.
+func needsSession(path string) bool {
+	if id, ok := strings.CutPrefix(path, "/challenges/"); ok {
+		return lessons.ValidSlug(id)
+	}
+	return path == "/lab" || path == "/code"
 }
 
 // WriteForm answers a request session.Manager.Begin refused with err (a

@@ -120,9 +120,16 @@ func TestJoinFormNamesWhatWasWrong(t *testing.T) {
 	}
 
 	// The hidden next field cannot send a learner off the lab.
-	for _, next := range []string{"https://evil.example/lab", "//evil.example/lab", "/instructor", "/lab/../instructor"} {
+	for _, next := range []string{"https://evil.example/lab", "//evil.example/lab", "/instructor", "/lab/../instructor",
+		"/challenges/../instructor", "/challenges/", "/challenges/a/b", "https://evil.example/code", "/code/back"} {
 		if got := labPath(next); got != "/lab" {
 			t.Errorf("labPath(%q) = %q, want /lab", next, got)
+		}
+	}
+	// Pages that begin a session themselves send the learner back there.
+	for next, want := range map[string]string{"/code": "/code", "/challenges/owner-gc?join=x": "/challenges/owner-gc", "/lab?join=x&scenario=drift": "/lab?scenario=drift"} {
+		if got := labPath(next); got != want {
+			t.Errorf("labPath(%q) = %q, want %q", next, got, want)
 		}
 	}
 }
