@@ -23,9 +23,9 @@ import (
 
 	"github.com/oplab-dev/oplab/controller"
 	"github.com/oplab-dev/oplab/controller/sandbox"
-	"github.com/oplab-dev/oplab/web/session"
 	"github.com/oplab-dev/oplab/controller/sandbox/starters"
 	"github.com/oplab-dev/oplab/web/internal/browsertest"
+	"github.com/oplab-dev/oplab/web/session"
 	"github.com/oplab-dev/oplab/web/static"
 )
 
