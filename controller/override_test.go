@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"strings"
 	"testing"
@@ -153,6 +154,85 @@ func TestAnUnchangedStatusWriteIsMarked(t *testing.T) {
 	for _, s := range e.sink.forDatabase("same") {
 		if s.Type == StepStatus && !s.YourCode && s.Unchanged {
 			t.Errorf("oplab's status write is marked unchanged: %+v", s)
+		}
+	}
+}
+
+// writesNothing fetches its Database and returns, writing nothing.
+type writesNothing struct{}
+
+func (writesNothing) Reconcile(ctx context.Context, c client.Client, req reconcile.Request) (ctrl.Result, error) {
+	return ctrl.Result{}, client.IgnoreNotFound(c.Get(ctx, req.NamespacedName, &dbv1.Database{}))
+}
+
+// failing fetches its Database and fails, as learner code that panics does.
+type failing struct{}
+
+func (failing) Reconcile(ctx context.Context, c client.Client, req reconcile.Request) (ctrl.Result, error) {
+	if err := c.Get(ctx, req.NamespacedName, &dbv1.Database{}); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	return ctrl.Result{}, errors.New("your code panicked")
+}
+
+// Of a reconcile by the learner's code that wrote no status, the trace
+// knows only that: it says "no status write", not that the status was
+// found unchanged (oplab's comparison, which that code may not make); and
+// of one that failed first, it says nothing beyond the error.
+func TestNoStatusWriteOfYourCodeIsNotCalledUnchanged(t *testing.T) {
+	e := newEnv(t)
+	r := e.startController(e.testOptions())
+	e.mustCreate(newDB("quiet", 1, ""))
+	e.waitFor("oplab's first reconcile of quiet", func() (bool, error) {
+		return slices.ContainsFunc(e.sink.forDatabase("quiet"), func(s Step) bool { return s.Type == StepResult }), nil
+	})
+	// The learner's reconciles: their result, and their status steps.
+	type run struct {
+		result string
+		status []Step
+	}
+	yours := func() map[string]*run {
+		runs := map[string]*run{}
+		for _, s := range e.sink.forDatabase("quiet") {
+			if !s.YourCode {
+				continue
+			}
+			if runs[s.ReconcileID] == nil {
+				runs[s.ReconcileID] = &run{}
+			}
+			switch s.Type {
+			case StepResult:
+				runs[s.ReconcileID].result = s.Result
+			case StepStatus:
+				runs[s.ReconcileID].status = append(runs[s.ReconcileID].status, s)
+			}
+		}
+		return runs
+	}
+	ended := func(result string) func() (bool, error) {
+		return func() (bool, error) {
+			for _, r := range yours() {
+				if r.result == result {
+					return true, nil
+				}
+			}
+			return false, nil
+		}
+	}
+	r.HandOver(e.ns, writesNothing{})
+	e.waitFor("a reconcile that wrote nothing", ended("done"))
+	r.HandOver(e.ns, failing{})
+	e.waitFor("a reconcile that failed", ended("error"))
+	for id, run := range yours() {
+		switch run.result {
+		case "done":
+			if len(run.status) != 1 || !run.status[0].Skipped || run.status[0].Message != "no status write: your code wrote no status in this reconcile" {
+				t.Errorf("reconcile %s wrote nothing; its status steps %+v, want one saying no status write", id, run.status)
+			}
+		case "error":
+			if len(run.status) != 0 {
+				t.Errorf("reconcile %s failed before any write; its status steps %+v, want none", id, run.status)
+			}
 		}
 	}
 }

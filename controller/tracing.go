@@ -81,10 +81,19 @@ func (t *tracedReconciler) Reconcile(ctx context.Context, req reconcile.Request)
 
 	res, err := inner.Reconcile(withTrace(ctx, rt), req)
 
-	if rt.found == "found" && !rt.statusSaid {
+	switch {
+	case rt.found != "found" || rt.statusSaid:
+	case !rt.yourCode:
 		rt.step(Step{Type: StepStatus, Skipped: true, ObservedGeneration: rt.observed,
 			Message: "status unchanged; nothing written"})
+	case err == nil:
+		// The learner's code may not compare before it writes, or write at
+		// all: all the trace knows is that it wrote nothing.
+		rt.step(Step{Type: StepStatus, Skipped: true, ObservedGeneration: rt.observed,
+			Message: "no status write: your code wrote no status in this reconcile"})
 	}
+	// The learner's code that failed before a status write ends in its
+	// error, which says why: no status step.
 	t.report(rt, req, res, err, rt.now().Sub(began))
 	if rt.found == "not-found" {
 		t.book.forget(req.NamespacedName)

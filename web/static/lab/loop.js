@@ -44,7 +44,7 @@ function caption(m) {
     case "diff": return `diff: ${(m.differences || []).join(", ") || "in sync"}`;
     case "action": return m.outcome === "Unchanged" ? `${targetName(m)}: in sync` : `${m.action} ${targetName(m)}: ${m.outcome}`;
     case "finalizer": return `finalizer: ${m.phase}`;
-    case "status": return m.conflict ? "status write refused: 409 Conflict" : m.skipped ? "status unchanged: write skipped" : m.unchanged ? "status written, nothing changed: no event" : `status written, observedGeneration ${m.observedGeneration || 0}`;
+    case "status": return m.conflict ? "status write refused: 409 Conflict" : m.skipped ? (m.yourCode ? "no status write" : "status unchanged: write skipped") : m.unchanged ? "status written, nothing changed: no event" : `status written, observedGeneration ${m.observedGeneration || 0}`;
     case "result": return m.message || m.result;
   }
   return "";

@@ -125,6 +125,9 @@ export function stepLine(s) {
       return li("", h("b", {}, s.phase), s.message ? " — " + s.message : "");
     case "status":
       if (s.skipped && s.held) return li("muted", "write held back: at most one status write a second (oplab's cap on a loop that writes on every reconcile)");
+      // oplab's controller compares before it writes; the learner's code
+      // may not, so of its reconcile the trace knows only that it wrote none.
+      if (s.skipped && s.yourCode) return li("muted", "no status write: your code wrote no status in this reconcile");
       if (s.skipped) return li("muted", "unchanged: write skipped, nothing in the status changed", s.observedGeneration ? ` (observedGeneration ${s.observedGeneration})` : "");
       // Written, but equal to what was stored: the API server kept it as it
       // was, so no watch event follows (the controller's tracing.go).
