@@ -75,6 +75,9 @@ type child struct {
 	// interpreter's own panic reports), for the line of a panic.
 	output bytes.Buffer
 	run    reconcileFunc
+	// where is the line and column of the last statement the code began
+	// (where.go), read after a panic; nil before a compile.
+	where func() (int, int)
 	// broken is set when reading a reply failed: the child then only exits.
 	broken bool
 }
@@ -117,10 +120,14 @@ func OplabNewReconciler(c oplabclient.Client, s *oplabruntime.Scheme) func(oplab
 // compile checks src, interprets its declarations and keeps its
 // DatabaseReconciler's Reconcile for the reconciles to come.
 func (ch *child) compile(src string) *SourceError {
-	ch.run = nil
+	ch.run, ch.where = nil, nil
 	pkg, serr := Check(src)
 	if serr != nil {
 		return serr
+	}
+	in, err := instrument(src)
+	if err != nil {
+		return errorAt("compile", err.Error())
 	}
 	ch.output.Reset()
 	i := interp.New(interp.Options{
@@ -144,9 +151,15 @@ func (ch *child) compile(src string) *SourceError {
 				se = ch.panicError(r)
 			}
 		}()
-		if _, err := i.Eval(src); err != nil {
+		if _, err := i.Eval(in.src); err != nil {
 			se = errorAt("compile", err.Error())
+			if se.Col > 0 {
+				se.Col = in.column(se.Line, se.Col)
+			}
 			return
+		}
+		if v, err := i.Eval(pkg + ".OplabWhere"); err == nil {
+			ch.where, _ = v.Interface().(func() (int, int))
 		}
 		if _, err := i.Eval(fmt.Sprintf(glue, pkg)); err != nil {
 			se = &SourceError{Kind: "compile", Message: "oplab runs your code as kubebuilder does: it needs " +
@@ -192,10 +205,16 @@ func (ch *child) reconcile(ns, name string) (resp message) {
 	return resp
 }
 
-// panicError is a panic in learner code, at the line the interpreter
-// reported it at.
+// panicError is a panic in learner code, in Go's words, at the statement
+// that was running (where.go); before the code has run one (a package
+// initialiser), at the line the interpreter reported.
 func (ch *child) panicError(r any) *SourceError {
-	se := &SourceError{Kind: "panic", Message: fmt.Sprintf("panic: %v", r)}
+	se := &SourceError{Kind: "panic", Message: "panic: " + goWords(fmt.Sprint(r))}
+	if ch.where != nil {
+		if se.Line, se.Col = ch.where(); se.Line > 0 {
+			return se
+		}
+	}
 	if m := panicPos.FindStringSubmatch(ch.output.String()); m != nil {
 		se.Line, _ = strconv.Atoi(m[1])
 		se.Col, _ = strconv.Atoi(m[2])

@@ -391,16 +391,32 @@ func TestPanicHasItsLine(t *testing.T) {
 	compileOK(t, s, learner("", "\tvar m map[string]int\n\tm[\"x\"] = 1\n\treturn ctrl.Result{}, nil"))
 	_, err := s.Reconcile(context.Background(), fakeClient(), req)
 	se, ok := AsSourceError(err)
-	// yaegi reports a panic at the node it ran last that has a position:
-	// the statement, or the declaration of the variable it used (here m,
-	// line 17, for the assignment on line 18).
-	if !ok || se.Kind != "panic" || se.Line < 17 || se.Line > 18 {
-		t.Fatalf("got %+v, want a panic at line 17 or 18", se)
+	// The interpreter alone reports a panic at its function's first
+	// statement (line 17 here); the statement that ran is line 18.
+	if !ok || se.Kind != "panic" || se.Line != 18 || se.Col != 2 {
+		t.Fatalf("got %+v, want a panic at line 18:2", se)
 	}
 	// The child survives a panic: the next reconcile runs the code again.
 	_, err = s.Reconcile(context.Background(), fakeClient(), req)
 	if se, ok := AsSourceError(err); !ok || se.Kind != "panic" {
 		t.Fatalf("second reconcile: got %v", err)
+	}
+}
+
+// A panic in a function the Reconcile calls is at that function's
+// statement, in Go's words, not the interpreter's reflect ones; and a
+// compile error's column is the learner's, not the instrumented copy's.
+func TestPanicIsWhereItHappensInGosWords(t *testing.T) {
+	s := testSandbox(t)
+	compileOK(t, s, learner("", "\tvar xs []int\n\tn := len(req.Name)\n\tn++\n\treturn ctrl.Result{}, pick(xs, n)\n}\n\nfunc pick(xs []int, n int) error {\n\tn--\n\tif xs[n] > 0 {\n\t\treturn nil\n\t}\n\treturn nil"))
+	_, err := s.Reconcile(context.Background(), fakeClient(), req)
+	se, ok := AsSourceError(err)
+	if !ok || se.Kind != "panic" || se.Line != 25 || se.Col != 2 || se.Message != "panic: runtime error: index out of range" {
+		t.Fatalf("got %+v, want the index out of range in Go's words at line 25:2, the if in pick", se)
+	}
+	serr := s.Compile(context.Background(), learner("", "\tx := 1; y := undefinedThing\n\t_, _ = x, y\n\treturn ctrl.Result{}, nil"))
+	if serr == nil || serr.Line != 17 || serr.Col != 15 || !strings.Contains(serr.Message, "undefinedThing") {
+		t.Fatalf("compile error %+v, want undefinedThing at line 17:15", serr)
 	}
 }
 

@@ -1,0 +1,123 @@
+package sandbox
+
+import (
+	"fmt"
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"slices"
+	"strings"
+)
+
+// The interpreter reports a panic at the first statement of the function
+// it happened in (the frame's position), not at the statement that
+// panicked: a nil map written on line 20 was reported on line 17. So the
+// child runs an instrumented copy of the learner's file, where each
+// statement first records its own line and column; after a panic the
+// last one recorded is where it happened, in whichever function.
+
+// whereDecls are added after the learner's file (so no line above them
+// moves): the recorder each statement calls, and what the child reads.
+const whereDecls = `
+
+var oplabLine, oplabCol int
+
+func oplabAt(line, col int) { oplabLine, oplabCol = line, col }
+
+func OplabWhere() (int, int) { return oplabLine, oplabCol }
+`
+
+// insertion is text added before the statement at line:col of the
+// learner's file.
+type insertion struct {
+	offset    int
+	line, col int
+	text      string
+}
+
+// instrumented is the learner's file with a call to oplabAt before each
+// statement, and the insertions made, to map the interpreter's columns
+// back to the learner's file (its lines do not move).
+type instrumented struct {
+	src        string
+	insertions []insertion
+}
+
+// instrument adds the recorder before every statement of src's blocks and
+// case clauses. src has passed Check.
+func instrument(src string) (instrumented, error) {
+	fset := token.NewFileSet()
+	f, err := parser.ParseFile(fset, "reconciler.go", src, parser.SkipObjectResolution)
+	if err != nil {
+		return instrumented{}, err
+	}
+	var ins []insertion
+	add := func(list []ast.Stmt) {
+		for _, s := range list {
+			if e, ok := s.(*ast.EmptyStmt); ok && e.Implicit {
+				continue
+			}
+			p := fset.Position(s.Pos())
+			ins = append(ins, insertion{offset: p.Offset, line: p.Line, col: p.Column, text: fmt.Sprintf("oplabAt(%d, %d); ", p.Line, p.Column)})
+		}
+	}
+	ast.Inspect(f, func(n ast.Node) bool {
+		switch b := n.(type) {
+		case *ast.BlockStmt:
+			add(b.List)
+		case *ast.CaseClause:
+			add(b.Body)
+		case *ast.CommClause:
+			add(b.Body)
+		}
+		return true
+	})
+	slices.SortFunc(ins, func(a, b insertion) int { return a.offset - b.offset })
+	var out strings.Builder
+	last := 0
+	for _, in := range ins {
+		out.WriteString(src[last:in.offset])
+		out.WriteString(in.text)
+		last = in.offset
+	}
+	out.WriteString(src[last:])
+	out.WriteString(whereDecls)
+	return instrumented{src: out.String(), insertions: ins}, nil
+}
+
+// column maps a column the interpreter gives on line of the instrumented
+// file back to the learner's: a position inside an insertion is the
+// statement's own.
+func (in instrumented) column(line, col int) int {
+	shift := 0
+	for _, i := range in.insertions {
+		if i.line != line {
+			continue
+		}
+		start := i.col + shift
+		if col < start {
+			break
+		}
+		if col < start+len(i.text) {
+			return i.col
+		}
+		shift += len(i.text)
+	}
+	return col - shift
+}
+
+// goWords says a panic the interpreter words in terms of reflect as Go
+// itself would: the learner never called reflect.
+func goWords(msg string) string {
+	switch {
+	case strings.Contains(msg, "reflect: slice index out of range"), strings.Contains(msg, "reflect: array index out of range"):
+		return "runtime error: index out of range"
+	case strings.Contains(msg, "reflect: string index out of range"):
+		return "runtime error: index out of range (of a string)"
+	case strings.Contains(msg, "on zero Value"), strings.Contains(msg, "reflect: call of reflect.Value") && strings.Contains(msg, "nil"):
+		return "runtime error: invalid memory address or nil pointer dereference"
+	case strings.Contains(msg, "reflect: slice bounds out of range"):
+		return "runtime error: slice bounds out of range"
+	}
+	return msg
+}
