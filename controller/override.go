@@ -86,12 +86,3 @@ func (t *tracedReconciler) reconcilerFor(req reconcile.Request, rt *reconcileTra
 	return t.inner
 }
 
-// NoteSnapshot puts the finalizer's snapshot phase on the trace of the
-// reconcile ctx carries, as oplab's reconciler does when it writes the
-// final snapshot ConfigMap cm: learner code's calls are traced by the
-// client, but a snapshot is a ConfigMap create only by name, so the
-// sandbox says it (a learner's delete through the finalizer then reads
-// the same on the timeline and in the challenges).
-func NoteSnapshot(ctx context.Context, cm string) {
-	note(ctx, Step{Type: StepFinalizer, Phase: "snapshot", Message: "final snapshot written to ConfigMap " + cm})
-}

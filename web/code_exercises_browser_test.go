@@ -101,6 +101,18 @@ func TestBrowserCodeExercisesSolvedInThePage(t *testing.T) {
 				})
 				x.delete(t, "kept")
 				x.waitDone(t, "kept")
+				// The snapshot is one step on the timeline, where the
+				// sandbox and the traced client each drew it.
+				snapshots := 0
+				for _, raw := range x.e.recorder.Export(x.ns).Messages {
+					var m stream.Message
+					if err := json.Unmarshal(raw, &m); err == nil && m.Step.Database == "kept" && m.Step.Type == controller.StepFinalizer && m.Step.Phase == "snapshot" {
+						snapshots++
+					}
+				}
+				if snapshots != 1 {
+					t.Errorf("kept's delete drew %d snapshot steps; want 1", snapshots)
+				}
 				// The lab says what the challenge says: the snapshot the
 				// learner's code wrote outlived its Database.
 				browsertest.Do(t, x.code, chromedp.Navigate(x.e.http.URL+"/lab"), chromedp.WaitVisible(chromedp.CSS("#create-form")))

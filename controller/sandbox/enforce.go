@@ -61,10 +61,8 @@ func Execute(ctx context.Context, c client.Client, req reconcile.Request, cl cal
 		switch cl.Verb {
 		case "create":
 			labelChild(cl.Kind, obj)
+			// The traced client says when this is the final snapshot.
 			err = c.Create(ctx, obj)
-			if cl.Kind == "ConfigMap" && cl.Name == controller.SnapshotName(req.Name) && (err == nil || apierrors.IsAlreadyExists(err)) {
-				controller.NoteSnapshot(ctx, cl.Name)
-			}
 		case "update":
 			labelChild(cl.Kind, obj)
 			err = c.Update(ctx, obj)
