@@ -85,4 +85,3 @@ func (t *tracedReconciler) reconcilerFor(req reconcile.Request, rt *reconcileTra
 	}
 	return t.inner
 }
-
