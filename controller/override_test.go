@@ -7,6 +7,9 @@ import (
 	"strings"
 	"testing"
 
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -233,6 +236,51 @@ func TestNoStatusWriteOfYourCodeIsNotCalledUnchanged(t *testing.T) {
 			if len(run.status) != 0 {
 				t.Errorf("reconcile %s failed before any write; its status steps %+v, want none", id, run.status)
 			}
+		}
+	}
+}
+
+// readsChild reads its Database and the StatefulSet of the same name, and
+// a Service that is not there.
+type readsChild struct{}
+
+func (readsChild) Reconcile(ctx context.Context, c client.Client, req reconcile.Request) (ctrl.Result, error) {
+	if err := c.Get(ctx, req.NamespacedName, &dbv1.Database{}); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if err := c.Get(ctx, req.NamespacedName, &appsv1.StatefulSet{}); err != nil {
+		return ctrl.Result{}, err
+	}
+	if err := c.Delete(ctx, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: req.Namespace, Name: req.Name}}); client.IgnoreNotFound(err) != nil {
+		return ctrl.Result{}, err
+	}
+	return ctrl.Result{}, client.IgnoreNotFound(c.Get(ctx, req.NamespacedName, &corev1.Service{}))
+}
+
+// A child the learner's code reads is a read on the timeline, found or not:
+// the diff oplab's controller would make of it is not the learner's.
+func TestYourCodesChildReadsAreReadsNotDiffs(t *testing.T) {
+	e := newEnv(t)
+	r := e.startController(e.testOptions())
+	e.mustCreate(newDB("peek", 1, ""))
+	e.waitFor("oplab's diff of peek's StatefulSet", func() (bool, error) {
+		return slices.ContainsFunc(e.sink.forDatabase("peek"), func(s Step) bool {
+			return s.Type == StepDiff && !s.YourCode && s.Target != nil && s.Target.Kind == "StatefulSet"
+		}), nil
+	})
+	r.HandOver(e.ns, readsChild{})
+	read := func(kind, found string) func() (bool, error) {
+		return func() (bool, error) {
+			return slices.ContainsFunc(e.sink.forDatabase("peek"), func(s Step) bool {
+				return s.YourCode && s.Type == StepRead && s.Target != nil && s.Target.Kind == kind && s.Found == found
+			}), nil
+		}
+	}
+	e.waitFor("the learner's read of the StatefulSet, found", read("StatefulSet", "found"))
+	e.waitFor("the learner's read of the Service it deleted, not found", read("Service", "not-found"))
+	for _, s := range e.sink.forDatabase("peek") {
+		if s.YourCode && s.Type == StepDiff {
+			t.Errorf("a reconcile of the learner's code has oplab's diff: %+v", s)
 		}
 	}
 }

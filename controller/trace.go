@@ -22,6 +22,10 @@ const (
 	StepFetch StepType = "fetch"
 	// StepDiff is desired vs actual for one child or for the whole object.
 	StepDiff StepType = "diff"
+	// StepRead is the learner's code reading one of the Database's
+	// children (Found says whether it was there): what it compares the
+	// child with is its own, so the trace makes no diff of it.
+	StepRead StepType = "read"
 	// StepAction is one change attempted on the cluster and its outcome.
 	StepAction StepType = "action"
 	// StepFinalizer is a phase of deletion handled through the finalizer.

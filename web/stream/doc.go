@@ -78,7 +78,7 @@
 //	}
 //
 // Types: the controller's step types ("event", "reconcile.start", "fetch",
-// "diff", "action", "finalizer", "status", "result", "controller"; their
+// "diff", "read", "action", "finalizer", "status", "result", "controller"; their
 // fields are documented on controller.Step) and the stream's own:
 //
 //   - "state": the latest view model of object, as published by the lab

@@ -5,7 +5,7 @@ import { state, paused, whose } from "./state.js";
 import { showCountdown } from "./countdown.js";
 
 const stageOf = {
-  event: "watch", "reconcile.start": "queue", fetch: "fetch", diff: "diff",
+  event: "watch", "reconcile.start": "queue", fetch: "fetch", diff: "diff", read: "diff",
   action: "act", finalizer: "act", status: "status", result: "requeue",
 };
 const lightQueue = [];
@@ -42,6 +42,7 @@ function caption(m) {
     case "reconcile.start": return `reconcile ${who} (${m.trigger || "?"})`;
     case "fetch": return `fetch ${who}: ${m.found}`;
     case "diff": return `diff: ${(m.differences || []).join(", ") || "in sync"}`;
+    case "read": return `your code read ${targetName(m)}: ${m.found === "not-found" ? "not found" : "found"}`;
     case "action": return m.outcome === "Unchanged" ? `${targetName(m)}: in sync` : `${m.action} ${targetName(m)}: ${m.outcome}`;
     case "finalizer": return `finalizer: ${m.phase}`;
     case "status": return m.conflict ? "status write refused: 409 Conflict" : m.skipped ? (m.yourCode ? "no status write" : "status unchanged: write skipped") : m.unchanged ? "status written, nothing changed: no event" : `status written, observedGeneration ${m.observedGeneration || 0}`;

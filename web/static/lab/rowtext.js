@@ -80,6 +80,7 @@ export function isNoop(row) {
   return row.steps.every((s) => !s.error && (
     (s.type === "fetch" && s.found === "found") ||
     (s.type === "diff" && !(s.differences && s.differences.length)) ||
+    s.type === "read" ||
     (s.type === "action" && s.outcome === "Unchanged") ||
     // A write the status-thrash cap held back is not "nothing changed".
     (s.type === "status" && s.skipped && !s.held)));
@@ -116,6 +117,11 @@ export function stepLine(s) {
       if (s.differences && s.differences.length) return li("", what, s.differences.join("; "));
       return li("muted", what, h("span", { class: "pill small" }, "in sync"));
     }
+    case "read":
+      // The learner's code read a child; what it compared it with is its
+      // own, so no diff is drawn.
+      return li("muted", `${targetName(s)} read by your code → `, h("span", { class: "pill small" }, s.found === "not-found" ? "not found" : "found"),
+        s.found === "found" && s.resourceVersion ? ` · resourceVersion ${s.resourceVersion}` : "");
     case "action": {
       if (s.outcome === "Unchanged") return li("muted", `${targetName(s)}: `, h("span", { class: "pill small" }, "in sync"));
       const cls = s.outcome === "Error" ? "bad" : s.outcome === "AlreadyExists" ? "" : "ok";
