@@ -1,6 +1,7 @@
 package lab
 
 import (
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -116,4 +117,30 @@ func cardIn(t *testing.T, page, name string) string {
 	}
 	c, _, _ = strings.Cut(c, "</article>")
 	return c
+}
+
+// A condition's values seen read apart: a space between the time and the
+// status, and each value's message, where two values of the same status
+// and reason ("1/2 replicas ready", then "2/2") looked the same.
+func TestConditionHistoryShowsEachValuesMessage(t *testing.T) {
+	t0 := time.Date(2026, 12, 4, 10, 0, 0, 0, time.UTC)
+	scaling := state.Database{Namespace: "lab-x", Name: "grow", Engine: "postgres", Replicas: 2, Generation: 2, ObservedGeneration: 2,
+		Conditions: []state.Condition{{Type: "Ready", Status: "False", Reason: "Progressing", Message: "2/2 replicas ready",
+			History: []state.Change{
+				{Seen: t0, Status: "False", Reason: "Progressing", Message: "1/2 replicas ready", ObservedGeneration: 2},
+				{Seen: t0.Add(time.Second), Status: "False", Reason: "Progressing", Message: "2/2 replicas ready", ObservedGeneration: 2},
+			}}}}
+	c := cardIn(t, newHarness(t, scaling).get("/lab").Body.String(), "grow")
+	_, hist, ok := strings.Cut(c, "values seen")
+	if !ok {
+		t.Fatalf("no values seen in the card:\n%s", c)
+	}
+	for _, want := range []string{"1/2 replicas ready", "2/2 replicas ready"} {
+		if !strings.Contains(hist, want) {
+			t.Errorf("the values seen lack %q:\n%s", want, hist)
+		}
+	}
+	if !regexp.MustCompile(`</time>\s+<b>False</b>`).MatchString(hist) {
+		t.Errorf("no space between a value's time and its status:\n%s", hist)
+	}
 }
