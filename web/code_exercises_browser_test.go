@@ -12,6 +12,7 @@ import (
 	"github.com/chromedp/cdproto/input"
 	"github.com/chromedp/chromedp"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/oplab-dev/oplab/controller"
 	"github.com/oplab-dev/oplab/controller/api/v1alpha1"
@@ -62,6 +63,12 @@ func TestBrowserCodeExercisesSolvedInThePage(t *testing.T) {
 			undone: "your-statefulset",
 			onSolution: func(t *testing.T, x *exerciseRun) {
 				x.waitDone(t, "your-ready")
+				// The card's "ready" is the status's readyReplicas: the
+				// solution reports it beside Ready True.
+				var db v1alpha1.Database
+				if err := x.e.client.Get(t.Context(), types.NamespacedName{Namespace: x.ns, Name: "shop"}, &db); err != nil || db.Status.ReadyReplicas < 1 {
+					t.Errorf("shop Ready with status.readyReplicas %d (%v); want the StatefulSet's ready replicas", db.Status.ReadyReplicas, err)
+				}
 				// A learner sees it ticked off before deleting shop: the
 				// check reads shop Ready, so once shop is gone a page that
 				// had not polled meanwhile (a tab in the background polls
