@@ -13,6 +13,7 @@ import (
 	"io"
 	"reflect"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -266,7 +267,14 @@ func Check(src string) (string, *SourceError) {
 	if err != nil {
 		var list scanner.ErrorList
 		if ok := asErrorList(err, &list); ok && len(list) > 0 {
-			return "", &SourceError{Kind: "compile", Message: list[0].Msg, Line: list[0].Pos.Line, Col: list[0].Pos.Column}
+			msg := list[0].Msg
+			if more := len(list) - 1; more > 0 {
+				// One at a time, as go build's first line: a later error
+				// often follows from the first, and goes with it.
+				msg += fmt.Sprintf(" (and %d more syntax error%s after it, on line%s %s: fix this one first, they may go with it)",
+					more, plural(more), plural(more), errorLines(list[1:]))
+			}
+			return "", &SourceError{Kind: "compile", Message: msg, Line: list[0].Pos.Line, Col: list[0].Pos.Column}
 		}
 		return "", &SourceError{Kind: "compile", Message: err.Error()}
 	}
@@ -297,6 +305,28 @@ func Check(src string) (string, *SourceError) {
 		return "", &SourceError{Kind: "compile", Line: 1, Message: "name the package controller (or main)"}
 	}
 	return f.Name.Name, nil
+}
+
+func plural(n int) string {
+	if n == 1 {
+		return ""
+	}
+	return "s"
+}
+
+// errorLines lists the lines of errs, at most five, each once.
+func errorLines(errs scanner.ErrorList) string {
+	var lines []string
+	for _, e := range errs {
+		l := strconv.Itoa(e.Pos.Line)
+		if !slices.Contains(lines, l) {
+			lines = append(lines, l)
+		}
+	}
+	if len(lines) > 5 {
+		return strings.Join(lines[:5], ", ") + ", …"
+	}
+	return strings.Join(lines, ", ")
 }
 
 func asErrorList(err error, list *scanner.ErrorList) bool {

@@ -125,6 +125,12 @@ func TestCompileErrorHasItsLine(t *testing.T) {
 	if serr == nil || serr.Line == 0 {
 		t.Fatalf("syntax error: got %+v, want a line", serr)
 	}
+	// Two syntax errors: the first, and where the others are.
+	serr = s.Compile(context.Background(), learner("", "\tx := 1 +\n\t_ = x\n\ty := )\n\treturn ctrl.Result{}, nil"))
+	if serr == nil || serr.Line != 18 || !strings.Contains(serr.Message, "more syntax error") || !strings.Contains(serr.Message, "19") {
+		t.Fatalf("two syntax errors: got %+v, want the first at line 18 and the next one's line named", serr)
+	}
+	t.Logf("two syntax errors: %v", serr)
 }
 
 func TestCompileNeedsTheKubebuilderShape(t *testing.T) {
