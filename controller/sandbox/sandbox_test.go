@@ -417,8 +417,14 @@ func TestPanicIsWhereItHappensInGosWords(t *testing.T) {
 	compileOK(t, s, learner("", "\tvar xs []int\n\tn := len(req.Name)\n\tn++\n\treturn ctrl.Result{}, pick(xs, n)\n}\n\nfunc pick(xs []int, n int) error {\n\tn--\n\tif xs[n] > 0 {\n\t\treturn nil\n\t}\n\treturn nil"))
 	_, err := s.Reconcile(context.Background(), fakeClient(), req)
 	se, ok := AsSourceError(err)
-	if !ok || se.Kind != "panic" || se.Line != 25 || se.Col != 2 || se.Message != "panic: runtime error: index out of range" {
-		t.Fatalf("got %+v, want the index out of range in Go's words at line 25:2, the if in pick", se)
+	if !ok || se.Kind != "panic" || se.Line != 25 || se.Col != 5 || se.Message != "panic: runtime error: index out of range" {
+		t.Fatalf("got %+v, want the index out of range in Go's words at line 25:5, the if's condition in pick", se)
+	}
+	// In an else-if's condition, which is no statement of a block.
+	compileOK(t, s, learner("", "\tvar xs []int\n\tif len(req.Name) > 100 {\n\t\treturn ctrl.Result{}, nil\n\t} else if xs[len(req.Name)] > 0 {\n\t\treturn ctrl.Result{}, nil\n\t}\n\treturn ctrl.Result{}, nil"))
+	_, err = s.Reconcile(context.Background(), fakeClient(), req)
+	if se, ok := AsSourceError(err); !ok || se.Kind != "panic" || se.Line != 20 || se.Col != 12 {
+		t.Fatalf("got %+v, want the panic in the else-if's condition, at line 20:12", se)
 	}
 	serr := s.Compile(context.Background(), learner("", "\tx := 1; y := undefinedThing\n\t_, _ = x, y\n\treturn ctrl.Result{}, nil"))
 	if serr == nil || serr.Line != 17 || serr.Col != 15 || !strings.Contains(serr.Message, "undefinedThing") {

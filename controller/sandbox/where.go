@@ -24,6 +24,8 @@ var oplabLine, oplabCol int
 
 func oplabAt(line, col int) { oplabLine, oplabCol = line, col }
 
+func oplabAtCond(line, col int) bool { oplabLine, oplabCol = line, col; return true }
+
 func OplabWhere() (int, int) { return oplabLine, oplabCol }
 `
 
@@ -44,7 +46,8 @@ type instrumented struct {
 }
 
 // instrument adds the recorder before every statement of src's blocks and
-// case clauses. src has passed Check.
+// case clauses, and into every if's and for's condition. src has passed
+// Check.
 func instrument(src string) (instrumented, error) {
 	fset := token.NewFileSet()
 	f, err := parser.ParseFile(fset, "reconciler.go", src, parser.SkipObjectResolution)
@@ -61,6 +64,17 @@ func instrument(src string) (instrumented, error) {
 			ins = append(ins, insertion{offset: p.Offset, line: p.Line, col: p.Column, text: fmt.Sprintf("oplabAt(%d, %d); ", p.Line, p.Column)})
 		}
 	}
+	// A condition records its own line as it is evaluated: an else-if's
+	// is not a statement of a block, and a loop's runs on each turn.
+	cond := func(e ast.Expr) {
+		if e == nil {
+			return
+		}
+		p, end := fset.Position(e.Pos()), fset.Position(e.End())
+		ins = append(ins,
+			insertion{offset: p.Offset, line: p.Line, col: p.Column, text: fmt.Sprintf("oplabAtCond(%d, %d) && (", p.Line, p.Column)},
+			insertion{offset: end.Offset, line: end.Line, col: end.Column, text: ")"})
+	}
 	ast.Inspect(f, func(n ast.Node) bool {
 		switch b := n.(type) {
 		case *ast.BlockStmt:
@@ -69,6 +83,10 @@ func instrument(src string) (instrumented, error) {
 			add(b.Body)
 		case *ast.CommClause:
 			add(b.Body)
+		case *ast.IfStmt:
+			cond(b.Cond)
+		case *ast.ForStmt:
+			cond(b.Cond)
 		}
 		return true
 	})
