@@ -22,11 +22,18 @@ func TestMain(m *testing.M) { os.Exit(browser.Run(m)) }
 // scope as oplab, for the tests to call.
 func modulePage(t *testing.T, path string) string {
 	t.Helper()
+	return modulePageWith(t, path, `<main id="main"></main>`)
+}
+
+// modulePageWith is modulePage with body as the page's markup, for a
+// module that draws into elements of its page.
+func modulePageWith(t *testing.T, path, body string) string {
+	t.Helper()
 	mux := http.NewServeMux()
 	mux.Handle("GET /static/", http.StripPrefix("/static/", http.FileServerFS(FS)))
 	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
-		_, _ = w.Write([]byte(`<!DOCTYPE html><title>module</title><main id="main"></main><script type="module" src="/static/base.js"></script>` +
+		_, _ = w.Write([]byte(`<!DOCTYPE html><title>module</title>` + body + `<script type="module" src="/static/base.js"></script>` +
 			`<script type="module">import * as oplab from "/static/` + path + `"; window.oplab = oplab;</script>`))
 	})
 	srv := httptest.NewServer(mux)
@@ -45,8 +52,14 @@ func check(t *testing.T, steps []struct{ what, js string }) {
 // checkModule is check, with the exports of the module at path as oplab.
 func checkModule(t *testing.T, path string, steps []struct{ what, js string }) {
 	t.Helper()
+	checkPage(t, modulePage(t, path), steps)
+}
+
+// checkPage is check on the page at url.
+func checkPage(t *testing.T, url string, steps []struct{ what, js string }) {
+	t.Helper()
 	ctx := browser.Tab(t)
-	browsertest.Do(t, ctx, chromedp.Navigate(modulePage(t, path)))
+	browsertest.Do(t, ctx, chromedp.Navigate(url))
 	browsertest.Eventually(t, ctx, `String(typeof window.oplab === "object")`, "true")
 	for _, s := range steps {
 		if got := browsertest.Eval[string](t, ctx, s.js); got != "ok" {

@@ -34,3 +34,25 @@ func TestStepLineSaysWhatTheCodeDid(t *testing.T) {
 		})()`},
 	})
 }
+
+// Finished no-op reconciles fold into one line that says what they did:
+// oplab's found nothing to change and skipped the write (it compares); the
+// learner's code's read the Database and wrote nothing (all the trace
+// knows of code that may not compare).
+func TestFoldSaysWhatItsReconcilesDid(t *testing.T) {
+	page := modulePageWith(t, "lab/timeline.js", `<main id="main"><select id="filter"><option value="">all</option></select><ol id="rows"></ol></main>`)
+	const noops = `((db, yours) => {
+		for (let i = 0; i < 3; i++) {
+			const id = db + "-" + i, time = new Date(Date.UTC(2026, 11, 4, 10, 0, i)).toISOString();
+			oplab.onStart({type: "reconcile.start", reconcileID: id, database: db, trigger: "resync", time, yourCode: yours});
+			oplab.onStep({type: "fetch", reconcileID: id, database: db, found: "found", time, yourCode: yours});
+			oplab.onStep({type: "status", reconcileID: id, database: db, skipped: true, time, yourCode: yours});
+			oplab.onStep({type: "result", reconcileID: id, database: db, result: "done", time, yourCode: yours});
+		}
+		return document.querySelector('#rows li.fold[data-db="' + db + '"] summary')?.textContent || "no fold";
+	})`
+	checkPage(t, page, []struct{ what, js string }{
+		{"oplab's no-op reconciles", `((s) => s.includes("in sync ×3") && s.includes("found nothing to change and skipped the status write") ? "ok" : s)(` + noops + `("calm", false))`},
+		{"the learner's code's", `((s) => s.includes("in sync ×3") && s.includes("each read the Database and wrote nothing") && !s.includes("skipped") ? "ok" : s)(` + noops + `("mine", true))`},
+	})
+}

@@ -244,11 +244,15 @@ function drawGroup(g) {
     counts.set(t, (counts.get(t) || 0) + 1);
   }
   const why = [...counts].map(([t, n]) => (n > 1 ? `${t} ×${n}` : t)).join(", ");
+  // oplab's controller compares before it skips a write; the learner's
+  // code may not, so of its reconciles the fold says only what they did.
+  const did = g.members.some((r) => r.start.yourCode) ? "each read the Database and wrote nothing"
+    : "each read the Database, found nothing to change and skipped the status write";
   g.summary.replaceChildren(
     timeEl(last.start.time), " ",
     h("b", { class: "db-name" }, last.db), " ",
     h("span", { class: "pill ok fold-count" }, `in sync ×${g.members.length}`), " ",
-    h("span", { class: "muted small" }, `${why}: each read the Database, found nothing to change and skipped the status write`), " ",
+    h("span", { class: "muted small" }, `${why}: ${did}`), " ",
     resultPill(last.result));
 }
 
