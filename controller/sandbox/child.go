@@ -291,10 +291,19 @@ func Check(src string) (string, *SourceError) {
 		if refused != nil {
 			return false
 		}
-		if g, ok := n.(*ast.GoStmt); ok {
-			pos := fset.Position(g.Pos())
+		switch n := n.(type) {
+		case *ast.GoStmt:
+			pos := fset.Position(n.Pos())
 			refused = &SourceError{Kind: "compile", Line: pos.Line, Col: pos.Column,
 				Message: "go statements are not allowed: a reconcile does its work and returns (requeue to come back later)"}
+		case *ast.Ident:
+			// The glue and the statement recorder (where.go) add names
+			// of their own to the learner's package.
+			if strings.HasPrefix(strings.ToLower(n.Name), "oplab") {
+				pos := fset.Position(n.Pos())
+				refused = &SourceError{Kind: "compile", Line: pos.Line, Col: pos.Column,
+					Message: fmt.Sprintf("%s: names starting with oplab are the sandbox's own; rename it", n.Name)}
+			}
 		}
 		return true
 	})

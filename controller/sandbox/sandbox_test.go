@@ -432,6 +432,28 @@ func TestPanicIsWhereItHappensInGosWords(t *testing.T) {
 	}
 }
 
+// The statement recorder leaves a switch's clauses alone (a call before a
+// case is a syntax error) and records the statements in them; a name of
+// the recorder's in the learner's code is refused, with its line.
+func TestSwitchesRunAndTheRecordersNamesAreRefused(t *testing.T) {
+	s := testSandbox(t)
+	compileOK(t, s, learner("", "\tvar m map[string]int\n\tvar x any = req.Name\n\tswitch v := x.(type) {\n\tcase int:\n\t\t_ = v\n\tcase string:\n\t\tswitch {\n\t\tcase v == \"\":\n\t\tdefault:\n\t\t\tm[v] = 1\n\t\t}\n\t}\n\treturn ctrl.Result{}, nil"))
+	_, err := s.Reconcile(context.Background(), fakeClient(), req)
+	if se, ok := AsSourceError(err); !ok || se.Kind != "panic" || se.Line != 26 {
+		t.Fatalf("got %v, want the nil map write in the inner switch's default, line 26", err)
+	}
+	for name, body := range map[string]string{
+		"a local oplabAt": "\toplabAt := 5\n\t_ = oplabAt\n\treturn ctrl.Result{}, nil",
+		"a forged line":   "\toplabAt(3, 1)\n\treturn ctrl.Result{}, nil",
+		"OplabWhere":      "\treturn ctrl.Result{}, nil\n}\n\nvar OplabWhere = 7\n\nfunc unused() {",
+	} {
+		serr := s.Compile(context.Background(), learner("", body))
+		if serr == nil || serr.Line < 17 || !strings.Contains(serr.Message, "names starting with oplab are the sandbox's own") {
+			t.Errorf("%s: got %+v, want it refused at its line", name, serr)
+		}
+	}
+}
+
 func TestStackOverflowKillsOnlyTheChild(t *testing.T) {
 	s := testSandbox(t)
 	compileOK(t, s, learner("", "\treturn ctrl.Result{}, recurse(0)\n}\n\nfunc recurse(n int) error {\n\treturn recurse(n + 1)"))

@@ -57,7 +57,14 @@ func instrument(src string) (instrumented, error) {
 	var ins []insertion
 	add := func(list []ast.Stmt) {
 		for _, s := range list {
-			if e, ok := s.(*ast.EmptyStmt); ok && e.Implicit {
+			switch s := s.(type) {
+			case *ast.EmptyStmt:
+				if s.Implicit {
+					continue
+				}
+			case *ast.CaseClause, *ast.CommClause:
+				// A switch's or select's body lists its clauses, which are
+				// no statements: their own bodies are instrumented.
 				continue
 			}
 			p := fset.Position(s.Pos())
