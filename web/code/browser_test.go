@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -325,5 +326,48 @@ func TestStatusAskedBeforeRunIsNotShownAfterIt(t *testing.T) {
 	eventually(t, ctx, `String(window.errorAfter !== undefined)`, "true")
 	if got := eval[string](t, ctx, `window.errorAfter`); got != "" {
 		t.Errorf("the old code's status, asked before Run, is shown after it: %q", got)
+	}
+}
+
+// TestACompileErrorStaysWhileTheOldCodeRuns: Run with code that does not
+// compile leaves the code from before running. Its failures, polled, took
+// the compile error's place within 1.5 s and marked their lines in the new
+// code. Now the compile error stays, and the page says the code from
+// before still runs.
+func TestACompileErrorStaysWhileTheOldCodeRuns(t *testing.T) {
+	ctx := newTab(t)
+	runner := &fakeRunner{}
+	mux := http.NewServeMux()
+	mux.Handle("GET /static/", http.StripPrefix("/static/", http.FileServerFS(static.FS)))
+	New(Options{Runner: runner, Sessions: oneNamespace("lab-held"), NewSandbox: childSandbox}).Register(mux)
+	var armed atomic.Bool
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if armed.Load() && r.URL.Path == "/code/status" {
+			// The code from before fails on, as a panicking reconciler does.
+			w.Header().Set("Content-Type", "application/json")
+			_, _ = io.WriteString(w, `{"running":true,"runs":9,"error":{"kind":"panic","message":"panic: the old code's failure","line":3}}`)
+			return
+		}
+		mux.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+
+	do(t, ctx, chromedp.EmulateViewport(1280, 800), chromedp.Navigate(srv.URL+"/code"), chromedp.WaitVisible(chromedp.CSS("#source")),
+		chromedp.SetValue(chromedp.CSS("#starter"), "oplab"), chromedp.Click(chromedp.CSS("#load")))
+	eventually(t, ctx, `String(document.getElementById("source").value.includes("ensureStatefulSet"))`, "true")
+	do(t, ctx, chromedp.Click(chromedp.CSS("#run")))
+	eventually(t, ctx, `String(!document.getElementById("run").disabled && document.getElementById("code").dataset.running === "true")`, "true")
+	armed.Store(true)
+	do(t, ctx, chromedp.SetValue(chromedp.CSS("#source"), "package controller\n\nfunc (\n"), chromedp.Click(chromedp.CSS("#run")))
+	eventually(t, ctx, `String(document.getElementById("code-error").textContent.startsWith("Compile error"))`, "true")
+	polled := eval[int](t, ctx, `performance.getEntriesByType("resource").filter(e => e.name.endsWith("/code/status")).length`)
+	eventually(t, ctx, fmt.Sprintf(`String(performance.getEntriesByType("resource").filter(e => e.name.endsWith("/code/status")).length > %d)`, polled+1), "true")
+	eval[bool](t, ctx, `(setTimeout(() => { window.errorAfter = document.getElementById("code-error").textContent.trim() }, 200), true)`)
+	eventually(t, ctx, `String(window.errorAfter !== undefined)`, "true")
+	if got := eval[string](t, ctx, `window.errorAfter`); !strings.HasPrefix(got, "Compile error") || strings.Contains(got, "old code") {
+		t.Errorf("two polls after a Run that did not compile, the page shows %q; want the compile error still", got)
+	}
+	if got := eval[string](t, ctx, text("#code-state")); !strings.Contains(got, "from before still reconciles") {
+		t.Errorf("the page says %q; want it to say the code from before still runs", got)
 	}
 }

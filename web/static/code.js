@@ -117,6 +117,7 @@ import { store } from "./base.js";
     const res = await fetch("/code/starters/" + encodeURIComponent(id));
     if (!res.ok) { errBox.textContent = await res.text(); return; }
     src.value = await res.text();
+    heldError = null;
     showError(null);
     keep();
   });
@@ -131,7 +132,9 @@ import { store } from "./base.js";
       const v = await res.json();
       setRunning(v.running);
       showError(v.error);
+      heldError = v.error || null;
       if (!v.error) lastRuns = 0;
+      else if (v.running) state.textContent = "Your code from before still reconciles this namespace: this version did not compile.";
     } finally {
       runBtn.disabled = false;
     }
@@ -139,7 +142,7 @@ import { store } from "./base.js";
 
   backBtn.addEventListener("click", async () => {
     const res = await post("/code/back");
-    if (res.ok) setRunning(false);
+    if (res.ok) { heldError = null; showError(null); setRunning(false); }
   });
 
   // While the code runs, its last reconcile's failure (panic, overrun,
@@ -147,6 +150,10 @@ import { store } from "./base.js";
   // was pressed answers for the code that ran before: it would show that
   // code's error under the new code, so its answer is dropped.
   let lastRuns = -1;
+  // heldError is the compile error of the last Run: the code from before
+  // runs on, and its failures must not take the place of this error under
+  // the new code's lines, until the next Run, Load or Back.
+  let heldError = null;
   async function poll() {
     if (document.hidden) return;
     const asked = runsPressed;
@@ -154,7 +161,7 @@ import { store } from "./base.js";
       const res = await fetch("/code/status", { credentials: "same-origin" });
       if (!res.ok) return;
       const v = await res.json();
-      if (asked !== runsPressed || runBtn.disabled) return;
+      if (asked !== runsPressed || runBtn.disabled || heldError) return;
       setRunning(v.running);
       if (v.running && v.runs !== lastRuns) {
         lastRuns = v.runs;
