@@ -28,6 +28,12 @@ func TestStepLineSaysWhatTheCodeDid(t *testing.T) {
 			const gone = oplab.stepLine({type: "read", yourCode: true, found: "not-found", target: {kind: "Service", name: "shop"}}).textContent;
 			return found.includes("StatefulSet shop read by your code → found · resourceVersion 77") && gone.includes("Service shop read by your code → not found") ? "ok" : found + " / " + gone;
 		})()`},
+		{"a pitfall beside the learner's code, which it does not touch", `(() => {
+			const mine = oplab.pitfallPill({start: {yourCode: true, pitfall: "status-thrash"}, steps: [{type: "fetch", pitfall: "status-thrash"}]});
+			const oplabs = oplab.pitfallPill({start: {pitfall: "status-thrash"}, steps: []});
+			const dropped = oplab.pitfallPill({start: {yourCode: true, pitfall: "drop-events"}, steps: []});
+			return mine === "" && oplabs.textContent === "pitfall: status-thrash" && dropped.textContent === "pitfall: drop-events" ? "ok" : String(mine && mine.textContent) + " / " + oplabs.textContent;
+		})()`},
 		{"a write that changed a field", `(() => {
 			const text = oplab.stepLine({type: "status", statusWrites: 5, observedGeneration: 2, fields: [{field: "observedGeneration", from: "1", to: "2"}]}).textContent;
 			return text.includes("written, observedGeneration 2") && !text.includes("nothing in it changed") ? "ok" : text;

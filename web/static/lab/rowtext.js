@@ -100,6 +100,10 @@ export function resultPill(res) {
 export function pitfallPill(row) {
   const s = [row.start, ...row.steps].find((x) => x.pitfall);
   if (!s) return "";
+  // The pitfalls in oplab's reconciler do not touch the learner's code,
+  // which runs as it is written; dropped events (the event handlers') and
+  // a hidden one (which may be that) still apply to it.
+  if (row.start.yourCode && s.pitfall !== "drop-events" && s.pitfall !== "hidden") return "";
   const hidden = s.pitfall === "hidden";
   return h("span", { class: "pill warn small", title: hidden ? "A pitfall may be on, or none: which one is for you to find." : null }, "pitfall: " + s.pitfall);
 }
