@@ -248,9 +248,16 @@ func (t *eventTracer) pitfallOf(obj client.Object, key types.NamespacedName) pit
 // why it came, and queued.
 func (t *eventTracer) resumed() handler.TypedEventHandler[sweep, reconcile.Request] {
 	return handler.TypedFuncs[sweep, reconcile.Request]{GenericFunc: func(_ context.Context, e sweepEvent, q queue) {
-		if t.admit("generic", e.Object.db, e.Object.why) {
-			q.Add(reconcile.Request{NamespacedName: client.ObjectKeyFromObject(e.Object.db)})
+		if !t.admit("generic", e.Object.db, e.Object.why) {
+			return
 		}
+		req := reconcile.Request{NamespacedName: client.ObjectKeyFromObject(e.Object.db)}
+		if e.Object.why != whyResumed {
+			// Other code reconciles from now on: the backoff earned by the
+			// code before (up to 1000 s) is not its to wait out.
+			q.Forget(req)
+		}
+		q.Add(req)
 	}}
 }
 

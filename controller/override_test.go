@@ -284,3 +284,39 @@ func TestYourCodesChildReadsAreReadsNotDiffs(t *testing.T) {
 		}
 	}
 }
+
+// New code starts with no backoff: the failures of the code before it
+// (a learner runs one panicking version after another) made the first
+// failure of the next wait up to 1000 s.
+func TestAHandOverForgetsTheBackoff(t *testing.T) {
+	e := newEnv(t)
+	r := e.startController(e.testOptions())
+	e.mustCreate(newDB("flaky", 1, ""))
+	e.waitFor("oplab's first reconcile of flaky", func() (bool, error) {
+		return slices.ContainsFunc(e.sink.forDatabase("flaky"), func(s Step) bool { return s.Type == StepResult }), nil
+	})
+	r.HandOver(e.ns, failing{})
+	e.waitFor("five failures in a row", func() (bool, error) {
+		return slices.ContainsFunc(e.sink.forDatabase("flaky"), func(s Step) bool { return s.Type == StepResult && s.YourCode && s.Retry >= 5 }), nil
+	})
+	handed := len(e.sink.forDatabase("flaky"))
+	r.HandOver(e.ns, failing{})
+	// The reconcile the hand-over queued, and its result.
+	var first Step
+	e.waitFor("the hand-over's reconcile failing", func() (bool, error) {
+		swept := ""
+		for _, s := range e.sink.forDatabase("flaky")[handed:] {
+			switch {
+			case s.Type == StepReconcileStart && s.Event == "generic" && swept == "":
+				swept = s.ReconcileID
+			case s.Type == StepResult && s.ReconcileID == swept && swept != "":
+				first = s
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	if first.Retry > 1 {
+		t.Errorf("the new code's first failure is retry %d, due in %s; want the backoff started afresh", first.Retry, first.RequeueAfter)
+	}
+}
