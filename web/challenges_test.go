@@ -80,6 +80,15 @@ func TestChallengeStartWipesAndStatusJudges(t *testing.T) {
 	if run.StatusCode != http.StatusOK || !e.runner.HandedOver(ns) {
 		t.Fatalf("running the skeleton = %d, handed over %v; want 200 and the namespace handed over", run.StatusCode, e.runner.HandedOver(ns))
 	}
+	// The learner's code may add a finalizer nobody here removes: Start
+	// takes it off at once, and says so.
+	if err := e.client.Get(t.Context(), client.ObjectKeyFromObject(extra), extra); err != nil {
+		t.Fatal(err)
+	}
+	extra.Finalizers = append(extra.Finalizers, "example.com/never")
+	if err := e.client.Update(t.Context(), extra); err != nil {
+		t.Fatal(err)
+	}
 	e.runner.PauseNamespace(ns)
 	began := time.Now()
 	code, body := post(url.Values{"confirm": {"wipe"}})
@@ -87,9 +96,17 @@ func TestChallengeStartWipesAndStatusJudges(t *testing.T) {
 	if code != http.StatusOK {
 		t.Fatalf("Start = %d %s", code, body)
 	}
-	var started struct{ Started int64 }
+	var started struct {
+		Started int64
+		Message string
+	}
 	if err := json.Unmarshal([]byte(body), &started); err != nil || started.Started == 0 {
 		t.Fatalf("Start answered %s (%v), want the start time", body, err)
+	}
+	for _, want := range []string{"Your own code was stopped", "Database extra carried finalizer example.com/never", "Start took it off"} {
+		if !strings.Contains(started.Message, want) {
+			t.Errorf("Start's answer %q does not say %q", started.Message, want)
+		}
 	}
 	if err := e.client.Get(t.Context(), client.ObjectKeyFromObject(extra), &v1alpha1.Database{}); !apierrors.IsNotFound(err) {
 		t.Errorf("Database extra after Start: %v, want it wiped", err)

@@ -62,6 +62,9 @@ type PrepareEnv struct {
 	// Started, when set, is told once the wipe is done and before the
 	// prepare runs: the moment the challenge's trace begins.
 	Started func(at time.Time)
+	// Said, when set, hears what the wipe did that the learner did not
+	// ask for (a finalizer no controller here removes, taken off).
+	Said func(msg string)
 }
 
 // Prepare builds a challenge's starting state. It runs after the learner's

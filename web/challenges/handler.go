@@ -56,7 +56,8 @@ type Controller interface {
 // LearnerCode stops a learner's own reconciler in their namespace (the code
 // page's Handler).
 type LearnerCode interface {
-	Stop(ns string)
+	// Stop reports whether the code ran.
+	Stop(ns string) bool
 }
 
 // Exporter exports a namespace's recorded timeline (the stream Recorder).
@@ -220,16 +221,19 @@ func (h *Handler) start(w http.ResponseWriter, r *http.Request) {
 	// closing the tab, or the namespace would be left half wiped.
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), 2*time.Minute)
 	defer cancel()
+	// What Start did beyond the wipe, said in its answer.
+	var said []string
 	started, err := c.Start(ctx, judge.PrepareEnv{
 		Namespace: ns, Client: h.opts.Client,
 		Pause: func(context.Context) error { h.opts.Controller.PauseNamespace(ns); return nil },
 		Resume: func(context.Context) error {
-			if h.opts.Code != nil {
-				h.opts.Code.Stop(ns)
+			if h.opts.Code != nil && h.opts.Code.Stop(ns) {
+				said = append(said, "Your own code was stopped: oplab's controller reconciles your namespace again.")
 			}
 			h.opts.Controller.ResumeNamespace(ns)
 			return nil
 		},
+		Said: func(msg string) { said = append(said, msg) },
 		Started: func(at time.Time) {
 			if h.opts.Sink == nil {
 				return
@@ -247,7 +251,8 @@ func (h *Handler) start(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	h.opts.Logger.Info("Started a challenge", "challenge", c.ID, "namespace", ns)
-	h.answerStart(w, r, c, http.StatusOK, startResult{Started: started.UnixMilli(), Message: "Started: your namespace is set up for this challenge."})
+	h.answerStart(w, r, c, http.StatusOK, startResult{Started: started.UnixMilli(),
+		Message: strings.Join(append([]string{"Started: your namespace is set up for this challenge."}, said...), " ")})
 }
 
 // answerStart answers the script with JSON, and a plain form post with a

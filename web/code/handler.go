@@ -342,9 +342,11 @@ func (h *Handler) back(w http.ResponseWriter, r *http.Request) {
 }
 
 // Stop gives ns back to oplab's controller and stops the learner's code,
-// as "Back to oplab's controller" does; the saved code stays. A
-// challenge's Start calls it: what it sets up is for oplab's controller.
-func (h *Handler) Stop(ns string) {
+// as "Back to oplab's controller" does; the saved code stays. It reports
+// whether the code ran. A challenge's Start calls it: what it sets up is
+// for oplab's controller.
+func (h *Handler) Stop(ns string) bool {
+	ran := h.opts.Runner.HandedOver(ns)
 	h.opts.Runner.TakeBack(ns)
 	l := h.learnerOf(ns)
 	l.mu.Lock()
@@ -355,6 +357,7 @@ func (h *Handler) Stop(ns string) {
 		// A reconcile still running finishes first: Close waits for it.
 		go sb.Close()
 	}
+	return ran
 }
 
 // running counts the sandboxes with a live child: a learner who left stops
