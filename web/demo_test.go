@@ -394,6 +394,12 @@ func TestBrowserDemoNarratesOnTheTimeline(t *testing.T) {
 			chromedp.Click(chromedp.CSS(`#demo form[action="/instructor/demo/stop"] button`)),
 			chromedp.WaitVisible(chromedp.CSS(`#demo form[action="/instructor/demo/play"] fieldset`)), // the page after Stop's redirect
 		); err != nil {
+			// The run ended just as Stop was pressed and the panel was
+			// drawn again without its button: start over, as above.
+			if attempt < 3 {
+				t.Logf("Stop's button went as it was pressed (%v); again", err)
+				continue
+			}
 			t.Fatal(err)
 		}
 		poll(t, ctx, "the demo ended", `["stopped", "finished"].includes(document.querySelector("#demo-state")?.textContent)`)
@@ -404,8 +410,8 @@ func TestBrowserDemoNarratesOnTheTimeline(t *testing.T) {
 		if state == "stopped" {
 			break
 		}
-		if attempt > 0 {
-			t.Fatalf("the demo read %q after Stop, twice; want stopped", state)
+		if attempt > 2 {
+			t.Fatalf("the demo read %q after Stop, %d times; want stopped", state, attempt+1)
 		}
 	}
 	if !has(e.nsTrace(ns), func(s controller.Step) bool { return isNarration(s) && strings.Contains(s.Message, "stopped the demo") }) {
