@@ -454,6 +454,19 @@ func TestSwitchesRunAndTheRecordersNamesAreRefused(t *testing.T) {
 	}
 }
 
+// A condition of a named boolean type still runs once the recorder stands
+// beside it (recorder && (cond)), in an if and in a for: Go itself would
+// refuse bool && done, the interpreter takes it, and this says so if it
+// ever stops.
+func TestNamedBoolConditionsRun(t *testing.T) {
+	s := testSandbox(t)
+	compileOK(t, s, learner("", "\ttype done bool\n\tvar d done\n\tn := 0\n\tfor !d {\n\t\tn++\n\t\td = n == 3\n\t}\n\tif d && n == 3 {\n\t\treturn ctrl.Result{RequeueAfter: 5}, nil\n\t}\n\treturn ctrl.Result{}, nil"))
+	res, err := s.Reconcile(context.Background(), fakeClient(), req)
+	if err != nil || res.RequeueAfter != 5 {
+		t.Fatalf("got %v, %v; want RequeueAfter 5 after three turns", res, err)
+	}
+}
+
 func TestStackOverflowKillsOnlyTheChild(t *testing.T) {
 	s := testSandbox(t)
 	compileOK(t, s, learner("", "\treturn ctrl.Result{}, recurse(0)\n}\n\nfunc recurse(n int) error {\n\treturn recurse(n + 1)"))
