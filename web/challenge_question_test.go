@@ -108,6 +108,17 @@ func TestBrowserChallengeQuestion(t *testing.T) {
 	showsNow(t, ctx, "the end said on screen too", `!document.getElementById("complete").hidden && document.getElementById("complete").textContent.includes("Challenge complete")`, "#tasks")
 	showsNow(t, ctx, "the progress kept", `JSON.parse(localStorage.getItem("oplab.challenges"))["operator-or-chart"].tasks.decide === "done"`)
 	screenshot(t, ctx, "challenge-question-done")
+
+	// Start again: from the press on, the last start's end is not shown
+	// and the tasks wait for the new states; then none is done.
+	pressed, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.querySelector('#start-form input[name="confirm"]').click();
+		document.querySelector("#start-form button").click();
+		[document.getElementById("complete").hidden, document.getElementById("tasks").getAttribute("aria-busy")].join(" ")`))
+	if err != nil || pressed != "true true" {
+		t.Errorf("as Start is pressed again, complete hidden and tasks busy = %q (%v), want \"true true\"", pressed, err)
+	}
+	shows(t, ctx, "the new start's states, none done", `document.getElementById("start-message").textContent.startsWith("Started") && !document.getElementById("tasks").hasAttribute("aria-busy") && document.getElementById("done-count").textContent === "0" && [...document.querySelectorAll(".task .state-label")].every(e => e.textContent !== "Done")`, "#tasks")
+	showsNow(t, ctx, "the end no longer shown", `document.getElementById("complete").hidden`, "#tasks")
 }
 
 // Without JavaScript: the answer is a form post. Wrong, the page shows why

@@ -104,16 +104,24 @@ import { store, whileShown } from "./base.js";
 
     let inFlight = false;
     let again = false;
+    // While Start wipes the namespace, the tasks shown are the last
+    // start's: no poll may show them again as this one's.
+    let starting = false;
     async function poll() {
+      if (starting) return;
       if (inFlight) { again = true; return; }
       inFlight = true;
       try {
         const q = new URLSearchParams();
+        const asked = mine.started;
         if (mine.started) q.set("since", String(mine.started));
         const done = Object.keys(mine.tasks).filter((t) => mine.tasks[t] === "done");
         if (done.length) q.set("done", done.join(","));
         const res = await fetch(root.dataset.status + "?" + q.toString(), { headers: { Accept: "application/json" }, cache: "no-store" });
-        if (res.ok) show((await res.json()).tasks || []);
+        const body = res.ok ? await res.json() : null;
+        // An answer about an earlier start (a Start came meanwhile) is not
+        // this one's.
+        if (body && !starting && mine.started === asked) show(body.tasks || []);
       } catch (e) {
         /* the server restarts or the network blinks: the next poll tries again */
       } finally {
@@ -228,6 +236,14 @@ import { store, whileShown } from "./base.js";
       const button = form.querySelector("button");
       button.disabled = true;
       startMsg.textContent = "Starting: deleting your Databases and setting up…";
+      // The tasks done before are no longer this challenge's progress:
+      // the end is not shown, the list waits (dimmed, aria-busy) for the
+      // new start's states.
+      const section = document.getElementById("tasks");
+      const complete = document.getElementById("complete");
+      starting = true;
+      section.setAttribute("aria-busy", "true");
+      if (complete) complete.hidden = true;
       try {
         const res = await fetch(form.action, { method: "POST", body: new URLSearchParams(new FormData(form)), headers: { Accept: "application/json" } });
         const body = await res.json();
@@ -245,11 +261,15 @@ import { store, whileShown } from "./base.js";
         });
         startMsg.textContent = body.message;
         form.reset();
-        poll();
       } catch (e) {
         startMsg.textContent = "Start failed: " + e;
       } finally {
+        starting = false;
+        section.removeAttribute("aria-busy");
         button.disabled = false;
+        // Done or failed, the tasks are checked again now: a failed Start
+        // shows again what still stands.
+        poll();
       }
     });
   }
