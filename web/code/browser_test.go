@@ -103,12 +103,18 @@ func childSandbox() *sandbox.Sandbox {
 	return &sandbox.Sandbox{Command: func() *exec.Cmd { return exec.Command(os.Args[0], sandbox.ChildArg) }}
 }
 
-func newServer(t *testing.T, ns string, runner Runner) *httptest.Server {
-	t.Helper()
+// pageMux serves the code page for namespace ns, on runner, with the
+// static files its script needs.
+func pageMux(ns string, runner Runner) *http.ServeMux {
 	mux := http.NewServeMux()
 	mux.Handle("GET /static/", http.StripPrefix("/static/", http.FileServerFS(static.FS)))
 	New(Options{Runner: runner, Sessions: oneNamespace(ns), NewSandbox: childSandbox}).Register(mux)
-	srv := httptest.NewServer(http.NewCrossOriginProtection().Handler(mux))
+	return mux
+}
+
+func newServer(t *testing.T, ns string, runner Runner) *httptest.Server {
+	t.Helper()
+	srv := httptest.NewServer(http.NewCrossOriginProtection().Handler(pageMux(ns, runner)))
 	t.Cleanup(srv.Close)
 	return srv
 }
@@ -270,9 +276,7 @@ func firstDiff(a, b string) int {
 func TestStatusAskedBeforeRunIsNotShownAfterIt(t *testing.T) {
 	ctx := newTab(t)
 	runner := &fakeRunner{}
-	mux := http.NewServeMux()
-	mux.Handle("GET /static/", http.StripPrefix("/static/", http.FileServerFS(static.FS)))
-	New(Options{Runner: runner, Sessions: oneNamespace("lab-stale"), NewSandbox: childSandbox}).Register(mux)
+	mux := pageMux("lab-stale", runner)
 	held, release := make(chan struct{}), make(chan struct{})
 	var hold sync.Once
 	armed := make(chan struct{})
@@ -337,9 +341,7 @@ func TestStatusAskedBeforeRunIsNotShownAfterIt(t *testing.T) {
 func TestACompileErrorStaysWhileTheOldCodeRuns(t *testing.T) {
 	ctx := newTab(t)
 	runner := &fakeRunner{}
-	mux := http.NewServeMux()
-	mux.Handle("GET /static/", http.StripPrefix("/static/", http.FileServerFS(static.FS)))
-	New(Options{Runner: runner, Sessions: oneNamespace("lab-held"), NewSandbox: childSandbox}).Register(mux)
+	mux := pageMux("lab-held", runner)
 	var armed atomic.Bool
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if armed.Load() && r.URL.Path == "/code/status" {
