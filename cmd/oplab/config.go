@@ -86,7 +86,7 @@ func parseFlagsInto(fs *flag.FlagSet, args []string) (config, error) {
 	fs.StringVar(&c.kubeconfig, "kubeconfig", os.Getenv("KUBECONFIG"), "run against the cluster in this kubeconfig instead of the embedded one (default $KUBECONFIG)")
 	fs.BoolVar(&c.installCRDs, "install-crds", true, "with --kubeconfig, or in a Pod: install or update the Database CRD and the learner policy (controller/config/policy/learner.yaml) in that cluster")
 	fs.StringVar(&mode, "mode", mode, "embedded cluster mode: full (etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kwok: Pods run and garbage collection works) or minimal (etcd and kube-apiserver only)")
-	fs.StringVar(&c.writeKubeconfig, "write-kubeconfig", cluster.DefaultKubeconfigPath(), "embedded cluster: write a kubeconfig for kubectl here (empty: don't)")
+	fs.StringVar(&c.writeKubeconfig, "write-kubeconfig", cluster.DefaultKubeconfigPath(), "embedded cluster: write the admin's kubeconfig (system:masters) for your kubectl here, never for learners (empty: don't)")
 	fs.StringVar(&c.controlPlaneLog, "control-plane-log", defaultControlPlaneLog(), "embedded cluster: file that receives the control-plane processes' output (empty: the terminal)")
 	fs.StringVar(&c.dataDir, "data-dir", defaultDataDir(), "embedded cluster: folder that keeps the cluster's data (etcd) between runs, so a restart finds every namespace and Database as it was")
 	fs.BoolVar(&c.ephemeral, "ephemeral", false, "embedded cluster: keep the data in a fresh temp folder removed at stop instead of --data-dir (every start begins empty)")
