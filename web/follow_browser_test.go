@@ -189,6 +189,18 @@ func TestBrowserFollowThePresenter(t *testing.T) {
 	if _, ok := e.server.Classroom().Presenting(); !ok {
 		t.Fatal("opening the roster ended the presentation")
 	}
+	// The instructor page in another tab of the presenter's browser, one
+	// that never showed the lab: it said "Ada is presenting. You are in
+	// your own lab." with a Rejoin that did nothing. The page follows
+	// nobody; its Present section says the lab presented is this browser's.
+	second, closeSecond := chromedp.NewContext(teacher)
+	defer closeSecond()
+	if err := chromedp.Do(second, chromedp.Navigate(e.http.URL+"/instructor"), chromedp.WaitVisible(chromedp.CSS("#present-status"))); err != nil {
+		t.Fatal(err)
+	}
+	poll(t, second, "the class's banner on the second instructor tab", `document.getElementById("classroom-banner").textContent === "Ada is presenting— every learner follows their lab."
+		&& !document.getElementById("classroom-rejoin") && document.getElementById("present-status").textContent === "presenting"`)
+	closeSecond()
 
 	// No learner's page ever holds the instructor token.
 	for name, ctx := range map[string]context.Context{"early": early, "late": late} {

@@ -25,6 +25,7 @@ const ownControls = `(() => {
 		if (got && before && before.focus) before.focus(); else if (got) el.blur(); return got; };
 	const out = [];
 	for (const [name, sel] of [["the create form", "details.create"], ["the pause of the own namespace", ".controller-bar > form"],
+			["the pause's words about the own namespace", "#pause-why"],
 			["the player's buttons", ".player > button"], ["the speed", "#play-speed"], ["the scenario picker", ".scenarios a"],
 			["the export", ".lab-head > p a"]]) {
 		const els = [...document.querySelectorAll("#lab " + sel)];
@@ -56,7 +57,7 @@ func TestBrowserFollowShowsOnlyThePresentersLab(t *testing.T) {
 	learnerNS := openLab(t, learner, "")
 	// In their own lab every one of them is shown: the check can fail.
 	own := evalString(t, learner, ownControls)
-	for _, name := range []string{"the create form", "the pause of the own namespace", "the player's buttons", "the speed", "the scenario picker", "the export"} {
+	for _, name := range []string{"the create form", "the pause of the own namespace", "the pause's words about the own namespace", "the player's buttons", "the speed", "the scenario picker", "the export"} {
 		if !strings.Contains(own, name+": shown") {
 			t.Errorf("in the learner's own lab %s is not shown (%s)", name, own)
 		}

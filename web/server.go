@@ -53,6 +53,7 @@ type Sessions interface {
 	join.Sessions
 	kubeconfig.Sessions
 	instructor.Learners
+	instructor.LabSessions
 	Register(mux *http.ServeMux)
 }
 

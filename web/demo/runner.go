@@ -350,7 +350,7 @@ func (o *owner) check(s Script, env *Env) error {
 		return fmt.Errorf("%w: the controller is stopped for everyone: start it first, or the demo has nothing to show", ErrRefused)
 	}
 	if c != nil && c.NamespacePaused(env.Namespace) {
-		return fmt.Errorf("%w: the controller is paused for %s: press Start in your lab first", ErrRefused, env.Namespace)
+		return fmt.Errorf("%w: the controller is paused for %s: press Resume in your lab first", ErrRefused, env.Namespace)
 	}
 	if env.Client == nil {
 		return nil
@@ -412,7 +412,7 @@ func (o *owner) finished(res result) {
 	c.busy = false
 	c.cancel()
 	if res.err != nil {
-		o.end(Failed, fmt.Sprintf("step %d of %d (%s) failed: %v", c.shown, len(c.script.Steps), c.script.Steps[c.shown-1].Title, res.err))
+		o.end(Failed, fmt.Sprintf("step %d of %d (%s) failed: %v%s", c.shown, len(c.script.Steps), c.script.Steps[c.shown-1].Title, res.err, o.pausedNote(c)))
 		return
 	}
 	if c.state != Playing || !c.auto {
@@ -504,9 +504,20 @@ func (o *owner) status() Status {
 		s.StepTitle, s.Text = st.Title, st.Say
 	}
 	if c.busy {
-		s.Waiting = waiting(c)
+		s.Waiting = waiting(c) + o.pausedNote(c)
 	}
 	return s
+}
+
+// pausedNote says, after what a step waits for or why it failed, that the
+// namespace is paused by someone other than the demo (the presenter's
+// Pause my namespace): nothing in it is reconciled until it resumes.
+func (o *owner) pausedNote(c *run) string {
+	ctl := o.r.opts.Controller
+	if ctl == nil || c.env.paused.Load() || !ctl.NamespacePaused(c.env.Namespace) {
+		return ""
+	}
+	return fmt.Sprintf(" (the controller is paused for %s: nothing there is reconciled until you press Resume in your lab)", c.env.Namespace)
 }
 
 // waiting says what the step under way is doing.

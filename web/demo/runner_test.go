@@ -324,6 +324,41 @@ func TestAFailedWaitSaysWhatDidNotHappen(t *testing.T) {
 	}
 }
 
+// The presenter paused their namespace mid-demo: the wait says so while
+// it waits and when it fails, and the failure does not blame the error of
+// a look its own deadline cut short (a client's rate limiter refusing to
+// wait past it).
+func TestAWaitInAPausedNamespaceSaysSo(t *testing.T) {
+	s := Script{ID: "held", Title: "Held", Steps: []Step{{
+		Title: "Wait for gone", Timeout: 300 * time.Millisecond,
+		Until: &Wait{What: "Database shop to be gone", Done: func(ctx context.Context, _ *Env) (bool, string, error) {
+			select {
+			case <-ctx.Done():
+				return false, "", fmt.Errorf("client rate limiter Wait returned an error: %w", ctx.Err())
+			case <-time.After(time.Millisecond):
+				return false, "shop is Terminating", nil
+			}
+		}},
+	}}}
+	r, _, _, fc := start(t, time.Millisecond, s)
+	if err := r.Play("lab-a", "held", false); err != nil {
+		t.Fatal(err)
+	}
+	fc.PauseNamespace("lab-a")
+	waitStatus(t, r, "the wait naming the pause", func(s Status) bool {
+		return s.Busy && strings.Contains(s.Waiting, "waiting for Database shop to be gone (the controller is paused for lab-a: nothing there is reconciled until you press Resume in your lab)")
+	})
+	st := waitStatus(t, r, "the failure", func(s Status) bool { return s.State == Failed })
+	if !strings.Contains(st.Error, "last saw: shop is Terminating) (the controller is paused for lab-a") || strings.Contains(st.Error, "rate limiter") {
+		t.Errorf("error %q; want what was last seen and the pause, not the deadline's own error", st.Error)
+	}
+	fc.ResumeNamespace("lab-a")
+	fc.PauseNamespace("lab-b")
+	if err := r.Play("lab-b", "held", false); !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), "press Resume in your lab") {
+		t.Errorf("Play in a paused namespace: %v; want it refused, naming the lab's Resume", err)
+	}
+}
+
 func TestStopCutsAStepShortAndResumesTheNamespace(t *testing.T) {
 	block := make(chan struct{})
 	s := Script{ID: "dies", Title: "Dies", Steps: []Step{

@@ -141,7 +141,9 @@ func waitFor(ctx context.Context, env *Env, w Wait, timeout time.Duration) error
 		if s != "" {
 			seen = s
 		}
-		if err != nil {
+		// An error from a look the wait's own deadline cut short (a rate
+		// limiter refusing to wait past it) says nothing of what went wrong.
+		if err != nil && ctx.Err() == nil {
 			last = err
 		}
 		select {

@@ -37,10 +37,11 @@ type DemoView struct {
 	// Enabled is false when oplab runs no demo runner: the panel is hidden.
 	Enabled bool
 	// Namespace is the instructor's lab namespace, "" when this browser has
-	// no lab session yet.
-	Namespace string
-	Choices   []DemoChoice
-	Status    demo.Status
+	// no lab session yet; Presented is the lab the learners follow, "" when
+	// nobody presents.
+	Namespace, Presented string
+	Choices              []DemoChoice
+	Status               demo.Status
 	// Error says why the last control was refused.
 	Error string
 }
@@ -96,6 +97,9 @@ func (h *Handler) demoView(r *http.Request, refusal string) DemoView {
 	v := DemoView{Enabled: true, Status: d.Runner.Status(), Error: refusal}
 	if d.Labs != nil {
 		v.Namespace, _ = d.Labs.NamespaceOf(r)
+	}
+	if c := h.opts.Present.Classroom; c != nil {
+		v.Presented, _ = c.Presenting()
 	}
 	want := v.Status.Demo
 	if f := r.PostFormValue("demo"); f != "" {
@@ -153,7 +157,9 @@ func (h *Handler) demoControl(w http.ResponseWriter, r *http.Request) {
 			httpx.JSON(w, code, demoReply{Status: run.Status(), Error: err.Error()})
 			return
 		}
-		h.render(w, r, code, PageView(Page{ControllerRunning: h.opts.Controller.Running(), Demo: h.demoView(r, err.Error())}))
+		p := h.fullPage(r)
+		p.Demo = h.demoView(r, err.Error())
+		h.render(w, r, code, PageView(p))
 		return
 	}
 	if httpx.WantsJSON(r) {
@@ -165,7 +171,7 @@ func (h *Handler) demoControl(w http.ResponseWriter, r *http.Request) {
 
 var (
 	errUnknownControl = errors.New("unknown demo control")
-	errNoLab          = errors.New("no lab session in this browser: open your lab (/lab) once in this browser, then play the demo; it runs in your lab's namespace, on your timeline")
+	errNoLab          = errors.New("no lab session in this browser: open your lab (the link above) once in this browser, then play the demo; it runs in your lab's namespace, on your timeline")
 )
 
 // play starts the chosen demo in the instructor's own lab namespace.

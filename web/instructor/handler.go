@@ -194,10 +194,19 @@ func (h *Handler) page(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, "/instructor", http.StatusSeeOther)
 		return
 	}
-	h.render(w, r, http.StatusOK, PageView(Page{
-		ControllerRunning: h.opts.Controller.Running(), Message: r.URL.Query().Get("done"),
-		Present: h.presentView(), Demo: h.demoView(r, ""), Roster: h.rosterView(r), Timer: h.timerView(),
-	}))
+	p := h.fullPage(r)
+	p.Message = r.URL.Query().Get("done")
+	h.render(w, r, http.StatusOK, PageView(p))
+}
+
+// fullPage is the whole instructor page for r's browser. A refusal shown
+// in one of its panels is set there by the caller, so the page around it
+// stays whole.
+func (h *Handler) fullPage(r *http.Request) Page {
+	return Page{
+		ControllerRunning: h.opts.Controller.Running(),
+		Present:           h.presentView(r), Demo: h.demoView(r, ""), Roster: h.rosterView(r), Timer: h.timerView(),
+	}
 }
 
 // login takes the token from the form.

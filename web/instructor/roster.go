@@ -363,11 +363,11 @@ func (h *Handler) refuseReset(w http.ResponseWriter, r *http.Request, code int, 
 		httpx.JSON(w, code, resetAnswer{Namespace: r.PathValue("namespace"), Error: reason})
 		return
 	}
-	v := h.rosterView(r)
-	if v != nil {
-		v.Refusal = "Reset refused: " + reason
+	p := h.fullPage(r)
+	if p.Roster != nil {
+		p.Roster.Refusal = "Reset refused: " + reason
 	}
-	h.render(w, r, code, PageView(Page{ControllerRunning: h.opts.Controller.Running(), Present: h.presentView(), Demo: h.demoView(r, ""), Roster: v}))
+	h.render(w, r, code, PageView(p))
 }
 
 // runReset empties ns of Databases: it resumes the namespace if paused (a

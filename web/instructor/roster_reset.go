@@ -46,8 +46,13 @@ type ResetStatus struct {
 	// Error says, in words, what failed.
 	Error string
 	// Forced is true for the way out of a failed reset: the finalizers
-	// left were removed, so no final snapshot was taken.
+	// left were removed, so no final snapshot was taken that had not been
+	// taken already.
 	Forced bool
+	// Unsnapshotted names the Databases a forced removal deleted without a
+	// final snapshot, as the lab lists them; the others had theirs taken
+	// before (oplab's finalizer runs before a foreign one lets go).
+	Unsnapshotted []string
 }
 
 // resetKeep is how long the roster keeps showing a reset's outcome: long
@@ -130,13 +135,14 @@ func (rs *resets) progress(ns string, seq, total int, left []string) {
 }
 
 // finish records the outcome of reset seq; failure nil means done.
-func (rs *resets) finish(ns string, seq int, now time.Time, failure error) {
+// unsnapshotted names the Databases deleted without a final snapshot.
+func (rs *resets) finish(ns string, seq int, now time.Time, failure error, unsnapshotted ...string) {
 	_ = rs.do(func(m map[string]*ResetStatus) {
 		cur, ok := m[ns]
 		if !ok || cur.Seq != seq {
 			return
 		}
-		cur.State, cur.Ended = ResetDone, now
+		cur.State, cur.Ended, cur.Unsnapshotted = ResetDone, now, unsnapshotted
 		if failure != nil {
 			cur.State, cur.Error = ResetFailed, failure.Error()
 		}
@@ -154,6 +160,7 @@ func (rs *resets) snapshot(now time.Time) map[string]ResetStatus {
 		for ns, s := range m {
 			c := *s
 			c.Left = append([]string(nil), s.Left...)
+			c.Unsnapshotted = append([]string(nil), s.Unsnapshotted...)
 			out[ns] = c
 		}
 	})
@@ -175,7 +182,7 @@ func (s ResetStatus) Text() string {
 	case ResetDone:
 		at := s.Ended.Format(time.TimeOnly)
 		if s.Forced {
-			return "Finalizers removed at " + at + ": " + databases(s.Total) + " deleted without a final snapshot."
+			return "Finalizers removed at " + at + ": " + forcedOutcome(s.Total, s.Unsnapshotted) + "."
 		}
 		if s.Total == 0 {
 			return "Reset done at " + at + ": there were no Databases to delete."
@@ -188,6 +195,23 @@ func (s ResetStatus) Text() string {
 		return "Reset failed at " + s.Ended.Format(time.TimeOnly) + ": " + s.Error
 	}
 	return ""
+}
+
+// forcedOutcome says which of the total Databases a forced removal
+// deleted without a final snapshot: oplab's finalizer may have taken one
+// before the learner's held the Database.
+func forcedOutcome(total int, without []string) string {
+	switch {
+	case total == 0:
+		return "there were no Databases left"
+	case len(without) == 0 && total == 1:
+		return "1 Database deleted; its final snapshot had been taken before"
+	case len(without) == 0:
+		return databases(total) + " deleted; their final snapshots had been taken before"
+	case len(without) == total:
+		return databases(total) + " deleted without a final snapshot"
+	}
+	return databases(total) + " deleted, " + strconv.Itoa(len(without)) + " without a final snapshot (" + strings.Join(without, ", ") + "); the others' had been taken before"
 }
 
 // databasesLeft is "2 of 3 Databases left".
@@ -240,13 +264,19 @@ func (h *Handler) unblock(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	go func() {
-		n, err := h.clearDatabases(h.base, ns, p, func(total int, left []string) { ro.resets.progress(ns, seq, total, left) })
-		ro.resets.finish(ns, seq, ro.Now(), err)
+		var removed []state.Database
+		n, err := h.clearDatabases(h.base, ns, p, func(total int, left []string) { ro.resets.progress(ns, seq, total, left) },
+			func(d state.Database) { removed = append(removed, d) })
+		var without []string
+		if err == nil {
+			without = h.unsnapshotted(h.base, ns, removed)
+		}
+		ro.resets.finish(ns, seq, ro.Now(), err, without...)
 		if err != nil {
 			h.opts.Logger.Error(err, "Failed to remove the finalizers left in a learner's namespace", "namespace", ns)
 			return
 		}
-		h.opts.Logger.Info("Removed the finalizers left in a learner's namespace from the instructor page (no final snapshots)", "namespace", ns, "databases", n)
+		h.opts.Logger.Info("Removed the finalizers left in a learner's namespace from the instructor page", "namespace", ns, "databases", n, "withoutSnapshot", without)
 	}()
 	if httpx.WantsJSON(r) {
 		httpx.JSON(w, http.StatusAccepted, resetAnswer{Namespace: ns, Seq: seq, Message: (&ResetStatus{State: ResetRunning, Forced: true}).Text()})
@@ -256,9 +286,11 @@ func (h *Handler) unblock(w http.ResponseWriter, r *http.Request) {
 }
 
 // clearDatabases deletes every Database of ns, removes all their
-// finalizers and waits, as a reset does, until they are gone.
-func (h *Handler) clearDatabases(ctx context.Context, ns string, p Patcher, report func(total int, left []string)) (int, error) {
+// finalizers and waits, as a reset does, until they are gone. Each
+// Database it removes is passed to removed.
+func (h *Handler) clearDatabases(ctx context.Context, ns string, p Patcher, report func(total int, left []string), removed func(state.Database)) (int, error) {
 	return h.removeDatabases(ctx, ns, report, func(ctx context.Context, d state.Database) error {
+		removed(d)
 		patch := fmt.Appendf(nil, `{"metadata":{"uid":%q,"finalizers":null}}`, d.UID)
 		db := &v1alpha1.Database{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: d.Name}}
 		if err := p.Patch(ctx, db, client.RawPatch(types.MergePatchType, patch)); err != nil && !apierrors.IsNotFound(err) {
@@ -266,4 +298,73 @@ func (h *Handler) clearDatabases(ctx context.Context, ns string, p Patcher, repo
 		}
 		return nil
 	})
+}
+
+// SnapshotStates lists a namespace's final snapshots whose Database is gone
+// and the Databases deleted without one, as the lab shows them
+// (state.Watcher).
+type SnapshotStates interface {
+	Snapshots(ctx context.Context, namespace string) ([]state.Snapshot, error)
+}
+
+// snapshotSettle bounds the wait for the lab to list each removed Database
+// as kept or lost: it sees the snapshot ConfigMaps on a watch of their own.
+const snapshotSettle = 2 * time.Second
+
+// unsnapshotted names the removed Databases, all gone, that left no final
+// snapshot. Without a lab that lists snapshots, or when it does not settle,
+// a Database not seen with its snapshot counts as without one: the row must
+// not promise data that may be gone.
+func (h *Handler) unsnapshotted(ctx context.Context, ns string, removed []state.Database) []string {
+	names := make([]string, 0, len(removed))
+	for _, d := range removed {
+		names = append(names, d.Name)
+	}
+	ss, ok := h.opts.Roster.States.(SnapshotStates)
+	if !ok || len(removed) == 0 {
+		return names
+	}
+	ctx, cancel := context.WithTimeout(ctx, snapshotSettle)
+	defer cancel()
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		var without []string
+		settled := true
+		if snaps, err := ss.Snapshots(ctx, ns); err == nil {
+			for _, d := range removed {
+				kept, lost := snapshotOutcome(snaps, d)
+				if !kept {
+					without = append(without, d.Name)
+				}
+				settled = settled && (kept || lost)
+			}
+		} else {
+			without, settled = names, false
+		}
+		if settled {
+			return without
+		}
+		select {
+		case <-ctx.Done():
+			return without
+		case <-tick.C:
+		}
+	}
+}
+
+// snapshotOutcome finds d among the lab's snapshots: kept, or listed lost.
+// A snapshot that records no uid counts by its Database's name.
+func snapshotOutcome(snaps []state.Snapshot, d state.Database) (kept, lost bool) {
+	for _, s := range snaps {
+		if s.Database != d.Name || (s.DatabaseUID != "" && s.DatabaseUID != d.UID) {
+			continue
+		}
+		if s.Lost {
+			lost = true
+		} else {
+			kept = true
+		}
+	}
+	return kept, lost
 }

@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"regexp"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -151,7 +152,7 @@ func TestRosterOffersToRemoveFinalizersAfterAFailedReset(t *testing.T) {
 		t.Fatalf("reset = %s, want failed", st)
 	}
 	body := do(mux, "GET", "/instructor/roster", nil, c).Body.String()
-	if !strings.Contains(body, `action="/instructor/learners/`+ns+`/finalizers/remove"`) || !strings.Contains(body, "Remove the remaining finalizers (no snapshot)</button>") {
+	if !strings.Contains(body, `action="/instructor/learners/`+ns+`/finalizers/remove"`) || !strings.Contains(body, "Remove the remaining finalizers (skips snapshots not yet taken)</button>") {
 		t.Fatalf("after a failed reset the roster offers no way out:\n%s", body)
 	}
 	r := httptest.NewRequest("POST", "/instructor/learners/"+ns+"/finalizers/remove", nil)
@@ -201,5 +202,82 @@ func TestRosterResetFailureSurvivesALastReadCutOff(t *testing.T) {
 	}
 	if st, text := outcome(t, mux, c, ns); st != string(ResetFailed) || !strings.Contains(text, "Database stuck is still held by its finalizer evil.example/never") {
 		t.Errorf("outcome = %s %q, want failed naming the finalizer the last answered read showed", st, text)
+	}
+}
+
+// goneStates lists its Databases until their finalizers are patched away
+// (goneDeleter), and none after: they went.
+type goneStates struct {
+	dbs  []state.Database
+	gone *atomic.Bool
+}
+
+func (g goneStates) Databases(context.Context, string) ([]state.Database, error) {
+	if g.gone.Load() {
+		return nil, nil
+	}
+	return g.dbs, nil
+}
+
+func (g goneStates) gonePatch() *atomic.Bool { return g.gone }
+
+type goneDeleter struct {
+	failingDeleter
+	gone *atomic.Bool
+}
+
+func (d goneDeleter) Patch(context.Context, client.Object, client.Patch, ...client.PatchOption) error {
+	d.gone.Store(true)
+	return nil
+}
+
+type goneWithSnapshots struct {
+	goneStates
+	snaps []state.Snapshot
+}
+
+func (g goneWithSnapshots) Snapshots(context.Context, string) ([]state.Snapshot, error) {
+	return g.snaps, nil
+}
+
+// A removal of finalizers says which Databases went without a final
+// snapshot, as the lab lists them: one whose snapshot oplab's finalizer
+// took before is not among them. Without a lab that lists snapshots, none
+// is promised.
+func TestForcedRemovalSaysWhichWentWithoutASnapshot(t *testing.T) {
+	dbs := []state.Database{{Name: "kept", UID: "u1"}, {Name: "lost", UID: "u2"}, {Name: "renamed", UID: "u3"}}
+	for _, tc := range []struct {
+		name   string
+		states interface {
+			LabStates
+			gonePatch() *atomic.Bool
+		}
+		want string
+	}{
+		{"the lab lists them", goneWithSnapshots{goneStates{dbs, new(atomic.Bool)}, []state.Snapshot{
+			{Database: "kept", DatabaseUID: "u1", Name: "kept-final-snapshot"},
+			{Database: "lost", DatabaseUID: "u2", Name: "lost-final-snapshot", Lost: true},
+			// Another object of the same name: not renamed's snapshot.
+			{Database: "renamed", DatabaseUID: "older", Name: "renamed-final-snapshot"},
+			{Database: "renamed", DatabaseUID: "u3", Name: "renamed-final-snapshot", Lost: true},
+		}}, "3 Databases deleted, 2 without a final snapshot (lost, renamed); the others' had been taken before."},
+		{"every one kept", goneWithSnapshots{goneStates{dbs[:1], new(atomic.Bool)}, []state.Snapshot{
+			{Database: "kept", DatabaseUID: "u1", Name: "kept-final-snapshot"},
+		}}, "1 Database deleted; its final snapshot had been taken before."},
+		{"no snapshots listed", goneStates{dbs[:2], new(atomic.Bool)}, "2 Databases deleted without a final snapshot."},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := instructorCookie()
+			mux, ns := resetMux(t, tc.states, goneDeleter{gone: tc.states.gonePatch()})
+			r := httptest.NewRequest("POST", "/instructor/learners/"+ns+"/finalizers/remove", nil)
+			r.Header.Set("Accept", "application/json")
+			r.AddCookie(c)
+			if w := serve(mux, r); w.Code != http.StatusAccepted {
+				t.Fatalf("remove finalizers = %d %s, want 202", w.Code, w.Body)
+			}
+			if st, text := outcome(t, mux, c, ns); st != string(ResetDone) || !strings.HasSuffix(text, tc.want) {
+				t.Errorf("outcome = %s %q, want done ending %q", st, text, tc.want)
+			}
+		})
 	}
 }

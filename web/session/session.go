@@ -339,7 +339,7 @@ func HashCookie(value string) string {
 // every session was used more recently, or the caller's address has its
 // share, it returns an error wrapping ErrFull.
 func (m *Manager) Begin(w http.ResponseWriter, r *http.Request) (Session, error) {
-	return m.begin(w, r, "")
+	return m.begin(w, r, "", true)
 }
 
 // BeginAs is Begin for a learner who gave a display name (on the join
@@ -347,19 +347,29 @@ func (m *Manager) Begin(w http.ResponseWriter, r *http.Request) (Session, error)
 // asks for a join code and the request lacks the right one it returns a
 // *JoinError before anything is created.
 func (m *Manager) BeginAs(w http.ResponseWriter, r *http.Request, name string) (Session, error) {
-	return m.begin(w, r, name)
+	return m.begin(w, r, name, true)
 }
 
-// begin is Begin for a learner who may have given a display name.
-func (m *Manager) begin(w http.ResponseWriter, r *http.Request, name string) (Session, error) {
+// BeginInstructor is Begin for the instructor, whose token the caller has
+// checked: the class's join code is for learners, and the instructor who
+// hands it out is not asked for it (their Present and demos need a lab).
+func (m *Manager) BeginInstructor(w http.ResponseWriter, r *http.Request) (Session, error) {
+	return m.begin(w, r, "", false)
+}
+
+// begin is Begin for a learner who may have given a display name;
+// askJoin is false only for the instructor.
+func (m *Manager) begin(w http.ResponseWriter, r *http.Request, name string, askJoin bool) (Session, error) {
 	if s, err := m.Lookup(r); err == nil {
 		if name != "" {
 			m.setName(r, name)
 		}
 		return s, nil
 	}
-	if err := m.checkJoin(r); err != nil {
-		return Session{}, err
+	if askJoin {
+		if err := m.checkJoin(r); err != nil {
+			return Session{}, err
+		}
 	}
 	token, err := randomString(20)
 	if err != nil {

@@ -47,7 +47,11 @@ let drawn = "";
 function draw() {
   if (!banner) return;
   const n = state && state.narration;
-  const mode = !presenting() ? "" : isPresenter() ? "presenter" : following() ? "following" : "away";
+  // The instructor's pages follow nobody and show no lab: which lab is
+  // presented, and whether it is this browser's, their Present section
+  // says (the server knows this browser's lab; this tab may never have
+  // shown it).
+  const mode = !presenting() ? "" : onInstructorPage ? "class" : isPresenter() ? "presenter" : following() ? "following" : "away";
   const key = [mode, state && state.name, n && n.text, n && n.step, n && n.paused].join("\u0000");
   // Redraw only when what the banner says changes: a screen reader
   // announces every change of a status region.
@@ -56,11 +60,13 @@ function draw() {
   const kids = [];
   if (mode === "following") {
     kids.push(h("p", {}, h("b", {}, `Following ${state.name}`),
-      "— their lab, read-only.",
+      lab ? "— their lab, read-only." : "— this page goes where theirs does.",
       h("button", { type: "button", class: "button", id: "classroom-leave", "aria-keyshortcuts": "Escape" }, "Back to my lab (Esc)")));
   } else if (mode === "away") {
     kids.push(h("p", {}, `${state.name} is presenting. You are in your own lab. `,
       h("button", { type: "button", class: "button primary", id: "classroom-rejoin" }, `Rejoin ${state.name}`)));
+  } else if (mode === "class") {
+    kids.push(h("p", {}, h("b", {}, `${state.name} is presenting`), "— every learner follows their lab."));
   } else if (mode === "presenter") {
     kids.push(h("p", {}, h("b", {}, `Presenting as ${state.name}`), "— every learner follows this lab."));
   }
