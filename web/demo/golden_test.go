@@ -28,7 +28,7 @@ var goCoded = []Script{
 				Dwell: time.Millisecond,
 			},
 			{
-				Title: "Watch: the controller creates Secret, Service, StatefulSet, then Ready",
+				Title: "On the timeline: the reconcile creates Secret, Service, StatefulSet, then Ready",
 				Say: "The reconcile fetches shop and compares the spec with the cluster: nothing exists yet. " +
 					"So it creates a Secret, a Service and a StatefulSet, each with an ownerReference to shop, and writes status once: Progressing, observedGeneration 1. " +
 					"The StatefulSet's Pod becoming ready is an event too; the reconcile it triggers writes Ready=True.",
