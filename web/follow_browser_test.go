@@ -151,11 +151,20 @@ func TestBrowserFollowThePresenter(t *testing.T) {
 	}
 	poll(t, late, "back in the own lab", `document.getElementById("lab").dataset.following === "" && `+ownStreamLive)
 	poll(t, late, "the presenter's card gone", `document.querySelector("#db-demo") === null`)
-	poll(t, late, "Rejoin offered", `document.getElementById("classroom-rejoin")?.textContent === "Rejoin Ada"`)
+	poll(t, late, "Rejoin offered", `document.getElementById("classroom-rejoin")?.textContent === "Rejoin Ada"
+		&& document.getElementById("classroom-banner").textContent.startsWith("Ada is presenting. You are in your own lab.")`)
 	if h := evalInt(t, late, `document.getElementById("objects-h").textContent === "Your Databases" ? "1" : "0"`); h != 1 {
 		t.Error("after breaking away the heading does not say the Databases are the learner's own")
 	}
 	screenshot(t, late, "31-broke-away")
+	// Away on a lesson page, the banner does not say they are in a lab.
+	if err := chromedp.Do(late, chromedp.Navigate(e.http.URL+"/lessons")); err != nil {
+		t.Fatal(err)
+	}
+	poll(t, late, "the away banner on a lesson page", `document.getElementById("classroom-rejoin")?.textContent === "Rejoin Ada"
+		&& !document.getElementById("classroom-banner").textContent.includes("lab")`)
+	openLab(t, late, "")
+	poll(t, late, "Rejoin offered again in the lab", `document.getElementById("classroom-rejoin")?.textContent === "Rejoin Ada"`)
 	// The other learner still follows.
 	follows(t, early, "the early learner after the other broke away", "demo", next)
 

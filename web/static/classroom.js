@@ -63,7 +63,7 @@ function draw() {
       lab ? "— their lab, read-only." : "— this page goes where theirs does.",
       h("button", { type: "button", class: "button", id: "classroom-leave", "aria-keyshortcuts": "Escape" }, "Back to my lab (Esc)")));
   } else if (mode === "away") {
-    kids.push(h("p", {}, `${state.name} is presenting. You are in your own lab. `,
+    kids.push(h("p", {}, `${state.name} is presenting.${lab ? " You are in your own lab." : ""} `,
       h("button", { type: "button", class: "button primary", id: "classroom-rejoin" }, `Rejoin ${state.name}`)));
   } else if (mode === "class") {
     kids.push(h("p", {}, h("b", {}, `${state.name} is presenting`), "— every learner follows their lab."));
