@@ -25,13 +25,13 @@ const (
 	// DefaultDeadline is how long learner code may run in one reconcile,
 	// not counting the time the parent spends on its API calls.
 	DefaultDeadline = 2 * time.Second
-	// compileCPUBudget bounds a compile, which also runs the code's package
-	// initialisers, by the child's CPU time: a wall-clock bound of 5 s
-	// stopped the reference solution on a machine at load 25, where the
+	// DefaultCompileCPUBudget bounds a compile, which also runs the code's
+	// package initialisers, by the child's CPU time: a wall-clock bound of
+	// 5 s stopped the reference solution on a machine at load 25, where the
 	// child got a small share of a core. compileDeadline is the wall-clock
 	// backstop, for initialisers that block rather than spin.
-	compileCPUBudget = 5 * time.Second
-	compileDeadline  = 30 * time.Second
+	DefaultCompileCPUBudget = 5 * time.Second
+	compileDeadline         = 30 * time.Second
 	// DefaultCPUBudget is the CPU time learner code may use in one
 	// reconcile. A reconcile's own work is a few milliseconds of it
 	// (BenchmarkReconcileRoundTrip), interpreted code that builds a large
@@ -63,6 +63,9 @@ type Sandbox struct {
 	// child's own (its waits for the parent's API calls use none); zero
 	// means DefaultCPUBudget.
 	CPUBudget time.Duration
+	// CompileCPUBudget is the CPU time a compile, the code's package
+	// initialisers included, may use; zero means DefaultCompileCPUBudget.
+	CompileCPUBudget time.Duration
 	// IdleTimeout stops the child after this long without a reconcile (a
 	// learner who left, or whose Databases are all settled); the next
 	// reconcile starts a fresh one. Zero means DefaultIdleTimeout.
@@ -152,6 +155,13 @@ func (s *Sandbox) cpuBudget() time.Duration {
 		return s.CPUBudget
 	}
 	return DefaultCPUBudget
+}
+
+func (s *Sandbox) compileCPUBudget() time.Duration {
+	if s.CompileCPUBudget > 0 {
+		return s.CompileCPUBudget
+	}
+	return DefaultCompileCPUBudget
 }
 
 func (s *Sandbox) deadline() time.Duration {
@@ -383,7 +393,7 @@ func (s *Sandbox) compileIn(ctx context.Context, src string) (*proc, *SourceErro
 	defer cancel()
 	stop := context.AfterFunc(ctx, p.kill)
 	defer stop()
-	stopWatch := p.watchCPU(compileCPUBudget)
+	stopWatch := p.watchCPU(s.compileCPUBudget())
 	defer stopWatch()
 	var m message
 	if err := p.enc.Encode(message{Op: opCompile, Source: src}); err != nil {
@@ -396,7 +406,7 @@ func (s *Sandbox) compileIn(ctx context.Context, src string) (*proc, *SourceErro
 		if se.Kind == "deadline" {
 			se.Message = fmt.Sprintf("your code's package initialisation ran past %s and was stopped", compileDeadline)
 			if p.usedCPU() > 0 {
-				se.Message = fmt.Sprintf("your code's package initialisation used more than %s of CPU (a loop that never ends?) and was stopped", compileCPUBudget)
+				se.Message = fmt.Sprintf("your code's package initialisation used more than %s of CPU (a loop that never ends?) and was stopped", s.compileCPUBudget())
 			}
 		}
 		p.close()
