@@ -389,10 +389,10 @@ func TestKubectlWaitForReady(t *testing.T) {
 	e.startController(e.testOptions())
 	e.mustCreate(newDB("waited", 1, ""))
 	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
-	if err := shared.WriteKubeconfig(kubeconfig); err != nil {
+	if err := sharedCluster(t).WriteKubeconfig(kubeconfig); err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(shared.KubectlPath(), "--kubeconfig", kubeconfig, "-n", e.ns,
+	cmd := exec.Command(sharedCluster(t).KubectlPath(), "--kubeconfig", kubeconfig, "-n", e.ns,
 		"wait", "--for=condition=Ready", "database/waited", "--timeout=180s")
 	cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig)
 	out, err := cmd.CombinedOutput()
@@ -403,7 +403,7 @@ func TestKubectlWaitForReady(t *testing.T) {
 		t.Errorf("kubectl wait said %q, want condition met", out)
 	}
 	// kubectl get shows the printer columns.
-	out, err = exec.Command(shared.KubectlPath(), "--kubeconfig", kubeconfig, "-n", e.ns, "get", "databases").CombinedOutput()
+	out, err = exec.Command(sharedCluster(t).KubectlPath(), "--kubeconfig", kubeconfig, "-n", e.ns, "get", "databases").CombinedOutput()
 	if err != nil {
 		t.Fatalf("kubectl get: %v\n%s", err, out)
 	}

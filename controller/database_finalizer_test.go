@@ -131,10 +131,10 @@ func TestControllerStoppedDuringDelete(t *testing.T) {
 	// The escape hatch: remove the finalizer by hand. The Database goes,
 	// without its snapshot.
 	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
-	if err := shared.WriteKubeconfig(kubeconfig); err != nil {
+	if err := sharedCluster(t).WriteKubeconfig(kubeconfig); err != nil {
 		t.Fatal(err)
 	}
-	out, err := exec.Command(shared.KubectlPath(), "--kubeconfig", kubeconfig, "-n", e.ns,
+	out, err := exec.Command(sharedCluster(t).KubectlPath(), "--kubeconfig", kubeconfig, "-n", e.ns,
 		"patch", "database", "hatch", "--type=merge", "-p", `{"metadata":{"finalizers":null}}`).CombinedOutput()
 	if err != nil {
 		t.Fatalf("kubectl patch: %v\n%s", err, out)

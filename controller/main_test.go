@@ -22,6 +22,7 @@ import (
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/oplab-dev/oplab/cluster"
+	"github.com/oplab-dev/oplab/cluster/clustertest"
 	dbv1 "github.com/oplab-dev/oplab/controller/api/v1alpha1"
 )
 
@@ -33,19 +34,17 @@ func TestMain(m *testing.M) {
 	// controller-runtime complains, with a stack trace, when no logger is set.
 	ctrllog.SetLogger(logr.Discard())
 	code := m.Run()
-	if shared != nil {
-		if err := shared.Stop(); err != nil {
-			fmt.Fprintln(os.Stderr, "stopping the shared cluster:", err)
-			code = 1
-		}
+	if err := shared.Stop(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		code = 1
 	}
 	os.Exit(code)
 }
 
 var (
-	shared     *cluster.Cluster
-	sharedErr  error
-	sharedOnce sync.Once
+	// shared is the full-mode cluster the package's tests share, with the
+	// Database CRD installed.
+	shared     = clustertest.Full(CRDs)
 	testScheme = newTestScheme()
 )
 
@@ -60,34 +59,8 @@ func newTestScheme() *runtime.Scheme {
 	return s
 }
 
-// sharedCluster returns the full-mode cluster the package's tests share,
-// started on first use with the Database CRD installed; TestMain stops it.
-// Without provisioned binaries it skips, unless CI is set.
-func sharedCluster(t testing.TB) *cluster.Cluster {
-	t.Helper()
-	if _, err := cluster.FindAssets(); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("CI=%s and %v", os.Getenv("CI"), err)
-		}
-		t.Skipf("skipping: needs the embedded cluster: %v (unset CI allows the skip)", err)
-	}
-	sharedOnce.Do(func() {
-		crds, err := CRDs()
-		if err != nil {
-			sharedErr = err
-			return
-		}
-		opts := cluster.Options{Mode: cluster.ModeFull, CRDs: crds}
-		if os.Getenv("OPLAB_CLUSTER_LOG") != "" {
-			opts.Log = os.Stderr
-		}
-		shared, sharedErr = cluster.Start(context.Background(), opts)
-	})
-	if sharedErr != nil {
-		t.Fatalf("starting the shared cluster: %v", sharedErr)
-	}
-	return shared
-}
+// sharedCluster returns the package's cluster, started on first use.
+func sharedCluster(t testing.TB) *cluster.Cluster { return shared.Get(t) }
 
 // env is one test's slice of the shared cluster: its own namespace, a direct
 // (uncached) client, and optionally a controller restricted to the namespace.

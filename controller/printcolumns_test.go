@@ -17,10 +17,10 @@ import (
 func kubectlGet(t *testing.T, e *env) []map[string]string {
 	t.Helper()
 	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
-	if err := shared.WriteKubeconfig(kubeconfig); err != nil {
+	if err := sharedCluster(t).WriteKubeconfig(kubeconfig); err != nil {
 		t.Fatal(err)
 	}
-	out, err := exec.Command(shared.KubectlPath(), "--kubeconfig", kubeconfig, "-n", e.ns, "get", "databases").CombinedOutput()
+	out, err := exec.Command(sharedCluster(t).KubectlPath(), "--kubeconfig", kubeconfig, "-n", e.ns, "get", "databases").CombinedOutput()
 	if err != nil {
 		t.Fatalf("kubectl get databases: %v\n%s", err, out)
 	}

@@ -22,6 +22,7 @@ import (
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/oplab-dev/oplab/cluster"
+	"github.com/oplab-dev/oplab/cluster/clustertest"
 	"github.com/oplab-dev/oplab/cmd/oplab/app"
 	"github.com/oplab-dev/oplab/controller"
 	"github.com/oplab-dev/oplab/controller/sandbox"
@@ -99,12 +100,7 @@ func TestMain(m *testing.M) {
 // control plane is not provisioned (a failure when CI is set).
 func needEnv(t testing.TB) *testEnv {
 	t.Helper()
-	if _, err := cluster.FindAssets(); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("CI=%s and %v", os.Getenv("CI"), err)
-		}
-		t.Skipf("skipping: needs the embedded cluster: %v (unset CI allows the skip)", err)
-	}
+	clustertest.Assets(t)
 	sharedOnce.Do(func() { shared, sharedErr = startEnv() })
 	if sharedErr != nil {
 		t.Fatalf("starting the test environment: %v", sharedErr)

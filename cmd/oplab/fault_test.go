@@ -32,6 +32,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/oplab-dev/oplab/cluster"
+	"github.com/oplab-dev/oplab/cluster/clustertest"
 	"github.com/oplab-dev/oplab/controller"
 	dbv1 "github.com/oplab-dev/oplab/controller/api/v1alpha1"
 	"github.com/oplab-dev/oplab/web/labns"
@@ -655,7 +656,7 @@ func TestDeletedCRDIsInstalledAgain(t *testing.T) {
 // CRD there: /readyz says it is missing and names the kubectl line to run.
 func TestDeletedCRDNamedWhenOplabMayNotInstall(t *testing.T) {
 	t.Parallel()
-	requireAssets(t)
+	clustertest.Assets(t)
 	crds, err := controller.CRDs()
 	if err != nil {
 		t.Fatal(err)

@@ -24,6 +24,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/oplab-dev/oplab/cluster"
+	"github.com/oplab-dev/oplab/cluster/clustertest"
 	"github.com/oplab-dev/oplab/controller"
 	dbv1 "github.com/oplab-dev/oplab/controller/api/v1alpha1"
 )
@@ -36,7 +37,7 @@ import (
 // Ready, edit, a pitfall, drift, a controller restart, delete with the
 // final snapshot — with only that identity.
 func TestInClusterModeAsItsServiceAccount(t *testing.T) {
-	requireAssets(t)
+	clustertest.Assets(t)
 	ctx := context.Background()
 	// The CRD goes in before kube-controller-manager starts, so its quota
 	// controller counts the learners' Databases from the start (see

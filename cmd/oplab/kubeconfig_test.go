@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/oplab-dev/oplab/cluster"
+	"github.com/oplab-dev/oplab/cluster/clustertest"
 )
 
 // TestLearnerKubeconfigFlags runs the binary against a cluster with
@@ -24,7 +25,7 @@ import (
 // serves names the server the flag gave and works with kubectl.
 func TestLearnerKubeconfigFlags(t *testing.T) {
 	t.Parallel()
-	requireAssets(t)
+	clustertest.Assets(t)
 	cl, err := cluster.Start(context.Background(), cluster.Options{Mode: cluster.ModeMinimal})
 	if err != nil {
 		t.Fatal(err)

@@ -24,6 +24,7 @@ import (
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/oplab-dev/oplab/cluster"
+	"github.com/oplab-dev/oplab/cluster/clustertest"
 )
 
 // The oplab binary the process tests run is built at the first test that
@@ -210,7 +211,7 @@ var (
 // startOplab runs the binary and waits until it prints its URL and /readyz answers 200.
 func startOplab(t *testing.T, args ...string) *oplabProc {
 	t.Helper()
-	requireAssets(t)
+	clustertest.Assets(t)
 	cmd := exec.Command(oplabBinary(t), append([]string{"--addr", "127.0.0.1:0"}, args...)...)
 	// A developer's KUBECONFIG would turn these runs into external mode
 	// against a real cluster; tests that want external mode pass --kubeconfig.
@@ -384,7 +385,7 @@ func TestChildrenStopWithOplab(t *testing.T) {
 // kubeconfig file, and checks that it installed the CRD there.
 func TestExternalMode(t *testing.T) {
 	t.Parallel()
-	requireAssets(t)
+	clustertest.Assets(t)
 	ctx := context.Background()
 	cl, err := cluster.Start(ctx, cluster.Options{Mode: cluster.ModeMinimal})
 	if err != nil {
@@ -414,16 +415,6 @@ func TestExternalMode(t *testing.T) {
 		"-o", "jsonpath={.status.conditions[?(@.type=='Established')].status}").CombinedOutput()
 	if err != nil || strings.TrimSpace(string(out)) != "True" {
 		t.Errorf("CRD not established in the external cluster: %v %s", err, out)
-	}
-}
-
-func requireAssets(t *testing.T) {
-	t.Helper()
-	if _, err := cluster.FindAssets(); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("control plane missing in CI: %v", err)
-		}
-		t.Skipf("control plane not provisioned (run make controlplane): %v", err)
 	}
 }
 

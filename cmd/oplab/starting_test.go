@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/oplab-dev/oplab/cluster"
+	"github.com/oplab-dev/oplab/cluster/clustertest"
 )
 
 // TestCoursePagesServedWhileTheControlPlaneIsBuilt runs oplab as `make run`
@@ -26,7 +27,7 @@ import (
 // bytes `make controlplane` wrote), starts the cluster, and the same
 // address then serves the lab.
 func TestCoursePagesServedWhileTheControlPlaneIsBuilt(t *testing.T) {
-	requireAssets(t)
+	clustertest.Assets(t)
 	real, err := cluster.FindAssets()
 	if err != nil {
 		t.Fatal(err)

@@ -23,6 +23,7 @@ import (
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/oplab-dev/oplab/cluster"
+	"github.com/oplab-dev/oplab/cluster/clustertest"
 	"github.com/oplab-dev/oplab/controller"
 	dbv1 "github.com/oplab-dev/oplab/controller/api/v1alpha1"
 )
@@ -69,14 +70,7 @@ func newScheme() *runtime.Scheme {
 // applies the manifests. Without it the tests skip, unless CI is set.
 func assets(t *testing.T) string {
 	t.Helper()
-	dir, err := cluster.FindAssets()
-	if err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("CI=%s and %v", os.Getenv("CI"), err)
-		}
-		t.Skipf("skipping: needs the provisioned control plane: %v (unset CI allows the skip)", err)
-	}
-	return dir
+	return clustertest.Assets(t)
 }
 
 // kubectl runs the provisioned kubectl and returns its standard output.

@@ -2,7 +2,6 @@ package sandbox
 
 import (
 	"context"
-	"os"
 	"sync"
 	"testing"
 	"time"
@@ -15,40 +14,18 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/oplab-dev/oplab/cluster"
+	"github.com/oplab-dev/oplab/cluster/clustertest"
 	"github.com/oplab-dev/oplab/controller"
 	dbv1 "github.com/oplab-dev/oplab/controller/api/v1alpha1"
 	"github.com/oplab-dev/oplab/controller/sandbox/starters"
 )
 
-var (
-	sharedCluster *cluster.Cluster
-	sharedErr     error
-	sharedOnce    sync.Once
-)
+// sharedCluster is the full-mode cluster the cluster tests share
+// (kube-controller-manager and kwok make StatefulSets' Pods ready);
+// TestMain stops it.
+var sharedCluster = clustertest.Full(controller.CRDs)
 
-// startCluster starts the full-mode embedded cluster the cluster tests
-// share (kube-controller-manager and kwok make StatefulSets' Pods ready).
-func startCluster(t testing.TB) *cluster.Cluster {
-	t.Helper()
-	if _, err := cluster.FindAssets(); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("CI=%s and %v", os.Getenv("CI"), err)
-		}
-		t.Skipf("skipping: needs the embedded cluster: %v", err)
-	}
-	sharedOnce.Do(func() {
-		crds, err := controller.CRDs()
-		if err != nil {
-			sharedErr = err
-			return
-		}
-		sharedCluster, sharedErr = cluster.Start(context.Background(), cluster.Options{Mode: cluster.ModeFull, CRDs: crds})
-	})
-	if sharedErr != nil {
-		t.Fatalf("starting the cluster: %v", sharedErr)
-	}
-	return sharedCluster
-}
+func startCluster(t testing.TB) *cluster.Cluster { return sharedCluster.Get(t) }
 
 type steps struct {
 	mu sync.Mutex

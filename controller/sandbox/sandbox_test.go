@@ -33,9 +33,7 @@ func TestMain(m *testing.M) {
 	}
 	ctrllog.SetLogger(logr.Discard())
 	code := m.Run()
-	if sharedCluster != nil {
-		_ = sharedCluster.Stop()
-	}
+	_ = sharedCluster.Stop()
 	os.Exit(code)
 }
 

@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/oplab-dev/oplab/cluster"
+	"github.com/oplab-dev/oplab/cluster/clustertest"
 	"github.com/oplab-dev/oplab/cmd/oplab/app"
 	"github.com/oplab-dev/oplab/controller"
 	"github.com/oplab-dev/oplab/web/stream"
@@ -71,12 +72,7 @@ const (
 // learners one core holds, at the benchmark's activity rate and scaled to
 // -real-rate. It asserts nothing about time.
 func BenchmarkClass(b *testing.B) {
-	if _, err := cluster.FindAssets(); err != nil {
-		if os.Getenv("CI") != "" {
-			b.Fatalf("CI=%s and %v", os.Getenv("CI"), err)
-		}
-		b.Skipf("skipping: needs the embedded cluster: %v (unset CI allows the skip)", err)
-	}
+	clustertest.Assets(b)
 	if *benchLearners < 1 || *benchRounds < 1 || *benchFollowers < 0 {
 		b.Fatalf("-learners %d, -rounds %d, -followers %d: want at least one learner and one round, and no negative followers", *benchLearners, *benchRounds, *benchFollowers)
 	}

@@ -24,6 +24,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/oplab-dev/oplab/cluster"
+	"github.com/oplab-dev/oplab/cluster/clustertest"
 	"github.com/oplab-dev/oplab/cmd/oplab/app"
 	"github.com/oplab-dev/oplab/controller"
 	dbv1 "github.com/oplab-dev/oplab/controller/api/v1alpha1"
@@ -104,12 +105,7 @@ const phaseDeadline = 5 * time.Minute
 // frames without inflating them. Delay percentiles come from the measuring
 // viewers; completeness is checked for all of them by frames.
 func BenchmarkControllerWithViewers(b *testing.B) {
-	if _, err := cluster.FindAssets(); err != nil {
-		if os.Getenv("CI") != "" {
-			b.Fatalf("CI=%s and %v", os.Getenv("CI"), err)
-		}
-		b.Skipf("skipping: needs the embedded cluster: %v (unset CI allows the skip)", err)
-	}
+	clustertest.Assets(b)
 	if *benchRounds < 1 {
 		b.Fatalf("-rounds %d: want at least 1 (-feed-rate 0 leaves the feed scenario out)", *benchRounds)
 	}

@@ -41,13 +41,9 @@ func TestMain(m *testing.M) {
 		os.Exit(sandbox.RunChild(os.Stdin, os.Stdout))
 	}
 	ctrllog.SetLogger(logr.Discard())
-	os.Exit(runMain(m))
-}
-
-func runMain(m *testing.M) int {
-	defer stopCluster()
-	defer browser.Stop()
-	return m.Run()
+	code := m.Run()
+	browser.Stop()
+	os.Exit(code)
 }
 
 func newTab(t *testing.T) context.Context { return browser.Tab(t) }

@@ -57,12 +57,12 @@ func newLearnerEnv(t testing.TB, ctx context.Context, now func() time.Time) *lea
 func newLearnerEnvWith(t testing.TB, ctx context.Context, now func() time.Time, wrap func(session.Namespaces) session.Namespaces) *learnerEnv {
 	t.Helper()
 	e := &learnerEnv{admin: kubeClient(t)}
-	cs, err := kubernetes.NewForConfig(shared.Config())
+	cs, err := kubernetes.NewForConfig(shared.Get(t).Config())
 	if err != nil {
 		t.Fatal(err)
 	}
 	e.cs = cs
-	cl, err := kubeconfig.ClusterOf(shared.Config(), "")
+	cl, err := kubeconfig.ClusterOf(shared.Get(t).Config(), "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -175,7 +175,7 @@ func TestLearnerKubeconfigWorksOnlyInTheirNamespace(t *testing.T) {
 
 	data := e.download(t, cookieA, a.Namespace)
 	cfg, cs := clientOf(t, data)
-	admin := shared.Config()
+	admin := shared.Get(t).Config()
 	if cfg.Host != admin.Host || !bytes.Equal(cfg.CAData, admin.CAData) {
 		t.Errorf("learner kubeconfig names %s; want the admin kubeconfig's server %s and its CA", cfg.Host, admin.Host)
 	}
@@ -243,7 +243,7 @@ func TestLearnerKubeconfigWorksOnlyInTheirNamespace(t *testing.T) {
 		t.Fatal(err)
 	}
 	kubectl := func(args ...string) (string, error) {
-		out, err := exec.CommandContext(t.Context(), shared.KubectlPath(), append([]string{"--kubeconfig", path}, args...)...).CombinedOutput()
+		out, err := exec.CommandContext(t.Context(), shared.Get(t).KubectlPath(), append([]string{"--kubeconfig", path}, args...)...).CombinedOutput()
 		return strings.TrimSpace(string(out)), err
 	}
 	if out, err := kubectl("get", "databases", "-o", "name"); err != nil || out != "database.db.oplab.dev/mine" {
@@ -453,7 +453,7 @@ func TestKubeconfigFailuresNameTheMissingPermission(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	restricted := rest.AnonymousClientConfig(shared.Config())
+	restricted := rest.AnonymousClientConfig(shared.Get(t).Config())
 	restricted.BearerToken = tr.Status.Token
 	rcs, err := kubernetes.NewForConfig(restricted)
 	if err != nil {

@@ -21,7 +21,7 @@ import (
 func startGuard(t *testing.T, ctx context.Context, m *session.Manager, grace time.Duration) <-chan string {
 	t.Helper()
 	gone := make(chan string, 4)
-	g, err := session.NewGuard(m, shared.Config(), func(ns string) { gone <- ns })
+	g, err := session.NewGuard(m, shared.Get(t).Config(), func(ns string) { gone <- ns })
 	if err != nil {
 		t.Fatal(err)
 	}

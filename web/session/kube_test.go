@@ -25,6 +25,7 @@ import (
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/oplab-dev/oplab/cluster"
+	"github.com/oplab-dev/oplab/cluster/clustertest"
 	"github.com/oplab-dev/oplab/controller"
 	"github.com/oplab-dev/oplab/controller/api/v1alpha1"
 	"github.com/oplab-dev/oplab/web/labns"
@@ -41,43 +42,21 @@ import (
 func TestMain(m *testing.M) {
 	ctrllog.SetLogger(logr.Discard())
 	code := m.Run()
-	if shared != nil {
-		if err := shared.Stop(); err != nil {
-			fmt.Fprintln(os.Stderr, "stopping the shared cluster:", err)
-			code = 1
-		}
+	if err := shared.Stop(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		code = 1
 	}
 	os.Exit(code)
 }
 
-var (
-	shared     *cluster.Cluster
-	sharedErr  error
-	sharedOnce sync.Once
-)
+// shared is the package's full-mode cluster, with the Database CRD.
+var shared = clustertest.Full(controller.CRDs)
 
 // kubeClient returns a client of the package's cluster, started on first
-// use with the Database CRD; without provisioned binaries it skips, unless
-// CI is set.
+// use.
 func kubeClient(t testing.TB) client.Client {
 	t.Helper()
-	if _, err := cluster.FindAssets(); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("CI=%s and %v", os.Getenv("CI"), err)
-		}
-		t.Skipf("skipping: needs the embedded cluster: %v (unset CI allows the skip)", err)
-	}
-	sharedOnce.Do(func() {
-		crds, err := controller.CRDs()
-		if err != nil {
-			sharedErr = err
-			return
-		}
-		shared, sharedErr = cluster.Start(context.Background(), cluster.Options{Mode: cluster.ModeFull, CRDs: crds})
-	})
-	if sharedErr != nil {
-		t.Fatalf("starting the cluster: %v", sharedErr)
-	}
+	cl := shared.Get(t)
 	s := runtime.NewScheme()
 	if err := clientgoscheme.AddToScheme(s); err != nil {
 		t.Fatal(err)
@@ -85,7 +64,7 @@ func kubeClient(t testing.TB) client.Client {
 	if err := v1alpha1.AddToScheme(s); err != nil {
 		t.Fatal(err)
 	}
-	c, err := client.New(shared.Config(), client.Options{Scheme: s})
+	c, err := client.New(cl.Config(), client.Options{Scheme: s})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -185,7 +164,7 @@ func TestNamespaceAndQuotaExistWhenTheSessionStarts(t *testing.T) {
 // answer to a create that the write it carries preceded.
 func watchDatabaseCount(t *testing.T, ns string) func(n int64) (seen []int64, dropped int64, ok bool) {
 	t.Helper()
-	wc, err := client.NewWithWatch(shared.Config(), client.Options{})
+	wc, err := client.NewWithWatch(shared.Get(t).Config(), client.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -40,6 +40,7 @@ import (
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/oplab-dev/oplab/cluster"
+	"github.com/oplab-dev/oplab/cluster/clustertest"
 	"github.com/oplab-dev/oplab/controller"
 	dbv1 "github.com/oplab-dev/oplab/controller/api/v1alpha1"
 	"github.com/oplab-dev/oplab/controller/sandbox"
@@ -130,12 +131,7 @@ func Main(m *testing.M) int {
 // provisioned control plane it skips the test, unless CI is set.
 func Shared(t testing.TB) *Env {
 	t.Helper()
-	if _, err := cluster.FindAssets(); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("CI=%s and %v", os.Getenv("CI"), err)
-		}
-		t.Skipf("skipping: needs the embedded cluster: %v (unset CI allows the skip)", err)
-	}
+	clustertest.Assets(t)
 	sharedOnce.Do(func() { shared, sharedErr = start() })
 	if sharedErr != nil {
 		t.Fatalf("starting the challenge test environment: %v", sharedErr)
