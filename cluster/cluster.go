@@ -378,6 +378,11 @@ func (c *Cluster) startAPIServer(assets string, opts Options) error {
 		}
 
 		c.spawner.do(func() { c.cfg, err = c.env.Start() })
+		// envtest writes a webhook serving certificate into a new folder in
+		// the system's temporary folder at every Start, and removes it only
+		// at Stop: every killed oplab left one. oplab serves no webhook, so
+		// the folder goes at once (Stop then finds nothing to remove).
+		_ = os.RemoveAll(c.env.WebhookInstallOptions.LocalServingCertDir)
 		// Record etcd's and kube-apiserver's pids even when Start failed:
 		// envtest may have left one running.
 		if serr := c.recordEnvtestChildren(); serr != nil && err == nil {

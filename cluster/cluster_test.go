@@ -78,6 +78,7 @@ func runHelper(mode Mode) int {
 		pids = append(pids, strconv.Itoa(p.PID))
 	}
 	fmt.Println("DIR", c.dir)
+	fmt.Println("CERTS", c.env.WebhookInstallOptions.LocalServingCertDir)
 	fmt.Println("PIDS", strings.Join(pids, " "))
 	select {} // until the test kills us
 }
@@ -508,7 +509,7 @@ func TestChildrenDieWithKilledParent(t *testing.T) {
 			// Kill the helper however the test ends.
 			t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
 
-			var dir string
+			var dir, certs string
 			var refs []procRef
 			sc := bufio.NewScanner(out)
 			for refs == nil && sc.Scan() {
@@ -519,6 +520,8 @@ func TestChildrenDieWithKilledParent(t *testing.T) {
 					t.Fatalf("helper: %s", sc.Text())
 				case fields[0] == "DIR" && len(fields) == 2:
 					dir = fields[1]
+				case fields[0] == "CERTS" && len(fields) == 2:
+					certs = fields[1]
 				case fields[0] == "PIDS":
 					for _, f := range fields[1:] {
 						pid, _ := strconv.Atoi(f)
@@ -527,8 +530,8 @@ func TestChildrenDieWithKilledParent(t *testing.T) {
 				}
 			}
 			want := map[Mode]int{ModeMinimal: 2, ModeFull: 5}[mode]
-			if dir == "" || len(refs) != want {
-				t.Fatalf("helper printed dir %q and %d pids, want %d (scan: %v)", dir, len(refs), want, sc.Err())
+			if dir == "" || certs == "" || len(refs) != want {
+				t.Fatalf("helper printed dir %q, certs %q and %d pids, want %d (scan: %v)", dir, certs, len(refs), want, sc.Err())
 			}
 			for _, r := range refs {
 				if !running(r.PID) {
@@ -548,6 +551,11 @@ func TestChildrenDieWithKilledParent(t *testing.T) {
 			}
 			if _, err := os.Stat(dir); !os.IsNotExist(err) {
 				t.Errorf("Reclaim left %s (stat: %v)", dir, err)
+			}
+			// envtest's webhook certificate folder, made in the system's
+			// temporary folder at every start, is not left behind either.
+			if _, err := os.Stat(certs); !os.IsNotExist(err) {
+				t.Errorf("a killed oplab left envtest's %s (stat: %v)", certs, err)
 			}
 			if data != "" {
 				// The dead owner's lock went with it, and its etcd left
