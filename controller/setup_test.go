@@ -2,6 +2,9 @@ package controller
 
 import (
 	"context"
+	"reflect"
+	"regexp"
+	"slices"
 	"testing"
 	"time"
 
@@ -12,6 +15,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/oplab-dev/oplab/lessons"
 )
 
 // TestSetupWithManagerAlone runs the controller as the lesson shows it
@@ -70,4 +75,26 @@ func TestSetupWithManagerAlone(t *testing.T) {
 		}
 		return ptr.Deref(sts.Spec.Replicas, 0) == 1, nil
 	})
+}
+
+// TestRunnerOwnsWhatSetupWithManagerOwns keeps oplab's own wiring
+// (setupController) watching the kinds the lesson's SetupWithManager names:
+// the chain is written once for learners and once around the trace, and
+// this is what keeps them one list.
+func TestRunnerOwnsWhatSetupWithManagerOwns(t *testing.T) {
+	regions, err := lessons.Regions(Source)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var shown []string
+	for _, m := range regexp.MustCompile(`\bOwns\(&\w+\.(\w+)\{\}\)`).FindAllStringSubmatch(regions["controller-wiring"].Code, -1) {
+		shown = append(shown, m[1])
+	}
+	var owned []string
+	for _, obj := range ownedKinds() {
+		owned = append(owned, reflect.TypeOf(obj).Elem().Name())
+	}
+	if len(shown) == 0 || !slices.Equal(shown, owned) {
+		t.Errorf("SetupWithManager Owns %v; the runner owns %v", shown, owned)
+	}
 }

@@ -43,6 +43,12 @@ import (
 //     watch event brings: a resumed namespace's Databases, and the resync
 //     standing in for a dropped event.
 
+// ownedKinds are the kinds SetupWithManager Owns, in its order: the runner
+// watches what the lesson shows (TestRunnerOwnsWhatSetupWithManagerOwns).
+func ownedKinds() []client.Object {
+	return []client.Object{&corev1.Secret{}, &corev1.Service{}, &appsv1.StatefulSet{}}
+}
+
 // setupController registers the Database controller with mgr as oplab runs
 // it. Its watches are SetupWithManager's, For the Database and Owns its
 // three children; resumed carries the Databases oplab queues itself (a
@@ -66,10 +72,12 @@ func setupController(mgr ctrl.Manager, cfg *rest.Config, opts Options, gate *pau
 	}}
 	scoped := opts.NamespaceSelector != nil
 	b := ctrl.NewControllerManagedBy(mgr).For(&dbv1.Database{})
-	if !scoped {
-		b = b.Owns(&corev1.Secret{})
+	for _, child := range ownedKinds() {
+		if _, secret := child.(*corev1.Secret); secret && scoped {
+			continue // watched per instance namespace, below
+		}
+		b = b.Owns(child)
 	}
-	b = b.Owns(&corev1.Service{}).Owns(&appsv1.StatefulSet{})
 	if scoped {
 		// Only the instance's namespaces count: the Namespace informer
 		// selects them, and an event elsewhere is dropped before the trace

@@ -10,13 +10,9 @@ import (
 
 // registerChallenges mounts the challenge pages: they check the learner's
 // work with the same direct client, pause and recorder the lab uses.
-func (s *Server) registerChallenges(ctx context.Context, mux *http.ServeMux) error {
-	course, set, err := challenges.LoadContent()
-	if err != nil {
-		return err
-	}
+func (s *Server) registerChallenges(ctx context.Context, mux *http.ServeMux) {
 	opts := challenges.Options{
-		Set: set, Course: course, Client: s.opts.Client, Sessions: s.opts.Sessions, Controller: s.opts.Controller,
+		Set: s.opts.Content.Challenges, Course: s.opts.Content.Course, Client: s.opts.Client, Sessions: s.opts.Sessions, Controller: s.opts.Controller,
 		Exporter: s.opts.Recorder, Sink: s.opts.Recorder, KubeconfigPath: kubeconfig.Path, KubectlCommand: kubeconfig.Command, KubeconfigExport: kubeconfig.Export,
 		Logger: s.opts.Logger.WithName("challenges"),
 	}
@@ -24,5 +20,4 @@ func (s *Server) registerChallenges(ctx context.Context, mux *http.ServeMux) err
 		opts.Code = codes
 	}
 	challenges.New(ctx, opts).Register(mux)
-	return nil
 }

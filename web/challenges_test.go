@@ -153,10 +153,7 @@ func TestBrowserChallengePages(t *testing.T) {
 	src := axeSource(t)
 	e := needEnv(t)
 	ctx := e.tab(t)
-	_, set, err := challenges.LoadContent()
-	if err != nil {
-		t.Fatal(err)
-	}
+	set := mustCourse(t).Challenges
 	if err := chromedp.Do(ctx, chromedp.Navigate(e.http.URL+"/challenges"), chromedp.WaitVisible(chromedp.CSS("#challenge-list"))); err != nil {
 		t.Fatal(err)
 	}

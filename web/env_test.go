@@ -30,6 +30,7 @@ import (
 	"github.com/oplab-dev/oplab/web/demo"
 	"github.com/oplab-dev/oplab/web/internal/browsertest"
 	"github.com/oplab-dev/oplab/web/lab"
+	"github.com/oplab-dev/oplab/web/learn"
 	"github.com/oplab-dev/oplab/web/stream"
 )
 
@@ -144,8 +145,17 @@ func startEnv() (_ *testEnv, err error) {
 		return e, err
 	}
 	// oplab's own assembly (cmd/oplab/app), as cmd/oplab runs it.
+	content, err := loadCourse()
+	if err != nil {
+		return e, err
+	}
+	demos, err := demo.Load("")
+	if err != nil {
+		return e, err
+	}
 	e.app, err = app.NewWeb(ctx, app.Options{
 		Config: e.cluster.Config(), Recorder: e.recorder, Hub: hub, Controller: e.runner, Logger: testLogger(logFile),
+		Content: content, Demos: demos,
 		InstructorToken: testInstructorToken, KubectlLine: testKubectlLine, LearnerCode: e.runner,
 		// The demo tests check what happens, not the room's pace; the
 		// roster's, what a reset that cannot finish says, not its minute.
@@ -159,6 +169,19 @@ func startEnv() (_ *testEnv, err error) {
 	e.http = httptest.NewServer(e.app.Handler()) // 127.0.0.1 only
 	e.client, err = client.New(e.cluster.Config(), client.Options{Scheme: mustScheme()})
 	return e, err
+}
+
+// loadCourse is the compiled-in course, as cmd/oplab loads it at start:
+// once for the package.
+var loadCourse = sync.OnceValues(learn.LoadContent)
+
+func mustCourse(t testing.TB) *learn.Content {
+	t.Helper()
+	c, err := loadCourse()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
 }
 
 func mustScheme() *runtime.Scheme {

@@ -14,6 +14,7 @@ import (
 	"github.com/oplab-dev/oplab/web/kubeconfig"
 	"github.com/oplab-dev/oplab/web/lab/state"
 	"github.com/oplab-dev/oplab/web/labns"
+	"github.com/oplab-dev/oplab/web/learn"
 	"github.com/oplab-dev/oplab/web/session"
 	"github.com/oplab-dev/oplab/web/stream"
 )
@@ -72,6 +73,10 @@ func fakeParts(t *testing.T) (Options, *memNamespaces) {
 		t.Fatal(err)
 	}
 	scheme := mustFakeScheme(t)
+	content, err := learn.LoadContent()
+	if err != nil {
+		t.Fatal(err)
+	}
 	return Options{
 		Client:      fake.NewClientBuilder().WithScheme(scheme).Build(),
 		Sessions:    sessions,
@@ -80,6 +85,7 @@ func fakeParts(t *testing.T) (Options, *memNamespaces) {
 		Recorder:    rec,
 		Hub:         hub,
 		Controller:  stubSwitch{},
+		Content:     content,
 	}, ns
 }
 

@@ -530,7 +530,7 @@ func joinServer(t *testing.T, e *testEnv, code string, b instructor.Broadcaster)
 	go rec.Run(ctx)
 	go hub.Run(ctx)
 	srv, err := app.NewWeb(ctx, app.Options{Config: e.cluster.Config(), Recorder: rec, Hub: hub, Controller: e.runner,
-		NamespacePrefix: "joinlab-", JoinCode: code, InstructorToken: testInstructorToken, Broadcaster: b})
+		NamespacePrefix: "joinlab-", JoinCode: code, InstructorToken: testInstructorToken, Broadcaster: b, Content: mustCourse(t)})
 	if err != nil {
 		cancel()
 		t.Fatal(err)

@@ -116,8 +116,10 @@ type Options struct {
 	// namespace waits for its Databases to go; zero: instructor.Roster's
 	// minute.
 	ResetWait time.Duration
-	// Demos are the scripted demos the instructor may play (demo.Load);
-	// nil means the embedded ones.
+	// Content is the course (learn.LoadContent), loaded once by the caller
+	// and shared by the course pages, the challenges and the roster.
+	Content *learn.Content
+	// Demos are the scripted demos the instructor may play (demo.Load).
 	Demos []demo.Script
 	// Broadcaster is how the instructor's roster sends every learner to a
 	// scenario or lesson; nil means the server's own classroom (tests put
@@ -204,6 +206,8 @@ func check(opts Options) error {
 		return errors.New("web options: Hub is required")
 	case opts.Controller == nil:
 		return errors.New("web options: Controller is required")
+	case opts.Content == nil:
+		return errors.New("web options: Content is required")
 	case opts.MaxDatabasesPerNamespace < 0:
 		return fmt.Errorf("web options: MaxDatabasesPerNamespace %d is negative", opts.MaxDatabasesPerNamespace)
 	}
@@ -243,12 +247,6 @@ func (s *Server) routes(ctx context.Context) (http.Handler, error) {
 	// The scripted demos play in the instructor's own lab namespace and
 	// narrate on its timeline and, through the classroom, to the room.
 	scripts := s.opts.Demos
-	if scripts == nil {
-		var err error
-		if scripts, err = demo.Load(""); err != nil {
-			return nil, err
-		}
-	}
 	demos := demo.New(demo.Options{Client: direct, Controller: s.opts.Controller, Sink: s.opts.Recorder, Narrator: s.classroom, Scripts: scripts, Dwell: s.opts.DemoDwell, Logger: s.opts.Logger.WithName("demo")})
 	go demos.Run(ctx)
 	// The looks' streams, capped per owner as /ws is: one limiter for all
@@ -263,19 +261,16 @@ func (s *Server) routes(ctx context.Context) (http.Handler, error) {
 		Demo: instructor.Demo{Runner: demos, Labs: sessions},
 		Roster: instructor.Roster{Learners: sessions, States: s.opts.States, Pauses: s.opts.Controller, Deleter: direct,
 			Broadcaster: cmp.Or[instructor.Broadcaster](s.opts.Broadcaster, s.classroom), JoinCode: s.opts.JoinCode,
-			Presence: &s.presence, Self: sessions.NamespaceOf, Presenting: s.classroom.Presenting, ResetWait: s.opts.ResetWait},
+			Presence: &s.presence, Self: sessions.NamespaceOf, Presenting: s.classroom.Presenting, ResetWait: s.opts.ResetWait,
+			Content: s.opts.Content},
 		Present: instructor.Presenting{Classroom: s.classroom, Sessions: sessions},
 		Timer:   s.classroom,
 		// Looking over a learner's shoulder: their lab read-only, and its
 		// stream, behind the instructor's cookie.
 		Look: instructor.Look{Page: labs.LookPage, Stream: func(string) http.Handler { return lookStreams }},
 	}).Register(mux)
-	if err := learn.Register(mux); err != nil {
-		return nil, err
-	}
-	if err := s.registerChallenges(ctx, mux); err != nil {
-		return nil, err
-	}
+	learn.Register(mux, s.opts.Content)
+	s.registerChallenges(ctx, mux)
 	return securityHeaders(bodyDeadline(checkHost(s.opts.AllowedHosts, protect(mux)))), nil
 }
 

@@ -1,6 +1,7 @@
 package web
 
 import (
+	"errors"
 	"net/http"
 
 	"github.com/go-logr/logr"
@@ -17,7 +18,9 @@ type StartingOptions struct {
 	Status func() starting.Status
 	// AllowedHosts are the host names the server answers to (checkHost).
 	AllowedHosts []string
-	Logger       logr.Logger
+	// Content is the course (learn.LoadContent), required.
+	Content *learn.Content
+	Logger  logr.Logger
 }
 
 // Starting is what oplab serves while its cluster is built and started:
@@ -27,18 +30,15 @@ type StartingOptions struct {
 // site behind the same protections; oplab swaps the full server in once
 // app.NewWeb (cmd/oplab/app) returns.
 func Starting(opts StartingOptions) (http.Handler, error) {
+	if opts.Content == nil {
+		return nil, errors.New("starting options: Content is required")
+	}
 	mux := http.NewServeMux()
 	mux.Handle("GET /static/", http.StripPrefix("/static/", staticFiles()))
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok")) })
 	starting.Handler{Status: opts.Status, Logger: opts.Logger.WithName("starting")}.Register(mux)
-	if err := learn.Register(mux); err != nil {
-		return nil, err
-	}
-	course, set, err := challenges.LoadContent()
-	if err != nil {
-		return nil, err
-	}
-	challenges.Reading{Set: set, Course: course, Logger: opts.Logger.WithName("challenges"), Waiting: func() (string, string) {
+	learn.Register(mux, opts.Content)
+	challenges.Reading{Set: opts.Content.Challenges, Course: opts.Content.Course, Logger: opts.Logger.WithName("challenges"), Waiting: func() (string, string) {
 		st := opts.Status()
 		return st.Sentence(), string(st.Phase)
 	}}.Register(mux)

@@ -32,7 +32,7 @@ func TestBrowserLabWaitsForTheClusterThenTurnsLive(t *testing.T) {
 	began := time.Now().Add(-3*time.Minute - 12*time.Second)
 	set(starting.Status{Phase: starting.Building, Building: "kube-apiserver", Built: 1, Total: 6, Began: began,
 		Done: []starting.Built{{Name: "etcd", Took: 62 * time.Second}}})
-	early, err := web.Starting(web.StartingOptions{Status: func() starting.Status { return *status.Load() }, Logger: logr.Discard()})
+	early, err := web.Starting(web.StartingOptions{Content: mustCourse(t), Status: func() starting.Status { return *status.Load() }, Logger: logr.Discard()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -122,7 +122,7 @@ func TestBrowserLabWaitsForTheClusterThenTurnsLive(t *testing.T) {
 // status a client can act on; a form post is not lost in silence.
 func TestStartingAnswersWhatNeedsTheCluster(t *testing.T) {
 	st := starting.Status{Phase: starting.Building, Building: "etcd", Built: 0, Total: 7, Began: time.Now()}
-	h, err := web.Starting(web.StartingOptions{Status: func() starting.Status { return st }, Logger: logr.Discard()})
+	h, err := web.Starting(web.StartingOptions{Content: mustCourse(t), Status: func() starting.Status { return st }, Logger: logr.Discard()})
 	if err != nil {
 		t.Fatal(err)
 	}

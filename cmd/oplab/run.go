@@ -31,6 +31,7 @@ import (
 	"github.com/oplab-dev/oplab/web"
 	"github.com/oplab-dev/oplab/web/lab"
 	"github.com/oplab-dev/oplab/web/labns"
+	"github.com/oplab-dev/oplab/web/learn"
 	"github.com/oplab-dev/oplab/web/starting"
 	"github.com/oplab-dev/oplab/web/stream"
 )
@@ -40,6 +41,16 @@ import (
 func run(ctx context.Context, c config, out io.Writer) (retErr error) {
 	log := logr.FromSlogHandler(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	ctrl.SetLogger(log)
+
+	// 0. The course, loaded once and shared by every page that shows or
+	// counts it. It is compiled in: a defect in it is a build defect.
+	content, err := learn.LoadContent()
+	if err != nil {
+		return err
+	}
+	for _, p := range content.Course.Problems() {
+		log.Info("Found a problem in the course", "problem", p)
+	}
 
 	// 1. The trace recorder, which the controller reports to, and the hub
 	// that streams it to browsers; they run first so that viewers hear of
@@ -62,7 +73,7 @@ func run(ctx context.Context, c config, out io.Writer) (retErr error) {
 	}
 	status := &startup{}
 	status.set(starting.Status{Phase: starting.Connecting, Began: time.Now()})
-	early, err := web.Starting(web.StartingOptions{Status: status.load, AllowedHosts: c.allowedHosts, Logger: log.WithName("web")})
+	early, err := web.Starting(web.StartingOptions{Status: status.load, AllowedHosts: c.allowedHosts, Content: content, Logger: log.WithName("web")})
 	if err != nil {
 		ln.Close()
 		return err
@@ -162,6 +173,7 @@ func run(ctx context.Context, c config, out io.Writer) (retErr error) {
 		TrustedProxies:           c.trustedProxies,
 		InstructorToken:          c.instructorToken,
 		JoinCode:                 c.joinCode,
+		Content:                  content,
 		Demos:                    c.demos,
 		NamespacePrefix:          c.namespacePrefix,
 		KubeconfigServer:         c.kubeconfigHost,

@@ -24,6 +24,7 @@ import (
 	"github.com/oplab-dev/oplab/cluster/clustertest"
 	"github.com/oplab-dev/oplab/cmd/oplab/app"
 	"github.com/oplab-dev/oplab/controller"
+	"github.com/oplab-dev/oplab/web/learn"
 	"github.com/oplab-dev/oplab/web/stream"
 	"github.com/oplab-dev/oplab/web/stream/streamtest"
 )
@@ -150,11 +151,16 @@ func startOplab(b *testing.B) *oplab {
 	if err := o.runner.Start(ctx); err != nil {
 		fail("start the controller", err)
 	}
+	content, err := learn.LoadContent()
+	if err != nil {
+		fail("load the course", err)
+	}
 	srv, err := app.NewWeb(ctx, app.Options{
 		Config: o.cluster.Config(), Recorder: rec, Hub: hub, Controller: o.runner,
 		InstructorToken: o.token, MaxSessions: 200,
 		MaxSessionsPerClient: 0, // the whole class comes from 127.0.0.1
 		Logger:               testLogger(logFile),
+		Content:              content,
 	})
 	if err != nil {
 		fail("start the web server", err)

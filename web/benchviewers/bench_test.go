@@ -29,6 +29,7 @@ import (
 	"github.com/oplab-dev/oplab/controller"
 	dbv1 "github.com/oplab-dev/oplab/controller/api/v1alpha1"
 	"github.com/oplab-dev/oplab/web/labns"
+	"github.com/oplab-dev/oplab/web/learn"
 	"github.com/oplab-dev/oplab/web/stream"
 	"github.com/oplab-dev/oplab/web/stream/streamtest"
 )
@@ -243,8 +244,13 @@ func startBenchEnv(b *testing.B, rate float64) *benchEnv {
 	// The server is started for its state watcher, which publishes to the
 	// recorder as in oplab; the viewers connect to the recorder's handler
 	// directly, naming their namespace in the query instead of a session.
+	content, err := learn.LoadContent()
+	if err != nil {
+		fail("load the course", err)
+	}
 	server, err := app.NewWeb(ctx, app.Options{
 		Config: be.cluster.Config(), Recorder: be.recorder, Hub: be.hub, Controller: idleSwitch{}, Logger: testLogger(logFile),
+		Content: content,
 	})
 	if err != nil {
 		fail("start the web server", err)

@@ -6,15 +6,18 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/oplab-dev/oplab/web/learn"
 )
 
 // A challenge's page names every other section it practises, with a link,
 // and the list shows each challenge once, under its main lesson.
 func TestPageShowsAlsoPractises(t *testing.T) {
-	course, set, err := LoadContent()
+	content, err := learn.LoadContent()
 	if err != nil {
 		t.Fatal(err)
 	}
+	course, set := content.Course, content.Challenges
 	h := &Handler{opts: Options{Course: course, Set: set}}
 	withAlso := 0
 	for _, c := range set.Challenges {

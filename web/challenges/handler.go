@@ -473,18 +473,3 @@ func parseSince(s string) (time.Time, error) {
 	}
 	return time.UnixMilli(ms), nil
 }
-
-// LoadContent loads the embedded course and the challenges against it. A
-// defect in either is a build defect the tests catch; the server refuses
-// to start on it rather than serve a half-working page.
-func LoadContent() (*lessons.Course, *judge.Set, error) {
-	course, err := lessons.Load(lessons.Content, controller.Source)
-	if err != nil {
-		return nil, nil, fmt.Errorf("load lessons: %w", err)
-	}
-	set, err := judge.LoadEmbedded(course)
-	if err != nil {
-		return nil, nil, fmt.Errorf("load challenges: %w", err)
-	}
-	return course, set, nil
-}

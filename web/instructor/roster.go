@@ -1,6 +1,7 @@
 package instructor
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"net/http"
@@ -15,11 +16,10 @@ import (
 
 	"github.com/oplab-dev/oplab/controller/api/v1alpha1"
 	"github.com/oplab-dev/oplab/lessons"
-	"github.com/oplab-dev/oplab/quiz"
-	"github.com/oplab-dev/oplab/web/challenges"
 	"github.com/oplab-dev/oplab/web/httpx"
 	"github.com/oplab-dev/oplab/web/lab"
 	"github.com/oplab-dev/oplab/web/lab/state"
+	"github.com/oplab-dev/oplab/web/learn"
 	"github.com/oplab-dev/oplab/web/session"
 )
 
@@ -69,9 +69,11 @@ type Roster struct {
 	Destinations []Destination
 	// JoinCode is shown to the instructor, to hand out; empty: none.
 	JoinCode string
+	// Content is the course (learn.LoadContent): what "send everyone"
+	// offers and the counts below; nil: the scenarios only, counts unset.
+	Content *learn.Content
 	// QuizQuestions and ChallengeCount are the denominators of a
-	// learner's quiz best and challenges complete; 0 means the course's
-	// own (the embedded quiz and challenges).
+	// learner's quiz best and challenges complete; 0 means Content's.
 	QuizQuestions, ChallengeCount int
 	// ResetWait bounds how long a reset waits for the Databases to go;
 	// default 60s.
@@ -121,17 +123,11 @@ func (h *Handler) registerRoster(mux *http.ServeMux) {
 		r.Now = time.Now
 	}
 	if r.Destinations == nil && r.Broadcaster != nil {
-		r.Destinations = defaultDestinations(h)
+		r.Destinations = defaultDestinations(r.Content)
 	}
-	if r.QuizQuestions == 0 {
-		if bank, err := quiz.Load(); err == nil {
-			r.QuizQuestions = len(bank.Questions)
-		}
-	}
-	if r.ChallengeCount == 0 {
-		if _, set, err := challenges.LoadContent(); err == nil {
-			r.ChallengeCount = len(set.Challenges)
-		}
+	if r.Content != nil {
+		r.QuizQuestions = cmp.Or(r.QuizQuestions, len(r.Content.Quiz.Questions))
+		r.ChallengeCount = cmp.Or(r.ChallengeCount, len(r.Content.Challenges.Challenges))
 	}
 	r.canLook = h.opts.Look.Page != nil && h.opts.Look.Stream != nil
 	r.resets = newResets()
@@ -146,17 +142,17 @@ func (h *Handler) registerRoster(mux *http.ServeMux) {
 
 // defaultDestinations is every scenario of the lab, every page of the
 // course, every challenge, the quiz, the flashcards and the code page: a
-// class moves through all of them in a day.
-func defaultDestinations(h *Handler) []Destination {
+// class moves through all of them in a day. Without the course: the
+// scenarios.
+func defaultDestinations(content *learn.Content) []Destination {
 	var d []Destination
 	for _, s := range lab.Scenarios {
 		d = append(d, Destination{Href: lessons.ScenarioURL(s.Name), Title: "Lab: " + s.Title})
 	}
-	course, set, err := challenges.LoadContent()
-	if err != nil {
-		h.opts.Logger.Error(err, "Failed to load the course for the send-everyone list; offering the scenarios only")
+	if content == nil {
 		return d
 	}
+	course, set := content.Course, content.Challenges
 	for _, l := range course.Lessons {
 		d = append(d, Destination{Href: l.URL(), Title: "Lesson: " + l.Title})
 	}

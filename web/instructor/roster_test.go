@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/oplab-dev/oplab/web/labns"
+	"github.com/oplab-dev/oplab/web/learn"
 	"github.com/oplab-dev/oplab/web/session"
 )
 
@@ -160,8 +161,18 @@ func TestSendEveryoneHiddenWithoutABroadcaster(t *testing.T) {
 	}
 }
 
+// content is the compiled-in course, as oplab loads it at start.
+func content(t *testing.T) *learn.Content {
+	t.Helper()
+	c, err := learn.LoadContent()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
 func TestDefaultDestinationsOfferScenariosAndLessons(t *testing.T) {
-	d := defaultDestinations(New(t.Context(), Options{}))
+	d := defaultDestinations(content(t))
 	var scenario, lesson bool
 	for _, x := range d {
 		scenario = scenario || strings.HasPrefix(x.Href, "/lab?scenario=")
@@ -182,7 +193,7 @@ func TestSendEveryoneOffersTheWholeCourse(t *testing.T) {
 	}
 	b := &recordingBroadcaster{}
 	mux := http.NewServeMux()
-	New(t.Context(), Options{Token: token, Controller: &fakeSwitch{running: true}, Roster: Roster{Learners: m, Broadcaster: b}}).Register(mux)
+	New(t.Context(), Options{Token: token, Controller: &fakeSwitch{running: true}, Roster: Roster{Learners: m, Broadcaster: b, Content: content(t)}}).Register(mux)
 	c := instructorCookie()
 	body := do(mux, "GET", "/instructor", nil, c).Body.String()
 	want := []string{"/lab?scenario=finalizer", "/challenges", "/challenges/owner-gc", "/quiz", "/flashcards", "/code"}

@@ -10,10 +10,11 @@ import (
 // BenchmarkPages measures serving each page from memory (no network) and
 // reports its size.
 func BenchmarkPages(b *testing.B) {
-	s, err := newSite(time.Now)
+	c, err := LoadContent()
 	if err != nil {
 		b.Fatal(err)
 	}
+	s := newSite(c, time.Now)
 	mux := http.NewServeMux()
 	s.register(mux)
 	for _, path := range []string{"/", "/lessons/status-owners-finalizers", "/quiz", "/flashcards"} {

@@ -22,7 +22,6 @@ import (
 
 	"github.com/go-logr/logr"
 
-	"github.com/oplab-dev/oplab/controller"
 	"github.com/oplab-dev/oplab/lessons"
 	"github.com/oplab-dev/oplab/lessons/judge"
 	"github.com/oplab-dev/oplab/quiz"
@@ -42,24 +41,12 @@ import (
 //	POST /flashcards/states   reads the stored deck: converts, predicts recall (JSON)
 //	POST /flashcards/preview  what each rating would do to one card (JSON)
 //
-// The content is compiled in, so a defect in it (bad front matter, a broken
-// link, an invalid question) is a build defect that the tests of lessons,
-// quiz and this package catch; Register returns it rather than serve a
-// half-working course. A controller region that is not marked only logs a
-// warning and shows a note in its place.
-func Register(mux *http.ServeMux) error {
-	s, err := newSite(time.Now)
-	if err != nil {
-		return fmt.Errorf("course content is broken: %w", err)
-	}
-	for _, p := range s.course.Problems() {
-		slog.Warn("Found a problem in the course", "problem", p)
-	}
-	s.register(mux)
-	return nil
+// content is the course cmd/oplab loaded once (LoadContent).
+func Register(mux *http.ServeMux, content *Content) {
+	newSite(content, time.Now).register(mux)
 }
 
-// site holds the loaded course; it is read-only once built, so handlers
+// site serves the loaded course; it is read-only once built, so handlers
 // share it without locking.
 type site struct {
 	course  *lessons.Course
@@ -69,57 +56,19 @@ type site struct {
 	bank       quiz.Bank
 	now        func() time.Time
 	// log is where a page that fails to render is reported. Register has
-	// no logger of its own to take, so the course logs through slog, as
-	// its start-up warnings do.
+	// no logger of its own to take, so the course logs through slog.
 	log logr.Logger
 }
 
-func newSite(now func() time.Time) (*site, error) {
-	course, err := lessons.Load(lessons.Content, controller.Source)
-	if err != nil {
-		return nil, fmt.Errorf("load lessons: %w", err)
-	}
-	bank, err := quiz.Load()
-	if err != nil {
-		return nil, fmt.Errorf("load quiz: %w", err)
-	}
-	if err := checkLinks(course, bank); err != nil {
-		return nil, err
-	}
-	set, err := judge.LoadEmbedded(course)
-	if err != nil {
-		return nil, fmt.Errorf("load challenges: %w", err)
-	}
-	o := newOutline(course)
+func newSite(c *Content, now func() time.Time) *site {
+	o := newOutline(c.Course)
 	o.challenges = map[string]string{}
-	for _, q := range bank.Questions {
-		if q.Challenge == "" {
-			continue
-		}
-		c, ok := set.Get(q.Challenge)
-		if !ok {
-			return nil, fmt.Errorf("quiz question %s: challenge %q does not exist", q.ID, q.Challenge)
-		}
-		o.challenges[c.ID] = c.Title
-	}
-	return &site{course: course, outline: o, bank: bank, now: now, challenges: set, log: logr.FromSlogHandler(slog.Default().Handler())}, nil
-}
-
-// checkLinks resolves every link the quiz and cards make into the course.
-func checkLinks(course *lessons.Course, bank quiz.Bank) error {
-	for _, q := range bank.Questions {
-		for _, link := range []string{q.Lesson, q.DemoURL()} {
-			if err := course.Resolve(link); err != nil {
-				return fmt.Errorf("question %s: %w", q.ID, err)
-			}
+	for _, q := range c.Quiz.Questions {
+		if ch, ok := c.Challenges.Get(q.Challenge); ok {
+			o.challenges[ch.ID] = ch.Title
 		}
 	}
-	for _, c := range bank.Cards {
-		if err := course.Resolve(c.Lesson); err != nil {
-			return fmt.Errorf("card %s: %w", c.ID, err)
-		}
-	}
-	return nil
+	return &site{course: c.Course, outline: o, bank: c.Quiz, now: now, challenges: c.Challenges, log: logr.FromSlogHandler(slog.Default().Handler())}
 }
 
 func (s *site) register(mux *http.ServeMux) {

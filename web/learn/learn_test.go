@@ -30,10 +30,11 @@ var fixedNow = time.Date(2026, 9, 1, 10, 0, 0, 0, time.UTC)
 // server does, with a fixed clock for the review endpoint.
 func newTestServer(t testing.TB) *httptest.Server {
 	t.Helper()
-	s, err := newSite(func() time.Time { return fixedNow })
+	c, err := LoadContent()
 	if err != nil {
-		t.Fatalf("newSite: %v", err)
+		t.Fatalf("LoadContent: %v", err)
 	}
+	s := newSite(c, func() time.Time { return fixedNow })
 	mux := http.NewServeMux()
 	s.register(mux)
 	mux.Handle("GET /static/", http.StripPrefix("/static/", http.FileServerFS(static.FS)))
@@ -76,13 +77,15 @@ func mustContain(t *testing.T, what, body string, wants ...string) {
 	}
 }
 
-// Register is what the web server calls; it must mount without an error
-// and serve the home page.
+// LoadContent and Register are what oplab calls; the compiled-in course
+// must load without an error and every route serve.
 func TestRegisterMountsEveryRoute(t *testing.T) {
-	mux := http.NewServeMux()
-	if err := Register(mux); err != nil {
+	c, err := LoadContent()
+	if err != nil {
 		t.Fatal(err)
 	}
+	mux := http.NewServeMux()
+	Register(mux, c)
 	for _, path := range []string{"/", "/lessons", "/lessons/reconciliation-loop", "/quiz", "/flashcards"} {
 		rec := httptest.NewRecorder()
 		mux.ServeHTTP(rec, httptest.NewRequest("GET", path, nil))

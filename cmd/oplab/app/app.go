@@ -35,9 +35,8 @@ import (
 	"github.com/oplab-dev/oplab/controller"
 	"github.com/oplab-dev/oplab/controller/api/v1alpha1"
 	"github.com/oplab-dev/oplab/controller/permission"
-	"github.com/oplab-dev/oplab/quiz"
+
 	"github.com/oplab-dev/oplab/web"
-	"github.com/oplab-dev/oplab/web/challenges"
 	"github.com/oplab-dev/oplab/web/code"
 	"github.com/oplab-dev/oplab/web/demo"
 	"github.com/oplab-dev/oplab/web/instructor"
@@ -45,6 +44,7 @@ import (
 	"github.com/oplab-dev/oplab/web/lab"
 	"github.com/oplab-dev/oplab/web/lab/state"
 	"github.com/oplab-dev/oplab/web/labns"
+	"github.com/oplab-dev/oplab/web/learn"
 	"github.com/oplab-dev/oplab/web/session"
 	"github.com/oplab-dev/oplab/web/stream"
 )
@@ -105,11 +105,13 @@ type Options struct {
 	KubeconfigServer string
 
 	// The web server's settings (web.Options); JoinCode and TrustedProxies
-	// are the session table's too.
+	// are the session table's too, Content the session table's and the
+	// course pages'.
 	InstructorToken          string
 	JoinCode                 string
 	DemoDwell                time.Duration
 	ResetWait                time.Duration
+	Content                  *learn.Content
 	Demos                    []demo.Script
 	Broadcaster              instructor.Broadcaster
 	KubectlLine              string
@@ -193,21 +195,13 @@ func NewWeb(ctx context.Context, opts Options) (*Web, error) {
 	}
 	// A learner's progress report is held to the challenges and quiz that
 	// exist (issue 19 m).
-	_, set, err := challenges.LoadContent()
-	if err != nil {
-		return nil, err
-	}
 	challengeTasks := func(id string) (int, bool) {
-		if c, ok := set.Get(id); ok {
+		if c, ok := opts.Content.Challenges.Get(id); ok {
 			return len(c.Tasks), true
 		}
 		return 0, false
 	}
-	bank, err := quiz.Load()
-	if err != nil {
-		return nil, fmt.Errorf("load the quiz: %w", err)
-	}
-	quizSize := len(bank.Questions)
+	quizSize := len(opts.Content.Quiz.Questions)
 	prefix := opts.NamespacePrefix
 	w := &Web{logger: opts.Logger, cacheErr: make(chan error, 1)}
 	watched := func(ns string) bool { return strings.HasPrefix(ns, prefix) }
@@ -292,7 +286,7 @@ func NewWeb(ctx context.Context, opts Options) (*Web, error) {
 	w.server, err = web.New(ctx, web.Options{
 		Client: direct, Sessions: w.sessions, States: w.watcher, Kubeconfigs: issuer,
 		Recorder: opts.Recorder, Hub: opts.Hub, Controller: opts.Controller, LearnerCode: opts.LearnerCode,
-		InstructorToken: opts.InstructorToken, JoinCode: opts.JoinCode, DemoDwell: opts.DemoDwell, ResetWait: opts.ResetWait, Demos: opts.Demos,
+		InstructorToken: opts.InstructorToken, JoinCode: opts.JoinCode, DemoDwell: opts.DemoDwell, ResetWait: opts.ResetWait, Demos: opts.Demos, Content: opts.Content,
 		Broadcaster: opts.Broadcaster, KubectlLine: opts.KubectlLine, Ready: opts.Ready,
 		MaxDatabasesPerNamespace: opts.MaxDatabasesPerNamespace, TrustedProxies: opts.TrustedProxies,
 		AllowedHosts: opts.AllowedHosts, Logger: opts.Logger,
@@ -314,6 +308,8 @@ func check(opts Options) error {
 		return errors.New("app options: Hub is required")
 	case opts.Controller == nil:
 		return errors.New("app options: Controller is required")
+	case opts.Content == nil:
+		return errors.New("app options: Content is required")
 	case opts.MaxDatabasesPerNamespace < 0:
 		return fmt.Errorf("app options: MaxDatabasesPerNamespace %d is negative", opts.MaxDatabasesPerNamespace)
 	}

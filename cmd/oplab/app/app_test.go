@@ -7,6 +7,7 @@ import (
 
 	"k8s.io/client-go/rest"
 
+	"github.com/oplab-dev/oplab/web/learn"
 	"github.com/oplab-dev/oplab/web/stream"
 )
 
@@ -34,7 +35,8 @@ func TestNewWebRefusesIncompleteOptions(t *testing.T) {
 		{"no recorder", Options{Config: &rest.Config{}}, "Recorder is required"},
 		{"no hub", Options{Config: &rest.Config{}, Recorder: rec}, "Hub is required"},
 		{"no controller", Options{Config: &rest.Config{}, Recorder: rec, Hub: hub}, "Controller is required"},
-		{"negative cap", Options{Config: &rest.Config{}, Recorder: rec, Hub: hub, Controller: stubSwitch{}, MaxDatabasesPerNamespace: -1}, "negative"},
+		{"no content", Options{Config: &rest.Config{}, Recorder: rec, Hub: hub, Controller: stubSwitch{}}, "Content is required"},
+		{"negative cap", Options{Config: &rest.Config{}, Recorder: rec, Hub: hub, Controller: stubSwitch{}, Content: &learn.Content{}, MaxDatabasesPerNamespace: -1}, "negative"},
 	}
 	for _, tt := range tests {
 		if _, err := NewWeb(t.Context(), tt.opts); err == nil || !strings.Contains(err.Error(), tt.want) {
@@ -47,7 +49,7 @@ func TestNewWebRefusesIncompleteOptions(t *testing.T) {
 func TestNewWebRefusesABadPrefix(t *testing.T) {
 	rec := stream.NewRecorder(stream.RecorderOptions{})
 	hub := stream.NewHub(rec, stream.HubOptions{})
-	_, err := NewWeb(t.Context(), Options{Config: &rest.Config{Host: "https://127.0.0.1:1"}, Recorder: rec, Hub: hub, Controller: stubSwitch{}, NamespacePrefix: "Not A Prefix"})
+	_, err := NewWeb(t.Context(), Options{Config: &rest.Config{Host: "https://127.0.0.1:1"}, Recorder: rec, Hub: hub, Controller: stubSwitch{}, Content: &learn.Content{}, NamespacePrefix: "Not A Prefix"})
 	if err == nil || !strings.Contains(err.Error(), "Not A Prefix") {
 		t.Errorf("NewWeb with a bad prefix: err = %v, want it refused naming the prefix", err)
 	}
