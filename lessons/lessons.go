@@ -25,6 +25,7 @@ import (
 	"io/fs"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 
 	"sigs.k8s.io/yaml"
@@ -215,6 +216,15 @@ func (fm frontMatter) validate() error {
 		return fmt.Errorf("front matter: kind %q must be %q or %q", fm.Kind, KindLesson, KindReference)
 	}
 	return nil
+}
+
+// Plural is n and the noun, with an s when n is not 1: "1 replica", "3
+// replicas". The course's nouns all take an s.
+func Plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return strconv.Itoa(n) + " " + noun + "s"
 }
 
 // ValidSlug reports whether s is a slug or ID as the course uses them: lower-case

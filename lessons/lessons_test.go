@@ -284,3 +284,11 @@ func checkErr(t *testing.T, err error, want string) {
 func escape(s string) string {
 	return strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;", `"`, "&#34;", "'", "&#39;").Replace(s)
 }
+
+func TestPlural(t *testing.T) {
+	for n, want := range map[int]string{0: "0 questions", 1: "1 question", 2: "2 questions"} {
+		if got := Plural(n, "question"); got != want {
+			t.Errorf("Plural(%d) = %q, want %q", n, got, want)
+		}
+	}
+}

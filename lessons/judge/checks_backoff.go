@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/oplab-dev/oplab/controller"
+	"github.com/oplab-dev/oplab/lessons"
 )
 
 // The challenge backoff is the course's "Errors, backoff and resync": with
@@ -90,7 +91,7 @@ func checkBackoffGrowing(_ context.Context, env Env) (Result, error) {
 		return Result{Detail: "No reconcile of " + tally + " has failed yet: switch on its " + controller.PitfallNonIdempotentCreate + " pitfall."}, nil
 	}
 	return Result{Detail: fmt.Sprintf("%s failed so far (backoff %s); waiting for %d failures in a row with a growing backoff.",
-		plural(len(best), "reconcile"), joinDurations(best), backoffStreak)}, nil
+		lessons.Plural(len(best), "reconcile"), joinDurations(best), backoffStreak)}, nil
 }
 
 // convergedRun returns the index (in runs) of db's first reconcile after

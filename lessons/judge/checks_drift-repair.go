@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/oplab-dev/oplab/controller"
+	"github.com/oplab-dev/oplab/lessons"
 )
 
 // The challenge drift-repair deletes a child behind the controller's back
@@ -102,7 +103,7 @@ func checkShopRepairedOnce(_ context.Context, env Env) (Result, error) {
 			}
 		}
 		return Result{Detail: fmt.Sprintf("StatefulSet %s was put back, but %s after it acted again: %s.",
-			shop, plural(len(acting)-1, "more reconcile"), strings.Join(later, ", "))}, nil
+			shop, lessons.Plural(len(acting)-1, "more reconcile"), strings.Join(later, ", "))}, nil
 	}
 	detail := fmt.Sprintf("Reconcile %s put StatefulSet %s back with one create and touched nothing else.", shortID(first.ID), shop)
 	if synced := inSync(first); len(synced) > 0 {

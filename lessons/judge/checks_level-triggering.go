@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/oplab-dev/oplab/controller"
+	"github.com/oplab-dev/oplab/lessons"
 )
 
 // The challenge level-triggering makes several spec changes while the
@@ -105,9 +106,9 @@ func checkTideHeldChanges(_ context.Context, env Env) (Result, error) {
 		return Result{Detail: "Pause your namespace first."}, nil
 	case w.changes() < heldChanges && w.resumed >= 0:
 		return Result{Detail: fmt.Sprintf("Your namespace was resumed after %s. Pause again and make %d changes before resuming.",
-			plural(w.changes(), "held change"), heldChanges)}, nil
+			lessons.Plural(w.changes(), "held change"), heldChanges)}, nil
 	case w.changes() < heldChanges:
-		return Result{Detail: fmt.Sprintf("%s of %s's spec held so far; make %d.", plural(w.changes(), "change"), tide, heldChanges)}, nil
+		return Result{Detail: fmt.Sprintf("%s of %s's spec held so far; make %d.", lessons.Plural(w.changes(), "change"), tide, heldChanges)}, nil
 	}
 	return Result{Done: true, Detail: fmt.Sprintf("%d changes held while paused: %s went to generation %d and nothing reconciled it.",
 		w.changes(), tide, w.final())}, nil

@@ -212,11 +212,3 @@ func createReady(ctx context.Context, env PrepareEnv, db *dbv1.Database) error {
 		return isReady(d) && controllerutil.ContainsFinalizer(d, controller.Finalizer)
 	})
 }
-
-// plural returns n and the noun, with an s when n is not 1.
-func plural(n int, noun string) string {
-	if n == 1 {
-		return fmt.Sprintf("1 %s", noun)
-	}
-	return fmt.Sprintf("%d %ss", n, noun)
-}

@@ -275,7 +275,7 @@ func parse[T any](a *args, line string, vocabulary map[string]verb[T]) T {
 	want := strings.Count(v.usage, " ") - strings.Count(v.usage, "[")
 	optional := strings.Count(v.usage, "[")
 	if n := len(a.words); n < want || n > want+optional {
-		a.fail("%s takes %s, got %d (%q): %s", words[0], plural(want, "argument")+orMore(optional), n, line, v.usage)
+		a.fail("%s takes %s, got %d (%q): %s", words[0], lessons.Plural(want, "argument")+orMore(optional), n, line, v.usage)
 		return zero
 	}
 	out := v.build(a)

@@ -17,6 +17,7 @@ import (
 
 	"github.com/oplab-dev/oplab/controller"
 	"github.com/oplab-dev/oplab/controller/api/v1alpha1"
+	"github.com/oplab-dev/oplab/lessons"
 )
 
 // Script is one prepared demo: steps played in order, each narrated.
@@ -172,7 +173,7 @@ func orNothing(s string) string {
 // createDatabase creates a Database as the lab's form would.
 func createDatabase(name string, engine v1alpha1.Engine, version string, replicas int32) *Action {
 	return &Action{
-		What: fmt.Sprintf("create Database %s (%s %s, %s)", name, engine, version, plural(int(replicas), "replica")),
+		What: fmt.Sprintf("create Database %s (%s %s, %s)", name, engine, version, lessons.Plural(int(replicas), "replica")),
 		Act: func(ctx context.Context, env *Env) error {
 			db := &v1alpha1.Database{
 				ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: env.Namespace},
@@ -190,7 +191,7 @@ func createDatabase(name string, engine v1alpha1.Engine, version string, replica
 // bumps metadata.generation.
 func scaleDatabase(name string, replicas int32) *Action {
 	return &Action{
-		What: fmt.Sprintf("scale Database %s to %s", name, plural(int(replicas), "replica")),
+		What: fmt.Sprintf("scale Database %s to %s", name, lessons.Plural(int(replicas), "replica")),
 		Act: func(ctx context.Context, env *Env) error {
 			patch, _ := json.Marshal(map[string]any{"spec": map[string]any{"replicas": replicas}}) // a map of plain values: cannot fail
 			db := &v1alpha1.Database{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: env.Namespace}}
@@ -289,14 +290,6 @@ var resumeNamespace = &Action{
 		env.paused.Store(false)
 		return nil
 	},
-}
-
-// plural is "1 replica", "3 replicas".
-func plural(n int, noun string) string {
-	if n == 1 {
-		return fmt.Sprintf("%d %s", n, noun)
-	}
-	return fmt.Sprintf("%d %ss", n, noun)
 }
 
 func (env *Env) note(key string, uid types.UID) {

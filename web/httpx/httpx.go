@@ -132,3 +132,40 @@ func RetryAfter(w http.ResponseWriter, wait time.Duration) string {
 	w.Header().Set("Retry-After", secs)
 	return secs
 }
+
+// Download writes v as an indented JSON file the browser saves as name
+// (Content-Disposition: attachment). Like JSON it encodes into memory
+// first, so a value that cannot be encoded is a 500 with an error object,
+// never a truncated file the learner would only find broken when they
+// load it again.
+func Download(w http.ResponseWriter, name string, v any) {
+	body, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		JSON(w, http.StatusInternalServerError, map[string]string{"error": fmt.Sprintf("encode %s: %v", name, err)})
+		return
+	}
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("Content-Disposition", mime.FormatMediaType("attachment", map[string]string{"filename": name}))
+	h.Set("Cache-Control", "no-store")
+	h.Set("Content-Length", strconv.Itoa(len(body)+1))
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write(append(body, '\n'))
+}
+
+// Excerpt cuts s to its first n characters, with "…" when it cut, for a
+// message that quotes what a client sent: a name, a field, a file name.
+// A cut never splits a character, and invalid UTF-8 in what is kept goes.
+func Excerpt(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	i := 0
+	for pos := range s {
+		if i == n {
+			return strings.ToValidUTF8(s[:pos], "") + "…"
+		}
+		i++
+	}
+	return s
+}

@@ -6,9 +6,11 @@ import (
 	"errors"
 	"io"
 	"math"
+	"mime"
 	"net/http"
 	"net/http/httptest"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -169,6 +171,56 @@ func TestRetryAfterRoundsUpToWholeSecondsAndAtLeastOne(t *testing.T) {
 		got := RetryAfter(w, c.wait)
 		if got != c.want || w.Header().Get("Retry-After") != c.want {
 			t.Errorf("RetryAfter(%v) = %q with header %q, want %q for both", c.wait, got, w.Header().Get("Retry-After"), c.want)
+		}
+	}
+}
+
+func TestDownloadIsAnAttachmentNamedAsAsked(t *testing.T) {
+	w := httptest.NewRecorder()
+	Download(w, `my "timeline".json`, map[string]any{"seq": 7})
+	if w.Code != http.StatusOK {
+		t.Errorf("status %d, want 200", w.Code)
+	}
+	_, params, err := mime.ParseMediaType(w.Header().Get("Content-Disposition"))
+	if err != nil || params["filename"] != `my "timeline".json` {
+		t.Errorf("Content-Disposition %q: filename %q (%v)", w.Header().Get("Content-Disposition"), params["filename"], err)
+	}
+	if w.Header().Get("Content-Type") != "application/json" || w.Header().Get("Content-Length") != strconv.Itoa(w.Body.Len()) {
+		t.Errorf("headers %v for a %d-byte body", w.Header(), w.Body.Len())
+	}
+	var back map[string]any
+	if err := json.Unmarshal(w.Body.Bytes(), &back); err != nil || back["seq"] != 7.0 {
+		t.Errorf("body %q decodes to %v (%v)", w.Body.String(), back, err)
+	}
+}
+
+// A value that cannot be encoded is a 500 naming the file, never a
+// truncated file with a 200.
+func TestDownloadThatCannotBeEncodedIsA500(t *testing.T) {
+	w := httptest.NewRecorder()
+	Download(w, "results.json", map[string]float64{"x": math.Inf(1)})
+	if w.Code != http.StatusInternalServerError || w.Header().Get("Content-Disposition") != "" {
+		t.Fatalf("status %d, disposition %q: want a 500 and no attachment", w.Code, w.Header().Get("Content-Disposition"))
+	}
+	if !strings.Contains(w.Body.String(), "encode results.json") {
+		t.Errorf("body %q does not name the file", w.Body.String())
+	}
+}
+
+func TestExcerpt(t *testing.T) {
+	for _, tt := range []struct {
+		in   string
+		n    int
+		want string
+	}{
+		{"short", 10, "short"},
+		{"exactly10!", 10, "exactly10!"},
+		{"a longer name", 8, "a longer…"},
+		{"héllo wörld", 7, "héllo w…"},
+		{"ab\xffcdef", 4, "abc…"},
+	} {
+		if got := Excerpt(tt.in, tt.n); got != tt.want {
+			t.Errorf("Excerpt(%q, %d) = %q, want %q", tt.in, tt.n, got, tt.want)
 		}
 	}
 }

@@ -2,7 +2,6 @@ package instructor
 
 import (
 	"encoding/csv"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"slices"
@@ -10,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/oplab-dev/oplab/web/httpx"
 	"github.com/oplab-dev/oplab/web/session"
 )
 
@@ -75,11 +75,7 @@ func (h *Handler) resultsJSON(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, err.Error(), http.StatusServiceUnavailable)
 		return
 	}
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Content-Disposition", `attachment; filename="`+resultsFile("json")+`"`)
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	_ = enc.Encode(struct {
+	httpx.Download(w, resultsFile("json"), struct {
 		Exported time.Time `json:"exported"`
 		Learners []Result  `json:"learners"`
 	}{time.Now().UTC(), res})

@@ -114,11 +114,7 @@ func (h *Handler) export(w http.ResponseWriter, r *http.Request) {
 		e.Code = h.opts.Code.CodeOf(ns)
 	}
 	name := fmt.Sprintf("oplab-timeline-%s-%s.json", ns, time.Now().UTC().Format("20060102-150405"))
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Content-Disposition", fmt.Sprintf("attachment; filename=%q", name))
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", " ")
-	_ = enc.Encode(e)
+	httpx.Download(w, name, e)
 }
 
 func (h *Handler) replayForm(w http.ResponseWriter, r *http.Request) {
@@ -176,7 +172,7 @@ func (h *Handler) replay(w http.ResponseWriter, r *http.Request) {
 		fail(http.StatusBadRequest, "file: choose an exported timeline (.json) to open: %v", err)
 		return
 	}
-	name := excerpt(part.FileName(), 80)
+	name := httpx.Excerpt(part.FileName(), 80)
 	spool, err := os.CreateTemp("", "oplab-replay-*.json")
 	if err != nil {
 		fail(http.StatusInternalServerError, "keep the upload while it is checked: %v", err)
@@ -599,18 +595,6 @@ func (s scriptSafe) Write(p []byte) (int, error) {
 		return start, err
 	}
 	return len(p), nil
-}
-
-// excerpt returns s cut to at most n runes, marked with "…" when cut.
-func excerpt(s string, n int) string {
-	i := 0
-	for pos := range s {
-		if i == n {
-			return s[:pos] + "…"
-		}
-		i++
-	}
-	return s
 }
 
 // replayJSON copies a checked export from r to w, message by message, with

@@ -114,14 +114,43 @@ func TestBrowserQuizGivesImmediateFeedback(t *testing.T) {
 	eventually(t, ctx, text(`[data-live="score"]`)+"+'/'+"+text(`[data-live="answered"]`), "3/4")
 	eventually(t, ctx, `String(JSON.parse(localStorage.getItem("oplab.quiz")).best)`, "3")
 
-	// Retry the missed one: only it is shown.
+	// A reload shows the answers again, graded again by the server.
+	score := text(`[data-live="score"]`) + "+'/'+" + text(`[data-live="answered"]`)
+	do(t, ctx, chromedp.Reload(), chromedp.WaitVisible(chromedp.CSS("#quiz-live")))
+	eventually(t, ctx, score, "3/4")
+	eventually(t, ctx, text("#q-already-exists .verdict"), "Not quite.")
+	eventually(t, ctx, `String(document.getElementById("q-already-exists-0").checked && document.getElementById("q-already-exists-0").disabled)`, "true")
+	eventually(t, ctx, text("#q-status-subresource .verdict"), "Right.")
+
+	// Retry the missed one: only it is shown, unanswered.
 	do(t, ctx, chromedp.Click(chromedp.CSS(`[data-live="retry"]`)))
 	eventually(t, ctx, `String(document.querySelectorAll("fieldset.question").length)`, "1")
 	eventually(t, ctx, `document.querySelector("fieldset.question").dataset.question`, "already-exists")
+	eventually(t, ctx, `String(document.querySelector(".lead").textContent.trim().startsWith("1 question on"))`, "true")
+	eventually(t, ctx, isHidden("#q-already-exists .feedback"), "true")
+	eventually(t, ctx, `String(document.querySelectorAll("fieldset.question input:checked").length)`, "0")
+	right := eval[string](t, ctx, `(() => { for (const l of document.querySelectorAll("#q-already-exists label")) if (l.textContent.startsWith("Treat it as success")) return l.htmlFor; return ""; })()`)
+	if right == "" {
+		t.Fatal(`no choice reads "Treat it as success"`)
+	}
+	do(t, ctx, chromedp.WaitVisible(chromedp.CSS("#quiz-live")), chromedp.Click(chromedp.CSS(`label[for="`+right+`"]`)))
+	eventually(t, ctx, text("#q-already-exists .verdict"), "Right.")
+
+	// Back on the whole quiz (the nav's link keeps the answers), the
+	// retried answer is the one shown; "Start again" clears the page but
+	// not the best score.
+	do(t, ctx, chromedp.Navigate(srv.URL+"/quiz"), chromedp.WaitVisible(chromedp.CSS("#quiz-live")))
+	eventually(t, ctx, score, "4/4")
+	eventually(t, ctx, text("#q-already-exists .verdict"), "Right.")
+	do(t, ctx, chromedp.Click(chromedp.CSS(`[data-live="restart"]`)))
+	do(t, ctx, chromedp.WaitVisible(chromedp.CSS("#quiz-live")))
+	eventually(t, ctx, `String(document.querySelectorAll("fieldset.question input:checked").length)`, "0")
+	eventually(t, ctx, isHidden("#q-already-exists .feedback"), "true")
+	eventually(t, ctx, isHidden(`[data-live="restart"]`), "true")
 
 	// The home page shows the best score.
 	do(t, ctx, chromedp.Navigate(srv.URL+"/"), chromedp.WaitVisible(chromedp.CSS("#progress")))
-	eventually(t, ctx, text(`[data-stat="quiz"]`), "3")
+	eventually(t, ctx, text(`[data-stat="quiz"]`), "4")
 }
 
 func TestBrowserFlashcardsFlipRateAndRemember(t *testing.T) {

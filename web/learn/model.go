@@ -316,3 +316,11 @@ func scenarioTitle(name string) string {
 	}
 	return name
 }
+
+// RestartURL is this quiz page afresh: the whole quiz, or the same retry.
+func (v quizView) RestartURL() string {
+	if v.Only != "" {
+		return "/quiz?only=" + url.QueryEscape(v.Only)
+	}
+	return "/quiz"
+}

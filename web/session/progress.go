@@ -7,13 +7,13 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"regexp"
 	"slices"
 	"strings"
 	"time"
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/oplab-dev/oplab/lessons"
 	"github.com/oplab-dev/oplab/web/httpx"
 )
 
@@ -56,7 +56,9 @@ const (
 	maxCardsReviewed = 500
 )
 
-var challengeID = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]{0,62})$`)
+// maxChallengeID bounds a reported challenge ID before anything looks it
+// up: the course's are a few words.
+const maxChallengeID = 63
 
 // ProgressError is a report refused: Field names what was wrong, in the
 // JSON's terms ("scenarios[1]", "challenges.drift-repair.done").
@@ -86,7 +88,7 @@ func ValidateName(s string) (string, error) {
 
 // NameAsTyped is a refused display name cut to the longest one allowed,
 // to show it again as typed.
-func NameAsTyped(raw string) string { return excerpt(raw, maxName) }
+func NameAsTyped(raw string) string { return httpx.Excerpt(raw, maxName) }
 
 // report is the body of POST /lab/progress. Name is a pointer so that a
 // report without one keeps the name given earlier (on the join form).
@@ -129,7 +131,7 @@ func parseReport(body []byte, known totals) (report, error) {
 	}
 	for i, s := range rep.Scenarios {
 		if known.scenario == nil || !known.scenario(s) {
-			return report{}, &ProgressError{Field: fmt.Sprintf("scenarios[%d]", i), Message: fmt.Sprintf("unknown scenario %q", excerpt(s, maxFlashValue))}
+			return report{}, &ProgressError{Field: fmt.Sprintf("scenarios[%d]", i), Message: fmt.Sprintf("unknown scenario %q", httpx.Excerpt(s, maxFlashValue))}
 		}
 	}
 	slices.Sort(rep.Scenarios)
@@ -152,8 +154,8 @@ func parseReport(body []byte, known totals) (report, error) {
 }
 
 func checkChallenge(id string, c ChallengeProgress, tasksOf func(string) (int, bool)) error {
-	if !challengeID.MatchString(id) {
-		return &ProgressError{Field: "challenges", Message: fmt.Sprintf("%q is not a challenge ID (lowercase letters, digits and dashes)", excerpt(id, maxFlashValue))}
+	if len(id) > maxChallengeID || !lessons.ValidSlug(id) {
+		return &ProgressError{Field: "challenges", Message: fmt.Sprintf("%q is not a challenge ID (lowercase letters, digits and dashes)", httpx.Excerpt(id, maxFlashValue))}
 	}
 	field := "challenges." + id
 	tasks, ok := 0, false

@@ -102,6 +102,8 @@ func TestProgressRefusesBadReportsNamingTheField(t *testing.T) {
 		{`{"challenges":{"drift-repair":{"done":5,"of":4}}}`, "challenges.drift-repair.done"},
 		{`{"challenges":{"drift-repair":{"done":1,"of":100000}}}`, "challenges.drift-repair.of"},
 		{`{"challenges":{"Drift Repair!":{"done":1,"of":2}}}`, "challenges"},
+		{`{"challenges":{"drift-":{"done":1,"of":2}}}`, "challenges"},
+		{`{"challenges":{"` + strings.Repeat("a", 64) + `":{"done":1,"of":2}}}`, "challenges"},
 		{`{"name":"a\u202eb"}`, "name"},
 		{`{"name":"` + strings.Repeat("é", 41) + `"}`, "name"},
 		{`{"quizBest":1,"grade":"A"}`, "grade"},

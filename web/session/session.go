@@ -33,12 +33,12 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"strings"
 	"sync/atomic"
 	"time"
 
 	"github.com/go-logr/logr"
 
+	"github.com/oplab-dev/oplab/web/httpx"
 	"github.com/oplab-dev/oplab/web/labns"
 )
 
@@ -494,8 +494,8 @@ func (m *Manager) SetFlash(r *http.Request, f Flash) {
 // boundFlash cuts a flash to what a page needs to show: the message and
 // the typed values as excerpts, a few fields.
 func boundFlash(f Flash) Flash {
-	f.Message = excerpt(f.Message, maxFlashMessage)
-	f.Field = excerpt(f.Field, maxFlashValue)
+	f.Message = httpx.Excerpt(f.Message, maxFlashMessage)
+	f.Field = httpx.Excerpt(f.Field, maxFlashValue)
 	if f.Form == nil {
 		return f
 	}
@@ -504,25 +504,10 @@ func boundFlash(f Flash) Flash {
 		if len(form) == maxFlashFields {
 			break
 		}
-		form[excerpt(k, maxFlashValue)] = excerpt(v, maxFlashValue)
+		form[httpx.Excerpt(k, maxFlashValue)] = httpx.Excerpt(v, maxFlashValue)
 	}
 	f.Form = form
 	return f
-}
-
-// excerpt returns s cut to at most n runes, marked with "…" when cut.
-func excerpt(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	i := 0
-	for pos := range s {
-		if i == n {
-			return strings.ToValidUTF8(s[:pos], "") + "…"
-		}
-		i++
-	}
-	return s
 }
 
 // TakeFlash returns and clears the caller's flash, if any.

@@ -110,6 +110,25 @@ function storage(area) {
   };
 }
 
+// KEY names what the pages keep in localStorage, in one place, since pages
+// read each other's (the progress report reads the quiz's and the
+// challenges'). Each holds JSON but the name and the settings, text.
+export const KEY = {
+  name: "oplab.name",             // the learner's display name (store.text)
+  scenarios: "oplab.scenarios",   // [scenario name, ...] seen through in the lab
+  read: "oplab.read",             // [slug, ...] pages read to the end
+  quiz: "oplab.quiz",             // {results: {id: bool}, best: n}
+  cards: "oplab.cards",           // {id: State} as returned by the server (FSRS)
+  cardsSM2: "oplab.cards.sm2",    // the SM-2 states, as they were before conversion
+  reviews: "oplab.reviews",       // [{card, rating, at, recall, interval, due, ...}], newest last
+  challenges: "oplab.challenges", // {ID: {tasks, done, of}} (challenges.js)
+  // A page's own settings, as text:
+  layout: "oplab.layout",         // the lab's layout: "focus" or ""
+  projector: "oplab.projector",   // the lab's projector mode: "1" or ""
+  rosterDetailed: "oplab.roster.detailed", // the roster's density: "1" or "0"
+  goto: "oplab.goto",             // the last "send everyone" this browser followed
+};
+
 // store keeps what outlives the tab (progress, the name, the code);
 // tabStore what belongs to this tab only (whom it follows).
 export const store = storage("localStorage");

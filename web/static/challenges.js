@@ -1,24 +1,23 @@
 // The challenge pages. On /challenges/{id} it keeps the tasks current: it
 // asks the server for their states every 1.5 s and soon after each message
 // of the learner's stream, keeps what is done in localStorage
-// ("oplab.challenges", the format the progress reporter reads:
+// (KEY.challenges, the format the progress reporter reads:
 // {ID: {tasks: {TASKID: "done"}, done: n, of: n, started: ms, details:
 // {TASKID: what its check said when it turned done}, answers: {TASKID: the
 // typed answer that was right}}}) and says
 // aloud, through a live region, when a task turns done. Start posts the form
 // with fetch so the page stays. On /challenges it shows each challenge's
 // progress from localStorage.
-import { store, whileShown } from "./base.js";
+import { KEY, store, whileShown } from "./base.js";
 
 (function () {
-  const KEY = "oplab.challenges";
   const POLL_MS = 1500;
 
   function load() {
-    const v = store.load(KEY, {});
+    const v = store.load(KEY.challenges, {});
     return v && typeof v === "object" && !Array.isArray(v) ? v : {};
   }
-  function save(all) { store.save(KEY, all); }
+  function save(all) { store.save(KEY.challenges, all); }
 
   function listPage() {
     const all = load();

@@ -6,7 +6,7 @@
 // hands this file the classroom state from its own stream and does the
 // following itself; elsewhere this file listens to /ws?classroom=1, which
 // carries only the global messages.
-import { h, store, tabStore, whileShown } from "./base.js";
+import { KEY, h, store, tabStore, whileShown } from "./base.js";
 
 const banner = document.getElementById("classroom-banner");
 const lab = document.getElementById("lab");
@@ -89,8 +89,8 @@ function draw() {
 function go() {
   if (!state || onInstructorPage) return;
   const g = state.goto;
-  if (g && g.href && String(g.id) !== store.text("oplab.goto")) {
-    store.saveText("oplab.goto", String(g.id));
+  if (g && g.href && String(g.id) !== store.text(KEY.goto)) {
+    store.saveText(KEY.goto, String(g.id));
     // An id is the time it was sent: a page opened minutes after is not
     // sent away by it.
     const fresh = Math.abs(Date.now() - g.id) < 2 * 60 * 1000;

@@ -4,19 +4,14 @@
 // report goes with the learner's session and is never shown to other
 // learners. On the lab page it also records the scenarios the learner saw
 // through, and offers the display name field.
-import { store } from "./base.js";
+import { KEY, h, store } from "./base.js";
 
 (() => {
-  const KEY_NAME = "oplab.name";             // the display name, as typed (plain text)
-  const KEY_SCENARIOS = "oplab.scenarios";   // [scenario name, ...] seen through in the lab
-  const KEY_QUIZ = "oplab.quiz";             // {results, best} (learn/record.js)
-  const KEY_REVIEWS = "oplab.reviews";       // [review, ...] (learn/record.js)
-  const KEY_CHALLENGES = "oplab.challenges"; // {ID: {tasks, done, of}} (the challenges' script)
-  const WATCHED = [KEY_NAME, KEY_SCENARIOS, KEY_QUIZ, KEY_REVIEWS, KEY_CHALLENGES];
+  const WATCHED = [KEY.name, KEY.scenarios, KEY.quiz, KEY.reviews, KEY.challenges];
 
   const load = store.load;
-  const loadName = () => store.text(KEY_NAME);
-  const saveName = (name) => store.saveText(KEY_NAME, name);
+  const loadName = () => store.text(KEY.name);
+  const saveName = (name) => store.saveText(KEY.name, name);
 
   const count = (n) => Number.isInteger(n) && n >= 0 ? n : 0;
 
@@ -26,10 +21,10 @@ import { store } from "./base.js";
     const r = {};
     const name = nameOverride !== undefined ? nameOverride : loadName();
     if (name !== null) r.name = name;
-    const sc = load(KEY_SCENARIOS, []);
+    const sc = load(KEY.scenarios, []);
     r.scenarios = Array.isArray(sc) ? sc.filter((s) => typeof s === "string").slice(0, 32) : [];
     r.challenges = {};
-    const ch = load(KEY_CHALLENGES, {});
+    const ch = load(KEY.challenges, {});
     if (ch && typeof ch === "object") {
       for (const [id, c] of Object.entries(ch).slice(0, 64)) {
         if (!/^[a-z0-9][a-z0-9-]{0,62}$/.test(id) || !c) continue;
@@ -37,9 +32,9 @@ import { store } from "./base.js";
         if (of >= 1 && done <= of) r.challenges[id] = { done, of };
       }
     }
-    const quiz = load(KEY_QUIZ, null);
+    const quiz = load(KEY.quiz, null);
     r.quizBest = quiz ? count(quiz.best) : 0;
-    const reviews = load(KEY_REVIEWS, []);
+    const reviews = load(KEY.reviews, []);
     r.cardsReviewed = Array.isArray(reviews) ? reviews.length : count(reviews);
     return r;
   }
@@ -123,11 +118,11 @@ import { store } from "./base.js";
   };
 
   function markScenario(name) {
-    const done = load(KEY_SCENARIOS, []);
+    const done = load(KEY.scenarios, []);
     const list = Array.isArray(done) ? done : [];
     if (list.includes(name)) return;
     list.push(name);
-    store.save(KEY_SCENARIOS, list);
+    store.save(KEY.scenarios, list);
     send(false);
   }
 
@@ -149,14 +144,11 @@ import { store } from "./base.js";
     const lab = document.getElementById("lab");
     const head = lab && lab.dataset.mode === "live" && lab.querySelector(".lab-head");
     if (!head) return;
-    const form = document.createElement("form");
-    form.id = "learner-name";
-    form.className = "learner-name small";
-    form.innerHTML = `<label for="learner-name-input">Your name</label> <span class="muted">(shown to the instructor only)</span>
-      <input id="learner-name-input" name="name" maxlength="40" autocomplete="nickname" size="18">
-      <button type="submit">Save name</button> <span class="learner-name-status" role="status"></span>`;
-    const input = form.querySelector("input");
-    const status = form.querySelector('[role="status"]');
+    const input = h("input", { id: "learner-name-input", name: "name", maxlength: "40", autocomplete: "nickname", size: "18" });
+    const status = h("span", { class: "learner-name-status", role: "status" });
+    const form = h("form", { id: "learner-name", class: "learner-name small" },
+      h("label", { for: "learner-name-input" }, "Your name"), " ", h("span", { class: "muted" }, "(shown to the instructor only)"), " ",
+      input, " ", h("button", { type: "submit" }, "Save name"), " ", status);
     input.value = loadName() || "";
     form.addEventListener("submit", async (e) => {
       e.preventDefault();
@@ -204,7 +196,7 @@ import { store } from "./base.js";
     send(true).then((problem) => {
       // A stored name the server refuses must not block every report.
       if (problem && problem.field === "name") {
-        store.remove(KEY_NAME);
+        store.remove(KEY.name);
         send(true);
       }
     });

@@ -17,7 +17,7 @@
 // Each fetch lists the digests (data-sig) of the rows the page has, and
 // the server sends those rows as stubs, so a poll that changed 60 of 300
 // learners parses and morphs 60 rows, not 300.
-import { store, tabStore } from "./base.js";
+import { KEY, store, tabStore } from "./base.js";
 import { morph, morphChildren } from "./morph.js";
 import { sorts, byName, keyOf, stays } from "./roster-order.js";
 
@@ -134,7 +134,7 @@ const REDRAW = "oplab:roster-redraw";
   function initTools() {
     if (!tools) return;
     tools.hidden = false;
-    setDensity(store.text("oplab.roster.detailed") === "1");
+    setDensity(store.text(KEY.rosterDetailed) === "1");
     const kept = tabStore.load("oplab.roster.view", {});
     if (sortBy && kept.sort && sorts[kept.sort]) sortBy.value = kept.sort;
     if (find && typeof kept.find === "string") find.value = kept.find;
@@ -149,7 +149,7 @@ const REDRAW = "oplab:roster-redraw";
     density.addEventListener("click", () => {
       const detailed = density.getAttribute("aria-pressed") !== "true";
       setDensity(detailed);
-      store.saveText("oplab.roster.detailed", detailed ? "1" : "0");
+      store.saveText(KEY.rosterDetailed, detailed ? "1" : "0");
     });
     sortBy.addEventListener("change", changed);
     let typing;

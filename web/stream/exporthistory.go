@@ -7,6 +7,7 @@ import (
 	"sort"
 
 	"github.com/oplab-dev/oplab/controller"
+	"github.com/oplab-dev/oplab/web/httpx"
 )
 
 // This file carries a namespace's object history (history.go) in an export
@@ -132,7 +133,7 @@ func CheckHistoryObject(o HistoryObject) error {
 		case "":
 			return fmt.Errorf("%s.event: missing", at)
 		default:
-			return fmt.Errorf("%s.event: %q is not create, update or delete", at, excerptText(v.Event, 32))
+			return fmt.Errorf("%s.event: %q is not create, update or delete", at, httpx.Excerpt(v.Event, 32))
 		}
 		switch {
 		case hasObj && hasPatch:
@@ -183,13 +184,6 @@ func checkJSONObject(raw json.RawMessage, kind string) error {
 		}
 	}
 	return nil
-}
-
-func excerptText(s string, n int) string {
-	if r := []rune(s); len(r) > n {
-		return string(r[:n]) + "…"
-	}
-	return s
 }
 
 // ReplayHistory is the history of an export, checked, to travel in as in the

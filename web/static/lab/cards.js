@@ -2,7 +2,8 @@
 // card, a kept snapshot) and sends it in a state message's "html"; this
 // module only puts them on the page, keeping what the learner is in the
 // middle of: a part of a card's forms being edited, an open disclosure.
-import { h, $, $$, localize } from "./dom.js";
+import { h, localize } from "../base.js";
+import { $, $$ } from "./dom.js";
 import { state, olderThanPage } from "./state.js";
 import { selectedDB } from "./countdown.js";
 import { knowObject } from "./timeline.js";

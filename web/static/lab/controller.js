@@ -1,7 +1,8 @@
 // controller.js: the controller's own messages on the timeline (started,
 // stopped, paused, restarted, a control-plane process down) and a scripted
 // demo's narration, with the presenter's keys that move a demo on.
-import { h, $, timeEl } from "./dom.js";
+import { h } from "../base.js";
+import { $, timeEl } from "./dom.js";
 import { state, whose } from "./state.js";
 import { showPaused, showController, drawControllerPill } from "./loop.js";
 import { addRow, knowObject } from "./timeline.js";

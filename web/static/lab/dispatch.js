@@ -1,6 +1,6 @@
 // dispatch.js: each message the player shows goes to the module that
 // draws it, and lights the loop if it is of now.
-import { h } from "./dom.js";
+import { h } from "../base.js";
 import { state, olderThanPage } from "./state.js";
 import { light, notePast } from "./loop.js";
 import { addRow, onEvent, onStart, onStep, reset } from "./timeline.js";

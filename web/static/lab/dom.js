@@ -1,19 +1,15 @@
 // dom.js: the small DOM helpers every lab module shares. Text always goes
 // through textContent (base.js's h), never through innerHTML.
-import { h, localize, clock as clockOf } from "../base.js";
+import { h, clock } from "../base.js";
 
-export { h, localize };
 export const $ = (sel, el) => (el || document).querySelector(sel);
 export const $$ = (sel, el) => Array.from((el || document).querySelectorAll(sel));
 
-// clock is a step's time of day in the learner's zone; "" for none (Go's
-// zero time).
-export function clock(t) {
-  if (!t || t.startsWith("0001-")) return "";
-  return clockOf(new Date(t));
-}
+// timeEl is a step's time of day in the learner's zone, empty for none
+// (Go's zero time).
 export function timeEl(t) {
-  return h("time", { class: "t", datetime: t }, clock(t));
+  const none = !t || t.startsWith("0001-");
+  return h("time", { class: "t", datetime: t }, none ? "" : clock(new Date(t)));
 }
 export function dur(ns) {
   if (!ns) return "";

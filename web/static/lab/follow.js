@@ -3,7 +3,8 @@
 // their own; a presenter's lab reports where its player is. Looking at a
 // learner's lab, the instructor follows nobody.
 import { classroom as everyPage } from "../classroom.js";
-import { h, $, $$, displayed } from "./dom.js";
+import { h } from "../base.js";
+import { $, $$, displayed } from "./dom.js";
 import { state } from "./state.js";
 import { showPaused } from "./loop.js";
 import { reset, refilter, knowObject, forgetObjects } from "./timeline.js";

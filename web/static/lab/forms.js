@@ -1,7 +1,8 @@
 // forms.js: the lab's forms, sent with fetch. Without script each one
 // posts and the server redirects back with its outcome; with it, the
 // answer (JSON) is shown in the flash, and the page stays where it is.
-import { h, $, $$ } from "./dom.js";
+import { h } from "../base.js";
+import { $, $$ } from "./dom.js";
 import { state } from "./state.js";
 import { showPaused, showController, drawControllerPill } from "./loop.js";
 import { settlePart, markScenarioNext } from "./cards.js";

@@ -2,7 +2,7 @@
 // one screen) and projector mode (big type, one screen, for the back of
 // the room). Both are attributes of #lab that lab.css reads, kept in
 // localStorage and overridden by the URL (?layout=focus, ?projector=1).
-import { store } from "../base.js";
+import { KEY, store } from "../base.js";
 import { $ } from "./dom.js";
 import { state } from "./state.js";
 
@@ -15,12 +15,12 @@ export function setupLayout() {
     btn.setAttribute("aria-pressed", String(focus));
   };
   const wanted = new URL(location.href).searchParams.get("layout");
-  let focus = wanted ? wanted === "focus" : store.text("oplab.layout") === "focus";
+  let focus = wanted ? wanted === "focus" : store.text(KEY.layout) === "focus";
   apply(focus);
   btn.addEventListener("click", () => {
     focus = !focus;
     apply(focus);
-    store.saveText("oplab.layout", focus ? "focus" : "");
+    store.saveText(KEY.layout, focus ? "focus" : "");
   });
 }
 
@@ -37,11 +37,11 @@ export function setupProjector() {
     else root.dataset.layout = layoutBtn?.getAttribute("aria-pressed") === "true" ? "focus" : "";
   };
   const wanted = new URL(location.href).searchParams.get("projector");
-  let on = wanted !== null ? wanted === "1" : root.dataset.projector === "true" || store.text("oplab.projector") === "1";
+  let on = wanted !== null ? wanted === "1" : root.dataset.projector === "true" || store.text(KEY.projector) === "1";
   apply(on);
   btn.addEventListener("click", () => {
     on = !on;
     apply(on);
-    store.saveText("oplab.projector", on ? "1" : "");
+    store.saveText(KEY.projector, on ? "1" : "");
   });
 }

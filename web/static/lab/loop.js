@@ -1,6 +1,7 @@
 // loop.js: the loop diagram (its lights and caption), the note while the
 // namespace is paused, and the pill that says what reconciles it.
-import { h, $, $$, dbOf, targetName } from "./dom.js";
+import { h } from "../base.js";
+import { $, $$, dbOf, targetName } from "./dom.js";
 import { state, paused, whose } from "./state.js";
 import { showCountdown } from "./countdown.js";
 

@@ -3,7 +3,8 @@
 // arrives; paused, it waits (the counter says how many); in slow motion
 // or in a replay each step is given time on screen. A follower's player
 // goes where the presenter's is (state.follow.view).
-import { h, $ } from "./dom.js";
+import { h } from "../base.js";
+import { $ } from "./dom.js";
 import { state } from "./state.js";
 import { handle } from "./dispatch.js";
 import { onDatabase } from "./cards.js";

@@ -1,6 +1,7 @@
 // rowtext.js: what a timeline row says. Each function draws one part of a
 // row from the messages it holds; none keeps anything between calls.
-import { h, timeEl, dur, targetName } from "./dom.js";
+import { h } from "../base.js";
+import { timeEl, dur, targetName } from "./dom.js";
 
 export function eventLine(m) {
   return h("li", { class: m.ignored ? "ev ignored" : "ev" },

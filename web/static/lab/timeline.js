@@ -3,7 +3,8 @@
 // grows step by step; finished no-op reconciles fold together. The
 // timeline owns its rows: other modules add or clear them through the
 // functions here.
-import { h, $, $$, timeEl, dur, dbOf } from "./dom.js";
+import { h } from "../base.js";
+import { $, $$, timeEl, dur, dbOf } from "./dom.js";
 import { state } from "./state.js";
 import { noteResult } from "./countdown.js";
 import { eventLine, eventsSummary, triggerLabel, wokeNote, isNoop, resultPill, pitfallPill, stepLine } from "./rowtext.js";

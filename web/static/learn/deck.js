@@ -3,7 +3,8 @@
 // each card's recall (/flashcards/states) and what each rating would do
 // (/flashcards/preview); the deck keeps the states it returns in this
 // browser and shows the due cards one at a time.
-import { KEY_CARDS, KEY_CARDS_SM2, KEY_REVIEWS, load, save, isDue } from "./record.js";
+import { KEY, store } from "../base.js";
+import { isDue } from "./record.js";
 import { postJSON } from "./post.js";
 import { pct, when, relative } from "./format.js";
 
@@ -92,7 +93,7 @@ function fail(what, err) {
 // which are then stored in their FSRS form. The SM-2 states are kept once
 // under their own key, so nothing is lost.
 async function refresh() {
-  const states = load(KEY_CARDS, {});
+  const states = store.load(KEY.cards, {});
   if (Object.keys(states).length === 0) { deck.recall = {}; return; }
   let reply;
   try {
@@ -108,10 +109,10 @@ async function refresh() {
     if (st.converted) converted = true;
   }
   if (converted) {
-    if (load(KEY_CARDS_SM2, null) === null) save(KEY_CARDS_SM2, states);
+    if (store.load(KEY.cardsSM2, null) === null) store.save(KEY.cardsSM2, states);
     const next = {};
     for (const [id, st] of Object.entries(reply.cards)) next[id] = st.state;
-    save(KEY_CARDS, next);
+    store.save(KEY.cards, next);
   }
 }
 
@@ -119,7 +120,7 @@ async function refresh() {
 // longest overdue first, before new cards (in deck order): their
 // predicted recall is falling.
 function dueCards(now) {
-  const states = load(KEY_CARDS, {});
+  const states = store.load(KEY.cards, {});
   const dueAt = (c) => (states[c.id] && states[c.id].due ? Date.parse(states[c.id].due) : Infinity);
   return deck.cards.filter((c) => isDue(states[c.id], now)).sort((a, b) => (dueAt(a) === dueAt(b) ? 0 : dueAt(a) < dueAt(b) ? -1 : 1));
 }
@@ -145,7 +146,7 @@ async function loadPreview(c) {
   const asked = Date.now();
   let reply;
   try {
-    reply = await postJSON("/flashcards/preview", { state: load(KEY_CARDS, {})[c.id] || {}, now: new Date(asked).toISOString() });
+    reply = await postJSON("/flashcards/preview", { state: store.load(KEY.cards, {})[c.id] || {}, now: new Date(asked).toISOString() });
   } catch (err) {
     fail("Could not work out the intervals", err);
     return;
@@ -165,7 +166,7 @@ function showIntervals(options) {
 // recallOf is a reviewed card's predicted recall and due time in words,
 // or null for a new card.
 function recallOf(id, now) {
-  const st = load(KEY_CARDS, {})[id];
+  const st = store.load(KEY.cards, {})[id];
   if (!st || !(id in deck.recall)) return null;
   const due = Date.parse(st.due);
   return { pct: pct(deck.recall[id]), when: due <= now ? "due now" : `due ${relative(due - now)}` };
@@ -207,7 +208,7 @@ function show() {
 
 // scheduleNext says when the next card falls due and wakes the deck then.
 function scheduleNext(now) {
-  const states = load(KEY_CARDS, {});
+  const states = store.load(KEY.cards, {});
   const next = Math.min(...deck.cards.map((c) => (states[c.id] && states[c.id].due ? Date.parse(states[c.id].due) : now)));
   deck.ui.nextDue.textContent = relative(next - now);
   const wait = next - now;
@@ -216,7 +217,7 @@ function scheduleNext(now) {
 
 function showLog() {
   const ui = deck.ui;
-  const log = load(KEY_REVIEWS, []);
+  const log = store.load(KEY.reviews, []);
   ui.log.hidden = log.length === 0;
   ui.logCount.textContent = String(log.length);
   ui.logList.replaceChildren(...log.slice(-20).reverse().map((e) => {
@@ -233,7 +234,7 @@ function showLog() {
 async function rate(rating) {
   if (!deck.current || !deck.flipped || deck.busy) return;
   deck.busy = true;
-  const states = load(KEY_CARDS, {});
+  const states = store.load(KEY.cards, {});
   const reviewed = deck.current;
   // The clock of the preview the buttons show, while it is fresh, so that
   // the card gets exactly the interval its button said.
@@ -253,14 +254,14 @@ async function rate(rating) {
   ui.error.hidden = true;
   deck.preview = null; // made for the state this review replaces
   states[reviewed.id] = reply.state;
-  save(KEY_CARDS, states);
-  const log = load(KEY_REVIEWS, []);
+  store.save(KEY.cards, states);
+  const log = store.load(KEY.reviews, []);
   log.push({
     card: reviewed.id, rating, at: at.toISOString(), recall: reply.recall,
     interval: reply.state.interval, due: reply.state.due,
     stability: reply.state.stability, difficulty: reply.state.difficulty,
   });
-  save(KEY_REVIEWS, log.slice(-MAX_LOG));
+  store.save(KEY.reviews, log.slice(-MAX_LOG));
   const due = Date.parse(reply.state.due);
   // Again is not scheduled by the forgetting curve: the card comes back
   // within the sitting, so no recall is predicted for it.

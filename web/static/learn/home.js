@@ -1,5 +1,6 @@
 // home.js: the home page's progress box, read from what this browser kept.
-import { KEY_QUIZ, load, readSlugs, countDue, forgetAll } from "./record.js";
+import { KEY, store } from "../base.js";
+import { readSlugs, countDue, forgetAll } from "./record.js";
 
 export function initProgress() {
   const box = document.getElementById("progress");
@@ -7,7 +8,7 @@ export function initProgress() {
   const ids = (box.dataset.cards || "").split(" ").filter(Boolean);
   const stat = (name) => box.querySelector(`[data-stat="${name}"]`);
   stat("read").textContent = String(readSlugs().size);
-  const quiz = load(KEY_QUIZ, null);
+  const quiz = store.load(KEY.quiz, null);
   stat("quiz").textContent = quiz ? String(quiz.best || 0) : "–";
   stat("due").textContent = String(countDue(ids, Date.now()));
   box.querySelector('[data-action="reset-progress"]').addEventListener("click", () => {

@@ -1,8 +1,11 @@
 // quiz.js: the quiz, one answer at a time. The server alone knows the
 // correct choices (the page does not carry them): each answer is sent to
 // POST /quiz/answer, which grades it and explains. Without script, the
-// form is graded whole on the server, and that result is recorded too.
-import { recordQuiz } from "./record.js";
+// form is graded whole on the server, and that result is recorded too. The
+// answers picked are kept, so a reload shows them again (graded again by
+// the server) until the learner starts afresh or retries what they missed.
+import { h } from "../base.js";
+import { recordQuiz, pickedAnswers, forgetPicks } from "./record.js";
 import { postJSON } from "./post.js";
 
 // quiz is this page's quiz: the verdicts so far (question → right), the
@@ -12,6 +15,7 @@ const quiz = { answered: {}, checking: new Set(), live: null };
 export function initQuiz() {
   const form = document.getElementById("quiz-form");
   if (!form) return;
+  document.addEventListener("click", startAfresh);
   if (document.getElementById("quiz-result")) { recordGraded(form); return; }
 
   quiz.live = document.getElementById("quiz-live");
@@ -53,6 +57,32 @@ export function initQuiz() {
   form.addEventListener("submit", () => {
     for (const input of form.querySelectorAll("input:disabled")) input.disabled = false;
   });
+  restore(form);
+}
+
+// restore shows again the answers this browser kept, each graded again by
+// the server (the page does not know the answers).
+function restore(form) {
+  const picked = pickedAnswers();
+  for (const fs of form.querySelectorAll("fieldset.question")) {
+    const choices = picked[fs.dataset.question];
+    if (!Array.isArray(choices) || choices.length === 0) continue;
+    const inputs = [...fs.querySelectorAll("input")];
+    for (const input of inputs) input.checked = choices.includes(Number(input.value));
+    check(fs, inputs);
+  }
+}
+
+// startAfresh forgets the kept answers of the questions a link starts
+// again: "Retry the missed" and "Start again" name theirs (?only=), the
+// whole quiz's links all of them. The nav's Quiz link keeps them.
+function startAfresh(e) {
+  const a = e.target instanceof Element && e.target.closest("a.quiz-restart, a[data-live=retry], #quiz-result a");
+  if (!a) return;
+  const url = new URL(a.href, window.location.href);
+  if (url.pathname !== "/quiz") return;
+  const only = url.searchParams.get("only");
+  forgetPicks(only ? only.split(",").map((id) => id.trim()).filter(Boolean) : []);
 }
 
 // check sends one answer to the server and shows its verdict.
@@ -93,12 +123,12 @@ async function check(fs, inputs) {
   if (btn) btn.hidden = true;
   fs.classList.add(ok ? "right" : "wrong");
   v.className = "verdict";
-  v.innerHTML = ok ? '<b class="ok">Right.</b>' : '<b class="error">Not quite.</b>';
+  v.replaceChildren(ok ? h("b", { class: "ok" }, "Right.") : h("b", { class: "error" }, "Not quite."));
   feedback.querySelector(".explanation").textContent = verdict.explanation;
   feedback.hidden = false;
 
   quiz.answered[id] = ok;
-  recordQuiz(id, ok);
+  recordQuiz(id, ok, picked);
   showScore();
 }
 
@@ -112,6 +142,7 @@ function showScore() {
   retry.hidden = missed.length === 0;
   retry.href = "/quiz?only=" + encodeURIComponent(missed.join(","));
   retry.textContent = `Retry the ${missed.length} missed`;
+  live.querySelector('[data-live="restart"]').hidden = ids.length === 0;
 }
 
 // recordGraded keeps a server-graded result, so a quiz taken without the

@@ -1,29 +1,20 @@
 // record.js: what the course pages keep in this browser, through base.js's
-// store (which falls back to memory when storage is refused). Each key
-// holds JSON; the lab's progress.js reads some of them for the roster.
-import { store } from "../base.js";
-
-export const KEY_READ = "oplab.read"; // [slug, ...] pages read to the end
-export const KEY_QUIZ = "oplab.quiz"; // {results: {id: bool}, best: n}
-export const KEY_CARDS = "oplab.cards"; // {id: State} as returned by the server (FSRS)
-export const KEY_CARDS_SM2 = "oplab.cards.sm2"; // the SM-2 states, as they were before conversion
-export const KEY_REVIEWS = "oplab.reviews"; // [{card, rating, at, recall, interval, due, ...}], newest last
-
-export const load = store.load;
-export const save = store.save;
+// store (which falls back to memory when storage is refused) under its
+// KEYs; the lab's progress.js reads some of them for the roster.
+import { KEY, store } from "../base.js";
 
 // forgetAll removes everything the course pages keep.
 export function forgetAll() {
-  for (const k of [KEY_READ, KEY_QUIZ, KEY_CARDS, KEY_CARDS_SM2, KEY_REVIEWS]) store.remove(k);
+  for (const k of [KEY.read, KEY.quiz, KEY.cards, KEY.cardsSM2, KEY.reviews]) store.remove(k);
 }
 
-export function readSlugs() { return new Set(load(KEY_READ, [])); }
+export function readSlugs() { return new Set(store.load(KEY.read, [])); }
 
 export function markRead(slug) {
   const read = readSlugs();
   if (read.has(slug)) return;
   read.add(slug);
-  save(KEY_READ, [...read]);
+  store.save(KEY.read, [...read]);
   showReadMarks();
 }
 
@@ -46,14 +37,35 @@ export function isDue(state, now) {
 }
 
 export function countDue(ids, now) {
-  const states = load(KEY_CARDS, {});
+  const states = store.load(KEY.cards, {});
   return ids.filter((id) => isDue(states[id], now)).length;
 }
 
-export function recordQuiz(id, correct) {
-  const q = load(KEY_QUIZ, { results: {}, best: 0 });
+// recordQuiz keeps an answer's verdict, the best score, and the choices
+// picked, so the quiz shows the learner's answers again after a reload.
+export function recordQuiz(id, correct, picked) {
+  const q = store.load(KEY.quiz, { results: {}, best: 0 });
   q.results[id] = correct;
+  if (picked) q.picked = { ...q.picked, [id]: picked };
   const score = Object.values(q.results).filter(Boolean).length;
   q.best = Math.max(q.best || 0, score);
-  save(KEY_QUIZ, q);
+  store.save(KEY.quiz, q);
+}
+
+// pickedAnswers is {question: [choice, ...]}: the answers the quiz shows
+// again, as picked since the learner last started afresh.
+export function pickedAnswers() {
+  const q = store.load(KEY.quiz, null);
+  return q && q.picked && typeof q.picked === "object" ? q.picked : {};
+}
+
+// forgetPicks starts questions afresh (all of them when ids is empty): their
+// answers are not shown again. The verdicts and the best score stay, for
+// the home page and the roster.
+export function forgetPicks(ids) {
+  const q = store.load(KEY.quiz, null);
+  if (!q || !q.picked) return;
+  if (ids.length === 0) delete q.picked;
+  else for (const id of ids) delete q.picked[id];
+  store.save(KEY.quiz, q);
 }
