@@ -13,7 +13,6 @@ package judge
 import (
 	"context"
 	"fmt"
-	"sort"
 	"sync"
 	"time"
 
@@ -124,16 +123,4 @@ func LookupPrepare(name string) (Prepare, bool) {
 	defer registry.RUnlock()
 	p, ok := registry.prepares[name]
 	return p, ok
-}
-
-// CheckNames lists the registered checks, sorted (for error messages and tests).
-func CheckNames() []string {
-	registry.RLock()
-	defer registry.RUnlock()
-	names := make([]string, 0, len(registry.checks))
-	for n := range registry.checks {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	return names
 }

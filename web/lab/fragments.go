@@ -48,21 +48,6 @@ func renderString(c templ.Component) (string, error) {
 	return b.String(), nil
 }
 
-// ReplayFragments renders every state of e again as the replay shows it
-// (see ReplayMessage).
-func ReplayFragments(e stream.Export) (stream.Export, error) {
-	out := e
-	out.Messages = make([]json.RawMessage, len(e.Messages))
-	for i, raw := range e.Messages {
-		m, err := ReplayMessage(raw)
-		if err != nil {
-			return e, fmt.Errorf("messages[%d]%w", i, err)
-		}
-		out.Messages[i] = m
-	}
-	return out, nil
-}
-
 // ReplayMessage renders one encoded message's state again as the replay
 // shows it: read-only cards, without forms. An export written before states
 // carried their HTML replays the same way. The message is decoded strictly

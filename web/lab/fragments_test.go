@@ -56,7 +56,8 @@ func TestFragmentIsThePageCard(t *testing.T) {
 	}
 }
 
-func TestReplayFragmentsAreReadOnly(t *testing.T) {
+// A replayed state is drawn again by this package's renderer, read-only.
+func TestReplayMessageIsReadOnly(t *testing.T) {
 	view, _ := json.Marshal(shopView()) // an export without html, as older ones are
 	snap, _ := json.Marshal(state.Snapshot{Name: "shop-final-snapshot", Database: "shop", Generation: 2})
 	now := time.Now()
@@ -87,28 +88,32 @@ func TestReplayFragmentsAreReadOnly(t *testing.T) {
 		return m
 	}
 
-	out, err := ReplayFragments(e)
-	if err != nil {
-		t.Fatal(err)
+	var out []json.RawMessage
+	for _, raw := range e.Messages {
+		m, err := ReplayMessage(raw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, m)
 	}
 	var d state.PublishedDatabase
-	if err := json.Unmarshal(decode(out.Messages[0]).State, &d); err != nil {
+	if err := json.Unmarshal(decode(out[0]).State, &d); err != nil {
 		t.Fatal(err)
 	}
 	if d.Name != "shop" || !strings.Contains(d.HTML, `id="db-shop"`) || strings.Contains(d.HTML, "<form") {
 		t.Errorf("replayed card: name %q, html %s; want the card without forms", d.Name, d.HTML)
 	}
 	var s state.PublishedSnapshot
-	if err := json.Unmarshal(decode(out.Messages[1]).State, &s); err != nil || !strings.Contains(s.HTML, `id="snap-shop-final-snapshot"`) {
+	if err := json.Unmarshal(decode(out[1]).State, &s); err != nil || !strings.Contains(s.HTML, `id="snap-shop-final-snapshot"`) {
 		t.Errorf("replayed snapshot: %v %s", err, s.HTML)
 	}
-	if st := decode(out.Messages[2]).State; st != nil {
+	if st := decode(out[2]).State; st != nil {
 		t.Errorf("a deletion gained a state: %s", st)
 	}
 
 	msgs[0].State = json.RawMessage(`{"replicas": "three"}`)
-	if _, err := ReplayFragments(encode()); err == nil || !strings.Contains(err.Error(), "messages[0] (seq 1)") {
-		t.Errorf("a broken Database state: err = %v; want it named by index and seq", err)
+	if _, err := ReplayMessage(encode().Messages[0]); err == nil || !strings.HasPrefix(err.Error(), " (seq 1): ") {
+		t.Errorf("a broken Database state: err = %v; want it to begin with its seq, for the caller to place", err)
 	}
 }
 

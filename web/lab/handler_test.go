@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"mime"
 	"mime/multipart"
 	"net/http"
 	"net/http/httptest"
@@ -479,7 +480,8 @@ func upload(t *testing.T, h *harness, name string, body []byte) *httptest.Respon
 func TestExportAndReplay(t *testing.T) {
 	h := newHarness(t)
 	w := h.get("/lab/export")
-	if w.Code != 200 || !strings.HasPrefix(w.Header().Get("Content-Disposition"), `attachment; filename="oplab-timeline-`+h.ns) {
+	disposition, params, _ := mime.ParseMediaType(w.Header().Get("Content-Disposition"))
+	if w.Code != 200 || disposition != "attachment" || !strings.HasPrefix(params["filename"], "oplab-timeline-"+h.ns) {
 		t.Fatalf("export = %d %v", w.Code, w.Header())
 	}
 	exported, _ := io.ReadAll(w.Body)

@@ -296,18 +296,6 @@ func newCardsView(o outline, cards []quiz.Card) cardsView {
 	return v
 }
 
-// missedIDs is the graded quiz's missed questions, space-separated, so the
-// page's script can record them.
-func missedIDs(v quizView) string {
-	var ids []string
-	for _, q := range v.Items {
-		if q.State != "right" {
-			ids = append(ids, q.ID)
-		}
-	}
-	return strings.Join(ids, " ")
-}
-
 // scenarioTitle is the lab's title of scenario name, or the name itself for
 // an unknown one (web's tests check every demo names a real scenario).
 func scenarioTitle(name string) string {

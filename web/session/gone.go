@@ -40,10 +40,6 @@ import (
 // outside oplab and made again.
 const GoneMessage = "Your lab namespace was deleted outside oplab (kubectl delete namespace, or an administrator); a new, empty one with the same name was made. Its Databases are gone; download your kubeconfig again, the old one no longer works."
 
-// GoneEndedMessage is what a learner's next page says when the namespace
-// could not be made again and their session ended.
-const GoneEndedMessage = "Your lab namespace was deleted outside oplab and could not be made again, so your session ended; this page started a new one."
-
 // finalizerGrace is how long a deleted namespace may stay Terminating
 // before the Guard removes the finalizers left in it: long enough for the
 // controller to finalize Databases (a final snapshot takes well under a

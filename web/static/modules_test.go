@@ -2,7 +2,9 @@ package static
 
 import (
 	"io/fs"
+	"os"
 	"path"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -126,6 +128,64 @@ func TestDataAttributesWrittenAreRead(t *testing.T) {
 				t.Errorf("%s writes %s, which no stylesheet and no other script reads: state kept for the tests? Let them read what the page shows", name, attr)
 			}
 		}
+	}
+}
+
+var (
+	// serverData matches a data attribute a template writes.
+	serverData = regexp.MustCompile(`\bdata-([a-z][a-z0-9-]*)=`)
+	// datasetHolder matches a variable given an element's dataset.
+	datasetHolder = regexp.MustCompile(`\b(\w+)\s*=\s*[\w.]+\.dataset\b\s*[;,\n]`)
+)
+
+// Every data attribute the server's templates write is read by a script or
+// a stylesheet: one no page reads is state kept for the tests (who should
+// read what the page shows) or left over.
+func TestDataAttributesTheServerWritesAreRead(t *testing.T) {
+	var readers strings.Builder
+	for _, pattern := range []string{"*.css", "*.js", "lab/*.js", "learn/*.js"} {
+		names, _ := fs.Glob(FS, pattern)
+		for _, n := range names {
+			src := read(t, n)
+			readers.WriteString(src)
+			readers.WriteString(code(src)) // a property read, outside strings
+		}
+	}
+	all := readers.String()
+	// A script reads a field as el.dataset.field, or through a variable
+	// holding a dataset (const d = row.dataset; d.field).
+	holders := []string{"dataset"}
+	for _, m := range datasetHolder.FindAllStringSubmatch(all, -1) {
+		holders = append(holders, regexp.QuoteMeta(m[1]))
+	}
+	fieldRead := func(field string) bool {
+		return regexp.MustCompile(`\b(?:` + strings.Join(holders, "|") + `)\.` + field + `\b`).MatchString(all)
+	}
+	templates, err := filepath.Glob(filepath.Join("..", "*", "*.templ"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	more, _ := filepath.Glob(filepath.Join("..", "*", "*", "*.templ"))
+	templates = append(templates, more...)
+	if len(templates) < 10 {
+		t.Fatalf("found only %v", templates)
+	}
+	checked := 0
+	for _, f := range templates {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range serverData.FindAllStringSubmatch(string(b), -1) {
+			checked++
+			field := regexp.MustCompile(`-(\w)`).ReplaceAllStringFunc(m[1], func(s string) string { return strings.ToUpper(s[1:]) })
+			if !strings.Contains(all, "data-"+m[1]) && !fieldRead(field) {
+				t.Errorf("%s writes data-%s, which no script or stylesheet reads", f, m[1])
+			}
+		}
+	}
+	if checked < 20 {
+		t.Errorf("checked only %d data attributes", checked)
 	}
 }
 
