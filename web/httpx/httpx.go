@@ -133,24 +133,31 @@ func RetryAfter(w http.ResponseWriter, wait time.Duration) string {
 	return secs
 }
 
-// Download writes v as an indented JSON file the browser saves as name
-// (Content-Disposition: attachment). Like JSON it encodes into memory
-// first, so a value that cannot be encoded is a 500 with an error object,
-// never a truncated file the learner would only find broken when they
-// load it again.
+// Download writes v as an indented JSON file the browser saves as name.
+// Like JSON it encodes into memory first, so a value that cannot be
+// encoded is a 500 with an error object, never a truncated file the
+// learner would only find broken when they load it again.
 func Download(w http.ResponseWriter, name string, v any) {
 	body, err := json.MarshalIndent(v, "", "  ")
 	if err != nil {
 		JSON(w, http.StatusInternalServerError, map[string]string{"error": fmt.Sprintf("encode %s: %v", name, err)})
 		return
 	}
+	Attachment(w, name, "application/json", append(body, '\n'))
+}
+
+// Attachment writes body as a file the browser saves as name
+// (Content-Disposition: attachment), of contentType. No cache keeps it:
+// every file oplab hands out is of this moment, and some hold a
+// credential (a learner's kubeconfig).
+func Attachment(w http.ResponseWriter, name, contentType string, body []byte) {
 	h := w.Header()
-	h.Set("Content-Type", "application/json")
+	h.Set("Content-Type", contentType)
 	h.Set("Content-Disposition", mime.FormatMediaType("attachment", map[string]string{"filename": name}))
 	h.Set("Cache-Control", "no-store")
-	h.Set("Content-Length", strconv.Itoa(len(body)+1))
+	h.Set("Content-Length", strconv.Itoa(len(body)))
 	w.WriteHeader(http.StatusOK)
-	_, _ = w.Write(append(body, '\n'))
+	_, _ = w.Write(body)
 }
 
 // Excerpt cuts s to its first n characters, with "…" when it cut, for a

@@ -1,6 +1,7 @@
 package instructor
 
 import (
+	"bytes"
 	"encoding/csv"
 	"fmt"
 	"net/http"
@@ -89,9 +90,8 @@ func (h *Handler) resultsCSV(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, err.Error(), http.StatusServiceUnavailable)
 		return
 	}
-	w.Header().Set("Content-Type", "text/csv; charset=utf-8")
-	w.Header().Set("Content-Disposition", `attachment; filename="`+resultsFile("csv")+`"`)
-	cw := csv.NewWriter(w)
+	var b bytes.Buffer
+	cw := csv.NewWriter(&b)
 	_ = cw.Write([]string{"name", "namespace", "reported", "scenarios done", "challenges complete", "challenges in course",
 		"challenge tasks", "quiz best", "quiz questions", "cards reviewed", "started", "last seen"})
 	for _, x := range res {
@@ -107,6 +107,7 @@ func (h *Handler) resultsCSV(w http.ResponseWriter, r *http.Request) {
 		})
 	}
 	cw.Flush()
+	httpx.Attachment(w, resultsFile("csv"), "text/csv; charset=utf-8", b.Bytes())
 }
 
 // cell keeps a learner's own words from being read as a formula by the

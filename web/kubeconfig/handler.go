@@ -10,6 +10,7 @@ import (
 	"github.com/go-logr/logr"
 
 	"github.com/oplab-dev/oplab/controller/permission"
+	"github.com/oplab-dev/oplab/web/httpx"
 	"github.com/oplab-dev/oplab/web/session"
 )
 
@@ -71,10 +72,7 @@ func (h Handler) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	h.Logger.Info("Issued a learner kubeconfig", "namespace", a.Namespace, "expires", creds.Expires)
-	// It holds a credential: no cache may keep it.
-	w.Header().Set("Cache-Control", "no-store")
-	w.Header().Set("Content-Type", "application/yaml")
+	// It holds a credential: no cache may keep it (Attachment sees to it).
 	w.Header().Set("X-Content-Type-Options", "nosniff")
-	w.Header().Set("Content-Disposition", fmt.Sprintf("attachment; filename=%q", FileName(a.Namespace)))
-	_, _ = w.Write(creds.Kubeconfig)
+	httpx.Attachment(w, FileName(a.Namespace), "application/yaml", creds.Kubeconfig)
 }
