@@ -24,7 +24,7 @@ func dbURL(name, rest string) templ.SafeURL {
 }
 
 func labFrame(title string) layout.Page {
-	return layout.Page{Title: title, Active: "lab", Styles: []string{"/static/lab.css", "/static/travel.css"}, Modules: []string{"/static/travel.js", "/static/lab/main.js"}}
+	return layout.Page{Title: title, Active: "lab", Styles: []string{"/static/lab.css", "/static/travel.css"}, Modules: []string{"/static/lab/main.js"}}
 }
 
 // LabPage is /lab.

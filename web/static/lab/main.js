@@ -21,6 +21,7 @@
 //   follow.js     the classroom: following the presenter, or being followed
 //   replay.js     /lab/replay
 //   layout.js     the focused layout and projector mode
+//   travel.js     time travel: the objects as they were at a row
 import { $, $$ } from "./dom.js";
 import { state } from "./state.js";
 import { setupJump, refilter } from "./timeline.js";
@@ -34,12 +35,14 @@ import { placeNote, setupClassroom, tellView } from "./follow.js";
 import { connect } from "./stream.js";
 import { setupReplay } from "./replay.js";
 import { setupLayout, setupProjector } from "./layout.js";
+import { setupTravel } from "./travel.js";
 
 function start() {
   const root = state.root;
   if (!root || state.mode === "upload") return;
   placeNote();
   setupJump();
+  setupTravel();
   setupReveal();
   setupDemoKeys();
   $("#filter")?.addEventListener("change", () => {

@@ -7,10 +7,12 @@
 // /lab/replay/history from the uploaded file's history); this file only
 // asks and draws, every object's text as text. The lab (lab/timeline.js)
 // puts the seq of each row's last step on the row (data-seq); nothing else
-// here depends on the lab's modules.
-import { h } from "./base.js";
+// here depends on the lab's other modules.
+import { h } from "../base.js";
 
-(function () {
+// setupTravel opens time travel on a learner's own live lab or a replay
+// whose file carries its history; elsewhere it does nothing.
+export function setupTravel() {
   const root = document.getElementById("lab");
   const rowsEl = document.getElementById("rows");
   // A learner's own live lab, or a replay whose file carries its history
@@ -228,4 +230,4 @@ import { h } from "./base.js";
     setPicking(!picking);
     if (!picking) load();
   });
-})();
+}
