@@ -191,12 +191,13 @@ func TestScenarioFirstReconcile(t *testing.T) {
 		steps[first].Trigger != controller.TriggerEvent {
 		t.Fatalf("no create event before the first reconcile, or it was not triggered by it:%s", describeTrace(steps))
 	}
-	// One reconcile: fetch, then the three children created, then status
-	// written once with observedGeneration 1, Progressing.
+	// One reconcile: fetch, the finalizer added, then the three children
+	// created, then status written once with observedGeneration 1,
+	// Progressing.
 	id := steps[first].ReconcileID
 	var kinds []string
 	var statuses []controller.Step
-	fetched := false
+	fetched, finalizer := false, false
 	for _, s := range steps {
 		if s.ReconcileID != id {
 			continue
@@ -204,9 +205,11 @@ func TestScenarioFirstReconcile(t *testing.T) {
 		switch {
 		case s.Type == controller.StepFetch:
 			fetched = true
+		case s.Type == controller.StepFinalizer && s.Phase == "added":
+			finalizer = fetched
 		case s.Type == controller.StepAction && s.Action == "create" && s.Outcome == controller.OutcomeCreated:
-			if !fetched {
-				t.Errorf("created %s before fetching the Database", s.Target.Kind)
+			if !fetched || !finalizer {
+				t.Errorf("created %s before fetching the Database and adding the finalizer", s.Target.Kind)
 			}
 			kinds = append(kinds, s.Target.Kind)
 		case s.Type == controller.StepStatus && !s.Skipped:

@@ -75,7 +75,7 @@ var Scenarios = []Scenario{
 		Intro: "Create a Database and watch the controller turn one object into a Secret, a Service and a StatefulSet.",
 		Setup: "Create Database first",
 		Watch: []string{
-			"The create event arrives at watch and queues one request; its reconcile fetches first and finds the Secret, the Service and the StatefulSet missing.",
+			"The create event arrives at watch and queues one request; its reconcile fetches first, adds the finalizer db.oplab.dev/final-snapshot (so a delete will wait for the final snapshot), and finds the Secret, the Service and the StatefulSet missing.",
 			"That one reconcile creates all three children, then writes status once: Progressing, with observedGeneration 1.",
 			"The StatefulSet's Pods becoming ready are events too: a later reconcile sees them and writes Ready=True.",
 		},
@@ -88,7 +88,7 @@ var Scenarios = []Scenario{
 		Intro: "A Service named like the Database exists before the Database does, as if another actor or an earlier run had made it. Watch the controller take it as convergence, not as an error.",
 		Setup: "Make Service taken, then Database taken",
 		Watch: []string{
-			"The setup made a Service called taken, with the wrong port, the wrong selector and no owner, before the Database.",
+			"The setup makes a Service called taken, with the wrong port, the wrong selector and no owner, before the Database.",
 			"The first reconcile does not find that Service among its own children and calls Create: the API server answers AlreadyExists.",
 			"The controller reads the Service, adopts it and corrects its port and selector (patch → Updated), and carries on to Ready=True with no error row.",
 		},
@@ -104,7 +104,7 @@ var Scenarios = []Scenario{
 	},
 	{
 		Name: "finalizer", Title: "A finalizer at work",
-		Intro: "A Ready Database is prepared for you. Delete it and watch the finalizer hold it while the controller cleans up.",
+		Intro: "Set up a Ready Database with the button below, then delete it and watch the finalizer hold it while the controller cleans up.",
 		Setup: "Prepare a Ready Database",
 		Next:  []NextAction{deleteNext("doomed")},
 		Watch: []string{
@@ -136,7 +136,7 @@ var Scenarios = []Scenario{
 	},
 	{
 		Name: "stuck-finalizer", Title: "A stuck finalizer",
-		Intro: "The controller is paused for your namespace after a Database got its finalizer. Delete the Database and see what happens when no one is there to finish the job. Other learners' Databases are still reconciled.",
+		Intro: "The setup creates a Database, waits for its finalizer, then pauses the controller for your namespace. Delete the Database and see what happens when no one is there to finish the job. Other learners' Databases are still reconciled.",
 		Setup: "Create Database stuck, then pause the controller here",
 		Next: []NextAction{
 			deleteNext("stuck"),

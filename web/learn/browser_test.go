@@ -223,6 +223,7 @@ func TestBrowserFlashcardsFlipRateAndRemember(t *testing.T) {
 	eventually(t, ctx, text("#last-review"), fmt.Sprintf("“%s”: Again. It comes back in 1 minute, in this sitting, to be relearned.", bank.Cards[1].Front))
 	eventually(t, ctx, fmt.Sprintf(`String(JSON.parse(localStorage.getItem("oplab.cards"))[%q].interval)`, bank.Cards[1].ID), "0")
 	eventually(t, ctx, text("#due-count"), fmt.Sprint(len(bank.Cards)-2))
+	eventually(t, ctx, text(fmt.Sprintf(`[data-recall-for=%q]`, bank.Cards[1].ID)), "Being relearned · due in 1 minute")
 
 	// A reviewed card's buttons come from its own state: the card rated
 	// Good two days ago, seen again now, is offered longer intervals, and
@@ -258,6 +259,8 @@ func TestBrowserFlashcardsFlipRateAndRemember(t *testing.T) {
 	eventually(t, ctx, text("#card-front"), bank.Cards[2].Front)
 	do(t, ctx, chromedp.Navigate(srv.URL+"/"), chromedp.WaitVisible(chromedp.CSS("#progress")))
 	eventually(t, ctx, text(`[data-stat="due"]`), fmt.Sprint(len(bank.Cards)-2))
+	// Of the cards due, those never reviewed are named as new.
+	eventually(t, ctx, text(`[data-stat="new"]`), fmt.Sprintf("(%d new)", len(bank.Cards)-2))
 }
 
 // A browser that reviewed cards under SM-2 keeps its progress: the stored

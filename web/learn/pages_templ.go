@@ -168,7 +168,7 @@ func homePage(v homeView) templ.Component {
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 11, "</dd></div></dl><p class=\"muted small\">Progress is kept in this browser only. <button type=\"button\" class=\"linkish\" data-action=\"reset-progress\">Reset it</button></p></section><section aria-labelledby=\"outline-h\"><h2 id=\"outline-h\">Course outline</h2><ol class=\"outline\">")
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 11, "<span data-stat=\"new\"></span></dd></div></dl><p class=\"muted small\">Progress is kept in this browser only. <button type=\"button\" class=\"linkish\" data-action=\"reset-progress\">Reset it</button></p></section><section aria-labelledby=\"outline-h\"><h2 id=\"outline-h\">Course outline</h2><ol class=\"outline\">")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}

@@ -164,12 +164,16 @@ function showIntervals(options) {
 }
 
 // recallOf is a reviewed card's predicted recall and due time in words,
-// or null for a new card.
+// or null for a new card. A card just rated Again (no interval: it comes
+// back within the sitting) has no recall worth quoting: the model's is
+// 100% the moment after any review, which would read oddly beside Again.
 function recallOf(id, now) {
   const st = store.load(KEY.cards, {})[id];
   if (!st || !(id in deck.recall)) return null;
   const due = Date.parse(st.due);
-  return { pct: pct(deck.recall[id]), when: due <= now ? "due now" : `due ${relative(due - now)}` };
+  const when = due <= now ? "due now" : `due ${relative(due - now)}`;
+  if (!st.interval) return { relearning: true, when };
+  return { pct: pct(deck.recall[id]), when };
 }
 
 // show draws the deck: the due count, each listed card's recall, and the
@@ -188,7 +192,7 @@ function show() {
     const p = li.querySelector("[data-recall-for]");
     const r = recallOf(c.id, now);
     p.hidden = !r;
-    if (r) p.textContent = `Recall now ${r.pct} · ${r.when}`;
+    if (r) p.textContent = r.relearning ? `Being relearned · ${r.when}` : `Recall now ${r.pct} · ${r.when}`;
   }
   const current = due[0] || null;
   deck.current = current;
@@ -199,7 +203,8 @@ function show() {
   ui.front.textContent = current.front;
   ui.back.textContent = current.back;
   const r = recallOf(current.id, now);
-  ui.recall.textContent = r ? `Predicted recall now: ${r.pct} (${r.when}).` : "New card: not reviewed yet.";
+  ui.recall.textContent = !r ? "New card: not reviewed yet."
+    : r.relearning ? "Being relearned: you rated it Again in this sitting." : `Predicted recall now: ${r.pct} (${r.when}).`;
   const a = ui.lesson.querySelector("a");
   a.href = current.lessonURL;
   a.textContent = current.lessonTitle;

@@ -11,6 +11,11 @@ export function initProgress() {
   const quiz = store.load(KEY.quiz, null);
   stat("quiz").textContent = quiz ? String(quiz.best || 0) : "–";
   stat("due").textContent = String(countDue(ids, Date.now()));
+  // A card never reviewed counts as due; say how many of them are new, so
+  // a first visit does not read as a backlog.
+  const states = store.load(KEY.cards, {});
+  const fresh = ids.filter((id) => !states[id]).length;
+  stat("new").textContent = fresh > 0 ? ` (${fresh} new)` : "";
   box.querySelector('[data-action="reset-progress"]').addEventListener("click", () => {
     if (!window.confirm("Forget all progress kept in this browser?")) return;
     forgetAll();
