@@ -1,6 +1,7 @@
 package lessons
 
 import (
+	"bytes"
 	"slices"
 	"strings"
 	"testing"
@@ -290,5 +291,24 @@ func TestPlural(t *testing.T) {
 		if got := Plural(n, "question"); got != want {
 			t.Errorf("Plural(%d) = %q, want %q", n, got, want)
 		}
+	}
+}
+
+// Markdown is how lessons and challenges alike are read: every heading
+// gets its anchor, tables render, and raw HTML in the source is dropped.
+func TestMarkdownAnchorsTablesAndNoRawHTML(t *testing.T) {
+	var buf bytes.Buffer
+	src := "## Owners versus finalizers\n\n| a | b |\n|---|---|\n| 1 | 2 |\n\n<script>alert(1)</script>\n"
+	if err := Markdown().Convert([]byte(src), &buf); err != nil {
+		t.Fatal(err)
+	}
+	out := buf.String()
+	for _, want := range []string{`<h2 id="owners-versus-finalizers">`, "<table>", "<td>1</td>"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("rendered %q lacks %s", out, want)
+		}
+	}
+	if strings.Contains(out, "<script") {
+		t.Errorf("raw HTML kept: %s", out)
 	}
 }

@@ -27,13 +27,22 @@ type markdown struct {
 	gm goldmark.Markdown
 }
 
-// newMarkdown builds the renderer. Auto heading IDs give every section a
-// stable #anchor that quiz questions and other lessons link to; raw HTML
-// stays disabled because nothing in the course needs it.
-func newMarkdown(regions map[string]Region) *markdown {
-	gm := goldmark.New(
+// Markdown is how the course's markdown is read, lessons and challenges
+// alike: tables, strikethrough, and a stable #anchor on every heading that
+// quiz questions and other pages link to. Raw HTML stays disabled
+// (goldmark's default) because nothing in the course needs it.
+func Markdown(more ...goldmark.Option) goldmark.Markdown {
+	return goldmark.New(append([]goldmark.Option{
 		goldmark.WithExtensions(extension.Table, extension.Strikethrough),
-		goldmark.WithParserOptions(parser.WithAutoHeadingID(), parser.WithASTTransformers(util.Prioritized(claimTransformer{}, 100))),
+		goldmark.WithParserOptions(parser.WithAutoHeadingID()),
+	}, more...)...)
+}
+
+// newMarkdown builds the lessons' renderer: Markdown, with the directives
+// and the claims.
+func newMarkdown(regions map[string]Region) *markdown {
+	gm := Markdown(
+		goldmark.WithParserOptions(parser.WithASTTransformers(util.Prioritized(claimTransformer{}, 100))),
 		goldmark.WithRendererOptions(
 			renderer.WithNodeRenderers(util.Prioritized(&directiveRenderer{regions: regions}, 100), util.Prioritized(claimRenderer{}, 100)),
 		),

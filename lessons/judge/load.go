@@ -10,8 +10,6 @@ import (
 	"strings"
 
 	"github.com/yuin/goldmark"
-	"github.com/yuin/goldmark/extension"
-	"github.com/yuin/goldmark/parser"
 
 	"github.com/oplab-dev/oplab/lessons"
 	"github.com/oplab-dev/oplab/lessons/content/challenges"
@@ -148,9 +146,9 @@ func (s *Set) ForLesson(slug string) []*Challenge {
 // Load reads every .md file at the root of files and validates it: the
 // checks and prepare it names are registered, the questions it names are
 // in questions, every `after` names a task of the same challenge that does
-// not depend on it, and its lesson section exists (asked of lessons).
+// not depend on it, and its lesson section exists (asked of course).
 // Every defect is reported, each naming its file and field.
-func Load(files fs.FS, lessons Resolver, questions []quiz.Question) (*Set, error) {
+func Load(files fs.FS, course Resolver, questions []quiz.Question) (*Set, error) {
 	names, err := fs.Glob(files, "*.md")
 	if err != nil {
 		return nil, fmt.Errorf("list challenges: %w", err)
@@ -158,11 +156,11 @@ func Load(files fs.FS, lessons Resolver, questions []quiz.Question) (*Set, error
 	if len(names) == 0 {
 		return nil, errors.New("no challenges: the folder holds no .md files")
 	}
-	md := newMarkdown()
+	md := lessons.Markdown() // as the lessons are rendered
 	s := &Set{}
 	var errs []error
 	for _, name := range names {
-		c, err := loadFile(md, files, name, lessons, questions)
+		c, err := loadFile(md, files, name, course, questions)
 		if err != nil {
 			errs = append(errs, err)
 			continue
@@ -317,14 +315,14 @@ func (fm frontMatter) challenge(base string, course Resolver, questions []quiz.Q
 
 // lessonRef parses and resolves a "slug#section" named by field (lesson,
 // or also[i]).
-func lessonRef(field, ref string, lessons Resolver) (LessonRef, error) {
+func lessonRef(field, ref string, course Resolver) (LessonRef, error) {
 	slug, section, ok := strings.Cut(ref, "#")
 	if !ok || slug == "" || section == "" {
 		return LessonRef{}, fmt.Errorf("%s %q must be a lesson slug and a section anchor, as in reconciliation-loop#the-loop", field, ref)
 	}
 	r := LessonRef{Ref: ref, Slug: slug, Section: section}
-	if lessons != nil {
-		if err := lessons.Resolve(r.URL()); err != nil {
+	if course != nil {
+		if err := course.Resolve(r.URL()); err != nil {
 			return LessonRef{}, fmt.Errorf("%s %q: %w", field, ref, err)
 		}
 	}
@@ -368,15 +366,6 @@ func allPlaced(ids []string, placed map[string]bool) bool {
 	return true
 }
 
-// newMarkdown renders challenges as the lessons are rendered: tables,
-// strikethrough, heading anchors, raw HTML disabled.
-func newMarkdown() goldmark.Markdown {
-	return goldmark.New(
-		goldmark.WithExtensions(extension.Table, extension.Strikethrough),
-		goldmark.WithParserOptions(parser.WithAutoHeadingID()),
-	)
-}
-
 func render(md goldmark.Markdown, src []byte) (string, error) {
 	var buf bytes.Buffer
 	if err := md.Convert(src, &buf); err != nil {
@@ -401,10 +390,10 @@ func renderInline(md goldmark.Markdown, src string) (string, error) {
 
 // LoadEmbedded loads the challenges shipped in lessons/content/challenges against
 // the quiz shipped in quiz/.
-func LoadEmbedded(lessons Resolver) (*Set, error) {
+func LoadEmbedded(course Resolver) (*Set, error) {
 	bank, err := quiz.Load()
 	if err != nil {
 		return nil, fmt.Errorf("load the quiz the challenges ask from: %w", err)
 	}
-	return Load(challenges.FS, lessons, bank.ChallengeQuestions)
+	return Load(challenges.FS, course, bank.ChallengeQuestions)
 }

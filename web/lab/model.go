@@ -108,6 +108,8 @@ type ScenarioView struct {
 	Watch []string     // what to watch once it is set up
 	Next  []NextAction // the actions Watch asks for, in its panel
 	Done  bool         // set up already: show Watch and Next
+	// Through is the scenario's SeenThrough as JSON, for progress.js.
+	Through string
 }
 
 // ReplayPage is the view model of the replay page: an upload form, or an

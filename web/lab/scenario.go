@@ -2,6 +2,7 @@ package lab
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"slices"
@@ -25,9 +26,30 @@ type Scenario struct {
 	// panel once it is set up, beside what they show: the learner need not
 	// find them on a card further down.
 	Next []NextAction
+	// Through is what on the learner's timeline means they saw it through.
+	Through SeenThrough
 	// run prepares the scenario in namespace ns and returns what to tell
 	// the learner.
 	run func(ctx context.Context, h *Handler, ns string) (string, error)
+}
+
+// SeenThrough is what, on the learner's own timeline, means they saw a
+// scenario through: Kind is one of SeenThroughKinds, Database the one the
+// scenario sets up. The scenario's panel carries it (data-through) and
+// progress.js watches the stream for it, so the scenarios are listed here
+// alone.
+type SeenThrough struct {
+	Kind     string `json:"kind"`
+	Database string `json:"database"`
+}
+
+// SeenThroughKinds are the kinds progress.js knows (its THROUGH table).
+var SeenThroughKinds = []string{
+	"ready",          // the Database turned Ready=True
+	"finalized",      // its finalizer ran to "removed"
+	"gone",           // it went after Terminating, by its finalizer or the escape hatch
+	"status-writes",  // its status was written three times
+	"already-exists", // a create of one of its children was answered AlreadyExists
 }
 
 // NextAction is one of a scenario's next steps: a button in its panel that
@@ -72,8 +94,9 @@ const setupWait = 60 * time.Second
 var Scenarios = []Scenario{
 	{
 		Name: "first-reconcile", Title: "Your first reconcile",
-		Intro: "Create a Database and watch the controller turn one object into a Secret, a Service and a StatefulSet.",
-		Setup: "Create Database first",
+		Through: SeenThrough{Kind: "ready", Database: "first"},
+		Intro:   "Create a Database and watch the controller turn one object into a Secret, a Service and a StatefulSet.",
+		Setup:   "Create Database first",
 		Watch: []string{
 			"The create event arrives at watch and queues one request; its reconcile fetches first, adds the finalizer db.oplab.dev/final-snapshot (so a delete will wait for the final snapshot), and finds the Secret, the Service and the StatefulSet missing.",
 			"That one reconcile creates all three children, then writes status once: Progressing, with observedGeneration 1.",
@@ -85,8 +108,9 @@ var Scenarios = []Scenario{
 	},
 	{
 		Name: "already-exists", Title: "AlreadyExists is convergence",
-		Intro: "A Service named like the Database exists before the Database does, as if another actor or an earlier run had made it. Watch the controller take it as convergence, not as an error.",
-		Setup: "Make Service taken, then Database taken",
+		Through: SeenThrough{Kind: "ready", Database: "taken"},
+		Intro:   "A Service named like the Database exists before the Database does, as if another actor or an earlier run had made it. Watch the controller take it as convergence, not as an error.",
+		Setup:   "Make Service taken, then Database taken",
 		Watch: []string{
 			"The setup makes a Service called taken, with the wrong port, the wrong selector and no owner, before the Database.",
 			"The first reconcile does not find that Service among its own children and calls Create: the API server answers AlreadyExists.",
@@ -104,9 +128,10 @@ var Scenarios = []Scenario{
 	},
 	{
 		Name: "finalizer", Title: "A finalizer at work",
-		Intro: "Set up a Ready Database with the button below, then delete it and watch the finalizer hold it while the controller cleans up.",
-		Setup: "Prepare a Ready Database",
-		Next:  []NextAction{deleteNext("doomed")},
+		Through: SeenThrough{Kind: "finalized", Database: "doomed"},
+		Intro:   "Set up a Ready Database with the button below, then delete it and watch the finalizer hold it while the controller cleans up.",
+		Setup:   "Prepare a Ready Database",
+		Next:    []NextAction{deleteNext("doomed")},
 		Watch: []string{
 			"Press Delete on doomed: metadata.deletionTimestamp is set, but the object stays, Terminating, held by db.oplab.dev/final-snapshot, until the controller has cleaned up. Here that takes well under a second: set the timeline's Speed to 0.25× slow motion first, and the card goes through it at the timeline's pace.",
 			"The finalizer phases appear on the timeline in order: draining (StatefulSet scaled to 0), snapshot (the ConfigMap doomed-final-snapshot written), removed. No row is an error.",
@@ -124,9 +149,10 @@ var Scenarios = []Scenario{
 	},
 	{
 		Name: "status-thrash", Title: "Status thrash",
-		Intro: "A Database whose controller rewrites status with a fresh timestamp even when nothing changed. Here it may do so once a second, so the storm stays watchable: reconciles in between skip the write and requeue for the next one.",
-		Setup: "Create Database thrash with the status-thrash pitfall",
-		Next:  []NextAction{pitfallOffNext("thrash")},
+		Through: SeenThrough{Kind: "status-writes", Database: "thrash"},
+		Intro:   "A Database whose controller rewrites status with a fresh timestamp even when nothing changed. Here it may do so once a second, so the storm stays watchable: reconciles in between skip the write and requeue for the next one.",
+		Setup:   "Create Database thrash with the status-thrash pitfall",
+		Next:    []NextAction{pitfallOffNext("thrash")},
 		Watch: []string{
 			"Every status write is a watch event that wakes the next reconcile at once. That one finds the last write under a second old, holds its own back and requeues; the requeued reconcile writes, and its event starts it over: the rows never stop.",
 			"The spec does not change (generation stays 1), yet status is written again and again, each time with a new lastTransitionTime.",
@@ -136,8 +162,9 @@ var Scenarios = []Scenario{
 	},
 	{
 		Name: "stuck-finalizer", Title: "A stuck finalizer",
-		Intro: "The setup creates a Database, waits for its finalizer, then pauses the controller for your namespace. Delete the Database and see what happens when no one is there to finish the job. Other learners' Databases are still reconciled.",
-		Setup: "Create Database stuck, then pause the controller here",
+		Through: SeenThrough{Kind: "gone", Database: "stuck"},
+		Intro:   "The setup creates a Database, waits for its finalizer, then pauses the controller for your namespace. Delete the Database and see what happens when no one is there to finish the job. Other learners' Databases are still reconciled.",
+		Setup:   "Create Database stuck, then pause the controller here",
 		Next: []NextAction{
 			deleteNext("stuck"),
 			{Label: "Resume", Action: "/lab/controller/start"},
@@ -161,9 +188,10 @@ var Scenarios = []Scenario{
 	},
 	{
 		Name: "non-idempotent-create", Title: "A non-idempotent create",
-		Intro: "A Database whose controller treats AlreadyExists as an error instead of as convergence.",
-		Setup: "Create Database twice with the non-idempotent-create pitfall",
-		Next:  []NextAction{pitfallOffNext("twice")},
+		Through: SeenThrough{Kind: "already-exists", Database: "twice"},
+		Intro:   "A Database whose controller treats AlreadyExists as an error instead of as convergence.",
+		Setup:   "Create Database twice with the non-idempotent-create pitfall",
+		Next:    []NextAction{pitfallOffNext("twice")},
 		Watch: []string{
 			"The first reconcile creates the three children; every later one calls Create again and fails with AlreadyExists.",
 			"Each failure is retried with exponential backoff: the gaps between the rows grow.",
@@ -173,8 +201,9 @@ var Scenarios = []Scenario{
 	},
 	{
 		Name: "drop-events", Title: "Dropped events",
-		Intro: "A Database whose watch events are all ignored, as if an edge-triggered controller had missed them.",
-		Setup: "Create Database deaf with the drop-events pitfall",
+		Through: SeenThrough{Kind: "ready", Database: "deaf"},
+		Intro:   "A Database whose watch events are all ignored, as if an edge-triggered controller had missed them.",
+		Setup:   "Create Database deaf with the drop-events pitfall",
 		Next: []NextAction{{Label: "Change deaf's replicas to 2", Action: "/lab/databases/deaf/edit",
 			Fields: map[string]string{"replicas": "2", "origReplicas": "1", "version": "", "origVersion": ""}}},
 		Watch: []string{
@@ -207,7 +236,8 @@ func FindScenario(name string) (Scenario, bool) {
 }
 
 func (s Scenario) view(done bool) *ScenarioView {
-	return &ScenarioView{Name: s.Name, Title: s.Title, Intro: s.Intro, Setup: s.Setup, Watch: s.Watch, Next: s.Next, Done: done}
+	through, _ := json.Marshal(s.Through) // two strings: cannot fail
+	return &ScenarioView{Name: s.Name, Title: s.Title, Intro: s.Intro, Setup: s.Setup, Watch: s.Watch, Next: s.Next, Done: done, Through: string(through)}
 }
 
 // waitFor polls the lab state until the Database satisfies ok or setupWait

@@ -90,31 +90,28 @@ import { KEY, h, store } from "./base.js";
 
   // ---- scenarios seen through ----------------------------------------------
   // A scenario counts as done on the lab page that has it open, in this
-  // learner's own namespace, when its point has been on the timeline: for
-  // the ones that end well, its Database reached Ready; for the ones whose
-  // point is a failure or a cleanup, the step that shows it arrived.
-  const readyTrue = (name) => (m) => m.type === "state" && m.object && m.object.kind === "Database" && m.object.name === name
-    && m.state && Array.isArray(m.state.conditions) && m.state.conditions.some((c) => c.type === "Ready" && c.status === "True");
-  const removed = (name) => (m) => m.type === "finalizer" && m.database === name && m.phase === "removed";
-  const stuckGone = (() => {
-    let terminating = false;
-    return (m) => {
-      if (removed("stuck")(m)) return true;
-      if (m.type !== "state" || !m.object || m.object.kind !== "Database" || m.object.name !== "stuck") return false;
-      if (m.state && m.state.terminating) terminating = true;
-      // Gone after Terminating: the escape hatch (finalizers removed) ends it too.
-      return !m.state && terminating;
-    };
-  })();
-  const RULES = {
-    "first-reconcile": readyTrue("first"),
-    "already-exists": readyTrue("taken"),
-    "finalizer": removed("doomed"),
-    "status-thrash": (m) => m.type === "status" && m.database === "thrash" && !m.skipped && (m.statusWrites || 0) >= 3,
-    "stuck-finalizer": stuckGone,
-    "non-idempotent-create": (m) => m.type === "action" && m.database === "twice" && m.outcome === "AlreadyExists",
-    // deaf's events are all dropped: only the resync can make it Ready.
-    "drop-events": readyTrue("deaf"),
+  // learner's own namespace, when its point has been on the timeline. The
+  // scenario's panel says what that is (data-through, from web/lab's
+  // scenario list): for the ones that end well, its Database reached Ready;
+  // for the ones whose point is a failure or a cleanup, the step that shows
+  // it arrived.
+  const isDB = (m, name) => m.type === "state" && m.object && m.object.kind === "Database" && m.object.name === name;
+  const THROUGH = {
+    ready: (name) => (m) => isDB(m, name) && m.state && Array.isArray(m.state.conditions)
+      && m.state.conditions.some((c) => c.type === "Ready" && c.status === "True"),
+    finalized: (name) => (m) => m.type === "finalizer" && m.database === name && m.phase === "removed",
+    // Gone after Terminating: the escape hatch (finalizers removed) ends it too.
+    gone: (name) => {
+      let terminating = false;
+      return (m) => {
+        if (THROUGH.finalized(name)(m)) return true;
+        if (!isDB(m, name)) return false;
+        if (m.state && m.state.terminating) terminating = true;
+        return !m.state && terminating;
+      };
+    },
+    "status-writes": (name) => (m) => m.type === "status" && m.database === name && !m.skipped && (m.statusWrites || 0) >= 3,
+    "already-exists": (name) => (m) => m.type === "action" && m.database === name && m.outcome === "AlreadyExists",
   };
 
   function markScenario(name) {
@@ -128,9 +125,12 @@ import { KEY, h, store } from "./base.js";
 
   function watchScenario() {
     const lab = document.getElementById("lab");
-    if (!lab || lab.dataset.mode !== "live") return;
-    const name = new URLSearchParams(window.location.search).get("scenario");
-    const rule = name && RULES[name];
+    const panel = lab && lab.dataset.mode === "live" && lab.querySelector(".scenario[data-through]");
+    if (!panel) return;
+    const name = panel.dataset.scenario;
+    let through = null;
+    try { through = JSON.parse(panel.dataset.through); } catch { return; }
+    const rule = through && THROUGH[through.kind] && THROUGH[through.kind](through.database);
     if (!rule) return;
     document.addEventListener("oplab:message", (e) => {
       const m = e.detail;
