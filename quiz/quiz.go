@@ -1,11 +1,10 @@
-// Package quiz holds the course's quiz questions and flashcards as
-// embedded data, grades answers, and schedules card reviews with FSRS-6
-// (see fsrs.go; sm2.go carries over states of the SM-2 scheduler it
-// replaced). It knows nothing of the cluster or of HTTP.
+// Package quiz reads the course's quiz questions and flashcards (their
+// files are in lessons/content/quiz), grades answers, and schedules card
+// reviews with FSRS-6 (see fsrs.go; sm2.go carries over states of the SM-2
+// scheduler it replaced). It knows nothing of the cluster or of HTTP.
 package quiz
 
 import (
-	_ "embed"
 	"errors"
 	"fmt"
 	"net/url"
@@ -16,16 +15,8 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/oplab-dev/oplab/lessons"
+	quizfiles "github.com/oplab-dev/oplab/lessons/content/quiz"
 )
-
-//go:embed questions.yaml
-var questionsYAML []byte
-
-//go:embed cards.yaml
-var cardsYAML []byte
-
-//go:embed challenge-questions.yaml
-var challengeQuestionsYAML []byte
 
 // Choice is one possible answer.
 type Choice struct {
@@ -88,13 +79,13 @@ type Bank struct {
 	Cards                         []Card
 }
 
-// Load parses the embedded questions and cards.
+// Load parses the embedded questions and cards (lessons/content/quiz).
 func Load() (Bank, error) {
-	qs, err := ParseQuestions(questionsYAML)
+	qs, err := ParseQuestions(quizfiles.Questions)
 	if err != nil {
 		return Bank{}, fmt.Errorf("questions.yaml: %w", err)
 	}
-	chs, err := ParseQuestions(challengeQuestionsYAML)
+	chs, err := ParseQuestions(quizfiles.ChallengeQuestions)
 	if err != nil {
 		return Bank{}, fmt.Errorf("challenge-questions.yaml: %w", err)
 	}
@@ -103,7 +94,7 @@ func Load() (Bank, error) {
 			return Bank{}, fmt.Errorf("challenge-questions.yaml: id %q is also a quiz question in questions.yaml", q.ID)
 		}
 	}
-	cs, err := ParseCards(cardsYAML)
+	cs, err := ParseCards(quizfiles.Cards)
 	if err != nil {
 		return Bank{}, fmt.Errorf("cards.yaml: %w", err)
 	}

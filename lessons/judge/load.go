@@ -280,7 +280,7 @@ func (fm frontMatter) challenge(base string, course Resolver, questions []quiz.Q
 		case t.Question != "":
 			q, err := quiz.Find(questions, t.Question)
 			if err != nil {
-				bad("%s: question %q is not a challenge question (quiz/challenge-questions.yaml)", where, t.Question)
+				bad("%s: question %q is not a challenge question (lessons/content/quiz/challenge-questions.yaml)", where, t.Question)
 			}
 			task.Question = &q
 		default:
