@@ -55,8 +55,8 @@
 // with the next resync or the retry's backoff) (tracing.go); the
 // reconciler's client and APIReader, wrapped with controller-runtime's
 // client/interceptor, record what each call did (fetch, the diff of each
-// child, action, finalizer phases, status), working out a call's meaning
-// from the Database the reconcile fetched. The current reconcile's trace
+// child, action, finalizer phases, status; tracing_client.go), working
+// out a call's meaning from the Database the reconcile fetched. The current reconcile's trace
 // travels in its context.Context. Steps go to the Sink in Options
 // (trace.go); Emit must never block. The package never imports web/.
 //

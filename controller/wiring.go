@@ -33,7 +33,7 @@ import (
 //
 //   - The reconciler's client is wrapped (client/interceptor): ownWrites
 //     lets it read its own writes (fresh.go), tracingClient records what
-//     each call did (tracing.go). Its APIReader is traced the same way.
+//     each call did (tracing_client.go). Its APIReader is traced the same way.
 //   - pitfallReconciler picks, per Database, the plain loop or one of its
 //     broken variations (pitfalls.go).
 //   - tracedReconciler opens and closes each reconcile on the trace and

@@ -368,3 +368,188 @@ func snapshotOutcome(snaps []state.Snapshot, d state.Database) (kept, lost bool)
 	}
 	return kept, lost
 }
+
+// reset starts emptying a learner's namespace of Databases and answers at
+// once; the work goes on in runReset, and the learner's row shows how far
+// it got and how it ended. A second reset of the same namespace while one
+// runs is refused (409) with the reason. The page's script asks for JSON;
+// a form without script is redirected back to the page.
+func (h *Handler) reset(w http.ResponseWriter, r *http.Request) {
+	ro := h.opts.Roster
+	ns := r.PathValue("namespace")
+	if ro.States == nil || ro.Deleter == nil {
+		h.refuseReset(w, r, http.StatusNotImplemented, "reset is not available: this oplab has no cluster client for the roster")
+		return
+	}
+	list, err := ro.Learners.List(r.Context())
+	if err != nil {
+		h.refuseReset(w, r, http.StatusServiceUnavailable, "could not read the sessions: "+err.Error())
+		return
+	}
+	if !slices.ContainsFunc(list, func(s session.SessionInfo) bool { return s.Namespace == ns }) {
+		h.refuseReset(w, r, http.StatusNotFound, fmt.Sprintf("namespace %q: no learner session has it (it may have ended)", ns))
+		return
+	}
+	if !h.opts.Controller.Running() {
+		h.refuseReset(w, r, http.StatusConflict, "the controller is stopped for everyone: start it first, or the Databases' finalizers never run and the reset cannot finish")
+		return
+	}
+	seq, err := ro.resets.begin(ns, ro.Now())
+	if err != nil {
+		h.opts.Logger.Info("Refused a reset", "namespace", ns, "reason", err.Error())
+		h.refuseReset(w, r, http.StatusConflict, err.Error())
+		return
+	}
+	go h.runReset(ns, seq)
+	h.opts.Logger.Info("Started a reset of a learner's namespace from the instructor page", "namespace", ns)
+	if httpx.WantsJSON(r) {
+		httpx.JSON(w, http.StatusAccepted, resetAnswer{Namespace: ns, Seq: seq, Message: (&ResetStatus{State: ResetRunning}).Text()})
+		return
+	}
+	http.Redirect(w, r, "/instructor?done=reset-started#learner-"+ns, http.StatusSeeOther)
+}
+
+// resetAnswer is what the page's script gets back from a Reset.
+type resetAnswer struct {
+	Namespace string `json:"namespace"`
+	// Seq numbers the reset just started (ResetStatus.Seq).
+	Seq     int    `json:"seq,omitempty"`
+	Message string `json:"message,omitempty"`
+	Error   string `json:"error,omitempty"`
+}
+
+// refuseReset says why a reset did not start: as JSON to the page's
+// script, otherwise as the instructor page with the reason above the
+// roster, so a browser without script is not left on a bare error.
+func (h *Handler) refuseReset(w http.ResponseWriter, r *http.Request, code int, reason string) {
+	if httpx.WantsJSON(r) {
+		httpx.JSON(w, code, resetAnswer{Namespace: r.PathValue("namespace"), Error: reason})
+		return
+	}
+	p := h.fullPage(r)
+	if p.Roster != nil {
+		p.Roster.Refusal = "Reset refused: " + reason
+	}
+	h.render(w, r, code, PageView(p))
+}
+
+// runReset empties ns of Databases: it resumes the namespace if paused (a
+// paused namespace's finalizers would never run), deletes every Database
+// and waits until the controller's finalizer has taken each one's final
+// snapshot and let it go. The snapshots, the namespace and the learner's
+// progress stay. It reports to the roster's resets as it goes.
+func (h *Handler) runReset(ns string, seq int) {
+	ro := h.opts.Roster
+	if ro.Pauses != nil && ro.Pauses.NamespacePaused(ns) {
+		ro.Pauses.ResumeNamespace(ns)
+	}
+	n, err := h.deleteDatabases(h.base, ns, func(total int, left []string) { ro.resets.progress(ns, seq, total, left) })
+	ro.resets.finish(ns, seq, ro.Now(), err)
+	if err != nil {
+		h.opts.Logger.Error(err, "Failed to reset a learner's namespace", "namespace", ns)
+		return
+	}
+	h.opts.Logger.Info("Reset a learner's namespace from the instructor page", "namespace", ns, "databases", n)
+}
+
+// deleteDatabases deletes every Database of ns and waits until they are
+// gone, telling report which are left whenever that changes; it returns
+// how many there were.
+func (h *Handler) deleteDatabases(ctx context.Context, ns string, report func(total int, left []string)) (int, error) {
+	return h.removeDatabases(ctx, ns, report, nil)
+}
+
+// removeDatabases is deleteDatabases, with then, when set, run on each
+// Database after its delete (to remove its finalizers).
+func (h *Handler) removeDatabases(ctx context.Context, ns string, report func(total int, left []string), then func(context.Context, state.Database) error) (int, error) {
+	ro := h.opts.Roster
+	dbs, err := ro.States.Databases(ctx, ns)
+	if err != nil {
+		return 0, fmt.Errorf("could not read the Databases of %s: %w", ns, err)
+	}
+	report(len(dbs), names(dbs))
+	for _, d := range dbs {
+		db := &v1alpha1.Database{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: d.Name}}
+		uid := types.UID(d.UID)
+		err := ro.Deleter.Delete(ctx, db, client.Preconditions{UID: &uid})
+		if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+			return 0, fmt.Errorf("could not delete Database %s: %w", d.Name, err)
+		}
+		if then != nil {
+			if err := then(ctx, d); err != nil {
+				return 0, err
+			}
+		}
+	}
+	ctx, cancel := context.WithTimeout(ctx, ro.ResetWait)
+	defer cancel()
+	tick := time.NewTicker(200 * time.Millisecond)
+	defer tick.Stop()
+	said := names(dbs)
+	// left is the last answer read: a read cut off by the wait's own end
+	// must not turn "held by its finalizer" into "could not be read".
+	var (
+		left    []state.Database
+		readErr error
+	)
+	for {
+		now, err := ro.States.Databases(ctx, ns)
+		if err == nil {
+			left, readErr = now, nil
+			if len(left) == 0 {
+				return len(dbs), nil
+			}
+			if n := names(left); !slices.Equal(n, said) {
+				report(len(dbs), n)
+				said = n
+			}
+		} else if left == nil {
+			readErr = err // no answer yet since the deletes
+		}
+		select {
+		case <-ctx.Done():
+			return 0, h.stuck(ns, left, readErr)
+		case <-tick.C:
+		}
+	}
+}
+
+// stuck says why the Databases left did not go within ResetWait: which
+// finalizer holds each, and what on oplab's side keeps it from running.
+// readErr is the last failure to read them, if any.
+func (h *Handler) stuck(ns string, left []state.Database, readErr error) error {
+	ro := h.opts.Roster
+	var why []string
+	for _, d := range left {
+		switch {
+		case len(d.HeldBy) > 0:
+			why = append(why, fmt.Sprintf("Database %s is still held by its finalizer %s", d.Name, strings.Join(d.HeldBy, ", ")))
+		case d.Terminating:
+			why = append(why, fmt.Sprintf("Database %s is still being deleted", d.Name))
+		default:
+			why = append(why, fmt.Sprintf("Database %s is not being deleted (was it created again after the reset began?)", d.Name))
+		}
+	}
+	if len(why) == 0 {
+		why = append(why, "the Databases could not be read")
+	}
+	switch {
+	case !h.opts.Controller.Running():
+		why = append(why, "the controller was stopped for everyone meanwhile")
+	case ro.Pauses != nil && ro.Pauses.NamespacePaused(ns):
+		why = append(why, "the namespace was paused again meanwhile")
+	}
+	if readErr != nil {
+		return fmt.Errorf("after %s, %s: %w", ro.ResetWait, strings.Join(why, "; "), readErr)
+	}
+	return fmt.Errorf("after %s, %s", ro.ResetWait, strings.Join(why, "; "))
+}
+
+func names(dbs []state.Database) []string {
+	out := make([]string, len(dbs))
+	for i, d := range dbs {
+		out[i] = d.Name
+	}
+	slices.Sort(out)
+	return out
+}
