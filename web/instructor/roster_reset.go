@@ -249,13 +249,7 @@ func (h *Handler) unblock(w http.ResponseWriter, r *http.Request) {
 		h.refuseReset(w, r, http.StatusNotImplemented, "removing finalizers is not available: this oplab has no cluster client for the roster")
 		return
 	}
-	list, err := ro.Learners.List(r.Context())
-	if err != nil {
-		h.refuseReset(w, r, http.StatusServiceUnavailable, "could not read the sessions: "+err.Error())
-		return
-	}
-	if !slices.ContainsFunc(list, func(s session.SessionInfo) bool { return s.Namespace == ns }) {
-		h.refuseReset(w, r, http.StatusNotFound, fmt.Sprintf("namespace %q: no learner session has it (it may have ended)", ns))
+	if !h.isLearners(w, r, ns) {
 		return
 	}
 	seq, err := ro.resets.start(ns, ro.Now(), true)
@@ -381,13 +375,7 @@ func (h *Handler) reset(w http.ResponseWriter, r *http.Request) {
 		h.refuseReset(w, r, http.StatusNotImplemented, "reset is not available: this oplab has no cluster client for the roster")
 		return
 	}
-	list, err := ro.Learners.List(r.Context())
-	if err != nil {
-		h.refuseReset(w, r, http.StatusServiceUnavailable, "could not read the sessions: "+err.Error())
-		return
-	}
-	if !slices.ContainsFunc(list, func(s session.SessionInfo) bool { return s.Namespace == ns }) {
-		h.refuseReset(w, r, http.StatusNotFound, fmt.Sprintf("namespace %q: no learner session has it (it may have ended)", ns))
+	if !h.isLearners(w, r, ns) {
 		return
 	}
 	if !h.opts.Controller.Running() {
@@ -552,4 +540,20 @@ func names(dbs []state.Database) []string {
 	}
 	slices.Sort(out)
 	return out
+}
+
+// isLearners reports whether ns is a learner session's namespace, and
+// refuses the request (as a reset is refused) when it is not or the
+// sessions cannot be read: the roster acts only on learners' namespaces.
+func (h *Handler) isLearners(w http.ResponseWriter, r *http.Request, ns string) bool {
+	list, err := h.opts.Roster.Learners.List(r.Context())
+	if err != nil {
+		h.refuseReset(w, r, http.StatusServiceUnavailable, "could not read the sessions: "+err.Error())
+		return false
+	}
+	if !slices.ContainsFunc(list, func(s session.SessionInfo) bool { return s.Namespace == ns }) {
+		h.refuseReset(w, r, http.StatusNotFound, fmt.Sprintf("namespace %q: no learner session has it (it may have ended)", ns))
+		return false
+	}
+	return true
 }
