@@ -42,7 +42,7 @@ run: ## run oplab on http://127.0.0.1:8080 (the first time, it builds the contro
 # on two cores: the packages mostly wait (on a control plane, a browser, an
 # orphan's age), and with two the cores sat idle a quarter of the run
 # (docs/BENCHMARKS.md).
-SLOWEST_FIRST = ./web/ ./cmd/oplab/ ./controller/config/ ./controller/ ./cluster/ \
+SLOWEST_FIRST = ./web/e2e/ ./cmd/oplab/ ./controller/config/ ./controller/ ./cluster/ \
 	./lessons/judge/ ./web/instructor/ ./web/session/ ./web/code/ ./web/learn/ ./controller/sandbox/ \
 	./cmd/image/ ./web/stream/ ./web/lab/
 TEST_PACKAGES ?= 3
@@ -108,8 +108,8 @@ bench: controlplane ## print the benchmarks' figures (cluster start, controller 
 	$(GO) test -run '^$$' -bench ControllerWithViewers -benchtime 1x ./web/benchviewers/ -dbs 100 -viewers 2000 -rounds 5
 	$(GO) test -run '^$$' -bench Class -benchtime 1x ./web/benchclass/ -learners 30 -followers 30 -rounds 5
 	$(GO) test -run '^$$' -bench Class -benchtime 1x ./web/benchclass/ -worst -learners 10 -rounds 2
-	CI=true $(GO) test -run '^$$' -bench LearnerTimeline4096 -benchtime 1x ./web/
-	CI=true $(GO) test -run '^$$' -bench LabLoadWithAFullRing -benchtime 5x ./web/
+	CI=true $(GO) test -run '^$$' -bench LearnerTimeline4096 -benchtime 1x ./web/e2e/
+	CI=true $(GO) test -run '^$$' -bench LabLoadWithAFullRing -benchtime 5x ./web/e2e/
 	$(GO) test -run '^$$' -bench WorstLearnerMemory -benchtime 1x ./web/stream/
 	$(GO) test -run '^$$' -bench 'Compile|ReconcileRoundTrip|RunToFirstReconcile' -benchtime 20x ./controller/sandbox/
 	$(GO) test -run '^$$' -bench Neighbours -benchtime 1x ./controller/sandbox/

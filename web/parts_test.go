@@ -21,7 +21,7 @@ import (
 
 // The server's parts as cmd/oplab/app hands them over, with no API server
 // behind them, for the tests whose point is the routes and their wiring,
-// not Kubernetes (the end-to-end tests, package web_test, run the real ones).
+// not Kubernetes (the end-to-end tests, web/e2e, run the real ones).
 
 // memNamespaces is the session table's cluster, in memory.
 type memNamespaces struct {

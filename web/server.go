@@ -33,6 +33,7 @@ import (
 	"github.com/oplab-dev/oplab/web/learn"
 	"github.com/oplab-dev/oplab/web/session"
 	"github.com/oplab-dev/oplab/web/static"
+	"github.com/oplab-dev/oplab/web/stream"
 )
 
 // Controller is what the server needs of controller.Runner: the whole
@@ -172,6 +173,17 @@ func (s *Server) Ended(ns string) {
 	}
 }
 
+// CodeOf is the learner's own code the code page keeps for ns (its text,
+// what last ran, whether it runs); nil when there is none, or no code
+// page. The end-to-end tests read it to know the server has a run before
+// they look at the page.
+func (s *Server) CodeOf(ns string) *stream.Code {
+	if codes := s.codes.Load(); codes != nil {
+		return codes.CodeOf(ns)
+	}
+	return nil
+}
+
 // New builds the server on ready parts: the classroom, the demo runner
 // (both ending with ctx) and the handlers of every page. It starts nothing
 // that talks to the API server but through opts.Client.
@@ -217,14 +229,14 @@ func check(opts Options) error {
 func (s *Server) routes(ctx context.Context) (http.Handler, error) {
 	direct, sessions := s.opts.Client, s.opts.Sessions
 	mux := http.NewServeMux()
-	mux.Handle("GET /static/", http.StripPrefix("/static/", staticFiles()))
+	mux.Handle("GET /static/", http.StripPrefix("/static/", StaticFiles()))
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok")) })
 	mux.HandleFunc("GET /readyz", s.readyz)
-	mux.HandleFunc("GET /starting", ready)
+	mux.HandleFunc("GET /starting", Ready)
 	// The classroom: /ws?follow=presenter streams the presenter's namespace.
 	s.classroom = classroom.New(s.opts.Recorder, classroom.Options{})
 	context.AfterFunc(ctx, s.classroom.Close)
-	mux.Handle("GET /ws", limitStreams(maxStreamsPerSession, s.streamOwner,
+	mux.Handle("GET /ws", limitStreams(MaxStreamsPerSession, s.streamOwner,
 		trackStreams(&s.presence, sessions.NamespaceOf, s.classroom.Streams(s.opts.Hub.Handler, sessions.NamespaceOf))))
 	labOpts := lab.Options{
 		Store: lab.KubeStore{Client: direct}, Sessions: sessions, States: s.opts.States,
@@ -252,7 +264,7 @@ func (s *Server) routes(ctx context.Context) (http.Handler, error) {
 	// The looks' streams, capped per owner as /ws is: one limiter for all
 	// of them. The route names the namespace, which the instructor
 	// handler has checked is a learner's.
-	lookStreams := limitStreams(maxStreamsPerSession, s.streamOwner, s.opts.Hub.Handler(func(r *http.Request) (string, error) {
+	lookStreams := limitStreams(MaxStreamsPerSession, s.streamOwner, s.opts.Hub.Handler(func(r *http.Request) (string, error) {
 		return r.PathValue("namespace"), nil
 	}))
 	instructor.New(ctx, instructor.Options{
@@ -271,7 +283,7 @@ func (s *Server) routes(ctx context.Context) (http.Handler, error) {
 	}).Register(mux)
 	learn.Register(mux, s.opts.Content)
 	s.registerChallenges(ctx, mux)
-	return securityHeaders(bodyDeadline(checkHost(s.opts.AllowedHosts, protect(mux)))), nil
+	return SecurityHeaders(bodyDeadline(checkHost(s.opts.AllowedHosts, protect(mux)))), nil
 }
 
 // bodyTimeout bounds reading a request's body. Forms and reports are a
@@ -301,11 +313,11 @@ func bodyDeadline(h http.Handler) http.Handler {
 const contentSecurityPolicy = "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self'; " +
 	"connect-src 'self'; object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
 
-// securityHeaders sets the headers every response carries: the
+// SecurityHeaders sets the headers every response carries: the
 // Content-Security-Policy, nosniff (a file is only what its Content-Type
 // says, so an export is never run as a script), and no Referer to other
 // sites.
-func securityHeaders(h http.Handler) http.Handler {
+func SecurityHeaders(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		hd := w.Header()
 		hd.Set("Content-Security-Policy", contentSecurityPolicy)
@@ -344,9 +356,9 @@ func protect(h http.Handler) http.Handler {
 	return http.NewCrossOriginProtection().Handler(h)
 }
 
-// staticFiles serves the embedded assets. They change only with the binary,
+// StaticFiles serves the embedded assets. They change only with the binary,
 // but a short cache lifetime keeps a development rebuild visible.
-func staticFiles() http.Handler {
+func StaticFiles() http.Handler {
 	files := http.FileServerFS(static.FS)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if _, err := fs.Stat(static.FS, strings.TrimPrefix(r.URL.Path, "/")); err != nil {
@@ -376,11 +388,11 @@ func (s *Server) Classroom() *classroom.Classroom { return s.classroom }
 // the course pages.
 func (s *Server) Handler() http.Handler { return s.handler }
 
-// maxStreamsPerSession is how many /ws connections one session (or one
+// MaxStreamsPerSession is how many /ws connections one session (or one
 // address without a session) may hold: a learner's lab in a few tabs, with
 // room to spare. Each costs a buffer of frames in oplab; 300 on one cookie
 // was seen (issue 19 c).
-const maxStreamsPerSession = 8
+const MaxStreamsPerSession = 8
 
 // streamOwner is whom a /ws connection counts against: the caller's own
 // session (a follower's, not the presenter's it streams), else its address.

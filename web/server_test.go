@@ -65,7 +65,7 @@ func TestReadyz(t *testing.T) {
 }
 
 func TestStaticAssetsAreEmbedded(t *testing.T) {
-	h := staticFiles()
+	h := StaticFiles()
 	for path, want := range map[string]int{"lab/main.js": 200, "lab/cards.js": 200, "learn/main.js": 200, "learn/deck.js": 200, "morph.js": 200, "roster.js": 200, "lab.css": 200, "base.css": 200,
 		"static.go": 404, "nope.js": 404, "lab.js": 404, "learn.js": 404} {
 		w := httptest.NewRecorder()

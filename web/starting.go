@@ -34,7 +34,7 @@ func Starting(opts StartingOptions) (http.Handler, error) {
 		return nil, errors.New("starting options: Content is required")
 	}
 	mux := http.NewServeMux()
-	mux.Handle("GET /static/", http.StripPrefix("/static/", staticFiles()))
+	mux.Handle("GET /static/", http.StripPrefix("/static/", StaticFiles()))
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok")) })
 	starting.Handler{Status: opts.Status, Logger: opts.Logger.WithName("starting")}.Register(mux)
 	learn.Register(mux, opts.Content)
@@ -42,12 +42,12 @@ func Starting(opts StartingOptions) (http.Handler, error) {
 		st := opts.Status()
 		return st.Sentence(), string(st.Phase)
 	}}.Register(mux)
-	return securityHeaders(bodyDeadline(checkHost(opts.AllowedHosts, protect(mux)))), nil
+	return SecurityHeaders(bodyDeadline(checkHost(opts.AllowedHosts, protect(mux)))), nil
 }
 
-// ready answers the starting page's poll once the full server is in:
+// Ready answers the starting page's poll once the full server is in:
 // its script then loads the real page.
-func ready(w http.ResponseWriter, _ *http.Request) {
+func Ready(w http.ResponseWriter, _ *http.Request) {
 	w.Header().Set("Cache-Control", "no-store")
 	httpx.JSON(w, http.StatusOK, starting.Status{Phase: starting.Ready})
 }

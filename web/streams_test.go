@@ -17,7 +17,7 @@ import (
 )
 
 // Issue 19 (c): 300 websockets were open on one cookie. A session holds
-// maxStreamsPerSession; the next is refused with 429 before the upgrade,
+// MaxStreamsPerSession; the next is refused with 429 before the upgrade,
 // another session is not affected, and closing one gives its place back.
 func TestStreamsPerSessionAreBounded(t *testing.T) {
 	var closed atomic.Int64
@@ -38,14 +38,14 @@ func TestStreamsPerSessionAreBounded(t *testing.T) {
 		}()
 	})
 	owner := func(r *http.Request) string { return r.URL.Query().Get("who") }
-	srv := httptest.NewServer(limitStreams(maxStreamsPerSession, owner, hold))
+	srv := httptest.NewServer(limitStreams(MaxStreamsPerSession, owner, hold))
 	defer srv.Close()
 	url := "ws" + strings.TrimPrefix(srv.URL, "http") + "/ws?who="
 	dial := func(who string) (*websocket.Conn, *http.Response, error) {
 		return websocket.DefaultDialer.Dial(url+who, nil)
 	}
 	var conns []*websocket.Conn
-	for i := range maxStreamsPerSession {
+	for i := range MaxStreamsPerSession {
 		c, _, err := dial("a")
 		if err != nil {
 			t.Fatalf("stream %d of session a: %v", i+1, err)
@@ -54,7 +54,7 @@ func TestStreamsPerSessionAreBounded(t *testing.T) {
 	}
 	_, resp, err := dial("a")
 	if err == nil || resp == nil || resp.StatusCode != http.StatusTooManyRequests {
-		t.Fatalf("stream %d of session a: %v (response %v), want 429", maxStreamsPerSession+1, err, resp)
+		t.Fatalf("stream %d of session a: %v (response %v), want 429", MaxStreamsPerSession+1, err, resp)
 	}
 	if c, _, err := dial("b"); err != nil {
 		t.Fatalf("another session's stream: %v", err)
@@ -82,7 +82,7 @@ func TestStreamsPerSessionAreBounded(t *testing.T) {
 
 // Every response carries the policy: no inline script, no framing, nosniff.
 func TestSecurityHeadersOnEveryResponse(t *testing.T) {
-	h := securityHeaders(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { http.NotFound(w, r) }))
+	h := SecurityHeaders(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { http.NotFound(w, r) }))
 	for _, path := range []string{"/lab", "/static/lab/main.js", "/nowhere"} {
 		w := httptest.NewRecorder()
 		h.ServeHTTP(w, httptest.NewRequest("GET", path, nil))

@@ -130,21 +130,6 @@ func TestOplabNoticesKilledAPIServer(t *testing.T) {
 	}
 }
 
-// TestDataDirLockedAgainstSecondOplab starts a second oplab on the data
-// folder of a running one: it must refuse, naming the folder.
-func TestDataDirLockedAgainstSecondOplab(t *testing.T) {
-	t.Parallel()
-	data := t.TempDir()
-	startOplab(t, "--mode", "minimal", "--data-dir", data, "--write-kubeconfig", "")
-	out, err := runOplab(t, "--addr", "127.0.0.1:0", "--mode", "minimal", "--data-dir", data, "--write-kubeconfig", "")
-	if err == nil {
-		t.Fatalf("a second oplab on the same --data-dir ran:\n%s", out)
-	}
-	if !strings.Contains(out, "in use") || !strings.Contains(out, data) {
-		t.Errorf("the second oplab's error does not say the data folder is in use:\n%s", out)
-	}
-}
-
 // TestFaultSoak deletes 20 Databases while killing oplab (SIGKILL) at
 // random points and restarting it on its data, then 20 more while killing
 // kube-apiserver under a running oplab, and counts what went wrong: lost
@@ -451,51 +436,18 @@ func dialViewer(t *testing.T, p *oplabProc) *websocket.Conn {
 	return ws
 }
 
-// TestRestartKeepsTheCluster stops oplab (SIGTERM) and starts it again on
-// its data folder: the namespace, the Database and a snapshot made before
-// are all there.
-func TestRestartKeepsTheCluster(t *testing.T) {
+// TestRestartKeepsTheClusterAndTheLearnersLab stops oplab (SIGTERM) and
+// starts it again on its data folder. While the first runs, a second oplab
+// on the same folder refuses, naming it. After the restart the namespace,
+// the Database and a snapshot made before are all there, and, as a learner
+// sees it, the browser's cookie opens the same lab, whose timeline says
+// that oplab restarted. One restart serves all three: each start is a
+// control plane's.
+func TestRestartKeepsTheClusterAndTheLearnersLab(t *testing.T) {
 	t.Parallel()
 	data := t.TempDir()
 	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
 	args := []string{"--mode", "minimal", "--data-dir", data, "--write-kubeconfig", kubeconfig}
-	p := startOplab(t, args...)
-	if !strings.Contains(p.out.String(), "Cluster data is kept in "+data) {
-		t.Errorf("oplab did not say where the data is kept:\n%s", p.out.String())
-	}
-	cl := soakClient(t, kubeconfig)
-	names := createDatabases(t, cl, "kept", 1)
-	ctx := context.Background()
-	snap := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: controller.SnapshotName("gone"), Namespace: "kept"}, Data: map[string]string{"rows": "7"}}
-	if err := cl.Create(ctx, snap); err != nil {
-		t.Fatal(err)
-	}
-	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
-	if err := p.cmd.Wait(); err != nil {
-		t.Fatalf("oplab after SIGTERM: %v\n%s", err, p.logs.String())
-	}
-
-	startOplab(t, args...)
-	cl = soakClient(t, kubeconfig)
-	var db dbv1.Database
-	if err := cl.Get(ctx, client.ObjectKey{Namespace: "kept", Name: names[0]}, &db); err != nil {
-		t.Errorf("the Database after the restart: %v", err)
-	}
-	var cm corev1.ConfigMap
-	if err := cl.Get(ctx, client.ObjectKeyFromObject(snap), &cm); err != nil || cm.Data["rows"] != "7" {
-		t.Errorf("the snapshot after the restart: %v %v", cm.Data, err)
-	}
-}
-
-// TestLearnerFindsTheirLabAfterARestart is a learner's view of a restart:
-// the browser's cookie, sent to the restarted oplab, opens the same
-// namespace, and its timeline says that oplab restarted.
-func TestLearnerFindsTheirLabAfterARestart(t *testing.T) {
-	t.Parallel()
-	data := t.TempDir()
-	args := []string{"--mode", "minimal", "--data-dir", data, "--write-kubeconfig", filepath.Join(t.TempDir(), "kubeconfig")}
 	jar, _ := cookiejar.New(nil) // cookies are per host, not per port: the restarted oplab's new port gets them too
 	labNamespace := func(p *oplabProc) string {
 		t.Helper()
@@ -513,7 +465,24 @@ func TestLearnerFindsTheirLabAfterARestart(t *testing.T) {
 	}
 
 	p := startOplab(t, args...)
+	if !strings.Contains(p.out.String(), "Cluster data is kept in "+data) {
+		t.Errorf("oplab did not say where the data is kept:\n%s", p.out.String())
+	}
+	out, err := runOplab(t, "--addr", "127.0.0.1:0", "--mode", "minimal", "--data-dir", data, "--write-kubeconfig", "")
+	if err == nil {
+		t.Fatalf("a second oplab on the same --data-dir ran:\n%s", out)
+	}
+	if !strings.Contains(out, "in use") || !strings.Contains(out, data) {
+		t.Errorf("the second oplab's error does not say the data folder is in use:\n%s", out)
+	}
 	before := labNamespace(p)
+	cl := soakClient(t, kubeconfig)
+	names := createDatabases(t, cl, "kept", 1)
+	ctx := context.Background()
+	snap := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: controller.SnapshotName("gone"), Namespace: "kept"}, Data: map[string]string{"rows": "7"}}
+	if err := cl.Create(ctx, snap); err != nil {
+		t.Fatal(err)
+	}
 	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
@@ -522,9 +491,19 @@ func TestLearnerFindsTheirLabAfterARestart(t *testing.T) {
 	}
 
 	p = startOplab(t, args...)
+	cl = soakClient(t, kubeconfig)
+	var db dbv1.Database
+	if err := cl.Get(ctx, client.ObjectKey{Namespace: "kept", Name: names[0]}, &db); err != nil {
+		t.Errorf("the Database after the restart: %v", err)
+	}
+	var cm corev1.ConfigMap
+	if err := cl.Get(ctx, client.ObjectKeyFromObject(snap), &cm); err != nil || cm.Data["rows"] != "7" {
+		t.Errorf("the snapshot after the restart: %v %v", cm.Data, err)
+	}
 	if after := labNamespace(p); after != before {
 		t.Fatalf("after the restart the learner's cookie opens %s; want their namespace %s", after, before)
 	}
+
 	u, _ := url.Parse(p.url)
 	h := http.Header{"Origin": {p.url}}
 	for _, c := range jar.Cookies(u) {

@@ -15,7 +15,7 @@ import (
 
 // These tests drive the runner's state machine with scripts of their own,
 // whose steps the test releases one by one: they count steps, never time.
-// The real demos are played on the real cluster by web/demo_test.go.
+// The real demos are played on the real cluster by web/e2e/demo_test.go.
 
 type room struct {
 	mu   sync.Mutex

@@ -12,7 +12,7 @@ import (
 )
 
 // fakeDemos records the controls; the real runner has tests of its own
-// (web/demo) and is played on the real cluster by web/demo_test.go.
+// (web/demo) and is played on the real cluster by web/e2e/demo_test.go.
 type fakeDemos struct {
 	calls  []string
 	status demo.Status

@@ -45,7 +45,7 @@ func TestMain(m *testing.M) { os.Exit(browser.Run(m)) }
 
 // class is a made-up class of n learners, for the roster's page: the API
 // server is not what these tests are about (the roster's reset and its
-// cluster are tested in web/roster_test.go). Every List moves the clock
+// cluster are tested in web/e2e/roster_test.go). Every List moves the clock
 // and changes a fifth of the learners' quiz best, so each redraw has work
 // to do, more than a class's 2 s poll usually brings.
 type class struct {

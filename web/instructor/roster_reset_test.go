@@ -20,7 +20,7 @@ import (
 
 // stuckStates is a namespace whose Databases never go: what a reset sees
 // when a finalizer holds one. (That the real finalizer lets go is tested on
-// the real cluster in web/roster_test.go; this is about the words.)
+// the real cluster in web/e2e/roster_test.go; this is about the words.)
 type stuckStates struct{ dbs []state.Database }
 
 func (s stuckStates) Databases(context.Context, string) ([]state.Database, error) { return s.dbs, nil }

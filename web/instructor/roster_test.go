@@ -31,7 +31,7 @@ func (b *recordingBroadcaster) SendEveryone(href string) error {
 
 // inMemory is a session.Namespaces keeping nothing: these tests are about
 // the roster's page and its guard; the namespaces themselves are tested on
-// the real cluster (web/session, web/roster_test.go).
+// the real cluster (web/session, web/e2e/roster_test.go).
 type inMemory struct{}
 
 func (inMemory) Create(context.Context, string, string) error    { return nil }

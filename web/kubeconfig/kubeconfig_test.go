@@ -10,7 +10,7 @@ import (
 )
 
 // What the API server does with these kubeconfigs is tested against the
-// real one in web/session (access_test.go) and web (kubeconfig_test.go);
+// real one in web/session (access_test.go) and web/e2e (kubeconfig_test.go);
 // these are about reading oplab's own config.
 
 func TestClusterOf(t *testing.T) {

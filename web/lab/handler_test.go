@@ -30,7 +30,7 @@ import (
 
 // recordingStore stands in for the cluster in handler tests: these tests
 // are about validation and answers, not about the API server (the browser
-// tests in lab_test.go cover that against the real one).
+// tests in web/e2e/lab_test.go cover that against the real one).
 type recordingStore struct {
 	mu    sync.Mutex
 	calls []string

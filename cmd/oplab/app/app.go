@@ -2,8 +2,8 @@
 // direct client, the informer cache and the lab's state watcher, the
 // session table (restored from the cluster), the kubeconfig issuer and the
 // namespace guard, and then the web server (web.New) on them. It is the one
-// assembly: cmd/oplab's run calls it, and so do web's end-to-end tests
-// (package web_test, env_test.go) and the benchmarks that run the real
+// assembly: cmd/oplab's run calls it, and so do the end-to-end tests
+// (web/e2e, env_test.go) and the benchmarks that run the real
 // oplab (web/benchclass, web/benchviewers), so what they test is what
 // oplab runs.
 package app

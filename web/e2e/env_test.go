@@ -1,0 +1,306 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/cookiejar"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/chromedp"
+	"github.com/go-logr/logr"
+	"github.com/go-logr/logr/funcr"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/oplab-dev/oplab/cluster"
+	"github.com/oplab-dev/oplab/cluster/clustertest"
+	"github.com/oplab-dev/oplab/cmd/oplab/app"
+	"github.com/oplab-dev/oplab/controller"
+	"github.com/oplab-dev/oplab/controller/sandbox"
+	"github.com/oplab-dev/oplab/web"
+	"github.com/oplab-dev/oplab/web/demo"
+	"github.com/oplab-dev/oplab/web/internal/browsertest"
+	"github.com/oplab-dev/oplab/web/lab"
+	"github.com/oplab-dev/oplab/web/learn"
+	"github.com/oplab-dev/oplab/web/stream"
+)
+
+// The shared server's instructor token and kubectl line.
+const (
+	testInstructorToken = "instructor-token-of-the-web-tests"
+	testKubectlLine     = "kubectl --kubeconfig /tmp/oplab-test-kubeconfig get databases -w"
+)
+
+// deadline bounds every wait: generous, because the tests check that things
+// happen, never how fast.
+const deadline = 3 * time.Minute
+
+// resetWait is how long a roster reset waits for a learner's Databases to
+// go here: the tests that hold one release it within seconds, and the one
+// whose reset cannot finish need not wait a minute to see it fail.
+const resetWait = 30 * time.Second
+
+// env is everything the integration and browser tests share: one embedded
+// cluster, one controller, one recorder, one server and one browser, started
+// on first use and stopped by TestMain.
+//
+// A test that owns its learner's namespace and touches nothing the server
+// shares (the classroom, the presenter, the demo runner, the instructor's
+// roster) calls t.Parallel; Go runs those after the serial ones, so a
+// serial test never sees them. Run alone, this package left the two cores
+// idle more than half the time, waiting on the cluster, the controller and
+// the pages' polls; docs/BENCHMARKS.md has the figures.
+type testEnv struct {
+	cluster  *cluster.Cluster
+	runner   *controller.Runner
+	recorder *stream.Recorder
+	app      *app.Web
+	server   *web.Server
+	http     *httptest.Server
+	client   client.Client
+	cancel   context.CancelFunc
+}
+
+// browser is the one Chromium the package's browser tests share, started by
+// the first tab, so the tests that need only the cluster start none. A tab's
+// timeout catches a hang: the longest browser test here takes about a minute
+// and a half on a loaded machine, and a hang should cost the suite minutes,
+// not a quarter of an hour.
+var browser = &browsertest.Browser{Width: 1400, Height: 1000, TabTimeout: 5 * time.Minute}
+
+var (
+	shared     *testEnv
+	sharedErr  error
+	sharedOnce sync.Once
+)
+
+func TestMain(m *testing.M) {
+	// The code page's sandbox runs this test binary as its child.
+	if len(os.Args) == 2 && os.Args[1] == sandbox.ChildArg {
+		os.Exit(sandbox.RunChild(os.Stdin, os.Stdout))
+	}
+	ctrllog.SetLogger(logr.Discard())
+	code := m.Run()
+	browser.Stop()
+	if shared != nil {
+		shared.stop()
+	}
+	os.Exit(code)
+}
+
+// needEnv returns the shared environment, skipping the test when the
+// control plane is not provisioned (a failure when CI is set).
+func needEnv(t testing.TB) *testEnv {
+	t.Helper()
+	clustertest.Assets(t)
+	sharedOnce.Do(func() { shared, sharedErr = startEnv() })
+	if sharedErr != nil {
+		t.Fatalf("starting the test environment: %v", sharedErr)
+	}
+	return shared
+}
+
+// testLogger writes the server's logs to the cluster log file, so a failing
+// test can be read afterwards without flooding the test output.
+func testLogger(w *os.File) logr.Logger {
+	return funcr.New(func(prefix, args string) { fmt.Fprintln(w, prefix, args) }, funcr.Options{Verbosity: 1})
+}
+
+func startEnv() (_ *testEnv, err error) {
+	ctx, cancel := context.WithCancel(context.Background())
+	e := &testEnv{cancel: cancel}
+	defer func() {
+		if err != nil {
+			e.stop()
+		}
+	}()
+	logFile, err := os.Create(filepath.Join(artifactsDir(), "cluster.log"))
+	if err != nil {
+		return e, err
+	}
+	crds, err := controller.CRDs()
+	if err != nil {
+		return e, err
+	}
+	if e.cluster, err = cluster.Start(ctx, cluster.Options{Mode: cluster.ModeFull, CRDs: crds, Log: logFile}); err != nil {
+		return e, err
+	}
+	e.recorder = stream.NewRecorder(stream.RecorderOptions{Card: lab.NewFragments().Redraw})
+	hub := stream.NewHub(e.recorder, stream.HubOptions{})
+	go e.recorder.Run(ctx)
+	go hub.Run(ctx)
+	opts := controller.DefaultOptions()
+	opts.Sink, opts.ResyncPeriod = e.recorder, 10*time.Second
+	e.runner = controller.NewRunner(e.cluster.Config(), opts)
+	if err := e.runner.Start(ctx); err != nil {
+		return e, err
+	}
+	// oplab's own assembly (cmd/oplab/app), as cmd/oplab runs it.
+	content, err := loadCourse()
+	if err != nil {
+		return e, err
+	}
+	demos, err := demo.Load("")
+	if err != nil {
+		return e, err
+	}
+	e.app, err = app.NewWeb(ctx, app.Options{
+		Config: e.cluster.Config(), Recorder: e.recorder, Hub: hub, Controller: e.runner, Logger: testLogger(logFile),
+		Content: content, Demos: demos,
+		InstructorToken: testInstructorToken, KubectlLine: testKubectlLine, LearnerCode: e.runner,
+		// The demo tests check what happens, not the room's pace; the
+		// roster's, what a reset that cannot finish says, not its minute.
+		DemoDwell: demo.MinDwell, ResetWait: resetWait,
+	})
+	if err != nil {
+		return e, err
+	}
+	e.server = e.app.Server()
+	go func() { _ = e.app.Run(ctx) }()
+	e.http = httptest.NewServer(e.app.Handler()) // 127.0.0.1 only
+	e.client, err = client.New(e.cluster.Config(), client.Options{Scheme: mustScheme()})
+	return e, err
+}
+
+// loadCourse is the compiled-in course, as cmd/oplab loads it at start:
+// once for the package.
+var loadCourse = sync.OnceValues(learn.LoadContent)
+
+func mustCourse(t testing.TB) *learn.Content {
+	t.Helper()
+	c, err := loadCourse()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func mustScheme() *runtime.Scheme {
+	s, err := app.NewScheme()
+	if err != nil {
+		panic(err)
+	}
+	return s
+}
+
+func (e *testEnv) stop() {
+	if e.http != nil {
+		e.http.Close()
+	}
+	if e.runner != nil {
+		_ = e.runner.Stop()
+	}
+	e.cancel()
+	if e.cluster != nil {
+		if err := e.cluster.Stop(); err != nil {
+			fmt.Fprintln(os.Stderr, "stopping the shared cluster:", err)
+		}
+	}
+}
+
+// tab opens a tab in a fresh browser context: its own cookies, hence its own
+// lab session and namespace.
+func (e *testEnv) tab(t *testing.T) context.Context { return browser.Tab(t) }
+
+// learner is an HTTP client with its own cookie jar: one lab session.
+func (e *testEnv) learner(t testing.TB) (*http.Client, string) {
+	t.Helper()
+	jar, _ := cookiejar.New(nil)
+	c := &http.Client{Jar: jar, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	resp, err := c.Get(e.http.URL + "/lab")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var b strings.Builder
+	buf := make([]byte, 64<<10)
+	for {
+		n, err := resp.Body.Read(buf)
+		b.Write(buf[:n])
+		if err != nil {
+			break
+		}
+	}
+	parts := strings.SplitN(b.String(), `data-namespace="`, 2)
+	if len(parts) != 2 {
+		t.Fatalf("GET /lab: no namespace in the page (status %d)", resp.StatusCode)
+	}
+	return c, strings.SplitN(parts[1], `"`, 2)[0]
+}
+
+// artifactsDir is where screenshots and logs go: $OPLAB_ARTIFACTS, or a
+// folder in the temp dir. Never in the source tree.
+func artifactsDir() string {
+	dir := os.Getenv("OPLAB_ARTIFACTS")
+	if dir == "" {
+		dir = filepath.Join(os.TempDir(), "oplab-artifacts")
+	}
+	dir = filepath.Join(dir, "web")
+	_ = os.MkdirAll(dir, 0o755)
+	return dir
+}
+
+// screenshot saves the whole page as NAME.png in the artifacts dir (when
+// browsertest.ScreenshotsWanted).
+func screenshot(t *testing.T, ctx context.Context, name string) {
+	t.Helper()
+	browsertest.Screenshot(t, ctx, filepath.Join(artifactsDir(), name+".png"))
+}
+
+// failedShot saves the whole page as failed-TEST.png in the artifacts dir,
+// in CI too: what the page showed when the test gave up.
+func failedShot(t *testing.T, ctx context.Context) {
+	t.Helper()
+	browsertest.FailureScreenshot(t, ctx, filepath.Join(artifactsDir(), "failed-"+strings.ReplaceAll(t.Name(), "/", "-")+".png"))
+}
+
+// poll waits until the JavaScript expression is truthy, failing the test
+// with what after the deadline.
+func poll(t *testing.T, ctx context.Context, what, expr string) {
+	t.Helper()
+	if _, err := chromedp.Run(ctx, chromedp.Poll[chromedp.Void](expr, chromedp.WithPollingTimeout(deadline))); err != nil {
+		failedShot(t, ctx)
+		t.Fatalf("waiting for %s (%s): %v", what, expr, err)
+	}
+}
+
+// eventually polls cond until it holds or the deadline passes.
+func eventually(t *testing.T, what string, cond func() (bool, error)) {
+	t.Helper()
+	end := time.Now().Add(deadline)
+	var last error
+	for time.Now().Before(end) {
+		ok, err := cond()
+		if ok {
+			return
+		}
+		last = err
+		time.Sleep(200 * time.Millisecond)
+	}
+	t.Fatalf("timed out waiting for %s (last error: %v)", what, last)
+}
+
+func httptestRecorder() *httptest.ResponseRecorder { return httptest.NewRecorder() }
+
+func mustRequest(t *testing.T) *http.Request {
+	t.Helper()
+	return httptest.NewRequest("GET", "/lab", nil).WithContext(t.Context())
+}
+
+// cdpCall sends one DevTools command to the tab (chromedp has no action
+// for most of them).
+func cdpCall[P, R any](cmd cdp.Command[P, R], params P) chromedp.Action[chromedp.Void] {
+	return chromedp.Func(func(ctx context.Context, t *chromedp.Target) error {
+		_, err := cdp.Call(ctx, t, cmd, params)
+		return err
+	})
+}
