@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"io"
 	"net/http"
 	"net/http/cookiejar"
 	"net/url"
@@ -19,17 +18,6 @@ import (
 	"github.com/oplab-dev/oplab/controller/api/v1alpha1"
 	"github.com/oplab-dev/oplab/web/instructor"
 )
-
-func get(t *testing.T, c *http.Client, u string) (*http.Response, string) {
-	t.Helper()
-	resp, err := c.Get(u)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return resp, string(b)
-}
 
 // The instructor token reaches no learner: not a page, not a header, not
 // the stream; and the instructor's cookie is not sent to the lab.

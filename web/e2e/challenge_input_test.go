@@ -3,7 +3,6 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"path/filepath"
@@ -197,28 +196,12 @@ func TestChallengeInputWithoutScript(t *testing.T) {
 	}
 	post := func(path string, form url.Values, accept string) (*http.Response, string) {
 		t.Helper()
-		req, _ := http.NewRequest(http.MethodPost, e.http.URL+path, strings.NewReader(form.Encode()))
-		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-		if accept != "" {
-			req.Header.Set("Accept", accept)
-		}
-		resp, err := c.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return resp, string(b)
+		return postAccept(t, c, e.http.URL+path, form, accept)
 	}
 	page := func(loc string) string {
 		t.Helper()
-		resp, err := c.Get(e.http.URL + loc)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return string(b)
+		_, b := get(t, c, e.http.URL+loc)
+		return b
 	}
 	const answer = "/challenges/interview-walkthrough/answer"
 

@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"strings"
@@ -132,28 +131,12 @@ func TestChallengeAnswerWithoutScript(t *testing.T) {
 	}
 	post := func(form url.Values, accept string) (*http.Response, string) {
 		t.Helper()
-		req, _ := http.NewRequest(http.MethodPost, e.http.URL+"/challenges/operator-or-chart/answer", strings.NewReader(form.Encode()))
-		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-		if accept != "" {
-			req.Header.Set("Accept", accept)
-		}
-		resp, err := c.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return resp, string(b)
+		return postAccept(t, c, e.http.URL+"/challenges/operator-or-chart/answer", form, accept)
 	}
 	page := func(loc string) string {
 		t.Helper()
-		resp, err := c.Get(e.http.URL + loc)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return string(b)
+		_, b := get(t, c, e.http.URL+loc)
+		return b
 	}
 
 	// The question comes after the cluster tasks: answered early, it is

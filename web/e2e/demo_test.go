@@ -61,13 +61,8 @@ func (e *testEnv) instructorLab(t *testing.T) (*http.Client, string) {
 
 func postDemo(t *testing.T, c *http.Client, base, action string, form url.Values) (int, string) {
 	t.Helper()
-	resp, err := c.PostForm(base+"/instructor/demo/"+action, form)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(b)
+	resp, body := postAccept(t, c, base+"/instructor/demo/"+action, form, "")
+	return resp.StatusCode, body
 }
 
 // waitDemoOver waits for the demo's last narration and returns the trace.

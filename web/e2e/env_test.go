@@ -3,9 +3,11 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/cookiejar"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -303,4 +305,41 @@ func cdpCall[P, R any](cmd cdp.Command[P, R], params P) chromedp.Action[chromedp
 		_, err := cdp.Call(ctx, t, cmd, params)
 		return err
 	})
+}
+
+// do sends req with c and returns the response with its body read whole:
+// the one way these tests ask the server something over HTTP.
+func do(t testing.TB, c *http.Client, req *http.Request) (*http.Response, string) {
+	t.Helper()
+	resp, err := c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp, string(b)
+}
+
+func get(t testing.TB, c *http.Client, u string) (*http.Response, string) {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodGet, u, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return do(t, c, req)
+}
+
+// postAccept posts form to u as a page's form does, asking for accept (""
+// for a browser's default).
+func postAccept(t testing.TB, c *http.Client, u string, form url.Values, accept string) (*http.Response, string) {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodPost, u, strings.NewReader(form.Encode()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	if accept != "" {
+		req.Header.Set("Accept", accept)
+	}
+	return do(t, c, req)
 }

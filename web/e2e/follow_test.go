@@ -82,13 +82,13 @@ func submit(t *testing.T, c *http.Client, u string, form url.Values) int {
 
 func postJSON(t *testing.T, c *http.Client, u, body string) (int, string) {
 	t.Helper()
-	resp, err := c.Post(u, "application/json", strings.NewReader(body))
+	req, err := http.NewRequest(http.MethodPost, u, strings.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(b)
+	req.Header.Set("Content-Type", "application/json")
+	resp, got := do(t, c, req)
+	return resp.StatusCode, got
 }
 
 func TestFollowThePresenterStream(t *testing.T) {

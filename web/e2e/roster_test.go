@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"html"
-	"io"
 	"net/http"
 	"net/http/cookiejar"
 	"net/http/httptest"
@@ -344,18 +343,8 @@ func TestRosterSecondResetIsRefusedWhileTheFirstRuns(t *testing.T) {
 // default), returning the status and the body.
 func postReset(t *testing.T, c *http.Client, u, accept string) (int, string) {
 	t.Helper()
-	req, _ := http.NewRequest("POST", u, strings.NewReader(""))
-	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	if accept != "" {
-		req.Header.Set("Accept", accept)
-	}
-	resp, err := c.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(b)
+	resp, body := postAccept(t, c, u, nil, accept)
+	return resp.StatusCode, body
 }
 
 // The roster, redrawn every 2 s, changes only what changed: unchanged

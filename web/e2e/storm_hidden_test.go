@@ -106,16 +106,11 @@ func cardHTML(t *testing.T, page, name string) string {
 
 func getBody(t *testing.T, c *http.Client, u string) string {
 	t.Helper()
-	resp, err := c.Get(u)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
+	resp, b := get(t, c, u)
 	if resp.StatusCode != http.StatusOK {
 		t.Fatalf("GET %s = %d %s", u, resp.StatusCode, b)
 	}
-	return string(b)
+	return b
 }
 
 // streamFrames reads what a fresh viewer of c's namespace gets in a second
