@@ -38,17 +38,9 @@ import (
 // postForm sends a form as lab/forms.js does (asking for JSON) and decodes the answer.
 func postForm(t *testing.T, c *http.Client, base, path string, form url.Values) (int, lab.Result) {
 	t.Helper()
-	req, _ := http.NewRequest("POST", base+path, strings.NewReader(form.Encode()))
-	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	req.Header.Set("Accept", "application/json")
-	resp, err := c.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
+	resp, b := postAccept(t, c, base+path, form, "application/json")
 	var res lab.Result
-	b, _ := io.ReadAll(resp.Body)
-	if err := json.Unmarshal(b, &res); err != nil {
+	if err := json.Unmarshal([]byte(b), &res); err != nil {
 		t.Fatalf("POST %s: answer is not JSON: %s", path, b)
 	}
 	return resp.StatusCode, res

@@ -3,7 +3,6 @@ package e2e
 import (
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"regexp"
@@ -147,15 +146,7 @@ func streamFrames(t *testing.T, c *http.Client) [][]byte {
 
 func startChallenge(t *testing.T, c *http.Client, id string) {
 	t.Helper()
-	req, _ := http.NewRequest(http.MethodPost, shared.http.URL+"/challenges/"+id+"/start", strings.NewReader(url.Values{"confirm": {"wipe"}}.Encode()))
-	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	req.Header.Set("Accept", "application/json")
-	resp, err := c.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	if b, _ := io.ReadAll(resp.Body); resp.StatusCode != http.StatusOK {
+	if resp, b := postAccept(t, c, shared.http.URL+"/challenges/"+id+"/start", url.Values{"confirm": {"wipe"}}, "application/json"); resp.StatusCode != http.StatusOK {
 		t.Fatalf("start %s = %d %s", id, resp.StatusCode, b)
 	}
 }
