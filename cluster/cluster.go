@@ -274,6 +274,17 @@ func (c *Cluster) startAPIServer(assets string, opts Options) error {
 	// every one of envtest's five tries fail, as each reuses the ports). So
 	// a start whose etcd or kube-apiserver could not bind is tried again on
 	// new ports.
+	//
+	// etcd binds its metrics port only after it has written its new member
+	// to an empty data folder; a try that fails there leaves a member that,
+	// restarted on other ports, never elects itself (RAFT NO LEADER until
+	// envtest gives up). So a folder that was empty at this start is
+	// emptied again before the next try; one that held a cluster before
+	// holds a whole member, which restarts on any ports.
+	fresh, err := isEmptyDir(etcdDir)
+	if err != nil {
+		return err
+	}
 	var etcdSaid, apiSaid tailWriter
 	etcdOut := etcdSaid.teeTo(c.log.prefixed(nameEtcd))
 	apiOut := apiSaid.teeTo(c.log.prefixed(nameAPIServer))
@@ -398,6 +409,11 @@ func (c *Cluster) startAPIServer(assets string, opts Options) error {
 		if attempt < portAttempts && strings.Contains(said, "address already in use") {
 			c.log.printf("etcd could not bind its ports (try %d of %d); trying others", attempt, portAttempts)
 			_ = c.env.Stop()
+			if fresh {
+				if err := emptyDir(etcdDir); err != nil {
+					return err
+				}
+			}
 			continue
 		}
 		if apiSays := apiSaid.String(); strings.Contains(apiSays, "address already in use") {
@@ -416,6 +432,23 @@ func (c *Cluster) startAPIServer(assets string, opts Options) error {
 		}
 		return fmt.Errorf("starting etcd and kube-apiserver: %w", err)
 	}
+}
+
+// isEmptyDir reports whether dir has no entries.
+func isEmptyDir(dir string) (bool, error) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return false, fmt.Errorf("reading etcd's data folder: %w", err)
+	}
+	return len(entries) == 0, nil
+}
+
+// emptyDir removes what dir holds and keeps dir.
+func emptyDir(dir string) error {
+	if err := os.RemoveAll(dir); err != nil {
+		return fmt.Errorf("emptying etcd's data folder: %w", err)
+	}
+	return os.MkdirAll(dir, 0o700)
 }
 
 // lastLineWith is the last of s's lines that contains sub.
