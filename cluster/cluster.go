@@ -277,7 +277,7 @@ func (c *Cluster) startAPIServer(assets string, opts Options) error {
 	//
 	// etcd binds its metrics port only after it has written its new member
 	// to an empty data folder; a try that fails there leaves a member that,
-	// restarted on other ports, never elects itself (RAFT NO LEADER until
+	// restarted on other ports, may never elect itself (RAFT NO LEADER until
 	// envtest gives up). So a folder that was empty at this start is
 	// emptied again before the next try; one that held a cluster before
 	// holds a whole member, which restarts on any ports.
