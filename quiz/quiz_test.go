@@ -1,7 +1,10 @@
 package quiz
 
 import (
+	"fmt"
 	"net/url"
+	"os"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -343,4 +346,41 @@ func TestSomeQuestionsReadATraceOrAnObject(t *testing.T) {
 	if len(ids) < 4 {
 		t.Errorf("%d questions with an excerpt (%v), want at least 4", len(ids), ids)
 	}
+}
+
+// The README counts the quiz's questions; the count is a promise to the
+// teams choosing oplab, so it must follow the data.
+func TestReadmeCountsTheQuiz(t *testing.T) {
+	b := mustLoad(t)
+	readme, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`The quiz has (\d+) questions \((\d+) single-answer, (\d+) pick-all\)`).FindSubmatch(readme)
+	if m == nil {
+		t.Fatal(`README.md no longer says "The quiz has N questions (S single-answer, P pick-all)"`)
+	}
+	multi, code := 0, 0
+	for _, q := range b.Questions {
+		if q.Multi() {
+			multi++
+		}
+		if q.Code != "" {
+			code++
+		}
+	}
+	got := fmt.Sprintf("%d %d %d", len(b.Questions), len(b.Questions)-multi, multi)
+	if want := fmt.Sprintf("%s %s %s", m[1], m[2], m[3]); got != want {
+		t.Errorf("README counts questions, single-answer, pick-all as %s; the quiz has %s", want, got)
+	}
+	if !strings.Contains(string(readme), fmt.Sprintf("pick-all); %s\n  of them show a timeline excerpt", numberWord(code))) {
+		t.Errorf("README does not say %q of the questions show a timeline excerpt or an object", numberWord(code))
+	}
+}
+
+func numberWord(n int) string {
+	if words := []string{"none", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine"}; n < len(words) {
+		return words[n]
+	}
+	return fmt.Sprint(n)
 }
