@@ -19,7 +19,6 @@ package lessons
 
 import (
 	"bytes"
-	"embed"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -28,14 +27,12 @@ import (
 	"strconv"
 	"strings"
 
+	lessonfiles "github.com/oplab-dev/oplab/lessons/content/lessons"
 	"sigs.k8s.io/yaml"
 )
 
-//go:embed content/lessons/*.md
-var embedded embed.FS
-
 // Content is the course's markdown, one file per page, at its root.
-var Content fs.FS = mustSub(embedded, "content/lessons")
+var Content fs.FS = lessonfiles.FS
 
 // ScenarioURL is the lab link that opens scenario name.
 func ScenarioURL(name string) string { return "/lab?scenario=" + url.QueryEscape(name) }
@@ -363,12 +360,4 @@ func (c *Course) resolveLesson(link string, u *url.URL) error {
 		return fmt.Errorf("link %q: lesson %q has no section #%s", link, slug, u.Fragment)
 	}
 	return nil
-}
-
-func mustSub(f fs.FS, dir string) fs.FS {
-	sub, err := fs.Sub(f, dir)
-	if err != nil {
-		panic(fmt.Sprintf("lessons: embedded %s missing: %v", dir, err))
-	}
-	return sub
 }

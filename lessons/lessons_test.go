@@ -240,6 +240,8 @@ func TestRegions(t *testing.T) {
 		{name: "end without begin", files: map[string]string{"r.go": "package r\n// lesson:end a\n"}, wantErr: "r.go:2: // lesson:end a has no matching begin"},
 		{name: "begins twice", files: map[string]string{"r.go": "// lesson:begin a\n// lesson:begin a\n"}, wantErr: `r.go:2: region "a" begins again`},
 		{name: "twice in a file", files: map[string]string{"r.go": "// lesson:begin a\nx\n// lesson:end a\n// lesson:begin a\nx\n// lesson:end a\n"}, wantErr: `r.go:4: region "a" is marked twice in this file`},
+		{name: "name not a slug", files: map[string]string{"r.go": "// lesson:begin Reconcile-\nx\n// lesson:end Reconcile-\n"}, wantErr: `r.go:1: region name "Reconcile-" must be lowercase`},
+		{name: "no name", files: map[string]string{"r.go": "x\n// lesson:end\n"}, wantErr: `r.go:2: region name "" must be lowercase`},
 		{name: "empty", files: map[string]string{"r.go": "// lesson:begin a\n\n// lesson:end a\n"}, wantErr: `r.go:3: region "a" is empty`},
 		{
 			name:    "twice across files",

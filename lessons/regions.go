@@ -31,9 +31,10 @@ type Region struct {
 	Code string
 }
 
-// markerRE matches a region marker line. Names are kebab-case so they read
-// the same in Go comments and in markdown fences.
-var markerRE = regexp.MustCompile(`^\s*// lesson:(begin|end) ([a-z0-9][a-z0-9-]*)\s*$`)
+// markerRE matches a region marker line, whatever follows the verb, so that
+// a misspelt name is an error rather than a line of code. Names are slugs
+// (ValidSlug) so they read the same in Go comments and in markdown fences.
+var markerRE = regexp.MustCompile(`^\s*// lesson:(begin|end)\b\s*(.*?)\s*$`)
 
 // Regions reads every non-test .go file at the root of code and returns its
 // marked regions by name. controller.Source embeds only the files that carry
@@ -90,6 +91,9 @@ func fileRegions(file string, src []byte) (map[string]Region, error) {
 			continue
 		}
 		verb, name := m[1], m[2]
+		if !ValidSlug(name) {
+			return nil, fmt.Errorf("%s:%d: region name %q must be lowercase letters, digits and inner dashes", file, n, name)
+		}
 		if err := applyMarker(file, n, verb, name, open, done); err != nil {
 			return nil, err
 		}
