@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -122,5 +124,27 @@ func TestProgressRefusesBadReportsNamingTheField(t *testing.T) {
 	}
 	if list, _ := m.List(t.Context()); !list[0].Progress.Reported.IsZero() {
 		t.Errorf("a refused report was stored: %+v", list[0].Progress)
+	}
+}
+
+// progress.js cuts a report to what checkChallenge accepts, so that one
+// bad ID in a browser's storage does not get every report refused; its
+// rule for an ID must say yes and no where the server's does.
+func TestProgressScriptKeepsTheServersChallengeIDRule(t *testing.T) {
+	src, err := os.ReadFile("../static/progress.js")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`const CHALLENGE_ID = /(.+)/;`).FindSubmatch(src)
+	if m == nil {
+		t.Fatal("progress.js has no CHALLENGE_ID rule")
+	}
+	script := regexp.MustCompile(string(m[1]))
+	for _, id := range []string{"drift-repair", "a", "a1", "1-2-3", "x-", "-x", "", "a--b", "Drift", "a_b", "a b", "é",
+		strings.Repeat("a", maxChallengeID), strings.Repeat("a", maxChallengeID+1)} {
+		server := checkChallenge(id, ChallengeProgress{Done: 1, Of: 1}, func(string) (int, bool) { return 1, true }) == nil
+		if got := script.MatchString(id); got != server {
+			t.Errorf("ID %q: progress.js keeps it %v, the server accepts it %v", id, got, server)
+		}
 	}
 }

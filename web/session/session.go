@@ -31,7 +31,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"sync/atomic"
 	"time"
@@ -264,15 +263,6 @@ func New(ctx context.Context, opts Options) (*Manager, error) {
 	m := &Manager{opts: opts, ops: make(chan func(*table)), done: ctx.Done()}
 	go m.own(ctx)
 	return m, nil
-}
-
-// remoteIP is the request's remote address without its port.
-func remoteIP(r *http.Request) string {
-	host, _, err := net.SplitHostPort(r.RemoteAddr)
-	if err != nil {
-		return r.RemoteAddr
-	}
-	return host
 }
 
 // own is the goroutine that owns the table.

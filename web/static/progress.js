@@ -14,6 +14,9 @@ import { KEY, h, store } from "./base.js";
   const saveName = (name) => store.saveText(KEY.name, name);
 
   const count = (n) => Number.isInteger(n) && n >= 0 ? n : 0;
+  // CHALLENGE_ID is the server's rule for a challenge ID (lessons.ValidSlug,
+  // at most 63 characters): web/session's tests hold the two together.
+  const CHALLENGE_ID = /^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$/;
 
   // build is the report, cut to what the server accepts: storage written
   // by an older or broken page must not make every report fail.
@@ -27,7 +30,7 @@ import { KEY, h, store } from "./base.js";
     const ch = load(KEY.challenges, {});
     if (ch && typeof ch === "object") {
       for (const [id, c] of Object.entries(ch).slice(0, 64)) {
-        if (!/^[a-z0-9][a-z0-9-]{0,62}$/.test(id) || !c) continue;
+        if (!CHALLENGE_ID.test(id) || !c) continue;
         const of = count(c.of), done = count(c.done);
         if (of >= 1 && done <= of) r.challenges[id] = { done, of };
       }
