@@ -146,7 +146,7 @@ type Options struct {
 	AllowedHosts []string
 	// LearnerCode hands a learner's namespace to their own reconciler
 	// (the /code page); nil: no /code page.
-	LearnerCode code.Runner
+	LearnerCode code.Controller
 	Logger      logr.Logger
 }
 
@@ -184,7 +184,7 @@ func (s *Server) CodeOf(ns string) *stream.Code {
 	return nil
 }
 
-// New builds the server on ready parts: the classroom, the demo runner
+// New builds the server on ready parts: the classroom, the demo player
 // (both ending with ctx) and the handlers of every page. It starts nothing
 // that talks to the API server but through opts.Client.
 func New(ctx context.Context, opts Options) (*Server, error) {
@@ -246,7 +246,7 @@ func (s *Server) routes(ctx context.Context) (http.Handler, error) {
 	}
 	// The code page comes first: the lab's export carries its code.
 	if s.opts.LearnerCode != nil {
-		codes := code.New(code.Options{Runner: s.opts.LearnerCode, Sessions: sessions, Logger: s.opts.Logger.WithName("code")})
+		codes := code.New(code.Options{Controller: s.opts.LearnerCode, Sessions: sessions, Logger: s.opts.Logger.WithName("code")})
 		codes.Register(mux)
 		s.codes.Store(codes)
 		labOpts.Code = codes
@@ -270,7 +270,7 @@ func (s *Server) routes(ctx context.Context) (http.Handler, error) {
 	instructor.New(ctx, instructor.Options{
 		Token: s.opts.InstructorToken, Controller: s.opts.Controller, Logger: s.opts.Logger.WithName("instructor"),
 		Throttle: session.NewThrottle(instructor.TokenGuesses, instructor.TokenGuessEvery, nil), ClientOf: session.ClientAddress(s.opts.TrustedProxies),
-		Demo: instructor.Demo{Runner: demos, Labs: sessions},
+		Demo: instructor.Demo{Player: demos, Labs: sessions},
 		Roster: instructor.Roster{Learners: sessions, States: s.opts.States, Pauses: s.opts.Controller, Deleter: direct,
 			Broadcaster: cmp.Or[instructor.Broadcaster](s.opts.Broadcaster, s.classroom), JoinCode: s.opts.JoinCode,
 			Presence: &s.presence, Self: sessions.NamespaceOf, Presenting: s.classroom.Presenting, ResetWait: s.opts.ResetWait,

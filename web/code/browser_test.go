@@ -68,13 +68,13 @@ func (n oneNamespace) Begin(_ http.ResponseWriter, r *http.Request) (session.Ses
 	return session.Session{Namespace: ns}, nil
 }
 
-// fakeRunner records hand-overs: the page's own behaviour needs no cluster.
-type fakeRunner struct {
+// fakeController records hand-overs: the page's own behaviour needs no cluster.
+type fakeController struct {
 	mu   sync.Mutex
 	recs map[string]controller.NamespaceReconciler
 }
 
-func (f *fakeRunner) HandOver(ns string, rec controller.NamespaceReconciler) {
+func (f *fakeController) HandOver(ns string, rec controller.NamespaceReconciler) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.recs == nil {
@@ -83,13 +83,13 @@ func (f *fakeRunner) HandOver(ns string, rec controller.NamespaceReconciler) {
 	f.recs[ns] = rec
 }
 
-func (f *fakeRunner) TakeBack(ns string) {
+func (f *fakeController) TakeBack(ns string) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	delete(f.recs, ns)
 }
 
-func (f *fakeRunner) HandedOver(ns string) bool {
+func (f *fakeController) HandedOver(ns string) bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.recs[ns] != nil
@@ -101,14 +101,14 @@ func childSandbox() *sandbox.Sandbox {
 
 // pageMux serves the code page for namespace ns, on runner, with the
 // static files its script needs.
-func pageMux(ns string, runner Runner) *http.ServeMux {
+func pageMux(ns string, runner Controller) *http.ServeMux {
 	mux := http.NewServeMux()
 	mux.Handle("GET /static/", http.StripPrefix("/static/", http.FileServerFS(static.FS)))
-	New(Options{Runner: runner, Sessions: oneNamespace(ns), NewSandbox: childSandbox}).Register(mux)
+	New(Options{Controller: runner, Sessions: oneNamespace(ns), NewSandbox: childSandbox}).Register(mux)
 	return mux
 }
 
-func newServer(t *testing.T, ns string, runner Runner) *httptest.Server {
+func newServer(t *testing.T, ns string, runner Controller) *httptest.Server {
 	t.Helper()
 	srv := httptest.NewServer(http.NewCrossOriginProtection().Handler(pageMux(ns, runner)))
 	t.Cleanup(srv.Close)
@@ -170,7 +170,7 @@ func shoot(t *testing.T, ctx context.Context, name string) {
 // with its line marked in the gutter, and the namespace is not handed over.
 func TestCompileErrorMarksItsLine(t *testing.T) {
 	ctx := newTab(t)
-	runner := &fakeRunner{}
+	runner := &fakeController{}
 	srv := newServer(t, "lab-test", runner)
 	do(t, ctx, chromedp.EmulateViewport(1280, 800), chromedp.Navigate(srv.URL+"/code"), chromedp.WaitVisible(chromedp.CSS("#source")))
 	setSource(t, ctx, "package controller\n\nimport \"os\"\n")
@@ -190,7 +190,7 @@ func TestCompileErrorMarksItsLine(t *testing.T) {
 // over; Back takes it back.
 func TestTabIndentsAndRunHandsOver(t *testing.T) {
 	ctx := newTab(t)
-	runner := &fakeRunner{}
+	runner := &fakeController{}
 	srv := newServer(t, "lab-tab", runner)
 	do(t, ctx, chromedp.EmulateViewport(1280, 800), chromedp.Navigate(srv.URL+"/code"), chromedp.WaitVisible(chromedp.CSS("#source")),
 		chromedp.SetValue(chromedp.CSS("#starter"), "oplab"), chromedp.Click(chromedp.CSS("#load")))
@@ -234,7 +234,7 @@ func TestTabIndentsAndRunHandsOver(t *testing.T) {
 // this page on the full server, web's TestBrowserCodeExercisesSolvedInThePage.
 func TestTypedSolutionCompilesAndRuns(t *testing.T) {
 	ctx := newTab(t)
-	runner := &fakeRunner{}
+	runner := &fakeController{}
 	srv := newServer(t, "lab-typed", runner)
 	solution := starters.Source("oplab")
 	do(t, ctx, chromedp.EmulateViewport(1280, 800), chromedp.Navigate(srv.URL+"/code"), chromedp.WaitVisible(chromedp.CSS("#source")))
@@ -271,7 +271,7 @@ func firstDiff(a, b string) int {
 // has answered, then replies with the old code's failure.
 func TestStatusAskedBeforeRunIsNotShownAfterIt(t *testing.T) {
 	ctx := newTab(t)
-	runner := &fakeRunner{}
+	runner := &fakeController{}
 	mux := pageMux("lab-stale", runner)
 	held, release := make(chan struct{}), make(chan struct{})
 	var hold sync.Once
@@ -336,7 +336,7 @@ func TestStatusAskedBeforeRunIsNotShownAfterIt(t *testing.T) {
 // before still runs.
 func TestACompileErrorStaysWhileTheOldCodeRuns(t *testing.T) {
 	ctx := newTab(t)
-	runner := &fakeRunner{}
+	runner := &fakeController{}
 	mux := pageMux("lab-held", runner)
 	var armed atomic.Bool
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

@@ -17,8 +17,8 @@ import (
 // last ran; a replay's form loads a source into the editor, which the page
 // then prefers to the browser's copy once; a bad import is refused, named.
 func TestCodeOfAndImport(t *testing.T) {
-	runner := &fakeRunner{}
-	h := New(Options{Runner: runner, Sessions: oneNamespace("lab-x"), NewSandbox: childSandbox})
+	runner := &fakeController{}
+	h := New(Options{Controller: runner, Sessions: oneNamespace("lab-x"), NewSandbox: childSandbox})
 	mux := http.NewServeMux()
 	h.Register(mux)
 	do := func(method, path, contentType, body string) *httptest.ResponseRecorder {

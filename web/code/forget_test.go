@@ -15,9 +15,9 @@ import (
 // back to oplab's controller, its child process stops and its saved code
 // goes with it; another learner's stays.
 func TestForgetEndsTheLearnersCode(t *testing.T) {
-	runner := &fakeRunner{}
+	runner := &fakeController{}
 	sessions := map[string]oneNamespace{"a": "lab-a", "b": "lab-b"}
-	h := New(Options{Runner: runner, Sessions: byHeader(sessions), NewSandbox: func() *sandbox.Sandbox { return &sandbox.Sandbox{} }})
+	h := New(Options{Controller: runner, Sessions: byHeader(sessions), NewSandbox: func() *sandbox.Sandbox { return &sandbox.Sandbox{} }})
 	mux := http.NewServeMux()
 	h.Register(mux)
 	do := func(who, method, path, body string) *httptest.ResponseRecorder {

@@ -28,9 +28,9 @@ import (
 	"github.com/oplab-dev/oplab/web/stream"
 )
 
-// Runner is what the page needs of controller.Runner: handing a namespace
+// Controller is what the page needs of controller.Runner: handing a namespace
 // to learner code and taking it back.
-type Runner interface {
+type Controller interface {
 	HandOver(ns string, rec controller.NamespaceReconciler)
 	TakeBack(ns string)
 	HandedOver(ns string) bool
@@ -44,8 +44,8 @@ type Sessions interface {
 
 // Options configures the Handler.
 type Options struct {
-	Runner   Runner
-	Sessions Sessions
+	Controller Controller
+	Sessions   Sessions
 	// NewSandbox makes a learner's sandbox; nil means a Sandbox that runs
 	// the oplab binary itself as the child.
 	NewSandbox func() *sandbox.Sandbox
@@ -128,7 +128,7 @@ func (h *Handler) CodeOf(ns string) *stream.Code {
 	if c.Source == "" && c.Ran == "" {
 		return nil
 	}
-	c.Running = c.Ran != "" && h.opts.Runner.HandedOver(ns)
+	c.Running = c.Ran != "" && h.opts.Controller.HandedOver(ns)
 	return c
 }
 
@@ -176,8 +176,8 @@ func (h *Handler) Forget(ns string) {
 	l, ok := h.learners[ns]
 	delete(h.learners, ns)
 	h.mu.Unlock()
-	if h.opts.Runner.HandedOver(ns) {
-		h.opts.Runner.TakeBack(ns)
+	if h.opts.Controller.HandedOver(ns) {
+		h.opts.Controller.TakeBack(ns)
 	}
 	if !ok {
 		return
@@ -217,7 +217,7 @@ func (h *Handler) page(w http.ResponseWriter, r *http.Request) {
 	ns := sess.Namespace
 	l := h.learnerOf(ns)
 	l.mu.Lock()
-	v := pageView{Namespace: ns, Source: l.source, Imported: l.imported, Running: h.opts.Runner.HandedOver(ns), Starters: starters.All, Limits: h.limits}
+	v := pageView{Namespace: ns, Source: l.source, Imported: l.imported, Running: h.opts.Controller.HandedOver(ns), Starters: starters.All, Limits: h.limits}
 	l.imported = false
 	l.mu.Unlock()
 	if v.Source == "" {
@@ -252,7 +252,7 @@ func (h *Handler) status(w http.ResponseWriter, r *http.Request) {
 	}
 	l := h.learnerOf(ns)
 	l.mu.Lock()
-	v := statusView{Running: h.opts.Runner.HandedOver(ns), Runs: l.runs, Error: l.last}
+	v := statusView{Running: h.opts.Controller.HandedOver(ns), Runs: l.runs, Error: l.last}
 	l.mu.Unlock()
 	httpx.JSON(w, http.StatusOK, v)
 }
@@ -305,7 +305,7 @@ func (h *Handler) run(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return
 	}
-	if !h.opts.Runner.HandedOver(ns) && h.running() >= h.opts.MaxRunning {
+	if !h.opts.Controller.HandedOver(ns) && h.running() >= h.opts.MaxRunning {
 		http.Error(w, fmt.Sprintf("%d learners run their own code already, the most this server allows: try again in a while", h.opts.MaxRunning), http.StatusServiceUnavailable)
 		return
 	}
@@ -320,13 +320,13 @@ func (h *Handler) run(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), 10*time.Second)
 	defer cancel()
 	if serr := sb.Compile(ctx, src); serr != nil {
-		httpx.JSON(w, http.StatusOK, runView{Running: h.opts.Runner.HandedOver(ns), Error: serr})
+		httpx.JSON(w, http.StatusOK, runView{Running: h.opts.Controller.HandedOver(ns), Error: serr})
 		return
 	}
 	l.mu.Lock()
 	l.sb, l.last, l.runs, l.ran = sb, nil, 0, src
 	l.mu.Unlock()
-	h.opts.Runner.HandOver(ns, recording{sb: sb, l: l})
+	h.opts.Controller.HandOver(ns, recording{sb: sb, l: l})
 	h.opts.Logger.Info("Learner code runs", "namespace", ns)
 	httpx.JSON(w, http.StatusOK, runView{Running: true})
 }
@@ -346,8 +346,8 @@ func (h *Handler) back(w http.ResponseWriter, r *http.Request) {
 // whether the code ran. A challenge's Start calls it: what it sets up is
 // for oplab's controller.
 func (h *Handler) Stop(ns string) bool {
-	ran := h.opts.Runner.HandedOver(ns)
-	h.opts.Runner.TakeBack(ns)
+	ran := h.opts.Controller.HandedOver(ns)
+	h.opts.Controller.TakeBack(ns)
 	l := h.learnerOf(ns)
 	l.mu.Lock()
 	sb := l.sb

@@ -16,7 +16,7 @@ import (
 // the quiz's answer names the default ones.
 func TestThePageAndTheQuizSayTheSandboxLimits(t *testing.T) {
 	page := func(newSandbox func() *sandbox.Sandbox) string {
-		h := New(Options{Runner: &fakeRunner{}, Sessions: oneNamespace("lab-x"), NewSandbox: newSandbox})
+		h := New(Options{Controller: &fakeController{}, Sessions: oneNamespace("lab-x"), NewSandbox: newSandbox})
 		mux := http.NewServeMux()
 		h.Register(mux)
 		w := httptest.NewRecorder()
@@ -58,7 +58,7 @@ func TestThePageAndTheQuizSayTheSandboxLimits(t *testing.T) {
 func TestThePageBeginsTheSessionOrAsksToJoin(t *testing.T) {
 	get := func(s Sessions) *httptest.ResponseRecorder {
 		mux := http.NewServeMux()
-		New(Options{Runner: &fakeRunner{}, Sessions: s}).Register(mux)
+		New(Options{Controller: &fakeController{}, Sessions: s}).Register(mux)
 		w := httptest.NewRecorder()
 		mux.ServeHTTP(w, httptest.NewRequest("GET", "/code", nil))
 		return w

@@ -67,7 +67,7 @@ type Step struct {
 	// Timeout bounds Until; zero means DefaultTimeout.
 	Timeout time.Duration
 	// Dwell is how long the step stays on screen once done, before the next
-	// begins; zero means the runner's default.
+	// begins; zero means the player's default.
 	Dwell time.Duration
 }
 
@@ -105,7 +105,7 @@ type Env struct {
 	uids map[string]types.UID
 	// paused is set while this demo holds the namespace paused, so ending
 	// the demo never leaves the namespace paused behind it. The step's
-	// goroutine sets it and the runner's reads it when a Stop cuts the
+	// goroutine sets it and the player's reads it when a Stop cuts the
 	// step short, hence atomic.
 	paused atomic.Bool
 }

@@ -56,7 +56,7 @@ const resetWait = 30 * time.Second
 // on first use and stopped by TestMain.
 //
 // A test that owns its learner's namespace and touches nothing the server
-// shares (the classroom, the presenter, the demo runner, the instructor's
+// shares (the classroom, the presenter, the demo player, the instructor's
 // roster) calls t.Parallel; Go runs those after the serial ones, so a
 // serial test never sees them. Run alone, this package left the two cores
 // idle more than half the time, waiting on the cluster, the controller and

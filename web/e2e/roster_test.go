@@ -29,6 +29,7 @@ import (
 	"github.com/oplab-dev/oplab/controller/api/v1alpha1"
 	"github.com/oplab-dev/oplab/quiz"
 	"github.com/oplab-dev/oplab/web/instructor"
+	"github.com/oplab-dev/oplab/web/internal/browsertest"
 	"github.com/oplab-dev/oplab/web/lab/state"
 	"github.com/oplab-dev/oplab/web/labns"
 	"github.com/oplab-dev/oplab/web/stream"
@@ -37,7 +38,7 @@ import (
 // rosterPolled is the time of the roster's last poll, which roster.js
 // marks as a User Timing entry (nothing on the page changes for a poll
 // that found nothing new).
-const rosterPolled = `String(performance.getEntriesByName("oplab:roster-refresh").at(-1)?.startTime ?? "")`
+var rosterPolled = browsertest.LastMark("oplab:roster-refresh")
 
 // axeCheck runs axe-core on what ctx shows when it is installed (always
 // in CI): the browser tests' pages must pass it too.

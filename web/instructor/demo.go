@@ -9,7 +9,7 @@ import (
 	"github.com/oplab-dev/oplab/web/httpx"
 )
 
-// Demos is the scripted-demo runner (web/demo.Runner).
+// Demos is the scripted-demo player (web/demo.Player).
 type Demos interface {
 	Scripts() []demo.Script
 	Play(ns, id string, auto bool) error
@@ -28,13 +28,13 @@ type Labs interface {
 
 // Demo is what the scripted-demo controls need; zero hides them.
 type Demo struct {
-	Runner Demos
+	Player Demos
 	Labs   Labs
 }
 
 // DemoView is the view model of the demo panel.
 type DemoView struct {
-	// Enabled is false when oplab runs no demo runner: the panel is hidden.
+	// Enabled is false when oplab runs no demo player: the panel is hidden.
 	Enabled bool
 	// Namespace is the instructor's lab namespace, "" when this browser has
 	// no lab session yet; Presented is the lab the learners follow, "" when
@@ -79,9 +79,9 @@ type demoReply struct {
 	Error  string      `json:"error,omitempty"`
 }
 
-// registerDemo mounts the demo controls; without a runner there are none.
+// registerDemo mounts the demo controls; without a player there are none.
 func (h *Handler) registerDemo(mux *http.ServeMux) {
-	if h.opts.Demo.Runner == nil {
+	if h.opts.Demo.Player == nil {
 		return
 	}
 	mux.HandleFunc("GET /instructor/demo", h.demoPanel)
@@ -91,10 +91,10 @@ func (h *Handler) registerDemo(mux *http.ServeMux) {
 // demoView builds the panel's view model for the request's browser.
 func (h *Handler) demoView(r *http.Request, refusal string) DemoView {
 	d := h.opts.Demo
-	if d.Runner == nil {
+	if d.Player == nil {
 		return DemoView{}
 	}
-	v := DemoView{Enabled: true, Status: d.Runner.Status(), Error: refusal}
+	v := DemoView{Enabled: true, Status: d.Player.Status(), Error: refusal}
 	if d.Labs != nil {
 		v.Namespace, _ = d.Labs.NamespaceOf(r)
 	}
@@ -105,7 +105,7 @@ func (h *Handler) demoView(r *http.Request, refusal string) DemoView {
 	if f := r.PostFormValue("demo"); f != "" {
 		want = f
 	}
-	for i, s := range d.Runner.Scripts() {
+	for i, s := range d.Player.Scripts() {
 		v.Choices = append(v.Choices, DemoChoice{
 			ID: s.ID, Title: s.Title, Summary: s.Summary, Steps: len(s.Steps),
 			Selected: s.ID == want || (want == "" && i == 0), Auto: s.Advance == demo.AdvanceAuto,
@@ -131,7 +131,7 @@ func (h *Handler) demoControl(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	r.Body = http.MaxBytesReader(w, r.Body, 4<<10)
-	run := h.opts.Demo.Runner
+	run := h.opts.Demo.Player
 	var err error
 	switch action := r.PathValue("action"); action {
 	case "play":
@@ -187,7 +187,7 @@ func (h *Handler) play(r *http.Request) error {
 	if err != nil {
 		return errNoLab
 	}
-	return h.opts.Demo.Runner.Play(ns, id, r.PostFormValue("auto") != "")
+	return h.opts.Demo.Player.Play(ns, id, r.PostFormValue("auto") != "")
 }
 
 // demoPill is the pill class of a run's state.

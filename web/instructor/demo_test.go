@@ -11,7 +11,7 @@ import (
 	"github.com/oplab-dev/oplab/web/demo"
 )
 
-// fakeDemos records the controls; the real runner has tests of its own
+// fakeDemos records the controls; the real player has tests of its own
 // (web/demo) and is played on the real cluster by web/e2e/demo_test.go.
 type fakeDemos struct {
 	calls  []string
@@ -53,7 +53,7 @@ func (l fakeLabs) NamespaceOf(r *http.Request) (string, error) {
 func TestDemoControlsNeedTheInstructor(t *testing.T) {
 	d := &fakeDemos{status: demo.Status{State: demo.Idle}}
 	mux := http.NewServeMux()
-	New(t.Context(), Options{Token: token, Controller: &fakeSwitch{running: true}, Demo: Demo{Runner: d, Labs: fakeLabs{"lab-cookie": "lab-abcde"}}}).Register(mux)
+	New(t.Context(), Options{Token: token, Controller: &fakeSwitch{running: true}, Demo: Demo{Player: d, Labs: fakeLabs{"lab-cookie": "lab-abcde"}}}).Register(mux)
 	cookie := do(mux, "GET", "/instructor?token="+token, nil, nil).Result().Cookies()[0]
 	play := url.Values{"demo": {"reconcile-loop"}}
 	for _, c := range []struct {
@@ -71,7 +71,7 @@ func TestDemoControlsNeedTheInstructor(t *testing.T) {
 		}
 	}
 	if len(d.calls) != 0 {
-		t.Fatalf("the runner was driven without the instructor cookie: %v", d.calls)
+		t.Fatalf("the player was driven without the instructor cookie: %v", d.calls)
 	}
 
 	// The page offers both demos; without a lab session it says to open the lab.
@@ -109,7 +109,7 @@ func TestDemoControlsNeedTheInstructor(t *testing.T) {
 		t.Errorf("unknown control: %d", rec.Code)
 	}
 
-	// A refusal shows the runner's reason in the page, with 409.
+	// A refusal shows the player's reason in the page, with 409.
 	d.refuse = fmt.Errorf("%w: demo %q is already playing (step 2 of 6)", demo.ErrRefused, "reconcile-loop")
 	d.status = demo.Status{Demo: "reconcile-loop", Title: "The reconcile loop, start to finish", State: demo.Playing, Step: 2, Of: 6, StepTitle: "Watch", Text: "The reconcile fetches shop", Busy: true, Waiting: "waiting for Ready", Auto: true}
 	rec = serve(mux, both("POST", "/instructor/demo/play", play))
@@ -146,13 +146,13 @@ func TestDemoControlsNeedTheInstructor(t *testing.T) {
 	}
 }
 
-func TestNoDemoRunnerNoPanel(t *testing.T) {
+func TestNoDemoPlayerNoPanel(t *testing.T) {
 	mux, _ := newMux(t, token)
 	cookie := do(mux, "GET", "/instructor?token="+token, nil, nil).Result().Cookies()[0]
 	if w := do(mux, "GET", "/instructor", nil, cookie); strings.Contains(w.Body.String(), `id="demo"`) {
-		t.Error("the demo panel shows without a demo runner")
+		t.Error("the demo panel shows without a demo player")
 	}
 	if w := do(mux, "POST", "/instructor/demo/play", nil, cookie); w.Code != http.StatusNotFound && w.Code != http.StatusMethodNotAllowed {
-		t.Errorf("demo route without a runner: %d, want 404", w.Code)
+		t.Errorf("demo route without a player: %d, want 404", w.Code)
 	}
 }

@@ -112,7 +112,7 @@ func TestThePagePresentingElsewhereSaysSo(t *testing.T) {
 	mux := http.NewServeMux()
 	New(t.Context(), Options{Token: token, Controller: &fakeSwitch{running: true},
 		Present: Presenting{Classroom: cls, Sessions: fakeSessions{}},
-		Demo:    Demo{Runner: d, Labs: fakeSessions{}}}).Register(mux)
+		Demo:    Demo{Player: d, Labs: fakeSessions{}}}).Register(mux)
 	cookie := do(mux, "GET", "/instructor?token="+token, nil, nil).Result().Cookies()[0]
 	page := do(mux, "GET", "/instructor", nil, cookie).Body.String()
 	for _, want := range []string{"presenting elsewhere", "the lab <code>lab-other</code>, opened in another browser",

@@ -30,8 +30,8 @@ import (
 // attribute on the page is written for tests): rosterPolled is the time
 // of the last poll's mark, rosterRedraw the last redraw's measure (its
 // duration, detail.phases and detail.rows).
-const (
-	rosterPolled = `String(performance.getEntriesByName("oplab:roster-refresh").at(-1)?.startTime ?? "")`
+var (
+	rosterPolled = browsertest.LastMark("oplab:roster-refresh")
 	rosterRedraw = `performance.getEntriesByName("oplab:roster-redraw").at(-1)`
 )
 

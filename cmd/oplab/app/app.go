@@ -66,7 +66,7 @@ type Options struct {
 	Controller web.Controller
 	// LearnerCode hands a learner's namespace to their own reconciler
 	// (the /code page); nil: no /code page.
-	LearnerCode code.Runner
+	LearnerCode code.Controller
 
 	// NoQuotaController says the cluster runs no ResourceQuota controller
 	// (the embedded minimal mode), so a new namespace's quota status is

@@ -213,6 +213,14 @@ func Text(sel string) string {
 	return fmt.Sprintf(`(document.querySelector(%q) || {textContent: "<missing>"}).textContent.trim()`, sel)
 }
 
+// LastMark is an expression for the start time, as a string, of the latest
+// User Timing entry called name, or "" while there is none. The pages'
+// scripts mark what happens without a visible change (a poll that found
+// nothing new) so that a test can wait for it without a test-only attribute.
+func LastMark(name string) string {
+	return fmt.Sprintf(`String(performance.getEntriesByName(%q).at(-1)?.startTime ?? "")`, name)
+}
+
 // ArtifactsDir is the folder for what a person may want to look at after
 // the tests (screenshots): $OPLAB_ARTIFACTS/name, or oplab-artifacts/name
 // in the system's temporary folder; never inside the repository.

@@ -167,3 +167,20 @@ func TestTabsOpenNoBrowserUIPages(t *testing.T) {
 		t.Errorf("no page among the browser's targets %v: the check saw nothing", targets)
 	}
 }
+
+// LastMark reads "" before the page marks anything, then the latest mark's
+// time, so a wait on it moves on each new mark.
+func TestLastMarkFollowsTheLatestMark(t *testing.T) {
+	ctx := browser.Tab(t)
+	Do(t, ctx, chromedp.Navigate(page(t).URL))
+	for _, step := range []struct{ js, want string }{
+		{"", ""},
+		{`performance.mark("test:other", {startTime: 3});`, ""},
+		{`performance.mark("test:poll", {startTime: 5});`, "5"},
+		{`performance.mark("test:poll", {startTime: 9});`, "9"},
+	} {
+		if got := Eval[string](t, ctx, step.js+LastMark("test:poll")); got != step.want {
+			t.Errorf("after %q: %q, want %q", step.js, got, step.want)
+		}
+	}
+}

@@ -13,7 +13,7 @@ import (
 	"github.com/oplab-dev/oplab/web/classroom"
 )
 
-// These tests drive the runner's state machine with scripts of their own,
+// These tests drive the player's state machine with scripts of their own,
 // whose steps the test releases one by one: they count steps, never time.
 // The real demos are played on the real cluster by web/e2e/demo_test.go.
 
@@ -97,7 +97,7 @@ func gatedScript(id string, n int, gate bool) (Script, *gated) {
 	return s, g
 }
 
-func start(t *testing.T, dwell time.Duration, scripts ...Script) (*Runner, *room, *sink, *fakeController) {
+func start(t *testing.T, dwell time.Duration, scripts ...Script) (*Player, *room, *sink, *fakeController) {
 	t.Helper()
 	rm, sk, fc := &room{}, &sink{}, &fakeController{}
 	r := New(Options{Scripts: scripts, Narrator: rm, Sink: sk, Controller: fc, Dwell: dwell})
@@ -108,8 +108,8 @@ func start(t *testing.T, dwell time.Duration, scripts ...Script) (*Runner, *room
 }
 
 // waitStatus polls until ok holds for the status; the bound only keeps a
-// broken runner from hanging the test.
-func waitStatus(t *testing.T, r *Runner, what string, ok func(Status) bool) Status {
+// broken player from hanging the test.
+func waitStatus(t *testing.T, r *Player, what string, ok func(Status) bool) Status {
 	t.Helper()
 	end := time.Now().Add(30 * time.Second)
 	for {
@@ -459,7 +459,7 @@ func TestManualAdvanceWaitsForNext(t *testing.T) {
 		t.Errorf("after step 1: %+v; want playing, awaiting Next", st)
 	}
 	nothingBegan(t, g)
-	// Status is answered by the runner's goroutine, after any dwell timer
+	// Status is answered by the player's goroutine, after any dwell timer
 	// of 1 ms it would have set: still step 1.
 	if st := r.Status(); st.Step != 1 || !st.AwaitsNext {
 		t.Errorf("a moment later: %+v; want still at step 1, awaiting Next", st)

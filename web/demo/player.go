@@ -5,7 +5,7 @@
 //
 // It is its own package, not part of web/instructor, because it acts on the
 // cluster (a client, the per-namespace pause) and owns a long-lived run,
-// while the instructor page only renders and forwards buttons; the runner
+// while the instructor page only renders and forwards buttons; the player
 // is tested with scripted steps of its own, without HTTP.
 package demo
 
@@ -39,7 +39,7 @@ type Controller interface {
 	NamespacePaused(ns string) bool
 }
 
-// Options configures a Runner.
+// Options configures a Player.
 type Options struct {
 	// Client talks to the API server directly, so each wait sees the latest
 	// state.
@@ -130,22 +130,22 @@ type Status struct {
 	Error string `json:"error,omitempty"`
 }
 
-// Runner plays one demo at a time. One goroutine, Run, owns the run; the
+// Player plays one demo at a time. One goroutine, Run, owns the run; the
 // controls are requests to it.
-type Runner struct {
+type Player struct {
 	opts    Options
 	ops     chan func(*owner)
 	results chan result
 	done    chan struct{}
 }
 
-// New returns a Runner; call Run to serve it.
-func New(opts Options) *Runner {
-	return &Runner{opts: opts, ops: make(chan func(*owner)), results: make(chan result), done: make(chan struct{})}
+// New returns a Player; call Run to serve it.
+func New(opts Options) *Player {
+	return &Player{opts: opts, ops: make(chan func(*owner)), results: make(chan result), done: make(chan struct{})}
 }
 
 // Scripts lists the demos offered.
-func (r *Runner) Scripts() []Script { return r.opts.Scripts }
+func (r *Player) Scripts() []Script { return r.opts.Scripts }
 
 // run is one play of a script.
 type run struct {
@@ -173,7 +173,7 @@ type result struct {
 
 // owner is the state only Run's goroutine touches.
 type owner struct {
-	r     *Runner
+	r     *Player
 	ctx   context.Context
 	cur   *run
 	dwell *time.Timer
@@ -181,7 +181,7 @@ type owner struct {
 
 // Run serves the controls until ctx ends; a step under way is cancelled
 // then, and a namespace the demo paused is resumed.
-func (r *Runner) Run(ctx context.Context) {
+func (r *Player) Run(ctx context.Context) {
 	defer close(r.done)
 	o := &owner{r: r, ctx: ctx, dwell: time.NewTimer(time.Hour)}
 	o.dwell.Stop()
@@ -205,12 +205,12 @@ func (r *Runner) Run(ctx context.Context) {
 }
 
 // do runs op on Run's goroutine and returns its error.
-func (r *Runner) do(op func(*owner) error) error {
+func (r *Player) do(op func(*owner) error) error {
 	reply := make(chan error, 1)
 	select {
 	case r.ops <- func(o *owner) { reply <- op(o) }:
 	case <-r.done:
-		return fmt.Errorf("%w: the demo runner has stopped", ErrRefused)
+		return fmt.Errorf("%w: the demo player has stopped", ErrRefused)
 	}
 	return <-reply
 }
@@ -219,7 +219,7 @@ func (r *Runner) do(op func(*owner) error) error {
 // there. A second Play while a demo plays is refused. The run waits for
 // Next after each step, unless auto is set or the demo says "advance:
 // auto": then each step's dwell moves it on.
-func (r *Runner) Play(ns, id string, auto bool) error {
+func (r *Player) Play(ns, id string, auto bool) error {
 	return r.do(func(o *owner) error {
 		if c := o.cur; c != nil && c.state.Active() {
 			if c.script.ID != id || c.env.Namespace != ns {
@@ -253,7 +253,7 @@ func (r *Runner) Play(ns, id string, auto bool) error {
 
 // Pause holds the demo: a step under way finishes, and no next one begins
 // until Play or Step.
-func (r *Runner) Pause() error {
+func (r *Player) Pause() error {
 	return r.do(func(o *owner) error {
 		c := o.cur
 		if c == nil || c.state != Playing {
@@ -268,7 +268,7 @@ func (r *Runner) Pause() error {
 
 // Step begins the next step now and leaves the demo paused after it.
 // It is refused while a step is still under way.
-func (r *Runner) Step() error {
+func (r *Player) Step() error {
 	return r.do(func(o *owner) error {
 		c := o.cur
 		if c == nil || !c.state.Active() {
@@ -288,7 +288,7 @@ func (r *Runner) Step() error {
 // Next, space or → on the projector). A playing run stays playing, so an
 // auto run's dwell is cut short; a paused one stays paused. After the last
 // step it ends the demo. It is refused while a step is still under way.
-func (r *Runner) Next() error {
+func (r *Player) Next() error {
 	return r.do(func(o *owner) error {
 		c := o.cur
 		if c == nil || !c.state.Active() {
@@ -305,7 +305,7 @@ func (r *Runner) Next() error {
 
 // Stop ends the demo: a step under way is cancelled, and a namespace the
 // demo paused is resumed. What the demo created stays.
-func (r *Runner) Stop() error {
+func (r *Player) Stop() error {
 	return r.do(func(o *owner) error {
 		if o.cur == nil || !o.cur.state.Active() {
 			return fmt.Errorf("%w: no demo is under way", ErrRefused)
@@ -316,7 +316,7 @@ func (r *Runner) Stop() error {
 }
 
 // Status returns the current or last run.
-func (r *Runner) Status() Status {
+func (r *Player) Status() Status {
 	var s Status
 	if err := r.do(func(o *owner) error { s = o.status(); return nil }); err != nil {
 		return Status{State: Idle}
