@@ -104,9 +104,13 @@ func TestBrowserQuizGivesImmediateFeedback(t *testing.T) {
 	eventually(t, ctx, text(`[data-live="score"]`)+"+'/'+"+text(`[data-live="answered"]`), "2/3")
 
 	// By keyboard, arrows browse a single-answer question without
-	// committing; Enter checks the pick.
+	// committing; Enter checks the pick. The arrows go in the order shown
+	// (the choices are shuffled): from the right one, down to the next
+	// (round to the first from the last) and back up.
+	next := eval[string](t, ctx, `(() => { const ids = [...document.querySelectorAll("#q-request-contents input")].map((i) => i.id);
+		return ids[(ids.indexOf("q-request-contents-0") + 1) % ids.length]; })()`)
 	do(t, ctx, chromedp.Focus(chromedp.CSS("#q-request-contents-0")), chromedp.KeyEvent(kb.ArrowDown))
-	eventually(t, ctx, `String(document.getElementById("q-request-contents-1").checked)`, "true")
+	eventually(t, ctx, fmt.Sprintf(`String(document.getElementById(%q).checked)`, next), "true")
 	eventually(t, ctx, isHidden("#q-request-contents .feedback"), "true")
 	eventually(t, ctx, isHidden("#q-request-contents button.check"), "false")
 	do(t, ctx, chromedp.KeyEvent(kb.ArrowUp), chromedp.KeyEvent(kb.Enter))

@@ -109,11 +109,12 @@ func (s *site) quizForm(w http.ResponseWriter, r *http.Request) {
 		httpx.Render(w, r, s.log, http.StatusBadRequest, quizPage(quizErrorView(s.bank, fmt.Sprintf("Cannot retry those questions: %v.", err))))
 		return
 	}
-	httpx.Render(w, r, s.log, http.StatusOK, quizPage(newQuizView(s.bank, s.outline, qs, ids)))
+	httpx.Render(w, r, s.log, http.StatusOK, quizPage(newQuizView(s.bank, s.outline, qs, ids, freshOrder())))
 }
 
 // quizGrade grades a submitted form. The hidden field "only" carries the
-// subset being retried, so the result covers the questions that were shown.
+// subset being retried, so the result covers the questions that were shown,
+// and "order" the order their choices were shown in.
 func (s *site) quizGrade(w http.ResponseWriter, r *http.Request) {
 	r.Body = http.MaxBytesReader(w, r.Body, 64<<10)
 	if err := r.ParseForm(); err != nil {
@@ -121,13 +122,17 @@ func (s *site) quizGrade(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ids := httpx.SplitIDs(r.PostForm.Get("only"), len(s.bank.Questions))
-	qs, err := quiz.Select(s.bank.Questions, ids)
+	order, err := parseOrder(r.PostForm.Get("order"))
+	var qs []quiz.Question
+	if err == nil {
+		qs, err = quiz.Select(s.bank.Questions, ids)
+	}
 	if err == nil {
 		var answers quiz.Answers
 		answers, err = quiz.ParseForm(qs, r.PostForm)
 		if err == nil {
 			result, _ := quiz.Grade(qs, answers) // ParseForm already graded these answers without error
-			httpx.Render(w, r, s.log, http.StatusOK, quizPage(newGradedView(s.bank, s.outline, result, ids)))
+			httpx.Render(w, r, s.log, http.StatusOK, quizPage(newGradedView(s.bank, s.outline, result, ids, order)))
 			return
 		}
 	}

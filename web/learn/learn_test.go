@@ -299,6 +299,7 @@ func TestQuizRejectsBadInput(t *testing.T) {
 		{"out of range", url.Values{"q.level-triggered": {"9"}}, `question &#34;level-triggered&#34; has choices 0 to 3, not 9`},
 		{"two on a single", url.Values{"q.level-triggered": {"0", "1"}}, `question &#34;level-triggered&#34; takes one answer, got 2`},
 		{"unknown subset", url.Values{"only": {"nope"}}, `no question has id &#34;nope&#34;`},
+		{"order not a number", url.Values{"order": {"-1"}, "q.level-triggered": {"1"}}, `the form&#39;s field order is &#34;-1&#34;, not the number the quiz page wrote`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -756,5 +757,73 @@ func TestQuizLinksItsChallenges(t *testing.T) {
 	}
 	if tied == 0 {
 		t.Fatal("no question names a challenge; the quiz's challenge links are untested")
+	}
+}
+
+// choiceValues lists, question by question, the values of the choices in
+// the order the page shows them.
+func choiceValues(body string) map[string]string {
+	out := map[string]string{}
+	for _, m := range regexp.MustCompile(`name="q\.([a-z0-9-]+)" id="[^"]*" value="(\d+)"`).FindAllStringSubmatch(body, -1) {
+		out[m[1]] += m[2] + " "
+	}
+	return out
+}
+
+// Each visit shows the choices in an order of its own, so that a learner
+// who takes the quiz again must know the answer, not its place; the graded
+// page shows them where the learner saw them, and grading goes by value.
+func TestQuizShufflesChoicesAndGradesWhereTheyWere(t *testing.T) {
+	srv := newTestServer(t)
+	bank, err := quiz.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, first := get(t, srv, "/quiz")
+	_, second := get(t, srv, "/quiz")
+	a, b := choiceValues(first), choiceValues(second)
+	if len(a) != len(bank.Questions) {
+		t.Fatalf("read the choices of %d questions, want %d", len(a), len(bank.Questions))
+	}
+	asWritten, differ := 0, 0
+	for _, q := range bank.Questions {
+		written := ""
+		for i := range q.Choices {
+			written += itoa(i) + " "
+		}
+		if a[q.ID] == written {
+			asWritten++
+		}
+		if a[q.ID] != b[q.ID] {
+			differ++
+		}
+	}
+	// With four choices a question keeps the written order one time in
+	// 24 by chance: a third of them doing so says nothing was shuffled.
+	if asWritten > len(bank.Questions)/3 || differ < len(bank.Questions)/3 {
+		t.Errorf("%d of %d questions show their choices as written, %d differ between two visits: not shuffled", asWritten, len(bank.Questions), differ)
+	}
+
+	m := regexp.MustCompile(`<input type="hidden" name="order" value="(\d+)"`).FindStringSubmatch(first)
+	if m == nil {
+		t.Fatal("the quiz form carries no order")
+	}
+	q := bank.Questions[0]
+	code, graded := postForm(t, srv, "/quiz", url.Values{"order": {m[1]}, quiz.FieldPrefix + q.ID: {itoa(q.Correct()[0])}})
+	if code != http.StatusOK {
+		t.Fatalf("grading: %d", code)
+	}
+	mustContain(t, "graded page", graded, "You scored 1 of")
+	shown := regexp.MustCompile(`value="(\d+)"[^>]*disabled`)
+	for _, q := range bank.Questions[:5] {
+		i := strings.Index(graded, `<fieldset id="q-`+q.ID+`"`)
+		j := strings.Index(graded[i:], "</fieldset>")
+		got := ""
+		for _, v := range shown.FindAllStringSubmatch(graded[i:i+j], -1) {
+			got += v[1] + " "
+		}
+		if got != a[q.ID] {
+			t.Errorf("question %s: graded page shows choices %q, the page answered showed %q", q.ID, got, a[q.ID])
+		}
 	}
 }

@@ -172,6 +172,9 @@ type quizView struct {
 	Only string
 	// FullTotal is the size of the whole quiz.
 	FullTotal int
+	// Order is the form's hidden field "order": the seed of the order the
+	// choices are shown in (choiceOrder); "" for the written order.
+	Order string
 
 	Graded       bool
 	Score, Total int
@@ -209,18 +212,18 @@ type choiceView struct {
 	Checked, Correct bool
 }
 
-func newQuizView(b quiz.Bank, o outline, qs []quiz.Question, only []string) quizView {
-	v := quizView{Only: strings.Join(only, ","), FullTotal: len(b.Questions)}
+func newQuizView(b quiz.Bank, o outline, qs []quiz.Question, only []string, order choiceOrder) quizView {
+	v := quizView{Only: strings.Join(only, ","), FullTotal: len(b.Questions), Order: order.String()}
 	for i, q := range qs {
-		v.Items = append(v.Items, newQuestionView(o, i+1, q, nil, false))
+		v.Items = append(v.Items, newQuestionView(o, i+1, q, nil, false, order))
 	}
 	return v
 }
 
-func newGradedView(b quiz.Bank, o outline, r quiz.Result, only []string) quizView {
+func newGradedView(b quiz.Bank, o outline, r quiz.Result, only []string, order choiceOrder) quizView {
 	v := quizView{Only: strings.Join(only, ","), FullTotal: len(b.Questions), Graded: true, Score: r.Score, Total: r.Total}
 	for i, g := range r.Items {
-		qv := newQuestionView(o, i+1, g.Question, g.Picked, true)
+		qv := newQuestionView(o, i+1, g.Question, g.Picked, true, order)
 		switch {
 		case g.Correct:
 			qv.State = "right"
@@ -242,9 +245,9 @@ func quizErrorView(b quiz.Bank, msg string) quizView {
 	return quizView{Error: msg, FullTotal: len(b.Questions)}
 }
 
-// newQuestionView builds one question; the answer and its explanation are
-// only put in when graded.
-func newQuestionView(o outline, n int, q quiz.Question, picked []int, graded bool) questionView {
+// newQuestionView builds one question, its choices in order; the answer and
+// its explanation are only put in when graded.
+func newQuestionView(o outline, n int, q quiz.Question, picked []int, graded bool, order choiceOrder) questionView {
 	v := questionView{
 		ID: q.ID, Number: strconv.Itoa(n), Prompt: q.Prompt, Code: q.Code, Multi: q.Multi(),
 		LessonURL: q.Lesson, LessonTitle: o.describe(q.Lesson),
@@ -256,7 +259,8 @@ func newQuestionView(o outline, n int, q quiz.Question, picked []int, graded boo
 	if graded {
 		v.Explanation = q.Explanation
 	}
-	for i, c := range q.Choices {
+	for _, i := range order.of(q.ID, len(q.Choices)) {
+		c := q.Choices[i]
 		v.Choices = append(v.Choices, choiceView{
 			Value: strconv.Itoa(i), InputID: fmt.Sprintf("q-%s-%d", q.ID, i), Text: c.Text,
 			Checked: contains(picked, i), Correct: graded && c.Correct,
