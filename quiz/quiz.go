@@ -7,6 +7,8 @@ package quiz
 import (
 	"errors"
 	"fmt"
+	"hash/fnv"
+	"math/rand/v2"
 	"net/url"
 	"slices"
 	"strconv"
@@ -58,6 +60,17 @@ func (q Question) Correct() []int {
 // Multi reports whether the question has more than one correct choice, and
 // so is answered with checkboxes rather than radio buttons.
 func (q Question) Multi() bool { return len(q.Correct()) > 1 }
+
+// ChoiceOrder lists the written indexes of q's choices in the order a page
+// shows them under seed. Pages shuffle the choices so that a learner who
+// meets a question again must know the answer, not where it sat; a choice
+// keeps its written index as its value, so grading never sees the order.
+// Under one seed each question has an order of its own.
+func (q Question) ChoiceOrder(seed uint64) []int {
+	h := fnv.New64a()
+	_, _ = h.Write([]byte(q.ID))
+	return rand.New(rand.NewPCG(seed, h.Sum64())).Perm(len(q.Choices))
+}
 
 // DemoURL is the lab link of the question's demo. The scenario names are the
 // lab's; a test in web/ checks every demo against them.

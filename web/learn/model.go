@@ -259,7 +259,7 @@ func newQuestionView(o outline, n int, q quiz.Question, picked []int, graded boo
 	if graded {
 		v.Explanation = q.Explanation
 	}
-	for _, i := range order.of(q.ID, len(q.Choices)) {
+	for _, i := range order.of(q) {
 		c := q.Choices[i]
 		v.Choices = append(v.Choices, choiceView{
 			Value: strconv.Itoa(i), InputID: fmt.Sprintf("q-%s-%d", q.ID, i), Text: c.Text,

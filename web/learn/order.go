@@ -2,20 +2,17 @@ package learn
 
 import (
 	"fmt"
-	"hash/fnv"
 	"math/rand/v2"
 	"strconv"
 
+	"github.com/oplab-dev/oplab/quiz"
 	"github.com/oplab-dev/oplab/web/httpx"
 )
 
-// choiceOrder is the order a quiz page shows each question's choices in,
-// shuffled afresh at each visit: a learner taking the quiz again should
-// remember the answer, not its place. The seed travels in the form (the
-// hidden field "order"), so the graded page shows the choices where the
-// learner saw them. Choices keep their written index as their value, so
-// grading, the script and the browser's record never see the shuffle.
-// The zero value keeps them as written.
+// choiceOrder is the order the quiz page shows each question's choices in
+// (quiz.Question.ChoiceOrder), afresh at each visit. Its seed travels in
+// the form (the hidden field "order"), so the graded page shows the
+// choices where the learner saw them. The zero value keeps them as written.
 type choiceOrder struct {
 	seed uint64
 	set  bool
@@ -45,17 +42,14 @@ func (o choiceOrder) String() string {
 	return strconv.FormatUint(o.seed, 10)
 }
 
-// of lists the written indexes of question id's n choices in the order
-// shown; each question has its own order under one seed.
-func (o choiceOrder) of(id string, n int) []int {
+// of lists the written indexes of q's choices in the order shown.
+func (o choiceOrder) of(q quiz.Question) []int {
 	if !o.set {
-		idx := make([]int, n)
+		idx := make([]int, len(q.Choices))
 		for i := range idx {
 			idx[i] = i
 		}
 		return idx
 	}
-	h := fnv.New64a()
-	_, _ = h.Write([]byte(id))
-	return rand.New(rand.NewPCG(o.seed, h.Sum64())).Perm(n)
+	return q.ChoiceOrder(o.seed)
 }
