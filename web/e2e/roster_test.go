@@ -97,6 +97,16 @@ func TestBrowserRosterShowsALearnersProgress(t *testing.T) {
 	if err != nil || ns == "" {
 		t.Fatalf("no namespace on the page: %v", err)
 	}
+	// This browser kept progress from a course that has since changed: a
+	// scenario and a challenge this oplab does not have, and a challenge
+	// with more tasks than it has now. The server refuses each; the page
+	// leaves them out of its reports rather than report nothing.
+	if err := chromedp.Do(learner, chromedp.Evaluate[chromedp.Void](`localStorage.setItem("oplab.scenarios", JSON.stringify(["retired-scenario"]));
+		localStorage.setItem("oplab.challenges", JSON.stringify({"retired-challenge": {done: 1, of: 2}, "drift-repair": {done: 1, of: 99}, "backoff": {done: 1, of: 1}}))`),
+		chromedp.Reload(), chromedp.WaitVisible(chromedp.CSS("#learner-name-input"))); err != nil {
+		t.Fatal(err)
+	}
+	poll(t, learner, "the stream to open again", streamLive)
 
 	// A name with a control character is refused, saying why.
 	if err := chromedp.Do(learner, chromedp.SetValue(chromedp.CSS("#learner-name-input"), "Ada\u0007"), chromedp.Click(chromedp.CSS("#learner-name button"))); err != nil {
@@ -144,6 +154,8 @@ func TestBrowserRosterShowsALearnersProgress(t *testing.T) {
 			&& r.textContent.includes(%q)
 			&& r.querySelector('.learner-dbs [data-db="first"] .pill.ok')?.textContent === "Ready True"
 			&& r.querySelector(".learner-scenarios").textContent.includes("first-reconcile")
+			&& !r.textContent.includes("retired-") && !r.textContent.includes("drift-repair")
+			&& r.querySelector(".learner-challenges").textContent.includes("backoff: 1/1 tasks")
 			&& parseInt(r.querySelector(".learner-quiz").textContent, 10) >= 1; })()`, row, ns))
 	poll(t, instr, "the roster redrawn by its script", rosterPolled+` !== ""`)
 	if err := chromedp.Do(instr, chromedp.Evaluate[chromedp.Void](row+`.scrollIntoView({block: "center"})`)); err != nil {

@@ -18,19 +18,25 @@ import { KEY, h, store } from "./base.js";
   // at most 63 characters): web/session's tests hold the two together.
   const CHALLENGE_ID = /^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$/;
 
+  // unknown holds the scenarios ("s:NAME") and challenges ("c:ID") this
+  // oplab refused as unknown: kept in storage (another oplab may know
+  // them), left out of this page's reports.
+  const unknown = new Set();
+
   // build is the report, cut to what the server accepts: storage written
-  // by an older or broken page must not make every report fail.
+  // by an older or broken page, or for a course that has since changed,
+  // must not make every report fail.
   function build(nameOverride) {
     const r = {};
     const name = nameOverride !== undefined ? nameOverride : loadName();
     if (name !== null) r.name = name;
     const sc = load(KEY.scenarios, []);
-    r.scenarios = Array.isArray(sc) ? sc.filter((s) => typeof s === "string").slice(0, 32) : [];
+    r.scenarios = Array.isArray(sc) ? sc.filter((s) => typeof s === "string" && !unknown.has("s:" + s)).slice(0, 32) : [];
     r.challenges = {};
     const ch = load(KEY.challenges, {});
     if (ch && typeof ch === "object") {
       for (const [id, c] of Object.entries(ch).slice(0, 64)) {
-        if (!CHALLENGE_ID.test(id) || !c) continue;
+        if (!CHALLENGE_ID.test(id) || !c || unknown.has("c:" + id)) continue;
         const of = count(c.of), done = count(c.done);
         if (of >= 1 && done <= of) r.challenges[id] = { done, of };
       }
@@ -46,11 +52,38 @@ import { KEY, h, store } from "./base.js";
   let noSession = false;
 
   // send posts the report if it changed since the last one (or force).
-  // It resolves to the server's error, if any: {field, error}.
+  // It resolves to the server's error, if any: {field, error}. A scenario
+  // or challenge the server does not know is left out and the report sent
+  // again, a few times at most.
   async function send(force, nameOverride) {
+    for (let tries = 0; ; tries++) {
+      const problem = await post(force, nameOverride);
+      if (!problem || tries === 8 || !leaveOut(problem)) return problem;
+      force = true;
+    }
+  }
+
+  // leaveOut marks what a refusal names as unknown, if it names a stored
+  // scenario or challenge (the fields "scenarios[I]", "challenges.ID", and
+  // "challenges.ID.of" when the challenge now has fewer tasks).
+  function leaveOut(problem) {
+    const field = String(problem.field || "");
+    const sc = /^scenarios\[(\d+)\]$/.exec(field);
+    const ch = /^challenges\.([^.]+)(?:\.of|\.done)?$/.exec(field);
+    const key = sc ? "s:" + (lastTried.scenarios || [])[Number(sc[1])] : ch ? "c:" + ch[1] : "";
+    if (!key || unknown.has(key)) return false;
+    unknown.add(key);
+    return true;
+  }
+
+  let lastTried = {};
+
+  async function post(force, nameOverride) {
     if (noSession && !force) return null;
-    const body = JSON.stringify(build(nameOverride));
+    const report = build(nameOverride);
+    const body = JSON.stringify(report);
     if (!force && body === lastSent) return null;
+    lastTried = report;
     let res;
     try {
       res = await fetch("/lab/progress", {
