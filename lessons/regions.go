@@ -31,9 +31,9 @@ type Region struct {
 	Code string
 }
 
-// markerRE matches a region marker line, whatever follows the verb, so that
-// a misspelt name is an error rather than a line of code. Names are slugs
-// (ValidSlug) so they read the same in Go comments and in markdown fences.
+// markerRE matches a region marker line whatever name follows the verb, so
+// that a name that is not a slug (ValidSlug, so it reads the same in Go
+// comments and in markdown fences) is an error rather than a line of code.
 var markerRE = regexp.MustCompile(`^\s*// lesson:(begin|end)\b\s*(.*?)\s*$`)
 
 // Regions reads every non-test .go file at the root of code and returns its

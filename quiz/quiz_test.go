@@ -373,7 +373,7 @@ func TestReadmeCountsTheQuiz(t *testing.T) {
 	if want := fmt.Sprintf("%s %s %s", m[1], m[2], m[3]); got != want {
 		t.Errorf("README counts questions, single-answer, pick-all as %s; the quiz has %s", want, got)
 	}
-	if !strings.Contains(string(readme), fmt.Sprintf("pick-all); %s\n  of them show a timeline excerpt", numberWord(code))) {
+	if !strings.Contains(strings.Join(strings.Fields(string(readme)), " "), fmt.Sprintf("pick-all); %s of them show a timeline excerpt", numberWord(code))) {
 		t.Errorf("README does not say %q of the questions show a timeline excerpt or an object", numberWord(code))
 	}
 }

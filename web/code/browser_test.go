@@ -99,18 +99,18 @@ func childSandbox() *sandbox.Sandbox {
 	return &sandbox.Sandbox{Command: func() *exec.Cmd { return exec.Command(os.Args[0], sandbox.ChildArg) }}
 }
 
-// pageMux serves the code page for namespace ns, on runner, with the
+// pageMux serves the code page for namespace ns, on ctl, with the
 // static files its script needs.
-func pageMux(ns string, runner Controller) *http.ServeMux {
+func pageMux(ns string, ctl Controller) *http.ServeMux {
 	mux := http.NewServeMux()
 	mux.Handle("GET /static/", http.StripPrefix("/static/", http.FileServerFS(static.FS)))
-	New(Options{Controller: runner, Sessions: oneNamespace(ns), NewSandbox: childSandbox}).Register(mux)
+	New(Options{Controller: ctl, Sessions: oneNamespace(ns), NewSandbox: childSandbox}).Register(mux)
 	return mux
 }
 
-func newServer(t *testing.T, ns string, runner Controller) *httptest.Server {
+func newServer(t *testing.T, ns string, ctl Controller) *httptest.Server {
 	t.Helper()
-	srv := httptest.NewServer(http.NewCrossOriginProtection().Handler(pageMux(ns, runner)))
+	srv := httptest.NewServer(http.NewCrossOriginProtection().Handler(pageMux(ns, ctl)))
 	t.Cleanup(srv.Close)
 	return srv
 }
@@ -170,8 +170,8 @@ func shoot(t *testing.T, ctx context.Context, name string) {
 // with its line marked in the gutter, and the namespace is not handed over.
 func TestCompileErrorMarksItsLine(t *testing.T) {
 	ctx := newTab(t)
-	runner := &fakeController{}
-	srv := newServer(t, "lab-test", runner)
+	ctl := &fakeController{}
+	srv := newServer(t, "lab-test", ctl)
 	do(t, ctx, chromedp.EmulateViewport(1280, 800), chromedp.Navigate(srv.URL+"/code"), chromedp.WaitVisible(chromedp.CSS("#source")))
 	setSource(t, ctx, "package controller\n\nimport \"os\"\n")
 	do(t, ctx, chromedp.Click(chromedp.CSS("#run")))
@@ -179,7 +179,7 @@ func TestCompileErrorMarksItsLine(t *testing.T) {
 	if got := eval[string](t, ctx, text("#code-error")); !strings.Contains(got, "line 3") || !strings.Contains(got, `"os" is not available`) {
 		t.Errorf("error shown: %q", got)
 	}
-	if runner.HandedOver("lab-test") {
+	if ctl.HandedOver("lab-test") {
 		t.Error("code that did not compile was handed the namespace")
 	}
 	shoot(t, ctx, "code-compile-error.png")
@@ -190,8 +190,8 @@ func TestCompileErrorMarksItsLine(t *testing.T) {
 // over; Back takes it back.
 func TestTabIndentsAndRunHandsOver(t *testing.T) {
 	ctx := newTab(t)
-	runner := &fakeController{}
-	srv := newServer(t, "lab-tab", runner)
+	ctl := &fakeController{}
+	srv := newServer(t, "lab-tab", ctl)
 	do(t, ctx, chromedp.EmulateViewport(1280, 800), chromedp.Navigate(srv.URL+"/code"), chromedp.WaitVisible(chromedp.CSS("#source")),
 		chromedp.SetValue(chromedp.CSS("#starter"), "oplab"), chromedp.Click(chromedp.CSS("#load")))
 	eventually(t, ctx, `String(document.getElementById("source").value.includes("ensureStatefulSet"))`, "true")
@@ -209,8 +209,8 @@ func TestTabIndentsAndRunHandsOver(t *testing.T) {
 	value = eval[string](t, ctx, `document.getElementById("source").value`)
 	do(t, ctx, chromedp.Click(chromedp.CSS("#run")))
 	eventually(t, ctx, `document.getElementById("code").dataset.running`, "true")
-	if !runner.HandedOver("lab-tab") || !strings.Contains(eval[string](t, ctx, text("#code-state")), "Your code") {
-		t.Errorf("after Run: handed over %v", runner.HandedOver("lab-tab"))
+	if !ctl.HandedOver("lab-tab") || !strings.Contains(eval[string](t, ctx, text("#code-state")), "Your code") {
+		t.Errorf("after Run: handed over %v", ctl.HandedOver("lab-tab"))
 	}
 	shoot(t, ctx, "code-running.png")
 	do(t, ctx, chromedp.Reload(), chromedp.WaitVisible(chromedp.CSS("#source")))
@@ -219,7 +219,7 @@ func TestTabIndentsAndRunHandsOver(t *testing.T) {
 	}
 	do(t, ctx, chromedp.Click(chromedp.CSS("#back")))
 	eventually(t, ctx, `document.getElementById("code").dataset.running`, "false")
-	if runner.HandedOver("lab-tab") {
+	if ctl.HandedOver("lab-tab") {
 		t.Error("Back did not take the namespace back")
 	}
 }
@@ -234,8 +234,8 @@ func TestTabIndentsAndRunHandsOver(t *testing.T) {
 // this page on the full server, web's TestBrowserCodeExercisesSolvedInThePage.
 func TestTypedSolutionCompilesAndRuns(t *testing.T) {
 	ctx := newTab(t)
-	runner := &fakeController{}
-	srv := newServer(t, "lab-typed", runner)
+	ctl := &fakeController{}
+	srv := newServer(t, "lab-typed", ctl)
 	solution := starters.Source("oplab")
 	do(t, ctx, chromedp.EmulateViewport(1280, 800), chromedp.Navigate(srv.URL+"/code"), chromedp.WaitVisible(chromedp.CSS("#source")))
 	setSource(t, ctx, "")
@@ -248,7 +248,7 @@ func TestTypedSolutionCompilesAndRuns(t *testing.T) {
 	if got := eval[string](t, ctx, text("#code-error")); got != "" {
 		t.Errorf("the typed solution shows an error: %q", got)
 	}
-	if !runner.HandedOver("lab-typed") {
+	if !ctl.HandedOver("lab-typed") {
 		t.Error("the typed solution was not handed the namespace")
 	}
 	shoot(t, ctx, "code-typed.png")
@@ -271,8 +271,8 @@ func firstDiff(a, b string) int {
 // has answered, then replies with the old code's failure.
 func TestStatusAskedBeforeRunIsNotShownAfterIt(t *testing.T) {
 	ctx := newTab(t)
-	runner := &fakeController{}
-	mux := pageMux("lab-stale", runner)
+	ctl := &fakeController{}
+	mux := pageMux("lab-stale", ctl)
 	held, release := make(chan struct{}), make(chan struct{})
 	var hold sync.Once
 	armed := make(chan struct{})
@@ -336,8 +336,8 @@ func TestStatusAskedBeforeRunIsNotShownAfterIt(t *testing.T) {
 // before still runs.
 func TestACompileErrorStaysWhileTheOldCodeRuns(t *testing.T) {
 	ctx := newTab(t)
-	runner := &fakeController{}
-	mux := pageMux("lab-held", runner)
+	ctl := &fakeController{}
+	mux := pageMux("lab-held", ctl)
 	var armed atomic.Bool
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if armed.Load() && r.URL.Path == "/code/status" {

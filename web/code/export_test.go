@@ -17,8 +17,8 @@ import (
 // last ran; a replay's form loads a source into the editor, which the page
 // then prefers to the browser's copy once; a bad import is refused, named.
 func TestCodeOfAndImport(t *testing.T) {
-	runner := &fakeController{}
-	h := New(Options{Controller: runner, Sessions: oneNamespace("lab-x"), NewSandbox: childSandbox})
+	ctl := &fakeController{}
+	h := New(Options{Controller: ctl, Sessions: oneNamespace("lab-x"), NewSandbox: childSandbox})
 	mux := http.NewServeMux()
 	h.Register(mux)
 	do := func(method, path, contentType, body string) *httptest.ResponseRecorder {
@@ -34,7 +34,7 @@ func TestCodeOfAndImport(t *testing.T) {
 		t.Errorf("before any code: CodeOf = %+v, want nil", c)
 	}
 	skeleton := starters.Source("skeleton")
-	if w := do("POST", "/code/run", "application/json", `{"source":`+quote(skeleton)+`}`); w.Code != http.StatusOK || !runner.HandedOver("lab-x") {
+	if w := do("POST", "/code/run", "application/json", `{"source":`+quote(skeleton)+`}`); w.Code != http.StatusOK || !ctl.HandedOver("lab-x") {
 		t.Fatalf("run = %d %s", w.Code, w.Body)
 	}
 	edited := skeleton + "// edited after the run\n"

@@ -15,9 +15,9 @@ import (
 // back to oplab's controller, its child process stops and its saved code
 // goes with it; another learner's stays.
 func TestForgetEndsTheLearnersCode(t *testing.T) {
-	runner := &fakeController{}
+	ctl := &fakeController{}
 	sessions := map[string]oneNamespace{"a": "lab-a", "b": "lab-b"}
-	h := New(Options{Controller: runner, Sessions: byHeader(sessions), NewSandbox: func() *sandbox.Sandbox { return &sandbox.Sandbox{} }})
+	h := New(Options{Controller: ctl, Sessions: byHeader(sessions), NewSandbox: func() *sandbox.Sandbox { return &sandbox.Sandbox{} }})
 	mux := http.NewServeMux()
 	h.Register(mux)
 	do := func(who, method, path, body string) *httptest.ResponseRecorder {
@@ -33,7 +33,7 @@ func TestForgetEndsTheLearnersCode(t *testing.T) {
 		}
 	}
 	// As a Run would leave it (the child itself is not the point here).
-	runner.HandOver("lab-a", recording{l: h.learnerOf("lab-a")})
+	ctl.HandOver("lab-a", recording{l: h.learnerOf("lab-a")})
 
 	h.Forget("lab-a")
 	h.mu.Lock()
@@ -42,7 +42,7 @@ func TestForgetEndsTheLearnersCode(t *testing.T) {
 	if kept {
 		t.Error("lab-a's entry is still in the table")
 	}
-	if runner.HandedOver("lab-a") {
+	if ctl.HandedOver("lab-a") {
 		t.Error("lab-a is still handed to the learner's code after its session ended")
 	}
 	if page := html.UnescapeString(do("a", "GET", "/code", "").Body.String()); strings.Contains(page, "mine: a") {

@@ -145,7 +145,7 @@ func New(opts Options) *Player {
 }
 
 // Scripts lists the demos offered.
-func (r *Player) Scripts() []Script { return r.opts.Scripts }
+func (p *Player) Scripts() []Script { return p.opts.Scripts }
 
 // run is one play of a script.
 type run struct {
@@ -173,7 +173,7 @@ type result struct {
 
 // owner is the state only Run's goroutine touches.
 type owner struct {
-	r     *Player
+	p     *Player
 	ctx   context.Context
 	cur   *run
 	dwell *time.Timer
@@ -181,9 +181,9 @@ type owner struct {
 
 // Run serves the controls until ctx ends; a step under way is cancelled
 // then, and a namespace the demo paused is resumed.
-func (r *Player) Run(ctx context.Context) {
-	defer close(r.done)
-	o := &owner{r: r, ctx: ctx, dwell: time.NewTimer(time.Hour)}
+func (p *Player) Run(ctx context.Context) {
+	defer close(p.done)
+	o := &owner{p: p, ctx: ctx, dwell: time.NewTimer(time.Hour)}
 	o.dwell.Stop()
 	for {
 		select {
@@ -192,9 +192,9 @@ func (r *Player) Run(ctx context.Context) {
 				o.end(Stopped, "")
 			}
 			return
-		case op := <-r.ops:
+		case op := <-p.ops:
 			op(o)
-		case res := <-r.results:
+		case res := <-p.results:
 			o.finished(res)
 		case <-o.dwell.C:
 			if o.cur != nil && o.cur.state == Playing && !o.cur.busy {
@@ -205,11 +205,11 @@ func (r *Player) Run(ctx context.Context) {
 }
 
 // do runs op on Run's goroutine and returns its error.
-func (r *Player) do(op func(*owner) error) error {
+func (p *Player) do(op func(*owner) error) error {
 	reply := make(chan error, 1)
 	select {
-	case r.ops <- func(o *owner) { reply <- op(o) }:
-	case <-r.done:
+	case p.ops <- func(o *owner) { reply <- op(o) }:
+	case <-p.done:
 		return fmt.Errorf("%w: the demo player has stopped", ErrRefused)
 	}
 	return <-reply
@@ -219,8 +219,8 @@ func (r *Player) do(op func(*owner) error) error {
 // there. A second Play while a demo plays is refused. The run waits for
 // Next after each step, unless auto is set or the demo says "advance:
 // auto": then each step's dwell moves it on.
-func (r *Player) Play(ns, id string, auto bool) error {
-	return r.do(func(o *owner) error {
+func (p *Player) Play(ns, id string, auto bool) error {
+	return p.do(func(o *owner) error {
 		if c := o.cur; c != nil && c.state.Active() {
 			if c.script.ID != id || c.env.Namespace != ns {
 				return fmt.Errorf("%w: demo %q is under way in %s (step %d of %d): stop it before playing another", ErrRefused, c.script.ID, c.env.Namespace, c.shown, len(c.script.Steps))
@@ -240,12 +240,12 @@ func (r *Player) Play(ns, id string, auto bool) error {
 		if !ok {
 			return fmt.Errorf("%w %q: want one of %s", ErrUnknownDemo, id, strings.Join(o.ids(), ", "))
 		}
-		env := &Env{Namespace: ns, Client: r.opts.Client, Controller: r.opts.Controller}
+		env := &Env{Namespace: ns, Client: p.opts.Client, Controller: p.opts.Controller}
 		if err := o.check(s, env); err != nil {
 			return err
 		}
 		o.cur = &run{script: s, env: env, state: Playing, auto: auto || s.Advance == AdvanceAuto}
-		r.opts.Logger.Info("Started a demo", "demo", id, "namespace", ns, "auto", o.cur.auto)
+		p.opts.Logger.Info("Started a demo", "demo", id, "namespace", ns, "auto", o.cur.auto)
 		o.begin()
 		return nil
 	})
@@ -253,8 +253,8 @@ func (r *Player) Play(ns, id string, auto bool) error {
 
 // Pause holds the demo: a step under way finishes, and no next one begins
 // until Play or Step.
-func (r *Player) Pause() error {
-	return r.do(func(o *owner) error {
+func (p *Player) Pause() error {
+	return p.do(func(o *owner) error {
 		c := o.cur
 		if c == nil || c.state != Playing {
 			return fmt.Errorf("%w: no demo is playing", ErrRefused)
@@ -268,8 +268,8 @@ func (r *Player) Pause() error {
 
 // Step begins the next step now and leaves the demo paused after it.
 // It is refused while a step is still under way.
-func (r *Player) Step() error {
-	return r.do(func(o *owner) error {
+func (p *Player) Step() error {
+	return p.do(func(o *owner) error {
 		c := o.cur
 		if c == nil || !c.state.Active() {
 			return fmt.Errorf("%w: no demo is under way: press Play first", ErrRefused)
@@ -288,8 +288,8 @@ func (r *Player) Step() error {
 // Next, space or → on the projector). A playing run stays playing, so an
 // auto run's dwell is cut short; a paused one stays paused. After the last
 // step it ends the demo. It is refused while a step is still under way.
-func (r *Player) Next() error {
-	return r.do(func(o *owner) error {
+func (p *Player) Next() error {
+	return p.do(func(o *owner) error {
 		c := o.cur
 		if c == nil || !c.state.Active() {
 			return fmt.Errorf("%w: no demo is under way: press Play first", ErrRefused)
@@ -305,8 +305,8 @@ func (r *Player) Next() error {
 
 // Stop ends the demo: a step under way is cancelled, and a namespace the
 // demo paused is resumed. What the demo created stays.
-func (r *Player) Stop() error {
-	return r.do(func(o *owner) error {
+func (p *Player) Stop() error {
+	return p.do(func(o *owner) error {
 		if o.cur == nil || !o.cur.state.Active() {
 			return fmt.Errorf("%w: no demo is under way", ErrRefused)
 		}
@@ -316,16 +316,16 @@ func (r *Player) Stop() error {
 }
 
 // Status returns the current or last run.
-func (r *Player) Status() Status {
+func (p *Player) Status() Status {
 	var s Status
-	if err := r.do(func(o *owner) error { s = o.status(); return nil }); err != nil {
+	if err := p.do(func(o *owner) error { s = o.status(); return nil }); err != nil {
 		return Status{State: Idle}
 	}
 	return s
 }
 
 func (o *owner) find(id string) (Script, bool) {
-	for _, s := range o.r.opts.Scripts {
+	for _, s := range o.p.opts.Scripts {
 		if s.ID == id {
 			return s, true
 		}
@@ -334,8 +334,8 @@ func (o *owner) find(id string) (Script, bool) {
 }
 
 func (o *owner) ids() []string {
-	out := make([]string, len(o.r.opts.Scripts))
-	for i, s := range o.r.opts.Scripts {
+	out := make([]string, len(o.p.opts.Scripts))
+	for i, s := range o.p.opts.Scripts {
 		out[i] = s.ID
 	}
 	return out
@@ -345,7 +345,7 @@ func (o *owner) ids() []string {
 // stopped, the namespace paused, or a Database the demo creates already
 // there.
 func (o *owner) check(s Script, env *Env) error {
-	c := o.r.opts.Controller
+	c := o.p.opts.Controller
 	if c != nil && !c.Running() {
 		return fmt.Errorf("%w: the controller is stopped for everyone: start it first, or the demo has nothing to show", ErrRefused)
 	}
@@ -390,14 +390,14 @@ func (o *owner) begin() {
 	c.cancel = cancel
 	go func() {
 		err := st.run(ctx, c.env)
-		if ctx.Err() != nil && c.env.paused.Swap(false) && o.r.opts.Controller != nil {
+		if ctx.Err() != nil && c.env.paused.Swap(false) && o.p.opts.Controller != nil {
 			// A Stop cut this step short after it paused the namespace:
 			// the run has ended, and must not leave the pause behind.
-			o.r.opts.Controller.ResumeNamespace(c.env.Namespace)
+			o.p.opts.Controller.ResumeNamespace(c.env.Namespace)
 		}
 		select {
-		case o.r.results <- result{run: c, err: err}:
-		case <-o.r.done:
+		case o.p.results <- result{run: c, err: err}:
+		case <-o.p.done:
 		}
 	}()
 }
@@ -420,7 +420,7 @@ func (o *owner) finished(res result) {
 		return
 	}
 	st := c.script.Steps[c.shown-1]
-	d := cmp.Or(st.Dwell, o.r.opts.Dwell)
+	d := cmp.Or(st.Dwell, o.p.opts.Dwell)
 	if d <= 0 {
 		d = SpeakingDwell(st.Say, time.Since(c.began))
 	}
@@ -438,8 +438,8 @@ func (o *owner) end(state State, failure string) {
 	}
 	c.state, c.err = state, failure
 	resumed := ""
-	if c.env.paused.Swap(false) && o.r.opts.Controller != nil {
-		o.r.opts.Controller.ResumeNamespace(c.env.Namespace)
+	if c.env.paused.Swap(false) && o.p.opts.Controller != nil {
+		o.p.opts.Controller.ResumeNamespace(c.env.Namespace)
 		resumed = " The controller, paused by the demo, reconciles this namespace again."
 	}
 	var msg string
@@ -452,10 +452,10 @@ func (o *owner) end(state State, failure string) {
 		msg = fmt.Sprintf("The demo %q stopped: %s.%s", c.script.Title, failure, resumed)
 	}
 	o.emit(c, msg, failure)
-	if o.r.opts.Narrator != nil {
-		o.r.opts.Narrator.Narrate(classroom.Narration{})
+	if o.p.opts.Narrator != nil {
+		o.p.opts.Narrator.Narrate(classroom.Narration{})
 	}
-	o.r.opts.Logger.Info("Ended a demo", "demo", c.script.ID, "namespace", c.env.Namespace, "state", state, "error", failure)
+	o.p.opts.Logger.Info("Ended a demo", "demo", c.script.ID, "namespace", c.env.Namespace, "state", state, "error", failure)
 }
 
 // narrate tells the room about step st, the one shown, and when the step
@@ -463,8 +463,8 @@ func (o *owner) end(state State, failure string) {
 func (o *owner) narrate(st Step, begins bool) {
 	c := o.cur
 	text := st.Title + ". " + st.Say
-	if o.r.opts.Narrator != nil {
-		o.r.opts.Narrator.Narrate(classroom.Narration{
+	if o.p.opts.Narrator != nil {
+		o.p.opts.Narrator.Narrate(classroom.Narration{
 			Demo: c.script.Title, Step: c.shown, Of: len(c.script.Steps), Text: text, Paused: c.state == Paused,
 		})
 	}
@@ -476,10 +476,10 @@ func (o *owner) narrate(st Step, begins bool) {
 
 // emit records a narration step on the namespace's timeline.
 func (o *owner) emit(c *run, msg, failure string) {
-	if o.r.opts.Sink == nil {
+	if o.p.opts.Sink == nil {
 		return
 	}
-	o.r.opts.Sink.Emit(controller.Step{
+	o.p.opts.Sink.Emit(controller.Step{
 		Time: time.Now(), Type: controller.StepController, Phase: PhaseNarration,
 		Object: controller.ObjectRef{Kind: "Demo", Namespace: c.env.Namespace, Name: c.script.ID},
 		// The Database the demo is about: the lab selects it, so the room
@@ -513,7 +513,7 @@ func (o *owner) status() Status {
 // namespace is paused by someone other than the demo (the presenter's
 // Pause my namespace): nothing in it is reconciled until it resumes.
 func (o *owner) pausedNote(c *run) string {
-	ctl := o.r.opts.Controller
+	ctl := o.p.opts.Controller
 	if ctl == nil || c.env.paused.Load() || !ctl.NamespacePaused(c.env.Namespace) {
 		return ""
 	}

@@ -158,6 +158,14 @@ func TestBrowserRosterShowsALearnersProgress(t *testing.T) {
 			&& r.querySelector(".learner-challenges").textContent.includes("backoff: 1/1 tasks")
 			&& parseInt(r.querySelector(".learner-quiz").textContent, 10) >= 1; })()`, row, ns))
 	poll(t, instr, "the roster redrawn by its script", rosterPolled+` !== ""`)
+
+	// The challenge's page corrects the count it kept (drift-repair has 3
+	// tasks): the same page reports it from then on.
+	if err := chromedp.Do(learner, chromedp.Evaluate[chromedp.Void](`localStorage.setItem("oplab.challenges", JSON.stringify({...JSON.parse(localStorage.getItem("oplab.challenges")), "drift-repair": {done: 1, of: 3}}));
+		document.dispatchEvent(new Event("oplab:progress"))`)); err != nil {
+		t.Fatal(err)
+	}
+	poll(t, instr, "the corrected challenge in the learner's row", fmt.Sprintf(`%s?.querySelector(".learner-challenges").textContent.includes("drift-repair: 1/3 tasks")`, row))
 	if err := chromedp.Do(instr, chromedp.Evaluate[chromedp.Void](row+`.scrollIntoView({block: "center"})`)); err != nil {
 		t.Fatal(err)
 	}

@@ -167,6 +167,9 @@ func near(got, want time.Time, within time.Duration) bool {
 }
 
 func TestLearnerKubeconfigWorksOnlyInTheirNamespace(t *testing.T) {
+	// Its own Manager and namespace: it may run beside the others that
+	// own theirs (parallel tests start once the serial ones are done).
+	t.Parallel()
 	e := newLearnerEnv(t, t.Context(), nil)
 	a, cookieA := begin(t, e.m)
 	deleteLater(t, e.admin, a.Namespace)
@@ -277,6 +280,9 @@ func TestLearnerTokenLivesAtLeastTheAPIMinimum(t *testing.T) {
 }
 
 func TestLearnerAccessEndsWithTheSession(t *testing.T) {
+	// Its own Manager and namespace: it may run beside the others that
+	// own theirs (parallel tests start once the serial ones are done).
+	t.Parallel()
 	var skew atomic.Int64
 	now := func() time.Time { return time.Now().Add(time.Duration(skew.Load())) }
 	// The Manager's deletes are held back, so what ends the token is the

@@ -35,6 +35,9 @@ func startGuard(t *testing.T, ctx context.Context, m *session.Manager, grace tim
 // administrator would, behind oplab's back: the Guard notices, makes it
 // again with its quota, tells the learner's timeline and their next page.
 func TestDeletedNamespaceIsMadeAgain(t *testing.T) {
+	// Its own Manager and namespace: it may run beside the others that
+	// own theirs (parallel tests start once the serial ones are done).
+	t.Parallel()
 	c := kubeClient(t)
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
@@ -88,6 +91,9 @@ func TestDeletedNamespaceIsMadeAgain(t *testing.T) {
 // evil.example/never): after the Guard's grace the finalizer is removed
 // and the namespace goes, rather than staying Terminating for ever.
 func TestEndedSessionLeavesNoTerminatingNamespace(t *testing.T) {
+	// Its own Manager and namespace: it may run beside the others that
+	// own theirs (parallel tests start once the serial ones are done).
+	t.Parallel()
 	c := kubeClient(t)
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()

@@ -275,6 +275,8 @@ func TestSessionsSurviveARestart(t *testing.T) {
 // first create would be refused as "status unknown". (With a controller,
 // oplab waits for its count: TestNamespaceAndQuotaExistWhenTheSessionStarts.)
 func TestQuotaCountedWithoutAController(t *testing.T) {
+	t.Parallel() // on a cluster of its own
+
 	kubeClient(t) // skips, or fails under CI, without the control plane
 	crds, err := controller.CRDs()
 	if err != nil {

@@ -18,10 +18,12 @@ import { KEY, h, store } from "./base.js";
   // at most 63 characters): web/session's tests hold the two together.
   const CHALLENGE_ID = /^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$/;
 
-  // unknown holds the scenarios ("s:NAME") and challenges ("c:ID") this
-  // oplab refused as unknown: kept in storage (another oplab may know
-  // them), left out of this page's reports.
-  const unknown = new Set();
+  // refused holds what this oplab refused of the stored progress: a
+  // scenario ("s:NAME") or challenge ("c:ID") it does not know, or a
+  // challenge's count of tasks ("c:ID:of=N") it no longer has. They stay in
+  // storage (another oplab may take them; the challenge's page corrects a
+  // count) and are left out of this page's reports.
+  const refused = new Set();
 
   // build is the report, cut to what the server accepts: storage written
   // by an older or broken page, or for a course that has since changed,
@@ -31,14 +33,14 @@ import { KEY, h, store } from "./base.js";
     const name = nameOverride !== undefined ? nameOverride : loadName();
     if (name !== null) r.name = name;
     const sc = load(KEY.scenarios, []);
-    r.scenarios = Array.isArray(sc) ? sc.filter((s) => typeof s === "string" && !unknown.has("s:" + s)).slice(0, 32) : [];
+    r.scenarios = Array.isArray(sc) ? sc.filter((s) => typeof s === "string" && !refused.has("s:" + s)).slice(0, 32) : [];
     r.challenges = {};
     const ch = load(KEY.challenges, {});
     if (ch && typeof ch === "object") {
       for (const [id, c] of Object.entries(ch).slice(0, 64)) {
-        if (!CHALLENGE_ID.test(id) || !c || unknown.has("c:" + id)) continue;
+        if (!CHALLENGE_ID.test(id) || !c || refused.has("c:" + id)) continue;
         const of = count(c.of), done = count(c.done);
-        if (of >= 1 && done <= of) r.challenges[id] = { done, of };
+        if (of >= 1 && done <= of && !refused.has(`c:${id}:of=${of}`)) r.challenges[id] = { done, of };
       }
     }
     const quiz = load(KEY.quiz, null);
@@ -52,38 +54,40 @@ import { KEY, h, store } from "./base.js";
   let noSession = false;
 
   // send posts the report if it changed since the last one (or force).
-  // It resolves to the server's error, if any: {field, error}. A scenario
-  // or challenge the server does not know is left out and the report sent
-  // again, a few times at most.
+  // It resolves to the server's error, if any: {field, error}. A stored
+  // scenario or challenge the server refuses is left out and the report
+  // sent again, a few times at most.
   async function send(force, nameOverride) {
     for (let tries = 0; ; tries++) {
-      const problem = await post(force, nameOverride);
-      if (!problem || tries === 8 || !leaveOut(problem)) return problem;
+      const [problem, sent] = await post(force, nameOverride);
+      if (!problem || tries === 8 || !leaveOut(problem, sent)) return problem;
       force = true;
     }
   }
 
-  // leaveOut marks what a refusal names as unknown, if it names a stored
-  // scenario or challenge (the fields "scenarios[I]", "challenges.ID", and
-  // "challenges.ID.of" when the challenge now has fewer tasks).
-  function leaveOut(problem) {
+  // leaveOut adds to refused what a refusal of the report sent names, if
+  // it names a stored scenario or challenge: the fields "scenarios[I]",
+  // "challenges.ID" and "challenges.ID.of".
+  function leaveOut(problem, sent) {
     const field = String(problem.field || "");
     const sc = /^scenarios\[(\d+)\]$/.exec(field);
-    const ch = /^challenges\.([^.]+)(?:\.of|\.done)?$/.exec(field);
-    const key = sc ? "s:" + (lastTried.scenarios || [])[Number(sc[1])] : ch ? "c:" + ch[1] : "";
-    if (!key || unknown.has(key)) return false;
-    unknown.add(key);
+    const ch = /^challenges\.([^.]+)(\.of)?$/.exec(field);
+    let key = "";
+    if (sc && typeof sent.scenarios[Number(sc[1])] === "string") key = "s:" + sent.scenarios[Number(sc[1])];
+    else if (ch && ch[2] && sent.challenges[ch[1]]) key = `c:${ch[1]}:of=${sent.challenges[ch[1]].of}`;
+    else if (ch && !ch[2]) key = "c:" + ch[1];
+    if (!key || refused.has(key)) return false;
+    refused.add(key);
     return true;
   }
 
-  let lastTried = {};
-
+  // post sends the report and resolves to the server's error, if any, and
+  // the report it was about.
   async function post(force, nameOverride) {
-    if (noSession && !force) return null;
     const report = build(nameOverride);
+    if (noSession && !force) return [null, report];
     const body = JSON.stringify(report);
-    if (!force && body === lastSent) return null;
-    lastTried = report;
+    if (!force && body === lastSent) return [null, report];
     let res;
     try {
       res = await fetch("/lab/progress", {
@@ -91,7 +95,7 @@ import { KEY, h, store } from "./base.js";
         headers: { "Content-Type": "application/json" }, body,
       });
     } catch {
-      return null; // offline: the next change or page reports again
+      return [null, report]; // offline: the next change or page reports again
     }
     if (res.ok) {
       lastSent = body;
@@ -105,14 +109,14 @@ import { KEY, h, store } from "./base.js";
         const input = document.getElementById("learner-name-input");
         if (input && !input.value) input.value = held;
       }
-      return null;
+      return [null, report];
     }
     let problem = { field: "", error: `progress refused (${res.status})` };
     try { problem = await res.json(); } catch { /* keep the status */ }
     // Without a session (a visitor who never opened the lab) there is
     // nowhere to keep a report: stop trying on this page.
     if (res.status === 403) noSession = true;
-    return problem;
+    return [problem, report];
   }
 
   // later reports within 2 s, once for whatever happens meanwhile: a
