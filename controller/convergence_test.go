@@ -13,6 +13,7 @@ import (
 // controller must not write a status twice, write a snapshot twice, or
 // fail a reconcile on its own earlier write.
 func TestManyCreatesAndDeletesMakeNoMistakes(t *testing.T) {
+	t.Parallel() // its own namespace and controller (newEnv); it mostly waits on resyncs and Pods
 	const n = 20
 	e := newEnv(t)
 	e.startController(e.testOptions())

@@ -218,6 +218,7 @@ func childVersions(t testing.TB, e *env, name string) map[string]string {
 }
 
 func TestIdleResyncWritesNothing(t *testing.T) {
+	t.Parallel() // its own namespace and controller (newEnv); it mostly waits on resyncs and Pods
 	e := newEnv(t)
 	e.startController(e.testOptions())
 	e.mustCreate(newDB("idle", 1, ""))

@@ -160,6 +160,7 @@ func TestControllerStoppedDuringDelete(t *testing.T) {
 // Ready Database: no snapshot can be created in a terminating namespace, so
 // the controller must let go instead of holding the namespace forever.
 func TestDeletingTheNamespaceDoesNotHang(t *testing.T) {
+	t.Parallel() // its own namespace and controller (newEnv); it mostly waits on resyncs and Pods
 	e := newEnv(t)
 	e.startController(e.testOptions())
 	e.mustCreate(newDB("tenant", 1, ""))

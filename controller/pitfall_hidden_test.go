@@ -65,6 +65,7 @@ func expectUnnamed(t *testing.T, steps []Step, pitfall string) {
 }
 
 func TestPitfallHiddenStatusThrashSaysHiddenAndStillThrashes(t *testing.T) {
+	t.Parallel() // its own namespace and controller (newEnv); it mostly waits on resyncs and Pods
 	e := newEnv(t)
 	e.startController(e.testOptions())
 	e.mustCreate(hide(newDB("secret", 1, PitfallStatusThrash)))
@@ -92,6 +93,7 @@ func TestPitfallHiddenStatusThrashSaysHiddenAndStillThrashes(t *testing.T) {
 }
 
 func TestPitfallHiddenDropEventsIgnoresUnnamed(t *testing.T) {
+	t.Parallel() // its own namespace and controller (newEnv); it mostly waits on resyncs and Pods
 	e := newEnv(t)
 	e.startController(e.testOptions())
 	e.mustCreate(hide(newDB("muffled", 1, PitfallDropEvents)))

@@ -227,6 +227,7 @@ func TestPitfallNonIdempotentCreateLoopsWithGrowingBackoff(t *testing.T) {
 }
 
 func TestPitfallStatusThrashStormsButIsBounded(t *testing.T) {
+	t.Parallel() // its own namespace and controller (newEnv); it mostly waits on resyncs and Pods
 	e := newEnv(t)
 	e.startController(e.testOptions())
 	e.mustCreate(newDB("thrash", 1, PitfallStatusThrash))
@@ -277,6 +278,7 @@ func TestPitfallNoFinalizerLosesTheSnapshot(t *testing.T) {
 }
 
 func TestPitfallDropEventsOnlyResyncConverges(t *testing.T) {
+	t.Parallel() // its own namespace and controller (newEnv); it mostly waits on resyncs and Pods
 	e := newEnv(t)
 	e.startController(e.testOptions())
 	e.mustCreate(newDB("deaf", 1, PitfallDropEvents))

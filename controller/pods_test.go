@@ -167,6 +167,7 @@ func TestComputeStatusFromPods(t *testing.T) {
 // without, on the embedded cluster with the real controller, and checks
 // the Pods kwok makes and the conditions the controller writes from them.
 func TestPodsModes(t *testing.T) {
+	t.Parallel() // its own namespace and controller (newEnv); it mostly waits on resyncs and Pods
 	e := newEnv(t)
 	e.startController(e.testOptions())
 	for _, mode := range []string{"", PodsSlowStart, PodsImagePullError, PodsCrashLoop} {

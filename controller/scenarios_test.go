@@ -110,6 +110,7 @@ func TestScenarioFinalizer(t *testing.T) {
 }
 
 func TestScenarioDropEventsConvergesInOneResync(t *testing.T) {
+	t.Parallel() // its own namespace and controller (newEnv); it mostly waits on resyncs and Pods
 	e := newEnv(t)
 	opts := e.testOptions()
 	opts.ResyncPeriod = 6 * time.Second // longer than progressPoll, as shipped
@@ -153,6 +154,7 @@ func TestScenarioDropEventsConvergesInOneResync(t *testing.T) {
 }
 
 func TestScenarioStatusThrashRewritesAreVisible(t *testing.T) {
+	t.Parallel() // its own namespace and controller (newEnv); it mostly waits on resyncs and Pods
 	e := newEnv(t)
 	e.startController(e.testOptions())
 	e.mustCreate(newDB("storm", 1, PitfallStatusThrash))

@@ -20,6 +20,7 @@ import (
 // status write that moved a condition's lastTransitionTime without changing
 // its status, and switches its pitfall off.
 func TestStatusStorm(t *testing.T) {
+	t.Parallel() // its own namespace (judgetest.Run); it mostly waits on backoffs and resyncs
 	judgetest.Run(t, "status-storm", func(ctx context.Context, env judgetest.SolveEnv) error {
 		thrasher, err := findThrasher(ctx, env)
 		if err != nil {
