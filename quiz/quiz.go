@@ -67,9 +67,15 @@ func (q Question) Multi() bool { return len(q.Correct()) > 1 }
 // keeps its written index as its value, so grading never sees the order.
 // Under one seed each question has an order of its own.
 func (q Question) ChoiceOrder(seed uint64) []int {
+	return rand.New(rand.NewPCG(seed, SeedOf(q.ID))).Perm(len(q.Choices))
+}
+
+// SeedOf turns a name into a seed for ChoiceOrder: the same name, the same
+// order (a learner's namespace keeps their challenge questions' order).
+func SeedOf(name string) uint64 {
 	h := fnv.New64a()
-	_, _ = h.Write([]byte(q.ID))
-	return rand.New(rand.NewPCG(seed, h.Sum64())).Perm(len(q.Choices))
+	_, _ = h.Write([]byte(name))
+	return h.Sum64()
 }
 
 // DemoURL is the lab link of the question's demo. The scenario names are the

@@ -2,8 +2,6 @@ package challenges
 
 import (
 	"fmt"
-	"github.com/oplab-dev/oplab/web/layout"
-	"hash/fnv"
 	"slices"
 	"strconv"
 	"strings"
@@ -11,6 +9,8 @@ import (
 
 	"github.com/oplab-dev/oplab/lessons"
 	"github.com/oplab-dev/oplab/lessons/judge"
+	"github.com/oplab-dev/oplab/quiz"
+	"github.com/oplab-dev/oplab/web/layout"
 )
 
 // listView is /challenges: the challenges grouped by the lesson they
@@ -208,9 +208,10 @@ func (h *Handler) pageView(c *judge.Challenge, ns string, since time.Time, done 
 		}
 		if q := t.Question; q != nil {
 			qv := &questionView{Prompt: q.Prompt, Multi: q.Multi(), AnswerURL: c.URL() + "/answer", Since: v.Since, Done: done}
-			// The choices in an order of the learner's own, the same at
-			// each visit (a no-JS answer draws the page again).
-			for _, j := range q.ChoiceOrder(learnerSeed(ns)) {
+			// The choices in an order of the learner's own (their
+			// namespace's), the same at each visit: a no-JS answer draws
+			// the page again.
+			for _, j := range q.ChoiceOrder(quiz.SeedOf(ns)) {
 				ch := q.Choices[j]
 				qv.Choices = append(qv.Choices, choiceView{
 					InputID: fmt.Sprintf("%s-choice-%d", t.ID, j), Value: strconv.Itoa(j), Text: ch.Text,
@@ -270,13 +271,4 @@ func (v *pageView) apply(states []judge.TaskState) {
 // (lowercase letters, digits, dashes): nothing to escape.
 func withNamespace(html, ns string) string {
 	return strings.ReplaceAll(html, "$NS", ns)
-}
-
-// learnerSeed is the seed of the order a learner's challenge pages show a
-// question's choices in: their namespace's, so that it holds across visits
-// and differs between learners.
-func learnerSeed(ns string) uint64 {
-	h := fnv.New64a()
-	_, _ = h.Write([]byte(ns))
-	return h.Sum64()
 }
