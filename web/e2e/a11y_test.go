@@ -168,7 +168,7 @@ func TestAccessibilityOfEveryScenario(t *testing.T) {
 // checkScenario sets the scenario up in a tab of its own and checks the lab.
 func checkScenario(t *testing.T, e *testEnv, src, name string) int {
 	tab := e.tab(t)
-	openLab(t, tab, "?scenario="+name)
+	e.openLab(t, tab, "?scenario="+name)
 	if err := chromedp.Do(tab, chromedp.Click(chromedp.CSS(`.scenario form button`))); err != nil {
 		t.Fatal(err)
 	}
@@ -195,7 +195,7 @@ func TestAccessibilityPausedAndReplayed(t *testing.T) {
 	src := axeSource(t)
 	e := needEnv(t)
 	tab := e.tab(t)
-	ns := openLab(t, tab, "")
+	ns := e.openLab(t, tab, "")
 	paused := controller.Step{Type: controller.StepController, Phase: "paused", Object: controller.ObjectRef{Kind: "Controller", Namespace: ns, Name: "database"}}
 	e.recorder.Emit(paused)
 	poll(t, tab, "the loop saying paused", `!document.getElementById("loop-paused").hidden`)

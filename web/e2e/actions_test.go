@@ -22,6 +22,7 @@ import (
 // The instructor token reaches no learner: not a page, not a header, not
 // the stream; and the instructor's cookie is not sent to the lab.
 func TestInstructorTokenNeverReachesALearner(t *testing.T) {
+	t.Parallel()
 	e := needEnv(t)
 	c, ns := e.learner(t)
 	if code, res := postForm(t, c, e.http.URL, "/lab/databases", url.Values{"name": {"watched"}, "replicas": {"1"}}); code != 200 {
@@ -97,6 +98,7 @@ func TestInstructorTokenNeverReachesALearner(t *testing.T) {
 // A learner's Stop pauses their namespace only: another learner's new
 // Database is reconciled meanwhile, and the whole controller keeps running.
 func TestLearnerPauseStopsOnlyTheirNamespace(t *testing.T) {
+	t.Parallel()
 	e := needEnv(t)
 	a, nsA := e.learner(t)
 	b, nsB := e.learner(t)
@@ -134,6 +136,7 @@ func TestLearnerPauseStopsOnlyTheirNamespace(t *testing.T) {
 // The edit form sends what it showed; a field changed by kubectl meanwhile
 // and not by the learner is left alone.
 func TestEditKeepsAKubectlChange(t *testing.T) {
+	t.Parallel()
 	e := needEnv(t)
 	c, ns := e.learner(t)
 	if code, res := postForm(t, c, e.http.URL, "/lab/databases", url.Values{"name": {"shared"}, "replicas": {"1"}}); code != 200 {
@@ -165,6 +168,7 @@ func TestEditKeepsAKubectlChange(t *testing.T) {
 // The instructor page in Chromium: the token form, then, from the printed
 // URL, the switch; a learner's paused lab says it is stopped for them.
 func TestBrowserInstructorPageAndPausedLab(t *testing.T) {
+	t.Parallel()
 	e := needEnv(t)
 	ctx := e.tab(t)
 	if err := chromedp.Do(ctx, chromedp.Navigate(e.http.URL+"/instructor"), chromedp.WaitVisible(chromedp.CSS(`input[name="token"]`))); err != nil {

@@ -189,6 +189,7 @@ func TestBrowserChallengeInput(t *testing.T) {
 // lists the task as done and shows the verdict once. Bad answers name what
 // was wrong, and nothing is judged before Start.
 func TestChallengeInputWithoutScript(t *testing.T) {
+	t.Parallel()
 	e := needEnv(t)
 	c, ns := e.learner(t)
 	if resp, err := c.Get(e.http.URL + "/challenges/interview-walkthrough"); err != nil || resp.StatusCode != http.StatusOK {

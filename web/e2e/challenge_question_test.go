@@ -124,6 +124,7 @@ func TestBrowserChallengeQuestion(t *testing.T) {
 // under the task; right, the redirect lists the task as done. Bad posts
 // name what was wrong.
 func TestChallengeAnswerWithoutScript(t *testing.T) {
+	t.Parallel()
 	e := needEnv(t)
 	c, _ := e.learner(t)
 	if resp, err := c.Get(e.http.URL + "/challenges/operator-or-chart"); err != nil || resp.StatusCode != http.StatusOK {

@@ -39,6 +39,7 @@ func getStatus(t *testing.T, c *http.Client, path string) challenges.Status {
 // Start refuses without the confirm, wipes the learner's Databases with it,
 // prepares the start, and the status then judges the learner's namespace.
 func TestChallengeStartWipesAndStatusJudges(t *testing.T) {
+	t.Parallel()
 	e := needEnv(t)
 	c, ns := e.learner(t)
 	if resp, err := c.Get(e.http.URL + "/challenges/observed-generation"); err != nil || resp.StatusCode != http.StatusOK {
@@ -244,6 +245,7 @@ func TestBrowserChallengePages(t *testing.T) {
 // Without JavaScript: Start is a form post that redirects to the page, which
 // says what Start did and shows the tasks as they stand.
 func TestChallengeStartWithoutScript(t *testing.T) {
+	t.Parallel()
 	e := needEnv(t)
 	c, _ := e.learner(t)
 	if resp, err := c.Get(e.http.URL + "/challenges/owner-gc"); err != nil || resp.StatusCode != http.StatusOK {

@@ -75,6 +75,7 @@ func replayOnly(t *testing.T) *httptest.Server {
 // own state.html in the page. The upload must be refused, naming the key,
 // and nothing of the file may run.
 func TestBrowserReplayPayloadsRunNoScript(t *testing.T) {
+	t.Parallel()
 	srv := replayOnly(t)
 	marker, hits := markerServer(t)
 	state := fmt.Sprintf(`{"namespace":"lab-a","name":"a","uid":"u","engine":"postgres","version":"16","replicas":1,"storage":"1Gi","specYAML":"","generation":1,"observedGeneration":1,"stale":false,"readyReplicas":1,"html":%q}`, payload(marker))
@@ -125,6 +126,7 @@ func TestBrowserReplayPayloadsRunNoScript(t *testing.T) {
 // object ever reach a page: no inline script, no event handler attribute,
 // no javascript: URL runs, and nothing is fetched from another origin.
 func TestBrowserPolicyBlocksInlineScript(t *testing.T) {
+	t.Parallel()
 	marker, hits := markerServer(t)
 	srv := httptest.NewServer(web.SecurityHeaders(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
@@ -154,10 +156,11 @@ func TestBrowserPolicyBlocksInlineScript(t *testing.T) {
 // Every page works under the policy: visited in Chromium, none reports a
 // violation, and the lab's stream still opens (its websocket is 'self').
 func TestBrowserPagesKeepThePolicy(t *testing.T) {
+	t.Parallel()
 	e := needEnv(t)
 	tab := e.tab(t)
 	watchViolations(t, tab)
-	openLab(t, tab, "")
+	e.openLab(t, tab, "")
 	createInTab(t, tab, "csp")
 	poll(t, tab, "the new card", `document.getElementById("db-csp") !== null`)
 	if v := violations(t, tab); len(v) > 0 {

@@ -129,7 +129,8 @@ func action(verb, kind, name string, outcome controller.Outcome) func(controller
 }
 
 func TestDemoWalkThroughPlaysToTheEnd(t *testing.T) {
-	e := needEnv(t)
+	t.Parallel()
+	e := needClass(t)
 	c, ns := e.instructorLab(t)
 	learner, _ := e.learner(t)
 
@@ -225,7 +226,8 @@ func TestDemoWalkThroughPlaysToTheEnd(t *testing.T) {
 }
 
 func TestDemoPausedAndSteppedOnTheCluster(t *testing.T) {
-	e := needEnv(t)
+	t.Parallel()
+	e := needClass(t)
 	c, ns := e.instructorLab(t)
 	if code, body := postDemo(t, c, e.http.URL, "play", url.Values{"demo": {"died-mid-deletion"}}); code != http.StatusSeeOther {
 		t.Fatalf("Play: %d %s", code, body)
@@ -284,7 +286,8 @@ func TestDemoPausedAndSteppedOnTheCluster(t *testing.T) {
 }
 
 func TestBrowserDemoNarratesOnTheTimeline(t *testing.T) {
-	e := needEnv(t)
+	t.Parallel()
+	e := needClass(t)
 	ctx := e.tab(t)
 	if err := chromedp.Do(ctx, chromedp.Navigate(e.http.URL+"/lab"), chromedp.WaitVisible(chromedp.CSS("#create-form"))); err != nil {
 		t.Fatal(err)
@@ -419,7 +422,8 @@ func TestBrowserDemoNarratesOnTheTimeline(t *testing.T) {
 // lab page, as a clicker moves slides. The instructor panel says what it
 // waits for; → in a form field types, it does not advance.
 func TestBrowserDemoWaitsForTheProjectorsArrow(t *testing.T) {
-	e := needEnv(t)
+	t.Parallel()
+	e := needClass(t)
 	ctx := e.tab(t)
 	if err := chromedp.Do(ctx, chromedp.Navigate(e.http.URL+"/lab"), chromedp.WaitVisible(chromedp.CSS("#create-form"))); err != nil {
 		t.Fatal(err)

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -32,6 +33,7 @@ import (
 	"github.com/oplab-dev/oplab/web/demo"
 	"github.com/oplab-dev/oplab/web/internal/browsertest"
 	"github.com/oplab-dev/oplab/web/lab"
+	"github.com/oplab-dev/oplab/web/labns"
 	"github.com/oplab-dev/oplab/web/learn"
 	"github.com/oplab-dev/oplab/web/stream"
 )
@@ -55,12 +57,13 @@ const resetWait = 30 * time.Second
 // cluster, one controller, one recorder, one server and one browser, started
 // on first use and stopped by TestMain.
 //
-// A test that owns its learner's namespace and touches nothing the server
-// shares (the classroom, the presenter, the demo player, the instructor's
-// roster) calls t.Parallel; Go runs those after the serial ones, so a
-// serial test never sees them. Run alone, this package left the two cores
-// idle more than half the time, waiting on the cluster, the controller and
-// the pages' polls; docs/BENCHMARKS.md has the figures.
+// Every test calls t.Parallel. A learner's test owns its namespace; a test
+// of what reaches every learner of a class (follow mode, "send everyone
+// to", the class timer, a demo's narration, the roster) takes a class of
+// its own (needClass), a second server on the same cluster, so no other
+// test's page is among its learners. Run serially, the package left the
+// two cores idle more than half the time, waiting on the cluster, the
+// controller and the pages' polls; docs/BENCHMARKS.md has the figures.
 type testEnv struct {
 	cluster  *cluster.Cluster
 	runner   *controller.Runner
@@ -70,6 +73,77 @@ type testEnv struct {
 	http     *httptest.Server
 	client   client.Client
 	cancel   context.CancelFunc
+	// opts is how the shared server was assembled; a class (needClass)
+	// is assembled the same way with a prefix of its own.
+	opts app.Options
+	// sinks hands what the controller reports to the server whose
+	// learner it is about.
+	sinks *sinks
+}
+
+// newStream starts a recorder and the hub streaming it, as cmd/oplab does,
+// until ctx ends.
+func newStream(ctx context.Context) (*stream.Recorder, *stream.Hub) {
+	rec := stream.NewRecorder(stream.RecorderOptions{Card: lab.NewFragments().Redraw})
+	hub := stream.NewHub(rec, stream.HubOptions{})
+	go rec.Run(ctx)
+	go hub.Run(ctx)
+	return rec, hub
+}
+
+// sinks is the controller's Sink and Observer: a step or object in a
+// class's namespace goes to that class's recorder, the rest to the shared
+// server's, and a step of no namespace (the controller's own) to all. A
+// class has its own recorder because the classroom's state (the presenter,
+// "send everyone to", the timer) is published on it to every page it
+// streams to, as each oplab instance on a shared cluster has its own.
+type sinks struct {
+	mu      sync.Mutex
+	shared  *stream.Recorder
+	classes map[string]*stream.Recorder // by namespace prefix
+}
+
+func (s *sinks) add(prefix string, rec *stream.Recorder) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.classes[prefix] = rec
+}
+
+func (s *sinks) remove(prefix string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.classes, prefix)
+}
+
+// of is the recorders of namespace ns.
+func (s *sinks) of(ns string) []*stream.Recorder {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if ns == "" {
+		all := []*stream.Recorder{s.shared}
+		for _, rec := range s.classes {
+			all = append(all, rec)
+		}
+		return all
+	}
+	for prefix, rec := range s.classes {
+		if strings.HasPrefix(ns, prefix) {
+			return []*stream.Recorder{rec}
+		}
+	}
+	return []*stream.Recorder{s.shared}
+}
+
+func (s *sinks) Emit(step controller.Step) {
+	for _, rec := range s.of(step.Object.Namespace) {
+		rec.Emit(step)
+	}
+}
+
+func (s *sinks) Observe(event string, ref controller.ObjectRef, obj any) {
+	for _, rec := range s.of(ref.Namespace) {
+		rec.Observe(event, ref, obj)
+	}
 }
 
 // browser is the one Chromium the package's browser tests share, started by
@@ -136,12 +210,11 @@ func startEnv() (_ *testEnv, err error) {
 	if e.cluster, err = cluster.Start(ctx, cluster.Options{Mode: cluster.ModeFull, CRDs: crds, Log: logFile}); err != nil {
 		return e, err
 	}
-	e.recorder = stream.NewRecorder(stream.RecorderOptions{Card: lab.NewFragments().Redraw})
-	hub := stream.NewHub(e.recorder, stream.HubOptions{})
-	go e.recorder.Run(ctx)
-	go hub.Run(ctx)
+	var hub *stream.Hub
+	e.recorder, hub = newStream(ctx)
+	e.sinks = &sinks{shared: e.recorder, classes: map[string]*stream.Recorder{}}
 	opts := controller.DefaultOptions()
-	opts.Sink, opts.ResyncPeriod = e.recorder, 10*time.Second
+	opts.Sink, opts.ResyncPeriod = e.sinks, 10*time.Second
 	e.runner = controller.NewRunner(e.cluster.Config(), opts)
 	if err := e.runner.Start(ctx); err != nil {
 		return e, err
@@ -155,15 +228,15 @@ func startEnv() (_ *testEnv, err error) {
 	if err != nil {
 		return e, err
 	}
-	e.app, err = app.NewWeb(ctx, app.Options{
+	e.opts = app.Options{
 		Config: e.cluster.Config(), Recorder: e.recorder, Hub: hub, Controller: e.runner, Logger: testLogger(logFile),
 		Content: content, Demos: demos,
 		InstructorToken: testInstructorToken, KubectlLine: testKubectlLine, LearnerCode: e.runner,
 		// The demo tests check what happens, not the room's pace; the
 		// roster's, what a reset that cannot finish says, not its minute.
 		DemoDwell: demo.MinDwell, ResetWait: resetWait,
-	})
-	if err != nil {
+	}
+	if e.app, err = app.NewWeb(ctx, e.opts); err != nil {
 		return e, err
 	}
 	e.server = e.app.Server()
@@ -171,6 +244,66 @@ func startEnv() (_ *testEnv, err error) {
 	e.http = httptest.NewServer(e.app.Handler()) // 127.0.0.1 only
 	e.client, err = client.New(e.cluster.Config(), client.Options{Scheme: mustScheme()})
 	return e, err
+}
+
+// classes numbers the classes needClass starts.
+var classes atomic.Int32
+
+// needClass returns the shared environment with a server of its own: a
+// second oplab instance on the shared cluster and controller, with its own
+// namespace prefix, as two classes share a cluster (--namespace-prefix).
+// Its classroom, presenter, class timer, demo player and roster are its
+// own, so a test of what reaches every learner's page (follow mode, "send
+// everyone to", a demo's narration, a reset from the roster) calls
+// t.Parallel: no other test's page is among those learners. Its learners'
+// namespaces go when the test ends.
+func needClass(t *testing.T) *testEnv {
+	t.Helper()
+	return needEnv(t).class(t, nil)
+}
+
+// class starts a class's server as needClass does, its options changed
+// by set (when not nil) after its prefix is chosen.
+func (e *testEnv) class(t *testing.T, set func(*app.Options)) *testEnv {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	c := *e
+	c.opts.NamespacePrefix = fmt.Sprintf("class%d-", classes.Add(1))
+	c.recorder, c.opts.Hub = newStream(ctx)
+	c.opts.Recorder = c.recorder
+	if set != nil {
+		set(&c.opts)
+	}
+	// Registered before the server starts: a restored session's first
+	// steps are its class's.
+	e.sinks.add(c.opts.NamespacePrefix, c.recorder)
+	var err error
+	if c.app, err = app.NewWeb(ctx, c.opts); err != nil {
+		e.sinks.remove(c.opts.NamespacePrefix)
+		cancel()
+		t.Fatalf("starting the class's server: %v", err)
+	}
+	c.server, c.cancel = c.app.Server(), cancel
+	done := make(chan struct{})
+	go func() { _ = c.app.Run(ctx); close(done) }()
+	c.http = httptest.NewServer(c.app.Handler())
+	t.Cleanup(func() {
+		c.http.Close()
+		cancel()
+		<-done
+		nss := labns.KubeNamespaces{Client: c.client, Prefix: c.opts.NamespacePrefix}
+		all, err := nss.List(context.Background())
+		if err != nil {
+			t.Logf("listing the class's namespaces: %v", err)
+		}
+		for _, n := range all {
+			if err := nss.Delete(context.Background(), n.Name); err != nil {
+				t.Logf("deleting the class's namespace %s: %v", n.Name, err)
+			}
+		}
+		e.sinks.remove(c.opts.NamespacePrefix)
+	})
+	return &c
 }
 
 // loadCourse is the compiled-in course, as cmd/oplab loads it at start:

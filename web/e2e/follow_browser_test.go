@@ -56,12 +56,13 @@ func follows(t *testing.T, ctx context.Context, who, db, seq string) {
 // Three browsers: the instructor presents, two learners follow (one joins
 // late), one breaks away with Esc and rejoins with one click.
 func TestBrowserFollowThePresenter(t *testing.T) {
-	e := needEnv(t)
+	t.Parallel()
+	e := needClass(t)
 	t.Cleanup(e.server.Classroom().StopPresenting)
 	teacher, early, late := e.tab(t), e.tab(t), e.tab(t)
 
 	// A learner whose lab is open before the presentation starts.
-	earlyNS := openLab(t, early, "")
+	earlyNS := e.openLab(t, early, "")
 	saveName(t, early, "Kim")
 
 	// The instructor signs in, opens their own lab, presents.
@@ -69,7 +70,7 @@ func TestBrowserFollowThePresenter(t *testing.T) {
 		chromedp.WaitVisible(chromedp.CSS("#present-start"))); err != nil {
 		t.Fatal(err)
 	}
-	teacherNS := openLab(t, teacher, "")
+	teacherNS := e.openLab(t, teacher, "")
 	if err := chromedp.Do(teacher, chromedp.Navigate(e.http.URL+"/instructor"),
 		chromedp.SetValue(chromedp.CSS(`.present-form input[name="name"]`), "Ada"),
 		chromedp.Click(chromedp.CSS("#present-start")), chromedp.WaitVisible(chromedp.CSS("#present-status"))); err != nil {
@@ -78,7 +79,7 @@ func TestBrowserFollowThePresenter(t *testing.T) {
 	if ns, ok := e.server.Classroom().Presenting(); !ok || ns != teacherNS {
 		t.Fatalf("presenting %q (%v), want the instructor's lab namespace %q", ns, ok, teacherNS)
 	}
-	openLab(t, teacher, "")
+	e.openLab(t, teacher, "")
 	poll(t, teacher, "the presenter's banner", `document.getElementById("classroom-banner").textContent.includes("Presenting as Ada")`)
 	if got := labData(t, teacher, "following"); got != "" {
 		t.Fatalf("the presenter follows %q; want their own lab", got)
@@ -110,7 +111,7 @@ func TestBrowserFollowThePresenter(t *testing.T) {
 
 	// Both learners follow: the early one switched live, the late one
 	// learns it from the stream's snapshot.
-	lateNS := openLab(t, late, "")
+	lateNS := e.openLab(t, late, "")
 	if lateNS == earlyNS || lateNS == teacherNS {
 		t.Fatalf("the three browsers share a namespace: %s %s %s", teacherNS, earlyNS, lateNS)
 	}
@@ -163,7 +164,7 @@ func TestBrowserFollowThePresenter(t *testing.T) {
 	}
 	poll(t, late, "the away banner on a lesson page", `document.getElementById("classroom-rejoin")?.textContent === "Rejoin Ada"
 		&& !document.getElementById("classroom-banner").textContent.includes("lab")`)
-	openLab(t, late, "")
+	e.openLab(t, late, "")
 	poll(t, late, "Rejoin offered again in the lab", `document.getElementById("classroom-rejoin")?.textContent === "Rejoin Ada"`)
 	// The other learner still follows.
 	follows(t, early, "the early learner after the other broke away", "demo", next)
@@ -223,7 +224,7 @@ func TestBrowserFollowThePresenter(t *testing.T) {
 	}
 
 	// The presenter opens a scenario: the follower's lab goes there too.
-	openLab(t, teacher, "?scenario=finalizer")
+	e.openLab(t, teacher, "?scenario=finalizer")
 	pollAcross(t, early, "the follower on the presenter's scenario", `new URLSearchParams(location.search).get("scenario") === "finalizer" && document.getElementById("lab")?.dataset.following === "presenter"`)
 
 	// Stop presenting: the follower goes back to their own lab.
@@ -242,11 +243,12 @@ func TestBrowserFollowThePresenter(t *testing.T) {
 // on one screen, in type big enough for the back of a room; and the
 // following state and projector mode pass axe-core.
 func TestBrowserProjectorAndFollowingAccessibility(t *testing.T) {
+	t.Parallel()
 	src := axeSource(t)
-	e := needEnv(t)
+	e := needClass(t)
 	t.Cleanup(e.server.Classroom().StopPresenting)
 	teacher, learner := e.tab(t), e.tab(t)
-	teacherNS := openLab(t, teacher, "")
+	teacherNS := e.openLab(t, teacher, "")
 	createInTab(t, teacher, "big")
 	poll(t, teacher, "big Ready", `document.querySelector("#db-big .db-head .pill.ok")?.textContent === "Ready True"`)
 	e.server.Classroom().Present(teacherNS, "Ada")
@@ -309,11 +311,12 @@ func TestBrowserProjectorAndFollowingAccessibility(t *testing.T) {
 // The instructor's "send everyone to" is followed once per id, presenting or
 // not, on pages without a lab too; the demo's narration shows in the banner.
 func TestBrowserGotoAndNarration(t *testing.T) {
-	e := needEnv(t)
+	t.Parallel()
+	e := needClass(t)
 	cls := e.server.Classroom()
 	t.Cleanup(func() { cls.ClearGoto(); cls.Narrate(classroom.Narration{}) })
 	tab := e.tab(t)
-	openLab(t, tab, "") // a learner: a lab session
+	e.openLab(t, tab, "") // a learner: a lab session
 	if err := chromedp.Do(tab, chromedp.Navigate(e.http.URL+"/lessons"), chromedp.WaitReady(chromedp.CSS("main"))); err != nil {
 		t.Fatal(err)
 	}

@@ -43,18 +43,19 @@ const ownControls = `(() => {
 // in the create form's place leads back; broken away, the form is there and
 // creates in the learner's own namespace; rejoining hides it again.
 func TestBrowserFollowShowsOnlyThePresentersLab(t *testing.T) {
+	t.Parallel()
 	src := axeSource(t)
-	e := needEnv(t)
+	e := needClass(t)
 	t.Cleanup(e.server.Classroom().StopPresenting)
 	teacher, learner := e.tab(t), e.tab(t)
-	teacherNS := openLab(t, teacher, "")
+	teacherNS := e.openLab(t, teacher, "")
 	createInTab(t, teacher, "shown")
 	poll(t, teacher, "shown Ready", `document.querySelector("#db-shown .db-head .pill.ok")?.textContent === "Ready True"`)
 
 	if err := chromedp.Do(learner, chromedp.EmulateViewport(1280, 800)); err != nil {
 		t.Fatal(err)
 	}
-	learnerNS := openLab(t, learner, "")
+	learnerNS := e.openLab(t, learner, "")
 	// In their own lab every one of them is shown: the check can fail.
 	own := evalString(t, learner, ownControls)
 	for _, name := range []string{"the create form", "the pause of the own namespace", "the pause's words about the own namespace", "the player's buttons", "the speed", "the scenario picker", "the export"} {

@@ -92,7 +92,8 @@ func postJSON(t *testing.T, c *http.Client, u, body string) (int, string) {
 }
 
 func TestFollowThePresenterStream(t *testing.T) {
-	e := needEnv(t)
+	t.Parallel()
+	e := needClass(t)
 	t.Cleanup(e.server.Classroom().StopPresenting)
 	e.server.Classroom().StopPresenting()
 	learner, own := e.learner(t)

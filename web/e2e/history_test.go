@@ -91,6 +91,7 @@ func specReplicas(t *testing.T, o *lab.TravelObject) any {
 // controller's watches delivered, with each object's changes, and compares
 // two steps; only the learner's own namespace; bad parameters are named.
 func TestHistoryRebuildsTheObjectsAtAStep(t *testing.T) {
+	t.Parallel()
 	e := needEnv(t)
 	c, ns := e.learner(t)
 	if code, res := postForm(t, c, e.http.URL, "/lab/databases", url.Values{"name": {"travel"}, "replicas": {"1"}}); code != 200 {

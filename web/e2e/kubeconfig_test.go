@@ -20,6 +20,7 @@ import (
 // paste, and the file it serves works in the learner's namespace and is
 // refused in another's.
 func TestLabOffersAKubeconfigForTheLearnersNamespace(t *testing.T) {
+	t.Parallel()
 	e := needEnv(t)
 	c, ns := e.learner(t)
 	_, other := e.learner(t)

@@ -19,7 +19,7 @@ func TestBrowserReloadDrawsNoPastStateOnTheCards(t *testing.T) {
 	t.Parallel()
 	e := needEnv(t)
 	ctx := e.tab(t)
-	ns := openLab(t, ctx, "")
+	ns := e.openLab(t, ctx, "")
 	old := &v1alpha1.Database{ObjectMeta: metav1.ObjectMeta{Name: "bygone", Namespace: ns}}
 	if err := e.client.Create(t.Context(), old); err != nil {
 		t.Fatal(err)
@@ -33,7 +33,7 @@ func TestBrowserReloadDrawsNoPastStateOnTheCards(t *testing.T) {
 
 	// Reload: the page has no card for bygone; watch the catch-up to its end.
 	last := lastRowSeq(t, e.recorder.Export(ns))
-	openLab(t, ctx, "")
+	e.openLab(t, ctx, "")
 	// The loop's caption says when the past is drawn ("caught up: N
 	// steps…"), and the newest row is the last step recorded.
 	poll(t, ctx, "the catch-up shown to its end", fmt.Sprintf(`document.getElementById("loop-caption").textContent.startsWith("caught up: ") && %s >= %d`, newestSeq, last))

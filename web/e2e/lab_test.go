@@ -68,6 +68,7 @@ func (e *testEnv) latestState(ns, name string) (state.Database, bool) {
 }
 
 func TestAPIServerValidationReachesTheLearner(t *testing.T) {
+	t.Parallel()
 	e := needEnv(t)
 	c, _ := e.learner(t)
 	code, res := postForm(t, c, e.http.URL, "/lab/databases", url.Values{"name": {"seven"}, "replicas": {"7"}})
@@ -78,6 +79,7 @@ func TestAPIServerValidationReachesTheLearner(t *testing.T) {
 }
 
 func TestStateFollowsTheCluster(t *testing.T) {
+	t.Parallel()
 	e := needEnv(t)
 	c, ns := e.learner(t)
 	if code, res := postForm(t, c, e.http.URL, "/lab/databases", url.Values{"name": {"alpha"}, "replicas": {"2"}}); code != 200 {
@@ -133,6 +135,7 @@ func TestStateFollowsTheCluster(t *testing.T) {
 }
 
 func TestIdleSessionLosesItsNamespace(t *testing.T) {
+	t.Parallel()
 	e := needEnv(t)
 	var forgotten []string
 	m, err := session.New(t.Context(), session.Options{
@@ -178,6 +181,7 @@ func (s *scopedNamespaces) List(ctx context.Context) ([]labns.Namespace, error) 
 }
 
 func TestRestartReclaimsOrphanedNamespaces(t *testing.T) {
+	t.Parallel()
 	e := needEnv(t)
 	ctx := t.Context()
 	suffix := strconv.FormatInt(time.Now().UnixNano(), 36)
@@ -375,6 +379,7 @@ func TestBrowserBadInputShowsTheError(t *testing.T) {
 }
 
 func TestBrowserStuckFinalizerScenario(t *testing.T) {
+	t.Parallel()
 	e := needEnv(t)
 	t.Cleanup(func() {
 		if !e.runner.Running() {
@@ -436,6 +441,7 @@ func TestBrowserReplaysAnExport(t *testing.T) {
 }
 
 func TestScenariosSetUp(t *testing.T) {
+	t.Parallel()
 	e := needEnv(t)
 	tests := []struct {
 		scenario, database, pitfall string
@@ -471,6 +477,7 @@ func TestScenariosSetUp(t *testing.T) {
 }
 
 func TestLearnersAreIsolated(t *testing.T) {
+	t.Parallel()
 	e := needEnv(t)
 	a, _ := e.learner(t)
 	if code, res := postForm(t, a, e.http.URL, "/lab/databases", url.Values{"name": {"private"}, "replicas": {"1"}}); code != 200 {

@@ -44,9 +44,9 @@ const (
 )
 
 // openLab opens /lab (plus query) in ctx and waits for the stream.
-func openLab(t *testing.T, ctx context.Context, query string) string {
+func (e *testEnv) openLab(t *testing.T, ctx context.Context, query string) string {
 	t.Helper()
-	if err := chromedp.Do(ctx, chromedp.Navigate(shared.http.URL+"/lab"+query), chromedp.WaitReady(chromedp.CSS("#create-form"))); err != nil {
+	if err := chromedp.Do(ctx, chromedp.Navigate(e.http.URL+"/lab"+query), chromedp.WaitReady(chromedp.CSS("#create-form"))); err != nil {
 		t.Fatal(err)
 	}
 	// A lab that follows the presenter does not show the learner's own form.
@@ -64,11 +64,12 @@ func openLab(t *testing.T, ctx context.Context, query string) string {
 // its learner's namespace.
 func labAt1280(t *testing.T, query string) (context.Context, string) {
 	t.Helper()
-	ctx := needEnv(t).tab(t)
+	e := needEnv(t)
+	ctx := e.tab(t)
 	if err := chromedp.Do(ctx, chromedp.EmulateViewport(1280, 800)); err != nil {
 		t.Fatal(err)
 	}
-	return ctx, openLab(t, ctx, query)
+	return ctx, e.openLab(t, ctx, query)
 }
 
 // createInTab creates a Database through the page's form, as a learner does.
@@ -111,7 +112,7 @@ func TestBrowserEditFormFollowsTheLiveObject(t *testing.T) {
 	t.Parallel()
 	e := needEnv(t)
 	ctx := e.tab(t)
-	ns := openLab(t, ctx, "")
+	ns := e.openLab(t, ctx, "")
 	createInTab(t, ctx, "follow")
 	poll(t, ctx, "follow Ready", `document.querySelector("#db-follow .db-head .pill.ok")?.textContent === "Ready True"`)
 	const replicasInput = `document.querySelector('#db-follow form[action$="/edit"] input[name="replicas"]')`
@@ -169,7 +170,7 @@ func TestBrowserTimelinePauseStepSlowMotion(t *testing.T) {
 	t.Parallel()
 	e := needEnv(t)
 	ctx := e.tab(t)
-	ns := openLab(t, ctx, "")
+	ns := e.openLab(t, ctx, "")
 	if ok, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`(() => { const l = document.getElementById("log");
 		return l.getAttribute("role") === "log" && l.getAttribute("aria-live") === "polite" && l.contains(document.getElementById("rows")); })()`)); err != nil || !ok {
 		t.Errorf("the timeline is not a polite role=log region (%v)", err)
@@ -292,7 +293,7 @@ func TestBrowserLoopShowsPausedNamespace(t *testing.T) {
 	t.Parallel()
 	e := needEnv(t)
 	ctx := e.tab(t)
-	ns := openLab(t, ctx, "")
+	ns := e.openLab(t, ctx, "")
 	hiddenExpr := `document.getElementById("loop-paused").hidden`
 	pausedStep := func(namespace, phase string) controller.Step {
 		return controller.Step{Type: controller.StepController, Phase: phase,
@@ -327,7 +328,7 @@ func TestBrowserNarrowAndProjectorLayouts(t *testing.T) {
 	t.Parallel()
 	e := needEnv(t)
 	ctx := e.tab(t)
-	openLab(t, ctx, "")
+	e.openLab(t, ctx, "")
 	screenshot(t, ctx, "00-fresh-lab")
 	createInTab(t, ctx, "phone")
 	poll(t, ctx, "phone Ready", `document.querySelector("#db-phone .db-head .pill.ok")?.textContent === "Ready True"`)
@@ -431,7 +432,7 @@ func TestBrowserRetriesNameTheirAttempt(t *testing.T) {
 	t.Parallel()
 	e := needEnv(t)
 	ctx := e.tab(t)
-	openLab(t, ctx, "?scenario=non-idempotent-create")
+	e.openLab(t, ctx, "?scenario=non-idempotent-create")
 	if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`.scenario form button`))); err != nil {
 		t.Fatal(err)
 	}

@@ -61,6 +61,7 @@ func unmetClaims(claims []lessons.Claim, seen screenTexts) []lessons.Claim {
 // The checker fails a claim the screen does not show: a made-up label, a
 // label on another screen than the one claimed, and nothing at all.
 func TestUnmetClaimsNamesWhatTheScreenDoesNotShow(t *testing.T) {
+	t.Parallel()
 	seen := screenTexts{}
 	seen.add("lab", "Your namespace is paused Pause my\n namespace\u00a0Resume")
 	seen.add("lab", "Finalizers: none")
@@ -128,7 +129,7 @@ func TestBrowserLessonClaimsOnScreen(t *testing.T) {
 		}
 	}
 
-	ns := openLab(t, ctx, "")
+	ns := e.openLab(t, ctx, "")
 	t.Cleanup(func() {
 		e.runner.TakeBack(ns)
 		e.runner.ResumeNamespace(ns)

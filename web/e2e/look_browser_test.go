@@ -18,15 +18,16 @@ import (
 // namespace, the server refuses writes there, and a learner cannot look at
 // another learner's lab.
 func TestBrowserLookOverALearnersShoulder(t *testing.T) {
-	e := needEnv(t)
+	t.Parallel()
+	e := needClass(t)
 	ana, other, teacher := e.tab(t), e.tab(t), e.tab(t)
-	ns := openLab(t, ana, "")
+	ns := e.openLab(t, ana, "")
 	saveName(t, ana, "Ana")
 	createInTab(t, ana, "orders")
 	poll(t, ana, "orders Ready", `document.querySelector("#db-orders .db-head .pill.ok")?.textContent === "Ready True"`)
 
 	// Another learner cannot look, at the page or its stream.
-	openLab(t, other, "")
+	e.openLab(t, other, "")
 	for _, path := range []string{"/instructor/look/" + ns, "/instructor/look/" + ns + "/ws"} {
 		code, err := chromedp.Run(other, chromedp.Evaluate[int](fmt.Sprintf(`fetch(%q, {credentials: "same-origin"}).then(r => r.status)`, path), chromedp.EvalAwaitPromise))
 		if err != nil || code != 401 {

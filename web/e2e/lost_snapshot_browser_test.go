@@ -34,7 +34,7 @@ func TestBrowserDeletedWithoutASnapshotIsListed(t *testing.T) {
 	t.Parallel()
 	e := needEnv(t)
 	ctx := e.tab(t)
-	ns := openLab(t, ctx, "")
+	ns := e.openLab(t, ctx, "")
 	// The form keeps the pitfall last chosen: each create sets its own.
 	create := func(name, pitfall string) {
 		if err := chromedp.Do(ctx,

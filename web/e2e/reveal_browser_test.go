@@ -224,7 +224,7 @@ func TestBrowserTimelineOneTapAwayOnAPhone(t *testing.T) {
 	if err := chromedp.Do(ctx, chromedp.EmulateViewport(390, 844)); err != nil {
 		t.Fatal(err)
 	}
-	openLab(t, ctx, "")
+	e.openLab(t, ctx, "")
 	createInTab(t, ctx, "small")
 	poll(t, ctx, "small's card", `document.getElementById("db-small") !== null`)
 	poll(t, ctx, "the link to the timeline, counting new rows", `(() => { const a = document.getElementById("to-timeline");

@@ -133,7 +133,7 @@ func TestBrowserEveryScenarioStepShowsWhatItCaused(t *testing.T) {
 			if err := chromedp.Do(ctx, chromedp.EmulateViewport(1280, 800)); err != nil {
 				t.Fatal(err)
 			}
-			openLab(t, ctx, "?scenario="+sc.name)
+			e.openLab(t, ctx, "?scenario="+sc.name)
 			press(t, ctx, `.scenario form:not([data-reveal]) button`)
 			poll(t, ctx, sc.db+"'s card", fmt.Sprintf(`document.getElementById("db-%s") !== null`, sc.db))
 			checks := map[string]string{"the card's head": "#db-" + sc.db + " .db-head", "the scenario's panel": ".scenario"}

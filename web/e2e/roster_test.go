@@ -32,7 +32,6 @@ import (
 	"github.com/oplab-dev/oplab/web/internal/browsertest"
 	"github.com/oplab-dev/oplab/web/lab/state"
 	"github.com/oplab-dev/oplab/web/labns"
-	"github.com/oplab-dev/oplab/web/stream"
 )
 
 // rosterPolled is the time of the roster's last poll, which roster.js
@@ -87,7 +86,8 @@ func firstSingleAnswer(t *testing.T) (string, int) {
 // A learner with a name does a scenario and answers a quiz question; the
 // instructor's roster, redrawing itself, shows all of it.
 func TestBrowserRosterShowsALearnersProgress(t *testing.T) {
-	e := needEnv(t)
+	t.Parallel()
+	e := needClass(t)
 	learner := e.tab(t)
 	if err := chromedp.Do(learner, chromedp.Navigate(e.http.URL+"/lab?scenario=first-reconcile"), chromedp.WaitVisible(chromedp.CSS("#learner-name-input"))); err != nil {
 		t.Fatal(err)
@@ -177,7 +177,8 @@ func TestBrowserRosterShowsALearnersProgress(t *testing.T) {
 // finalizer (the snapshot is kept), the namespace is resumed, the learner
 // keeps their session and progress.
 func TestRosterResetEmptiesALearnersNamespace(t *testing.T) {
-	e := needEnv(t)
+	t.Parallel()
+	e := needClass(t)
 	lc, ns := e.learner(t)
 	report, _ := http.NewRequest("POST", e.http.URL+"/lab/progress", strings.NewReader(`{"name":"Grace","quizBest":3}`))
 	if resp, err := lc.Do(report); err != nil || resp.StatusCode != http.StatusOK {
@@ -300,7 +301,8 @@ func release(t *testing.T, e *testEnv, ns, name string) {
 // same learner is refused saying why, as a page without script and as JSON
 // to the roster's script; the first one's outcome is then reported.
 func TestRosterSecondResetIsRefusedWhileTheFirstRuns(t *testing.T) {
-	e := needEnv(t)
+	t.Parallel()
+	e := needClass(t)
 	_, ns := e.learner(t)
 	ctx := t.Context()
 	for _, name := range []string{"held", "free"} {
@@ -374,7 +376,8 @@ func postReset(t *testing.T, c *http.Client, u, accept string) (int, string) {
 // what matters is announced. Reset shows at once that it runs and how far
 // it got, can't be pressed twice, and ends saying what it did.
 func TestBrowserRosterResetShowsProgressAndKeepsTheTable(t *testing.T) {
-	e := needEnv(t)
+	t.Parallel()
+	e := needClass(t)
 	_, ns := e.learner(t)
 	ctx := t.Context()
 	held := &v1alpha1.Database{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "held", Finalizers: []string{holdFinalizer}},
@@ -486,7 +489,8 @@ func TestBrowserRosterResetShowsProgressAndKeepsTheTable(t *testing.T) {
 // it started; a second press while it runs comes back with the reason in
 // an alert; a reload shows how it ended.
 func TestBrowserRosterResetWithoutJavaScript(t *testing.T) {
-	e := needEnv(t)
+	t.Parallel()
+	e := needClass(t)
 	_, ns := e.learner(t)
 	held := &v1alpha1.Database{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "held", Finalizers: []string{holdFinalizer}},
 		Spec: v1alpha1.DatabaseSpec{Engine: "postgres", Replicas: 1}}
@@ -534,20 +538,7 @@ func TestBrowserRosterResetWithoutJavaScript(t *testing.T) {
 // namespaces.
 func joinServer(t *testing.T, e *testEnv, code string, b instructor.Broadcaster) *httptest.Server {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	rec := stream.NewRecorder(stream.RecorderOptions{})
-	hub := stream.NewHub(rec, stream.HubOptions{})
-	go rec.Run(ctx)
-	go hub.Run(ctx)
-	srv, err := app.NewWeb(ctx, app.Options{Config: e.cluster.Config(), Recorder: rec, Hub: hub, Controller: e.runner,
-		NamespacePrefix: "joinlab-", JoinCode: code, InstructorToken: testInstructorToken, Broadcaster: b, Content: mustCourse(t)})
-	if err != nil {
-		cancel()
-		t.Fatal(err)
-	}
-	h := httptest.NewServer(srv.Handler())
-	t.Cleanup(func() { h.Close(); cancel() })
-	return h
+	return e.class(t, func(o *app.Options) { o.NamespacePrefix, o.JoinCode, o.Broadcaster = "joinlab-", code, b }).http
 }
 
 func joinNamespaces(t *testing.T, e *testEnv) []string {
@@ -566,6 +557,7 @@ func joinNamespaces(t *testing.T, e *testEnv) []string {
 }
 
 func TestBrowserJoinCode(t *testing.T) {
+	t.Parallel()
 	e := needEnv(t)
 	sent := &sentHrefs{}
 	h := joinServer(t, e, "blue-otter", sent)

@@ -182,6 +182,7 @@ func errorRows(steps []controller.Step) []controller.Step {
 }
 
 func TestScenarioFirstReconcile(t *testing.T) {
+	t.Parallel()
 	e := needEnv(t)
 	_, ns := setUp(t, e, "first-reconcile")
 	steps := e.waitTrace(t, "first Ready", ns, "first", func(s []controller.Step) bool { return slices.ContainsFunc(s, readyStatus) })
@@ -235,6 +236,7 @@ func TestScenarioFirstReconcile(t *testing.T) {
 }
 
 func TestScenarioAlreadyExists(t *testing.T) {
+	t.Parallel()
 	e := needEnv(t)
 	_, ns := setUp(t, e, "already-exists")
 	steps := e.waitTrace(t, "taken Ready", ns, "taken", func(s []controller.Step) bool { return slices.ContainsFunc(s, readyStatus) })
@@ -669,6 +671,7 @@ func TestScenarioDropEvents(t *testing.T) {
 
 // Every scenario in lab.Scenarios has its evidence test here.
 func TestEveryScenarioHasAnEvidenceTest(t *testing.T) {
+	t.Parallel()
 	tested := []string{"first-reconcile", "already-exists", "finalizer", "status-thrash", "stuck-finalizer", "non-idempotent-create", "drop-events"}
 	for _, s := range lab.Scenarios {
 		if !slices.Contains(tested, s.Name) {

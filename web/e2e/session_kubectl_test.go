@@ -22,6 +22,7 @@ import (
 // Database quota the server was configured with, and the API server holds
 // any client to that cap.
 func TestKubectlWorksFromTheFirstSecond(t *testing.T) {
+	t.Parallel()
 	e := needEnv(t)
 	c, ns := e.learner(t)
 	var quota corev1.ResourceQuota

@@ -121,6 +121,7 @@ func TestBrowserLabWaitsForTheClusterThenTurnsLive(t *testing.T) {
 // The readiness probe and the pages that cannot wait say why, with a
 // status a client can act on; a form post is not lost in silence.
 func TestStartingAnswersWhatNeedsTheCluster(t *testing.T) {
+	t.Parallel()
 	st := starting.Status{Phase: starting.Building, Building: "etcd", Built: 0, Total: 7, Began: time.Now()}
 	h, err := web.Starting(web.StartingOptions{Content: mustCourse(t), Status: func() starting.Status { return st }, Logger: logr.Discard()})
 	if err != nil {

@@ -249,6 +249,7 @@ func TestStatusStormStartNamesNoPitfall(t *testing.T) {
 
 // A pitfall nobody hid is named, on the card and on the trace.
 func TestVisiblePitfallIsNamed(t *testing.T) {
+	t.Parallel()
 	e := needEnv(t)
 	c, ns := e.learner(t)
 	form := url.Values{"name": {"loud"}, "replicas": {"1"}, "pitfall": {controller.PitfallStatusThrash}}
@@ -294,7 +295,7 @@ func TestBrowserStatusStormHidesThePitfalls(t *testing.T) {
 		t.Fatal(err)
 	}
 	shows(t, ctx, "the Start message", `document.getElementById("start-message").textContent.startsWith("Started")`, "#start")
-	openLab(t, ctx, "")
+	e.openLab(t, ctx, "")
 	shows(t, ctx, "three cards and the thrasher's status writes on the timeline", `["alpha", "bravo", "charlie"].every(n => document.getElementById("db-" + n)) &&
 		[...document.querySelectorAll("#rows .steps li")].filter(li => li.textContent.includes("written, observedGeneration")).length >= 3`, "#rows")
 	showsNow(t, ctx, `"pitfall: hidden" on every card`, `["alpha", "bravo", "charlie"].every(n =>

@@ -57,7 +57,7 @@ func TestBrowserTimelineTeaches(t *testing.T) {
 	t.Parallel()
 	e := needEnv(t)
 	ctx := e.tab(t)
-	ns := openLab(t, ctx, "")
+	ns := e.openLab(t, ctx, "")
 	// The rows' width before the timeline scrolls, to compare with once it
 	// does (below).
 	const logScrolls = `(() => { const l = document.getElementById("log"); return l.scrollHeight > l.clientHeight; })()`

@@ -17,10 +17,11 @@ import (
 // without script, its end is said once in a polite live region, and Clear
 // takes it off every page.
 func TestBrowserClassTimerOnALearnersLab(t *testing.T) {
-	e := needEnv(t)
+	t.Parallel()
+	e := needClass(t)
 	t.Cleanup(e.server.Classroom().ClearTimer)
 	learner, teacher := e.tab(t), e.tab(t)
-	openLab(t, learner, "")
+	e.openLab(t, learner, "")
 
 	if err := chromedp.Do(teacher, chromedp.Navigate(e.http.URL+"/instructor?token="+url.QueryEscape(testInstructorToken)),
 		chromedp.WaitVisible(chromedp.CSS("#timer-start")),

@@ -260,28 +260,35 @@ func Screenshot(t testing.TB, ctx context.Context, path string) {
 func Capture(t testing.TB, ctx context.Context, path string, shot chromedp.Action[[]byte]) {
 	t.Helper()
 	if ScreenshotsWanted() {
-		save(t, ctx, path, shot)
+		if err := save(t, ctx, path, shot); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
 
 // FailureScreenshot saves the whole page as the PNG file path whatever
-// ScreenshotsWanted says: what the page showed when a wait gave up.
+// ScreenshotsWanted says: what the page showed when a wait gave up. One
+// that cannot be taken (the tab is gone) is logged, not fatal: the caller's
+// own failure, which follows, says what went wrong.
 func FailureScreenshot(t testing.TB, ctx context.Context, path string) {
 	t.Helper()
-	save(t, ctx, path, chromedp.FullScreenshot(100))
+	if err := save(t, ctx, path, chromedp.FullScreenshot(100)); err != nil {
+		t.Log(err)
+	}
 }
 
-func save(t testing.TB, ctx context.Context, path string, shot chromedp.Action[[]byte]) {
+func save(t testing.TB, ctx context.Context, path string, shot chromedp.Action[[]byte]) error {
 	t.Helper()
 	began := time.Now()
 	png, err := chromedp.Run(ctx, shot)
 	if err != nil {
-		t.Fatalf("screenshot %s: %v", path, err)
+		return fmt.Errorf("screenshot %s: %w", path, err)
 	}
 	if err := os.WriteFile(path, png, 0o644); err != nil {
-		t.Fatalf("save the screenshot: %v", err)
+		return fmt.Errorf("save the screenshot: %w", err)
 	}
 	t.Logf("Saved screenshot %s (%d KiB in %s)", path, len(png)>>10, time.Since(began).Round(time.Millisecond))
+	return nil
 }
 
 // AxeTags are the axe-core rule sets every page must pass with zero
