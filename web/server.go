@@ -259,7 +259,7 @@ func (s *Server) routes(ctx context.Context) (http.Handler, error) {
 	// The scripted demos play in the instructor's own lab namespace and
 	// narrate on its timeline and, through the classroom, to the room.
 	scripts := s.opts.Demos
-	demos := demo.New(demo.Options{Client: direct, Controller: s.opts.Controller, Sink: s.opts.Recorder, Narrator: s.classroom, Scripts: scripts, Dwell: s.opts.DemoDwell, Logger: s.opts.Logger.WithName("demo")})
+	demos := demo.New(demo.Options{Client: direct, Controller: s.opts.Controller, Sink: s.opts.Recorder, Timeline: s.opts.Recorder, Narrator: s.classroom, Scripts: scripts, Dwell: s.opts.DemoDwell, Logger: s.opts.Logger.WithName("demo")})
 	go demos.Run(ctx)
 	// The looks' streams, capped per owner as /ws is: one limiter for all
 	// of them. The route names the namespace, which the instructor

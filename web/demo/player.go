@@ -48,6 +48,9 @@ type Options struct {
 	// Sink receives each narration as a trace step of the namespace (the
 	// stream Recorder), so the timeline shows it among the reconciles.
 	Sink controller.Sink
+	// Timeline is what the Sink holds of a namespace; nil: the waits read
+	// the cluster alone.
+	Timeline Timeline
 	// Narrator tells the room; nil tells only the timeline.
 	Narrator Narrator
 	// Scripts are the demos offered (Load reads them).
@@ -240,7 +243,7 @@ func (p *Player) Play(ns, id string, auto bool) error {
 		if !ok {
 			return fmt.Errorf("%w %q: want one of %s", ErrUnknownDemo, id, strings.Join(o.ids(), ", "))
 		}
-		env := &Env{Namespace: ns, Client: p.opts.Client, Controller: p.opts.Controller}
+		env := &Env{Namespace: ns, Client: p.opts.Client, Controller: p.opts.Controller, Timeline: p.opts.Timeline}
 		if err := o.check(s, env); err != nil {
 			return err
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sync/atomic"
 	"time"
 
@@ -18,6 +19,7 @@ import (
 	"github.com/oplab-dev/oplab/controller"
 	"github.com/oplab-dev/oplab/controller/api/v1alpha1"
 	"github.com/oplab-dev/oplab/lessons"
+	"github.com/oplab-dev/oplab/web/stream"
 )
 
 // Script is one prepared demo: steps played in order, each narrated.
@@ -95,11 +97,20 @@ const DefaultTimeout = 90 * time.Second
 // pollEvery is how often a wait reads the cluster.
 const pollEvery = 100 * time.Millisecond
 
+// Timeline is a namespace's timeline as the trace recorder holds it
+// (stream.Recorder).
+type Timeline interface {
+	Export(namespace string) stream.Export
+}
+
 // Env is what a step acts on: the instructor's lab namespace.
 type Env struct {
 	Namespace  string
 	Client     client.Client
 	Controller Controller
+	// Timeline, when set, is where a wait for a step of the controller
+	// also looks (onTimeline).
+	Timeline Timeline
 	// uids are what one step noted for a later one (the StatefulSet the
 	// drift deleted, the Database the delete deleted), by name.
 	uids map[string]types.UID
@@ -311,14 +322,35 @@ func finalizerAdded(name string) *Wait {
 			if err != nil || db == nil {
 				return false, "Database " + name + " not found", err
 			}
-			for _, f := range db.Finalizers {
-				if f == controller.Finalizer {
-					return true, "", nil
-				}
+			if !slices.Contains(db.Finalizers, controller.Finalizer) {
+				return false, fmt.Sprintf("finalizers %v", db.Finalizers), nil
 			}
-			return false, fmt.Sprintf("finalizers %v", db.Finalizers), nil
+			if !onTimeline(env, func(s controller.Step) bool {
+				return s.Type == controller.StepFinalizer && s.Phase == "added" && (s.Database == name || s.Object.Kind == "Database" && s.Object.Name == name)
+			}) {
+				return false, "the finalizer on Database " + name + ", not yet on the timeline", nil
+			}
+			return true, "", nil
 		},
 	}
+}
+
+// onTimeline reports whether env's timeline holds a step that match
+// accepts; true when env has no timeline. The controller writes to the
+// cluster first and puts the step on the timeline after: a wait that read
+// the cluster alone could narrate the next step above the row of what the
+// wait was for (a step that moves on at once does).
+func onTimeline(env *Env, match func(controller.Step) bool) bool {
+	if env.Timeline == nil {
+		return true
+	}
+	for _, raw := range env.Timeline.Export(env.Namespace).Messages {
+		var m stream.Message
+		if json.Unmarshal(raw, &m) == nil && m.Type != stream.TypeState && match(m.Step) {
+			return true
+		}
+	}
+	return false
 }
 
 // ready waits until the Database is Ready for its current spec: Ready=True
