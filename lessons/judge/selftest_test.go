@@ -84,10 +84,11 @@ func TestObservedGeneration(t *testing.T) {
 		if err := env.Learner.Get(ctx, client.ObjectKey{Namespace: env.Namespace, Name: "orders"}, &db); err != nil {
 			return err
 		}
-		// The first reconcile of the trace ran before the change: the wrong
-		// row a learner may copy.
-		first, err := traceUntil(ctx, env, "a reconcile before the change", func(s controller.Step) bool {
-			return s.Type == controller.StepReconcileStart
+		// A reconcile that ended before the change: the wrong row a learner
+		// may copy. One that had only begun might fetch orders after the
+		// change and write the status this task asks about, a right answer.
+		first, err := traceUntil(ctx, env, "a reconcile ended before the change", func(s controller.Step) bool {
+			return s.Type == controller.StepResult && s.ReconcileID != ""
 		})
 		if err != nil {
 			return err
