@@ -55,6 +55,14 @@ func TestDeleteDrainsSnapshotsAndLetsGo(t *testing.T) {
 	}
 	e.expectGone(&dbv1.Database{}, "doomed")
 	e.expectChildrenCollected("doomed")
+	// The reconcile that removed the finalizer records "removed" after its
+	// write has let the Database go; the next one, woken by the delete,
+	// comes after it on the trace. Once that one is in, the phases are too.
+	e.waitFor("a reconcile finding the Database gone", func() (bool, error) {
+		return slices.ContainsFunc(e.sink.forDatabase("doomed"), func(s Step) bool {
+			return s.Type == StepFetch && s.Found == "not-found"
+		}), nil
+	})
 
 	cm := e.expectSnapshot("doomed")
 	if len(cm.OwnerReferences) != 0 {
@@ -94,11 +102,6 @@ func TestDeleteDrainsSnapshotsAndLetsGo(t *testing.T) {
 	}) {
 		t.Errorf("no status step set Ready=False/%s:\n%s", ReasonDeleting, describe(steps))
 	}
-	e.waitFor("a reconcile finding the Database gone", func() (bool, error) {
-		return slices.ContainsFunc(e.sink.forDatabase("doomed"), func(s Step) bool {
-			return s.Type == StepFetch && s.Found == "not-found"
-		}), nil
-	})
 }
 
 func TestControllerStoppedDuringDelete(t *testing.T) {

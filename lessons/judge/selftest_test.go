@@ -155,6 +155,13 @@ func TestOwnerGC(t *testing.T) {
 		if err := env.WaitDone(ctx, "owner-deleted"); err != nil {
 			return err
 		}
+		// The next task is judged on the trace: the finalizer's "removed"
+		// row, which the controller records after the write that let cart go.
+		if _, err := traceUntil(ctx, env, "cart's finalizer removed", func(s controller.Step) bool {
+			return s.Type == controller.StepFinalizer && s.Phase == "removed" && s.Database == "cart"
+		}); err != nil {
+			return err
+		}
 		uid, err := snapshotUID(ctx, env, "cart")
 		if err != nil {
 			return err

@@ -326,7 +326,7 @@ func finalizerAdded(name string) *Wait {
 				return false, fmt.Sprintf("finalizers %v", db.Finalizers), nil
 			}
 			if !onTimeline(env, func(s controller.Step) bool {
-				return s.Type == controller.StepFinalizer && s.Phase == "added" && (s.Database == name || s.Object.Kind == "Database" && s.Object.Name == name)
+				return s.Type == controller.StepFinalizer && s.Phase == "added" && isDatabase(s, name)
 			}) {
 				return false, "the finalizer on Database " + name + ", not yet on the timeline", nil
 			}
@@ -341,16 +341,29 @@ func finalizerAdded(name string) *Wait {
 // the cluster alone could narrate the next step above the row of what the
 // wait was for (a step that moves on at once does).
 func onTimeline(env *Env, match func(controller.Step) bool) bool {
+	steps, ok := timelineSteps(env)
+	return !ok || slices.ContainsFunc(steps, match)
+}
+
+// timelineSteps is env's timeline as steps, oldest first; false when env
+// has none.
+func timelineSteps(env *Env) ([]controller.Step, bool) {
 	if env.Timeline == nil {
-		return true
+		return nil, false
 	}
+	var steps []controller.Step
 	for _, raw := range env.Timeline.Export(env.Namespace).Messages {
 		var m stream.Message
-		if json.Unmarshal(raw, &m) == nil && m.Type != stream.TypeState && match(m.Step) {
-			return true
+		if json.Unmarshal(raw, &m) == nil && m.Type != stream.TypeState {
+			steps = append(steps, m.Step)
 		}
 	}
-	return false
+	return steps, true
+}
+
+// isDatabase reports whether step s is about Database name.
+func isDatabase(s controller.Step, name string) bool {
+	return s.Database == name || s.Object.Kind == "Database" && s.Object.Name == name
 }
 
 // ready waits until the Database is Ready for its current spec: Ready=True
@@ -376,6 +389,16 @@ func ready(name string, replicas int32) *Wait {
 			}
 			if c == nil || c.Status != metav1.ConditionTrue || c.ObservedGeneration != db.Generation || db.Status.ObservedGeneration != db.Generation {
 				return false, seen, nil
+			}
+			// The write that made it so changed the Ready condition (its
+			// status, or the generation it observed) at this generation.
+			if !onTimeline(env, func(s controller.Step) bool {
+				return s.Type == controller.StepStatus && isDatabase(s, name) && !s.Skipped && s.Error == "" && s.ObservedGeneration == db.Generation &&
+					slices.ContainsFunc(s.Conditions, func(c controller.ConditionChange) bool {
+						return c.Type == controller.ConditionReady && c.To == string(metav1.ConditionTrue)
+					})
+			}) {
+				return false, seen + ", the status write not yet on the timeline", nil
 			}
 			if replicas <= 0 {
 				return true, seen, nil
@@ -405,9 +428,30 @@ func statefulSetRecreated(name string) *Wait {
 			if sts.UID == env.uids["statefulset/"+name] {
 				return false, "the deleted StatefulSet, still there (being deleted)", nil
 			}
+			// The create as the timeline shows it, after the delete's watch
+			// event (which woke the reconcile that made it, or, dropped by
+			// a pitfall, came before the resync that did).
+			if steps, ok := timelineSteps(env); ok && !createdAfterDelete(steps, name, sts.Name) {
+				return false, "a new StatefulSet " + sts.Name + ", its create not yet on the timeline", nil
+			}
 			return true, "", nil
 		},
 	}
+}
+
+// createdAfterDelete reports whether steps show Database db's reconcile
+// creating StatefulSet sts after the last watch event of its delete.
+func createdAfterDelete(steps []controller.Step, db, sts string) bool {
+	isSts := func(r *controller.ObjectRef) bool { return r != nil && r.Kind == "StatefulSet" && r.Name == sts }
+	last := -1
+	for i, s := range steps {
+		if s.Type == controller.StepEvent && s.Event == "delete" && isSts(&s.Object) {
+			last = i
+		}
+	}
+	return last >= 0 && slices.ContainsFunc(steps[last+1:], func(s controller.Step) bool {
+		return s.Type == controller.StepAction && s.Action == "create" && isSts(s.Target) && s.Database == db
+	})
 }
 
 // heldTerminating waits until the Database is being deleted and the
@@ -426,6 +470,14 @@ func heldTerminating(name string) *Wait {
 			}
 			if db.DeletionTimestamp == nil || !held {
 				return false, fmt.Sprintf("deletionTimestamp %v, finalizers %v", db.DeletionTimestamp, db.Finalizers), nil
+			}
+			// Setting deletionTimestamp on an object with finalizers bumps
+			// its generation: the watch event of that generation is the
+			// delete as the controller saw it (held, while paused).
+			if !onTimeline(env, func(s controller.Step) bool {
+				return s.Type == controller.StepEvent && s.Event == "update" && isDatabase(s, name) && s.Generation == db.Generation
+			}) {
+				return false, "Database " + name + " Terminating, its watch event not yet on the timeline", nil
 			}
 			return true, "", nil
 		},
@@ -455,6 +507,11 @@ func snapshotTaken(name string) *Wait {
 			}
 			if db != nil {
 				return false, fmt.Sprintf("snapshot written; Database still there, finalizers %v", db.Finalizers), nil
+			}
+			if !onTimeline(env, func(s controller.Step) bool {
+				return s.Type == controller.StepFinalizer && s.Phase == "removed" && isDatabase(s, name)
+			}) {
+				return false, "Database " + name + " gone, its finalizer's removal not yet on the timeline", nil
 			}
 			return true, "", nil
 		},

@@ -6,8 +6,14 @@ import (
 	"sync"
 	"testing"
 
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	"github.com/oplab-dev/oplab/controller"
@@ -71,5 +77,104 @@ func TestFinalizerAddedWaitsForTheTimeline(t *testing.T) {
 	env.Timeline = nil
 	if ok, seen, err := wait.Done(t.Context(), env); !ok || err != nil {
 		t.Errorf("with no timeline: ok %v, seen %q, err %v; want the cluster alone to decide", ok, seen, err)
+	}
+}
+
+// The other waits hold, like finalizer-added, until the timeline shows
+// what the cluster already does: the status write that made the Database
+// Ready at its generation, the StatefulSet's create after its delete, the
+// delete's watch event (held, while the namespace is paused), the
+// finalizer's removal. Otherwise a Step pressed at once could narrate the
+// next step above the row of what the wait was for.
+func TestWaitsWaitForTheTimeline(t *testing.T) {
+	scheme := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	if err := v1alpha1.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	shop := controller.ObjectRef{Kind: "Database", Namespace: "lab-a", Name: "shop"}
+	deleted := metav1.Now()
+	readyTo := func(to string) []controller.ConditionChange {
+		return []controller.ConditionChange{{Type: controller.ConditionReady, To: to, Transition: true}}
+	}
+	for _, tc := range []struct {
+		name    string
+		objects []client.Object
+		wait    *Wait
+		notIt   []controller.Step // on the timeline first: not what the wait needs
+		it      controller.Step
+		uids    map[string]types.UID // what the script's earlier steps noted
+	}{{
+		name: "ready",
+		objects: []client.Object{&v1alpha1.Database{ObjectMeta: metav1.ObjectMeta{Namespace: "lab-a", Name: "shop", Generation: 2},
+			Status: v1alpha1.DatabaseStatus{ObservedGeneration: 2, Conditions: []metav1.Condition{
+				{Type: controller.ConditionReady, Status: metav1.ConditionTrue, ObservedGeneration: 2, Reason: "Ready", LastTransitionTime: deleted}}}}},
+		wait: ready("shop", 0),
+		notIt: []controller.Step{
+			{Type: controller.StepStatus, Object: shop, Database: "shop", ObservedGeneration: 1, Conditions: readyTo("True")}, // before the scale
+			{Type: controller.StepStatus, Object: shop, Database: "shop", ObservedGeneration: 2, Conditions: readyTo("False")},
+			{Type: controller.StepStatus, Object: shop, Database: "shop", ObservedGeneration: 2, Conditions: readyTo("True"), Error: "conflict"},
+		},
+		it: controller.Step{Type: controller.StepStatus, Object: shop, Database: "shop", ObservedGeneration: 2, Conditions: readyTo("True")},
+	}, {
+		name: "statefulset-recreated",
+		objects: []client.Object{
+			&v1alpha1.Database{ObjectMeta: metav1.ObjectMeta{Namespace: "lab-a", Name: "shop", UID: "db-1"}},
+			&appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Namespace: "lab-a", Name: "shop", UID: "sts-2",
+				OwnerReferences: []metav1.OwnerReference{{APIVersion: "db.oplab.dev/v1alpha1", Kind: "Database", Name: "shop", UID: "db-1", Controller: ptr.To(true)}}}},
+		},
+		wait: statefulSetRecreated("shop"),
+		uids: map[string]types.UID{"statefulset/shop": "sts-1"},
+		notIt: []controller.Step{
+			{Type: controller.StepAction, Action: "create", Object: shop, Database: "shop", Target: &controller.ObjectRef{Kind: "StatefulSet", Namespace: "lab-a", Name: "shop"}}, // the first one
+			{Type: controller.StepEvent, Event: "delete", Object: controller.ObjectRef{Kind: "StatefulSet", Namespace: "lab-a", Name: "shop"}, Database: "shop"},
+			{Type: controller.StepAction, Action: "create", Object: shop, Database: "shop", Target: &controller.ObjectRef{Kind: "Service", Namespace: "lab-a", Name: "shop"}},
+		},
+		it: controller.Step{Type: controller.StepAction, Action: "create", Object: shop, Database: "shop", Target: &controller.ObjectRef{Kind: "StatefulSet", Namespace: "lab-a", Name: "shop"}},
+	}, {
+		name: "terminating",
+		objects: []client.Object{&v1alpha1.Database{ObjectMeta: metav1.ObjectMeta{Namespace: "lab-a", Name: "shop", Generation: 3,
+			Finalizers: []string{controller.Finalizer}, DeletionTimestamp: &deleted}}},
+		wait: heldTerminating("shop"),
+		notIt: []controller.Step{
+			{Type: controller.StepEvent, Event: "update", Object: shop, Database: "shop", Generation: 2}, // an earlier spec
+			{Type: controller.StepEvent, Event: "update", Object: controller.ObjectRef{Kind: "Database", Namespace: "lab-a", Name: "orders"}, Database: "orders", Generation: 3},
+		},
+		it: controller.Step{Type: controller.StepEvent, Event: "update", Object: shop, Database: "shop", Generation: 3, Held: true},
+	}, {
+		name:    "snapshot-taken",
+		objects: []client.Object{&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "lab-a", Name: controller.SnapshotName("shop")}, Data: map[string]string{"uid": "u-1"}}},
+		wait:    snapshotTaken("shop"),
+		uids:    map[string]types.UID{"database/shop": "u-1"},
+		notIt: []controller.Step{
+			{Type: controller.StepFinalizer, Phase: "snapshot", Object: shop, Database: "shop"},
+			{Type: controller.StepFinalizer, Phase: "removed", Object: controller.ObjectRef{Kind: "Database", Namespace: "lab-a", Name: "orders"}, Database: "orders"},
+		},
+		it: controller.Step{Type: controller.StepFinalizer, Phase: "removed", Object: shop, Database: "shop"},
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			tl := &timeline{}
+			env := &Env{Namespace: "lab-a", Client: fake.NewClientBuilder().WithScheme(scheme).WithObjects(tc.objects...).Build(), Timeline: tl}
+			for k, uid := range tc.uids {
+				env.note(k, uid)
+			}
+			for _, s := range tc.notIt {
+				tl.add(t, s)
+			}
+			ok, seen, err := tc.wait.Done(t.Context(), env)
+			if ok || err != nil || !strings.Contains(seen, "not yet on the timeline") {
+				t.Fatalf("before the timeline shows it: ok %v, seen %q, err %v; want a wait naming the timeline", ok, seen, err)
+			}
+			tl.add(t, tc.it)
+			if ok, seen, err := tc.wait.Done(t.Context(), env); !ok || err != nil {
+				t.Errorf("once the timeline shows it: ok %v, seen %q, err %v; want done", ok, seen, err)
+			}
+			env.Timeline = nil
+			if ok, seen, err := tc.wait.Done(t.Context(), env); !ok || err != nil {
+				t.Errorf("with no timeline: ok %v, seen %q, err %v; want the cluster alone to decide", ok, seen, err)
+			}
+		})
 	}
 }
