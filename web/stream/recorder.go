@@ -283,7 +283,8 @@ func (r *Recorder) size(ns string) Size {
 
 // Export returns the recorded timeline of namespace: the states of objects
 // whose history fell out of the ring, then the ring, merged in seq order with
-// the global messages, each as the bytes recorded. It waits for Run; after
+// the global messages, each as the bytes recorded, every step Emitted
+// before the call included. It waits for Run; after
 // Run has returned it returns an export without messages.
 func (r *Recorder) Export(namespace string) Export {
 	req := exportReq{namespace: namespace, reply: make(chan Export, 1)}
@@ -326,8 +327,10 @@ func (r *Recorder) Run(ctx context.Context) {
 			j.catchup = r.catchup(j.client)
 			r.pass(ctx, update{join: j})
 		case req := <-r.exports:
+			r.catchUp(ctx)
 			req.reply <- r.export(req.namespace)
 		case req := <-r.travels:
+			r.catchUp(ctx)
 			req.reply <- r.chainsAt(req.namespace, req.seq)
 		case req := <-r.sizes:
 			req.reply <- r.size(req.namespace)
@@ -349,6 +352,21 @@ func (r *Recorder) pass(ctx context.Context, u update) {
 		u.refuse()
 	case <-ctx.Done():
 		u.refuse()
+	}
+}
+
+// catchUp records the steps already waiting before a read is answered:
+// select picks among ready cases at random, so without it an Export could
+// miss a step Emitted before it was asked for, by the same goroutine.
+// Only what waits now is taken, so a busy controller cannot hold the read
+// off; drain's bound splits it into updates for the hub.
+func (r *Recorder) catchUp(ctx context.Context) {
+	for n := len(r.inbox); n > 0; n -= drainMax {
+		var out []*entry
+		for range min(n, drainMax) {
+			out = r.record(out, <-r.inbox)
+		}
+		r.pass(ctx, update{entries: r.noteDrops(out)})
 	}
 }
 

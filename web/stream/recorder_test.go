@@ -587,3 +587,24 @@ func TestRecorderGoesOnAfterItsHubStopped(t *testing.T) {
 		t.Errorf("viewer after the hub stopped: %v, want closed with %d (going away)", err, websocket.CloseGoingAway)
 	}
 }
+
+// An Export holds every step Emitted before it was asked for: the recorder
+// records what waits in its inbox before it answers, so a goroutine that
+// Emits and then Exports reads its own steps.
+func TestExportReadsTheStepsEmittedBeforeIt(t *testing.T) {
+	rec := NewRecorder(RecorderOptions{})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go rec.Run(ctx)
+	obj := controller.ObjectRef{Kind: "Database", Namespace: "lab-a", Name: "shop"}
+	for round := range 300 {
+		for i := range 20 {
+			rec.Emit(controller.Step{Type: controller.StepEvent, Object: obj, Message: fmt.Sprintf("round %d step %d", round, i)})
+		}
+		msgs := rec.Export("lab-a").Messages
+		var last Message
+		if len(msgs) == 0 || json.Unmarshal(msgs[len(msgs)-1], &last) != nil || last.Step.Message != fmt.Sprintf("round %d step 19", round) {
+			t.Fatalf("round %d: the export ends at %q, not at the last step Emitted before it", round, last.Step.Message)
+		}
+	}
+}
