@@ -284,8 +284,8 @@ func (r *Recorder) size(ns string) Size {
 // Export returns the recorded timeline of namespace: the states of objects
 // whose history fell out of the ring, then the ring, merged in seq order with
 // the global messages, each as the bytes recorded, every step Emitted
-// before the call included. It waits for Run; after
-// Run has returned it returns an export without messages.
+// before the call included. It waits for Run; after Run has returned it
+// returns an export without messages.
 func (r *Recorder) Export(namespace string) Export {
 	req := exportReq{namespace: namespace, reply: make(chan Export, 1)}
 	select {
