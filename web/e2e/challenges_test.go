@@ -15,6 +15,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/oplab-dev/oplab/controller/api/v1alpha1"
@@ -83,11 +84,14 @@ func TestChallengeStartWipesAndStatusJudges(t *testing.T) {
 	}
 	// The learner's code may add a finalizer nobody here removes: Start
 	// takes it off at once, and says so.
-	if err := e.client.Get(t.Context(), client.ObjectKeyFromObject(extra), extra); err != nil {
-		t.Fatal(err)
-	}
-	extra.Finalizers = append(extra.Finalizers, "example.com/never")
-	if err := e.client.Update(t.Context(), extra); err != nil {
+	// The skeleton, just handed the namespace, may write extra meanwhile.
+	if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if err := e.client.Get(t.Context(), client.ObjectKeyFromObject(extra), extra); err != nil {
+			return err
+		}
+		extra.Finalizers = append(extra.Finalizers, "example.com/never")
+		return e.client.Update(t.Context(), extra)
+	}); err != nil {
 		t.Fatal(err)
 	}
 	e.runner.PauseNamespace(ns)

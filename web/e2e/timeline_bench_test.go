@@ -17,6 +17,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/oplab-dev/oplab/controller/api/v1alpha1"
@@ -77,12 +78,15 @@ func learnerRound(b *testing.B, e *testEnv, ctx context.Context, ns string, roun
 		b.Fatalf("%s: not %d ready within a minute", name, replicas)
 	}
 	scale := func(replicas int32) {
-		var db v1alpha1.Database
-		if err := e.client.Get(ctx, key, &db); err != nil {
-			b.Fatal(err)
-		}
-		db.Spec.Replicas = replicas
-		if err := e.client.Update(ctx, &db); err != nil {
+		// The controller may write the Database between the read and the update.
+		if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			var db v1alpha1.Database
+			if err := e.client.Get(ctx, key, &db); err != nil {
+				return err
+			}
+			db.Spec.Replicas = replicas
+			return e.client.Update(ctx, &db)
+		}); err != nil {
 			b.Fatal(err)
 		}
 		ready(replicas)
