@@ -5,6 +5,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -29,12 +30,13 @@ type timeline struct {
 
 func (tl *timeline) add(t *testing.T, s controller.Step) {
 	t.Helper()
+	tl.mu.Lock()
+	defer tl.mu.Unlock()
+	s.Seq = uint64(len(tl.steps) + 1)
 	raw, err := json.Marshal(stream.Message{Step: s})
 	if err != nil {
 		t.Fatal(err)
 	}
-	tl.mu.Lock()
-	defer tl.mu.Unlock()
 	tl.steps = append(tl.steps, raw)
 }
 
@@ -55,7 +57,9 @@ func TestFinalizerAddedWaitsForTheTimeline(t *testing.T) {
 	}
 	db := &v1alpha1.Database{ObjectMeta: metav1.ObjectMeta{Namespace: "lab-a", Name: "shop", Finalizers: []string{controller.Finalizer}}}
 	tl := &timeline{}
-	env := &Env{Namespace: "lab-a", Client: fake.NewClientBuilder().WithScheme(scheme).WithObjects(db).Build(), Timeline: tl}
+	at := time.Now()
+	env := &Env{Namespace: "lab-a", Client: fake.NewClientBuilder().WithScheme(scheme).WithObjects(db).Build(), Timeline: tl,
+		now: func() time.Time { return at }}
 	wait := finalizerAdded("shop")
 
 	// Another Database's finalizer, and shop's event, are not it.
@@ -82,10 +86,13 @@ func TestFinalizerAddedWaitsForTheTimeline(t *testing.T) {
 
 // The other waits hold, like finalizer-added, until the timeline shows
 // what the cluster already does: the status write that made the Database
-// Ready at its generation, the StatefulSet's create after its delete, the
-// delete's watch event (held, while the namespace is paused), the
-// finalizer's removal. Otherwise a Step pressed at once could narrate the
-// next step above the row of what the wait was for.
+// Ready at its generation, the StatefulSet's create after the drift's
+// delete, the delete's watch event (held, while the namespace is paused),
+// the finalizer's removal. Otherwise a Step pressed at once could narrate
+// the next step above the row of what the wait was for. Only rows after
+// the action count (an earlier run of the demo left the same rows), and
+// the cluster alone decides once it has been as awaited for
+// timelineGrace, so that a row that never comes cannot hang the demo.
 func TestWaitsWaitForTheTimeline(t *testing.T) {
 	scheme := runtime.NewScheme()
 	if err := clientgoscheme.AddToScheme(scheme); err != nil {
@@ -95,6 +102,7 @@ func TestWaitsWaitForTheTimeline(t *testing.T) {
 		t.Fatal(err)
 	}
 	shop := controller.ObjectRef{Kind: "Database", Namespace: "lab-a", Name: "shop"}
+	shopSts := &controller.ObjectRef{Kind: "StatefulSet", Namespace: "lab-a", Name: "shop"}
 	deleted := metav1.Now()
 	readyTo := func(to string) []controller.ConditionChange {
 		return []controller.ConditionChange{{Type: controller.ConditionReady, To: to, Transition: true}}
@@ -103,15 +111,17 @@ func TestWaitsWaitForTheTimeline(t *testing.T) {
 		name    string
 		objects []client.Object
 		wait    *Wait
-		notIt   []controller.Step // on the timeline first: not what the wait needs
-		it      controller.Step
+		mark    string               // the action's mark, as the action notes it
 		uids    map[string]types.UID // what the script's earlier steps noted
+		notIt   []controller.Step    // after the mark: near, but not what the wait needs
+		it      controller.Step
 	}{{
 		name: "ready",
 		objects: []client.Object{&v1alpha1.Database{ObjectMeta: metav1.ObjectMeta{Namespace: "lab-a", Name: "shop", Generation: 2},
 			Status: v1alpha1.DatabaseStatus{ObservedGeneration: 2, Conditions: []metav1.Condition{
 				{Type: controller.ConditionReady, Status: metav1.ConditionTrue, ObservedGeneration: 2, Reason: "Ready", LastTransitionTime: deleted}}}}},
 		wait: ready("shop", 0),
+		mark: "database/shop",
 		notIt: []controller.Step{
 			{Type: controller.StepStatus, Object: shop, Database: "shop", ObservedGeneration: 1, Conditions: readyTo("True")}, // before the scale
 			{Type: controller.StepStatus, Object: shop, Database: "shop", ObservedGeneration: 2, Conditions: readyTo("False")},
@@ -126,20 +136,23 @@ func TestWaitsWaitForTheTimeline(t *testing.T) {
 				OwnerReferences: []metav1.OwnerReference{{APIVersion: "db.oplab.dev/v1alpha1", Kind: "Database", Name: "shop", UID: "db-1", Controller: ptr.To(true)}}}},
 		},
 		wait: statefulSetRecreated("shop"),
+		mark: "statefulset/shop",
 		uids: map[string]types.UID{"statefulset/shop": "sts-1"},
 		notIt: []controller.Step{
-			{Type: controller.StepAction, Action: "create", Object: shop, Database: "shop", Target: &controller.ObjectRef{Kind: "StatefulSet", Namespace: "lab-a", Name: "shop"}}, // the first one
-			{Type: controller.StepEvent, Event: "delete", Object: controller.ObjectRef{Kind: "StatefulSet", Namespace: "lab-a", Name: "shop"}, Database: "shop"},
-			{Type: controller.StepAction, Action: "create", Object: shop, Database: "shop", Target: &controller.ObjectRef{Kind: "Service", Namespace: "lab-a", Name: "shop"}},
+			{Type: controller.StepEvent, Event: "delete", Object: *shopSts, Database: "shop"},
+			{Type: controller.StepAction, Action: "create", Outcome: controller.OutcomeAlreadyExists, Object: shop, Database: "shop", Target: shopSts},
+			{Type: controller.StepAction, Action: "create", Outcome: controller.OutcomeCreated, Object: shop, Database: "shop", Target: &controller.ObjectRef{Kind: "Service", Namespace: "lab-a", Name: "shop"}},
 		},
-		it: controller.Step{Type: controller.StepAction, Action: "create", Object: shop, Database: "shop", Target: &controller.ObjectRef{Kind: "StatefulSet", Namespace: "lab-a", Name: "shop"}},
+		it: controller.Step{Type: controller.StepAction, Action: "create", Outcome: controller.OutcomeCreated, Object: shop, Database: "shop", Target: shopSts},
 	}, {
 		name: "terminating",
 		objects: []client.Object{&v1alpha1.Database{ObjectMeta: metav1.ObjectMeta{Namespace: "lab-a", Name: "shop", Generation: 3,
 			Finalizers: []string{controller.Finalizer}, DeletionTimestamp: &deleted}}},
 		wait: heldTerminating("shop"),
+		mark: "delete/shop",
 		notIt: []controller.Step{
-			{Type: controller.StepEvent, Event: "update", Object: shop, Database: "shop", Generation: 2}, // an earlier spec
+			{Type: controller.StepEvent, Event: "update", Object: shop, Database: "shop", Generation: 2},     // an earlier spec
+			{Type: controller.StepEvent, Event: "update", Object: *shopSts, Database: "shop", Generation: 3}, // its child's
 			{Type: controller.StepEvent, Event: "update", Object: controller.ObjectRef{Kind: "Database", Namespace: "lab-a", Name: "orders"}, Database: "orders", Generation: 3},
 		},
 		it: controller.Step{Type: controller.StepEvent, Event: "update", Object: shop, Database: "shop", Generation: 3, Held: true},
@@ -147,6 +160,7 @@ func TestWaitsWaitForTheTimeline(t *testing.T) {
 		name:    "snapshot-taken",
 		objects: []client.Object{&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "lab-a", Name: controller.SnapshotName("shop")}, Data: map[string]string{"uid": "u-1"}}},
 		wait:    snapshotTaken("shop"),
+		mark:    "delete/shop",
 		uids:    map[string]types.UID{"database/shop": "u-1"},
 		notIt: []controller.Step{
 			{Type: controller.StepFinalizer, Phase: "snapshot", Object: shop, Database: "shop"},
@@ -155,14 +169,23 @@ func TestWaitsWaitForTheTimeline(t *testing.T) {
 		it: controller.Step{Type: controller.StepFinalizer, Phase: "removed", Object: shop, Database: "shop"},
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
-			tl := &timeline{}
-			env := &Env{Namespace: "lab-a", Client: fake.NewClientBuilder().WithScheme(scheme).WithObjects(tc.objects...).Build(), Timeline: tl}
-			for k, uid := range tc.uids {
-				env.note(k, uid)
+			at := time.Now()
+			newEnv := func() (*Env, *timeline) {
+				tl := &timeline{}
+				env := &Env{Namespace: "lab-a", Client: fake.NewClientBuilder().WithScheme(scheme).WithObjects(tc.objects...).Build(),
+					Timeline: tl, now: func() time.Time { return at }}
+				for k, uid := range tc.uids {
+					env.note(k, uid)
+				}
+				// An earlier run of the demo left the very row awaited.
+				tl.add(t, tc.it)
+				env.mark(tc.mark)
+				for _, s := range tc.notIt {
+					tl.add(t, s)
+				}
+				return env, tl
 			}
-			for _, s := range tc.notIt {
-				tl.add(t, s)
-			}
+			env, tl := newEnv()
 			ok, seen, err := tc.wait.Done(t.Context(), env)
 			if ok || err != nil || !strings.Contains(seen, "not yet on the timeline") {
 				t.Fatalf("before the timeline shows it: ok %v, seen %q, err %v; want a wait naming the timeline", ok, seen, err)
@@ -174,6 +197,20 @@ func TestWaitsWaitForTheTimeline(t *testing.T) {
 			env.Timeline = nil
 			if ok, seen, err := tc.wait.Done(t.Context(), env); !ok || err != nil {
 				t.Errorf("with no timeline: ok %v, seen %q, err %v; want the cluster alone to decide", ok, seen, err)
+			}
+
+			// The row never comes: the cluster decides once it has been
+			// as awaited for timelineGrace.
+			env, _ = newEnv()
+			for _, wait := range []time.Duration{0, timelineGrace - time.Millisecond} {
+				at = at.Add(wait)
+				if ok, _, _ := tc.wait.Done(t.Context(), env); ok {
+					t.Fatalf("done %s after the cluster was as awaited, without the row; want it to wait %s", wait, timelineGrace)
+				}
+			}
+			at = at.Add(time.Millisecond)
+			if ok, seen, err := tc.wait.Done(t.Context(), env); !ok || err != nil {
+				t.Errorf("%s after the cluster was as awaited, without the row: ok %v, seen %q, err %v; want done", timelineGrace, ok, seen, err)
 			}
 		})
 	}

@@ -284,8 +284,8 @@ func (r *Recorder) size(ns string) Size {
 // Export returns the recorded timeline of namespace: the states of objects
 // whose history fell out of the ring, then the ring, merged in seq order with
 // the global messages, each as the bytes recorded, every step Emitted
-// before the call included. It waits for Run; after Run has returned it
-// returns an export without messages.
+// before the call included (unless the full inbox dropped it). It waits for
+// Run; after Run has returned it returns an export without messages.
 func (r *Recorder) Export(namespace string) Export {
 	req := exportReq{namespace: namespace, reply: make(chan Export, 1)}
 	select {
@@ -359,7 +359,8 @@ func (r *Recorder) pass(ctx context.Context, u update) {
 // select picks among ready cases at random, so without it an Export could
 // miss a step Emitted before it was asked for, by the same goroutine.
 // Only what waits now is taken, so a busy controller cannot hold the read
-// off; drain's bound splits it into updates for the hub.
+// off; it goes to the hub in updates of at most drainMax, as drain's do,
+// so a read may wait while the hub is busy, as a step does.
 func (r *Recorder) catchUp(ctx context.Context) {
 	for n := len(r.inbox); n > 0; n -= drainMax {
 		var out []*entry
