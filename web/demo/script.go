@@ -114,9 +114,10 @@ type Env struct {
 	// uids are what one step noted for a later one (the StatefulSet the
 	// drift deleted, the Database the delete deleted), by name.
 	uids map[string]types.UID
-	// marks are the timeline's last seq just before an action (a create,
-	// a delete), by the same keys: a wait reads only the rows after its
-	// action, never those of an earlier run of the demo in the namespace.
+	// marks are the timeline's last seq just before an action, by action
+	// and name ("database/shop" for its create, "delete/shop",
+	// "statefulset/shop" for the drift): a wait reads only the rows after
+	// its action, never those of an earlier run of the demo.
 	marks map[string]uint64
 	// shownSince is when the current step's wait first found the cluster
 	// as awaited; timelineGrace after it, the wait stops waiting for the
