@@ -385,9 +385,18 @@ func onTimeline(env *Env, key string, match func(controller.Step) bool) bool {
 	if env.Timeline == nil {
 		return true
 	}
-	for _, raw := range env.Timeline.Export(env.Namespace).Messages {
+	// Newest first, and only back to the mark: a wait polls this every
+	// 100 ms, and a full ring is thousands of rows.
+	msgs := env.Timeline.Export(env.Namespace).Messages
+	for i := len(msgs) - 1; i >= 0; i-- {
 		var m stream.Message
-		if json.Unmarshal(raw, &m) == nil && m.Type != stream.TypeState && m.Seq > env.marks[key] && match(m.Step) {
+		if json.Unmarshal(msgs[i], &m) != nil || m.Type == stream.TypeState {
+			continue
+		}
+		if m.Seq <= env.marks[key] {
+			break
+		}
+		if match(m.Step) {
 			return true
 		}
 	}
