@@ -283,13 +283,19 @@ func TestBrowserCreateScaleDelete(t *testing.T) {
 	poll(t, ctx, "generation 2 observed", `(() => { const c = document.getElementById("db-shop");
 		return c && c.querySelector(".generation").textContent === "2" && c.querySelector(".observed").textContent === "2"; })()`)
 	poll(t, ctx, "two Pods in the owner tree", `document.querySelectorAll("#db-shop .tree li li li").length === 2`)
+	// The card still grows while the second Pod turns ready; a click is
+	// aimed at where the button was, so it waits for the card to settle.
+	poll(t, ctx, "shop Ready at 2 of 2", `document.querySelector("#db-shop .db-head .pill.ok")?.textContent === "Ready True" &&
+		document.getElementById("db-shop").textContent.includes("2/2 replicas ready")`)
 	screenshot(t, ctx, "02-scaled")
 
 	// Delete: the finalizer phases appear, then the children and the Database go.
 	if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`#db-shop form[action$="/delete"] button`))); err != nil {
 		t.Fatal(err)
 	}
-	poll(t, ctx, "Terminating", `document.querySelector("#db-shop .terminating") !== null || document.querySelector('#rows .step.finalizer') !== null`)
+	poll(t, ctx, "the delete's answer", `document.querySelector("#flash .flash-ok")?.textContent.includes("Asked to delete shop")`)
+	poll(t, ctx, "Terminating", `document.querySelector("#db-shop .terminating") !== null ||
+		[...document.querySelectorAll('#rows .step.finalizer b')].some(b => b.textContent === "draining")`)
 	screenshot(t, ctx, "03-terminating")
 	poll(t, ctx, "the finalizer removed", `[...document.querySelectorAll('#rows .step.finalizer b')].some(b => b.textContent === "removed")`)
 	// Drawn gone, the card stays while the pointer that pressed its Delete
