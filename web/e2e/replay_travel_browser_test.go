@@ -125,7 +125,7 @@ func TestBrowserReplayTravels(t *testing.T) {
 			t.Errorf("replayed, after row %s the %s has replicas %d, want 2", later, kind, n)
 		}
 	}
-	if _, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`document.querySelectorAll('#travel details.whole').forEach(d => d.open = false); document.querySelector('#travel .travel-obj[data-kind="Database"] details.whole').open = true`)); err != nil {
+	if _, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`document.querySelectorAll('#travel details.whole').forEach(d => d.open = false); `+travelObj("Database")+`.querySelector("details.whole").open = true`)); err != nil {
 		t.Fatal(err)
 	}
 	viewShot(t, ctx, "replay-travel-01-later-1280x800")
@@ -168,7 +168,7 @@ func TestBrowserReplayTravels(t *testing.T) {
 	if got, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`String(window.pwned)`)); got != "undefined" {
 		t.Errorf("the crafted history ran: window.pwned = %s", got)
 	}
-	if _, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`(document.querySelector('#travel .travel-obj[data-kind="ConfigMap"]').scrollIntoView(), true)`)); err != nil {
+	if _, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`(`+travelObj("ConfigMap")+`.scrollIntoView(), true)`)); err != nil {
 		t.Fatal(err)
 	}
 	viewShot(t, ctx, "replay-travel-02-crafted-1280x800")

@@ -19,10 +19,17 @@ func changeRowFrom(from uint64) string {
 		.find(li => li.querySelector(".row-head .result") && +li.dataset.seq >= %d)?.dataset.seq || "")`, from)
 }
 
+// travelObj is an expression for the time-travel panel's card of the
+// object of kind, found as a learner does, by the kind its heading names;
+// undefined while there is none.
+func travelObj(kind string) string {
+	return fmt.Sprintf(`[...document.querySelectorAll("#travel .travel-obj")].find(s => s.querySelector("h3 .kind")?.textContent === %q)`, kind)
+}
+
 // replicasIn is spec.replicas of kind in the panel's whole object, or -1.
 func replicasIn(kind string) string {
-	return fmt.Sprintf(`(() => { const pre = document.querySelector('#travel .travel-obj[data-kind=%q] pre');
-		if (!pre) return -1; const o = JSON.parse(pre.textContent); return o.spec ? o.spec.replicas : -1; })()`, kind)
+	return fmt.Sprintf(`(() => { const pre = %s?.querySelector("pre");
+		if (!pre) return -1; const o = JSON.parse(pre.textContent); return o.spec ? o.spec.replicas : -1; })()`, travelObj(kind))
 }
 
 // A click on a timeline row shows the objects as they were after it; Enter
@@ -62,7 +69,7 @@ func TestBrowserTimeTravel(t *testing.T) {
 	if got, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`document.getElementById("travel-h").textContent`)); got != "Objects after step "+earlier {
 		t.Errorf("panel heading %q, want the step's seq %s", got, earlier)
 	}
-	if secret, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`document.querySelector('#travel .travel-obj[data-kind="Secret"] pre')?.textContent || "none"`)); secret == "none" || strings.Contains(secret, `"data"`) {
+	if secret, _ := chromedp.Run(ctx, chromedp.Evaluate[string](travelObj("Secret")+`?.querySelector("pre")?.textContent || "none"`)); secret == "none" || strings.Contains(secret, `"data"`) {
 		t.Errorf("the Secret in the panel: %s; want it there, without data", secret)
 	}
 	viewShot(t, ctx, "travel-01-earlier-1280x800")
@@ -113,10 +120,10 @@ func TestBrowserTimeTravel(t *testing.T) {
 		t.Fatal(err)
 	}
 	poll(t, ctx, "the comparison", fmt.Sprintf(`document.getElementById("travel-h").textContent === "Changes from step %s to step %s"`, earlier, later))
-	poll(t, ctx, "the comparison's objects", `document.getElementById("travel").getAttribute("aria-busy") === "false" && document.querySelector('#travel .travel-obj[data-kind="StatefulSet"] .changes') !== null`)
+	poll(t, ctx, "the comparison's objects", `document.getElementById("travel").getAttribute("aria-busy") === "false" && `+travelObj("StatefulSet")+`?.querySelector(".changes") != null`)
 	for _, kind := range []string{"Database", "StatefulSet"} {
 		lines, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](fmt.Sprintf(
-			`[...document.querySelectorAll('#travel .travel-obj[data-kind=%q] .changes li')].map(li => li.textContent)`, kind)))
+			`[...(%s?.querySelectorAll(".changes li") ?? [])].map(li => li.textContent)`, travelObj(kind))))
 		if err != nil || !containsLine(lines, "spec.replicas 1 → 2") {
 			t.Errorf("compare %s..%s, %s: %q (%v); want the line spec.replicas 1 → 2", earlier, later, kind, lines, err)
 		}

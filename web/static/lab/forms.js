@@ -18,7 +18,7 @@ function flash(ok, message, field, form) {
   });
   $$(".field-error").forEach((e) => e.remove());
   if (!box) return;
-  box.replaceChildren(h("p", { class: "flash " + (ok ? "flash-ok" : "flash-error"), "data-field": field || "" }, message));
+  box.replaceChildren(h("p", { class: "flash " + (ok ? "flash-ok" : "flash-error") }, message));
   if (!ok && field && form) {
     const input = form.querySelector(`[name="${CSS.escape(field)}"]`);
     if (input) {

@@ -128,7 +128,7 @@ export function setupTravel() {
   function objectCard(o) {
     const changes = o.changes || [];
     const shown = o.state === "created" || o.state === "new" ? [] : changes;
-    return h("section", { class: `travel-obj ${o.state}`, "data-kind": o.kind, "data-name": o.name },
+    return h("section", { class: `travel-obj ${o.state}` },
       h("h3", {},
         h("span", { class: "kind" }, o.kind), " ", o.name, " ",
         h("span", { class: `pill small ${o.state === "changed" || o.state === "deleted" ? "warn" : ""}` }, stateWords[o.state] || o.state),
