@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"math"
 	"strconv"
-	"strings"
 	"time"
 )
 
@@ -44,20 +43,6 @@ func (r Rating) String() string {
 
 // Valid reports whether r is one of the four ratings.
 func (r Rating) Valid() bool { return r >= Again && r <= Easy }
-
-// ParseRating accepts a rating's number ("1"–"4") or name ("good").
-func ParseRating(s string) (Rating, error) {
-	s = strings.ToLower(strings.TrimSpace(s))
-	if n, err := strconv.Atoi(s); err == nil && Rating(n).Valid() {
-		return Rating(n), nil
-	}
-	for r, name := range ratingNames {
-		if s == name {
-			return r, nil
-		}
-	}
-	return 0, fmt.Errorf("rating %q is not 1-4 or again, hard, good, easy", s)
-}
 
 // Weights are FSRS-6's 21 parameters, w0 to w20. Their meaning:
 //

@@ -368,24 +368,6 @@ func TestScheduleRejectsBadInput(t *testing.T) {
 	}
 }
 
-func TestParseRating(t *testing.T) {
-	tests := []struct {
-		in      string
-		want    Rating
-		wantErr bool
-	}{
-		{"1", Again, false}, {"2", Hard, false}, {"3", Good, false}, {"4", Easy, false},
-		{"again", Again, false}, {" Good ", Good, false}, {"EASY", Easy, false},
-		{"0", 0, true}, {"5", 0, true}, {"great", 0, true}, {"", 0, true},
-	}
-	for _, tt := range tests {
-		got, err := ParseRating(tt.in)
-		if (err != nil) != tt.wantErr || got != tt.want {
-			t.Errorf("ParseRating(%q) = %v, %v; want %v, error %v", tt.in, got, err, tt.want, tt.wantErr)
-		}
-	}
-}
-
 func TestIsDue(t *testing.T) {
 	if !(State{}).IsDue(t0) {
 		t.Error("a new card is not due")

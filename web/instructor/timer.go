@@ -26,9 +26,6 @@ type TimerView struct {
 	Now time.Time
 }
 
-// Up reports whether the timer shown has run out.
-func (v TimerView) Up() bool { return v.Running != nil && !v.Now.Before(v.Running.EndsAt()) }
-
 func init() {
 	messages["timer-started"] = "Timer started: every learner's page counts it down."
 	messages["timer-cleared"] = "Timer cleared from every page."
