@@ -30,6 +30,8 @@ func TestCRDsParseTheEmbeddedManifest(t *testing.T) {
 	}
 }
 
+// TestInstallCRDsIsIdempotent runs alone, not in parallel: it writes the
+// cluster-wide CRD that every other test's Databases are served by.
 func TestInstallCRDsIsIdempotent(t *testing.T) {
 	e := newEnv(t)
 	// The shared cluster installed the CRD already: this exercises the

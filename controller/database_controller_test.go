@@ -48,6 +48,7 @@ func kstatusOf(t testing.TB, db *dbv1.Database) status.Status {
 }
 
 func TestCreateBecomesReady(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.startController(e.testOptions())
 	e.mustCreate(newDB("orders", 2, ""))
@@ -133,6 +134,7 @@ func TestCreateBecomesReady(t *testing.T) {
 }
 
 func TestSpecChangeIsFollowedByObservedGeneration(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.startController(e.testOptions())
 	e.mustCreate(newDB("scale", 1, ""))
@@ -166,6 +168,7 @@ func TestSpecChangeIsFollowedByObservedGeneration(t *testing.T) {
 }
 
 func TestConvergedReconcileWritesNothing(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.startController(e.testOptions())
 	e.mustCreate(newDB("calm", 1, ""))
@@ -250,6 +253,7 @@ func TestIdleResyncWritesNothing(t *testing.T) {
 }
 
 func TestDriftIsPutBack(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.startController(e.testOptions())
 	e.mustCreate(newDB("drift", 1, ""))
@@ -300,6 +304,7 @@ func (s staleReader) Get(ctx context.Context, key client.ObjectKey, obj client.O
 }
 
 func TestAlreadyExistsConverges(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.mustCreate(newDB("twice", 1, ""))
 	newReconciler := func(c client.Client) reconcile.Reconciler {
@@ -335,6 +340,7 @@ func TestAlreadyExistsConverges(t *testing.T) {
 }
 
 func TestInvalidSpecIsRefusedNamingTheField(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	tests := []struct {
 		name  string
@@ -386,6 +392,7 @@ func TestInvalidSpecIsRefusedNamingTheField(t *testing.T) {
 }
 
 func TestKubectlWaitForReady(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.startController(e.testOptions())
 	e.mustCreate(newDB("waited", 1, ""))
@@ -416,6 +423,7 @@ func TestKubectlWaitForReady(t *testing.T) {
 }
 
 func TestKstatusInProgressWhileConverging(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	r := e.startController(e.testOptions())
 	e.mustCreate(newDB("judged", 1, ""))

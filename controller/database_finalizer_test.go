@@ -44,6 +44,7 @@ func (e *env) expectSnapshot(name string) *corev1.ConfigMap {
 }
 
 func TestDeleteDrainsSnapshotsAndLetsGo(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.startController(e.testOptions())
 	db := newDB("doomed", 2, "")
@@ -105,6 +106,7 @@ func TestDeleteDrainsSnapshotsAndLetsGo(t *testing.T) {
 }
 
 func TestControllerStoppedDuringDelete(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	r := e.startController(e.testOptions())
 	e.mustCreate(newDB("pending", 1, ""))
@@ -213,6 +215,7 @@ func (f frozenDatabase) Get(ctx context.Context, key client.ObjectKey, obj clien
 // from a copy that still has its finalizer: the reconcile must converge,
 // without an error and without writing the snapshot again.
 func TestStaleCopyAfterTheFinalizerIsGone(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.mustCreate(newDB("stale", 1, ""))
 	opts := e.testOptions().withDefaults()

@@ -32,6 +32,7 @@ func (s *observingSink) Observe(event string, ref ObjectRef, obj any) {
 // The event filter hands an Observer each object version a watch delivers,
 // before that event's step; a Secret without its data.
 func TestEventFilterObservesEachVersion(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	sink := &observingSink{}
 	opts := e.testOptions()

@@ -90,6 +90,7 @@ func TestOverrideTakesItsNamespaceOnly(t *testing.T) {
 // and the take-back were drawn as "namespace resumed", which a learner who
 // had paused nothing could not place.
 func TestSweepsSayWhyTheyCame(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	r := e.startController(e.testOptions())
 	e.mustCreate(newDB("swept", 1, ""))
@@ -133,6 +134,7 @@ func (rewriter) Reconcile(ctx context.Context, c client.Client, req reconcile.Re
 // keeps as it was: no new resourceVersion, so no watch event. The step says
 // so (Unchanged).
 func TestAnUnchangedStatusWriteIsMarked(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	r := e.startController(e.testOptions())
 	e.mustCreate(newDB("same", 1, ""))
@@ -184,6 +186,7 @@ func (failing) Reconcile(ctx context.Context, c client.Client, req reconcile.Req
 // found unchanged (oplab's comparison, which that code may not make); and
 // of one that failed first, it says nothing beyond the error.
 func TestNoStatusWriteOfYourCodeIsNotCalledUnchanged(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	r := e.startController(e.testOptions())
 	e.mustCreate(newDB("quiet", 1, ""))
@@ -261,6 +264,7 @@ func (readsChild) Reconcile(ctx context.Context, c client.Client, req reconcile.
 // A child the learner's code reads is a read on the timeline, found or not:
 // the diff oplab's controller would make of it is not the learner's.
 func TestYourCodesChildReadsAreReadsNotDiffs(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	r := e.startController(e.testOptions())
 	e.mustCreate(newDB("peek", 1, ""))
@@ -290,6 +294,7 @@ func TestYourCodesChildReadsAreReadsNotDiffs(t *testing.T) {
 // (a learner runs one panicking version after another) made the first
 // failure of the next wait up to 1000 s.
 func TestAHandOverForgetsTheBackoff(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	r := e.startController(e.testOptions())
 	e.mustCreate(newDB("flaky", 1, ""))

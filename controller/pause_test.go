@@ -52,6 +52,7 @@ func controllerSteps(steps []Step, ns string) []string {
 // (even across a whole-controller restart) while B's Databases go Ready; on
 // resume A converges, and its pending delete finishes with its snapshot.
 func TestPauseNamespaceHoldsOnlyThatNamespace(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	a, b := e.ns, e.newNamespace()
 	opts := e.testOptions()
@@ -196,6 +197,7 @@ func (s *blockingSink) Emit(st Step) {
 // TestRunningAnswersDuringStop checks that Running and the pause API do not
 // wait behind a Stop that is waiting for a busy worker.
 func TestRunningAnswersDuringStop(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	sink := &blockingSink{name: "busy", blocked: make(chan struct{}), release: make(chan struct{})}
 	opts := e.testOptions()

@@ -182,6 +182,7 @@ func TestOwnerKey(t *testing.T) {
 }
 
 func TestPitfallNonIdempotentCreateLoopsWithGrowingBackoff(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.startController(e.testOptions())
 	e.mustCreate(newDB("naive", 1, PitfallNonIdempotentCreate))
@@ -259,6 +260,7 @@ func TestPitfallStatusThrashStormsButIsBounded(t *testing.T) {
 }
 
 func TestPitfallNoFinalizerLosesTheSnapshot(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.startController(e.testOptions())
 	e.mustCreate(newDB("careless", 1, PitfallNoFinalizer))

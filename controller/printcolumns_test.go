@@ -66,6 +66,7 @@ func kubectlGet(t *testing.T, e *env) []map[string]string {
 // status, so READY alone would say True; the GENERATION, OBSERVED and
 // DELETING columns show that status is stale and the object is going.
 func TestKubectlColumnsTellStaleFromReady(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	r := e.startController(e.testOptions())
 	e.mustCreate(newDB("columns", 1, ""))

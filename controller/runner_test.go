@@ -5,6 +5,7 @@ import (
 )
 
 func TestRunnerStartStop(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	r := NewRunner(e.cfg, e.testOptions())
 	if r.Running() {

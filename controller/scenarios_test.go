@@ -38,6 +38,7 @@ func reconciles(steps []Step) [][]Step {
 }
 
 func TestScenarioFirstReconcile(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.startController(e.testOptions())
 	e.mustCreate(newDB("first", 1, ""))
@@ -77,6 +78,7 @@ func TestScenarioFirstReconcile(t *testing.T) {
 }
 
 func TestScenarioFinalizer(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.startController(e.testOptions())
 	e.mustCreate(newDB("final", 1, ""))
@@ -193,6 +195,7 @@ func TestScenarioStatusThrashRewritesAreVisible(t *testing.T) {
 }
 
 func TestScenarioAlreadyExistsIsConvergence(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	// A Service and a Secret made before their Database, by someone else or
 	// an earlier run: no owner, no labels, the wrong port.
@@ -246,6 +249,7 @@ func TestScenarioAlreadyExistsIsConvergence(t *testing.T) {
 }
 
 func TestChildOwnedByAnotherControllerIsLeftAlone(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	boss := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "boss"}}
 	e.mustCreate(boss)

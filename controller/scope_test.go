@@ -21,6 +21,7 @@ import (
 // state's owner goroutine: List says "not synced" at once, and lists the
 // Secrets once the binding lets the cache sync.
 func TestNamespaceCachesListNeverWaitsForASync(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	ctx, cancel := context.WithCancel(e.ctx)
 	defer cancel()

@@ -24,6 +24,7 @@ import (
 // pause gate, no pitfalls. For brings a new Database to Ready; Owns brings
 // a StatefulSet scaled by hand back to the spec.
 func TestSetupWithManagerAlone(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	mgr, err := ctrl.NewManager(e.cfg, ctrl.Options{
 		Scheme:                 testScheme,

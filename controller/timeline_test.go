@@ -19,6 +19,7 @@ import (
 // watch woke each reconcile and what it saw, the resourceVersion each fetch
 // read, and the status fields each write changed, old and new.
 func TestTimelineNamesWakerResourceVersionAndFields(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.startController(e.testOptions())
 	e.mustCreate(newDB("teach", 1, ""))
@@ -157,6 +158,7 @@ func (r *conflictingReconciler) Reconcile(ctx context.Context, c client.Client, 
 // reconcile ends in an error, and a later one reads a newer version and
 // writes.
 func TestConflictIsAnExplainedStep(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	r := e.startController(e.testOptions())
 	learner := &conflictingReconciler{other: e.c}

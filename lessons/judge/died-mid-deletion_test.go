@@ -19,6 +19,7 @@ import (
 // TestDiedMidDeletion pauses, deletes, and recovers with Resume, as the
 // challenge asks.
 func TestDiedMidDeletion(t *testing.T) {
+	t.Parallel() // its own namespace
 	judgetest.Run(t, "died-mid-deletion", func(ctx context.Context, env judgetest.SolveEnv) error {
 		if err := env.Pause(ctx); err != nil {
 			return err
@@ -50,6 +51,7 @@ func TestDiedMidDeletion(t *testing.T) {
 // removed by hand with the learner's own kubectl identity, and expects the recovery and snapshot checks to refuse
 // it and say why.
 func TestDiedMidDeletionEscapeHatch(t *testing.T) {
+	t.Parallel() // its own namespace
 	e := judgetest.Shared(t)
 	c, ok := e.Set.Get("died-mid-deletion")
 	if !ok {

@@ -18,6 +18,7 @@ import (
 // checks, the Secret must be the same object afterwards (same UID, so the
 // same password).
 func TestDriftRepair(t *testing.T) {
+	t.Parallel() // its own namespace
 	judgetest.Run(t, "drift-repair", func(ctx context.Context, env judgetest.SolveEnv) error {
 		var before corev1.Secret
 		key := client.ObjectKey{Namespace: env.Namespace, Name: "shop-credentials"}

@@ -16,6 +16,7 @@ import (
 // TestFixTheCreate: the pitfall's code fails (and the second task stays
 // undone while it runs); oplab's reconciler, the fix, passes.
 func TestFixTheCreate(t *testing.T) {
+	t.Parallel() // its own namespace
 	judgetest.Run(t, "fix-the-create", func(ctx context.Context, env judgetest.SolveEnv) error {
 		if err := env.RunCode(ctx, starters.Source("pitfall-create")); err != nil {
 			return fmt.Errorf("running the pitfall: %w", err)

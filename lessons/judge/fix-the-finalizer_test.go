@@ -16,6 +16,7 @@ import (
 // TestFixTheFinalizer: without the finalizer the snapshot is lost; with
 // oplab's reconciler, the fix, the delete waits for it.
 func TestFixTheFinalizer(t *testing.T) {
+	t.Parallel() // its own namespace
 	judgetest.Run(t, "fix-the-finalizer", func(ctx context.Context, env judgetest.SolveEnv) error {
 		if err := env.RunCode(ctx, starters.Source("pitfall-finalizer")); err != nil {
 			return fmt.Errorf("running the pitfall: %w", err)

@@ -15,6 +15,7 @@ import (
 // TestFixTheStorm: the pitfall's code storms; oplab's reconciler, the fix,
 // skips the unchanged write.
 func TestFixTheStorm(t *testing.T) {
+	t.Parallel() // its own namespace
 	judgetest.Run(t, "fix-the-storm", func(ctx context.Context, env judgetest.SolveEnv) error {
 		if err := env.RunCode(ctx, starters.Source("pitfall-status")); err != nil {
 			return fmt.Errorf("running the pitfall: %w", err)

@@ -16,6 +16,7 @@ import (
 
 // TestLevelTriggering makes three spec changes while paused, then resumes.
 func TestLevelTriggering(t *testing.T) {
+	t.Parallel() // its own namespace
 	judgetest.Run(t, "level-triggering", func(ctx context.Context, env judgetest.SolveEnv) error {
 		if err := env.Pause(ctx); err != nil {
 			return err

@@ -24,6 +24,7 @@ import (
 // first task's answer), the quota says how many Pods fit, and the fix is
 // the spec's replica count.
 func TestNeverReady(t *testing.T) {
+	t.Parallel() // its own namespace
 	judgetest.Run(t, "never-ready", func(ctx context.Context, env judgetest.SolveEnv) error {
 		var db dbv1.Database
 		if err := env.Learner.Get(ctx, client.ObjectKey{Namespace: env.Namespace, Name: "orders"}, &db); err != nil {
@@ -65,6 +66,7 @@ func TestNeverReady(t *testing.T) {
 // pod budget deleted instead of the spec fixed, and expects both checks to
 // refuse it: orders turns Ready, but at generation 1 and against no rule.
 func TestNeverReadyQuotaDeleted(t *testing.T) {
+	t.Parallel() // its own namespace
 	e := judgetest.Shared(t)
 	c, _ := e.Set.Get("never-ready")
 	ns := e.Namespace(t)

@@ -22,6 +22,7 @@ import (
 // learner's own kubectl identity, then answers the question: wrongly first,
 // which leaves the task to do, then rightly.
 func TestOperatorOrChart(t *testing.T) {
+	t.Parallel() // its own namespace
 	judgetest.Run(t, "operator-or-chart", func(ctx context.Context, env judgetest.SolveEnv) error {
 		meta := func(name string) metav1.ObjectMeta { return metav1.ObjectMeta{Name: name, Namespace: env.Namespace} }
 		if err := env.Learner.Delete(ctx, &corev1.Service{ObjectMeta: meta("billing")}); err != nil {

@@ -22,6 +22,7 @@ import (
 // read each find-and-read answer off the timeline or with kubectl (after a
 // wrong answer, refused with a hint), delete, read the snapshot's uid.
 func TestInterviewWalkthrough(t *testing.T) {
+	t.Parallel() // its own namespace
 	judgetest.Run(t, "interview-walkthrough", func(ctx context.Context, env judgetest.SolveEnv) error {
 		db := &dbv1.Database{ObjectMeta: metav1.ObjectMeta{Name: "shop", Namespace: env.Namespace}}
 		if err := env.Learner.Create(ctx, db); err != nil {
@@ -79,6 +80,7 @@ func TestInterviewWalkthrough(t *testing.T) {
 // TestObservedGeneration scales orders, as a learner would from the card,
 // and names the reconcile whose status write came back at the same generation.
 func TestObservedGeneration(t *testing.T) {
+	t.Parallel() // its own namespace
 	judgetest.Run(t, "observed-generation", func(ctx context.Context, env judgetest.SolveEnv) error {
 		var db dbv1.Database
 		if err := env.Learner.Get(ctx, client.ObjectKey{Namespace: env.Namespace, Name: "orders"}, &db); err != nil {
@@ -133,6 +135,7 @@ func TestObservedGeneration(t *testing.T) {
 // own permissions: their Role may patch a StatefulSet, and the learner
 // policy lets a metadata-only patch through.
 func TestOwnerGC(t *testing.T) {
+	t.Parallel() // its own namespace
 	judgetest.Run(t, "owner-gc", func(ctx context.Context, env judgetest.SolveEnv) error {
 		key := client.ObjectKey{Namespace: env.Namespace, Name: "cart"}
 		var sts appsv1.StatefulSet

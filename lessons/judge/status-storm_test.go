@@ -33,6 +33,7 @@ func TestStatusStorm(t *testing.T) {
 // TestStatusStormDecoy switches off every pitfall, the decoy's too, and
 // expects the first task to say the decoy was not the storm.
 func TestStatusStormDecoy(t *testing.T) {
+	t.Parallel() // its own namespace
 	e := judgetest.Shared(t)
 	c, _ := e.Set.Get("status-storm")
 	ns := e.Namespace(t)

@@ -89,6 +89,11 @@ func withCookie(c *http.Cookie) *http.Request {
 	return r
 }
 
+// newManager is a Manager of the default instance (prefix lab-), which
+// restores and sweeps every namespace of that instance on the shared
+// cluster: the tests that use it run one at a time, not in parallel, or
+// each would restore and sweep the others' sessions. A test that can run
+// beside them gives its Manager a prefix of its own.
 func newManager(t *testing.T, ctx context.Context, c client.Client, now func() time.Time) *session.Manager {
 	t.Helper()
 	m, err := session.New(ctx, session.Options{
