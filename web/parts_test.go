@@ -12,7 +12,7 @@ import (
 
 	"github.com/oplab-dev/oplab/controller/api/v1alpha1"
 	"github.com/oplab-dev/oplab/web/kubeconfig"
-	"github.com/oplab-dev/oplab/web/lab/state"
+	"github.com/oplab-dev/oplab/web/lab/dbview"
 	"github.com/oplab-dev/oplab/web/labns"
 	"github.com/oplab-dev/oplab/web/learn"
 	"github.com/oplab-dev/oplab/web/session"
@@ -49,8 +49,8 @@ func (m *memNamespaces) names() []string {
 // noStates is a lab with no Databases yet.
 type noStates struct{}
 
-func (noStates) Databases(context.Context, string) ([]state.Database, error) { return nil, nil }
-func (noStates) Snapshots(context.Context, string) ([]state.Snapshot, error) { return nil, nil }
+func (noStates) Databases(context.Context, string) ([]dbview.Database, error) { return nil, nil }
+func (noStates) Snapshots(context.Context, string) ([]dbview.Snapshot, error) { return nil, nil }
 
 // fakeMinter mints a kubeconfig that names the namespace.
 type fakeMinter struct{}

@@ -59,7 +59,7 @@ type Sessions interface {
 }
 
 // States is what the lab page and the roster read of the lab's state
-// watcher (state.Watcher): each namespace's Databases as view models.
+// watcher (dbview.Watcher): each namespace's Databases as view models.
 type States interface {
 	lab.States
 }

@@ -29,7 +29,7 @@ import (
 	"github.com/oplab-dev/oplab/controller"
 	"github.com/oplab-dev/oplab/web/internal/browsertest"
 	"github.com/oplab-dev/oplab/web/lab"
-	"github.com/oplab-dev/oplab/web/lab/state"
+	"github.com/oplab-dev/oplab/web/lab/dbview"
 	"github.com/oplab-dev/oplab/web/labns"
 	"github.com/oplab-dev/oplab/web/session"
 	"github.com/oplab-dev/oplab/web/stream"
@@ -47,8 +47,8 @@ func postForm(t *testing.T, c *http.Client, base, path string, form url.Values) 
 }
 
 // latestState returns the last state the recorder holds for a Database.
-func (e *testEnv) latestState(ns, name string) (state.Database, bool) {
-	var d state.Database
+func (e *testEnv) latestState(ns, name string) (dbview.Database, bool) {
+	var d dbview.Database
 	found := false
 	for _, raw := range e.recorder.Export(ns).Messages {
 		var m stream.Message
@@ -60,7 +60,7 @@ func (e *testEnv) latestState(ns, name string) (state.Database, bool) {
 		}
 		found = m.State != nil
 		if found {
-			d = state.Database{}
+			d = dbview.Database{}
 			_ = json.Unmarshal(m.State, &d)
 		}
 	}
@@ -89,7 +89,7 @@ func TestStateFollowsTheCluster(t *testing.T) {
 	if err := e.client.Get(t.Context(), types.NamespacedName{Name: ns}, &nsObj); err != nil || nsObj.Labels[labns.LabLabel] != "true" {
 		t.Errorf("namespace %s: %v labels %v; want it labelled %s=true", ns, err, nsObj.Labels, labns.LabLabel)
 	}
-	var d state.Database
+	var d dbview.Database
 	eventually(t, "alpha Ready with both Pods in its owner tree", func() (bool, error) {
 		var ok bool
 		d, ok = e.latestState(ns, "alpha")
@@ -102,7 +102,7 @@ func TestStateFollowsTheCluster(t *testing.T) {
 	if !slices.Contains(d.Finalizers, controller.Finalizer) {
 		t.Errorf("finalizers = %v, want %s", d.Finalizers, controller.Finalizer)
 	}
-	ready := d.Conditions[slices.IndexFunc(d.Conditions, func(c state.Condition) bool { return c.Type == "Ready" })]
+	ready := d.Conditions[slices.IndexFunc(d.Conditions, func(c dbview.Condition) bool { return c.Type == "Ready" })]
 	if len(ready.History) < 2 || ready.History[0].Status == "True" || !ready.History[len(ready.History)-1].Transition {
 		t.Errorf("Ready history = %+v; want a not-True start and a transition to True", ready.History)
 	}

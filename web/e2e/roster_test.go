@@ -30,7 +30,7 @@ import (
 	"github.com/oplab-dev/oplab/quiz"
 	"github.com/oplab-dev/oplab/web/instructor"
 	"github.com/oplab-dev/oplab/web/internal/browsertest"
-	"github.com/oplab-dev/oplab/web/lab/state"
+	"github.com/oplab-dev/oplab/web/lab/dbview"
 	"github.com/oplab-dev/oplab/web/labns"
 )
 
@@ -317,7 +317,7 @@ func TestRosterSecondResetIsRefusedWhileTheFirstRuns(t *testing.T) {
 	t.Cleanup(func() { release(t, e, ns, "held") })
 	eventually(t, "both Databases with the controller's finalizer, in the lab's state", func() (bool, error) {
 		dbs, err := e.app.States().Databases(ctx, ns)
-		return err == nil && len(dbs) == 2 && slices.ContainsFunc(dbs, func(d state.Database) bool {
+		return err == nil && len(dbs) == 2 && slices.ContainsFunc(dbs, func(d dbview.Database) bool {
 			return slices.Contains(d.Finalizers, controller.Finalizer) && d.Name == "held"
 		}), err
 	})

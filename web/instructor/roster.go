@@ -13,7 +13,7 @@ import (
 
 	"github.com/oplab-dev/oplab/lessons"
 	"github.com/oplab-dev/oplab/web/lab"
-	"github.com/oplab-dev/oplab/web/lab/state"
+	"github.com/oplab-dev/oplab/web/lab/dbview"
 	"github.com/oplab-dev/oplab/web/learn"
 	"github.com/oplab-dev/oplab/web/session"
 )
@@ -27,7 +27,7 @@ type Learners interface {
 // LabStates reads a namespace's Databases as the lab shows them (the lab's
 // state watcher, which follows the cluster).
 type LabStates interface {
-	Databases(ctx context.Context, namespace string) ([]state.Database, error)
+	Databases(ctx context.Context, namespace string) ([]dbview.Database, error)
 }
 
 // Pauses is the controller's pause of one namespace.

@@ -21,7 +21,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/oplab-dev/oplab/web/internal/browsertest"
-	"github.com/oplab-dev/oplab/web/lab/state"
+	"github.com/oplab-dev/oplab/web/lab/dbview"
 	"github.com/oplab-dev/oplab/web/session"
 	"github.com/oplab-dev/oplab/web/static"
 )
@@ -109,16 +109,16 @@ func (c *class) index(ns string) int {
 	return -1
 }
 
-func (c *class) Databases(_ context.Context, ns string) ([]state.Database, error) {
+func (c *class) Databases(_ context.Context, ns string) ([]dbview.Database, error) {
 	i := c.index(ns)
 	if i < 0 {
 		return nil, nil
 	}
-	d := state.Database{Namespace: ns, Name: "shop", Conditions: []state.Condition{{Type: "Ready", Status: "True"}}}
+	d := dbview.Database{Namespace: ns, Name: "shop", Conditions: []dbview.Condition{{Type: "Ready", Status: "True"}}}
 	if degradedDB(i) {
-		d.Conditions = []state.Condition{{Type: "Ready", Status: "False"}, {Type: "Degraded", Status: "True"}}
+		d.Conditions = []dbview.Condition{{Type: "Ready", Status: "False"}, {Type: "Degraded", Status: "True"}}
 	}
-	return []state.Database{d}, nil
+	return []dbview.Database{d}, nil
 }
 
 func (c *class) Of(ns string) (open, following int) {

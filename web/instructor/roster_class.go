@@ -10,7 +10,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/oplab-dev/oplab/web/lab/state"
+	"github.com/oplab-dev/oplab/web/lab/dbview"
 )
 
 // AwayAfter is how long a learner may go without a request while no page
@@ -25,13 +25,13 @@ const AwayAfter = 5 * time.Minute
 const HeldAfter = 30 * time.Second
 
 // degraded reports whether d's Degraded condition is True.
-func degraded(d state.Database) bool {
+func degraded(d dbview.Database) bool {
 	c, ok := d.Condition("Degraded")
 	return ok && c.Status == "True"
 }
 
 // heldFor is how long d has been terminating; 0 when it is not.
-func heldFor(d state.Database, now time.Time) time.Duration {
+func heldFor(d dbview.Database, now time.Time) time.Duration {
 	if !d.Terminating || d.DeletionTimestamp == nil {
 		return 0
 	}

@@ -8,18 +8,18 @@ import (
 	"testing"
 	"time"
 
-	"github.com/oplab-dev/oplab/web/lab/state"
+	"github.com/oplab-dev/oplab/web/lab/dbview"
 )
 
 func TestClassifySaysWhoIsStuckAwayAndHowFar(t *testing.T) {
 	now := time.Date(2026, 12, 2, 9, 0, 0, 0, time.UTC)
 	old := now.Add(-HeldAfter - time.Second)
 	fresh := now.Add(-time.Second)
-	degradedDB := state.Database{Name: "a", Conditions: []state.Condition{{Type: "Degraded", Status: "True"}}}
-	healthy := state.Database{Name: "b", Conditions: []state.Condition{{Type: "Degraded", Status: "False"}}}
-	held := state.Database{Name: "c", Terminating: true, DeletionTimestamp: &old}
-	going := state.Database{Name: "d", Terminating: true, DeletionTimestamp: &fresh}
-	row := func(dbs ...state.Database) []DatabaseRow {
+	degradedDB := dbview.Database{Name: "a", Conditions: []dbview.Condition{{Type: "Degraded", Status: "True"}}}
+	healthy := dbview.Database{Name: "b", Conditions: []dbview.Condition{{Type: "Degraded", Status: "False"}}}
+	held := dbview.Database{Name: "c", Terminating: true, DeletionTimestamp: &old}
+	going := dbview.Database{Name: "d", Terminating: true, DeletionTimestamp: &fresh}
+	row := func(dbs ...dbview.Database) []DatabaseRow {
 		var out []DatabaseRow
 		for _, d := range dbs {
 			out = append(out, DatabaseRow{Name: d.Name, Degraded: degraded(d), Held: heldFor(d, now) > HeldAfter})

@@ -18,7 +18,7 @@ import (
 
 	"github.com/oplab-dev/oplab/controller/api/v1alpha1"
 	"github.com/oplab-dev/oplab/web/httpx"
-	"github.com/oplab-dev/oplab/web/lab/state"
+	"github.com/oplab-dev/oplab/web/lab/dbview"
 	"github.com/oplab-dev/oplab/web/session"
 )
 
@@ -258,9 +258,9 @@ func (h *Handler) unblock(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	go func() {
-		var removed []state.Database
+		var removed []dbview.Database
 		n, err := h.clearDatabases(h.base, ns, p, func(total int, left []string) { ro.resets.progress(ns, seq, total, left) },
-			func(d state.Database) { removed = append(removed, d) })
+			func(d dbview.Database) { removed = append(removed, d) })
 		var without []string
 		if err == nil {
 			without = h.unsnapshotted(h.base, ns, removed)
@@ -282,8 +282,8 @@ func (h *Handler) unblock(w http.ResponseWriter, r *http.Request) {
 // clearDatabases deletes every Database of ns, removes all their
 // finalizers and waits, as a reset does, until they are gone. Each
 // Database it removes is passed to removed.
-func (h *Handler) clearDatabases(ctx context.Context, ns string, p Patcher, report func(total int, left []string), removed func(state.Database)) (int, error) {
-	return h.removeDatabases(ctx, ns, report, func(ctx context.Context, d state.Database) error {
+func (h *Handler) clearDatabases(ctx context.Context, ns string, p Patcher, report func(total int, left []string), removed func(dbview.Database)) (int, error) {
+	return h.removeDatabases(ctx, ns, report, func(ctx context.Context, d dbview.Database) error {
 		removed(d)
 		patch := fmt.Appendf(nil, `{"metadata":{"uid":%q,"finalizers":null}}`, d.UID)
 		db := &v1alpha1.Database{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: d.Name}}
@@ -296,9 +296,9 @@ func (h *Handler) clearDatabases(ctx context.Context, ns string, p Patcher, repo
 
 // SnapshotStates lists a namespace's final snapshots whose Database is gone
 // and the Databases deleted without one, as the lab shows them
-// (state.Watcher).
+// (dbview.Watcher).
 type SnapshotStates interface {
-	Snapshots(ctx context.Context, namespace string) ([]state.Snapshot, error)
+	Snapshots(ctx context.Context, namespace string) ([]dbview.Snapshot, error)
 }
 
 // snapshotSettle bounds the wait for the lab to list each removed Database
@@ -309,7 +309,7 @@ const snapshotSettle = 2 * time.Second
 // snapshot. Without a lab that lists snapshots, or when it does not settle,
 // a Database not seen with its snapshot counts as without one: the row must
 // not promise data that may be gone.
-func (h *Handler) unsnapshotted(ctx context.Context, ns string, removed []state.Database) []string {
+func (h *Handler) unsnapshotted(ctx context.Context, ns string, removed []dbview.Database) []string {
 	names := make([]string, 0, len(removed))
 	for _, d := range removed {
 		names = append(names, d.Name)
@@ -349,7 +349,7 @@ func (h *Handler) unsnapshotted(ctx context.Context, ns string, removed []state.
 
 // snapshotOutcome finds d among the lab's snapshots: kept, or listed lost.
 // A snapshot that records no uid counts by its Database's name.
-func snapshotOutcome(snaps []state.Snapshot, d state.Database) (kept, lost bool) {
+func snapshotOutcome(snaps []dbview.Snapshot, d dbview.Database) (kept, lost bool) {
 	for _, s := range snaps {
 		if s.Database != d.Name || (s.DatabaseUID != "" && s.DatabaseUID != d.UID) {
 			continue
@@ -449,7 +449,7 @@ func (h *Handler) deleteDatabases(ctx context.Context, ns string, report func(to
 
 // removeDatabases is deleteDatabases, with then, when set, run on each
 // Database after its delete (to remove its finalizers).
-func (h *Handler) removeDatabases(ctx context.Context, ns string, report func(total int, left []string), then func(context.Context, state.Database) error) (int, error) {
+func (h *Handler) removeDatabases(ctx context.Context, ns string, report func(total int, left []string), then func(context.Context, dbview.Database) error) (int, error) {
 	ro := h.opts.Roster
 	dbs, err := ro.States.Databases(ctx, ns)
 	if err != nil {
@@ -477,7 +477,7 @@ func (h *Handler) removeDatabases(ctx context.Context, ns string, report func(to
 	// left is the last answer read: a read cut off by the wait's own end
 	// must not turn "held by its finalizer" into "could not be read".
 	var (
-		left    []state.Database
+		left    []dbview.Database
 		readErr error
 	)
 	for {
@@ -505,7 +505,7 @@ func (h *Handler) removeDatabases(ctx context.Context, ns string, report func(to
 // stuck says why the Databases left did not go within ResetWait: which
 // finalizer holds each, and what on oplab's side keeps it from running.
 // readErr is the last failure to read them, if any.
-func (h *Handler) stuck(ns string, left []state.Database, readErr error) error {
+func (h *Handler) stuck(ns string, left []dbview.Database, readErr error) error {
 	ro := h.opts.Roster
 	var why []string
 	for _, d := range left {
@@ -533,7 +533,7 @@ func (h *Handler) stuck(ns string, left []state.Database, readErr error) error {
 	return fmt.Errorf("after %s, %s", ro.ResetWait, strings.Join(why, "; "))
 }
 
-func names(dbs []state.Database) []string {
+func names(dbs []dbview.Database) []string {
 	out := make([]string, len(dbs))
 	for i, d := range dbs {
 		out[i] = d.Name

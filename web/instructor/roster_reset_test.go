@@ -14,16 +14,16 @@ import (
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/oplab-dev/oplab/web/lab/state"
+	"github.com/oplab-dev/oplab/web/lab/dbview"
 	"github.com/oplab-dev/oplab/web/session"
 )
 
 // stuckStates is a namespace whose Databases never go: what a reset sees
 // when a finalizer holds one. (That the real finalizer lets go is tested on
 // the real cluster in web/e2e/roster_test.go; this is about the words.)
-type stuckStates struct{ dbs []state.Database }
+type stuckStates struct{ dbs []dbview.Database }
 
-func (s stuckStates) Databases(context.Context, string) ([]state.Database, error) { return s.dbs, nil }
+func (s stuckStates) Databases(context.Context, string) ([]dbview.Database, error) { return s.dbs, nil }
 
 type failingDeleter struct{ err error }
 
@@ -85,7 +85,7 @@ func postResetJSON(mux http.Handler, c *http.Cookie, ns string) *httptest.Respon
 // which finalizer; a delete the API server refuses is named too.
 func TestRosterResetFailureSaysWhatFailed(t *testing.T) {
 	c := instructorCookie()
-	held := stuckStates{dbs: []state.Database{{Name: "stuck", UID: "u1", Terminating: true, HeldBy: []string{"db.oplab.dev/final-snapshot"}}}}
+	held := stuckStates{dbs: []dbview.Database{{Name: "stuck", UID: "u1", Terminating: true, HeldBy: []string{"db.oplab.dev/final-snapshot"}}}}
 	mux, ns := resetMux(t, held, failingDeleter{})
 	if w := postResetJSON(mux, c, ns); w.Code != http.StatusAccepted || !strings.Contains(w.Body.String(), `"message":"Resetting…`) {
 		t.Fatalf("reset = %d %s, want 202 saying it runs", w.Code, w.Body)
@@ -141,7 +141,7 @@ func (d patchingDeleter) Patch(_ context.Context, obj client.Object, p client.Pa
 // same row.
 func TestRosterOffersToRemoveFinalizersAfterAFailedReset(t *testing.T) {
 	c := instructorCookie()
-	held := stuckStates{dbs: []state.Database{{Name: "stuck", UID: "u1", Terminating: true, HeldBy: []string{"evil.example/never"}}}}
+	held := stuckStates{dbs: []dbview.Database{{Name: "stuck", UID: "u1", Terminating: true, HeldBy: []string{"evil.example/never"}}}}
 	del := patchingDeleter{patches: make(chan string, 4)}
 	mux, ns := resetMux(t, held, del)
 	if body := do(mux, "GET", "/instructor/roster", nil, c).Body.String(); strings.Contains(body, `id="unblock-`) {
@@ -173,12 +173,12 @@ func TestRosterOffersToRemoveFinalizersAfterAFailedReset(t *testing.T) {
 // slowStates answers the reset's first reads at once, then only when the
 // reset gives up: a lab state busy at the moment the reset's wait ends.
 type slowStates struct {
-	dbs  []state.Database
+	dbs  []dbview.Database
 	fast int
 	n    *int
 }
 
-func (s slowStates) Databases(ctx context.Context, _ string) ([]state.Database, error) {
+func (s slowStates) Databases(ctx context.Context, _ string) ([]dbview.Database, error) {
 	if _, waiting := ctx.Deadline(); !waiting {
 		return s.dbs, nil // the roster page's own reads
 	}
@@ -195,7 +195,7 @@ func (s slowStates) Databases(ctx context.Context, _ string) ([]state.Database, 
 func TestRosterResetFailureSurvivesALastReadCutOff(t *testing.T) {
 	c := instructorCookie()
 	n := 0
-	held := slowStates{dbs: []state.Database{{Name: "stuck", UID: "u1", Terminating: true, HeldBy: []string{"evil.example/never"}}}, fast: 2, n: &n}
+	held := slowStates{dbs: []dbview.Database{{Name: "stuck", UID: "u1", Terminating: true, HeldBy: []string{"evil.example/never"}}}, fast: 2, n: &n}
 	mux, ns := resetMux(t, held, failingDeleter{})
 	if w := postResetJSON(mux, c, ns); w.Code != http.StatusAccepted {
 		t.Fatalf("reset = %d %s", w.Code, w.Body)
@@ -208,11 +208,11 @@ func TestRosterResetFailureSurvivesALastReadCutOff(t *testing.T) {
 // goneStates lists its Databases until their finalizers are patched away
 // (goneDeleter), and none after: they went.
 type goneStates struct {
-	dbs  []state.Database
+	dbs  []dbview.Database
 	gone *atomic.Bool
 }
 
-func (g goneStates) Databases(context.Context, string) ([]state.Database, error) {
+func (g goneStates) Databases(context.Context, string) ([]dbview.Database, error) {
 	if g.gone.Load() {
 		return nil, nil
 	}
@@ -233,10 +233,10 @@ func (d goneDeleter) Patch(context.Context, client.Object, client.Patch, ...clie
 
 type goneWithSnapshots struct {
 	goneStates
-	snaps []state.Snapshot
+	snaps []dbview.Snapshot
 }
 
-func (g goneWithSnapshots) Snapshots(context.Context, string) ([]state.Snapshot, error) {
+func (g goneWithSnapshots) Snapshots(context.Context, string) ([]dbview.Snapshot, error) {
 	return g.snaps, nil
 }
 
@@ -245,7 +245,7 @@ func (g goneWithSnapshots) Snapshots(context.Context, string) ([]state.Snapshot,
 // took before is not among them. Without a lab that lists snapshots, none
 // is promised.
 func TestForcedRemovalSaysWhichWentWithoutASnapshot(t *testing.T) {
-	dbs := []state.Database{{Name: "kept", UID: "u1"}, {Name: "lost", UID: "u2"}, {Name: "renamed", UID: "u3"}}
+	dbs := []dbview.Database{{Name: "kept", UID: "u1"}, {Name: "lost", UID: "u2"}, {Name: "renamed", UID: "u3"}}
 	for _, tc := range []struct {
 		name   string
 		states interface {
@@ -254,14 +254,14 @@ func TestForcedRemovalSaysWhichWentWithoutASnapshot(t *testing.T) {
 		}
 		want string
 	}{
-		{"the lab lists them", goneWithSnapshots{goneStates{dbs, new(atomic.Bool)}, []state.Snapshot{
+		{"the lab lists them", goneWithSnapshots{goneStates{dbs, new(atomic.Bool)}, []dbview.Snapshot{
 			{Database: "kept", DatabaseUID: "u1", Name: "kept-final-snapshot"},
 			{Database: "lost", DatabaseUID: "u2", Name: "lost-final-snapshot", Lost: true},
 			// Another object of the same name: not renamed's snapshot.
 			{Database: "renamed", DatabaseUID: "older", Name: "renamed-final-snapshot"},
 			{Database: "renamed", DatabaseUID: "u3", Name: "renamed-final-snapshot", Lost: true},
 		}}, "3 Databases deleted, 2 without a final snapshot (lost, renamed); the others' had been taken before."},
-		{"every one kept", goneWithSnapshots{goneStates{dbs[:1], new(atomic.Bool)}, []state.Snapshot{
+		{"every one kept", goneWithSnapshots{goneStates{dbs[:1], new(atomic.Bool)}, []dbview.Snapshot{
 			{Database: "kept", DatabaseUID: "u1", Name: "kept-final-snapshot"},
 		}}, "1 Database deleted; its final snapshot had been taken before."},
 		{"no snapshots listed", goneStates{dbs[:2], new(atomic.Bool)}, "2 Databases deleted without a final snapshot."},

@@ -5,7 +5,7 @@ import (
 	"io"
 	"testing"
 
-	"github.com/oplab-dev/oplab/web/lab/state"
+	"github.com/oplab-dev/oplab/web/lab/dbview"
 )
 
 // BenchmarkLabPage measures rendering /lab with a full namespace (the cap of
@@ -17,11 +17,11 @@ func BenchmarkLabPage(b *testing.B) {
 		p.Scenarios = append(p.Scenarios, *s.view(false))
 	}
 	for i := range 5 {
-		p.Databases = append(p.Databases, state.Database{
+		p.Databases = append(p.Databases, dbview.Database{
 			Name: fmt.Sprint("db-", i), Replicas: 3, Generation: 2, ObservedGeneration: 2,
-			Conditions: []state.Condition{{Type: "Ready", Status: "True", History: make([]state.Change, 10)}},
-			Owned:      []state.Node{{Kind: "StatefulSet", Name: "x", Children: make([]state.Node, 3)}, {Kind: "Service"}, {Kind: "Secret"}},
-			Events:     make([]state.Event, 20),
+			Conditions: []dbview.Condition{{Type: "Ready", Status: "True", History: make([]dbview.Change, 10)}},
+			Owned:      []dbview.Node{{Kind: "StatefulSet", Name: "x", Children: make([]dbview.Node, 3)}, {Kind: "Service"}, {Kind: "Secret"}},
+			Events:     make([]dbview.Event, 20),
 		})
 	}
 	cw := &countingWriter{}
@@ -45,11 +45,11 @@ var _ io.Writer = (*countingWriter)(nil)
 // published change of a Database: rendering its card, and the bytes the
 // card adds to the state message.
 func BenchmarkCardFragment(b *testing.B) {
-	d := state.Database{
+	d := dbview.Database{
 		Name: "shop", Replicas: 3, Generation: 2, ObservedGeneration: 2,
-		Conditions: []state.Condition{{Type: "Ready", Status: "True", History: make([]state.Change, 10)}, {Type: "Progressing"}, {Type: "Degraded"}},
-		Owned:      []state.Node{{Kind: "StatefulSet", Name: "x", Children: make([]state.Node, 3)}, {Kind: "Service"}, {Kind: "Secret"}},
-		Events:     make([]state.Event, 20),
+		Conditions: []dbview.Condition{{Type: "Ready", Status: "True", History: make([]dbview.Change, 10)}, {Type: "Progressing"}, {Type: "Degraded"}},
+		Owned:      []dbview.Node{{Kind: "StatefulSet", Name: "x", Children: make([]dbview.Node, 3)}, {Kind: "Service"}, {Kind: "Secret"}},
+		Events:     make([]dbview.Event, 20),
 	}
 	f := NewFragments()
 	var n int

@@ -6,18 +6,18 @@ import (
 	"testing"
 	"time"
 
-	"github.com/oplab-dev/oplab/web/lab/state"
+	"github.com/oplab-dev/oplab/web/lab/dbview"
 )
 
 // The card's header says Degraded when reconciles fail, even while Ready
 // (the Pods) stays True; and a delete's stale generation says why it moved.
 func TestCardSaysDegradedAndWhyADeleteIsStale(t *testing.T) {
 	now := time.Now()
-	looping := state.Database{Namespace: "lab-x", Name: "loop", Engine: "postgres", Replicas: 1, Generation: 1, ObservedGeneration: 1,
-		Conditions: []state.Condition{{Type: "Ready", Status: "True", Reason: "Available"}, {Type: "Degraded", Status: "True", Reason: "ReconcileError"}}}
-	deleting := state.Database{Namespace: "lab-x", Name: "gone", Engine: "postgres", Replicas: 1, Generation: 2, ObservedGeneration: 1, Stale: true,
-		Terminating: true, DeletionTimestamp: &now, Conditions: []state.Condition{{Type: "Ready", Status: "True"}, {Type: "Degraded", Status: "False"}}}
-	scaled := state.Database{Namespace: "lab-x", Name: "scaled", Engine: "postgres", Replicas: 2, Generation: 2, ObservedGeneration: 1, Stale: true}
+	looping := dbview.Database{Namespace: "lab-x", Name: "loop", Engine: "postgres", Replicas: 1, Generation: 1, ObservedGeneration: 1,
+		Conditions: []dbview.Condition{{Type: "Ready", Status: "True", Reason: "Available"}, {Type: "Degraded", Status: "True", Reason: "ReconcileError"}}}
+	deleting := dbview.Database{Namespace: "lab-x", Name: "gone", Engine: "postgres", Replicas: 1, Generation: 2, ObservedGeneration: 1, Stale: true,
+		Terminating: true, DeletionTimestamp: &now, Conditions: []dbview.Condition{{Type: "Ready", Status: "True"}, {Type: "Degraded", Status: "False"}}}
+	scaled := dbview.Database{Namespace: "lab-x", Name: "scaled", Engine: "postgres", Replicas: 2, Generation: 2, ObservedGeneration: 1, Stale: true}
 	page := newHarness(t, looping, deleting, scaled).get("/lab").Body.String()
 	card := func(name string) string { return cardIn(t, page, name) }
 	head := func(name string) string { h, _, _ := strings.Cut(card(name), "</header>"); return h }
@@ -38,8 +38,8 @@ func TestCardSaysDegradedAndWhyADeleteIsStale(t *testing.T) {
 // The delete's message comes from the object's own finalizers: the
 // no-finalizer pitfall's Database is not said to be held by one.
 func TestDeleteMessageNamesTheFinalizersThere(t *testing.T) {
-	held := state.Database{Namespace: "lab-x", Name: "held", Engine: "postgres", Replicas: 1, Finalizers: []string{"db.oplab.dev/final-snapshot"}}
-	bare := state.Database{Namespace: "lab-x", Name: "bare", Engine: "postgres", Replicas: 1}
+	held := dbview.Database{Namespace: "lab-x", Name: "held", Engine: "postgres", Replicas: 1, Finalizers: []string{"db.oplab.dev/final-snapshot"}}
+	bare := dbview.Database{Namespace: "lab-x", Name: "bare", Engine: "postgres", Replicas: 1}
 	h := newHarness(t, held, bare)
 	for name, want := range map[string]string{
 		"held": "Its finalizer db.oplab.dev/final-snapshot holds it",
@@ -56,11 +56,11 @@ func TestDeleteMessageNamesTheFinalizersThere(t *testing.T) {
 // from the finalizers that hold it; a live one's is not.
 func TestDeleteDisabledWhileTerminating(t *testing.T) {
 	now := time.Now()
-	terminating := func(name string, heldBy ...string) state.Database {
-		return state.Database{Namespace: "lab-x", Name: name, Engine: "postgres", Replicas: 1, Finalizers: heldBy,
+	terminating := func(name string, heldBy ...string) dbview.Database {
+		return dbview.Database{Namespace: "lab-x", Name: name, Engine: "postgres", Replicas: 1, Finalizers: heldBy,
 			Terminating: true, DeletionTimestamp: &now, HeldBy: heldBy}
 	}
-	live := state.Database{Namespace: "lab-x", Name: "live", Engine: "postgres", Replicas: 1, Finalizers: []string{"db.oplab.dev/final-snapshot"}}
+	live := dbview.Database{Namespace: "lab-x", Name: "live", Engine: "postgres", Replicas: 1, Finalizers: []string{"db.oplab.dev/final-snapshot"}}
 	page := newHarness(t, live, terminating("ours", "db.oplab.dev/final-snapshot"), terminating("theirs", "example.com/backup"),
 		terminating("both", "db.oplab.dev/final-snapshot", "example.com/backup")).get("/lab").Body.String()
 	deletePart := func(name string) string {
@@ -92,8 +92,8 @@ func TestDeleteDisabledWhileTerminating(t *testing.T) {
 // Conditions table says why it is empty, apart from a written status that
 // set none (learner code may).
 func TestCardSaysWhenNoStatusWasWritten(t *testing.T) {
-	deaf := state.Database{Namespace: "lab-x", Name: "deaf", Engine: "postgres", Replicas: 1, Generation: 1, Stale: true}
-	bare := state.Database{Namespace: "lab-x", Name: "bare", Engine: "postgres", Replicas: 1, Generation: 1, ObservedGeneration: 1}
+	deaf := dbview.Database{Namespace: "lab-x", Name: "deaf", Engine: "postgres", Replicas: 1, Generation: 1, Stale: true}
+	bare := dbview.Database{Namespace: "lab-x", Name: "bare", Engine: "postgres", Replicas: 1, Generation: 1, ObservedGeneration: 1}
 	page := newHarness(t, deaf, bare).get("/lab").Body.String()
 	card := func(name string) string { return cardIn(t, page, name) }
 	d := card("deaf")
@@ -124,9 +124,9 @@ func cardIn(t *testing.T, page, name string) string {
 // and reason ("1/2 replicas ready", then "2/2") looked the same.
 func TestConditionHistoryShowsEachValuesMessage(t *testing.T) {
 	t0 := time.Date(2026, 12, 4, 10, 0, 0, 0, time.UTC)
-	scaling := state.Database{Namespace: "lab-x", Name: "grow", Engine: "postgres", Replicas: 2, Generation: 2, ObservedGeneration: 2,
-		Conditions: []state.Condition{{Type: "Ready", Status: "False", Reason: "Progressing", Message: "2/2 replicas ready",
-			History: []state.Change{
+	scaling := dbview.Database{Namespace: "lab-x", Name: "grow", Engine: "postgres", Replicas: 2, Generation: 2, ObservedGeneration: 2,
+		Conditions: []dbview.Condition{{Type: "Ready", Status: "False", Reason: "Progressing", Message: "2/2 replicas ready",
+			History: []dbview.Change{
 				{Seen: t0, Status: "False", Reason: "Progressing", Message: "1/2 replicas ready", ObservedGeneration: 2},
 				{Seen: t0.Add(time.Second), Status: "False", Reason: "Progressing", Message: "2/2 replicas ready", ObservedGeneration: 2},
 			}}}}

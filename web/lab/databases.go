@@ -7,7 +7,7 @@ import (
 	"strings"
 
 	"github.com/oplab-dev/oplab/controller"
-	"github.com/oplab-dev/oplab/web/lab/state"
+	"github.com/oplab-dev/oplab/web/lab/dbview"
 	"github.com/oplab-dev/oplab/web/labns"
 )
 
@@ -126,7 +126,7 @@ func deleteMessage(name string, finalizers []string, known bool) string {
 
 // deleteWhy says why a Terminating Database's Delete button is disabled,
 // from the finalizers that still hold it: a second delete changes nothing.
-func deleteWhy(d state.Database) string {
+func deleteWhy(d dbview.Database) string {
 	switch {
 	case len(d.HeldBy) == 0:
 		return "Already being deleted: no finalizer holds it any more, so it goes at once."

@@ -9,13 +9,13 @@ import (
 	"github.com/a-h/templ"
 
 	"github.com/oplab-dev/oplab/controller"
-	"github.com/oplab-dev/oplab/web/lab/state"
+	"github.com/oplab-dev/oplab/web/lab/dbview"
 	"github.com/oplab-dev/oplab/web/stream"
 )
 
 // Fragments renders the view models the state watcher publishes as the HTML
 // the lab page swaps in, with the same components as the page itself, so a
-// Database card is drawn in one place only. It implements state.Renderer.
+// Database card is drawn in one place only. It implements dbview.Renderer.
 type Fragments struct {
 	// Card is the context of every card rendered: the stream's cards are
 	// shared by all viewers of a namespace, so they name no scenario.
@@ -31,12 +31,12 @@ func NewFragments() Fragments {
 func defaultPitfalls() []controller.PitfallInfo { return controller.Pitfalls }
 
 // RenderDatabase renders d's card.
-func (f Fragments) RenderDatabase(d state.Database) (string, error) {
+func (f Fragments) RenderDatabase(d dbview.Database) (string, error) {
 	return renderString(DatabaseCard(f.Card, d))
 }
 
 // RenderSnapshot renders s as an entry of "Snapshots kept after delete".
-func (f Fragments) RenderSnapshot(s state.Snapshot) (string, error) {
+func (f Fragments) RenderSnapshot(s dbview.Snapshot) (string, error) {
 	return renderString(KeptSnapshot(s))
 }
 
@@ -94,7 +94,7 @@ func (f Fragments) Redraw(kind string, view json.RawMessage) (json.RawMessage, e
 func (f Fragments) rerender(kind string, raw json.RawMessage) (json.RawMessage, error) {
 	switch kind {
 	case "Database":
-		var d state.PublishedDatabase
+		var d dbview.PublishedDatabase
 		if err := stream.DecodeStrict(raw, &d); err != nil {
 			return nil, fmt.Errorf("state: not a Database view: %w", err)
 		}
@@ -102,9 +102,9 @@ func (f Fragments) rerender(kind string, raw json.RawMessage) (json.RawMessage, 
 		if err != nil {
 			return nil, err
 		}
-		return json.Marshal(state.PublishedDatabase{Database: d.Database, HTML: html})
+		return json.Marshal(dbview.PublishedDatabase{Database: d.Database, HTML: html})
 	case "ConfigMap":
-		var s state.PublishedSnapshot
+		var s dbview.PublishedSnapshot
 		if err := stream.DecodeStrict(raw, &s); err != nil {
 			return nil, fmt.Errorf("state: not a snapshot view: %w", err)
 		}
@@ -112,7 +112,7 @@ func (f Fragments) rerender(kind string, raw json.RawMessage) (json.RawMessage, 
 		if err != nil {
 			return nil, err
 		}
-		return json.Marshal(state.PublishedSnapshot{Snapshot: s.Snapshot, HTML: html})
+		return json.Marshal(dbview.PublishedSnapshot{Snapshot: s.Snapshot, HTML: html})
 	case "Classroom":
 		// The presenter's state, which every export carries as a global
 		// message: a replay follows nobody, so it is dropped, never drawn

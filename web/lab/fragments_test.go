@@ -8,16 +8,16 @@ import (
 	"testing"
 	"time"
 
-	"github.com/oplab-dev/oplab/web/lab/state"
+	"github.com/oplab-dev/oplab/web/lab/dbview"
 	"github.com/oplab-dev/oplab/web/stream"
 )
 
-func shopView() state.Database {
+func shopView() dbview.Database {
 	seen := time.Date(2026, 11, 30, 9, 41, 7, 0, time.UTC)
-	return state.Database{
+	return dbview.Database{
 		Name: "shop", Engine: "postgres", Version: "16", Replicas: 3, Generation: 2, ObservedGeneration: 2, Pitfall: "drop-events",
-		Conditions: []state.Condition{{Type: "Ready", Status: "True", Reason: "Ready", LastTransitionTime: seen,
-			History: []state.Change{{Seen: seen, Status: "False"}, {Seen: seen, Status: "True", Transition: true}}}},
+		Conditions: []dbview.Condition{{Type: "Ready", Status: "True", Reason: "Ready", LastTransitionTime: seen,
+			History: []dbview.Change{{Seen: seen, Status: "False"}, {Seen: seen, Status: "True", Transition: true}}}},
 	}
 }
 
@@ -44,7 +44,7 @@ func TestFragmentIsThePageCard(t *testing.T) {
 		t.Error("a streamed card names a scenario; it is shared by every viewer of the namespace")
 	}
 	// The page draws the same card with the same component, plus its scenario.
-	p := Page{Namespace: "lab-x", Databases: []state.Database{shopView()}, Pitfalls: defaultPitfalls(), ChildKinds: ChildKinds,
+	p := Page{Namespace: "lab-x", Databases: []dbview.Database{shopView()}, Pitfalls: defaultPitfalls(), ChildKinds: ChildKinds,
 		Scenario: &ScenarioView{Name: "finalizer"}}
 	var page bytes.Buffer
 	if err := LabPage(p).Render(context.Background(), &page); err != nil {
@@ -59,7 +59,7 @@ func TestFragmentIsThePageCard(t *testing.T) {
 // A replayed state is drawn again by this package's renderer, read-only.
 func TestReplayMessageIsReadOnly(t *testing.T) {
 	view, _ := json.Marshal(shopView()) // an export without html, as older ones are
-	snap, _ := json.Marshal(state.Snapshot{Name: "shop-final-snapshot", Database: "shop", Generation: 2})
+	snap, _ := json.Marshal(dbview.Snapshot{Name: "shop-final-snapshot", Database: "shop", Generation: 2})
 	now := time.Now()
 	msgs := []stream.Message{{State: view}, {State: snap}, {}}
 	msgs[0].Seq, msgs[0].Time, msgs[0].Type = 1, now, stream.TypeState
@@ -96,14 +96,14 @@ func TestReplayMessageIsReadOnly(t *testing.T) {
 		}
 		out = append(out, m)
 	}
-	var d state.PublishedDatabase
+	var d dbview.PublishedDatabase
 	if err := json.Unmarshal(decode(out[0]).State, &d); err != nil {
 		t.Fatal(err)
 	}
 	if d.Name != "shop" || !strings.Contains(d.HTML, `id="db-shop"`) || strings.Contains(d.HTML, "<form") {
 		t.Errorf("replayed card: name %q, html %s; want the card without forms", d.Name, d.HTML)
 	}
-	var s state.PublishedSnapshot
+	var s dbview.PublishedSnapshot
 	if err := json.Unmarshal(decode(out[1]).State, &s); err != nil || !strings.Contains(s.HTML, `id="snap-shop-final-snapshot"`) {
 		t.Errorf("replayed snapshot: %v %s", err, s.HTML)
 	}
@@ -144,7 +144,7 @@ func TestPageShowsPausedAndKubectl(t *testing.T) {
 func TestCardMarksStatusRewrites(t *testing.T) {
 	t0 := time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC)
 	d := shopView()
-	d.Conditions[0].History = []state.Change{
+	d.Conditions[0].History = []dbview.Change{
 		{Seen: t0, Status: "True", Reason: "Ready", LastTransitionTime: t0, Transition: true},
 		{Seen: t0.Add(time.Second), Status: "True", Reason: "Ready", LastTransitionTime: t0.Add(time.Second)},
 		{Seen: t0.Add(2 * time.Second), Status: "True", Reason: "Ready", LastTransitionTime: t0.Add(2 * time.Second)},

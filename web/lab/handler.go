@@ -15,7 +15,7 @@ import (
 	"github.com/go-logr/logr"
 
 	"github.com/oplab-dev/oplab/controller"
-	"github.com/oplab-dev/oplab/web/lab/state"
+	"github.com/oplab-dev/oplab/web/lab/dbview"
 	"github.com/oplab-dev/oplab/web/session"
 	"github.com/oplab-dev/oplab/web/stream"
 )
@@ -31,8 +31,8 @@ type Sessions interface {
 // States reads the current view models of a namespace's Databases, and of
 // the final snapshots that outlived theirs.
 type States interface {
-	Databases(ctx context.Context, namespace string) ([]state.Database, error)
-	Snapshots(ctx context.Context, namespace string) ([]state.Snapshot, error)
+	Databases(ctx context.Context, namespace string) ([]dbview.Database, error)
+	Snapshots(ctx context.Context, namespace string) ([]dbview.Snapshot, error)
 }
 
 // Controller is what the lab needs of the one shared controller: whether it

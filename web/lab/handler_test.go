@@ -22,7 +22,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/oplab-dev/oplab/controller"
-	"github.com/oplab-dev/oplab/web/lab/state"
+	"github.com/oplab-dev/oplab/web/lab/dbview"
 	"github.com/oplab-dev/oplab/web/labns"
 	"github.com/oplab-dev/oplab/web/session"
 	"github.com/oplab-dev/oplab/web/stream"
@@ -92,12 +92,12 @@ func (noNamespaces) List(context.Context) ([]labns.Namespace, error) {
 	return nil, nil
 }
 
-type fixedStates []state.Database
+type fixedStates []dbview.Database
 
-func (f fixedStates) Databases(context.Context, string) ([]state.Database, error) { return f, nil }
+func (f fixedStates) Databases(context.Context, string) ([]dbview.Database, error) { return f, nil }
 
-func (f fixedStates) Snapshots(context.Context, string) ([]state.Snapshot, error) {
-	return []state.Snapshot{}, nil
+func (f fixedStates) Snapshots(context.Context, string) ([]dbview.Snapshot, error) {
+	return []dbview.Snapshot{}, nil
 }
 
 // fakeController is the shared controller with its namespace pauses in
@@ -147,19 +147,19 @@ type harness struct {
 	ns     string
 }
 
-func newHarness(t *testing.T, dbs ...state.Database) *harness {
+func newHarness(t *testing.T, dbs ...dbview.Database) *harness {
 	t.Helper()
 	return newHarnessWith(t, fixedStates(dbs))
 }
 
 // keptStates is a lab with no Databases left, only their kept snapshots.
-type keptStates []state.Snapshot
+type keptStates []dbview.Snapshot
 
-func (keptStates) Databases(context.Context, string) ([]state.Database, error) {
-	return []state.Database{}, nil
+func (keptStates) Databases(context.Context, string) ([]dbview.Database, error) {
+	return []dbview.Database{}, nil
 }
 
-func (k keptStates) Snapshots(context.Context, string) ([]state.Snapshot, error) { return k, nil }
+func (k keptStates) Snapshots(context.Context, string) ([]dbview.Snapshot, error) { return k, nil }
 
 func newHarnessWith(t *testing.T, states States) *harness {
 	t.Helper()
@@ -424,13 +424,13 @@ func TestPageModelHasThePauseAndTheLearnersKubectlLine(t *testing.T) {
 
 func TestPageRendersState(t *testing.T) {
 	dt := time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)
-	h := newHarness(t, state.Database{
+	h := newHarness(t, dbview.Database{
 		Name: "orders", Engine: "postgres", Replicas: 3, Generation: 4, ObservedGeneration: 3, Stale: true,
 		Finalizers: []string{controller.Finalizer}, Terminating: true, DeletionTimestamp: &dt, HeldBy: []string{controller.Finalizer},
-		Conditions: []state.Condition{{Type: "Ready", Status: "False", Reason: "Deleting", History: []state.Change{{Status: "True"}, {Status: "False", Transition: true}}}},
-		Owned:      []state.Node{{Kind: "StatefulSet", Name: "orders", Summary: "0/3 ready", Children: []state.Node{{Kind: "Pod", Name: "orders-0", Deleting: true}}}},
-		Unowned:    []state.Node{{Kind: "ConfigMap", Name: "orders-final-snapshot", Note: "not owned"}},
-		Events:     []state.Event{{Type: "Warning", Reason: "SnapshotFailed", Message: "boom <script>"}},
+		Conditions: []dbview.Condition{{Type: "Ready", Status: "False", Reason: "Deleting", History: []dbview.Change{{Status: "True"}, {Status: "False", Transition: true}}}},
+		Owned:      []dbview.Node{{Kind: "StatefulSet", Name: "orders", Summary: "0/3 ready", Children: []dbview.Node{{Kind: "Pod", Name: "orders-0", Deleting: true}}}},
+		Unowned:    []dbview.Node{{Kind: "ConfigMap", Name: "orders-final-snapshot", Note: "not owned"}},
+		Events:     []dbview.Event{{Type: "Warning", Reason: "SnapshotFailed", Message: "boom <script>"}},
 	})
 	page := h.get("/lab?scenario=finalizer").Body.String()
 	for _, want := range []string{
@@ -514,7 +514,7 @@ func TestExportAndReplay(t *testing.T) {
 func TestPageRendersKeptSnapshots(t *testing.T) {
 	tests := []struct {
 		name   string
-		kept   []state.Snapshot
+		kept   []dbview.Snapshot
 		want   []string
 		absent []string
 	}{
@@ -525,7 +525,7 @@ func TestPageRendersKeptSnapshots(t *testing.T) {
 		},
 		{
 			name: "one: name, Database, generation and the note",
-			kept: []state.Snapshot{{Name: "shop-final-snapshot", Database: "shop", Generation: 2, Time: time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC), Note: "nothing owns it <b>"}},
+			kept: []dbview.Snapshot{{Name: "shop-final-snapshot", Database: "shop", Generation: 2, Time: time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC), Note: "nothing owns it <b>"}},
 			want: []string{
 				`id="snap-shop-final-snapshot"`, "Snapshots kept after delete", "shop-final-snapshot",
 				"from Database <code>shop</code>, generation 2", "nothing owns it &lt;b&gt;",
@@ -534,12 +534,12 @@ func TestPageRendersKeptSnapshots(t *testing.T) {
 		},
 		{
 			name: "with the uid it records: the uid beside the Database (a challenge asks for it)",
-			kept: []state.Snapshot{{Name: "shop-final-snapshot", Database: "shop", DatabaseUID: "0f6c1a52-9d2e-4b1a-8c3e-1d2f3a4b5c6d", Generation: 2}},
+			kept: []dbview.Snapshot{{Name: "shop-final-snapshot", Database: "shop", DatabaseUID: "0f6c1a52-9d2e-4b1a-8c3e-1d2f3a4b5c6d", Generation: 2}},
 			want: []string{`from Database <code>shop</code> (uid <code class="uid">0f6c1a52-9d2e-4b1a-8c3e-1d2f3a4b5c6d</code>), generation 2`},
 		},
 		{
 			name: "lost: a Database deleted without a snapshot is listed, and why",
-			kept: []state.Snapshot{{Name: "cart-final-snapshot", Database: "cart", DatabaseUID: "u-1", Generation: 3, Lost: true,
+			kept: []dbview.Snapshot{{Name: "cart-final-snapshot", Database: "cart", DatabaseUID: "u-1", Generation: 3, Lost: true,
 				Time: time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC), Note: "the no-finalizer pitfall was on"}},
 			want: []string{
 				`class="snapshot lost" id="snap-cart-final-snapshot"`, "no snapshot</span> Database <b>cart</b>",

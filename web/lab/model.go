@@ -6,7 +6,7 @@ import (
 	"github.com/a-h/templ"
 
 	"github.com/oplab-dev/oplab/controller"
-	"github.com/oplab-dev/oplab/web/lab/state"
+	"github.com/oplab-dev/oplab/web/lab/dbview"
 	"github.com/oplab-dev/oplab/web/session"
 	"github.com/oplab-dev/oplab/web/stream"
 )
@@ -36,9 +36,9 @@ type Page struct {
 	Look, LookStream string
 	Flash            *session.Flash
 	Form             CreateForm
-	Databases        []state.Database
+	Databases        []dbview.Database
 	// Kept are the final snapshots whose Database is gone.
-	Kept []state.Snapshot
+	Kept []dbview.Snapshot
 	// ControllerRunning is whether the controller reconciles this
 	// namespace now: it runs, and the learner has not paused it.
 	ControllerRunning bool

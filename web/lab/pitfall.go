@@ -2,7 +2,7 @@ package lab
 
 import (
 	"github.com/oplab-dev/oplab/controller"
-	"github.com/oplab-dev/oplab/web/lab/state"
+	"github.com/oplab-dev/oplab/web/lab/dbview"
 )
 
 // A Database whose pitfall is hidden (controller.PitfallHiddenAnnotation,
@@ -15,7 +15,7 @@ import (
 const keepHiddenPitfall = controller.PitfallHidden
 
 // pitfallHidden reports whether d's pitfall is hidden from the learner.
-func pitfallHidden(d state.Database) bool { return d.Pitfall == controller.PitfallHidden }
+func pitfallHidden(d dbview.Database) bool { return d.Pitfall == controller.PitfallHidden }
 
 // hiddenPitfallNote is what the card says of a hidden pitfall.
 const hiddenPitfallNote = "A pitfall may be switched on here, or none: which one is for you to find from what the timeline shows."

@@ -9,13 +9,13 @@ import (
 	"testing"
 
 	"github.com/oplab-dev/oplab/controller"
-	"github.com/oplab-dev/oplab/web/lab/state"
+	"github.com/oplab-dev/oplab/web/lab/dbview"
 )
 
 // A hidden pitfall's card says "hidden" and selects "keep as it is"; keeping
 // changes nothing, and the other choices go to the store as any other.
 func TestHiddenPitfallCardAndMenu(t *testing.T) {
-	hidden := state.Database{Namespace: "lab-x", Name: "alpha", Engine: "postgres", Replicas: 1, Pitfall: controller.PitfallHidden}
+	hidden := dbview.Database{Namespace: "lab-x", Name: "alpha", Engine: "postgres", Replicas: 1, Pitfall: controller.PitfallHidden}
 	h := newHarness(t, hidden)
 	page := h.get("/lab").Body.String()
 	_, card, ok := strings.Cut(page, `id="db-alpha"`)
@@ -50,8 +50,8 @@ func TestHiddenPitfallCardAndMenu(t *testing.T) {
 // the create form's menu, all of them; on a card, the one switched on.
 // A hidden pitfall's card says nothing of it.
 func TestPitfallDescriptionsOnThePage(t *testing.T) {
-	on := state.Database{Namespace: "lab-x", Name: "alpha", Engine: "postgres", Replicas: 1, Pitfall: controller.PitfallDropEvents}
-	hidden := state.Database{Namespace: "lab-x", Name: "beta", Engine: "postgres", Replicas: 1, Pitfall: controller.PitfallHidden}
+	on := dbview.Database{Namespace: "lab-x", Name: "alpha", Engine: "postgres", Replicas: 1, Pitfall: controller.PitfallDropEvents}
+	hidden := dbview.Database{Namespace: "lab-x", Name: "beta", Engine: "postgres", Replicas: 1, Pitfall: controller.PitfallHidden}
 	page := newHarness(t, on, hidden).get("/lab").Body.String()
 	help, _, ok := strings.Cut(page, "</details>")
 	if _, help, ok = strings.Cut(help, `class="pitfall-help"`); !ok {
@@ -80,7 +80,7 @@ func TestPitfallDescriptionsOnThePage(t *testing.T) {
 // Of Pause and Resume, the one that does not apply is disabled on load,
 // and the line after them says why.
 func TestPauseAndResumeOnlyWhenTheyApply(t *testing.T) {
-	db := state.Database{Namespace: "lab-x", Name: "alpha", Engine: "postgres", Replicas: 1}
+	db := dbview.Database{Namespace: "lab-x", Name: "alpha", Engine: "postgres", Replicas: 1}
 	page := newHarness(t, db).get("/lab").Body.String()
 	button := regexp.MustCompile(`<button[^>]*data-controller="(stop|start)"[^>]*>`)
 	disabled := map[string]bool{}

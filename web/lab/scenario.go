@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/oplab-dev/oplab/controller"
-	"github.com/oplab-dev/oplab/web/lab/state"
+	"github.com/oplab-dev/oplab/web/lab/dbview"
 )
 
 // Scenario is a "try it live" exercise, linked from lessons and the quiz as
@@ -141,7 +141,7 @@ var Scenarios = []Scenario{
 			if err := h.create(ctx, ns, CreateInput{Name: "doomed", Engine: "postgres", Replicas: 2}); err != nil {
 				return "", err
 			}
-			if h.waitFor(ctx, ns, "doomed", func(d state.Database) bool { return d.Ready() == "True" }) {
+			if h.waitFor(ctx, ns, "doomed", func(d dbview.Database) bool { return d.Ready() == "True" }) {
 				return "doomed is Ready. Now delete it.", nil
 			}
 			return "doomed is created but not Ready yet; wait for Ready=True, then delete it.", nil
@@ -179,7 +179,7 @@ var Scenarios = []Scenario{
 			if err := h.create(ctx, ns, CreateInput{Name: "stuck", Engine: "postgres", Replicas: 1}); err != nil {
 				return "", err
 			}
-			if !h.waitFor(ctx, ns, "stuck", func(d state.Database) bool { return slices.Contains(d.Finalizers, controller.Finalizer) }) {
+			if !h.waitFor(ctx, ns, "stuck", func(d dbview.Database) bool { return slices.Contains(d.Finalizers, controller.Finalizer) }) {
 				return "", fmt.Errorf("database stuck did not get its finalizer within %s: is the controller running?", setupWait)
 			}
 			h.opts.Controller.PauseNamespace(ns)
@@ -242,7 +242,7 @@ func (s Scenario) view(done bool) *ScenarioView {
 
 // waitFor polls the lab state until the Database satisfies ok or setupWait
 // passes; it reports whether ok was reached.
-func (h *Handler) waitFor(ctx context.Context, ns, name string, ok func(state.Database) bool) bool {
+func (h *Handler) waitFor(ctx context.Context, ns, name string, ok func(dbview.Database) bool) bool {
 	ctx, cancel := context.WithTimeout(ctx, setupWait)
 	defer cancel()
 	tick := time.NewTicker(250 * time.Millisecond)

@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/oplab-dev/oplab/controller"
-	"github.com/oplab-dev/oplab/web/lab/state"
+	"github.com/oplab-dev/oplab/web/lab/dbview"
 	"github.com/oplab-dev/oplab/web/layout"
 	"github.com/oplab-dev/oplab/web/stream"
 )
@@ -1540,7 +1540,7 @@ func createForm(p Page) templ.Component {
 // forms that change it. The page renders it, the state watcher publishes it
 // with every state (Fragments), and the replay renders it read-only; lab/cards.js
 // only swaps it in.
-func DatabaseCard(c Card, d state.Database) templ.Component {
+func DatabaseCard(c Card, d dbview.Database) templ.Component {
 	return templruntime.GeneratedTemplate(func(templ_7745c5c3_Input templruntime.GeneratedComponentInput) (templ_7745c5c3_Err error) {
 		templ_7745c5c3_W, ctx := templ_7745c5c3_Input.Writer, templ_7745c5c3_Input.Context
 		if templ_7745c5c3_CtxErr := ctx.Err(); templ_7745c5c3_CtxErr != nil {
@@ -1565,7 +1565,7 @@ func DatabaseCard(c Card, d state.Database) templ.Component {
 	})
 }
 
-func dbCard(c Card, d state.Database) templ.Component {
+func dbCard(c Card, d dbview.Database) templ.Component {
 	return templruntime.GeneratedTemplate(func(templ_7745c5c3_Input templruntime.GeneratedComponentInput) (templ_7745c5c3_Err error) {
 		templ_7745c5c3_W, ctx := templ_7745c5c3_Input.Writer, templ_7745c5c3_Input.Context
 		if templ_7745c5c3_CtxErr := ctx.Err(); templ_7745c5c3_CtxErr != nil {
@@ -1700,7 +1700,7 @@ func timeTag(t time.Time) templ.Component {
 	})
 }
 
-func dbState(d state.Database) templ.Component {
+func dbState(d dbview.Database) templ.Component {
 	return templruntime.GeneratedTemplate(func(templ_7745c5c3_Input templruntime.GeneratedComponentInput) (templ_7745c5c3_Err error) {
 		templ_7745c5c3_W, ctx := templ_7745c5c3_Input.Writer, templ_7745c5c3_Input.Context
 		if templ_7745c5c3_CtxErr := ctx.Err(); templ_7745c5c3_CtxErr != nil {
@@ -2688,7 +2688,7 @@ func dbState(d state.Database) templ.Component {
 // lab/cards.js swaps in each one the stream renders. The section is always
 // rendered (hidden while empty) so the stream has somewhere to put the
 // first one.
-func keptSnapshots(kept []state.Snapshot) templ.Component {
+func keptSnapshots(kept []dbview.Snapshot) templ.Component {
 	return templruntime.GeneratedTemplate(func(templ_7745c5c3_Input templruntime.GeneratedComponentInput) (templ_7745c5c3_Err error) {
 		templ_7745c5c3_W, ctx := templ_7745c5c3_Input.Writer, templ_7745c5c3_Input.Context
 		if templ_7745c5c3_CtxErr := ctx.Err(); templ_7745c5c3_CtxErr != nil {
@@ -2735,7 +2735,7 @@ func keptSnapshots(kept []state.Snapshot) templ.Component {
 
 // KeptSnapshot is one final snapshot whose Database is gone, or, Lost, the
 // one a Database deleted without a snapshot never left.
-func KeptSnapshot(s state.Snapshot) templ.Component {
+func KeptSnapshot(s dbview.Snapshot) templ.Component {
 	return templruntime.GeneratedTemplate(func(templ_7745c5c3_Input templruntime.GeneratedComponentInput) (templ_7745c5c3_Err error) {
 		templ_7745c5c3_W, ctx := templ_7745c5c3_Input.Writer, templ_7745c5c3_Input.Context
 		if templ_7745c5c3_CtxErr := ctx.Err(); templ_7745c5c3_CtxErr != nil {
@@ -2887,7 +2887,7 @@ func KeptSnapshot(s state.Snapshot) templ.Component {
 	})
 }
 
-func keptSnapshot(s state.Snapshot) templ.Component {
+func keptSnapshot(s dbview.Snapshot) templ.Component {
 	return templruntime.GeneratedTemplate(func(templ_7745c5c3_Input templruntime.GeneratedComponentInput) (templ_7745c5c3_Err error) {
 		templ_7745c5c3_W, ctx := templ_7745c5c3_Input.Writer, templ_7745c5c3_Input.Context
 		if templ_7745c5c3_CtxErr := ctx.Err(); templ_7745c5c3_CtxErr != nil {
@@ -2991,7 +2991,7 @@ func keptSnapshot(s state.Snapshot) templ.Component {
 
 // snapshotAfterName follows the Database's name in a kept snapshot: the
 // uid the snapshot records, if any, and its generation.
-func snapshotAfterName(s state.Snapshot) templ.Component {
+func snapshotAfterName(s dbview.Snapshot) templ.Component {
 	return templruntime.GeneratedTemplate(func(templ_7745c5c3_Input templruntime.GeneratedComponentInput) (templ_7745c5c3_Err error) {
 		templ_7745c5c3_W, ctx := templ_7745c5c3_Input.Writer, templ_7745c5c3_Input.Context
 		if templ_7745c5c3_CtxErr := ctx.Err(); templ_7745c5c3_CtxErr != nil {
@@ -3059,7 +3059,7 @@ func snapshotAfterName(s state.Snapshot) templ.Component {
 	})
 }
 
-func tree(nodes []state.Node) templ.Component {
+func tree(nodes []dbview.Node) templ.Component {
 	return templruntime.GeneratedTemplate(func(templ_7745c5c3_Input templruntime.GeneratedComponentInput) (templ_7745c5c3_Err error) {
 		templ_7745c5c3_W, ctx := templ_7745c5c3_Input.Writer, templ_7745c5c3_Input.Context
 		if templ_7745c5c3_CtxErr := ctx.Err(); templ_7745c5c3_CtxErr != nil {
@@ -3188,7 +3188,7 @@ func tree(nodes []state.Node) templ.Component {
 // dbActions are the card's forms. Each top-level part has a data-part, so
 // lab/cards.js can swap in the live values part by part, keeping the one the
 // learner is editing.
-func dbActions(c Card, d state.Database) templ.Component {
+func dbActions(c Card, d dbview.Database) templ.Component {
 	return templruntime.GeneratedTemplate(func(templ_7745c5c3_Input templruntime.GeneratedComponentInput) (templ_7745c5c3_Err error) {
 		templ_7745c5c3_W, ctx := templ_7745c5c3_Input.Writer, templ_7745c5c3_Input.Context
 		if templ_7745c5c3_CtxErr := ctx.Err(); templ_7745c5c3_CtxErr != nil {
@@ -3758,7 +3758,7 @@ func childLabel(k ChildKind) string {
 // rewritten reports whether history entry i only moved lastTransitionTime
 // (and maybe the reason or message) without a status flip: the mark of a
 // controller that rewrites its status on every reconcile.
-func rewritten(h []state.Change, i int) bool {
+func rewritten(h []dbview.Change, i int) bool {
 	if i == 0 || h[i].Transition {
 		return false
 	}

@@ -42,7 +42,7 @@ import (
 	"github.com/oplab-dev/oplab/web/instructor"
 	"github.com/oplab-dev/oplab/web/kubeconfig"
 	"github.com/oplab-dev/oplab/web/lab"
-	"github.com/oplab-dev/oplab/web/lab/state"
+	"github.com/oplab-dev/oplab/web/lab/dbview"
 	"github.com/oplab-dev/oplab/web/labns"
 	"github.com/oplab-dev/oplab/web/learn"
 	"github.com/oplab-dev/oplab/web/session"
@@ -128,7 +128,7 @@ type Options struct {
 type Web struct {
 	server   *web.Server
 	sessions *session.Manager
-	watcher  *state.Watcher
+	watcher  *dbview.Watcher
 	logger   logr.Logger
 	cacheErr chan error
 }
@@ -177,7 +177,7 @@ func NewWeb(ctx context.Context, opts Options) (*Web, error) {
 		sel := labels.SelectorFromSet(labels.Set{labns.InstanceLabel: labns.Instance(opts.NamespacePrefix)})
 		cacheOpts.ByObject = map[client.Object]cache.ByObject{&corev1.Namespace{}: controller.InstanceNamespaces(sel)}
 		if secrets, err = controller.NewNamespaceCaches(opts.Config, cache.Options{Scheme: scheme, DefaultTransform: cache.TransformStripManagedFields()},
-			state.SecretMeta(), opts.Logger.WithName("secrets")); err != nil {
+			dbview.SecretMeta(), opts.Logger.WithName("secrets")); err != nil {
 			return nil, err
 		}
 	}
@@ -223,7 +223,7 @@ func NewWeb(ctx context.Context, opts Options) (*Web, error) {
 			return c.Get(context.Background(), client.ObjectKey{Name: ns}, &corev1.Namespace{}) == nil
 		}
 	}
-	w.watcher, err = state.NewWatcher(ctx, state.Options{
+	w.watcher, err = dbview.NewWatcher(ctx, dbview.Options{
 		Cache: c, Secrets: secrets, Publisher: opts.Recorder, Watched: watched, Render: lab.NewFragments(),
 		Logger: opts.Logger.WithName("state"),
 	})
@@ -327,7 +327,7 @@ func (w *Web) Handler() http.Handler { return w.server.Handler() }
 func (w *Web) Sessions() *session.Manager { return w.sessions }
 
 // States is the lab's state watcher.
-func (w *Web) States() *state.Watcher { return w.watcher }
+func (w *Web) States() *dbview.Watcher { return w.watcher }
 
 // Run ends idle sessions (deleting their namespaces) until ctx is done, and
 // returns the cache's error if the cache stops early.

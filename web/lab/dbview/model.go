@@ -1,9 +1,9 @@
-// Package state turns what the cluster holds about a Database into the view
+// Package dbview turns what the cluster holds about a Database into the view
 // model the lab shows: its spec, generation against observedGeneration, its
 // conditions with every change seen, its finalizers, the tree of objects it
 // owns and its Kubernetes Events. The Watcher keeps that model current from
 // a controller-runtime cache and publishes it to the stream recorder.
-package state
+package dbview
 
 import "time"
 

@@ -2,7 +2,7 @@
 // goroutine tracks them: the final-snapshot ConfigMaps listed, and the
 // Databases deleted without one (lost), per namespace.
 
-package state
+package dbview
 
 import (
 	"context"
