@@ -31,6 +31,7 @@ import (
 	"github.com/oplab-dev/oplab/web/kubeconfig"
 	"github.com/oplab-dev/oplab/web/lab"
 	"github.com/oplab-dev/oplab/web/learn"
+	"github.com/oplab-dev/oplab/web/progress"
 	"github.com/oplab-dev/oplab/web/session"
 	"github.com/oplab-dev/oplab/web/static"
 	"github.com/oplab-dev/oplab/web/stream"
@@ -55,7 +56,7 @@ type Sessions interface {
 	kubeconfig.Sessions
 	instructor.Learners
 	instructor.LabSessions
-	Register(mux *http.ServeMux)
+	progress.Sessions
 }
 
 // States is what the lab page and the roster read of the lab's state
@@ -184,6 +185,21 @@ func (s *Server) CodeOf(ns string) *stream.Code {
 	return nil
 }
 
+// known is what a learner's progress report may name: the lab's
+// scenarios, the course's challenges with their tasks, and its quiz.
+func known(c *learn.Content) progress.Known {
+	return progress.Known{
+		Scenario: func(name string) bool { _, ok := lab.FindScenario(name); return ok },
+		ChallengeTasks: func(id string) (int, bool) {
+			if ch, ok := c.Challenges.Get(id); ok {
+				return len(ch.Tasks), true
+			}
+			return 0, false
+		},
+		QuizSize: len(c.Quiz.Questions),
+	}
+}
+
 // New builds the server on ready parts: the classroom, the demo player
 // (both ending with ctx) and the handlers of every page. It starts nothing
 // that talks to the API server but through opts.Client.
@@ -253,7 +269,7 @@ func (s *Server) routes(ctx context.Context) (http.Handler, error) {
 	}
 	labs := lab.New(labOpts)
 	labs.Register(mux)
-	sessions.Register(mux)
+	progress.Handler{Sessions: sessions, Known: known(s.opts.Content)}.Register(mux)
 	join.Handler{Sessions: sessions, Logger: s.opts.Logger.WithName("join")}.Register(mux)
 	kubeconfig.Handler{Sessions: sessions, Minter: s.opts.Kubeconfigs, Logger: s.opts.Logger.WithName("kubeconfig")}.Register(mux)
 	// The scripted demos play in the instructor's own lab namespace and

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/oplab-dev/oplab/web/demo"
+	"github.com/oplab-dev/oplab/web/progress"
 	"github.com/oplab-dev/oplab/web/session"
 )
 
@@ -65,13 +66,13 @@ func TestPresentNeedsTheInstructorAndUsesTheirLab(t *testing.T) {
 // and the page's link to their lab begin the instructor's lab session (the
 // link then leads to /lab), where a learner without the code is refused.
 func TestTheInstructorNeedsNoJoinCode(t *testing.T) {
-	m, err := session.New(t.Context(), session.Options{Namespaces: inMemory{}, JoinCode: "class42", KnownScenario: func(string) bool { return true }})
+	m, err := session.New(t.Context(), session.Options{Namespaces: inMemory{}, JoinCode: "class42"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	cls := &fakeClassroom{}
 	mux := http.NewServeMux()
-	m.Register(mux)
+	progress.Handler{Sessions: m, Known: progress.Known{Scenario: func(string) bool { return true }}}.Register(mux)
 	New(t.Context(), Options{Token: token, Controller: &fakeSwitch{running: true},
 		Present: Presenting{Classroom: cls, Sessions: m}}).Register(mux)
 	if _, err := m.Begin(httptest.NewRecorder(), httptest.NewRequest("GET", "/lab", nil)); !errors.Is(err, session.ErrJoin) {

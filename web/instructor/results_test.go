@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/oplab-dev/oplab/web/progress"
 	"github.com/oplab-dev/oplab/web/session"
 )
 
@@ -104,13 +105,13 @@ func TestCellQuotesFormulas(t *testing.T) {
 // The instructor's own lab session, which the roster lists apart, is not a
 // learner's result: the export leaves it out, as the counts do.
 func TestClassResultsLeaveTheInstructorOut(t *testing.T) {
-	m, err := session.New(t.Context(), session.Options{Namespaces: inMemory{}, KnownScenario: func(string) bool { return true },
-		ChallengeTasks: func(string) (int, bool) { return 4, true }, QuizSize: 10})
+	m, err := session.New(t.Context(), session.Options{Namespaces: inMemory{}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	mux := http.NewServeMux()
-	m.Register(mux)
+	progress.Handler{Sessions: m, Known: progress.Known{Scenario: func(string) bool { return true },
+		ChallengeTasks: func(string) (int, bool) { return 4, true }, QuizSize: 10}}.Register(mux)
 	New(t.Context(), Options{Token: token, Controller: &fakeSwitch{running: true}, Roster: Roster{
 		Learners: m, QuizQuestions: 10, ChallengeCount: 12, Self: m.NamespaceOf,
 	}}).Register(mux)

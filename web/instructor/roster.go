@@ -15,6 +15,7 @@ import (
 	"github.com/oplab-dev/oplab/web/lab"
 	"github.com/oplab-dev/oplab/web/lab/dbview"
 	"github.com/oplab-dev/oplab/web/learn"
+	"github.com/oplab-dev/oplab/web/progress"
 	"github.com/oplab-dev/oplab/web/session"
 )
 
@@ -425,7 +426,7 @@ type Challenge struct {
 
 // challengesOf is a learner's challenges by ID, and how many are complete:
 // the roster's row and the class export say the same.
-func challengesOf(p session.Progress) ([]Challenge, int) {
+func challengesOf(p progress.Progress) ([]Challenge, int) {
 	out := []Challenge{}
 	done := 0
 	for id, c := range p.Challenges {

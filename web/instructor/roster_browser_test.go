@@ -22,6 +22,7 @@ import (
 
 	"github.com/oplab-dev/oplab/web/internal/browsertest"
 	"github.com/oplab-dev/oplab/web/lab/dbview"
+	"github.com/oplab-dev/oplab/web/progress"
 	"github.com/oplab-dev/oplab/web/session"
 	"github.com/oplab-dev/oplab/web/static"
 )
@@ -85,7 +86,7 @@ func (c *class) List(context.Context) ([]session.SessionInfo, error) {
 		s.Progress.QuizBest = (i*7 + (c.calls+i%5)/5) % 41
 		s.Progress.CardsReviewed = i % 30
 		s.Progress.Reported = c.start
-		s.Progress.Challenges = map[string]session.ChallengeProgress{"first": {Done: i % 5, Of: 4}}
+		s.Progress.Challenges = map[string]progress.ChallengeProgress{"first": {Done: i % 5, Of: 4}}
 		out = append(out, s)
 	}
 	// The instructor's own session, which the roster lists apart.

@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/oplab-dev/oplab/web/lab/dbview"
+	"github.com/oplab-dev/oplab/web/progress"
 	"github.com/oplab-dev/oplab/web/session"
 )
 
@@ -44,12 +45,12 @@ func (d blockingDeleter) Delete(context.Context, client.Object, ...client.Delete
 // whose deletes answer del.
 func resetMux(t *testing.T, states LabStates, del Deleter) (*http.ServeMux, string) {
 	t.Helper()
-	m, err := session.New(t.Context(), session.Options{Namespaces: inMemory{}, KnownScenario: func(string) bool { return true }})
+	m, err := session.New(t.Context(), session.Options{Namespaces: inMemory{}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	mux := http.NewServeMux()
-	m.Register(mux)
+	progress.Handler{Sessions: m, Known: progress.Known{Scenario: func(string) bool { return true }}}.Register(mux)
 	New(t.Context(), Options{Token: token, Controller: &fakeSwitch{running: true}, Roster: Roster{
 		Learners: m, States: states, Deleter: del, ResetWait: 300 * time.Millisecond,
 	}}).Register(mux)

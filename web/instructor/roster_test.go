@@ -12,6 +12,7 @@ import (
 
 	"github.com/oplab-dev/oplab/web/labns"
 	"github.com/oplab-dev/oplab/web/learn"
+	"github.com/oplab-dev/oplab/web/progress"
 	"github.com/oplab-dev/oplab/web/session"
 )
 
@@ -48,13 +49,13 @@ func instructorCookie() *http.Cookie {
 
 func rosterMux(t *testing.T, b Broadcaster) (*http.ServeMux, *session.Manager) {
 	t.Helper()
-	m, err := session.New(t.Context(), session.Options{Namespaces: inMemory{}, KnownScenario: func(string) bool { return true },
-		ChallengeTasks: func(string) (int, bool) { return 4, true }, QuizSize: 10})
+	m, err := session.New(t.Context(), session.Options{Namespaces: inMemory{}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	mux := http.NewServeMux()
-	m.Register(mux)
+	progress.Handler{Sessions: m, Known: progress.Known{Scenario: func(string) bool { return true },
+		ChallengeTasks: func(string) (int, bool) { return 4, true }, QuizSize: 10}}.Register(mux)
 	New(t.Context(), Options{Token: token, Controller: &fakeSwitch{running: true}, Roster: Roster{
 		Learners: m, Broadcaster: b, JoinCode: "blue-otter", QuizQuestions: 10, ChallengeCount: 12,
 		Destinations: []Destination{{Href: "/lab?scenario=finalizer", Title: "Lab: A finalizer at work"}},

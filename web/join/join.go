@@ -16,6 +16,7 @@ import (
 
 	"github.com/oplab-dev/oplab/lessons"
 	"github.com/oplab-dev/oplab/web/httpx"
+	"github.com/oplab-dev/oplab/web/progress"
 	"github.com/oplab-dev/oplab/web/session"
 )
 
@@ -47,9 +48,9 @@ func (h Handler) join(w http.ResponseWriter, r *http.Request) {
 	}
 	next := labPath(r.PostFormValue("next"))
 	raw := r.PostFormValue("name")
-	name, err := session.ValidateName(raw)
+	name, err := progress.ValidateName(raw)
 	if err != nil {
-		write(w, r, h.Logger, http.StatusBadRequest, Form{Error: err.Error(), Field: "name", Name: session.NameAsTyped(raw), Next: next})
+		write(w, r, h.Logger, http.StatusBadRequest, Form{Error: err.Error(), Field: "name", Name: progress.NameAsTyped(raw), Next: next})
 		return
 	}
 	if _, err := h.Sessions.BeginAs(w, r, name); err != nil {

@@ -14,6 +14,7 @@ import (
 	"github.com/go-logr/logr"
 
 	"github.com/oplab-dev/oplab/web/labns"
+	"github.com/oplab-dev/oplab/web/progress"
 	"github.com/oplab-dev/oplab/web/session"
 )
 
@@ -63,9 +64,10 @@ func newManager(t *testing.T, opts session.Options) *session.Manager {
 	return m
 }
 
-// register mounts the join form on m, and m's own routes, as web.New does.
+// register mounts the join form on m, and the progress report on m, as
+// web.New does.
 func register(m *session.Manager, mux *http.ServeMux) {
-	m.Register(mux)
+	progress.Handler{Sessions: m, Known: progress.Known{Scenario: func(string) bool { return true }}}.Register(mux)
 	Handler{Sessions: m, Logger: logr.Discard()}.Register(mux)
 }
 

@@ -6,12 +6,14 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/oplab-dev/oplab/web/progress"
 )
 
 // This file is what the table holds of each learner besides their
-// namespace: their display name and progress (progress.go), written on
-// their requests, and read, all sessions at once, by the instructor's
-// roster (List).
+// namespace: their display name and progress (web/progress checks a
+// report, Report keeps it), written on their requests, and read, all
+// sessions at once, by the instructor's roster (List).
 
 // update runs f on the caller's entry on the owner goroutine; it reports
 // whether the caller has a session.
@@ -31,6 +33,29 @@ func (m *Manager) update(r *http.Request, f func(*entry)) bool {
 	return found
 }
 
+// Report keeps a learner's progress report on their session, stamped with
+// the table's clock, and name as their display name unless it is nil; it
+// returns the name the session then holds. Like any request of theirs it
+// marks the session seen. ErrNoSession when the caller has none: a report
+// never starts a session.
+func (m *Manager) Report(r *http.Request, p progress.Progress, name *string) (string, error) {
+	if _, err := m.Lookup(r); err != nil {
+		return "", err
+	}
+	p.Reported = m.opts.Now()
+	var held string
+	if !m.update(r, func(e *entry) {
+		e.progress = p
+		if name != nil {
+			e.name = *name
+		}
+		held = e.name
+	}) {
+		return "", ErrNoSession
+	}
+	return held, nil
+}
+
 func (m *Manager) setName(r *http.Request, name string) {
 	m.update(r, func(e *entry) { e.name = name })
 }
@@ -45,7 +70,7 @@ type SessionInfo struct {
 	// Acted is whether the learner's browser ever came back after the
 	// first page: false for a session a script started.
 	Acted    bool
-	Progress Progress
+	Progress progress.Progress
 }
 
 // List returns every session, oldest first, as the owner goroutine holds
@@ -58,7 +83,7 @@ func (m *Manager) List(ctx context.Context) ([]SessionInfo, error) {
 			p := e.progress
 			p.Scenarios = slices.Clone(p.Scenarios)
 			if p.Challenges != nil {
-				cs := make(map[string]ChallengeProgress, len(p.Challenges))
+				cs := make(map[string]progress.ChallengeProgress, len(p.Challenges))
 				for k, v := range p.Challenges {
 					cs[k] = v
 				}

@@ -5,21 +5,24 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+
+	"github.com/oplab-dev/oplab/web/progress"
 )
 
 // BenchmarkProgressAndRoster measures what the roster costs the session
 // table with 200 sessions (the default cap): one browser's progress report
-// (decode, checks, one owner-goroutine step), and one List, which the
+// (web/progress's decode and checks, one owner-goroutine step), and one List, which the
 // roster's 2-second redraw makes.
 //
 //	go test -run '^$' -bench BenchmarkProgressAndRoster -benchmem ./web/session/
 func BenchmarkProgressAndRoster(b *testing.B) {
-	m, err := New(b.Context(), Options{Namespaces: &fakeNamespaces{}, KnownScenario: func(string) bool { return true }})
+	m, err := New(b.Context(), Options{Namespaces: &fakeNamespaces{}})
 	if err != nil {
 		b.Fatal(err)
 	}
 	mux := http.NewServeMux()
-	m.Register(mux)
+	progress.Handler{Sessions: m, Known: progress.Known{Scenario: func(string) bool { return true },
+		ChallengeTasks: func(string) (int, bool) { return 4, true }, QuizSize: 20}}.Register(mux)
 	const body = `{"name":"Ada Lovelace","scenarios":["first-reconcile","finalizer","status-thrash"],
 		"challenges":{"drift-repair":{"done":3,"of":4},"scale-up":{"done":1,"of":2}},"quizBest":7,"cardsReviewed":12}`
 	var cookie *http.Cookie

@@ -38,6 +38,7 @@ import (
 	"github.com/go-logr/logr"
 
 	"github.com/oplab-dev/oplab/web/labns"
+	"github.com/oplab-dev/oplab/web/progress"
 )
 
 // CookieName is the session cookie's name.
@@ -116,17 +117,6 @@ type Options struct {
 	// the join form) before a session starts: a self-hosted class keeps
 	// strangers from taking namespaces. Sessions that exist keep working.
 	JoinCode string
-	// KnownScenario reports whether a learner's progress may name a
-	// scenario; nil accepts none.
-	KnownScenario func(name string) bool
-	// ChallengeTasks returns the number of tasks of a challenge by ID, or
-	// false when there is no such challenge; a progress report may name
-	// only known challenges, with no more tasks than they have. Nil
-	// accepts none.
-	ChallengeTasks func(id string) (int, bool)
-	// QuizSize is the number of questions of the quiz: the best score a
-	// report may claim.
-	QuizSize int
 	// JoinThrottle limits wrong join codes per client address; nil means
 	// JoinGuesses tries, then one every JoinGuessEvery.
 	JoinThrottle *Throttle
@@ -158,7 +148,7 @@ type entry struct {
 	// name is the learner's display name, shown to the instructor only.
 	name string
 	// progress is what the learner's browser last reported.
-	progress Progress
+	progress progress.Progress
 }
 
 // table is the session state the owner goroutine keeps, keyed by cookie

@@ -193,15 +193,6 @@ func NewWeb(ctx context.Context, opts Options) (*Web, error) {
 	if err != nil {
 		return nil, err
 	}
-	// A learner's progress report is held to the challenges and quiz that
-	// exist (issue 19 m).
-	challengeTasks := func(id string) (int, bool) {
-		if c, ok := opts.Content.Challenges.Get(id); ok {
-			return len(c.Tasks), true
-		}
-		return 0, false
-	}
-	quizSize := len(opts.Content.Quiz.Questions)
 	prefix := opts.NamespacePrefix
 	w := &Web{logger: opts.Logger, cacheErr: make(chan error, 1)}
 	watched := func(ns string) bool { return strings.HasPrefix(ns, prefix) }
@@ -247,8 +238,7 @@ func NewWeb(ctx context.Context, opts Options) (*Web, error) {
 		NamespacePrefix: prefix, Revoke: explainRevoke(issuer.Revoke),
 		IdleTimeout: opts.SessionIdleTimeout, NewIdleTimeout: opts.SessionNewIdleTimeout,
 		MaxSessions: opts.MaxSessions, MaxPerClient: opts.MaxSessionsPerClient, ClientOf: session.ClientAddress(opts.TrustedProxies),
-		JoinCode: opts.JoinCode, KnownScenario: func(name string) bool { _, ok := lab.FindScenario(name); return ok },
-		ChallengeTasks: challengeTasks, QuizSize: quizSize,
+		JoinCode: opts.JoinCode,
 		OnExpire: ended, OnRestore: restartedStep(opts.Recorder), Logger: opts.Logger.WithName("session"),
 	})
 	if err != nil {

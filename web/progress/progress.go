@@ -1,4 +1,11 @@
-package session
+// Package progress is a learner's progress report: what their browser
+// says of their work (POST /lab/progress: the scenarios seen through, the
+// challenges' tasks done, the best quiz score, the flashcards reviewed, and
+// the display name), checked against the course that exists and kept on
+// their session for the instructor's roster. The session table holds it;
+// this package reads and checks it, and names the field a report got
+// wrong.
+package progress
 
 import (
 	"bytes"
@@ -43,8 +50,8 @@ type ChallengeProgress struct {
 func (c ChallengeProgress) Complete() bool { return c.Of > 0 && c.Done == c.Of }
 
 // Bounds on a progress report's shape. The numbers it carries are also
-// held to the real totals (Options.ChallengeTasks, Options.QuizSize): the
-// roster shows them to the instructor as a learner's progress.
+// held to the real totals (Known): the roster shows them to the
+// instructor as a learner's progress.
 const (
 	maxProgressBody = 4 << 10
 	maxName         = 40
@@ -60,13 +67,13 @@ const (
 // up: the course's are a few words.
 const maxChallengeID = 63
 
-// ProgressError is a report refused: Field names what was wrong, in the
+// Error is a report refused: Field names what was wrong, in the
 // JSON's terms ("scenarios[1]", "challenges.drift-repair.done").
-type ProgressError struct {
+type Error struct {
 	Field, Message string
 }
 
-func (e *ProgressError) Error() string { return e.Field + ": " + e.Message }
+func (e *Error) Error() string { return e.Field + ": " + e.Message }
 
 // ValidateName returns a display name trimmed, or says why it cannot be
 // one: too long, or holding control characters (a name is shown on the
@@ -74,14 +81,14 @@ func (e *ProgressError) Error() string { return e.Field + ": " + e.Message }
 func ValidateName(s string) (string, error) {
 	s = strings.TrimSpace(s)
 	if !utf8.ValidString(s) {
-		return "", &ProgressError{Field: "name", Message: "not valid UTF-8 text"}
+		return "", &Error{Field: "name", Message: "not valid UTF-8 text"}
 	}
 	if n := utf8.RuneCountInString(s); n > maxName {
-		return "", &ProgressError{Field: "name", Message: fmt.Sprintf("%d characters, at most %d", n, maxName)}
+		return "", &Error{Field: "name", Message: fmt.Sprintf("%d characters, at most %d", n, maxName)}
 	}
 	if i := strings.IndexFunc(s, func(r rune) bool { return unicode.IsControl(r) || unicode.Is(unicode.Cf, r) }); i >= 0 {
 		r, _ := utf8.DecodeRuneInString(s[i:])
-		return "", &ProgressError{Field: "name", Message: fmt.Sprintf("holds the control character %U: use letters, digits, spaces and punctuation", r)}
+		return "", &Error{Field: "name", Message: fmt.Sprintf("holds the control character %U: use letters, digits, spaces and punctuation", r)}
 	}
 	return s, nil
 }
@@ -100,16 +107,23 @@ type report struct {
 	CardsReviewed int                          `json:"cardsReviewed"`
 }
 
-// totals are what a report is checked against: the scenarios, challenges
+// Known is what a report is checked against: the scenarios, challenges
 // and quiz that exist.
-type totals struct {
-	scenario  func(string) bool
-	challenge func(string) (int, bool)
-	quizSize  int
+type Known struct {
+	// Scenario reports whether a report may name a lab scenario; nil
+	// accepts none.
+	Scenario func(name string) bool
+	// ChallengeTasks returns the number of tasks of a challenge by ID, or
+	// false when there is no such challenge; a report may name only known
+	// challenges, with no more tasks than they have. Nil accepts none.
+	ChallengeTasks func(id string) (int, bool)
+	// QuizSize is the number of questions of the quiz: the best score a
+	// report may claim.
+	QuizSize int
 }
 
 // parseReport decodes and checks a report against what exists.
-func parseReport(body []byte, known totals) (report, error) {
+func parseReport(body []byte, known Known) (report, error) {
 	var rep report
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
@@ -117,7 +131,7 @@ func parseReport(body []byte, known totals) (report, error) {
 		return report{}, decodeError(err)
 	}
 	if dec.More() {
-		return report{}, &ProgressError{Field: "body", Message: "more than one JSON value"}
+		return report{}, &Error{Field: "body", Message: "more than one JSON value"}
 	}
 	if rep.Name != nil {
 		name, err := ValidateName(*rep.Name)
@@ -127,35 +141,35 @@ func parseReport(body []byte, known totals) (report, error) {
 		rep.Name = &name
 	}
 	if len(rep.Scenarios) > maxScenarios {
-		return report{}, &ProgressError{Field: "scenarios", Message: fmt.Sprintf("%d names, at most %d", len(rep.Scenarios), maxScenarios)}
+		return report{}, &Error{Field: "scenarios", Message: fmt.Sprintf("%d names, at most %d", len(rep.Scenarios), maxScenarios)}
 	}
 	for i, s := range rep.Scenarios {
-		if known.scenario == nil || !known.scenario(s) {
-			return report{}, &ProgressError{Field: fmt.Sprintf("scenarios[%d]", i), Message: fmt.Sprintf("unknown scenario %q", httpx.Excerpt(s, maxFlashValue))}
+		if known.Scenario == nil || !known.Scenario(s) {
+			return report{}, &Error{Field: fmt.Sprintf("scenarios[%d]", i), Message: fmt.Sprintf("unknown scenario %q", httpx.Excerpt(s, maxQuoted))}
 		}
 	}
 	slices.Sort(rep.Scenarios)
 	rep.Scenarios = slices.Compact(rep.Scenarios)
 	if len(rep.Challenges) > maxChallenges {
-		return report{}, &ProgressError{Field: "challenges", Message: fmt.Sprintf("%d challenges, at most %d", len(rep.Challenges), maxChallenges)}
+		return report{}, &Error{Field: "challenges", Message: fmt.Sprintf("%d challenges, at most %d", len(rep.Challenges), maxChallenges)}
 	}
 	for id, c := range rep.Challenges {
-		if err := checkChallenge(id, c, known.challenge); err != nil {
+		if err := checkChallenge(id, c, known.ChallengeTasks); err != nil {
 			return report{}, err
 		}
 	}
-	if rep.QuizBest < 0 || rep.QuizBest > known.quizSize {
-		return report{}, &ProgressError{Field: "quizBest", Message: fmt.Sprintf("%d is not a quiz score (0 to %d, the quiz's questions)", rep.QuizBest, known.quizSize)}
+	if rep.QuizBest < 0 || rep.QuizBest > known.QuizSize {
+		return report{}, &Error{Field: "quizBest", Message: fmt.Sprintf("%d is not a quiz score (0 to %d, the quiz's questions)", rep.QuizBest, known.QuizSize)}
 	}
 	if rep.CardsReviewed < 0 || rep.CardsReviewed > maxCardsReviewed {
-		return report{}, &ProgressError{Field: "cardsReviewed", Message: fmt.Sprintf("%d is not a count of reviews (0 to %d)", rep.CardsReviewed, maxCardsReviewed)}
+		return report{}, &Error{Field: "cardsReviewed", Message: fmt.Sprintf("%d is not a count of reviews (0 to %d)", rep.CardsReviewed, maxCardsReviewed)}
 	}
 	return rep, nil
 }
 
 func checkChallenge(id string, c ChallengeProgress, tasksOf func(string) (int, bool)) error {
 	if len(id) > maxChallengeID || !lessons.ValidSlug(id) {
-		return &ProgressError{Field: "challenges", Message: fmt.Sprintf("%q is not a challenge ID (lowercase letters, digits and dashes)", httpx.Excerpt(id, maxFlashValue))}
+		return &Error{Field: "challenges", Message: fmt.Sprintf("%q is not a challenge ID (lowercase letters, digits and dashes)", httpx.Excerpt(id, maxQuoted))}
 	}
 	field := "challenges." + id
 	tasks, ok := 0, false
@@ -163,13 +177,13 @@ func checkChallenge(id string, c ChallengeProgress, tasksOf func(string) (int, b
 		tasks, ok = tasksOf(id)
 	}
 	if !ok {
-		return &ProgressError{Field: field, Message: fmt.Sprintf("no challenge has the ID %q", id)}
+		return &Error{Field: field, Message: fmt.Sprintf("no challenge has the ID %q", id)}
 	}
 	switch {
 	case c.Of < 1 || c.Of > tasks:
-		return &ProgressError{Field: field + ".of", Message: fmt.Sprintf("%d tasks: the challenge has %d", c.Of, tasks)}
+		return &Error{Field: field + ".of", Message: fmt.Sprintf("%d tasks: the challenge has %d", c.Of, tasks)}
 	case c.Done < 0 || c.Done > c.Of:
-		return &ProgressError{Field: field + ".done", Message: fmt.Sprintf("%d tasks done of %d", c.Done, c.Of)}
+		return &Error{Field: field + ".done", Message: fmt.Sprintf("%d tasks done of %d", c.Done, c.Of)}
 	}
 	return nil
 }
@@ -178,49 +192,56 @@ func checkChallenge(id string, c ChallengeProgress, tasksOf func(string) (int, b
 func decodeError(err error) error {
 	var typeErr *json.UnmarshalTypeError
 	if errors.As(err, &typeErr) && typeErr.Field != "" {
-		return &ProgressError{Field: typeErr.Field, Message: fmt.Sprintf("want a %s, not a JSON %s", typeErr.Type, typeErr.Value)}
+		return &Error{Field: typeErr.Field, Message: fmt.Sprintf("want a %s, not a JSON %s", typeErr.Type, typeErr.Value)}
 	}
 	if msg, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
-		return &ProgressError{Field: strings.Trim(msg, `"`), Message: "not a field of a progress report (want name, scenarios, challenges, quizBest, cardsReviewed)"}
+		return &Error{Field: strings.Trim(msg, `"`), Message: "not a field of a progress report (want name, scenarios, challenges, quizBest, cardsReviewed)"}
 	}
-	return &ProgressError{Field: "body", Message: "not a JSON progress report: " + err.Error()}
+	return &Error{Field: "body", Message: "not a JSON progress report: " + err.Error()}
 }
 
-// Register mounts POST /lab/progress, the browser's progress report. (The
-// join form, POST /lab/join, is web/join's.)
-func (m *Manager) Register(mux *http.ServeMux) {
-	mux.HandleFunc("POST /lab/progress", m.progress)
+// maxQuoted bounds what an error quotes of what a client sent.
+const maxQuoted = 64
+
+// Sessions is what the handler needs of the session table
+// (session.Manager).
+type Sessions interface {
+	// Report keeps p on the caller's session, and name as its display
+	// name unless name is nil, and returns the display name the session
+	// then holds; an error when the caller has no session.
+	Report(r *http.Request, p Progress, name *string) (string, error)
+}
+
+// Handler serves POST /lab/progress.
+type Handler struct {
+	Sessions Sessions
+	Known    Known
+}
+
+// Register mounts POST /lab/progress, the browser's progress report.
+func (h Handler) Register(mux *http.ServeMux) {
+	mux.HandleFunc("POST /lab/progress", h.progress)
 }
 
 // progress stores a browser's report on its session. It never starts a
 // session: without one it is refused (403).
-func (m *Manager) progress(w http.ResponseWriter, r *http.Request) {
-	if _, err := m.Lookup(r); err != nil {
-		writeJSONError(w, http.StatusForbidden, "session", err.Error())
-		return
-	}
+func (h Handler) progress(w http.ResponseWriter, r *http.Request) {
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxProgressBody))
 	if err != nil {
 		writeJSONError(w, http.StatusRequestEntityTooLarge, "body", fmt.Sprintf("body: over %d bytes, the most a progress report may be", maxProgressBody))
 		return
 	}
-	rep, err := parseReport(body, totals{scenario: m.opts.KnownScenario, challenge: m.opts.ChallengeTasks, quizSize: m.opts.QuizSize})
+	rep, err := parseReport(body, h.Known)
 	if err != nil {
-		var pe *ProgressError
+		var pe *Error
 		errors.As(err, &pe)
 		writeJSONError(w, http.StatusBadRequest, pe.Field, pe.Error())
 		return
 	}
-	p := Progress{Scenarios: rep.Scenarios, Challenges: rep.Challenges, QuizBest: rep.QuizBest, CardsReviewed: rep.CardsReviewed, Reported: m.opts.Now()}
-	var name string
-	if !m.update(r, func(e *entry) {
-		e.progress = p
-		if rep.Name != nil {
-			e.name = *rep.Name
-		}
-		name = e.name
-	}) {
-		writeJSONError(w, http.StatusForbidden, "session", ErrNoSession.Error())
+	p := Progress{Scenarios: rep.Scenarios, Challenges: rep.Challenges, QuizBest: rep.QuizBest, CardsReviewed: rep.CardsReviewed}
+	name, err := h.Sessions.Report(r, p, rep.Name)
+	if err != nil {
+		writeJSONError(w, http.StatusForbidden, "session", err.Error())
 		return
 	}
 	// The answer is the learner's own name as the session holds it, so a
