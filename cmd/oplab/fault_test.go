@@ -31,8 +31,6 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/oplab-dev/oplab/cluster"
-	"github.com/oplab-dev/oplab/cluster/clustertest"
 	"github.com/oplab-dev/oplab/controller"
 	dbv1 "github.com/oplab-dev/oplab/controller/api/v1alpha1"
 	"github.com/oplab-dev/oplab/web/labns"
@@ -322,6 +320,21 @@ func expectCleanDeletes(t *testing.T, cl client.Client, ns string, names []strin
 	if lost != 0 || orphans != 0 || stuck != 0 {
 		t.Errorf("%d lost snapshots, %d orphaned children, %d Databases stuck; want 0 of each", lost, orphans, stuck)
 	}
+}
+
+// deleteCRD deletes the Database CRD from the cluster of kubeconfig, if it
+// is there, and waits until it is gone.
+func deleteCRD(t *testing.T, kubeconfig string) error {
+	t.Helper()
+	cl := soakClient(t, kubeconfig)
+	crd := &apiextensionsv1.CustomResourceDefinition{ObjectMeta: metav1.ObjectMeta{Name: databasesCRD}}
+	if err := cl.Delete(context.Background(), crd); err != nil && !apierrors.IsNotFound(err) {
+		return err
+	}
+	waitFor(t, time.Minute, "the Database CRD to be gone", func() bool {
+		return apierrors.IsNotFound(cl.Get(context.Background(), client.ObjectKeyFromObject(crd), crd))
+	})
+	return nil
 }
 
 // descendantNamed returns the pid of the one process below oplab whose
@@ -635,18 +648,10 @@ func TestDeletedCRDIsInstalledAgain(t *testing.T) {
 // CRD there: /readyz says it is missing and names the kubectl line to run.
 func TestDeletedCRDNamedWhenOplabMayNotInstall(t *testing.T) {
 	t.Parallel()
-	clustertest.Assets(t)
-	crds, err := controller.CRDs()
-	if err != nil {
-		t.Fatal(err)
-	}
-	ext, err := cluster.Start(context.Background(), cluster.Options{Mode: cluster.ModeMinimal, CRDs: crds})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = ext.Stop() })
-	kubeconfig := filepath.Join(t.TempDir(), "external.kubeconfig")
-	if err := ext.WriteKubeconfig(kubeconfig); err != nil {
+	ext, kubeconfig := externalCluster(t)
+	// The CRD in place first, as an admin installs it for an oplab that
+	// may not (an earlier test may have left it gone).
+	if err := controller.InstallCRDs(context.Background(), ext.Config()); err != nil {
 		t.Fatal(err)
 	}
 	p := startOplab(t, "--kubeconfig", kubeconfig, "--install-crds=false")

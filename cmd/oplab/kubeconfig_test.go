@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"io"
 	"net/http"
 	"net/http/cookiejar"
@@ -14,9 +13,6 @@ import (
 	"testing"
 
 	"k8s.io/client-go/tools/clientcmd"
-
-	"github.com/oplab-dev/oplab/cluster"
-	"github.com/oplab-dev/oplab/cluster/clustertest"
 )
 
 // TestLearnerKubeconfigFlags runs the binary against a cluster with
@@ -25,16 +21,7 @@ import (
 // serves names the server the flag gave and works with kubectl.
 func TestLearnerKubeconfigFlags(t *testing.T) {
 	t.Parallel()
-	clustertest.Assets(t)
-	cl, err := cluster.Start(context.Background(), cluster.Options{Mode: cluster.ModeMinimal})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cl.Stop() })
-	admin := filepath.Join(t.TempDir(), "admin.kubeconfig")
-	if err := cl.WriteKubeconfig(admin); err != nil {
-		t.Fatal(err)
-	}
+	cl, admin := externalCluster(t)
 	// The same API server by another name than oplab's own 127.0.0.1, as a
 	// learner elsewhere would reach it.
 	u, err := url.Parse(cl.Config().Host)

@@ -2,7 +2,6 @@ package main
 
 import (
 	"bufio"
-	"context"
 	"flag"
 	"fmt"
 	"io"
@@ -53,7 +52,37 @@ func testMain(m *testing.M) int {
 	if oplabDir != "" {
 		os.RemoveAll(oplabDir)
 	}
+	if err := external.Stop(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		code = 1
+	}
 	return code
+}
+
+// external is the cluster oplab did not start that the tests of
+// --kubeconfig share: a minimal one, started by the first that asks.
+// They take it in turn (externalTurn), since each changes what the whole
+// cluster holds (the Database CRD), and each first makes it as it needs.
+var (
+	external = &clustertest.Shared{Options: func() (cluster.Options, error) {
+		return cluster.Options{Mode: cluster.ModeMinimal}, nil
+	}}
+	externalTurn sync.Mutex
+)
+
+// externalCluster waits for the test's turn on the external cluster and
+// returns it with an admin kubeconfig written for it; the turn passes on
+// when the test ends, after its own oplab has stopped.
+func externalCluster(t *testing.T) (*cluster.Cluster, string) {
+	t.Helper()
+	cl := external.Get(t)
+	externalTurn.Lock()
+	t.Cleanup(externalTurn.Unlock)
+	kubeconfig := filepath.Join(t.TempDir(), "external.kubeconfig")
+	if err := cl.WriteKubeconfig(kubeconfig); err != nil {
+		t.Fatal(err)
+	}
+	return cl, kubeconfig
 }
 
 // oplabBinary builds oplab once for the package and returns its path.
@@ -385,15 +414,9 @@ func TestChildrenStopWithOplab(t *testing.T) {
 // kubeconfig file, and checks that it installed the CRD there.
 func TestExternalMode(t *testing.T) {
 	t.Parallel()
-	clustertest.Assets(t)
-	ctx := context.Background()
-	cl, err := cluster.Start(ctx, cluster.Options{Mode: cluster.ModeMinimal})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cl.Stop() })
-	kubeconfig := filepath.Join(t.TempDir(), "external.kubeconfig")
-	if err := cl.WriteKubeconfig(kubeconfig); err != nil {
+	cl, kubeconfig := externalCluster(t)
+	// The cluster starts without the CRD, or as an earlier test left it.
+	if err := deleteCRD(t, kubeconfig); err != nil {
 		t.Fatal(err)
 	}
 	// With --install-crds=false oplab must not install the CRD, and must say
