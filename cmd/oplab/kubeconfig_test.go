@@ -22,6 +22,12 @@ import (
 func TestLearnerKubeconfigFlags(t *testing.T) {
 	t.Parallel()
 	cl, admin := externalCluster(t)
+	// The learner policy as an earlier oplab on this cluster left it goes,
+	// so that what the end finds is this oplab's doing.
+	if out, err := exec.Command(cl.KubectlPath(), "--kubeconfig", admin, "delete", "--ignore-not-found",
+		"validatingadmissionpolicybinding/oplab-learner-statefulsets", "validatingadmissionpolicy/oplab-learner-statefulsets").CombinedOutput(); err != nil {
+		t.Fatalf("removing the learner policy: %v\n%s", err, out)
+	}
 	// The same API server by another name than oplab's own 127.0.0.1, as a
 	// learner elsewhere would reach it.
 	u, err := url.Parse(cl.Config().Host)

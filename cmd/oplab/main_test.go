@@ -37,7 +37,8 @@ var (
 )
 
 // The process tests call t.Parallel: each runs its own oplab, with its own
-// control plane and data folder, and spends most of its time waiting on
+// control plane and data folder (or, with --kubeconfig, on the one external
+// cluster they take in turn), and spends most of its time waiting on
 // them (a start, a restart, a kill noticed). Those that set the
 // environment stay serial.
 func TestMain(m *testing.M) {

@@ -206,6 +206,9 @@ const maxQuoted = 64
 // Sessions is what the handler needs of the session table
 // (session.Manager).
 type Sessions interface {
+	// Check reports whether the caller has a session (an error when not),
+	// and marks it seen.
+	Check(r *http.Request) error
 	// Report keeps p on the caller's session, and name as its display
 	// name unless name is nil, and returns the display name the session
 	// then holds; an error when the caller has no session.
@@ -226,6 +229,12 @@ func (h Handler) Register(mux *http.ServeMux) {
 // progress stores a browser's report on its session. It never starts a
 // session: without one it is refused (403).
 func (h Handler) progress(w http.ResponseWriter, r *http.Request) {
+	// The session first: a browser without one is told so (progress.js
+	// stops reporting on a 403), whatever its report says.
+	if err := h.Sessions.Check(r); err != nil {
+		writeJSONError(w, http.StatusForbidden, "session", err.Error())
+		return
+	}
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxProgressBody))
 	if err != nil {
 		writeJSONError(w, http.StatusRequestEntityTooLarge, "body", fmt.Sprintf("body: over %d bytes, the most a progress report may be", maxProgressBody))

@@ -33,15 +33,18 @@ func (m *Manager) update(r *http.Request, f func(*entry)) bool {
 	return found
 }
 
+// Check is Lookup for web/progress: ErrNoSession when the caller has no
+// session, which a report never starts; like any request of theirs it
+// marks the session seen.
+func (m *Manager) Check(r *http.Request) error {
+	_, err := m.Lookup(r)
+	return err
+}
+
 // Report keeps a learner's progress report on their session, stamped with
 // the table's clock, and name as their display name unless it is nil; it
-// returns the name the session then holds. Like any request of theirs it
-// marks the session seen. ErrNoSession when the caller has none: a report
-// never starts a session.
+// returns the name the session then holds, or ErrNoSession.
 func (m *Manager) Report(r *http.Request, p progress.Progress, name *string) (string, error) {
-	if _, err := m.Lookup(r); err != nil {
-		return "", err
-	}
 	p.Reported = m.opts.Now()
 	var held string
 	if !m.update(r, func(e *entry) {
