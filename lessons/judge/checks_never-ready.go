@@ -92,11 +92,30 @@ func prepareNeverReady(ctx context.Context, env PrepareEnv) error {
 	if err := env.Client.Patch(ctx, quota, patch); err != nil {
 		return fmt.Errorf("making database %s the owner of resourcequota %s: %w", orders, podBudget, err)
 	}
-	return waitDatabase(ctx, env.Client, env.Namespace, orders, fmt.Sprintf("stuck at %d ready replicas", podBudgetPods),
+	err := waitDatabase(ctx, env.Client, env.Namespace, orders, fmt.Sprintf("stuck at %d ready replicas", podBudgetPods),
 		func(d *dbv1.Database) bool {
 			c := readyCondition(d)
 			return d.Status.ReadyReplicas == podBudgetPods && c != nil && c.Reason == controller.ReasonWaitingForReplicas
 		})
+	if err != nil {
+		return err
+	}
+	return waitRefusal(ctx, env, quota.CreationTimestamp.Time)
+}
+
+// waitRefusal waits for the StatefulSet's FailedCreate event naming the
+// budget. The event recorder sends it a moment after the refusal, and the
+// challenge opens with the trail complete: a learner who reads the events
+// at once finds the name the first task asks for.
+func waitRefusal(ctx context.Context, env PrepareEnv, since time.Time) error {
+	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, prepareWait, true, func(ctx context.Context) (bool, error) {
+		named, err := refusers(ctx, env.Client, env.Namespace, since)
+		return err == nil && slices.Contains(named, podBudget), nil
+	})
+	if err != nil {
+		return fmt.Errorf("no FailedCreate event on statefulset %s named resourcequota %s after %s: %w", orders, podBudget, prepareWait, err)
+	}
+	return nil
 }
 
 // waitNoPods waits until the Pods of the Databases wiped before the
@@ -204,22 +223,42 @@ func checkOrdersReady(ctx context.Context, env Env) (Result, error) {
 // pod-budget, requested: pods=1, used: pods=2, limited: pods=2".
 var exceededQuota = regexp.MustCompile(`exceeded quota: ([a-z0-9]([-a-z0-9.]*[a-z0-9])?)`)
 
-// judgeRefuser: the learner names the object that refuses orders' Pods.
-// The truth is what the StatefulSet's FailedCreate events name, among the
-// quotas that exist: never a name written here.
-func judgeRefuser(ctx context.Context, env Env, answer string) (Result, error) {
+// refusers lists the quotas that StatefulSet orders' FailedCreate events
+// name, among the events last seen at or after since.
+func refusers(ctx context.Context, c client.Reader, ns string, since time.Time) ([]string, error) {
 	var events corev1.EventList
-	if err := env.Client.List(ctx, &events, client.InNamespace(env.Namespace)); err != nil {
-		return Result{}, fmt.Errorf("list Events in %s: %w", env.Namespace, err)
+	if err := c.List(ctx, &events, client.InNamespace(ns)); err != nil {
+		return nil, fmt.Errorf("list Events in %s: %w", ns, err)
 	}
 	var named []string
 	for _, e := range events.Items {
 		if e.InvolvedObject.Kind != "StatefulSet" || e.InvolvedObject.Name != orders || e.Reason != "FailedCreate" {
 			continue
 		}
+		// The StatefulSet controller's recorder stamps LastTimestamp (at
+		// second granularity, as the quota's creation); events.k8s.io
+		// recorders stamp EventTime.
+		last := e.LastTimestamp.Time
+		if last.IsZero() {
+			last = e.EventTime.Time
+		}
+		if last.Before(since.Truncate(time.Second)) {
+			continue
+		}
 		if m := exceededQuota.FindStringSubmatch(e.Message); m != nil && !slices.Contains(named, m[1]) {
 			named = append(named, m[1])
 		}
+	}
+	return named, nil
+}
+
+// judgeRefuser: the learner names the object that refuses orders' Pods.
+// The truth is what the StatefulSet's FailedCreate events name, among the
+// quotas that exist: never a name written here.
+func judgeRefuser(ctx context.Context, env Env, answer string) (Result, error) {
+	named, err := refusers(ctx, env.Client, env.Namespace, time.Time{})
+	if err != nil {
+		return Result{}, err
 	}
 	if len(named) == 0 {
 		return Result{Detail: "No event says yet that StatefulSet " + orders + " was refused a Pod: wait a few seconds and look again."}, nil
