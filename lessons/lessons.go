@@ -27,12 +27,12 @@ import (
 	"strconv"
 	"strings"
 
-	lessonfiles "github.com/oplab-dev/oplab/lessons/content/lessons"
+	"github.com/oplab-dev/oplab/lessons/content"
 	"sigs.k8s.io/yaml"
 )
 
 // Content is the course's markdown, one file per page, at its root.
-var Content fs.FS = lessonfiles.FS
+var Content fs.FS = content.Lessons
 
 // ScenarioURL is the lab link that opens scenario name.
 func ScenarioURL(name string) string { return "/lab?scenario=" + url.QueryEscape(name) }

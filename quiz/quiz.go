@@ -17,7 +17,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/oplab-dev/oplab/lessons"
-	quizfiles "github.com/oplab-dev/oplab/lessons/content/quiz"
+	"github.com/oplab-dev/oplab/lessons/content"
 )
 
 // Choice is one possible answer.
@@ -100,11 +100,11 @@ type Bank struct {
 
 // Load parses the embedded questions and cards (lessons/content/quiz).
 func Load() (Bank, error) {
-	qs, err := ParseQuestions(quizfiles.Questions)
+	qs, err := ParseQuestions(content.Questions)
 	if err != nil {
 		return Bank{}, fmt.Errorf("questions.yaml: %w", err)
 	}
-	chs, err := ParseQuestions(quizfiles.ChallengeQuestions)
+	chs, err := ParseQuestions(content.ChallengeQuestions)
 	if err != nil {
 		return Bank{}, fmt.Errorf("challenge-questions.yaml: %w", err)
 	}
@@ -113,7 +113,7 @@ func Load() (Bank, error) {
 			return Bank{}, fmt.Errorf("challenge-questions.yaml: id %q is also a quiz question in questions.yaml", q.ID)
 		}
 	}
-	cs, err := ParseCards(quizfiles.Cards)
+	cs, err := ParseCards(content.Cards)
 	if err != nil {
 		return Bank{}, fmt.Errorf("cards.yaml: %w", err)
 	}

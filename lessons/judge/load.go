@@ -12,7 +12,7 @@ import (
 	"github.com/yuin/goldmark"
 
 	"github.com/oplab-dev/oplab/lessons"
-	"github.com/oplab-dev/oplab/lessons/content/challenges"
+	"github.com/oplab-dev/oplab/lessons/content"
 	"github.com/oplab-dev/oplab/quiz"
 )
 
@@ -395,5 +395,5 @@ func LoadEmbedded(course Resolver) (*Set, error) {
 	if err != nil {
 		return nil, fmt.Errorf("load the quiz the challenges ask from: %w", err)
 	}
-	return Load(challenges.FS, course, bank.ChallengeQuestions)
+	return Load(content.Challenges, course, bank.ChallengeQuestions)
 }

@@ -18,7 +18,7 @@ import (
 	"github.com/oplab-dev/oplab/controller"
 	"github.com/oplab-dev/oplab/controller/api/v1alpha1"
 	"github.com/oplab-dev/oplab/lessons"
-	"github.com/oplab-dev/oplab/lessons/content/demos"
+	"github.com/oplab-dev/oplab/lessons/content"
 )
 
 // A demo is a markdown file whose YAML front matter holds its steps, so an
@@ -82,7 +82,7 @@ var conditions = map[string]verb[*Wait]{
 // (front matter order, then file name). Every defect of every file is
 // reported, each naming its file, step and field.
 func Load(dir string) ([]Script, error) {
-	scripts, err := LoadFS(demos.FS, "lessons/content/demos")
+	scripts, err := LoadFS(content.Demos, "lessons/content/demos")
 	if err != nil {
 		return nil, fmt.Errorf("the embedded demos: %w", err)
 	}

@@ -5,7 +5,7 @@ import (
 
 	"github.com/oplab-dev/oplab/controller"
 	"github.com/oplab-dev/oplab/lessons"
-	challengefiles "github.com/oplab-dev/oplab/lessons/content/challenges"
+	"github.com/oplab-dev/oplab/lessons/content"
 	"github.com/oplab-dev/oplab/lessons/judge"
 	"github.com/oplab-dev/oplab/quiz"
 )
@@ -37,7 +37,7 @@ func LoadContent() (*Content, error) {
 	if err := checkLinks(course, bank); err != nil {
 		return nil, fmt.Errorf("course content is broken: %w", err)
 	}
-	set, err := judge.Load(challengefiles.FS, course, bank.ChallengeQuestions)
+	set, err := judge.Load(content.Challenges, course, bank.ChallengeQuestions)
 	if err != nil {
 		return nil, fmt.Errorf("course content is broken: load challenges: %w", err)
 	}

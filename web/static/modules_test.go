@@ -48,7 +48,13 @@ func read(t *testing.T, name string) string {
 // code is src without its comments and string contents, so a word in a
 // comment or a sentence is not taken for code. Template literals keep
 // their ${…} parts out too; good enough for the checks below.
-func code(src string) string {
+func code(src string) string { return strip(src, false) }
+
+// uncommented is src without its comments, strings kept: where a string is
+// the code (setAttribute("data-x"), a selector), but a comment is not.
+func uncommented(src string) string { return strip(src, true) }
+
+func strip(src string, keepStrings bool) string {
 	var b strings.Builder
 	for i := 0; i < len(src); i++ {
 		c := src[i]
@@ -65,13 +71,18 @@ func code(src string) string {
 			}
 			i += end + 3
 		case c == '"' || c == '\'' || c == '`':
-			b.WriteByte(c)
+			start := i
 			for i++; i < len(src) && src[i] != c; i++ {
 				if src[i] == '\\' {
 					i++
 				}
 			}
-			b.WriteByte(c)
+			if keepStrings {
+				b.WriteString(src[start:min(i+1, len(src))])
+			} else {
+				b.WriteByte(c)
+				b.WriteByte(c)
+			}
 		default:
 			b.WriteByte(c)
 		}
@@ -88,7 +99,10 @@ func TestModulesStaySmall(t *testing.T) {
 }
 
 var (
-	datasetWrite = regexp.MustCompile(`\.dataset\.(\w+)\s*(=[^=]|\+\+|--)|delete\s+[\w.]+\.dataset\.(\w+)|setAttribute\("data-([\w-]+)"`)
+	datasetWrite = regexp.MustCompile(`\.dataset\.(\w+)\s*(=[^=]|\+\+|--)|delete\s+[\w.]+\.dataset\.(\w+)`)
+	// attrWrite matches a data attribute set by name, which code() cannot
+	// see (it blanks strings): run it on uncommented().
+	attrWrite = regexp.MustCompile(`(?:set|toggle)Attribute\(\s*["'\x60]data-([\w-]+)["'\x60]`)
 	// hAttr matches a data attribute given to h() (base.js) as a key of
 	// its attributes object: h("p", {"data-x": …}).
 	hAttr = regexp.MustCompile(`["']data-([\w-]+)["']\s*:`)
@@ -129,20 +143,18 @@ func TestDataAttributesWrittenAreRead(t *testing.T) {
 	for name, src := range mods {
 		var attrs []string
 		for _, m := range datasetWrite.FindAllStringSubmatch(code(src), -1) {
-			if m[4] != "" {
-				attrs = append(attrs, "data-"+m[4])
-			} else {
-				attrs = append(attrs, "data-"+upper.ReplaceAllStringFunc(m[1]+m[3], func(s string) string { return "-" + strings.ToLower(s) }))
-			}
+			attrs = append(attrs, "data-"+upper.ReplaceAllStringFunc(m[1]+m[3], func(s string) string { return "-" + strings.ToLower(s) }))
 		}
-		for _, m := range hAttr.FindAllStringSubmatch(src, -1) {
-			attrs = append(attrs, "data-"+m[1])
+		for _, re := range []*regexp.Regexp{attrWrite, hAttr} {
+			for _, m := range re.FindAllStringSubmatch(uncommented(src), -1) {
+				attrs = append(attrs, "data-"+m[1])
+			}
 		}
 		for _, attr := range attrs {
 			checked++
 			var readers []string
 			for _, c := range css {
-				if readsAttr(read(t, c), attr) {
+				if readsAttr(uncommented(read(t, c)), attr) {
 					readers = append(readers, c)
 				}
 			}
@@ -153,7 +165,7 @@ func TestDataAttributesWrittenAreRead(t *testing.T) {
 				if other == "morph.js" {
 					continue
 				}
-				if readsAttr(osrc, attr) || readsField(code(osrc), fieldOf(strings.TrimPrefix(attr, "data-"))) {
+				if readsAttr(uncommented(osrc), attr) || readsField(code(osrc), fieldOf(strings.TrimPrefix(attr, "data-"))) {
 					readers = append(readers, other)
 				}
 			}
@@ -186,7 +198,7 @@ func TestDataAttributesTheServerWritesAreRead(t *testing.T) {
 	for _, src := range modules(t) {
 		scripts.WriteString(src)
 	}
-	all := sheets.String() + scripts.String()
+	all := uncommented(sheets.String() + scripts.String())
 	progs := code(scripts.String())
 	templates, err := filepath.Glob(filepath.Join("..", "*", "*.templ"))
 	if err != nil {
