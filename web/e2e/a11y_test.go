@@ -49,9 +49,15 @@ func runAxe(ctx context.Context, src, scheme string) ([]axeViolation, error) {
 func schemeViolations(ctx context.Context, src string) (map[string][]axeViolation, error) {
 	out := map[string][]axeViolation{}
 	for _, scheme := range []string{"light", "dark"} {
-		// Let the colour transitions end, so axe reads the scheme's colours.
-		if err := chromedp.Do(ctx, colorScheme(scheme), chromedp.Sleep(300*time.Millisecond)); err != nil {
+		if err := chromedp.Do(ctx, colorScheme(scheme)); err != nil {
 			return nil, err
+		}
+		// Let the colour transitions the new scheme started end, so axe
+		// reads its colours at rest. getAnimations recalculates the styles
+		// first, so a transition just begun is among them.
+		if _, err := chromedp.Run(ctx, chromedp.Poll[chromedp.Void](`document.getAnimations().length === 0`,
+			chromedp.WithPollingInterval(20*time.Millisecond), chromedp.WithPollingTimeout(10*time.Second))); err != nil {
+			return nil, fmt.Errorf("the %s scheme's transitions never ended: %w", scheme, err)
 		}
 		vs, err := runAxe(ctx, src, scheme)
 		if err != nil {
