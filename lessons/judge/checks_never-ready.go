@@ -7,10 +7,12 @@ import (
 	"slices"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -100,16 +102,21 @@ func prepareNeverReady(ctx context.Context, env PrepareEnv) error {
 	if err != nil {
 		return err
 	}
-	return waitRefusal(ctx, env, quota.CreationTimestamp.Time)
+	return waitRefusal(ctx, env)
 }
 
-// waitRefusal waits for the StatefulSet's FailedCreate event naming the
-// budget. The event recorder sends it a moment after the refusal, and the
+// waitRefusal waits for the FailedCreate event naming the budget on this
+// start's StatefulSet (an earlier start's events outlive its StatefulSet).
+// The event recorder sends it a moment after the refusal, and the
 // challenge opens with the trail complete: a learner who reads the events
 // at once finds the name the first task asks for.
-func waitRefusal(ctx context.Context, env PrepareEnv, since time.Time) error {
+func waitRefusal(ctx context.Context, env PrepareEnv) error {
+	var sts appsv1.StatefulSet
+	if err := env.Client.Get(ctx, client.ObjectKey{Namespace: env.Namespace, Name: orders}, &sts); err != nil {
+		return fmt.Errorf("reading statefulset %s: %w", orders, err)
+	}
 	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, prepareWait, true, func(ctx context.Context) (bool, error) {
-		named, err := refusers(ctx, env.Client, env.Namespace, since)
+		named, err := refusers(ctx, env.Client, env.Namespace, sts.UID)
 		return err == nil && slices.Contains(named, podBudget), nil
 	})
 	if err != nil {
@@ -224,25 +231,16 @@ func checkOrdersReady(ctx context.Context, env Env) (Result, error) {
 var exceededQuota = regexp.MustCompile(`exceeded quota: ([a-z0-9]([-a-z0-9.]*[a-z0-9])?)`)
 
 // refusers lists the quotas that StatefulSet orders' FailedCreate events
-// name, among the events last seen at or after since.
-func refusers(ctx context.Context, c client.Reader, ns string, since time.Time) ([]string, error) {
+// name: those of the StatefulSet with that uid, or of any when uid is "".
+func refusers(ctx context.Context, c client.Reader, ns string, uid types.UID) ([]string, error) {
 	var events corev1.EventList
 	if err := c.List(ctx, &events, client.InNamespace(ns)); err != nil {
 		return nil, fmt.Errorf("list Events in %s: %w", ns, err)
 	}
 	var named []string
 	for _, e := range events.Items {
-		if e.InvolvedObject.Kind != "StatefulSet" || e.InvolvedObject.Name != orders || e.Reason != "FailedCreate" {
-			continue
-		}
-		// The StatefulSet controller's recorder stamps LastTimestamp (at
-		// second granularity, as the quota's creation); events.k8s.io
-		// recorders stamp EventTime.
-		last := e.LastTimestamp.Time
-		if last.IsZero() {
-			last = e.EventTime.Time
-		}
-		if last.Before(since.Truncate(time.Second)) {
+		if e.InvolvedObject.Kind != "StatefulSet" || e.InvolvedObject.Name != orders || e.Reason != "FailedCreate" ||
+			(uid != "" && e.InvolvedObject.UID != uid) {
 			continue
 		}
 		if m := exceededQuota.FindStringSubmatch(e.Message); m != nil && !slices.Contains(named, m[1]) {
@@ -256,7 +254,7 @@ func refusers(ctx context.Context, c client.Reader, ns string, since time.Time) 
 // The truth is what the StatefulSet's FailedCreate events name, among the
 // quotas that exist: never a name written here.
 func judgeRefuser(ctx context.Context, env Env, answer string) (Result, error) {
-	named, err := refusers(ctx, env.Client, env.Namespace, time.Time{})
+	named, err := refusers(ctx, env.Client, env.Namespace, "")
 	if err != nil {
 		return Result{}, err
 	}
