@@ -70,6 +70,25 @@ func strip(src string, keepStrings bool) string {
 				return b.String()
 			}
 			i += end + 3
+		case c == '/' && regexMayStart(b.String()):
+			// A regex literal is code: kept whole, so a quote or a "//" in
+			// it (/"[^"]*"/, /https?:\/\//) opens no string or comment.
+			start := i
+			for inClass := false; i+1 < len(src) && src[i+1] != '\n'; {
+				i++
+				if src[i] == '\\' {
+					i++
+					continue
+				}
+				if src[i] == '[' {
+					inClass = true
+				} else if src[i] == ']' {
+					inClass = false
+				} else if src[i] == '/' && !inClass {
+					break
+				}
+			}
+			b.WriteString(src[start:min(i+1, len(src))])
 		case c == '"' || c == '\'' || c == '`':
 			start := i
 			for i++; i < len(src) && src[i] != c; i++ {
@@ -88,6 +107,50 @@ func strip(src string, keepStrings bool) string {
 		}
 	}
 	return b.String()
+}
+
+// regexMayStart reports whether a "/" after the code out is the start of
+// a regex literal rather than a division: JavaScript's own rule, by the
+// token before it (an operator, an opening bracket, a keyword that takes
+// an expression, or nothing).
+func regexMayStart(out string) bool {
+	out = strings.TrimRight(out, " \t\n\r")
+	if out == "" {
+		return true
+	}
+	if strings.ContainsRune("(,=:[!&|?{};+-*%<>~^", rune(out[len(out)-1])) {
+		return true
+	}
+	for _, kw := range []string{"return", "typeof", "case", "in", "of", "delete", "void", "throw", "yield", "await"} {
+		if before, ok := strings.CutSuffix(out, kw); ok && (before == "" || !isIdentByte(before[len(before)-1])) {
+			return true
+		}
+	}
+	return false
+}
+
+func isIdentByte(c byte) bool {
+	return c == '_' || c == '$' || c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z'
+}
+
+func TestStripKnowsRegexLiterals(t *testing.T) {
+	for _, tt := range []struct{ src, code, uncommented string }{
+		// A quote inside a regex opens no string: the call after it stays code.
+		{`s.split(/"/); el.dataset.x = 1;`, `s.split(/"/); el.dataset.x = 1;`, `s.split(/"/); el.dataset.x = 1;`},
+		// "//" inside a regex is no comment.
+		{`u = /https?:\/\//.test(v); go("a");`, `u = /https?:\/\//.test(v); go("");`, `u = /https?:\/\//.test(v); go("a");`},
+		// A "/" inside a character class does not end the regex.
+		{`return /[/"]/.exec(s) // why`, `return /[/"]/.exec(s) ` + "\n", `return /[/"]/.exec(s) ` + "\n"},
+		// Division is not a regex: the string after it is still a string.
+		{`a = b / c; d = "/";`, `a = b / c; d = "";`, `a = b / c; d = "/";`},
+	} {
+		if got := code(tt.src); got != tt.code {
+			t.Errorf("code(%q) = %q, want %q", tt.src, got, tt.code)
+		}
+		if got := uncommented(tt.src); got != tt.uncommented {
+			t.Errorf("uncommented(%q) = %q, want %q", tt.src, got, tt.uncommented)
+		}
+	}
 }
 
 func TestModulesStaySmall(t *testing.T) {
