@@ -643,11 +643,10 @@ func TestDeletedCRDIsInstalledAgain(t *testing.T) {
 	waitFor(t, time.Minute, "/readyz to answer 200", func() bool { return readyz(p) == http.StatusOK })
 }
 
-// TestDeletedCRDNamedWhenOplabMayNotInstall runs oplab with
+// testDeletedCRDNamedWhenOplabMayNotInstall runs oplab with
 // --install-crds=false against a cluster it did not start and deletes the
 // CRD there: /readyz says it is missing and names the kubectl line to run.
-func TestDeletedCRDNamedWhenOplabMayNotInstall(t *testing.T) {
-	t.Parallel()
+func testDeletedCRDNamedWhenOplabMayNotInstall(t *testing.T) {
 	ext, kubeconfig := externalCluster(t)
 	// The CRD in place first, as an admin installs it for an oplab that
 	// may not (an earlier test may have left it gone).

@@ -15,12 +15,11 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 )
 
-// TestLearnerKubeconfigFlags runs the binary against a cluster with
+// testLearnerKubeconfigFlags runs the binary against a cluster with
 // --namespace-prefix and --kubeconfig-server: the learner's namespace
 // carries the prefix and its instance label, and the kubeconfig the lab
 // serves names the server the flag gave and works with kubectl.
-func TestLearnerKubeconfigFlags(t *testing.T) {
-	t.Parallel()
+func testLearnerKubeconfigFlags(t *testing.T) {
 	cl, admin := externalCluster(t)
 	// The learner policy as an earlier oplab on this cluster left it goes,
 	// so that what the end finds is this oplab's doing.

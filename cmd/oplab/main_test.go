@@ -38,8 +38,8 @@ var (
 
 // The process tests call t.Parallel: each runs its own oplab, with its own
 // control plane and data folder (or, with --kubeconfig, on the one external
-// cluster they take in turn), and spends most of its time waiting on
-// them (a start, a restart, a kill noticed). Those that set the
+// cluster, where they take turns as subtests), and spends most of its time
+// waiting on them (a start, a restart, a kill noticed). Those that set the
 // environment stay serial.
 func TestMain(m *testing.M) {
 	os.Exit(testMain(m))
@@ -61,24 +61,17 @@ func testMain(m *testing.M) int {
 }
 
 // external is the cluster oplab did not start that the tests of
-// --kubeconfig share: a minimal one, started by the first that asks.
-// They take it in turn (externalTurn), since each changes what the whole
-// cluster holds (the Database CRD), and each first makes it as it needs.
-var (
-	external = &clustertest.Shared{Options: func() (cluster.Options, error) {
-		return cluster.Options{Mode: cluster.ModeMinimal}, nil
-	}}
-	externalTurn sync.Mutex
-)
+// --kubeconfig share (TestOnAnExternalCluster): a minimal one, started by
+// the first that asks. Each first makes it as it needs.
+var external = &clustertest.Shared{Options: func() (cluster.Options, error) {
+	return cluster.Options{Mode: cluster.ModeMinimal}, nil
+}}
 
-// externalCluster waits for the test's turn on the external cluster and
-// returns it with an admin kubeconfig written for it; the turn passes on
-// when the test ends, after its own oplab has stopped.
+// externalCluster returns the external cluster with an admin kubeconfig
+// written for it.
 func externalCluster(t *testing.T) (*cluster.Cluster, string) {
 	t.Helper()
 	cl := external.Get(t)
-	externalTurn.Lock()
-	t.Cleanup(externalTurn.Unlock)
 	kubeconfig := filepath.Join(t.TempDir(), "external.kubeconfig")
 	if err := cl.WriteKubeconfig(kubeconfig); err != nil {
 		t.Fatal(err)
@@ -411,10 +404,21 @@ func TestChildrenStopWithOplab(t *testing.T) {
 	}
 }
 
-// TestExternalMode runs oplab against a cluster it did not start, through a
-// kubeconfig file, and checks that it installed the CRD there.
-func TestExternalMode(t *testing.T) {
+// TestOnAnExternalCluster runs the tests of oplab on a cluster it did not
+// start, one after another. They share that cluster, and each changes what
+// the whole cluster holds (the Database CRD), so they take turns; as the
+// subtests of one parallel test they take one of the package's -parallel
+// slots, where three parallel tests waiting for their turn held three.
+func TestOnAnExternalCluster(t *testing.T) {
 	t.Parallel()
+	t.Run("ExternalMode", testExternalMode)
+	t.Run("LearnerKubeconfigFlags", testLearnerKubeconfigFlags)
+	t.Run("DeletedCRDNamedWhenOplabMayNotInstall", testDeletedCRDNamedWhenOplabMayNotInstall)
+}
+
+// testExternalMode runs oplab against a cluster it did not start, through a
+// kubeconfig file, and checks that it installed the CRD there.
+func testExternalMode(t *testing.T) {
 	cl, kubeconfig := externalCluster(t)
 	// The cluster starts without the CRD, or as an earlier test left it.
 	if err := deleteCRD(t, kubeconfig); err != nil {
