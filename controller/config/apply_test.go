@@ -22,6 +22,7 @@ import (
 // cluster with kubectl, as the README tells an instructor to, and checks
 // what the API server then holds.
 func TestApplyInstallsOplab(t *testing.T) {
+	inTurn(t)
 	admin, kubeconfig := installed(t)
 	ctx := context.Background()
 
@@ -103,6 +104,7 @@ func TestApplyInstallsOplab(t *testing.T) {
 // TestApplyIngressExample applies the Ingress overlay over the installed
 // base.
 func TestApplyIngressExample(t *testing.T) {
+	inTurn(t)
 	admin, kubeconfig := installed(t)
 	ctx := context.Background()
 	kubectl(t, "--kubeconfig", kubeconfig, "apply", "-k", "ingress")

@@ -74,6 +74,7 @@ func byPolicy(t *testing.T, what string, err error) {
 // policy. The first one is finding (a): a token for a ServiceAccount bound
 // to cluster-admin, which would have made oplab cluster-admin.
 func TestOplabIsConfined(t *testing.T) {
+	inTurn(t)
 	admin, _ := installed(t)
 	cfg := oplabIdentity(t)
 	ctx := context.Background()
@@ -214,6 +215,7 @@ func TestOplabIsConfined(t *testing.T) {
 // learner's Pods would need to break Pod Security is refused even for an
 // admin; and the Database's own Pods run there.
 func TestALearnerIsSandboxed(t *testing.T) {
+	inTurn(t)
 	admin, _ := installed(t)
 	cfg := oplabIdentity(t)
 	ctx := context.Background()

@@ -76,6 +76,7 @@ func startControllerSeen(t *testing.T, cfg *rest.Config, instance string) (*cont
 // waits, held by its finalizer, until two resumes. Without the instance
 // scoping one reconciles it at once (the finding).
 func TestTwoInstancesKeepToTheirOwn(t *testing.T) {
+	inTurn(t)
 	admin, _ := installed(t)
 	ctx := context.Background()
 	cfg := shared.cl.Config()
@@ -149,6 +150,7 @@ func TestTwoInstancesKeepToTheirOwn(t *testing.T) {
 // own, and the API server refuses it the other's, by its own instance's
 // policy.
 func TestASecondInstanceFromTheManifests(t *testing.T) {
+	inTurn(t)
 	admin, kubeconfig := installed(t)
 	out := kubectl(t, "--kubeconfig", kubeconfig, "apply", "-k", "second-instance")
 	t.Logf("kubectl apply -k second-instance:\n%s", out)

@@ -186,6 +186,23 @@ func installed(t *testing.T) (client.Client, string) {
 	return shared.admin, shared.kubeconfig
 }
 
+// turn is held by the test running in its turn (inTurn).
+var turn sync.Mutex
+
+// inTurn makes t take turns with the package's other tests but
+// TestEachRuleIsNeeded: they act on what the default instance and the
+// manifests hold (its namespace and Deployment, the second instance's
+// objects, the ingress), one at a time as before. The rules test keeps to
+// its own identity, roles, prefixes and namespaces and installs nothing
+// cluster-wide (its oplab runs with --install-crds=false), so it runs
+// beside them: it is most of the package's time, and most of that is
+// waiting on the oplab instances it starts and on its orphans' age.
+func inTurn(t *testing.T) {
+	t.Parallel()
+	turn.Lock()
+	t.Cleanup(turn.Unlock)
+}
+
 // eventually polls cond until it returns nil or the deadline passes, then
 // fails with cond's last error.
 func eventually(t *testing.T, what string, cond func(ctx context.Context) error) {

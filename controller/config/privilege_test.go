@@ -93,6 +93,7 @@ func identityIn(t *testing.T, ns, sa string) *rest.Config {
 // in kube-system and default, none of the per-namespace powers; and
 // nowhere anything that would let it take over the cluster.
 func TestOplabMayNotDoMore(t *testing.T) {
+	inTurn(t)
 	cfg := oplabIdentity(t)
 	cs, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
@@ -220,6 +221,7 @@ func (s *stepErrors) forbidden() []string {
 // then the namespace's removal. Every call is refused unless the installed
 // ClusterRoles grant it, so this proves they suffice.
 func TestControllerRunsWithOnlyItsServiceAccount(t *testing.T) {
+	inTurn(t)
 	cfg := oplabIdentity(t)
 	ctx := context.Background()
 	c, err := client.New(cfg, client.Options{Scheme: scheme})
@@ -393,6 +395,7 @@ func waitReady(t *testing.T, c client.Client, db *dbv1.Database) {
 // left out on purpose: a marker the reconciler lacks shows up here as a
 // refused call, not hidden by a rule the web side happens to hold.
 func TestGeneratedRoleSufficesForTheController(t *testing.T) {
+	inTurn(t)
 	admin, _ := installed(t)
 	ctx := context.Background()
 	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, GenerateName: "controller-only-"}}

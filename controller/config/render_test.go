@@ -47,6 +47,7 @@ func wildcards(objs []*unstructured.Unstructured) []string {
 }
 
 func TestWildcardCheckFindsAStar(t *testing.T) {
+	inTurn(t)
 	// The check itself must be able to fail.
 	bad := decode(t, []byte(`apiVersion: rbac.authorization.k8s.io/v1
 kind: ClusterRole
@@ -62,6 +63,7 @@ rules:
 }
 
 func TestManifestsGrantNoWildcard(t *testing.T) {
+	inTurn(t)
 	for _, dir := range []string{"default", "ingress"} {
 		t.Run(dir, func(t *testing.T) {
 			objs := render(t, dir)
@@ -84,6 +86,7 @@ func TestManifestsGrantNoWildcard(t *testing.T) {
 // TestManifestsCarryTheGeneratedRole guards against the rendered controller
 // role drifting from what controller-gen writes from the markers.
 func TestManifestsCarryTheGeneratedRole(t *testing.T) {
+	inTurn(t)
 	b, err := os.ReadFile("rbac/role.yaml")
 	if err != nil {
 		t.Fatal(err)
@@ -99,6 +102,7 @@ func TestManifestsCarryTheGeneratedRole(t *testing.T) {
 }
 
 func TestManifestsInstallEverything(t *testing.T) {
+	inTurn(t)
 	objs := render(t, "default")
 	var kinds []string
 	for _, u := range objs {
@@ -139,6 +143,7 @@ func TestManifestsInstallEverything(t *testing.T) {
 }
 
 func TestDeploymentIsHardened(t *testing.T) {
+	inTurn(t)
 	var d appsv1.Deployment
 	find(t, render(t, "default"), "Deployment", "oplab", &d)
 	checkDeployment(t, &d)
@@ -227,6 +232,7 @@ func checkDeployment(t *testing.T, d *appsv1.Deployment) {
 }
 
 func TestServiceAndIngressReachThePod(t *testing.T) {
+	inTurn(t)
 	objs := render(t, "ingress")
 	var d appsv1.Deployment
 	var svc corev1.Service
@@ -262,6 +268,7 @@ func TestServiceAndIngressReachThePod(t *testing.T) {
 // the controller package, which embeds config/crd/*.yaml and installs each
 // file as a CRD: a kustomization.yaml there would break every start.
 func TestControllerEmbedsOnlyTheCRD(t *testing.T) {
+	inTurn(t)
 	crds, err := controller.CRDs()
 	if err != nil {
 		t.Fatalf("the controller's embedded CRDs: %v", err)
@@ -283,6 +290,7 @@ func TestControllerEmbedsOnlyTheCRD(t *testing.T) {
 // Role or ServiceAccount writes, "bind" only on oplab's own two roles, and
 // no reads beyond watch of what the lab shows.
 func TestClusterWideRoleReadsNoSecrets(t *testing.T) {
+	inTurn(t)
 	var role rbacv1.ClusterRole
 	find(t, render(t, "rbac"), "ClusterRole", "oplab-cluster", &role)
 	for _, r := range role.Rules {

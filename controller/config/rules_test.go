@@ -457,6 +457,7 @@ var unprovable = map[string]string{
 // TestEveryRuleHasAProbe fails naming each perm the roles grant that no
 // probe covers, and each probe or exception naming a perm they no longer grant.
 func TestEveryRuleHasAProbe(t *testing.T) {
+	inTurn(t)
 	assets(t)
 	have := map[string]bool{}
 	all, _ := granted(t)
@@ -490,6 +491,7 @@ func TestEveryRuleHasAProbe(t *testing.T) {
 // that uses it, and checks the user is told, in words naming the verb and
 // the resource, what oplab may not do.
 func TestEachRuleIsNeeded(t *testing.T) {
+	t.Parallel()
 	admin, _ := installed(t)
 	began := time.Now()
 	all, cluster := granted(t)
