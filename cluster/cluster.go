@@ -80,6 +80,32 @@ type Options struct {
 	// not block) when a process exits after Start, is restarted, or cannot
 	// be, so that a viewer can be told the control plane is down.
 	OnEvent func(Event)
+
+	// ports hands out the ports a start tries; its zero value hands out
+	// free ones. The package's tests set it to hand out a taken port, each
+	// for its own start, so that they can run side by side.
+	ports portSource
+}
+
+// portSource picks the ports a start tries, and says how many sets of
+// ports it tries before giving up.
+type portSource struct {
+	etcd, apiserver func() (int, error)
+	attempts        int
+}
+
+// orFree fills what p leaves unset: free ports, three tries.
+func (p portSource) orFree() portSource {
+	if p.etcd == nil {
+		p.etcd = freePort
+	}
+	if p.apiserver == nil {
+		p.apiserver = freePort
+	}
+	if p.attempts == 0 {
+		p.attempts = 3
+	}
+	return p
 }
 
 // Cluster is a running embedded control plane. Its methods are safe for
@@ -250,7 +276,8 @@ func (c *Cluster) startAPIServer(assets string, opts Options) error {
 	if err != nil {
 		return err
 	}
-	serving, err := loadServing(c.data)
+	picks := opts.ports.orFree()
+	serving, err := loadServing(c.data, picks.apiserver)
 	if err != nil {
 		return err
 	}
@@ -293,7 +320,7 @@ func (c *Cluster) startAPIServer(assets string, opts Options) error {
 		apiSaid.Reset()
 		var ports [3]int
 		for i := range ports {
-			if ports[i], err = etcdPort(); err != nil {
+			if ports[i], err = picks.etcd(); err != nil {
 				return err
 			}
 		}
@@ -406,8 +433,8 @@ func (c *Cluster) startAPIServer(assets string, opts Options) error {
 			return nil
 		}
 		said := etcdSaid.String()
-		if attempt < portAttempts && strings.Contains(said, "address already in use") {
-			c.log.printf("etcd could not bind its ports (try %d of %d); trying others", attempt, portAttempts)
+		if attempt < picks.attempts && strings.Contains(said, "address already in use") {
+			c.log.printf("etcd could not bind its ports (try %d of %d); trying others", attempt, picks.attempts)
 			_ = c.env.Stop()
 			if fresh {
 				if err := emptyDir(etcdDir); err != nil {
@@ -417,8 +444,8 @@ func (c *Cluster) startAPIServer(assets string, opts Options) error {
 			continue
 		}
 		if apiSays := apiSaid.String(); strings.Contains(apiSays, "address already in use") {
-			if attempt < portAttempts {
-				c.log.printf("kube-apiserver could not bind port %d (try %d of %d); trying another", serving.Port, attempt, portAttempts)
+			if attempt < picks.attempts {
+				c.log.printf("kube-apiserver could not bind port %d (try %d of %d); trying another", serving.Port, attempt, picks.attempts)
 				_ = c.env.Stop()
 				if err := serving.takeFreePort(); err != nil {
 					return err
@@ -461,13 +488,6 @@ func lastLineWith(s, sub string) string {
 	}
 	return ""
 }
-
-// etcdPort finds a port for etcd; tests replace it to hand out a taken one.
-var etcdPort = freePort
-
-// portAttempts is how many sets of ports a start tries for etcd (a
-// variable for tests).
-var portAttempts = 3
 
 // worstLine is the last of etcd's lines logged at level fatal, panic or
 // error (its reason for exiting) as "msg: error", or its last line.

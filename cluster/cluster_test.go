@@ -45,10 +45,12 @@ const helperEnv = "OPLAB_CLUSTER_TEST_HELPER"
 const helperDataEnv = "OPLAB_CLUSTER_TEST_HELPER_DATA"
 
 // The tests that start a cluster of their own call t.Parallel: a start is
-// mostly waiting on etcd and kube-apiserver, and two overlap well. Those
-// that change what every start reads (etcdPort, apiserverPort, portAttempts, the
-// environment) or that count what Reclaim finds stay serial, and Go runs
-// them first.
+// mostly waiting on etcd and kube-apiserver, and two overlap well. A test
+// that hands a start a taken port does it through that start's Options,
+// so it runs side by side too. Those that change the environment, that
+// count what Reclaim finds, that stop the shared cluster's processes, or
+// that need the port a stopped cluster freed to stay free until it starts
+// again, stay serial, and Go runs them first.
 func TestMain(m *testing.M) {
 	// envtest logs through controller-runtime's logger, which complains
 	// (with a stack trace) when nobody ever sets one.
@@ -282,11 +284,12 @@ func TestMinimalStartsAndStopsCleanly(t *testing.T) {
 	}
 }
 
-// takenPortForEtcd makes etcdPort hand out a port held by this test at the
-// calls taken picks (counted from 1; each try asks for etcd's client, peer
-// and metrics ports in that order), as when a busy machine's connection
-// takes a port between its check and etcd's bind.
-func takenPortForEtcd(t *testing.T, taken func(call int) bool) {
+// takenPortForEtcd returns a port source for Options.ports.etcd that hands
+// out a port held by this test at the calls taken picks (counted from 1;
+// each try asks for etcd's client, peer and metrics ports in that order),
+// as when a busy machine's connection takes a port between its check and
+// etcd's bind.
+func takenPortForEtcd(t *testing.T, taken func(call int) bool) func() (int, error) {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -296,7 +299,7 @@ func takenPortForEtcd(t *testing.T, taken func(call int) bool) {
 	port := ln.Addr().(*net.TCPAddr).Port
 	var mu sync.Mutex
 	calls := 0
-	etcdPort = func() (int, error) {
+	return func() (int, error) {
 		mu.Lock()
 		defer mu.Unlock()
 		calls++
@@ -305,7 +308,6 @@ func takenPortForEtcd(t *testing.T, taken func(call int) bool) {
 		}
 		return freePort()
 	}
-	t.Cleanup(func() { etcdPort = freePort })
 }
 
 // TestStartTriesOtherPortsWhenEtcdsAreTaken: a start whose etcd cannot bind
@@ -316,11 +318,13 @@ func takenPortForEtcd(t *testing.T, taken func(call int) bool) {
 // in seven here waited out envtest's minute, twice, and failed).
 // TestDataSurvivesRestart takes the metrics port of a restart.
 func TestStartTriesOtherPortsWhenEtcdsAreTaken(t *testing.T) {
+	t.Parallel()
 	needAssets(t)
-	// The first try's client port, then the second try's metrics port.
-	takenPortForEtcd(t, func(call int) bool { return call == 1 || call == 6 })
 	var log bytes.Buffer
-	c, err := Start(context.Background(), Options{Mode: ModeMinimal, Log: &log, CRDs: widgetCRD})
+	opts := Options{Mode: ModeMinimal, Log: &log, CRDs: widgetCRD}
+	// The first try's client port, then the second try's metrics port.
+	opts.ports.etcd = takenPortForEtcd(t, func(call int) bool { return call == 1 || call == 6 })
+	c, err := Start(context.Background(), opts)
 	if err != nil {
 		t.Fatalf("Start with etcd's client port, then its metrics port, taken: %v", err)
 	}
@@ -336,7 +340,7 @@ func TestStartTriesOtherPortsWhenEtcdsAreTaken(t *testing.T) {
 // takenPortForAPIServer makes apiserverPort hand out a port held by this
 // test the first time, as when another cluster's start or a busy machine's
 // connection takes it between its check and kube-apiserver's bind.
-func takenPortForAPIServer(t *testing.T) (taken int) {
+func takenPortForAPIServer(t *testing.T) (pick func() (int, error), taken int) {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -345,7 +349,7 @@ func takenPortForAPIServer(t *testing.T) (taken int) {
 	t.Cleanup(func() { ln.Close() })
 	taken = ln.Addr().(*net.TCPAddr).Port
 	var once sync.Once
-	apiserverPort = func() (int, error) {
+	pick = func() (int, error) {
 		port := 0
 		once.Do(func() { port = taken })
 		if port != 0 {
@@ -353,8 +357,7 @@ func takenPortForAPIServer(t *testing.T) (taken int) {
 		}
 		return freePort()
 	}
-	t.Cleanup(func() { apiserverPort = freePort })
-	return taken
+	return pick, taken
 }
 
 // TestStartTriesAnotherPortWhenKubeAPIServersIsTaken: a new data folder's
@@ -362,10 +365,13 @@ func takenPortForAPIServer(t *testing.T) (taken int) {
 // another, and the cluster serves; nothing claims that kubeconfigs written
 // before moved, as there were none.
 func TestStartTriesAnotherPortWhenKubeAPIServersIsTaken(t *testing.T) {
+	t.Parallel()
 	needAssets(t)
-	taken := takenPortForAPIServer(t)
 	var log bytes.Buffer
-	c, err := Start(context.Background(), Options{Mode: ModeMinimal, Log: &log, CRDs: widgetCRD})
+	opts := Options{Mode: ModeMinimal, Log: &log, CRDs: widgetCRD}
+	var taken int
+	opts.ports.apiserver, taken = takenPortForAPIServer(t)
+	c, err := Start(context.Background(), opts)
 	if err != nil {
 		t.Fatalf("Start with kube-apiserver's first port taken: %v", err)
 	}
@@ -383,11 +389,12 @@ func TestStartTriesAnotherPortWhenKubeAPIServersIsTaken(t *testing.T) {
 }
 
 func TestStartNamesEtcdsReasonWhenItCannotStart(t *testing.T) {
+	t.Parallel()
 	needAssets(t)
-	takenPortForEtcd(t, func(int) bool { return true })
-	portAttempts = 1
-	t.Cleanup(func() { portAttempts = 3 })
-	c, err := Start(context.Background(), Options{Mode: ModeMinimal})
+	opts := Options{Mode: ModeMinimal}
+	opts.ports.etcd = takenPortForEtcd(t, func(int) bool { return true })
+	opts.ports.attempts = 1
+	c, err := Start(context.Background(), opts)
 	if err == nil {
 		_ = c.Stop()
 		t.Fatal("Start succeeded with etcd's every port taken")

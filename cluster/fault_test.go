@@ -216,9 +216,9 @@ func TestSupervisorGivesUp(t *testing.T) {
 // there. While the first runs, a second cannot open the folder. The
 // restart's first try finds etcd's metrics port taken, which it binds after
 // opening the member on the folder: the next try must keep that member,
-// not start over on an empty folder as a new cluster's retry does. (Serial:
-// it changes etcdPort.)
+// not start over on an empty folder as a new cluster's retry does.
 func TestDataSurvivesRestart(t *testing.T) {
+	t.Parallel()
 	needAssets(t)
 	data := t.TempDir()
 	ctx := context.Background()
@@ -250,9 +250,10 @@ func TestDataSurvivesRestart(t *testing.T) {
 	if err := first.Stop(); err != nil {
 		t.Fatal(err)
 	}
-	takenPortForEtcd(t, func(call int) bool { return call == 3 })
 	var log bytes.Buffer
-	second, err := Start(ctx, Options{Mode: ModeMinimal, Log: &log, DataDir: data, CRDs: widgetCRD})
+	opts := Options{Mode: ModeMinimal, Log: &log, DataDir: data, CRDs: widgetCRD}
+	opts.ports.etcd = takenPortForEtcd(t, func(call int) bool { return call == 3 })
+	second, err := Start(ctx, opts)
 	if err != nil {
 		t.Fatalf("restart with etcd's metrics port taken: %v", err)
 	}

@@ -50,6 +50,7 @@ type servingState struct {
 	// written before may name it.
 	kept      bool
 	portFile  string
+	pick      func() (int, error) // a port for a new data folder's API server, or a moved one's
 	servingCA *keyedCert
 	clientCA  *keyedCert
 }
@@ -63,13 +64,13 @@ type keyedCert struct {
 
 // loadServing reads the API server's identity from data, making what is
 // missing. A kept port that something else now listens on is replaced (and
-// the new one kept) and reported in MovedFrom.
-func loadServing(data string) (*servingState, error) {
+// the new one kept) and reported in MovedFrom. pick hands out a new port.
+func loadServing(data string, pick func() (int, error)) (*servingState, error) {
 	dir := filepath.Join(data, servingDir)
 	if err := os.MkdirAll(dir, dataDirPermission); err != nil {
 		return nil, fmt.Errorf("creating the API server's folder: %w", err)
 	}
-	s := &servingState{}
+	s := &servingState{pick: pick}
 	var err error
 	if s.servingCA, err = loadOrMakeCA(dir, servingCAName, "oplab kube-apiserver serving CA"); err != nil {
 		return nil, err
@@ -98,17 +99,13 @@ func loadServing(data string) (*servingState, error) {
 	return s, nil
 }
 
-// apiserverPort finds a port for kube-apiserver; tests replace it to hand
-// out a taken one.
-var apiserverPort = freePort
-
 // takeFreePort moves the API server to a free port and keeps it in the data
 // folder. A port the folder kept before is named in MovedFrom.
 func (s *servingState) takeFreePort() error {
 	if s.kept && s.MovedFrom == 0 {
 		s.MovedFrom = s.Port
 	}
-	port, err := apiserverPort()
+	port, err := s.pick()
 	if err != nil {
 		return err
 	}
