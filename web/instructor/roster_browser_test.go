@@ -37,7 +37,8 @@ var (
 )
 
 // browser is the Chromium this package's browser tests share, started by
-// the first of them; the unit tests start none.
+// the first of them; the unit tests start none. Each browser test has a
+// roster server and a tab of its own, so they run side by side.
 // The roster of 300 does everything in one tab: twice the default bound,
 // which a loaded CI machine (load 25) once reached.
 var browser = &browsertest.Browser{Width: 1280, Height: 800, TabTimeout: 4 * time.Minute}
@@ -172,6 +173,7 @@ func rowsJS(attr string) string {
 }
 
 func TestBrowserRosterOf300SortsFiltersAndStaysCompact(t *testing.T) {
+	t.Parallel()
 	const n = 300
 	page, _ := rosterServer(t, n)
 	ctx := browser.Tab(t)
@@ -468,6 +470,7 @@ func axe(t *testing.T, ctx context.Context, name string) {
 // the page fetches every row whole at once. Rows changed in place keep
 // their nodes and the focus.
 func TestBrowserRosterStubsOnlyRowsThePageHas(t *testing.T) {
+	t.Parallel()
 	const n = 20
 	page, _ := rosterServer(t, n)
 	ctx := browser.Tab(t)
@@ -525,6 +528,7 @@ func TestBrowserRosterStubsOnlyRowsThePageHas(t *testing.T) {
 // takes no header of 4 KB answers 431; the page then asks for every row
 // whole, without the header, and its rows go on changing.
 func TestBrowserRosterGoesOnBehindAProxyThatRefusesTheHeader(t *testing.T) {
+	t.Parallel()
 	var mu sync.Mutex
 	var refused, without int
 	page, _, _ := rosterServerBehind(t, 20, func(next http.Handler) http.Handler {
@@ -566,6 +570,7 @@ func TestBrowserRosterGoesOnBehindAProxyThatRefusesTheHeader(t *testing.T) {
 // learner is being reset, or was, shows its buttons whole and the
 // reset's words in the cell, wrapped, not cut or pushed past the table.
 func TestBrowserRosterCompactRowShowsAResetWhole(t *testing.T) {
+	t.Parallel()
 	page, c, h := rosterServerBehind(t, 12, nil)
 	rs := h.opts.Roster.resets
 	running, done := learnerNS(0), learnerNS(1)
