@@ -49,6 +49,9 @@ func (r *Runner) TakeBack(ns string) {
 	if _, ok := r.gate.overrides.m.LoadAndDelete(ns); !ok {
 		return
 	}
+	if cur := r.cur.Load(); cur != nil && cur.code != nil {
+		cur.code.forget(ns)
+	}
 	r.emit(ns, "taken-back", "oplab's controller reconciles "+ns+" again")
 	r.opts.Logger.Info("Took namespace back from learner code", "namespace", ns)
 	r.reconcileNamespace(ns, whyTakenBack)
@@ -66,22 +69,33 @@ func (r *Runner) reconcileNamespace(ns, why string) {
 	}
 }
 
-// overridden is a NamespaceReconciler bound to the traced client.
+// overridden is a NamespaceReconciler bound to its namespace's client.
 type overridden struct {
 	rec NamespaceReconciler
 	c   client.Client
+	err error // the client could not be made: every reconcile fails with it
 }
 
 func (o overridden) Reconcile(ctx context.Context, req reconcile.Request) (ctrl.Result, error) {
+	if o.err != nil {
+		return ctrl.Result{}, o.err
+	}
 	return o.rec.Reconcile(ctx, o.c, req)
 }
 
 // reconcilerFor is the reconciler that handles req: the learner's, when its
-// namespace is handed over, else oplab's. The trace marks which.
+// namespace is handed over, else oplab's. The trace marks which. The
+// learner's gets a client that writes as its own ServiceAccount, never as
+// oplab.
 func (t *tracedReconciler) reconcilerFor(req reconcile.Request, rt *reconcileTrace) reconcile.Reconciler {
-	if rec := t.gate.overrides.get(req.Namespace); rec != nil {
-		rt.yourCode = true
+	rec := t.gate.overrides.get(req.Namespace)
+	if rec == nil {
+		return t.inner
+	}
+	rt.yourCode = true
+	if t.code == nil {
 		return overridden{rec: rec, c: t.client}
 	}
-	return t.inner
+	c, err := t.code.get(req.Namespace)
+	return overridden{rec: rec, c: c, err: err}
 }

@@ -33,9 +33,12 @@ type tracedReconciler struct {
 	backoff workqueue.TypedRateLimiter[reconcile.Request]
 	resync  time.Duration
 	gate    *pauseGate
-	// client is the traced client inner uses, lent to a namespace's
-	// override (override.go).
+	// client is the traced client inner uses.
 	client client.Client
+	// code gives a namespace handed to learner code its own client, which
+	// writes as the code's ServiceAccount (code_identity.go); nil lends
+	// the override client (tests of the hand-over alone).
+	code *codeClients
 }
 
 var _ reconcile.Reconciler = &tracedReconciler{}

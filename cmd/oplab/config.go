@@ -84,7 +84,7 @@ func parseFlagsInto(fs *flag.FlagSet, args []string) (config, error) {
 	mode := string(cluster.ModeFull)
 	fs.StringVar(&c.addr, "addr", "127.0.0.1:8080", "address the web UI listens on (host:port; port 0 picks a free one)")
 	fs.StringVar(&c.kubeconfig, "kubeconfig", os.Getenv("KUBECONFIG"), "run against the cluster in this kubeconfig instead of the embedded one (default $KUBECONFIG)")
-	fs.BoolVar(&c.installCRDs, "install-crds", true, "with --kubeconfig, or in a Pod: install or update the Database CRD and the learner policy (controller/config/policy/learner.yaml) in that cluster")
+	fs.BoolVar(&c.installCRDs, "install-crds", true, "with --kubeconfig, or in a Pod: install or update the Database CRD, the learner policies (controller/config/policy) and the learner code's ClusterRole (controller/config/rbac/code_role.yaml) in that cluster")
 	fs.StringVar(&mode, "mode", mode, "embedded cluster mode: full (etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kwok: Pods run and garbage collection works) or minimal (etcd and kube-apiserver only)")
 	fs.StringVar(&c.writeKubeconfig, "write-kubeconfig", cluster.DefaultKubeconfigPath(), "embedded cluster: write the admin's kubeconfig (system:masters) for your kubectl here, never for learners (empty: don't)")
 	fs.StringVar(&c.controlPlaneLog, "control-plane-log", defaultControlPlaneLog(), "embedded cluster: file that receives the control-plane processes' output (empty: the terminal)")

@@ -42,6 +42,12 @@ func RunChild(in io.Reader, out io.Writer) int {
 		fmt.Fprintln(out, `{"op":"result","error":{"kind":"crash","message":"the sandbox could not limit itself"}}`)
 		return 1
 	}
+	layers, err := fence()
+	if err != nil {
+		// Learner code never runs unfenced.
+		_ = json.NewEncoder(out).Encode(message{Op: opResult, Error: &SourceError{Kind: "crash", Message: "the sandbox could not fence itself in: " + err.Error()}})
+		return 1
+	}
 	dec := json.NewDecoder(bufio.NewReaderSize(io.LimitReader(in, 1<<40), 64<<10))
 	enc := json.NewEncoder(out)
 	ch := &child{enc: enc, dec: dec, scheme: newScheme()}
@@ -54,7 +60,7 @@ func RunChild(in io.Reader, out io.Writer) int {
 		var resp message
 		switch m.Op {
 		case opCompile:
-			resp = message{Op: opCompiled, Error: ch.compile(m.Source)}
+			resp = message{Op: opCompiled, Error: ch.compile(m.Source), Fence: layers}
 		case opReconcile:
 			resp = ch.reconcile(m.Namespace, m.Name)
 		default:

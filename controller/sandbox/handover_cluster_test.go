@@ -68,8 +68,13 @@ func newHandOverEnv(t *testing.T, src string) *handOverEnv {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "sbx-"}}
+	// A lab namespace, as oplab makes them: the learner code's policy
+	// holds there.
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "sbx-", Labels: map[string]string{"oplab.dev/lab": "true"}}}
 	if err := c.Create(ctx, ns); err != nil {
+		t.Fatal(err)
+	}
+	if err := controller.InstallLearnerPolicies(ctx, cl.Config()); err != nil {
 		t.Fatal(err)
 	}
 	rec := &steps{}
@@ -82,6 +87,9 @@ func newHandOverEnv(t *testing.T, src string) *handOverEnv {
 	t.Cleanup(func() { _ = r.Stop() })
 	sb := testSandbox(t)
 	compileOK(t, sb, src)
+	if err := r.GrantCode(ctx, ns.Name); err != nil {
+		t.Fatal(err)
+	}
 	r.HandOver(ns.Name, sb)
 	return &handOverEnv{ctx: ctx, c: c, ns: ns.Name, runner: r, sb: sb, steps: rec}
 }

@@ -17,7 +17,7 @@ import (
 const (
 	childMemory  = 512 << 20
 	childCPUSecs = 30
-	childMaxFDs  = 8
+	childMaxFDs  = 16
 	childNice    = 10
 	// overranNice is the priority of the children of a learner whose
 	// last reconcile was killed: the lowest, so CFS gives one about an
@@ -98,6 +98,11 @@ func limitSelf() error {
 	// The soft memory limit makes the collector work hard before the hard
 	// limit ends the child.
 	debug.SetMemoryLimit(childMemory / 2)
+	// When memory runs out in oplab's cgroup (a Pod's limit), the kernel
+	// kills the process it scores highest: always a child, never oplab.
+	if err := os.WriteFile("/proc/self/oom_score_adj", []byte("1000"), 0); err != nil {
+		return fmt.Errorf("making the child the first the OOM killer takes: %w", err)
+	}
 	return nil
 }
 

@@ -39,6 +39,8 @@ type message struct {
 	Error        *SourceError  `json:"error,omitempty"`
 	// Output is what the code printed with print/println, cut short.
 	Output string `json:"output,omitempty"`
+	// Fence names the kernel fence's layers the child raised (compiled).
+	Fence []string `json:"fence,omitempty"`
 }
 
 // call is one facade method the learner's code invoked.

@@ -28,9 +28,11 @@ import (
 	"github.com/oplab-dev/oplab/web/stream"
 )
 
-// Controller is what the page needs of controller.Runner: handing a namespace
-// to learner code and taking it back.
+// Controller is what the page needs of controller.Runner: giving a
+// namespace's learner code its own identity, handing the namespace to the
+// code and taking it back.
 type Controller interface {
+	GrantCode(ctx context.Context, ns string) error
 	HandOver(ns string, rec controller.NamespaceReconciler)
 	TakeBack(ns string)
 	HandedOver(ns string) bool
@@ -314,13 +316,24 @@ func (h *Handler) run(w http.ResponseWriter, r *http.Request) {
 	l.source = src
 	sb := l.sb
 	l.mu.Unlock()
-	if sb == nil {
+	fresh := sb == nil
+	if fresh {
 		sb = h.opts.NewSandbox()
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), 10*time.Second)
 	defer cancel()
 	if serr := sb.Compile(ctx, src); serr != nil {
 		httpx.JSON(w, http.StatusOK, runView{Running: h.opts.Controller.HandedOver(ns), Error: serr})
+		return
+	}
+	// The code writes as its own ServiceAccount, never as oplab: without
+	// that identity it does not run at all.
+	if err := h.opts.Controller.GrantCode(ctx, ns); err != nil {
+		if fresh {
+			sb.Close()
+		}
+		h.opts.Logger.Error(err, "Could not give learner code its identity", "namespace", ns)
+		http.Error(w, "your code cannot run: "+err.Error(), http.StatusServiceUnavailable)
 		return
 	}
 	l.mu.Lock()

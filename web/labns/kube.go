@@ -20,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/oplab-dev/oplab/controller"
 	"github.com/oplab-dev/oplab/controller/permission"
 )
 
@@ -170,7 +171,11 @@ func (n KubeNamespaces) createLimits(ctx context.Context, ns string) error {
 }
 
 // quotaHard is the quota of a lab namespace: its Databases, and the Pods
-// and requests of that many Databases at their largest.
+// and requests of that many Databases at their largest; and storage, which
+// oplab's Databases do not claim (their data is an emptyDir) but a
+// learner's own reconciler may, through a StatefulSet's volume claim
+// templates: a claim per Pod at most, and controller.MaxClaimStorage in
+// all, the most one claim may ask for.
 func (n KubeNamespaces) quotaHard() corev1.ResourceList {
 	maxDBs := n.MaxDatabases
 	if maxDBs <= 0 {
@@ -181,10 +186,12 @@ func (n KubeNamespaces) quotaHard() corev1.ResourceList {
 		return *resource.NewMilliQuantity(q.MilliValue()*pods, q.Format)
 	}
 	return corev1.ResourceList{
-		DatabaseQuotaResource:         resource.MustParse(strconv.Itoa(maxDBs)),
-		corev1.ResourcePods:           *resource.NewQuantity(pods, resource.DecimalSI),
-		corev1.ResourceRequestsCPU:    times(podRequestCPU),
-		corev1.ResourceRequestsMemory: times(podRequestMemory),
+		DatabaseQuotaResource:                 resource.MustParse(strconv.Itoa(maxDBs)),
+		corev1.ResourcePods:                   *resource.NewQuantity(pods, resource.DecimalSI),
+		corev1.ResourceRequestsCPU:            times(podRequestCPU),
+		corev1.ResourceRequestsMemory:         times(podRequestMemory),
+		corev1.ResourcePersistentVolumeClaims: *resource.NewQuantity(pods, resource.DecimalSI),
+		corev1.ResourceRequestsStorage:        controller.MaxClaimStorage,
 	}
 }
 
