@@ -130,7 +130,7 @@ func (l *codeLimiter) wait(ctx context.Context, verb string, obj client.Object) 
 		return nil
 	}
 	note(ctx, Step{Type: StepThrottled, Action: verb, Duration: d,
-		Target: &ObjectRef{Kind: kindOf(obj), Namespace: obj.GetNamespace(), Name: obj.GetName()},
+		Target:  &ObjectRef{Kind: kindOf(obj), Namespace: obj.GetNamespace(), Name: obj.GetName()},
 		Message: fmt.Sprintf("your code's writes are limited to %d a second: this %s waited %s", l.perSecond, verb, d.Round(time.Millisecond))})
 	t := time.NewTimer(d)
 	defer t.Stop()
