@@ -9,7 +9,6 @@ import (
 	"sync"
 	"time"
 
-	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -18,7 +17,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -102,30 +100,49 @@ func (r *Runner) GrantCode(ctx context.Context, ns string) error {
 	if err := r.annotateRegistry(ctx, c, ns); err != nil {
 		return err
 	}
-	cs, err := kubernetes.NewForConfig(codeConfig(r.cfg, ns))
+	return waitForPolicy(ctx, r.cfg, ns)
+}
+
+// policyName is the learner code's admission policy (config/policy/code.yaml).
+const policyName = "oplab-learner-code"
+
+// waitForPolicy waits until ns's learner code is authorized (RBAC's cache
+// follows a watch) and held by its admission policy: a new namespace is
+// matched only once the API server's informer has seen it, and until then
+// the code's first writes would pass unchecked. It asks by a dry run of a
+// write the policy refuses, as the code's own ServiceAccount: a token
+// Secret, which the policy alone refuses. A policy never installed fails
+// it: learner code does not run where it would not hold.
+func waitForPolicy(ctx context.Context, cfg *rest.Config, ns string) error {
+	code, err := client.New(codeConfig(cfg, ns), client.Options{})
 	if err != nil {
 		return fmt.Errorf("a client for your code: %w", err)
 	}
-	var refused error
+	var last error
 	err = wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, 10*time.Second, true, func(ctx context.Context) (bool, error) {
-		review := &authorizationv1.SelfSubjectAccessReview{Spec: authorizationv1.SelfSubjectAccessReviewSpec{
-			ResourceAttributes: &authorizationv1.ResourceAttributes{Verb: "create", Group: "apps", Resource: "statefulsets", Namespace: ns},
-		}}
-		got, err := cs.AuthorizationV1().SelfSubjectAccessReviews().Create(ctx, review, metav1.CreateOptions{})
-		if err != nil {
-			// oplab may not impersonate the account: no wait mends that.
-			refused = err
-			return false, err
+		canary := &corev1.Secret{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "oplab-policy-canary",
+				Annotations: map[string]string{corev1.ServiceAccountNameKey: CodeServiceAccount}},
+			Type: corev1.SecretTypeServiceAccountToken,
 		}
-		return got.Status.Allowed, nil
+		last = code.Create(ctx, canary, client.DryRunAll)
+		switch {
+		case apierrors.IsForbidden(last) && strings.Contains(last.Error(), policyName):
+			return true, nil
+		case apierrors.IsForbidden(last) && strings.Contains(last.Error(), "cannot impersonate"):
+			// oplab may not act as the account: no wait mends that.
+			return false, last
+		}
+		return false, nil
 	})
-	if refused != nil {
-		return fmt.Errorf("act as your code's ServiceAccount in %s: %w", ns, permission.Explain(refused))
+	if err == nil {
+		return nil
 	}
-	if err != nil {
-		return fmt.Errorf("wait for your code's RoleBinding in %s to take effect: %w", ns, err)
+	if apierrors.IsForbidden(last) && strings.Contains(last.Error(), "cannot impersonate") {
+		return fmt.Errorf("act as your code's ServiceAccount in %s: %w", ns, permission.Explain(last))
 	}
-	return nil
+	return fmt.Errorf("the admission policy %s does not hold in namespace %s after 10 s (the last dry run answered %v): "+
+		"your code runs only where it holds; ask your cluster admin to apply controller/config/policy", policyName, ns, last)
 }
 
 // annotateRegistry writes the engines' registry on ns, for the learner
@@ -177,17 +194,23 @@ type codeClients struct {
 	reads    client.Client
 	book     *triggerBook
 	registry string
+	grant    func(context.Context, string) error
 
 	mu sync.Mutex
 	m  map[string]client.Client
 }
 
-// get returns ns's client, making it on first use.
-func (cc *codeClients) get(ns string) (client.Client, error) {
+// get returns ns's client, making it on first use, after granting ns
+// its learner-code identity (GrantCode; /code grants it before it hands
+// the namespace over, so this finds it there).
+func (cc *codeClients) get(ctx context.Context, ns string) (client.Client, error) {
 	cc.mu.Lock()
 	defer cc.mu.Unlock()
 	if c, ok := cc.m[ns]; ok {
 		return c, nil
+	}
+	if err := cc.grant(ctx, ns); err != nil {
+		return nil, err
 	}
 	writes, err := client.New(codeConfig(cc.cfg, ns), client.Options{Scheme: cc.scheme, Mapper: cc.mapper})
 	if err != nil {

@@ -87,7 +87,7 @@ func (o overridden) Reconcile(ctx context.Context, req reconcile.Request) (ctrl.
 // namespace is handed over, else oplab's. The trace marks which. The
 // learner's gets a client that writes as its own ServiceAccount, never as
 // oplab.
-func (t *tracedReconciler) reconcilerFor(req reconcile.Request, rt *reconcileTrace) reconcile.Reconciler {
+func (t *tracedReconciler) reconcilerFor(ctx context.Context, req reconcile.Request, rt *reconcileTrace) reconcile.Reconciler {
 	rec := t.gate.overrides.get(req.Namespace)
 	if rec == nil {
 		return t.inner
@@ -96,6 +96,6 @@ func (t *tracedReconciler) reconcilerFor(req reconcile.Request, rt *reconcileTra
 	if t.code == nil {
 		return overridden{rec: rec, c: t.client}
 	}
-	c, err := t.code.get(req.Namespace)
+	c, err := t.code.get(ctx, req.Namespace)
 	return overridden{rec: rec, c: c, err: err}
 }

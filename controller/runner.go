@@ -193,7 +193,7 @@ func (r *Runner) Start(ctx context.Context) error {
 	// A child kind oplab may not list or watch would keep the caches from
 	// syncing for ever; refusals says which.
 	refusals := permission.NewRefusals(r.opts.Logger)
-	mgr, code, err := newManager(r.cfg, r.opts, r.gate, cur.resumed, refusals.WatchErrorHandler, runCtx.Done())
+	mgr, code, err := newManager(r.cfg, r.opts, r.gate, cur.resumed, refusals.WatchErrorHandler, runCtx.Done(), r.GrantCode)
 	if err != nil {
 		cancel()
 		close(cur.done)
@@ -342,7 +342,7 @@ func (r *Runner) emit(ns, phase, msg string) {
 
 // newManager builds a manager with nothing but the Database controller: no
 // metrics server, no health probes, no leader election.
-func newManager(base *rest.Config, opts Options, gate *pauseGate, resumed <-chan sweepEvent, watchErr toolscache.WatchErrorHandlerWithContext, stopping <-chan struct{}) (ctrl.Manager, *codeClients, error) {
+func newManager(base *rest.Config, opts Options, gate *pauseGate, resumed <-chan sweepEvent, watchErr toolscache.WatchErrorHandlerWithContext, stopping <-chan struct{}, grant func(context.Context, string) error) (ctrl.Manager, *codeClients, error) {
 	cfg := rest.CopyConfig(base)
 	cfg.QPS, cfg.Burst = opts.QPS, opts.Burst
 
@@ -406,7 +406,7 @@ func newManager(base *rest.Config, opts Options, gate *pauseGate, resumed <-chan
 
 	// The controller's wiring, with the trace, the pause gate and the
 	// pitfalls around it, is in wiring.go.
-	code, err := setupController(mgr, cfg, opts, gate, resumed, labelled)
+	code, err := setupController(mgr, cfg, opts, gate, resumed, labelled, grant)
 	if err != nil {
 		return nil, nil, fmt.Errorf("setting up database controller: %w", err)
 	}

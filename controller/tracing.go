@@ -60,7 +60,7 @@ func (t *tracedReconciler) Reconcile(ctx context.Context, req reconcile.Request)
 	if trigger == TriggerRequeue {
 		retry = t.backoff.NumRequeues(req)
 	}
-	inner := t.reconcilerFor(req, rt)
+	inner := t.reconcilerFor(ctx, req, rt)
 	start := Step{Type: StepReconcileStart, Trigger: trigger, Retry: retry, FirstEvent: first.words(),
 		Message: triggerMessage(trigger, n, retry)}
 	if first.event != "" {

@@ -48,6 +48,10 @@ var allowed = []string{
 	"getpid", "getrandom", "exit", "exit_group",
 }
 
+// fenceSeccomp is false only in the fence's own tests, to show what
+// Landlock holds without the allow-list in front of it.
+var fenceSeccomp = true
+
 // cloneThread is CLONE_THREAD: clone is allowed for a new thread only.
 const cloneThread = 0x10000
 
@@ -63,6 +67,9 @@ func fence() ([]string, error) {
 			return nil, fmt.Errorf("Landlock: %w", err)
 		}
 		layers = append(layers, "Landlock ABI "+strconv.Itoa(abi)+" (no files, no TCP, no signals out)")
+	}
+	if !fenceSeccomp {
+		return layers, nil
 	}
 	info, err := arch.GetInfo("")
 	if err != nil {

@@ -23,7 +23,7 @@ import (
 // sharedCluster is the full-mode cluster the cluster tests share
 // (kube-controller-manager and kwok make StatefulSets' Pods ready);
 // TestMain stops it.
-var sharedCluster = clustertest.Full(controller.CRDs)
+var sharedCluster = clustertest.Full(controller.CRDs, controller.InstallLearnerPolicies)
 
 func startCluster(t testing.TB) *cluster.Cluster { return sharedCluster.Get(t) }
 
@@ -74,9 +74,7 @@ func newHandOverEnv(t *testing.T, src string) *handOverEnv {
 	if err := c.Create(ctx, ns); err != nil {
 		t.Fatal(err)
 	}
-	if err := controller.InstallLearnerPolicies(ctx, cl.Config()); err != nil {
-		t.Fatal(err)
-	}
+
 	rec := &steps{}
 	opts := controller.DefaultOptions()
 	opts.Sink, opts.Namespaces, opts.ResyncPeriod = rec, []string{ns.Name}, 5*time.Second

@@ -21,6 +21,10 @@ const (
 	opCall      = "call"      // child → parent: Call
 	opReply     = "reply"     // parent → child: Reply
 	opResult    = "result"    // child → parent: Requeue, RequeueAfter, Error
+	// The tests' fence probe (fence_probe_test.go): parent → child, and
+	// its report in Output.
+	opProbe  = "probe"
+	opProbed = "probed"
 )
 
 type message struct {

@@ -31,6 +31,10 @@ func TestMain(m *testing.M) {
 	if len(os.Args) == 2 && os.Args[1] == ChildArg {
 		os.Exit(RunChild(os.Stdin, os.Stdout))
 	}
+	if len(os.Args) == 2 && os.Args[1] == landlockOnlyArg {
+		fenceSeccomp = false
+		os.Exit(RunChild(os.Stdin, os.Stdout))
+	}
 	ctrllog.SetLogger(logr.Discard())
 	code := m.Run()
 	_ = sharedCluster.Stop()
