@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -114,7 +115,9 @@ const policyName = "oplab-learner-code"
 // Secret, which the policy alone refuses. A policy never installed fails
 // it: learner code does not run where it would not hold.
 func waitForPolicy(ctx context.Context, cfg *rest.Config, ns string) error {
-	code, err := client.New(codeConfig(cfg, ns), client.Options{})
+	// A typed client: a controller-runtime one would first ask for
+	// discovery, whose refusal hides which permission was missing.
+	code, err := kubernetes.NewForConfig(codeConfig(cfg, ns))
 	if err != nil {
 		return fmt.Errorf("a client for your code: %w", err)
 	}
@@ -125,7 +128,7 @@ func waitForPolicy(ctx context.Context, cfg *rest.Config, ns string) error {
 				Annotations: map[string]string{corev1.ServiceAccountNameKey: CodeServiceAccount}},
 			Type: corev1.SecretTypeServiceAccountToken,
 		}
-		last = code.Create(ctx, canary, client.DryRunAll)
+		_, last = code.CoreV1().Secrets(ns).Create(ctx, canary, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
 		switch {
 		case apierrors.IsForbidden(last) && strings.Contains(last.Error(), policyName):
 			return true, nil
@@ -139,7 +142,12 @@ func waitForPolicy(ctx context.Context, cfg *rest.Config, ns string) error {
 		return nil
 	}
 	if apierrors.IsForbidden(last) && strings.Contains(last.Error(), "cannot impersonate") {
-		return fmt.Errorf("act as your code's ServiceAccount in %s: %w", ns, permission.Explain(last))
+		// Named as the role grants it: an API server with constrained
+		// impersonation names the verb it tried first
+		// ("impersonate-on:serviceaccount:create" on secrets), which
+		// oplab's roles do not use.
+		return fmt.Errorf("act as your code's ServiceAccount in %s: %w", ns, &permission.Error{
+			Missing: []permission.Rule{{Verbs: []string{"impersonate"}, Resource: "serviceaccounts"}}, Namespace: ns, Err: last})
 	}
 	return fmt.Errorf("the admission policy %s does not hold in namespace %s after 10 s (the last dry run answered %v): "+
 		"your code runs only where it holds; ask your cluster admin to apply controller/config/policy", policyName, ns, last)

@@ -2,6 +2,7 @@ package config_test
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -39,6 +40,7 @@ import (
 	"github.com/oplab-dev/oplab/controller"
 	dbv1 "github.com/oplab-dev/oplab/controller/api/v1alpha1"
 	"github.com/oplab-dev/oplab/controller/permission"
+	"github.com/oplab-dev/oplab/controller/sandbox/starters"
 	"github.com/oplab-dev/oplab/web/kubeconfig"
 	"github.com/oplab-dev/oplab/web/labns"
 )
@@ -342,6 +344,19 @@ func probes() []probe {
 			act: func(t *testing.T, h *harness, l *learner, p perm) string {
 				l.post(t, "/lab/databases/shop/delete", nil, true)
 				return l.timelineSays(t, p)
+			},
+		},
+		{
+			what: "Run my code: the learner code's own identity, its ServiceAccount bound to oplab-code, and oplab acting as it (the code page's error)",
+			perms: []string{"bind clusterroles.rbac.authorization.k8s.io named oplab-code",
+				"impersonate serviceaccounts named oplab-code"},
+			setup: newLearner,
+			act: func(t *testing.T, h *harness, l *learner, p perm) string {
+				code, body := l.postJSON(t, "/code/run", map[string]string{"source": starters.Source("skeleton")})
+				if code != http.StatusServiceUnavailable {
+					t.Errorf("POST /code/run = %d %s, want 503", code, body)
+				}
+				return body
 			},
 		},
 		{
@@ -1043,6 +1058,23 @@ func (l *learner) post(t *testing.T, path string, form url.Values, ok bool) stri
 		t.Errorf("POST %s = %d: a missing permission is not a server error", path, resp.StatusCode)
 	}
 	return res.Message
+}
+
+// postJSON posts body as JSON, as the code page does, and returns the
+// answer.
+func (l *learner) postJSON(t *testing.T, path string, body any) (int, string) {
+	t.Helper()
+	b, err := json.Marshal(body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := l.hc.Post(l.h.proc.base+path, "application/json", bytes.NewReader(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	out, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(out)
 }
 
 // timelineSays waits for an error naming p among the steps of the

@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 	"unicode/utf8"
@@ -79,8 +80,9 @@ type Sandbox struct {
 	idle   *time.Timer
 	used   time.Time // the last compile or reconcile
 	// fence names the layers of the kernel fence the last child raised
-	// (fence_linux.go) and the namespaces it was started in.
-	fence []string
+	// (fence_linux.go) and the namespaces it was started in. Not under mu,
+	// which a reconcile holds for its whole length: the page reads it.
+	fence atomic.Pointer[[]string]
 	// overran is set when a reconcile was killed (deadline, CPU budget,
 	// crash) and cleared by one that returns: while it is set, the
 	// learner's children run at the lowest priority, so code that keeps
@@ -397,9 +399,10 @@ func (s *Sandbox) Compile(ctx context.Context, src string) *SourceError {
 // compiled code: seccomp, no_new_privs, Landlock and namespaces, as the
 // kernel allowed them. Nil before the first compile.
 func (s *Sandbox) Fence() []string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return slices.Clone(s.fence)
+	if f := s.fence.Load(); f != nil {
+		return slices.Clone(*f)
+	}
+	return nil
 }
 
 // fenceWords lists the child's layers and then its namespaces.
@@ -451,7 +454,8 @@ func (s *Sandbox) compileIn(ctx context.Context, src string) (*proc, *SourceErro
 		p.close()
 		return nil, clipped(m.Error)
 	}
-	s.fence = fenceWords(m.Fence, p.spaces)
+	fence := fenceWords(m.Fence, p.spaces)
+	s.fence.Store(&fence)
 	// Again, now that the child's own limitSelf has surely run: as root it
 	// may have raised the priority the first call lowered.
 	s.lowerIfOverran(p)

@@ -220,6 +220,9 @@ func (h *Handler) page(w http.ResponseWriter, r *http.Request) {
 	l := h.learnerOf(ns)
 	l.mu.Lock()
 	v := pageView{Namespace: ns, Source: l.source, Imported: l.imported, Running: h.opts.Controller.HandedOver(ns), Starters: starters.All, Limits: h.limits}
+	if l.sb != nil {
+		v.Fence = l.sb.Fence()
+	}
 	l.imported = false
 	l.mu.Unlock()
 	if v.Source == "" {
@@ -244,6 +247,8 @@ type statusView struct {
 	Running bool                 `json:"running"`
 	Runs    int                  `json:"runs"`
 	Error   *sandbox.SourceError `json:"error,omitempty"`
+	// Fence is the kernel fence around the running child, in words.
+	Fence string `json:"fence,omitempty"`
 }
 
 func (h *Handler) status(w http.ResponseWriter, r *http.Request) {
@@ -255,6 +260,11 @@ func (h *Handler) status(w http.ResponseWriter, r *http.Request) {
 	l := h.learnerOf(ns)
 	l.mu.Lock()
 	v := statusView{Running: h.opts.Controller.HandedOver(ns), Runs: l.runs, Error: l.last}
+	if l.sb != nil {
+		if f := l.sb.Fence(); len(f) > 0 {
+			v.Fence = FenceWords(f)
+		}
+	}
 	l.mu.Unlock()
 	httpx.JSON(w, http.StatusOK, v)
 }
@@ -294,6 +304,7 @@ func (h *Handler) save(w http.ResponseWriter, r *http.Request) {
 type runView struct {
 	Running bool                 `json:"running"`
 	Error   *sandbox.SourceError `json:"error,omitempty"`
+	Fence   string               `json:"fence,omitempty"`
 }
 
 func (h *Handler) run(w http.ResponseWriter, r *http.Request) {
@@ -340,8 +351,9 @@ func (h *Handler) run(w http.ResponseWriter, r *http.Request) {
 	l.sb, l.last, l.runs, l.ran = sb, nil, 0, src
 	l.mu.Unlock()
 	h.opts.Controller.HandOver(ns, recording{sb: sb, l: l})
-	h.opts.Logger.Info("Learner code runs", "namespace", ns)
-	httpx.JSON(w, http.StatusOK, runView{Running: true})
+	fence := FenceWords(sb.Fence())
+	h.opts.Logger.Info("Learner code runs", "namespace", ns, "fence", fence)
+	httpx.JSON(w, http.StatusOK, runView{Running: true, Fence: fence})
 }
 
 func (h *Handler) back(w http.ResponseWriter, r *http.Request) {

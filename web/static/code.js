@@ -73,7 +73,7 @@ import { store } from "./base.js";
     if (e) {
       const where = e.line ? "line " + e.line + (e.col ? ":" + e.col : "") : "";
       const label = { compile: "Compile error", panic: "Panic", error: "Reconcile returned an error",
-        deadline: "Stopped", crash: "The sandbox died" }[e.kind] || "Error";
+        deadline: "Stopped", budget: "Over its budget", crash: "The sandbox died" }[e.kind] || "Error";
       if (e.line) {
         badLine = e.line;
         const a = document.createElement("a");
@@ -86,6 +86,12 @@ import { store } from "./base.js";
       }
     }
     drawGutter();
+  }
+
+  // The kernel's fence around the child that runs the code, as the
+  // server read it from the child.
+  function showFence(words) {
+    if (words) document.getElementById("code-fence").textContent = words;
   }
 
   function setRunning(running) {
@@ -131,6 +137,7 @@ import { store } from "./base.js";
       if (!res.ok) { showError({ kind: "error", message: await res.text() }); setRunning(root.dataset.running === "true"); return; }
       const v = await res.json();
       setRunning(v.running);
+      showFence(v.fence);
       showError(v.error);
       heldError = v.error || null;
       if (!v.error) lastRuns = 0;
@@ -161,6 +168,7 @@ import { store } from "./base.js";
       const res = await fetch("/code/status", { credentials: "same-origin" });
       if (!res.ok) return;
       const v = await res.json();
+      showFence(v.fence);
       if (asked !== runsPressed || runBtn.disabled || heldError) return;
       setRunning(v.running);
       if (v.running && v.runs !== lastRuns) {

@@ -132,6 +132,11 @@ export function stepLine(s) {
       const cls = s.outcome === "Error" ? "bad" : s.outcome === "AlreadyExists" ? "" : "ok";
       return li("", `${s.action} ${targetName(s)} → `, h("span", { class: "pill small " + cls }, s.outcome || "?"));
     }
+    case "throttled":
+      // The learner's code wrote faster than its write rate: the write
+      // waited its turn before it was sent.
+      return li("", `${s.action} ${targetName(s)} waited `, h("span", { class: "pill small warn" }, dur(s.durationNs || 0)),
+        h("span", { class: "why" }, s.message || ""));
     case "finalizer":
       return li("", h("b", {}, s.phase), s.message ? " — " + s.message : "");
     case "status":
