@@ -102,7 +102,7 @@ build: ## build the oplab binary into bin/
 image: ## build oplab's container image into dist/oplab-image.tar (no Docker needed; docker load, kind load image-archive or crane push it)
 	$(GO) run ./cmd/image -out dist/oplab-image.tar -tag $(IMAGE)
 
-bench: controlplane ## print the benchmarks' figures (cluster start, controller throughput, websocket fan-out, a class's cost per learner, oplab's RSS per worst learner)
+bench: controlplane ## print the benchmarks' figures (cluster start, controller throughput, websocket fan-out, a class's cost per learner, oplab's RSS per worst learner, the worst learner code's cost)
 	$(GO) test -run '^$$' -bench BenchmarkTimeToReady -benchtime 1x ./cluster/
 	$(GO) test -run '^$$' -bench . -benchtime 1x ./controller/ -args -dbs=$(BENCH_DBS)
 	$(GO) run ./cmd/loadtest -viewers 500,2000 -rate 100 -duration 10s
@@ -114,3 +114,4 @@ bench: controlplane ## print the benchmarks' figures (cluster start, controller 
 	$(GO) test -run '^$$' -bench WorstLearnerMemory -benchtime 1x ./web/stream/
 	$(GO) test -run '^$$' -bench 'Compile|ReconcileRoundTrip|RunToFirstReconcile' -benchtime 20x ./controller/sandbox/
 	$(GO) test -run '^$$' -bench Neighbours -benchtime 1x ./controller/sandbox/
+	$(GO) test -run '^$$' -bench WorstCode -benchtime 1x ./controller/sandbox/ -args -worst-learners 6 -worst-for 30s

@@ -148,6 +148,9 @@ type Options struct {
 	// LearnerCode hands a learner's namespace to their own reconciler
 	// (the /code page); nil: no /code page.
 	LearnerCode code.Controller
+	// MaxCodeRuns caps the learners whose code runs at once; zero means
+	// code.Options' default.
+	MaxCodeRuns int
 	Logger      logr.Logger
 }
 
@@ -262,7 +265,7 @@ func (s *Server) routes(ctx context.Context) (http.Handler, error) {
 	}
 	// The code page comes first: the lab's export carries its code.
 	if s.opts.LearnerCode != nil {
-		codes := code.New(code.Options{Controller: s.opts.LearnerCode, Sessions: sessions, Logger: s.opts.Logger.WithName("code")})
+		codes := code.New(code.Options{Controller: s.opts.LearnerCode, Sessions: sessions, MaxRunning: s.opts.MaxCodeRuns, Logger: s.opts.Logger.WithName("code")})
 		codes.Register(mux)
 		s.codes.Store(codes)
 		labOpts.Code = codes

@@ -36,6 +36,7 @@ type config struct {
 	sessionIdle     time.Duration
 	sessionIdleNew  time.Duration
 	maxSessions     int
+	maxCodeRuns     int
 	maxPerClient    int
 	allowedHosts    []string
 	// trustedProxies are the proxies whose X-Forwarded-For names the client.
@@ -95,6 +96,7 @@ func parseFlagsInto(fs *flag.FlagSet, args []string) (config, error) {
 	fs.DurationVar(&c.sessionIdle, "session-idle", 2*time.Hour, "a learner's namespace is deleted after this long without a request")
 	fs.DurationVar(&c.sessionIdleNew, "session-idle-new", 10*time.Minute, "a session whose browser never came back (no page, stream or form after the first page) is deleted with its namespace after this long")
 	fs.IntVar(&c.maxSessions, "max-sessions", 200, "the most lab sessions, and so learner namespaces, at once; when full, the oldest session never used makes room, else the one idle longest once idle 5 minutes")
+	fs.IntVar(&c.maxCodeRuns, "max-code-runs", 40, "the most learners whose own code (the /code page) runs at once, each in a child process of at most 128 MiB beyond its start (about 12 MiB at rest); size it with oplab's memory limit: the shipped Deployment runs 6")
 	fs.IntVar(&c.maxPerClient, "max-sessions-per-client", 20, "the most lab sessions one client IP address may hold (0: no limit besides --max-sessions)")
 	fs.StringVar(&c.namespacePrefix, "namespace-prefix", labns.NamespacePrefix, "start learner namespaces' names with this (lowercase, ending in a dash); oplab touches only namespaces labelled with its prefix, so several classrooms can share a cluster, one prefix each")
 	fs.StringVar(&c.kubeconfigHost, "kubeconfig-server", "", "API server URL the learners' own kubeconfigs name (default: the one oplab uses, as in the admin kubeconfig); set it when learners reach the API server by another address")
@@ -191,6 +193,9 @@ func (c config) validate() error {
 	}
 	if c.maxSessions < 1 {
 		return fmt.Errorf("invalid --max-sessions %d: must be at least 1", c.maxSessions)
+	}
+	if c.maxCodeRuns < 1 {
+		return fmt.Errorf("invalid --max-code-runs %d: must be at least 1", c.maxCodeRuns)
 	}
 	if c.maxPerClient < 0 || c.maxPerClient > c.maxSessions {
 		return fmt.Errorf("invalid --max-sessions-per-client %d: must be 0 (no limit) to --max-sessions (%d)", c.maxPerClient, c.maxSessions)

@@ -168,6 +168,7 @@ func run(ctx context.Context, c config, out io.Writer) (retErr error) {
 		SessionIdleTimeout:       c.sessionIdle,
 		SessionNewIdleTimeout:    c.sessionIdleNew,
 		MaxSessions:              c.maxSessions,
+		MaxCodeRuns:              c.maxCodeRuns,
 		MaxSessionsPerClient:     c.maxPerClient,
 		AllowedHosts:             c.allowedHosts,
 		TrustedProxies:           c.trustedProxies,

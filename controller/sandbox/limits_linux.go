@@ -14,8 +14,13 @@ import (
 // Child limits. Memory is what the child may map beyond what the Go runtime
 // had mapped when it started; CPU is the child's whole life, over many
 // reconciles (the parent starts a fresh child when this one dies).
+//
+// childMemory bounds what one learner's code can cost oplab's Pod: a child
+// at rest holds about 12 MiB of its own (the binary's pages are shared),
+// so --max-code-runs children cost at most that many times 140 MiB, and
+// the Deployment's limit is sized for it (controller/config/manager).
 const (
-	childMemory  = 512 << 20
+	childMemory  = 128 << 20
 	childCPUSecs = 30
 	childMaxFDs  = 16
 	childNice    = 10

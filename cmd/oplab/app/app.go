@@ -83,6 +83,9 @@ type Options struct {
 	SessionNewIdleTimeout time.Duration
 	// MaxSessions caps the sessions, and so the lab namespaces; default 200.
 	MaxSessions int
+	// MaxCodeRuns caps the learners whose own code runs at once (a child
+	// process each); zero means code.Options' default.
+	MaxCodeRuns int
 	// MaxSessionsPerClient caps the sessions of one client address; 0 means
 	// no separate cap.
 	MaxSessionsPerClient int
@@ -279,7 +282,7 @@ func NewWeb(ctx context.Context, opts Options) (*Web, error) {
 		InstructorToken: opts.InstructorToken, JoinCode: opts.JoinCode, DemoDwell: opts.DemoDwell, ResetWait: opts.ResetWait, Demos: opts.Demos, Content: opts.Content,
 		Broadcaster: opts.Broadcaster, KubectlLine: opts.KubectlLine, Ready: opts.Ready,
 		MaxDatabasesPerNamespace: opts.MaxDatabasesPerNamespace, TrustedProxies: opts.TrustedProxies,
-		AllowedHosts: opts.AllowedHosts, Logger: opts.Logger,
+		AllowedHosts: opts.AllowedHosts, MaxCodeRuns: opts.MaxCodeRuns, Logger: opts.Logger,
 	})
 	if err != nil {
 		return nil, err
