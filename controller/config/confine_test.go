@@ -17,9 +17,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/oplab-dev/oplab/controller"
 	dbv1 "github.com/oplab-dev/oplab/controller/api/v1alpha1"
 	"github.com/oplab-dev/oplab/web/labns"
 )
@@ -263,6 +265,18 @@ func TestALearnerIsSandboxed(t *testing.T) {
 		image := []byte(`{"spec":{"template":{"spec":{"containers":[{"name":"postgres","image":"example.com/mine:1"}]}}}}`)
 		byPolicy(t, fmt.Sprintf("the learner's image patch (paused %v)", paused), lc.Patch(ctx, sts, client.RawPatch(types.StrategicMergePatchType, image)))
 	}
+	// The learner's kubectl cannot become their code's identity, nor
+	// mint it a token: oplab alone acts as it.
+	codeCfg := learnerKubeconfig(t, cfg, lab)
+	codeCfg.Impersonate = rest.ImpersonationConfig{UserName: controller.CodeUser(lab)}
+	if cc, err := client.New(codeCfg, client.Options{Scheme: scheme, Mapper: c.RESTMapper()}); err != nil {
+		t.Fatal(err)
+	} else {
+		refused(t, "the learner impersonating their code's ServiceAccount", cc.List(ctx, &corev1.ConfigMapList{}, client.InNamespace(lab)))
+	}
+	tr := &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](600)}}
+	code := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: lab, Name: controller.CodeServiceAccount}}
+	refused(t, "the learner minting a token for their code's ServiceAccount", lc.SubResource("token").Create(ctx, code, tr))
 	// Metadata is theirs (the owner-gc challenge): removing the
 	// ownerReference goes through (paused here, nothing adopts it back).
 	orphan := client.RawPatch(types.JSONPatchType, []byte(`[{"op":"remove","path":"/metadata/ownerReferences"}]`))
