@@ -131,7 +131,7 @@ func (l *codeLimiter) wait(ctx context.Context, verb string, obj client.Object) 
 	}
 	note(ctx, Step{Type: StepThrottled, Action: verb, Duration: d,
 		Target:  &ObjectRef{Kind: kindOf(obj), Namespace: obj.GetNamespace(), Name: obj.GetName()},
-		Message: fmt.Sprintf("your code's writes are limited to %d a second: this %s waited %s", l.perSecond, verb, d.Round(time.Millisecond))})
+		Message: fmt.Sprintf("your code's writes are limited to %d a second (%d at once) in this namespace: this one waited its turn", l.perSecond, l.perSecond)})
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {

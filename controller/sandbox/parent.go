@@ -21,6 +21,8 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/oplab-dev/oplab/controller"
 )
 
 // Defaults for a Sandbox.
@@ -186,7 +188,7 @@ func (s *Sandbox) deadline() time.Duration {
 func (s *Sandbox) Limits() string {
 	secs := func(d time.Duration) string { return strconv.FormatFloat(d.Seconds(), 'f', -1, 64) + " s" }
 	return secs(s.cpuBudget()) + " of CPU time and " + secs(s.deadline()) + " in all per reconcile (its API calls not counted), " +
-		strconv.Itoa(MaxCalls) + " API calls and " + secs(MaxReconcileTime) + " with them"
+		strconv.Itoa(MaxCalls) + " API calls (writes at " + strconv.Itoa(controller.CodeWriteRate) + " a second) and " + secs(MaxReconcileTime) + " with them"
 }
 
 // start starts a fresh child.
