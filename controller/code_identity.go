@@ -203,6 +203,11 @@ type codeClients struct {
 	book     *triggerBook
 	registry string
 	grant    func(context.Context, string) error
+	// rate is CodeWriteRate, or a Driver's own (zero: no pacing).
+	rate int
+	// around, when set, wraps the code's client below the trace (a
+	// Driver's faults).
+	around func(client.Client) client.Client
 
 	mu sync.Mutex
 	m  map[string]client.Client
@@ -224,8 +229,14 @@ func (cc *codeClients) get(ctx context.Context, ns string) (client.Client, error
 	if err != nil {
 		return nil, fmt.Errorf("a client for the learner code of %s: %w", ns, err)
 	}
-	lim := newCodeLimiter(CodeWriteRate)
+	var lim *codeLimiter
+	if cc.rate > 0 {
+		lim = newCodeLimiter(cc.rate)
+	}
 	split := codeWrites(cc.reads, writes, lim, cc.registry)
+	if cc.around != nil {
+		split = cc.around(split)
+	}
 	own := newOwnWrites().client(split)
 	c := tracingClient(own, own, cc.book, cc.registry)
 	if cc.m == nil {

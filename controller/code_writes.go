@@ -124,6 +124,9 @@ func newCodeLimiter(perSecond int) *codeLimiter {
 // timeline first (a throttled step), so a learner whose loop writes on
 // every turn sees why it slowed down.
 func (l *codeLimiter) wait(ctx context.Context, verb string, obj client.Object) error {
+	if l == nil {
+		return nil // unpaced (a Driver's)
+	}
 	r := l.lim.Reserve()
 	d := r.Delay()
 	if d <= 0 {

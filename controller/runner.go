@@ -346,12 +346,9 @@ func newManager(base *rest.Config, opts Options, gate *pauseGate, resumed <-chan
 	cfg := rest.CopyConfig(base)
 	cfg.QPS, cfg.Burst = opts.QPS, opts.Burst
 
-	scheme := runtime.NewScheme()
-	if err := clientgoscheme.AddToScheme(scheme); err != nil {
-		return nil, nil, fmt.Errorf("building scheme: %w", err)
-	}
-	if err := dbv1.AddToScheme(scheme); err != nil {
-		return nil, nil, fmt.Errorf("building scheme: %w", err)
+	scheme, err := newScheme()
+	if err != nil {
+		return nil, nil, err
 	}
 	// The cache holds only the children the controller labelled: not every
 	// Secret in the cluster, and not an unlabelled object that happens to
@@ -422,6 +419,18 @@ func newManager(base *rest.Config, opts Options, gate *pauseGate, resumed <-chan
 		}
 	}
 	return mgr, code, nil
+}
+
+// newScheme knows client-go's types and the Database.
+func newScheme() (*runtime.Scheme, error) {
+	scheme := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		return nil, fmt.Errorf("building scheme: %w", err)
+	}
+	if err := dbv1.AddToScheme(scheme); err != nil {
+		return nil, fmt.Errorf("building scheme: %w", err)
+	}
+	return scheme, nil
 }
 
 // stoppableCache is the manager's cache, reporting itself synced to the

@@ -51,7 +51,7 @@ func (t *tracedReconciler) Reconcile(ctx context.Context, req reconcile.Request)
 	}
 	rt := &reconcileTrace{
 		tracer:   t.tr,
-		id:       string(controller.ReconcileIDFromContext(ctx)),
+		id:       reconcileID(ctx),
 		database: ObjectRef{Kind: "Database", Namespace: req.Namespace, Name: req.Name},
 	}
 	began := rt.now()
@@ -88,6 +88,18 @@ func (t *tracedReconciler) Reconcile(ctx context.Context, req reconcile.Request)
 		t.book.forget(req.NamespacedName)
 	}
 	return res, err
+}
+
+// driverIDKey carries a reconcile's ID when a Driver, not
+// controller-runtime, runs it.
+type driverIDKey struct{}
+
+// reconcileID is the reconcile's ID: controller-runtime's, or a Driver's.
+func reconcileID(ctx context.Context) string {
+	if id, ok := ctx.Value(driverIDKey{}).(string); ok {
+		return id
+	}
+	return string(controller.ReconcileIDFromContext(ctx))
 }
 
 func triggerMessage(trigger string, events, failures int) string {

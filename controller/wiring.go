@@ -56,7 +56,7 @@ func ownedKinds() []client.Object {
 func setupController(mgr ctrl.Manager, cfg *rest.Config, opts Options, gate *pauseGate, resumed <-chan sweepEvent, labelled cache.ByObject, grant func(context.Context, string) error) (*codeClients, error) {
 	traced := newTracedReconciler(mgr.GetClient(), mgr.GetAPIReader(), mgr.GetScheme(), mgr.GetEventRecorder(RecorderName), opts, gate)
 	traced.code = &codeClients{cfg: cfg, scheme: mgr.GetScheme(), mapper: mgr.GetRESTMapper(),
-		reads: mgr.GetClient(), book: traced.book, registry: opts.ImageRegistry, grant: grant}
+		reads: mgr.GetClient(), book: traced.book, registry: opts.ImageRegistry, grant: grant, rate: CodeWriteRate}
 	later := make(chan event.GenericEvent, laterBuffer)
 	filter := &eventTracer{
 		book: traced.book, tr: traced.tr, gate: gate, cache: mgr.GetCache(), resync: opts.ResyncPeriod,

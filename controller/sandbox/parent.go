@@ -79,6 +79,9 @@ type Sandbox struct {
 	mu     sync.Mutex
 	source string
 	p      *proc
+	// live is p, for Kill, which must not wait for mu (a reconcile holds
+	// it throughout).
+	live atomic.Pointer[proc]
 	idle   *time.Timer
 	used   time.Time // the last compile or reconcile
 	// fence names the layers of the kernel fence the last child raised
@@ -123,7 +126,24 @@ func (s *Sandbox) stopIdle() {
 	}
 	if s.p != nil {
 		s.p.close()
-		s.p = nil
+		s.setProc(nil)
+	}
+}
+
+// setProc makes p the running child; s.mu is held.
+func (s *Sandbox) setProc(p *proc) {
+	s.p = p
+	s.live.Store(p)
+}
+
+// Kill ends the running child at once, its process group with it, as a
+// crash would: a reconcile running in it fails, and the next one starts a
+// fresh child and compiles the code again. The code is kept. Kill does not
+// wait for a running reconcile (the reconciler tester calls it from within
+// one, right after one of the code's writes returns).
+func (s *Sandbox) Kill() {
+	if p := s.live.Load(); p != nil {
+		p.kill()
 	}
 }
 
@@ -369,7 +389,7 @@ func (s *Sandbox) Close() {
 	}
 	if s.p != nil {
 		s.p.close()
-		s.p = nil
+		s.setProc(nil)
 	}
 }
 
@@ -392,7 +412,8 @@ func (s *Sandbox) Compile(ctx context.Context, src string) *SourceError {
 	if s.p != nil {
 		s.p.close()
 	}
-	s.p, s.source = p, src
+	s.setProc(p)
+	s.source = src
 	s.touch()
 	return nil
 }
@@ -490,7 +511,7 @@ func (s *Sandbox) Reconcile(ctx context.Context, c client.Client, req reconcile.
 		if serr != nil {
 			return ctrl.Result{}, serr
 		}
-		s.p = p
+		s.setProc(p)
 	}
 	p := s.p
 	defer s.touch()
@@ -501,7 +522,7 @@ func (s *Sandbox) Reconcile(ctx context.Context, c client.Client, req reconcile.
 		// CPU just as its result came): the next reconcile starts a
 		// fresh one.
 		p.close()
-		s.p = nil
+		s.setProc(nil)
 	}
 	if serr != nil {
 		return res, serr
