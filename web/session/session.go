@@ -103,7 +103,8 @@ type Options struct {
 	// MaxPerClient caps the sessions of one client address, so one client
 	// cannot take the whole table; 0 means no separate cap.
 	MaxPerClient int
-	// ClientOf names a request's client; nil means the remote IP address.
+	// ClientOf names a request's client; nil means its address
+	// (ClientAddress without trusted proxies).
 	ClientOf func(r *http.Request) string
 	// OnExpire is called with the namespace of every session that ended
 	// (idle or evicted), after its namespace was deleted; nil means nothing
@@ -239,7 +240,7 @@ func New(ctx context.Context, opts Options) (*Manager, error) {
 		opts.MaxSessions = 200
 	}
 	if opts.ClientOf == nil {
-		opts.ClientOf = remoteIP
+		opts.ClientOf = ClientAddress(nil)
 	}
 	if opts.Now == nil {
 		opts.Now = time.Now
