@@ -258,7 +258,8 @@ func (s *Server) routes(ctx context.Context) (http.Handler, error) {
 		Store: lab.KubeStore{Client: direct}, Sessions: sessions, States: s.opts.States,
 		Controller: s.opts.Controller, Exporter: s.opts.Recorder, History: s.opts.Recorder, KubectlLine: s.opts.KubectlLine,
 		KubeconfigPath: kubeconfig.Path, KubectlCommand: kubeconfig.Command,
-		MaxDatabases: s.opts.MaxDatabasesPerNamespace, Classroom: s.classroom, Logger: s.opts.Logger.WithName("lab"),
+		MaxDatabases: s.opts.MaxDatabasesPerNamespace, Classroom: s.classroom, ClientOf: session.ClientAddress(s.opts.TrustedProxies),
+		Logger: s.opts.Logger.WithName("lab"),
 	}
 	// The code page comes first: the lab's export carries its code.
 	if s.opts.LearnerCode != nil {
