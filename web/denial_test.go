@@ -75,7 +75,7 @@ func denialServer(t *testing.T, clk *testClock, opts session.Options) (*httptest
 	if parts.Sessions, err = session.New(t.Context(), opts); err != nil {
 		t.Fatal(err)
 	}
-	parts.TrustedProxies = trusted
+	parts.TrustedProxies, parts.Now = trusted, clk.Now
 	s, err := New(t.Context(), parts)
 	if err != nil {
 		t.Fatal(err)
@@ -150,5 +150,89 @@ func TestAFullTableOfPingingSessionsYieldsToANewcomer(t *testing.T) {
 	flood[0].cookie = ""
 	if code, body := flood[0].get("/lab"); code != http.StatusServiceUnavailable || !strings.Contains(body, "5m0s") {
 		t.Errorf("the evicted address asking again = %d %.200s; want 503 and its own 5 minutes", code, body)
+	}
+}
+
+// costlySamples is a request of each costly route, as a learner's page
+// sends it.
+var costlySamples = map[string]struct{ method, path string }{
+	"GET /lab/history":             {"GET", "/lab/history?at=1"},
+	"GET /lab/history/diff":        {"GET", "/lab/history/diff?from=1&to=2"},
+	"GET /lab/replay/history":      {"GET", "/lab/replay/history?replay=0123&at=1"},
+	"GET /lab/replay/history/diff": {"GET", "/lab/replay/history/diff?replay=0123&from=1&to=2"},
+	"GET /lab/export":              {"GET", "/lab/export"},
+	"GET /lab/kubeconfig":          {"GET", "/lab/kubeconfig"},
+	"POST /lab/replay":             {"POST", "/lab/replay"},
+	"GET /challenges/{id}/status":  {"GET", "/challenges/owner-gc/status"},
+}
+
+// send makes one request of v (its session cookie, its address), asking
+// for JSON as the pages' scripts do.
+func (v *visitor) send(method, path string) (*http.Response, string) {
+	v.t.Helper()
+	req, _ := http.NewRequest(method, v.url+path, nil)
+	req.Header.Set("X-Forwarded-For", v.addr)
+	req.Header.Set("Accept", "application/json")
+	if v.cookie != "" {
+		req.AddCookie(&http.Cookie{Name: session.CookieName, Value: v.cookie})
+	}
+	resp, err := http.DefaultTransport.RoundTrip(req)
+	if err != nil {
+		v.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp, string(b)
+}
+
+// History diffs were unthrottled: 400 kept oplab at 1.13 cores. Every
+// costly kind of request now spends a token of its sender's bucket: over
+// a real server, a session's burst of each kind (its routes in turn) is
+// served, the next is 429 with Retry-After naming what was limited, while
+// another session of the same address is served, and the bucket gives one
+// more after its interval.
+func TestCostlyRequestsAreLimitedPerSession(t *testing.T) {
+	clk := &testClock{now: time.Unix(1_000_000, 0)}
+	srv, _ := denialServer(t, clk, session.Options{})
+	for _, c := range costlyRequests {
+		t.Run(c.what, func(t *testing.T) {
+			learner := &visitor{t: t, url: srv.URL, addr: "198.51.100.20"}
+			other := &visitor{t: t, url: srv.URL, addr: "198.51.100.20"}
+			for _, v := range []*visitor{learner, other} {
+				if code, _ := v.get("/lab"); code != http.StatusOK {
+					t.Fatalf("GET /lab = %d", code)
+				}
+			}
+			sample := func(i int) (string, string) {
+				s, ok := costlySamples[c.patterns[i%len(c.patterns)]]
+				if !ok {
+					t.Fatalf("no sample request of %s: add one to costlySamples", c.patterns[i%len(c.patterns)])
+				}
+				return s.method, s.path
+			}
+			for i := range c.burst {
+				m, p := sample(i)
+				resp, body := learner.send(m, p)
+				if resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusMethodNotAllowed || strings.Contains(body, "404 page not found") {
+					t.Fatalf("%s %s, %d of the burst of %d = %d %.200s; want it served", m, p, i+1, c.burst, resp.StatusCode, body)
+				}
+			}
+			m, p := sample(c.burst)
+			resp, body := learner.send(m, p)
+			if resp.StatusCode != http.StatusTooManyRequests || resp.Header.Get("Retry-After") == "" ||
+				!strings.Contains(body, "too many "+c.what) || !strings.Contains(body, "lab session") {
+				t.Fatalf("%s %s past the burst = %d Retry-After %q %.300s; want 429 with Retry-After naming %q", m, p, resp.StatusCode, resp.Header.Get("Retry-After"), body, c.what)
+			}
+			if resp, body := other.send(m, p); resp.StatusCode == http.StatusTooManyRequests {
+				t.Errorf("another session of the same address = 429 %.200s; want its own bucket", body)
+			}
+			clk.Add(c.every)
+			if resp, body := learner.send(m, p); resp.StatusCode == http.StatusTooManyRequests {
+				t.Errorf("%s after %s = 429 %.200s; want one more", p, c.every, body)
+			}
+			if resp, _ := learner.send(m, p); resp.StatusCode != http.StatusTooManyRequests {
+				t.Errorf("%s right after = %d; want 429 again", p, resp.StatusCode)
+			}
+		})
 	}
 }

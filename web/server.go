@@ -148,7 +148,10 @@ type Options struct {
 	// LearnerCode hands a learner's namespace to their own reconciler
 	// (the /code page); nil: no /code page.
 	LearnerCode code.Controller
-	Logger      logr.Logger
+	// Now is the clock of the costly requests' limits (costly.go); nil:
+	// time.Now.
+	Now    func() time.Time
+	Logger logr.Logger
 }
 
 // Server is oplab's HTTP server: every route, on the parts it was given.
@@ -300,7 +303,7 @@ func (s *Server) routes(ctx context.Context) (http.Handler, error) {
 	}).Register(mux)
 	learn.Register(mux, s.opts.Content)
 	s.registerChallenges(ctx, mux)
-	return SecurityHeaders(bodyDeadline(checkHost(s.opts.AllowedHosts, protect(mux)))), nil
+	return SecurityHeaders(bodyDeadline(checkHost(s.opts.AllowedHosts, protect(s.limitCostly(mux))))), nil
 }
 
 // bodyTimeout bounds reading a request's body. Forms and reports are a
