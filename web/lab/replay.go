@@ -126,8 +126,10 @@ func (p *rateReader) extend() {
 }
 
 // tooSlow says what an upload cut by its deadline should have done.
-var tooSlow = fmt.Sprintf("file: the upload came too slowly: after the first %s it must come at %d KiB/s on average, and whole within %s",
-	replayGrace, replayMinRate>>10, replayReadTimeout)
+func tooSlow() string {
+	return fmt.Sprintf("file: the upload came too slowly: after the first %s it must come at %d KiB/s on average, and whole within %s",
+		replayGrace, replayMinRate>>10, replayReadTimeout)
+}
 
 // export downloads the caller's recorded timeline.
 func (h *Handler) export(w http.ResponseWriter, r *http.Request) {
@@ -193,7 +195,7 @@ func (h *Handler) replay(w http.ResponseWriter, r *http.Request) {
 	part, err := filePart(r)
 	if err != nil {
 		if errors.Is(err, os.ErrDeadlineExceeded) {
-			fail(http.StatusRequestTimeout, "%s", tooSlow)
+			fail(http.StatusRequestTimeout, "%s", tooSlow())
 			return
 		}
 		if isTooLarge(err) {
@@ -215,7 +217,7 @@ func (h *Handler) replay(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		switch {
 		case errors.Is(err, os.ErrDeadlineExceeded):
-			fail(http.StatusRequestTimeout, "%s", tooSlow)
+			fail(http.StatusRequestTimeout, "%s", tooSlow())
 		case isTooLarge(err):
 			fail(http.StatusRequestEntityTooLarge, "file: larger than the %d MiB limit", maxExportBytes>>20)
 		case errors.Is(err, errSpoolFull):
