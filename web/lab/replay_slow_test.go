@@ -68,7 +68,7 @@ func TestSlowUploadIsCutAndHoldsOneSlot(t *testing.T) {
 	if w := uploadAs(h, h.cookie, "192.0.2.1:4000", []byte(exportJSON(1, ""))); w.Code != http.StatusTooManyRequests || w.Header().Get("Retry-After") == "" {
 		t.Errorf("a second replay of the same learner = %d, want 429 with Retry-After", w.Code)
 	}
-	// Another visitor still gets the other slot.
+	// Another visitor still replays.
 	if w := uploadAs(h, nil, "192.0.2.77:4000", []byte(exportJSON(1, ""))); w.Code != http.StatusOK {
 		t.Errorf("another visitor's replay = %d, want 200", w.Code)
 	}
