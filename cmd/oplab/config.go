@@ -95,7 +95,7 @@ func parseFlagsInto(fs *flag.FlagSet, args []string) (config, error) {
 	fs.IntVar(&c.maxDatabases, "max-databases", 5, "the most Databases one learner's namespace may hold")
 	fs.DurationVar(&c.sessionIdle, "session-idle", 2*time.Hour, "a learner's namespace is deleted after this long without a request")
 	fs.DurationVar(&c.sessionIdleNew, "session-idle-new", 10*time.Minute, "a session whose browser never came back (no page, stream or form after the first page) is deleted with its namespace after this long")
-	fs.IntVar(&c.maxSessions, "max-sessions", 200, "the most lab sessions, and so learner namespaces, at once; when full, the oldest session never used makes room, else the one idle longest once idle 5 minutes")
+	fs.IntVar(&c.maxSessions, "max-sessions", 200, "the most lab sessions, and so learner namespaces, at once; when full, the oldest session never used makes room, else the one idle longest once idle 5 minutes, else, once the newcomer's address has asked for 5 minutes, the one idle longest of another address")
 	fs.IntVar(&c.maxCodeRuns, "max-code-runs", 40, "the most learners whose own code (the /code page) runs at once, each in a child process of at most 128 MiB beyond its start (about 12 MiB at rest); size it with oplab's memory limit: the shipped Deployment runs 6")
 	fs.IntVar(&c.maxPerClient, "max-sessions-per-client", 20, "the most lab sessions one client IP address may hold (0: no limit besides --max-sessions)")
 	fs.StringVar(&c.namespacePrefix, "namespace-prefix", labns.NamespacePrefix, "start learner namespaces' names with this (lowercase, ending in a dash); oplab touches only namespaces labelled with its prefix, so several classrooms can share a cluster, one prefix each")
@@ -108,7 +108,7 @@ func parseFlagsInto(fs *flag.FlagSet, args []string) (config, error) {
 		}
 		return nil
 	})
-	fs.Func("trusted-proxies", "comma-separated CIDRs (or IPs) of the proxies in front of oplab, such as the Ingress controller's Pods; only a request from one of them has its client address taken from X-Forwarded-For (the right-most hop not in these CIDRs), for --max-sessions-per-client and the join code and instructor token throttles (default: none, the peer's address)", func(v string) error {
+	fs.Func("trusted-proxies", "comma-separated CIDRs (or IPs) of the proxies in front of oplab, such as the Ingress controller's Pods; only a request from one of them has its client address taken from X-Forwarded-For (the right-most hop not in these CIDRs; a chain that names none is one client of its own, never the proxy), for --max-sessions-per-client and the join code and instructor token throttles (default: none, the peer's address)", func(v string) error {
 		p, err := session.ParseTrustedProxies(v)
 		if err != nil {
 			return err

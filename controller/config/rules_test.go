@@ -529,10 +529,9 @@ func TestEachRuleIsNeeded(t *testing.T) {
 		prefix := fmt.Sprintf("rs%d-", i)
 		// As oplab leaves one: its labels, Pod Security's among them, and
 		// its own RoleBinding there.
-		orphan := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: prefix + "orphan",
-			Labels: map[string]string{labns.LabLabel: "true", labns.InstanceLabel: labns.Instance(prefix),
-				labns.PodSecurityEnforce: labns.PodSecurityLevel, labns.PodSecurityWarn: labns.PodSecurityLevel,
-				labns.PodSecurityAudit: labns.PodSecurityLevel}}}
+		orphanLabels := labns.PodSecurityLabels()
+		orphanLabels[labns.LabLabel], orphanLabels[labns.InstanceLabel] = "true", labns.Instance(prefix)
+		orphan := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: prefix + "orphan", Labels: orphanLabels}}
 		if err := admin.Create(context.Background(), orphan); err != nil {
 			t.Fatal(err)
 		}

@@ -91,8 +91,12 @@ type Options struct {
 	Classroom Classroom
 	// Code adds the learner's own code to the export and lets a replay
 	// load a file's code into the editor; nil: no code page.
-	Code   LearnerCode
-	Logger logr.Logger
+	Code LearnerCode
+	// ClientOf tells a request's client address (session.ClientAddress),
+	// whose one replay at a time a visitor without a session has; nil:
+	// the peer's.
+	ClientOf func(*http.Request) string
+	Logger   logr.Logger
 }
 
 // Handler serves the lab routes.
@@ -109,6 +113,9 @@ func New(opts Options) *Handler {
 	}
 	if opts.MaxDatabases <= 0 {
 		opts.MaxDatabases = 5
+	}
+	if opts.ClientOf == nil {
+		opts.ClientOf = session.ClientAddress(nil)
 	}
 	return &Handler{opts: opts}
 }
