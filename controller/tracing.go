@@ -44,6 +44,9 @@ type tracedReconciler struct {
 var _ reconcile.Reconciler = &tracedReconciler{}
 
 func (t *tracedReconciler) Reconcile(ctx context.Context, req reconcile.Request) (ctrl.Result, error) {
+	if t.gate.ignoring(req.Namespace) {
+		return ctrl.Result{}, nil
+	}
 	if t.gate.hold(req.NamespacedName) {
 		// A resync or retry came due while the namespace is paused: put it
 		// aside. Resuming reconciles every Database of the namespace.
