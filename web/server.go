@@ -151,6 +151,8 @@ type Options struct {
 	// MaxCodeRuns caps the learners whose code runs at once; zero means
 	// code.Options' default.
 	MaxCodeRuns int
+	// CodeTests configures Test my code on /code; without a Config, none.
+	CodeTests code.TestOptions
 	// Now is the clock of the costly requests' limits (costly.go); nil:
 	// time.Now.
 	Now    func() time.Time
@@ -269,7 +271,7 @@ func (s *Server) routes(ctx context.Context) (http.Handler, error) {
 	}
 	// The code page comes first: the lab's export carries its code.
 	if s.opts.LearnerCode != nil {
-		codes := code.New(code.Options{Controller: s.opts.LearnerCode, Sessions: sessions, MaxRunning: s.opts.MaxCodeRuns, Logger: s.opts.Logger.WithName("code")})
+		codes := code.New(code.Options{Controller: s.opts.LearnerCode, Sessions: sessions, MaxRunning: s.opts.MaxCodeRuns, Tests: s.opts.CodeTests, Logger: s.opts.Logger.WithName("code")})
 		codes.Register(mux)
 		s.codes.Store(codes)
 		labOpts.Code = codes

@@ -169,6 +169,7 @@ func run(ctx context.Context, c config, out io.Writer) (retErr error) {
 		SessionNewIdleTimeout:    c.sessionIdleNew,
 		MaxSessions:              c.maxSessions,
 		MaxCodeRuns:              c.maxCodeRuns,
+		ImageRegistry:            c.imageRegistry,
 		MaxSessionsPerClient:     c.maxPerClient,
 		AllowedHosts:             c.allowedHosts,
 		TrustedProxies:           c.trustedProxies,

@@ -121,8 +121,10 @@ type Options struct {
 	PhaseTimeout  time.Duration
 	// Only, when set, runs only the battery's schedules whose name it
 	// accepts (the ordinary life always runs): a quick look at one fault.
-	Only   func(name string) bool
-	Logger logr.Logger
+	Only func(name string) bool
+	// Progress, when set, hears how many schedules have run of how many.
+	Progress func(done, of int)
+	Logger   logr.Logger
 }
 
 func (o Options) withDefaults() Options {
@@ -188,6 +190,11 @@ func Run(ctx context.Context, opts Options) (Result, error) {
 		return res, nil
 	}
 
+	progress := func(done, of int) {
+		if opts.Progress != nil {
+			opts.Progress(done, of)
+		}
+	}
 	battery := t.battery()
 	if opts.Only != nil {
 		var some []*schedule
@@ -200,6 +207,8 @@ func Run(ctx context.Context, opts Options) (Result, error) {
 	}
 	var mu sync.Mutex
 	var all []Finding
+	done := 1
+	progress(done, len(battery)+1)
 	sem := make(chan struct{}, opts.Parallel)
 	var wg sync.WaitGroup
 	var firstErr error
@@ -210,6 +219,8 @@ func Run(ctx context.Context, opts Options) (Result, error) {
 			tr, fs, err := t.runSchedule(ctx, s)
 			mu.Lock()
 			defer mu.Unlock()
+			done++
+			progress(done, len(battery)+1)
 			if err != nil {
 				if firstErr == nil {
 					firstErr = fmt.Errorf("schedule %d (%s): %w", s.id, s.name, err)

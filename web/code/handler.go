@@ -54,7 +54,10 @@ type Options struct {
 	// MaxRunning caps the namespaces handed to learner code at once (each
 	// has a child process); default 40.
 	MaxRunning int
-	Logger     logr.Logger
+	// Tests configures Test my code; without a Config, the page offers
+	// none.
+	Tests  TestOptions
+	Logger logr.Logger
 }
 
 // Handler serves /code.
@@ -64,6 +67,8 @@ type Handler struct {
 
 	mu       sync.Mutex
 	learners map[string]*learner // namespace → its code and sandbox
+	// tests runs Test my code; nil when there is no tester.
+	tests *tests
 }
 
 // learner is one namespace's code: the last source saved (the session's
@@ -81,6 +86,8 @@ type learner struct {
 	last     *sandbox.SourceError
 	runs     int
 	lastRun  time.Time
+	// test is the learner's last Test my code.
+	test *testRun
 }
 
 // New returns the handler.
@@ -94,7 +101,11 @@ func New(opts Options) *Handler {
 	if opts.Logger.GetSink() == nil {
 		opts.Logger = logr.Discard()
 	}
-	return &Handler{opts: opts, limits: opts.NewSandbox().Limits(), learners: map[string]*learner{}}
+	h := &Handler{opts: opts, limits: opts.NewSandbox().Limits(), learners: map[string]*learner{}}
+	if opts.Tests.Config != nil {
+		h.tests = newTests(opts.Tests, opts.Logger.WithName("tester"))
+	}
+	return h
 }
 
 // Register mounts the routes on mux.
@@ -106,6 +117,8 @@ func (h *Handler) Register(mux *http.ServeMux) {
 	mux.HandleFunc("POST /code/run", h.run)
 	mux.HandleFunc("POST /code/back", h.back)
 	mux.HandleFunc("POST /code/import", h.importSource)
+	mux.HandleFunc("POST /code/test", h.startTest)
+	mux.HandleFunc("GET /code/test", h.testStatus)
 }
 
 // importPath is where a replay's form loads a file's code into the editor.
@@ -185,11 +198,14 @@ func (h *Handler) Forget(ns string) {
 		return
 	}
 	l.mu.Lock()
-	sb := l.sb
+	sb, tr := l.sb, l.test
 	l.sb = nil
 	l.mu.Unlock()
 	if sb != nil {
 		go sb.Close()
+	}
+	if h.tests != nil {
+		h.tests.forget(ns, tr)
 	}
 }
 
@@ -219,7 +235,8 @@ func (h *Handler) page(w http.ResponseWriter, r *http.Request) {
 	ns := sess.Namespace
 	l := h.learnerOf(ns)
 	l.mu.Lock()
-	v := pageView{Namespace: ns, Source: l.source, Imported: l.imported, Running: h.opts.Controller.HandedOver(ns), Starters: starters.All, Limits: h.limits}
+	v := pageView{Namespace: ns, Source: l.source, Imported: l.imported, Running: h.opts.Controller.HandedOver(ns), Starters: starters.All, Limits: h.limits,
+		Testing: h.tests != nil}
 	if l.sb != nil {
 		v.Fence = l.sb.Fence()
 	}

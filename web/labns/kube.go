@@ -89,10 +89,41 @@ const quotaCountWait = 5 * time.Second
 // The cap is a ResourceQuota so that the API server enforces it for every
 // client, kubectl included, not only for the lab's forms.
 func (n KubeNamespaces) Create(ctx context.Context, name, cookieHash string) error {
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{
+	return n.create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{
 		Name: name, Labels: n.newLabels(),
 		Annotations: map[string]string{CookieHashAnnotation: cookieHash},
-	}}
+	}})
+}
+
+// CreateScratch creates a scratch namespace of the learner whose namespace
+// is of: a lab namespace in all but its session (none: the tester of the
+// learner's code runs its schedules there), labelled ScratchOfLabel, with
+// the same quota, LimitRange, Pod Security and oplab's RoleBindings.
+// Restored after a restart, one is an orphan, reclaimed like any.
+func (n KubeNamespaces) CreateScratch(ctx context.Context, name, of string) error {
+	labels := n.newLabels()
+	labels[ScratchOfLabel] = of
+	return n.create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}})
+}
+
+// ScratchOf lists the scratch namespaces of the learner whose namespace is
+// of, those being deleted too.
+func (n KubeNamespaces) ScratchOf(ctx context.Context, of string) ([]string, error) {
+	var list corev1.NamespaceList
+	sel := n.labels()
+	sel[ScratchOfLabel] = of
+	if err := n.Client.List(ctx, &list, client.MatchingLabels(sel)); err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, ns := range list.Items {
+		out = append(out, ns.Name)
+	}
+	return out, nil
+}
+
+func (n KubeNamespaces) create(ctx context.Context, ns *corev1.Namespace) error {
+	name := ns.Name
 	if err := client.IgnoreAlreadyExists(n.Client.Create(ctx, ns)); err != nil {
 		return err
 	}
