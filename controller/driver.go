@@ -121,3 +121,8 @@ func (d *Driver) Note(s Step) { d.t.tr.emit(s) }
 func (d *Driver) Observe(event string, obj client.Object) {
 	d.t.tr.observe(event, ObjectRef{Kind: kindOf(obj), Namespace: obj.GetNamespace(), Name: obj.GetName()}, withoutSecretData(obj))
 }
+
+// ObserveGone records that the object of kind and name is gone.
+func (d *Driver) ObserveGone(kind, name string) {
+	d.t.tr.observe("delete", ObjectRef{Kind: kind, Namespace: d.ns, Name: name}, nil)
+}

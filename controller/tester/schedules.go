@@ -413,7 +413,7 @@ func (r *run) find(pattern string, step int, message, lesson string) {
 	}
 	perturbation := r.s.perturbing
 	if perturbation == "" {
-		perturbation = "none: " + r.s.name
+		perturbation = "no fault: " + r.s.name
 	}
 	r.found = &Finding{Pattern: pattern, Perturbation: perturbation, Step: step, Message: message, Lesson: lesson, Schedule: r.s.id}
 }
@@ -426,7 +426,7 @@ func (r *run) find(pattern string, step int, message, lesson string) {
 func (r *run) converge(ctx context.Context, p phase) error {
 	opts := r.t.opts
 	began := time.Now()
-	why := "after " + p.String()
+	why := "the tester: after " + p.String()
 	errorsInRow := 0
 	last := ""
 	for n := 1; ; n++ {
@@ -467,7 +467,7 @@ func (r *run) converge(ctx context.Context, p phase) error {
 				r.find(PatternBudget, step, msg, lesson)
 				return errStop
 			}
-			why = "retry " + strconv.Itoa(errorsInRow) + " after an error"
+			why = "the tester: retry " + strconv.Itoa(errorsInRow) + " after an error"
 			sleep(ctx, min(50*time.Millisecond<<errorsInRow, time.Second))
 			continue
 		}
@@ -484,7 +484,7 @@ func (r *run) converge(ctx context.Context, p phase) error {
 			// deleted once it is made, as the nearest point.
 			if made, _ := settled(st, false); made {
 				r.deleteNow("deleted Database db once made: the write it was to follow never came")
-				why = "the namespace changed (a watch event)"
+				why = "the tester: the namespace changed, as a watch event would say"
 				continue
 			}
 		}
@@ -494,7 +494,7 @@ func (r *run) converge(ctx context.Context, p phase) error {
 			// A change is an event: reconcile again. Only a quiet
 			// namespace is at rest.
 			if changed := r.quiet(ctx, st); changed {
-				why = "the namespace changed (a watch event)"
+				why = "the tester: the namespace changed, as a watch event would say"
 				continue
 			}
 		}
@@ -524,7 +524,7 @@ func (r *run) converge(ctx context.Context, p phase) error {
 func (r *run) waitForChange(ctx context.Context, st state, after time.Duration) string {
 	if after > 0 {
 		sleep(ctx, min(after, time.Second))
-		return "requeued by your code"
+		return "the tester: requeued by your code"
 	}
 	before := fingerprint(st)
 	for range 5 {
@@ -532,10 +532,10 @@ func (r *run) waitForChange(ctx context.Context, st state, after time.Duration) 
 		now, err := r.w.read(ctx)
 		if err == nil && fingerprint(now) != before {
 			r.observe(now)
-			return "the namespace changed (a watch event)"
+			return "the tester: the namespace changed, as a watch event would say"
 		}
 	}
-	return "a resync"
+	return "the tester: nothing changed for a second, as a resync"
 }
 
 // quiet waits until the namespace has not changed for 400 ms, at most 5
@@ -583,9 +583,8 @@ func clip(s string) string {
 	return s
 }
 
-// observe records st's objects on the trace's history, once per version.
+// observe records st's objects on the trace's history, once per version,
+// and those gone since as deleted.
 func (r *run) observe(st state) {
-	for _, o := range st.objects {
-		r.sink.observeOnce(r.d, o)
-	}
+	r.sink.observeAll(r.d, st.objects)
 }

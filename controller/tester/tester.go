@@ -176,7 +176,7 @@ func Run(ctx context.Context, opts Options) (Result, error) {
 
 	// The ordinary life first: its end states are every other schedule's
 	// oracle. Until it converges, nothing else can be judged.
-	ordinary := &schedule{id: 0, name: "the ordinary life: create, scale to 3, scale to 1, a spec change, delete",
+	ordinary := &schedule{id: 0, name: "the ordinary life (create, scale to 3, scale to 1, a spec change, delete)",
 		plan: life, record: true}
 	tr, findings, err := t.runSchedule(ctx, ordinary)
 	if err != nil {

@@ -43,7 +43,7 @@ const TesterKind = "Tester"
 type traceSink struct {
 	mu    sync.Mutex
 	trace *Trace
-	seen  map[string]string // kind/name → the resourceVersion observed last
+	seen  map[objKey]string // the objects last read → their resourceVersion
 }
 
 func (s *traceSink) Emit(st controller.Step) {
@@ -69,17 +69,36 @@ func (s *traceSink) noteStep(d *controller.Driver, ns, message string) int {
 	return len(s.trace.Steps)
 }
 
-// observeOnce records obj unless this version of it was recorded already.
-func (s *traceSink) observeOnce(d *controller.Driver, obj client.Object) {
-	k := kindName(obj) + "/" + obj.GetName()
+// observeAll records the objects of a read of the namespace: each version
+// once, and each object gone since the last read as deleted, so the
+// history after a step is what was there.
+func (s *traceSink) observeAll(d *controller.Driver, objs []client.Object) {
 	s.mu.Lock()
 	if s.seen == nil {
-		s.seen = map[string]string{}
+		s.seen = map[objKey]string{}
 	}
-	same := s.seen[k] == obj.GetResourceVersion()
-	s.seen[k] = obj.GetResourceVersion()
+	var changed []client.Object
+	now := map[objKey]bool{}
+	for _, o := range objs {
+		k := keyOf(o)
+		now[k] = true
+		if s.seen[k] != o.GetResourceVersion() {
+			s.seen[k] = o.GetResourceVersion()
+			changed = append(changed, o)
+		}
+	}
+	var gone []objKey
+	for k := range s.seen {
+		if !now[k] {
+			gone = append(gone, k)
+			delete(s.seen, k)
+		}
+	}
 	s.mu.Unlock()
-	if !same {
-		d.Observe("update", obj)
+	for _, o := range changed {
+		d.Observe("update", o)
+	}
+	for _, k := range gone {
+		d.ObserveGone(k.kind, k.name)
 	}
 }

@@ -237,7 +237,7 @@ func Page(v pageView) templ.Component {
 				return templ_7745c5c3_Err
 			}
 			if v.Testing {
-				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 17, "<section id=\"code-test\" class=\"code-test\" aria-labelledby=\"code-test-h\"><h2 id=\"code-test-h\">Test my code</h2><p class=\"muted small\">The tester runs the code in the editor (it need not be running) through the ordinary life of a Database (create, scale to 3 and back to 1, a spec change, delete) and then through the schedules Sieve and Acto use to find bugs in real operators: a crash right after each of its writes, a restart before every reconcile, a 409 on each write, stale reads, states it never sees, children deleted or edited by hand, the Database deleted as it is made or made again under the same name. Each runs in a scratch namespace of yours, on the real API server.</p><div id=\"code-test-result\" aria-live=\"polite\"></div></section>")
+				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 17, "<section id=\"code-test\" class=\"code-test\" aria-labelledby=\"code-test-h\"><h2 id=\"code-test-h\">Test my code</h2><p class=\"muted small\">Runs the code in the editor (it need not be running) through a Database's ordinary life, then through the faults the field's testers put into real operators, each in a scratch namespace of yours on the real API server.</p><details class=\"small\"><summary>What the tester tries, and what it cannot find</summary><p>First the ordinary life: create, scale to 3 and back to 1, a spec change, delete. Its end states are the oracle: Ready at the Database's generation, every child controlled by the Database, the StatefulSet at the Database's replicas; once deleted, its children collected and its final snapshot, this Database's, written. Then, from what the ordinary life did: a crash right after each of its writes and a restart before every reconcile (Sieve's intermediate states), a 409 Conflict on each write, stale reads after each action (Sieve's stale state), two actions before a reconcile sees the first (unobserved states), children deleted or edited by hand, the Database deleted as it is made, deleted and made again under the same name (Acto's misoperations). Every schedule must reach the ordinary life's end state within 30 reconciles, with no write at rest and no loop of errors.</p><p>It cannot find what no schedule here provokes: two Databases at once, a cache that lags by more than one reconcile, faults in the API server itself, timing within a reconcile, or what your code does with a spec field the ordinary life never changes.</p></details><div id=\"code-test-result\" aria-live=\"polite\"></div></section>")
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}
@@ -249,7 +249,7 @@ func Page(v pageView) templ.Component {
 			var templ_7745c5c3_Var12 string
 			templ_7745c5c3_Var12, templ_7745c5c3_Err = templ.JoinStringErrs(v.Source)
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/code/view.templ`, Line: 95, Col: 185}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/code/view.templ`, Line: 108, Col: 185}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var12))
 			if templ_7745c5c3_Err != nil {

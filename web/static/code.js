@@ -221,7 +221,8 @@ import { store, h } from "./base.js";
         return;
       }
       say(h("p", { class: "test-failed" }, h("span", { class: "pill bad" }, "failed"),
-          ` ${v.findings.length} finding${v.findings.length === 1 ? "" : "s"} in ${v.schedules} schedules (${secs} s):`),
+          ` ${v.findings.length} finding${v.findings.length === 1 ? "" : "s"} in ${v.schedules} schedule${v.schedules === 1 ? "" : "s"} (${secs} s)` +
+          (v.schedules === 1 ? ": the ordinary life must converge before the faults are tried." : ":")),
         h("ol", { class: "findings" }, v.findings.map(finding)));
     }
     function finding(f) {
