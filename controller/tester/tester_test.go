@@ -206,3 +206,23 @@ func stripUIDs(s string) string {
 }
 
 var uidRe = regexp.MustCompile(`[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}`)
+
+// Code that never converges (the skeleton: it writes no status) ends with
+// a finding, never a hang: the ordinary life's create gives up at its
+// reconciles' bound.
+func TestCodeThatNeverConvergesEndsWithAFinding(t *testing.T) {
+	t.Parallel()
+	opts := testOptions(t, starters.Source("skeleton"))
+	opts.MaxReconciles = 6
+	res, err := Run(context.Background(), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Passed || len(res.Findings) != 1 || res.Schedules != 1 {
+		t.Fatalf("the skeleton: passed %v, %d findings in %d schedules; want one finding, the ordinary life's", res.Passed, len(res.Findings), res.Schedules)
+	}
+	f := res.Findings[0]
+	if f.Pattern != PatternConvergence || !strings.Contains(f.Message, "did not converge within 6 reconciles") || !strings.Contains(f.Message, "no Ready condition") {
+		t.Errorf("the skeleton's finding: %s: %q; want convergence, saying why", f.Pattern, f.Message)
+	}
+}
