@@ -43,7 +43,7 @@ run: ## run oplab on http://127.0.0.1:8080 (the first time, it builds the contro
 # orphan's age); with three, the cores sat idle a fifth of the run's last
 # minute, where the medium packages wait on their clusters and pages, and
 # with two a quarter of the whole run (docs/BENCHMARKS.md).
-SLOWEST_FIRST = ./web/e2e/ ./cmd/oplab/ ./controller/config/ ./controller/ ./cluster/ \
+SLOWEST_FIRST = ./web/e2e/ ./cmd/oplab/ ./controller/config/ ./controller/tester/ ./controller/ ./cluster/ \
 	./lessons/judge/ ./web/instructor/ ./web/session/ ./web/code/ ./web/learn/ ./controller/sandbox/ \
 	./cmd/image/ ./web/stream/ ./web/lab/
 TEST_PACKAGES ?= 4
@@ -115,3 +115,5 @@ bench: controlplane ## print the benchmarks' figures (cluster start, controller 
 	$(GO) test -run '^$$' -bench 'Compile|ReconcileRoundTrip|RunToFirstReconcile' -benchtime 20x ./controller/sandbox/
 	$(GO) test -run '^$$' -bench Neighbours -benchtime 1x ./controller/sandbox/
 	$(GO) test -run '^$$' -bench WorstCode -benchtime 1x ./controller/sandbox/ -args -worst-learners 6 -worst-for 30s
+	$(GO) test -run '^$$' -bench Battery -benchtime 5x ./controller/tester/
+	$(GO) test -run '^$$' -bench NeighboursWhileTesting -benchtime 1x ./controller/tester/ -args -testers 20

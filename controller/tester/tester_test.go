@@ -144,7 +144,7 @@ func TestEachPitfallStarterFailsWithItsLesson(t *testing.T) {
 		starter, pattern, lesson, words string
 	}{
 		{"pitfall-create", PatternBudget, lessonNonIdempot, "already exists"},
-		{"pitfall-status", PatternBudget, lessonThrash, "a reconcile still made"},
+		{"pitfall-status", PatternBudget, lessonThrash, "three times in a row"},
 		{"pitfall-finalizer", PatternConvergence, lessonFinalizers, "final snapshot db-final-snapshot was never written"},
 	} {
 		t.Run(c.starter, func(t *testing.T) {
