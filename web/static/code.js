@@ -46,8 +46,14 @@ import { store, h } from "./base.js";
   function post(url, body) {
     return fetch(url, {
       method: "POST", credentials: "same-origin",
-      headers: { "Content-Type": "application/json" }, body: JSON.stringify(body || {}),
+      headers: { "Content-Type": "application/json", Accept: "application/json" }, body: JSON.stringify(body || {}),
     });
+  }
+
+  // errorText is a refusal's words: a JSON answer's error, or the text.
+  async function errorText(res) {
+    const t = await res.text();
+    try { return JSON.parse(t).error || t; } catch (_) { return t; }
   }
 
   function lineStart(n) {
@@ -134,7 +140,7 @@ import { store, h } from "./base.js";
     runsPressed++;
     try {
       const res = await post("/code/run", { source: src.value });
-      if (!res.ok) { showError({ kind: "error", message: await res.text() }); setRunning(root.dataset.running === "true"); return; }
+      if (!res.ok) { showError({ kind: "error", message: await errorText(res) }); setRunning(root.dataset.running === "true"); return; }
       const v = await res.json();
       setRunning(v.running);
       showFence(v.fence);
