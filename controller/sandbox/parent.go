@@ -82,8 +82,8 @@ type Sandbox struct {
 	// live is p, for Kill, which must not wait for mu (a reconcile holds
 	// it throughout).
 	live atomic.Pointer[proc]
-	idle   *time.Timer
-	used   time.Time // the last compile or reconcile
+	idle *time.Timer
+	used time.Time // the last compile or reconcile
 	// fence names the layers of the kernel fence the last child raised
 	// (fence_linux.go) and the namespaces it was started in. Not under mu,
 	// which a reconcile holds for its whole length: the page reads it.

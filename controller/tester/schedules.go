@@ -78,10 +78,10 @@ func (p phase) words() string {
 // schedule is one run of the learner's code: the ordinary life's phases
 // up to a target phase, with one perturbation there.
 type schedule struct {
-	id                   int
-	name                 string
-	pattern, perturbing  string
-	plan                 []phase
+	id                  int
+	name                string
+	pattern, perturbing string
+	plan                []phase
 	// arm sets the perturbation up, right before the target phase's action.
 	arm func(r *run)
 	// act, when set, replaces the action of the phase at actAt (the
@@ -113,7 +113,7 @@ func (t *tester) battery() []*schedule {
 		for k := 1; k <= t.writes[p]; k++ {
 			add(&schedule{name: fmt.Sprintf("crash after write %d of %s", k, p), pattern: PatternIntermediate,
 				perturbing: fmt.Sprintf("your code's process killed right after its write %d in %s; a fresh one carries on", k, p),
-				plan: plan(p), arm: func(r *run) { r.crashAfter(k) }})
+				plan:       plan(p), arm: func(r *run) { r.crashAfter(k) }})
 		}
 	}
 	// Nothing kept in memory may matter: a fresh process for every reconcile.
@@ -125,7 +125,7 @@ func (t *tester) battery() []*schedule {
 		for k := 1; k <= t.writes[p]; k++ {
 			add(&schedule{name: fmt.Sprintf("409 on write %d of %s", k, p), pattern: PatternConflict,
 				perturbing: fmt.Sprintf("write %d in %s answered 409 Conflict once, and not made", k, p),
-				plan: plan(p), arm: func(r *run) { r.f.conflictAt = r.f.attemptsNow() + k }})
+				plan:       plan(p), arm: func(r *run) { r.f.conflictAt = r.f.attemptsNow() + k }})
 		}
 	}
 	// Sieve's stale state: the first reconcile after an action reads what
@@ -133,7 +133,7 @@ func (t *tester) battery() []*schedule {
 	for _, p := range []phase{scaleUp, scaleDown, respec, remove} {
 		add(&schedule{name: "stale reads after " + p.String(), pattern: PatternStale,
 			perturbing: fmt.Sprintf("the first reconcile after %s read the objects as your code last saw them before it", p),
-			plan: plan(p), arm: func(r *run) { r.f.freeze(); r.staleNext = true }})
+			plan:       plan(p), arm: func(r *run) { r.f.freeze(); r.staleNext = true }})
 	}
 	// Sieve's unobserved states: two actions before any reconcile sees
 	// the first. Level-triggered code sees only where they end.
@@ -193,7 +193,7 @@ func (t *tester) battery() []*schedule {
 	// lost: the second Database's delete finds the first one's snapshot.
 	add(&schedule{name: "deleted, made again and deleted again", pattern: PatternMisoperation,
 		perturbing: "Database db deleted, made again under the same name once it was gone, then deleted again",
-		plan: []phase{create, create, remove}, actAt: 1, checkAll: true,
+		plan:       []phase{create, create, remove}, actAt: 1, checkAll: true,
 		act: func(ctx context.Context, r *run) error {
 			if err := r.w.delete(ctx); err != nil {
 				return err

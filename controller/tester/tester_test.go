@@ -179,7 +179,9 @@ func TestALostSnapshotIsFoundTheSameWayTwice(t *testing.T) {
 	}
 	run := func() Finding {
 		opts := testOptions(t, old)
-		opts.Only = func(name string) bool { return strings.HasPrefix(name, "deleted, made again") || strings.HasPrefix(name, "crash after write 1 of the delete") }
+		opts.Only = func(name string) bool {
+			return strings.HasPrefix(name, "deleted, made again") || strings.HasPrefix(name, "crash after write 1 of the delete")
+		}
 		res, err := Run(context.Background(), opts)
 		if err != nil {
 			t.Fatal(err)
