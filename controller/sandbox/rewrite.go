@@ -132,6 +132,12 @@ const rtPath = "oplab/rt"
 // and returns it as the child runs it: rewritten, refusals refused, and
 // instrumented (where.go).
 func prepare(src, pkgName string) (in instrumented, serr *SourceError) {
+	return prepareWith(src, pkgName, true)
+}
+
+// prepareWith is prepare, without the rewrites and refusals when rewrite
+// is false: the tests show with it what the interpreter does unaided.
+func prepareWith(src, pkgName string, rewrite bool) (in instrumented, serr *SourceError) {
 	fset := token.NewFileSet()
 	f, err := parser.ParseFile(fset, "reconciler.go", src, parser.SkipObjectResolution)
 	if err != nil {
@@ -155,7 +161,9 @@ func prepare(src, pkgName string) (in instrumented, serr *SourceError) {
 	// The recorder's edits come first, so that text a rewrite moves takes
 	// its recorder calls along.
 	rw := &rewriter{fset: fset, file: f, src: src, info: info, pkg: pkg, depth: depth, edits: whereEdits(fset, f, depth)}
-	rw.run()
+	if rewrite {
+		rw.run()
+	}
 	if len(rw.refusals) > 0 {
 		return instrumented{}, errorList(sortErrors(rw.refusals))
 	}
@@ -174,7 +182,13 @@ func prepare(src, pkgName string) (in instrumented, serr *SourceError) {
 	for _, d := range rw.decls {
 		tail.WriteString("\n" + d + "\n")
 	}
-	return instrumented{src: out + tail.String(), edits: places}, nil
+	in = instrumented{src: out + tail.String(), edits: places}
+	// A rewrite that does not parse is the sandbox's bug, never the
+	// learner's: say so rather than show the interpreter's confusion.
+	if _, err := parser.ParseFile(token.NewFileSet(), "rewritten.go", in.src, parser.SkipObjectResolution); err != nil {
+		return instrumented{}, &SourceError{Kind: "crash", Message: "the sandbox failed checking your code: its rewrite does not parse: " + err.Error()}
+	}
+	return in, nil
 }
 
 // rewriter collects a file's edits and refusals.
