@@ -27,7 +27,7 @@ func TestEveryTypeErrorIsGosOwn(t *testing.T) {
 		{Kind: "compile", Message: `cannot use "three" (untyped string constant) as int value in variable declaration`, Line: 19, Col: 14},
 	}
 	if len(serr.Errors) != len(want) {
-		t.Fatalf("got %d errors %+v, want %d", len(serr.Errors), serr.Errors, len(want))
+		t.Fatalf("got %d errors %+v, want %d (%v)", len(serr.Errors), serr.Errors, len(want), serr)
 	}
 	for i, w := range want {
 		if g := serr.Errors[i]; g.Message != w.Message || g.Line != w.Line || g.Col != w.Col || g.Kind != w.Kind {
