@@ -670,6 +670,12 @@ func (rw *rewriter) evaluateInPlace(n ast.Node, start, end token.Pos, vals []val
 		rw.replace(from, end, prefix+strings.TrimPrefix(suffix, "; "), n)
 		return
 	}
+	if from == end {
+		// The last value ends the statement: what follows it closes the
+		// statement's rewrite, inside any that encloses it (a for's post).
+		rw.insert(end, strings.TrimSuffix(pending, "; ")+suffix, n, true)
+		return
+	}
 	rw.replace(from, end, strings.TrimSuffix(pending, "; ")+suffix, n)
 }
 
@@ -931,6 +937,10 @@ func (rw *rewriter) rangeInt(rs *ast.RangeStmt) {
 // iteration in Go: that is refused. So is a defer that reaches a function
 // value this function made: the interpreter runs a function's deferred
 // calls holding a lock that such a value's call waits for, for ever.
+// Deferred in a function literal, a call of a function or method declared
+// below the literal is dropped by the interpreter; it goes into a deferred
+// literal of its own, which the interpreter runs (unless the function
+// recovers, which it could then not: that is refused).
 func (rw *rewriter) deferStmt(ds *ast.DeferStmt, stack []ast.Node) {
 	call := ds.Call
 	fn, loop := enclosing(stack)
@@ -948,11 +958,14 @@ func (rw *rewriter) deferStmt(ds *ast.DeferStmt, stack []ast.Node) {
 	}
 	var vals []value
 	fnText := "" // what the new defer calls; empty: the function stays in place
+	var callee *types.Func
 	switch f := ast.Unparen(call.Fun).(type) {
 	case *ast.FuncLit:
 	case *ast.Ident:
-		switch rw.info.Uses[f].(type) {
-		case *types.Func, *types.Builtin:
+		switch obj := rw.info.Uses[f].(type) {
+		case *types.Func:
+			fnText, callee = f.Name, obj
+		case *types.Builtin:
 			fnText = f.Name
 		}
 	case *ast.SelectorExpr:
@@ -975,7 +988,14 @@ func (rw *rewriter) deferStmt(ds *ast.DeferStmt, stack []ast.Node) {
 			}
 			vals = append(vals, value{tmp: recv, moved: text})
 			fnText = recv + "." + f.Sel.Name
+			callee, _ = sel.Obj().(*types.Func)
 		}
+	}
+	later, recovers := rw.declaredBelow(callee, fn)
+	if recovers {
+		rw.refuse(ds.Pos(), fmt.Sprintf("the sandbox's interpreter drops a call deferred in a function literal to a function declared "+
+			"below it, and %s recovers, so the sandbox cannot move the call; declare %s above this function", callee.Name(), callee.Name()))
+		return
 	}
 	if fnText == "" && !isLit {
 		// A function value: a variable, a field, a call's result.
@@ -1010,9 +1030,6 @@ func (rw *rewriter) deferStmt(ds *ast.DeferStmt, stack []ast.Node) {
 		}
 		args = append(args, v.use())
 	}
-	if len(vals) == 0 {
-		return
-	}
 	var decls []string
 	for _, v := range vals {
 		decls = append(decls, v.tmp+" := "+v.moved)
@@ -1021,16 +1038,56 @@ func (rw *rewriter) deferStmt(ds *ast.DeferStmt, stack []ast.Node) {
 	if call.Ellipsis.IsValid() {
 		ell = "..."
 	}
-	callArgs := "(" + strings.Join(args, ", ") + ell + ") }"
-	prefix := "{ " + strings.Join(decls, "; ") + "; defer "
+	callArgs := "(" + strings.Join(args, ", ") + ell + ")"
+	open, close := "defer ", ""
+	if len(decls) > 0 {
+		open, close = "{ "+strings.Join(decls, "; ")+"; defer ", " }"
+	}
+	if later {
+		// Deferred from a literal, a call of a function declared below
+		// the literal is dropped by the interpreter; one inside a
+		// deferred literal is not.
+		rw.replace(ds.Pos(), ds.End(), open+"func() { "+fnText+callArgs+" }()"+close, ds)
+		return
+	}
+	if len(vals) == 0 && len(call.Args) == 0 {
+		return
+	}
 	if fnText == "" {
 		// The literal stays in place between the declarations and the
 		// arguments.
-		rw.replace(ds.Pos(), call.Fun.Pos(), prefix, ds)
-		rw.replace(call.Fun.End(), ds.End(), callArgs, ds)
+		rw.replace(ds.Pos(), call.Fun.Pos(), open, ds)
+		rw.replace(call.Fun.End(), ds.End(), callArgs+close, ds)
 		return
 	}
-	rw.replace(ds.Pos(), ds.End(), prefix+fnText+callArgs, ds)
+	rw.replace(ds.Pos(), ds.End(), open+fnText+callArgs+close, ds)
+}
+
+// declaredBelow reports whether callee, a function or method of the
+// code's own, is declared below the function literal fn, and whether it
+// calls recover.
+func (rw *rewriter) declaredBelow(callee *types.Func, fn ast.Node) (below, recovers bool) {
+	lit, ok := fn.(*ast.FuncLit)
+	if !ok || callee == nil || callee.Pkg() != rw.pkg || callee.Pos() < lit.End() {
+		return false, false
+	}
+	for _, d := range rw.file.Decls {
+		fd, ok := d.(*ast.FuncDecl)
+		if !ok || fd.Name.Pos() != callee.Pos() || fd.Body == nil {
+			continue
+		}
+		ast.Inspect(fd.Body, func(n ast.Node) bool {
+			if c, ok := n.(*ast.CallExpr); ok {
+				if id, ok := ast.Unparen(c.Fun).(*ast.Ident); ok {
+					if b, ok := rw.info.Uses[id].(*types.Builtin); ok && b.Name() == "recover" {
+						recovers = true
+					}
+				}
+			}
+			return !recovers
+		})
+	}
+	return true, recovers
 }
 
 // enclosing finds, in a walk's stack, the innermost function (a
@@ -1468,9 +1525,11 @@ func (rw *rewriter) minMax(c *ast.CallExpr, f *ast.Ident, op string) {
 		rw.replace(c.Pos(), c.End(), lit, c)
 		return
 	}
-	ts, ok := rw.typeString(tv.Type, c.Pos())
+	// The helper is declared at the package level: its type must be
+	// nameable there (not a type declared inside a function).
+	ts, ok := rw.typeString(tv.Type, rw.file.Name.Pos())
 	if !ok {
-		rw.refuse(c.Pos(), op+" of a type the sandbox cannot name here; compare with if")
+		rw.refuse(c.Pos(), op+" of a type the sandbox cannot name outside this function; compare with if")
 		return
 	}
 	key := op + " " + ts

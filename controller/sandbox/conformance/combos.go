@@ -106,3 +106,37 @@ func CombosMultilineDefer() (out string) {
 	}()
 	return out
 }
+
+// CombosCapturedLoopWithTwoVars captures both variables of a loop whose
+// post statement assigns them together, and changes one in the body.
+func CombosCapturedLoopWithTwoVars() string {
+	var fs []func() int
+	for i, j := 0, 6; i < j; i, j = i+1, j-1 {
+		fs = append(fs, func() int { return i*10 + j })
+		if i == 1 {
+			j--
+		}
+	}
+	var out []string
+	for _, f := range fs {
+		out = append(out, strconv.Itoa(f()))
+	}
+	return strings.Join(out, ",")
+}
+
+// CombosMethodValueLast ends an assignment of two values, and a deferred
+// call, with a method value, bound where it is written.
+func CombosMethodValueLast() (out string) {
+	c := counter{n: 1}
+	var n int
+	var get func() int
+	n, get = len(out), c.get
+	c.n = 2
+	func() {
+		defer show(&out, n, c.get)
+		c.n = 3
+	}()
+	return out + fmt.Sprint(n, get())
+}
+
+func show(out *string, a int, f func() int) { *out += fmt.Sprint(a, f(), ";") }

@@ -101,3 +101,21 @@ func DeferRecoverRuntimeError() string {
 	}
 	return f()
 }
+
+// DeferInLiteralOfLaterFunction defers, in a function literal, calls of a
+// function and a method declared further down the file.
+func DeferInLiteralOfLaterFunction() (out string) {
+	func() {
+		n := noter{prefix: "m"}
+		defer appendNote(&out, "f")
+		defer n.note(&out, "1")
+		out += "body;"
+	}()
+	return out
+}
+
+type noter struct{ prefix string }
+
+func (n noter) note(out *string, s string) { *out += n.prefix + s + ";" }
+
+func appendNote(out *string, s string) { *out += s + ";" }

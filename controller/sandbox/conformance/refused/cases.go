@@ -12,6 +12,7 @@ var Cases = map[string]func() string{
 	"AssertOwnStringer":    AssertOwnStringer,
 	"ClearSlice":           ClearSlice,
 	"DeferFunctionValue":   DeferFunctionValue,
+	"DeferLaterRecoverer":  DeferLaterRecoverer,
 	"DeferLiteralInLoop":   DeferLiteralInLoop,
 	"ErrorTypeAs":          ErrorTypeAs,
 	"ErrorTypeNilPointer":  ErrorTypeNilPointer,
