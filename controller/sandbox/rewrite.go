@@ -11,6 +11,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 )
 
 // The interpreter (yaegi v0.16.1) runs some of Go wrongly, and the
@@ -1440,6 +1441,9 @@ func (rw *rewriter) call(c *ast.CallExpr, parent ast.Node) {
 		default:
 			return
 		}
+		if first == 1 && len(c.Args) > 0 {
+			rw.fmtNames(c)
+		}
 		for i := first; i < len(c.Args); i++ {
 			if c.Ellipsis.IsValid() && i == len(c.Args)-1 {
 				continue
@@ -1447,6 +1451,139 @@ func (rw *rewriter) call(c *ast.CallExpr, parent ast.Node) {
 			rw.fmtArg(c.Args[i])
 		}
 	}
+}
+
+// fmtNames refuses the verbs that print names of the code's own types or
+// of their fields: the interpreter makes its types of Go's reflect types
+// with names of its own (a field x is Xx, the type pt is
+// struct { Xx int }), so %+v, %#v and %T of them would not print what
+// Go prints. It reads the format when it is a constant.
+func (rw *rewriter) fmtNames(c *ast.CallExpr) {
+	tv := rw.info.Types[c.Args[0]]
+	if tv.Value == nil || tv.Value.Kind() != constant.String {
+		return
+	}
+	for _, v := range fmtVerbs(constant.StringVal(tv.Value)) {
+		i := 1 + v.arg
+		if i >= len(c.Args) || (c.Ellipsis.IsValid() && i == len(c.Args)-1) {
+			return
+		}
+		a := c.Args[i]
+		t := rw.info.Types[a].Type
+		if t == nil {
+			continue
+		}
+		var what string
+		switch {
+		case v.verb == 'T' && rw.containsOwn(t):
+			what = "%T"
+		case v.verb == 'v' && v.sharp && rw.containsOwn(t):
+			what = "%#v"
+		case v.verb == 'v' && v.plus && rw.ownStructInside(t) && !(rw.own(t) && hasStringMethod(t)):
+			what = "%+v"
+		default:
+			continue
+		}
+		rw.refuse(a.Pos(), fmt.Sprintf("the sandbox's interpreter names your types and their fields otherwise than Go does, so %s of "+
+			"this %s would not print what Go prints; use %%v, or print the fields you need", what, types.TypeString(t, types.RelativeTo(rw.pkg))))
+	}
+}
+
+// ownStructInside reports whether a struct type of the code's own is, or
+// is inside, t: %+v prints its fields' names.
+func (rw *rewriter) ownStructInside(t types.Type) bool {
+	found := false
+	seen := map[types.Type]bool{}
+	var walk func(t types.Type)
+	walk = func(t types.Type) {
+		if found || seen[t] {
+			return
+		}
+		seen[t] = true
+		if n, ok := t.(*types.Named); ok && n.Obj().Pkg() == rw.pkg {
+			if _, isStruct := n.Underlying().(*types.Struct); isStruct {
+				found = true
+				return
+			}
+		}
+		switch u := t.Underlying().(type) {
+		case *types.Pointer:
+			walk(u.Elem())
+		case *types.Slice:
+			walk(u.Elem())
+		case *types.Array:
+			walk(u.Elem())
+		case *types.Map:
+			walk(u.Key())
+			walk(u.Elem())
+		case *types.Struct:
+			for i := range u.NumFields() {
+				walk(u.Field(i).Type())
+			}
+		}
+	}
+	walk(t)
+	return found
+}
+
+// fmtVerb is one verb of a format and the operand it formats (0 is the
+// first after the format).
+type fmtVerb struct {
+	verb        rune
+	plus, sharp bool
+	arg         int
+}
+
+// fmtVerbs reads format as fmt does, far enough to pair verbs with
+// operands: flags, * widths and precisions (which take an operand each),
+// %%. An explicit index ([n]) ends the reading: what follows is unpaired.
+func fmtVerbs(format string) []fmtVerb {
+	var out []fmtVerb
+	arg := 0
+	for i := 0; i < len(format); i++ {
+		if format[i] != '%' {
+			continue
+		}
+		i++
+		var v fmtVerb
+	flags:
+		for ; i < len(format); i++ {
+			switch format[i] {
+			case '+':
+				v.plus = true
+			case '#':
+				v.sharp = true
+			case '-', ' ', '0':
+			default:
+				break flags
+			}
+		}
+		for ; i < len(format); i++ {
+			c := format[i]
+			if c == '*' {
+				arg++
+				continue
+			}
+			if c == '[' {
+				return out
+			}
+			if c != '.' && (c < '0' || c > '9') {
+				break
+			}
+		}
+		if i >= len(format) {
+			break
+		}
+		r, size := utf8.DecodeRuneInString(format[i:])
+		i += size - 1
+		if r == '%' {
+			continue
+		}
+		v.verb, v.arg = r, arg
+		out = append(out, v)
+		arg++
+	}
+	return out
 }
 
 // fmtArg hands fmt a value of the code's own type that has a String

@@ -106,6 +106,7 @@ var Cases = map[string]func() string{
 	"SlicesSortStructs":                    SlicesSortStructs,
 	"StringsBytesAndRunes":                 StringsBytesAndRunes,
 	"StringsCompareAndConcat":              StringsCompareAndConcat,
+	"StringsFormatVerbs":                   StringsFormatVerbs,
 	"StringsHelpers":                       StringsHelpers,
 	"StringsRangeRunes":                    StringsRangeRunes,
 	"StructsAnonymousAndNested":            StructsAnonymousAndNested,

@@ -50,3 +50,16 @@ func StringsCompareAndConcat() string {
 	}
 	return fmt.Sprint(a < b, a == "apple", s, strings.Compare(b, a), strings.EqualFold("Go", "GO"))
 }
+
+type hostPort struct {
+	host string
+	port int
+}
+
+// StringsFormatVerbs formats values of the code's own types with verbs
+// that print no names, and names with %+v only of the API's types.
+func StringsFormatVerbs() string {
+	hp := hostPort{"db", 5432}
+	return fmt.Sprintf("%v|%d|%5.1f|%-4s|%q|%x|%+v|%*d|%%|%v", hp, hp.port, 2.25, "ab", "q", 255,
+		struct{ N int }{1}, 3, 7, []hostPort{hp})
+}

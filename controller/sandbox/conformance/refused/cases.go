@@ -16,6 +16,7 @@ var Cases = map[string]func() string{
 	"DeferLiteralInLoop":   DeferLiteralInLoop,
 	"ErrorTypeAs":          ErrorTypeAs,
 	"ErrorTypeNilPointer":  ErrorTypeNilPointer,
+	"FmtFieldNames":        FmtFieldNames,
 	"FmtStringersInASlice": FmtStringersInASlice,
 	"GenericInference":     GenericInference,
 	"PromotedInterface":    PromotedInterface,
