@@ -1327,10 +1327,17 @@ func (rw *rewriter) typeSwitch(ts *ast.TypeSwitchStmt) {
 //	T.M  →  func(oplabR1 T, oplabA0 int) string { return oplabR1.M(oplabA0) }
 func (rw *rewriter) methodValue(se *ast.SelectorExpr, parent ast.Node) {
 	sel := rw.info.Selections[se]
-	if sel == nil || sel.Kind() == types.FieldVal {
+	if sel == nil {
 		return
 	}
-	if call, ok := parent.(*ast.CallExpr); ok && call.Fun == se {
+	path, viaIface := rw.promotedPath(sel)
+	if call, ok := parent.(*ast.CallExpr); sel.Kind() == types.FieldVal || ok && call.Fun == se {
+		if viaIface {
+			// A method promoted from an embedded interface: the
+			// interpreter panics ("invalid interface value") on
+			// h.area() but not on h.shape.area().
+			rw.insert(se.X.End(), path, se, false)
+		}
 		return
 	}
 	sig := sel.Type().(*types.Signature)
@@ -1380,11 +1387,11 @@ func (rw *rewriter) methodValue(se *ast.SelectorExpr, parent ast.Node) {
 	}
 	if sel.Kind() == types.MethodExpr {
 		// The signature's first parameter is the receiver.
-		body := fmt.Sprintf("%s%s.%s(%s)", ret, args[0], se.Sel.Name, strings.Join(args[1:], ", "))
+		body := fmt.Sprintf("%s%s%s.%s(%s)", ret, args[0], path, se.Sel.Name, strings.Join(args[1:], ", "))
 		rw.replace(se.Pos(), se.End(), fmt.Sprintf("func(%s) %s { %s }", strings.Join(params, ", "), res, body), se)
 		return
 	}
-	body := fmt.Sprintf("%s%s.%s(%s)", ret, r, se.Sel.Name, strings.Join(args, ", "))
+	body := fmt.Sprintf("%s%s%s.%s(%s)", ret, r, path, se.Sel.Name, strings.Join(args, ", "))
 	prefix, rt, ok := rw.receiver(sel, se.X)
 	if !ok {
 		fail()
@@ -1402,6 +1409,53 @@ func (rw *rewriter) methodValue(se *ast.SelectorExpr, parent ast.Node) {
 		closeArg = "))"
 	}
 	rw.replace(se.X.End(), se.End(), closeArg, se)
+}
+
+// promotedPath is, for a selection of a method promoted through an
+// embedded interface, the embedded fields that lead to that interface
+// (".shape"), written out; viaIface is false for any other selection, or
+// when a field on the way cannot be named here.
+func (rw *rewriter) promotedPath(sel *types.Selection) (path string, viaIface bool) {
+	idx := sel.Index()
+	if len(idx) < 2 {
+		return "", false
+	}
+	t := sel.Recv()
+	var names []string
+	last := -1
+	for i, fi := range idx[:len(idx)-1] {
+		if p, ok := t.Underlying().(*types.Pointer); ok {
+			t = p.Elem()
+		}
+		st, ok := t.Underlying().(*types.Struct)
+		if !ok {
+			return "", false
+		}
+		f := st.Field(fi)
+		if !f.Exported() && f.Pkg() != rw.pkg {
+			if last < 0 && !types.IsInterface(f.Type()) {
+				// Unnameable, but no interface yet: keep looking.
+				names = append(names, "")
+				t = f.Type()
+				continue
+			}
+			return "", false
+		}
+		names = append(names, f.Name())
+		t = f.Type()
+		if types.IsInterface(t) {
+			last = i
+		}
+	}
+	if last < 0 {
+		return "", false
+	}
+	for _, n := range names[:last+1] {
+		if n == "" {
+			return "", false
+		}
+	}
+	return "." + strings.Join(names[:last+1], "."), true
 }
 
 // call rewrites calls the interpreter runs wrongly or does not know:

@@ -59,6 +59,7 @@ var Cases = map[string]func() string{
 	"DeferRecoverRuntimeError":             DeferRecoverRuntimeError,
 	"DeferRecoverValue":                    DeferRecoverValue,
 	"EmbeddingAPIStructs":                  EmbeddingAPIStructs,
+	"EmbeddingInterface":                   EmbeddingInterface,
 	"EmbeddingPointer":                     EmbeddingPointer,
 	"EmbeddingPromotedFieldsAndMethods":    EmbeddingPromotedFieldsAndMethods,
 	"ErrorsAPIPredicates":                  ErrorsAPIPredicates,
