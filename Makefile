@@ -43,7 +43,7 @@ run: sandboxtypes ## run oplab on http://127.0.0.1:8080 (the first time, it buil
 # orphan's age); with three, the cores sat idle a fifth of the run's last
 # minute, where the medium packages wait on their clusters and pages, and
 # with two a quarter of the whole run (docs/BENCHMARKS.md).
-SLOWEST_FIRST = ./web/e2e/ ./cmd/oplab/ ./controller/config/ ./controller/ ./cluster/ \
+SLOWEST_FIRST = ./web/e2e/ ./cmd/oplab/ ./controller/config/ ./controller/tester/ ./controller/ ./cluster/ \
 	./lessons/judge/ ./web/instructor/ ./web/session/ ./web/code/ ./web/learn/ ./controller/sandbox/ \
 	./cmd/image/ ./web/stream/ ./web/lab/
 TEST_PACKAGES ?= 4
@@ -109,7 +109,7 @@ build: sandboxtypes ## build the oplab binary into bin/
 image: ## build oplab's container image into dist/oplab-image.tar (no Docker needed; docker load, kind load image-archive or crane push it)
 	$(GO) run ./cmd/image -out dist/oplab-image.tar -tag $(IMAGE)
 
-bench: controlplane sandboxtypes ## print the benchmarks' figures (cluster start, controller throughput, websocket fan-out, a class's cost per learner, oplab's RSS per worst learner)
+bench: controlplane sandboxtypes ## print the benchmarks' figures (cluster start, controller throughput, websocket fan-out, a class's cost per learner, oplab's RSS per worst learner, the worst learner code's cost)
 	$(GO) test -run '^$$' -bench BenchmarkTimeToReady -benchtime 1x ./cluster/
 	$(GO) test -run '^$$' -bench . -benchtime 1x ./controller/ -args -dbs=$(BENCH_DBS)
 	$(GO) run ./cmd/loadtest -viewers 500,2000 -rate 100 -duration 10s
@@ -121,3 +121,6 @@ bench: controlplane sandboxtypes ## print the benchmarks' figures (cluster start
 	$(GO) test -run '^$$' -bench WorstLearnerMemory -benchtime 1x ./web/stream/
 	$(GO) test -run '^$$' -bench 'Compile|ReconcileRoundTrip|RunToFirstReconcile|TypeCheck' -benchtime 20x ./controller/sandbox/
 	$(GO) test -run '^$$' -bench Neighbours -benchtime 1x ./controller/sandbox/
+	$(GO) test -run '^$$' -bench WorstCode -benchtime 1x ./controller/sandbox/ -args -worst-learners 6 -worst-for 30s
+	$(GO) test -run '^$$' -bench Battery -benchtime 5x ./controller/tester/
+	$(GO) test -run '^$$' -bench NeighboursWhileTesting -benchtime 1x ./controller/tester/ -args -testers 20

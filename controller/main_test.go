@@ -44,7 +44,7 @@ func TestMain(m *testing.M) {
 var (
 	// shared is the full-mode cluster the package's tests share, with the
 	// Database CRD installed.
-	shared     = clustertest.Full(CRDs)
+	shared     = clustertest.Full(CRDs, InstallLearnerPolicies)
 	testScheme = newTestScheme()
 )
 
@@ -84,7 +84,9 @@ func newEnv(t testing.TB) *env {
 	if err != nil {
 		t.Fatalf("creating client: %v", err)
 	}
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "ctl-"}}
+	// Labelled as oplab's lab namespaces are: learner code runs only
+	// where its admission policy holds, and the policy holds only there.
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "ctl-", Labels: map[string]string{"oplab.dev/lab": "true"}}}
 	ctx := context.Background()
 	if err := c.Create(ctx, ns); err != nil {
 		t.Fatalf("creating namespace: %v", err)

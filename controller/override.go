@@ -49,10 +49,22 @@ func (r *Runner) TakeBack(ns string) {
 	if _, ok := r.gate.overrides.m.LoadAndDelete(ns); !ok {
 		return
 	}
+	if cur := r.cur.Load(); cur != nil && cur.code != nil {
+		cur.code.forget(ns)
+	}
 	r.emit(ns, "taken-back", "oplab's controller reconciles "+ns+" again")
 	r.opts.Logger.Info("Took namespace back from learner code", "namespace", ns)
 	r.reconcileNamespace(ns, whyTakenBack)
 }
+
+// Ignore makes the controller leave ns alone: no event of it traced or
+// queued, no reconcile run, until Unignore. The reconciler tester's
+// scratch namespaces are its own Driver's to reconcile, schedule by
+// schedule; oplab's controller there would race it.
+func (r *Runner) Ignore(ns string) { r.gate.ignored.Store(ns, struct{}{}) }
+
+// Unignore gives ns back to the controller (a scratch namespace gone).
+func (r *Runner) Unignore(ns string) { r.gate.ignored.Delete(ns) }
 
 // HandedOver reports whether ns is reconciled by learner code.
 func (r *Runner) HandedOver(ns string) bool { return r.gate.overrides.get(ns) != nil }
@@ -66,22 +78,33 @@ func (r *Runner) reconcileNamespace(ns, why string) {
 	}
 }
 
-// overridden is a NamespaceReconciler bound to the traced client.
+// overridden is a NamespaceReconciler bound to its namespace's client.
 type overridden struct {
 	rec NamespaceReconciler
 	c   client.Client
+	err error // the client could not be made: every reconcile fails with it
 }
 
 func (o overridden) Reconcile(ctx context.Context, req reconcile.Request) (ctrl.Result, error) {
+	if o.err != nil {
+		return ctrl.Result{}, o.err
+	}
 	return o.rec.Reconcile(ctx, o.c, req)
 }
 
 // reconcilerFor is the reconciler that handles req: the learner's, when its
-// namespace is handed over, else oplab's. The trace marks which.
-func (t *tracedReconciler) reconcilerFor(req reconcile.Request, rt *reconcileTrace) reconcile.Reconciler {
-	if rec := t.gate.overrides.get(req.Namespace); rec != nil {
-		rt.yourCode = true
+// namespace is handed over, else oplab's. The trace marks which. The
+// learner's gets a client that writes as its own ServiceAccount, never as
+// oplab.
+func (t *tracedReconciler) reconcilerFor(ctx context.Context, req reconcile.Request, rt *reconcileTrace) reconcile.Reconciler {
+	rec := t.gate.overrides.get(req.Namespace)
+	if rec == nil {
+		return t.inner
+	}
+	rt.yourCode = true
+	if t.code == nil {
 		return overridden{rec: rec, c: t.client}
 	}
-	return t.inner
+	c, err := t.code.get(ctx, req.Namespace)
+	return overridden{rec: rec, c: c, err: err}
 }

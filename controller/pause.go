@@ -26,6 +26,15 @@ type pauseGate struct {
 
 	// overrides are the namespaces handed to learner code (override.go).
 	overrides overrides
+	// ignored are namespaces the controller leaves alone entirely: the
+	// reconciler tester's scratch namespaces, which it drives itself.
+	ignored sync.Map // namespace → struct{}
+}
+
+// ignoring reports whether the controller leaves ns alone.
+func (g *pauseGate) ignoring(ns string) bool {
+	_, ok := g.ignored.Load(ns)
+	return ok
 }
 
 func newPauseGate() *pauseGate {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 
 	admissionv1 "k8s.io/api/admissionregistration/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
@@ -14,38 +15,70 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
-// learnerPolicyYAML is the admission policy that lets a learner's kubectl
-// patch a StatefulSet's metadata but never its spec. It is the same file
-// the manifests apply (config/policy), embedded so that oplab can install
-// it on a cluster it runs itself.
-//
-//go:embed config/policy/learner.yaml
-var learnerPolicyYAML []byte
+// The learner policies are the same files the manifests apply
+// (config/policy), embedded so that oplab can install them on a cluster it
+// runs itself: learner.yaml lets a learner's kubectl patch a StatefulSet's
+// metadata but never its spec; code.yaml holds a learner's own reconciler
+// to the engines' images and to Services that stay in the cluster. The
+// learner code's ClusterRole (config/rbac/code_role.yaml) comes with them:
+// oplab binds it in each lab namespace.
+var (
+	//go:embed config/policy/learner.yaml
+	learnerPolicyYAML []byte
+	//go:embed config/policy/code.yaml
+	codePolicyYAML []byte
+	//go:embed config/rbac/code_role.yaml
+	codeRoleYAML []byte
+)
 
-// LearnerPolicy returns the ValidatingAdmissionPolicy and its binding from
-// the embedded config/policy/learner.yaml.
-func LearnerPolicy() (*admissionv1.ValidatingAdmissionPolicy, *admissionv1.ValidatingAdmissionPolicyBinding, error) {
-	docs := bytes.Split(learnerPolicyYAML, []byte("\n---\n"))
-	if len(docs) != 2 {
-		return nil, nil, fmt.Errorf("embedded config/policy/learner.yaml: %d documents, want a policy and its binding", len(docs))
+// LearnerPolicies returns the ValidatingAdmissionPolicies and their
+// bindings from the embedded config/policy files, in order: the learner's
+// kubectl's, then the learner code's.
+func LearnerPolicies() ([]*admissionv1.ValidatingAdmissionPolicy, []*admissionv1.ValidatingAdmissionPolicyBinding, error) {
+	var ps []*admissionv1.ValidatingAdmissionPolicy
+	var bs []*admissionv1.ValidatingAdmissionPolicyBinding
+	for _, f := range []struct {
+		name string
+		data []byte
+	}{{"config/policy/learner.yaml", learnerPolicyYAML}, {"config/policy/code.yaml", codePolicyYAML}} {
+		docs := bytes.Split(f.data, []byte("\n---\n"))
+		if len(docs) != 2 {
+			return nil, nil, fmt.Errorf("embedded %s: %d documents, want a policy and its binding", f.name, len(docs))
+		}
+		var p admissionv1.ValidatingAdmissionPolicy
+		if err := yaml.UnmarshalStrict(docs[0], &p); err != nil || p.Kind != "ValidatingAdmissionPolicy" {
+			return nil, nil, fmt.Errorf("embedded %s: first document is not a ValidatingAdmissionPolicy (kind %q): %v", f.name, p.Kind, err)
+		}
+		var b admissionv1.ValidatingAdmissionPolicyBinding
+		if err := yaml.UnmarshalStrict(docs[1], &b); err != nil || b.Kind != "ValidatingAdmissionPolicyBinding" {
+			return nil, nil, fmt.Errorf("embedded %s: second document is not a ValidatingAdmissionPolicyBinding (kind %q): %v", f.name, b.Kind, err)
+		}
+		ps, bs = append(ps, &p), append(bs, &b)
 	}
-	var p admissionv1.ValidatingAdmissionPolicy
-	if err := yaml.UnmarshalStrict(docs[0], &p); err != nil || p.Kind != "ValidatingAdmissionPolicy" {
-		return nil, nil, fmt.Errorf("embedded config/policy/learner.yaml: first document is not a ValidatingAdmissionPolicy (kind %q): %v", p.Kind, err)
-	}
-	var b admissionv1.ValidatingAdmissionPolicyBinding
-	if err := yaml.UnmarshalStrict(docs[1], &b); err != nil || b.Kind != "ValidatingAdmissionPolicyBinding" {
-		return nil, nil, fmt.Errorf("embedded config/policy/learner.yaml: second document is not a ValidatingAdmissionPolicyBinding (kind %q): %v", b.Kind, err)
-	}
-	return &p, &b, nil
+	return ps, bs, nil
 }
 
-// InstallLearnerPolicy creates the learner policy and its binding, or
-// updates them to the embedded version. Without it a learner's Role would
-// let them patch a StatefulSet's Pod template (Pod Security "restricted"
-// and the Pod quota would still hold the Pods it makes).
-func InstallLearnerPolicy(ctx context.Context, cfg *rest.Config) error {
-	p, b, err := LearnerPolicy()
+// CodeRole returns the ClusterRole learner code acts under in its
+// namespace, from the embedded config/rbac/code_role.yaml.
+func CodeRole() (*rbacv1.ClusterRole, error) {
+	var r rbacv1.ClusterRole
+	if err := yaml.UnmarshalStrict(codeRoleYAML, &r); err != nil || r.Kind != "ClusterRole" {
+		return nil, fmt.Errorf("embedded config/rbac/code_role.yaml: not a ClusterRole (kind %q): %v", r.Kind, err)
+	}
+	return &r, nil
+}
+
+// InstallLearnerPolicies creates the learner policies, their bindings and
+// the learner code's ClusterRole, or updates them to the embedded version.
+// Without them a learner's Role would let them patch a StatefulSet's Pod
+// template, and their code could run any image (Pod Security "restricted"
+// and the Pod quota would still hold the Pods either makes).
+func InstallLearnerPolicies(ctx context.Context, cfg *rest.Config) error {
+	ps, bs, err := LearnerPolicies()
+	if err != nil {
+		return err
+	}
+	role, err := CodeRole()
 	if err != nil {
 		return err
 	}
@@ -54,11 +87,18 @@ func InstallLearnerPolicy(ctx context.Context, cfg *rest.Config) error {
 		return fmt.Errorf("creating a client: %w", err)
 	}
 	api := cs.AdmissionregistrationV1()
-	if err := createOrReplace(ctx, p, api.ValidatingAdmissionPolicies().Get, api.ValidatingAdmissionPolicies().Create, api.ValidatingAdmissionPolicies().Update); err != nil {
-		return fmt.Errorf("installing ValidatingAdmissionPolicy %s: %w", p.Name, err)
+	for i, p := range ps {
+		if err := createOrReplace(ctx, p, api.ValidatingAdmissionPolicies().Get, api.ValidatingAdmissionPolicies().Create, api.ValidatingAdmissionPolicies().Update); err != nil {
+			return fmt.Errorf("installing ValidatingAdmissionPolicy %s: %w", p.Name, err)
+		}
+		b := bs[i]
+		if err := createOrReplace(ctx, b, api.ValidatingAdmissionPolicyBindings().Get, api.ValidatingAdmissionPolicyBindings().Create, api.ValidatingAdmissionPolicyBindings().Update); err != nil {
+			return fmt.Errorf("installing ValidatingAdmissionPolicyBinding %s: %w", b.Name, err)
+		}
 	}
-	if err := createOrReplace(ctx, b, api.ValidatingAdmissionPolicyBindings().Get, api.ValidatingAdmissionPolicyBindings().Create, api.ValidatingAdmissionPolicyBindings().Update); err != nil {
-		return fmt.Errorf("installing ValidatingAdmissionPolicyBinding %s: %w", b.Name, err)
+	roles := cs.RbacV1().ClusterRoles()
+	if err := createOrReplace(ctx, role, roles.Get, roles.Create, roles.Update); err != nil {
+		return fmt.Errorf("installing ClusterRole %s: %w", role.Name, err)
 	}
 	return nil
 }

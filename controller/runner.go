@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -133,6 +134,11 @@ type Runner struct {
 	// Running and the pause API answer at once while a Start waits for its
 	// caches or a Stop for the workers to finish.
 	cur atomic.Pointer[run]
+
+	// admin is a plain client with oplab's identity, for GrantCode.
+	adminOnce sync.Once
+	admin     client.Client
+	adminErr  error
 }
 
 // run is one started manager.
@@ -145,6 +151,7 @@ type run struct {
 
 	cache   cache.Cache
 	resumed chan sweepEvent // Databases oplab reconciles of its own accord
+	code    *codeClients    // the clients of namespaces handed to learner code
 }
 
 // sweep is a Database oplab queues of its own accord, no watch event
@@ -186,14 +193,14 @@ func (r *Runner) Start(ctx context.Context) error {
 	// A child kind oplab may not list or watch would keep the caches from
 	// syncing for ever; refusals says which.
 	refusals := permission.NewRefusals(r.opts.Logger)
-	mgr, err := newManager(r.cfg, r.opts, r.gate, cur.resumed, refusals.WatchErrorHandler, runCtx.Done())
+	mgr, code, err := newManager(r.cfg, r.opts, r.gate, cur.resumed, refusals.WatchErrorHandler, runCtx.Done(), r.GrantCode)
 	if err != nil {
 		cancel()
 		close(cur.done)
 		r.cur.CompareAndSwap(cur, nil)
 		return err
 	}
-	cur.cache = mgr.GetCache()
+	cur.cache, cur.code = mgr.GetCache(), code
 	go func() {
 		defer close(cur.done)
 		if err := mgr.Start(runCtx); err != nil {
@@ -335,16 +342,13 @@ func (r *Runner) emit(ns, phase, msg string) {
 
 // newManager builds a manager with nothing but the Database controller: no
 // metrics server, no health probes, no leader election.
-func newManager(base *rest.Config, opts Options, gate *pauseGate, resumed <-chan sweepEvent, watchErr toolscache.WatchErrorHandlerWithContext, stopping <-chan struct{}) (ctrl.Manager, error) {
+func newManager(base *rest.Config, opts Options, gate *pauseGate, resumed <-chan sweepEvent, watchErr toolscache.WatchErrorHandlerWithContext, stopping <-chan struct{}, grant func(context.Context, string) error) (ctrl.Manager, *codeClients, error) {
 	cfg := rest.CopyConfig(base)
 	cfg.QPS, cfg.Burst = opts.QPS, opts.Burst
 
-	scheme := runtime.NewScheme()
-	if err := clientgoscheme.AddToScheme(scheme); err != nil {
-		return nil, fmt.Errorf("building scheme: %w", err)
-	}
-	if err := dbv1.AddToScheme(scheme); err != nil {
-		return nil, fmt.Errorf("building scheme: %w", err)
+	scheme, err := newScheme()
+	if err != nil {
+		return nil, nil, err
 	}
 	// The cache holds only the children the controller labelled: not every
 	// Secret in the cluster, and not an unlabelled object that happens to
@@ -352,7 +356,7 @@ func newManager(base *rest.Config, opts Options, gate *pauseGate, resumed <-chan
 	// creates it, hears AlreadyExists, reads it live and adopts it.
 	ours, err := labels.NewRequirement(LabelDatabase, selection.Exists, nil)
 	if err != nil {
-		return nil, fmt.Errorf("building child selector: %w", err)
+		return nil, nil, fmt.Errorf("building child selector: %w", err)
 	}
 	labelled := cache.ByObject{Label: labels.NewSelector().Add(*ours)}
 	cacheOpts := cache.Options{ByObject: map[client.Object]cache.ByObject{
@@ -394,13 +398,14 @@ func newManager(base *rest.Config, opts Options, gate *pauseGate, resumed <-chan
 		},
 	})
 	if err != nil {
-		return nil, fmt.Errorf("creating manager: %w", err)
+		return nil, nil, fmt.Errorf("creating manager: %w", err)
 	}
 
 	// The controller's wiring, with the trace, the pause gate and the
 	// pitfalls around it, is in wiring.go.
-	if err := setupController(mgr, cfg, opts, gate, resumed, labelled); err != nil {
-		return nil, fmt.Errorf("setting up database controller: %w", err)
+	code, err := setupController(mgr, cfg, opts, gate, resumed, labelled, grant)
+	if err != nil {
+		return nil, nil, fmt.Errorf("setting up database controller: %w", err)
 	}
 	informers := []client.Object{&dbv1.Database{}, &appsv1.StatefulSet{}, &corev1.Service{}, &corev1.Secret{}}
 	if scoped {
@@ -410,10 +415,22 @@ func newManager(base *rest.Config, opts Options, gate *pauseGate, resumed <-chan
 	// them rather than racing the controller's own registration.
 	for _, obj := range informers {
 		if _, err := mgr.GetCache().GetInformer(context.Background(), obj); err != nil {
-			return nil, fmt.Errorf("registering informer for %T: %w", obj, err)
+			return nil, nil, fmt.Errorf("registering informer for %T: %w", obj, err)
 		}
 	}
-	return mgr, nil
+	return mgr, code, nil
+}
+
+// newScheme knows client-go's types and the Database.
+func newScheme() (*runtime.Scheme, error) {
+	scheme := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		return nil, fmt.Errorf("building scheme: %w", err)
+	}
+	if err := dbv1.AddToScheme(scheme); err != nil {
+		return nil, fmt.Errorf("building scheme: %w", err)
+	}
+	return scheme, nil
 }
 
 // stoppableCache is the manager's cache, reporting itself synced to the

@@ -28,6 +28,10 @@ const (
 	StepRead StepType = "read"
 	// StepAction is one change attempted on the cluster and its outcome.
 	StepAction StepType = "action"
+	// StepThrottled is a write of the learner's code held back by its
+	// write rate (CodeWriteRate): Action and Target name the write,
+	// Duration how long it waited.
+	StepThrottled StepType = "throttled"
 	// StepFinalizer is a phase of deletion handled through the finalizer.
 	StepFinalizer StepType = "finalizer"
 	// StepStatus is the status write: condition transitions, or skipped.

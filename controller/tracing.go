@@ -33,14 +33,20 @@ type tracedReconciler struct {
 	backoff workqueue.TypedRateLimiter[reconcile.Request]
 	resync  time.Duration
 	gate    *pauseGate
-	// client is the traced client inner uses, lent to a namespace's
-	// override (override.go).
+	// client is the traced client inner uses.
 	client client.Client
+	// code gives a namespace handed to learner code its own client, which
+	// writes as the code's ServiceAccount (code_identity.go); nil lends
+	// the override client (tests of the hand-over alone).
+	code *codeClients
 }
 
 var _ reconcile.Reconciler = &tracedReconciler{}
 
 func (t *tracedReconciler) Reconcile(ctx context.Context, req reconcile.Request) (ctrl.Result, error) {
+	if t.gate.ignoring(req.Namespace) {
+		return ctrl.Result{}, nil
+	}
 	if t.gate.hold(req.NamespacedName) {
 		// A resync or retry came due while the namespace is paused: put it
 		// aside. Resuming reconciles every Database of the namespace.
@@ -48,7 +54,7 @@ func (t *tracedReconciler) Reconcile(ctx context.Context, req reconcile.Request)
 	}
 	rt := &reconcileTrace{
 		tracer:   t.tr,
-		id:       string(controller.ReconcileIDFromContext(ctx)),
+		id:       reconcileID(ctx),
 		database: ObjectRef{Kind: "Database", Namespace: req.Namespace, Name: req.Name},
 	}
 	began := rt.now()
@@ -57,7 +63,7 @@ func (t *tracedReconciler) Reconcile(ctx context.Context, req reconcile.Request)
 	if trigger == TriggerRequeue {
 		retry = t.backoff.NumRequeues(req)
 	}
-	inner := t.reconcilerFor(req, rt)
+	inner := t.reconcilerFor(ctx, req, rt)
 	start := Step{Type: StepReconcileStart, Trigger: trigger, Retry: retry, FirstEvent: first.words(),
 		Message: triggerMessage(trigger, n, retry)}
 	if first.event != "" {
@@ -85,6 +91,18 @@ func (t *tracedReconciler) Reconcile(ctx context.Context, req reconcile.Request)
 		t.book.forget(req.NamespacedName)
 	}
 	return res, err
+}
+
+// driverIDKey carries a reconcile's ID when a Driver, not
+// controller-runtime, runs it.
+type driverIDKey struct{}
+
+// reconcileID is the reconcile's ID: controller-runtime's, or a Driver's.
+func reconcileID(ctx context.Context) string {
+	if id, ok := ctx.Value(driverIDKey{}).(string); ok {
+		return id
+	}
+	return string(controller.ReconcileIDFromContext(ctx))
 }
 
 func triggerMessage(trigger string, events, failures int) string {

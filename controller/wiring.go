@@ -53,8 +53,10 @@ func ownedKinds() []client.Object {
 // it. Its watches are SetupWithManager's, For the Database and Owns its
 // three children; resumed carries the Databases oplab queues itself (a
 // namespace resumed, handed to the learner's code or taken back).
-func setupController(mgr ctrl.Manager, cfg *rest.Config, opts Options, gate *pauseGate, resumed <-chan sweepEvent, labelled cache.ByObject) error {
+func setupController(mgr ctrl.Manager, cfg *rest.Config, opts Options, gate *pauseGate, resumed <-chan sweepEvent, labelled cache.ByObject, grant func(context.Context, string) error) (*codeClients, error) {
 	traced := newTracedReconciler(mgr.GetClient(), mgr.GetAPIReader(), mgr.GetScheme(), mgr.GetEventRecorder(RecorderName), opts, gate)
+	traced.code = &codeClients{cfg: cfg, scheme: mgr.GetScheme(), mapper: mgr.GetRESTMapper(),
+		reads: mgr.GetClient(), book: traced.book, registry: opts.ImageRegistry, grant: grant, rate: CodeWriteRate}
 	later := make(chan event.GenericEvent, laterBuffer)
 	filter := &eventTracer{
 		book: traced.book, tr: traced.tr, gate: gate, cache: mgr.GetCache(), resync: opts.ResyncPeriod,
@@ -93,12 +95,12 @@ func setupController(mgr ctrl.Manager, cfg *rest.Config, opts Options, gate *pau
 		// per-namespace caches, through the same filter.
 		secrets, err := secretCaches(mgr, cfg, opts, labelled)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		owner := handler.EnqueueRequestForOwner(mgr.GetScheme(), mgr.GetRESTMapper(), &dbv1.Database{}, handler.OnlyControllerOwner())
 		b = b.WatchesRawSource(namespaceSource{caches: secrets, h: filtered{p: filter.filter(), h: owner}})
 	}
-	return b.WithOptions(controller.Options{MaxConcurrentReconciles: opts.MaxConcurrentReconciles, RateLimiter: traced.backoff}).
+	return traced.code, b.WithOptions(controller.Options{MaxConcurrentReconciles: opts.MaxConcurrentReconciles, RateLimiter: traced.backoff}).
 		Named("database").
 		Complete(traced)
 }

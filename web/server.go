@@ -148,7 +148,15 @@ type Options struct {
 	// LearnerCode hands a learner's namespace to their own reconciler
 	// (the /code page); nil: no /code page.
 	LearnerCode code.Controller
-	Logger      logr.Logger
+	// MaxCodeRuns caps the learners whose code runs at once; zero means
+	// code.Options' default.
+	MaxCodeRuns int
+	// CodeTests configures Test my code on /code; without a Config, none.
+	CodeTests code.TestOptions
+	// Now is the clock of the costly requests' limits (costly.go); nil:
+	// time.Now.
+	Now    func() time.Time
+	Logger logr.Logger
 }
 
 // Server is oplab's HTTP server: every route, on the parts it was given.
@@ -258,11 +266,12 @@ func (s *Server) routes(ctx context.Context) (http.Handler, error) {
 		Store: lab.KubeStore{Client: direct}, Sessions: sessions, States: s.opts.States,
 		Controller: s.opts.Controller, Exporter: s.opts.Recorder, History: s.opts.Recorder, KubectlLine: s.opts.KubectlLine,
 		KubeconfigPath: kubeconfig.Path, KubectlCommand: kubeconfig.Command,
-		MaxDatabases: s.opts.MaxDatabasesPerNamespace, Classroom: s.classroom, Logger: s.opts.Logger.WithName("lab"),
+		MaxDatabases: s.opts.MaxDatabasesPerNamespace, Classroom: s.classroom, ClientOf: session.ClientAddress(s.opts.TrustedProxies),
+		Logger: s.opts.Logger.WithName("lab"),
 	}
 	// The code page comes first: the lab's export carries its code.
 	if s.opts.LearnerCode != nil {
-		codes := code.New(code.Options{Controller: s.opts.LearnerCode, Sessions: sessions, Logger: s.opts.Logger.WithName("code")})
+		codes := code.New(code.Options{Controller: s.opts.LearnerCode, Sessions: sessions, MaxRunning: s.opts.MaxCodeRuns, Tests: s.opts.CodeTests, Logger: s.opts.Logger.WithName("code")})
 		codes.Register(mux)
 		s.codes.Store(codes)
 		labOpts.Code = codes
@@ -299,7 +308,7 @@ func (s *Server) routes(ctx context.Context) (http.Handler, error) {
 	}).Register(mux)
 	learn.Register(mux, s.opts.Content)
 	s.registerChallenges(ctx, mux)
-	return SecurityHeaders(bodyDeadline(checkHost(s.opts.AllowedHosts, protect(mux)))), nil
+	return SecurityHeaders(bodyDeadline(checkHost(s.opts.AllowedHosts, protect(s.limitCostly(mux))))), nil
 }
 
 // bodyTimeout bounds reading a request's body. Forms and reports are a

@@ -16,6 +16,7 @@ import (
 	"testing"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/client-go/rest"
 
 	"github.com/oplab-dev/oplab/cluster"
 )
@@ -43,6 +44,10 @@ type Shared struct {
 	// OPLAB_CLUSTER_LOG set, and Options' Log nil, the control plane's
 	// logs go to standard error.
 	Options func() (cluster.Options, error)
+	// Setup, when set, runs once the cluster has started, before the
+	// first Get returns (installing what the package's tests need
+	// cluster-wide, such as admission policies).
+	Setup []func(context.Context, *rest.Config) error
 
 	once sync.Once
 	c    *cluster.Cluster
@@ -54,11 +59,14 @@ type Shared struct {
 // CRDs crds returns installed. It takes a function, not the CRDs, so that
 // the controller package's own tests, which this package cannot import,
 // pass theirs the same way as everyone else.
-func Full(crds func() ([]*apiextensionsv1.CustomResourceDefinition, error)) *Shared {
+//
+// Each of setup runs once the cluster has started (controller's
+// InstallLearnerPolicies, for a package that runs learner code).
+func Full(crds func() ([]*apiextensionsv1.CustomResourceDefinition, error), setup ...func(context.Context, *rest.Config) error) *Shared {
 	return &Shared{Options: func() (cluster.Options, error) {
 		c, err := crds()
 		return cluster.Options{Mode: cluster.ModeFull, CRDs: c}, err
-	}}
+	}, Setup: setup}
 }
 
 // Get returns the shared cluster, started on first use; without the
@@ -76,6 +84,11 @@ func (s *Shared) Get(tb testing.TB) *cluster.Cluster {
 			opts.Log = os.Stderr
 		}
 		s.c, s.err = cluster.Start(context.Background(), opts)
+		for _, f := range s.Setup {
+			if s.err == nil {
+				s.err = f(context.Background(), s.c.Config())
+			}
+		}
 	})
 	if s.err != nil {
 		tb.Fatalf("starting the shared cluster: %v", s.err)

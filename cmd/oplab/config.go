@@ -36,6 +36,7 @@ type config struct {
 	sessionIdle     time.Duration
 	sessionIdleNew  time.Duration
 	maxSessions     int
+	maxCodeRuns     int
 	maxPerClient    int
 	allowedHosts    []string
 	// trustedProxies are the proxies whose X-Forwarded-For names the client.
@@ -84,7 +85,7 @@ func parseFlagsInto(fs *flag.FlagSet, args []string) (config, error) {
 	mode := string(cluster.ModeFull)
 	fs.StringVar(&c.addr, "addr", "127.0.0.1:8080", "address the web UI listens on (host:port; port 0 picks a free one)")
 	fs.StringVar(&c.kubeconfig, "kubeconfig", os.Getenv("KUBECONFIG"), "run against the cluster in this kubeconfig instead of the embedded one (default $KUBECONFIG)")
-	fs.BoolVar(&c.installCRDs, "install-crds", true, "with --kubeconfig, or in a Pod: install or update the Database CRD and the learner policy (controller/config/policy/learner.yaml) in that cluster")
+	fs.BoolVar(&c.installCRDs, "install-crds", true, "with --kubeconfig, or in a Pod: install or update the Database CRD, the learner policies (controller/config/policy) and the learner code's ClusterRole (controller/config/rbac/code_role.yaml) in that cluster")
 	fs.StringVar(&mode, "mode", mode, "embedded cluster mode: full (etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kwok: Pods run and garbage collection works) or minimal (etcd and kube-apiserver only)")
 	fs.StringVar(&c.writeKubeconfig, "write-kubeconfig", cluster.DefaultKubeconfigPath(), "embedded cluster: write the admin's kubeconfig (system:masters) for your kubectl here, never for learners (empty: don't)")
 	fs.StringVar(&c.controlPlaneLog, "control-plane-log", defaultControlPlaneLog(), "embedded cluster: file that receives the control-plane processes' output (empty: the terminal)")
@@ -94,7 +95,8 @@ func parseFlagsInto(fs *flag.FlagSet, args []string) (config, error) {
 	fs.IntVar(&c.maxDatabases, "max-databases", 5, "the most Databases one learner's namespace may hold")
 	fs.DurationVar(&c.sessionIdle, "session-idle", 2*time.Hour, "a learner's namespace is deleted after this long without a request")
 	fs.DurationVar(&c.sessionIdleNew, "session-idle-new", 10*time.Minute, "a session whose browser never came back (no page, stream or form after the first page) is deleted with its namespace after this long")
-	fs.IntVar(&c.maxSessions, "max-sessions", 200, "the most lab sessions, and so learner namespaces, at once; when full, the oldest session never used makes room, else the one idle longest once idle 5 minutes")
+	fs.IntVar(&c.maxSessions, "max-sessions", 200, "the most lab sessions, and so learner namespaces, at once; when full, the oldest session never used makes room, else the one idle longest once idle 5 minutes, else, once the newcomer's address has asked for 5 minutes, the one idle longest of another address")
+	fs.IntVar(&c.maxCodeRuns, "max-code-runs", 40, "the most learners whose own code (the /code page) runs at once, each in a child process of at most 128 MiB beyond its start (about 12 MiB at rest); size it with oplab's memory limit: the shipped Deployment runs 6")
 	fs.IntVar(&c.maxPerClient, "max-sessions-per-client", 20, "the most lab sessions one client IP address may hold (0: no limit besides --max-sessions)")
 	fs.StringVar(&c.namespacePrefix, "namespace-prefix", labns.NamespacePrefix, "start learner namespaces' names with this (lowercase, ending in a dash); oplab touches only namespaces labelled with its prefix, so several classrooms can share a cluster, one prefix each")
 	fs.StringVar(&c.kubeconfigHost, "kubeconfig-server", "", "API server URL the learners' own kubeconfigs name (default: the one oplab uses, as in the admin kubeconfig); set it when learners reach the API server by another address")
@@ -106,7 +108,7 @@ func parseFlagsInto(fs *flag.FlagSet, args []string) (config, error) {
 		}
 		return nil
 	})
-	fs.Func("trusted-proxies", "comma-separated CIDRs (or IPs) of the proxies in front of oplab, such as the Ingress controller's Pods; only a request from one of them has its client address taken from X-Forwarded-For (the right-most hop not in these CIDRs), for --max-sessions-per-client and the join code and instructor token throttles (default: none, the peer's address)", func(v string) error {
+	fs.Func("trusted-proxies", "comma-separated CIDRs (or IPs) of the proxies in front of oplab, such as the Ingress controller's Pods; only a request from one of them has its client address taken from X-Forwarded-For (the right-most hop not in these CIDRs; a chain that names none is one client of its own, never the proxy), for --max-sessions-per-client and the join code and instructor token throttles (default: none, the peer's address)", func(v string) error {
 		p, err := session.ParseTrustedProxies(v)
 		if err != nil {
 			return err
@@ -191,6 +193,9 @@ func (c config) validate() error {
 	}
 	if c.maxSessions < 1 {
 		return fmt.Errorf("invalid --max-sessions %d: must be at least 1", c.maxSessions)
+	}
+	if c.maxCodeRuns < 1 {
+		return fmt.Errorf("invalid --max-code-runs %d: must be at least 1", c.maxCodeRuns)
 	}
 	if c.maxPerClient < 0 || c.maxPerClient > c.maxSessions {
 		return fmt.Errorf("invalid --max-sessions-per-client %d: must be 0 (no limit) to --max-sessions (%d)", c.maxPerClient, c.maxSessions)

@@ -168,6 +168,8 @@ func run(ctx context.Context, c config, out io.Writer) (retErr error) {
 		SessionIdleTimeout:       c.sessionIdle,
 		SessionNewIdleTimeout:    c.sessionIdleNew,
 		MaxSessions:              c.maxSessions,
+		MaxCodeRuns:              c.maxCodeRuns,
+		ImageRegistry:            c.imageRegistry,
 		MaxSessionsPerClient:     c.maxPerClient,
 		AllowedHosts:             c.allowedHosts,
 		TrustedProxies:           c.trustedProxies,
@@ -285,10 +287,10 @@ func connect(ctx context.Context, c config, out io.Writer, sink controller.Sink,
 		if err := controller.InstallCRDs(ctx, t.cfg); err != nil {
 			return nil, "", nil, fmt.Errorf("installing the Database CRD: %w", err)
 		}
-		if err := controller.InstallLearnerPolicy(ctx, t.cfg); err != nil {
-			return nil, "", nil, fmt.Errorf("installing the learner policy (--install-crds=false leaves it to the manifests, controller/config/policy): %w", err)
+		if err := controller.InstallLearnerPolicies(ctx, t.cfg); err != nil {
+			return nil, "", nil, fmt.Errorf("installing the learner policies and the learner code's role (--install-crds=false leaves them to the manifests, controller/config/policy and rbac): %w", err)
 		}
-		fmt.Fprintln(out, "Installed the Database CRD (databases.db.oplab.dev) and the learner policy (oplab-learner-statefulsets)")
+		fmt.Fprintln(out, "Installed the Database CRD (databases.db.oplab.dev), the learner policies (oplab-learner-statefulsets, oplab-learner-code) and the learner code's ClusterRole (oplab-code)")
 	}
 	line := ""
 	if t.kind == targetKubeconfig {
@@ -331,13 +333,14 @@ func startEmbedded(ctx context.Context, c config, out io.Writer, sink controller
 	}
 	started(cl)
 	status.set(starting.Status{Phase: starting.Connecting, Began: time.Now()})
-	// The learner policy lets a learner's kubectl patch a StatefulSet's
-	// metadata and nothing else: without it their Role's patch would
-	// reach the Pod template.
-	if err := controller.InstallLearnerPolicy(ctx, cl.Config()); err != nil {
+	// The learner policies let a learner's kubectl patch a StatefulSet's
+	// metadata and nothing else (without it their Role's patch would
+	// reach the Pod template), and hold a learner's own code to the
+	// engines' images; the code's ClusterRole comes with them.
+	if err := controller.InstallLearnerPolicies(ctx, cl.Config()); err != nil {
 		_ = cl.Stop()
 		closeLog()
-		return nil, "", nil, fmt.Errorf("installing the learner policy on the embedded cluster: %w", err)
+		return nil, "", nil, fmt.Errorf("installing the learner policies on the embedded cluster: %w", err)
 	}
 	if from, to := cl.PortMoved(); from != 0 {
 		// Learners' kubeconfigs from before the restart name the old port;

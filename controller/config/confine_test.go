@@ -3,6 +3,7 @@ package config_test
 import (
 	"context"
 	"crypto/rand"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
@@ -17,9 +18,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/oplab-dev/oplab/controller"
 	dbv1 "github.com/oplab-dev/oplab/controller/api/v1alpha1"
 	"github.com/oplab-dev/oplab/web/labns"
 )
@@ -165,12 +168,32 @@ func TestOplabIsConfined(t *testing.T) {
 		}
 	})
 	t.Run("namespaces created without its labels", func(t *testing.T) {
+		// ours is a lab namespace's labels as oplab makes them, with
+		// changes (a value "" removes the label).
+		ours := func(instance string, changes map[string]string) map[string]string {
+			l := labns.PodSecurityLabels()
+			l[labns.LabLabel], l[labns.InstanceLabel] = "true", instance
+			for k, v := range changes {
+				if v == "" {
+					delete(l, k)
+				} else {
+					l[k] = v
+				}
+			}
+			return l
+		}
 		for what, l := range map[string]map[string]string{
-			"no label":                 nil,
-			"another instance's label": {labns.LabLabel: "true", labns.InstanceLabel: "class2", labns.PodSecurityEnforce: "restricted"},
-			"no Pod Security level":    {labns.LabLabel: "true", labns.InstanceLabel: "lab"},
-			"a privileged Pod Security level": {labns.LabLabel: "true", labns.InstanceLabel: "lab",
-				labns.PodSecurityEnforce: "privileged"},
+			"no label":                        nil,
+			"another instance's label":        ours("class2", nil),
+			"no Pod Security level":           {labns.LabLabel: "true", labns.InstanceLabel: "lab"},
+			"a privileged Pod Security level": ours("lab", map[string]string{labns.PodSecurityEnforce: "privileged"}),
+			// Issue 50 (4): "restricted" as it was at v1.0 checks neither
+			// privilege escalation, seccomp nor capabilities.
+			"an older version of restricted enforced": ours("lab", map[string]string{labns.PodSecurityEnforceVersion: "v1.0"}),
+			"no version of restricted enforced":       ours("lab", map[string]string{labns.PodSecurityEnforceVersion: ""}),
+			"no audit":                                ours("lab", map[string]string{labns.PodSecurityAudit: ""}),
+			"a privileged warning level":              ours("lab", map[string]string{labns.PodSecurityWarn: "privileged"}),
+			"an older version warned at":              ours("lab", map[string]string{labns.PodSecurityWarnVersion: "v1.0"}),
 		} {
 			n := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "lab-x", Labels: l}}
 			err := c.Create(ctx, n)
@@ -181,11 +204,62 @@ func TestOplabIsConfined(t *testing.T) {
 		}
 	})
 	t.Run("kube-system labelled as its own", func(t *testing.T) {
-		patch := []byte(`{"metadata":{"labels":{"oplab.dev/lab":"true","oplab.dev/instance":"lab","pod-security.kubernetes.io/enforce":"restricted"}}}`)
+		all := labns.PodSecurityLabels()
+		all[labns.LabLabel], all[labns.InstanceLabel] = "true", "lab"
+		patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"labels": all}})
+		if err != nil {
+			t.Fatal(err)
+		}
 		refused(t, "labelling kube-system", c.Patch(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "kube-system"}}, client.RawPatch(types.MergePatchType, patch)))
-		// Nor lowering its own namespace's Pod Security level.
-		lower := []byte(`{"metadata":{"labels":{"pod-security.kubernetes.io/enforce":"privileged"}}}`)
-		refused(t, "lowering "+lab+"'s Pod Security", c.Patch(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: lab}}, client.RawPatch(types.MergePatchType, lower)))
+	})
+	t.Run("lowering its own namespace's Pod Security", func(t *testing.T) {
+		// Issue 50 (4): only enforce was checked, so a version of
+		// restricted that checks less could be pinned.
+		for what, patch := range map[string]string{
+			"its level":                       `{"metadata":{"labels":{"pod-security.kubernetes.io/enforce":"privileged"}}}`,
+			"the version enforced, to v1.0":   `{"metadata":{"labels":{"pod-security.kubernetes.io/enforce-version":"v1.0"}}}`,
+			"the version enforced, removed":   `{"metadata":{"labels":{"pod-security.kubernetes.io/enforce-version":null}}}`,
+			"the audit level":                 `{"metadata":{"labels":{"pod-security.kubernetes.io/audit":"privileged"}}}`,
+			"the version audited, to v1.0":    `{"metadata":{"labels":{"pod-security.kubernetes.io/audit-version":"v1.0"}}}`,
+			"the warning level, removed":      `{"metadata":{"labels":{"pod-security.kubernetes.io/warn":null}}}`,
+			"the version warned at, to v1.22": `{"metadata":{"labels":{"pod-security.kubernetes.io/warn-version":"v1.22"}}}`,
+		} {
+			refused(t, "lowering "+lab+"'s Pod Security: "+what,
+				c.Patch(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: lab}}, client.RawPatch(types.MergePatchType, []byte(patch))))
+		}
+		var got corev1.Namespace
+		if err := admin.Get(ctx, client.ObjectKey{Name: lab}, &got); err != nil {
+			t.Fatal(err)
+		}
+		for k, v := range labns.PodSecurityLabels() {
+			if got.Labels[k] != v {
+				t.Errorf("after the refused patches %s has %s=%q, want %q", lab, k, got.Labels[k], v)
+			}
+		}
+	})
+	t.Run("a namespace of the oplab before versions were pinned, brought up to date", func(t *testing.T) {
+		// As that oplab left it: restricted, no versions. The admin strips
+		// them (no policy holds the admin); oplab, restarting, finds the
+		// namespace and labels it as a new one, which its policy allows.
+		older := labNamespace(t, c)
+		strip := []byte(`{"metadata":{"labels":{"pod-security.kubernetes.io/enforce-version":null,` +
+			`"pod-security.kubernetes.io/audit-version":null,"pod-security.kubernetes.io/warn-version":null}}}`)
+		if err := admin.Patch(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: older}}, client.RawPatch(types.MergePatchType, strip)); err != nil {
+			t.Fatal(err)
+		}
+		n := labns.KubeNamespaces{Client: c, Prefix: "lab-", Roles: []string{"oplab-controller", "oplab-web"}, Self: oplabSubject}
+		if _, err := n.List(ctx); err != nil {
+			t.Fatalf("oplab listing its namespaces: %v", err)
+		}
+		var got corev1.Namespace
+		if err := admin.Get(ctx, client.ObjectKey{Name: older}, &got); err != nil {
+			t.Fatal(err)
+		}
+		for k, v := range labns.PodSecurityLabels() {
+			if got.Labels[k] != v {
+				t.Errorf("after oplab's restore %s has %s=%q, want %q", older, k, got.Labels[k], v)
+			}
+		}
 	})
 	t.Run("after all that, still not cluster-admin", func(t *testing.T) {
 		for _, where := range []string{"", "kube-system", lab} {
@@ -263,6 +337,18 @@ func TestALearnerIsSandboxed(t *testing.T) {
 		image := []byte(`{"spec":{"template":{"spec":{"containers":[{"name":"postgres","image":"example.com/mine:1"}]}}}}`)
 		byPolicy(t, fmt.Sprintf("the learner's image patch (paused %v)", paused), lc.Patch(ctx, sts, client.RawPatch(types.StrategicMergePatchType, image)))
 	}
+	// The learner's kubectl cannot become their code's identity, nor
+	// mint it a token: oplab alone acts as it.
+	codeCfg := learnerKubeconfig(t, cfg, lab)
+	codeCfg.Impersonate = rest.ImpersonationConfig{UserName: controller.CodeUser(lab)}
+	if cc, err := client.New(codeCfg, client.Options{Scheme: scheme, Mapper: c.RESTMapper()}); err != nil {
+		t.Fatal(err)
+	} else {
+		refused(t, "the learner impersonating their code's ServiceAccount", cc.List(ctx, &corev1.ConfigMapList{}, client.InNamespace(lab)))
+	}
+	tr := &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](600)}}
+	code := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: lab, Name: controller.CodeServiceAccount}}
+	refused(t, "the learner minting a token for their code's ServiceAccount", lc.SubResource("token").Create(ctx, code, tr))
 	// Metadata is theirs (the owner-gc challenge): removing the
 	// ownerReference goes through (paused here, nothing adopts it back).
 	orphan := client.RawPatch(types.JSONPatchType, []byte(`[{"op":"remove","path":"/metadata/ownerReferences"}]`))

@@ -222,10 +222,9 @@ func TestASecondInstanceFromTheManifests(t *testing.T) {
 				t.Fatal(err)
 			}
 			byInstancePolicy(t, c.policy, "deleting namespace "+c.theirs, c.c.Delete(ctx, &theirNS))
-			stolen := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "stolen-", Labels: map[string]string{
-				labns.LabLabel: "true", labns.InstanceLabel: map[string]string{"lab": "lab2", "lab2": "lab"}[c.who],
-				labns.PodSecurityEnforce: labns.PodSecurityLevel, labns.PodSecurityWarn: labns.PodSecurityLevel,
-				labns.PodSecurityAudit: labns.PodSecurityLevel}}}
+			stolenLabels := labns.PodSecurityLabels()
+			stolenLabels[labns.LabLabel], stolenLabels[labns.InstanceLabel] = "true", map[string]string{"lab": "lab2", "lab2": "lab"}[c.who]
+			stolen := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "stolen-", Labels: stolenLabels}}
 			byInstancePolicy(t, c.policy, "making a namespace labelled with the other instance", c.c.Create(ctx, stolen))
 		})
 	}

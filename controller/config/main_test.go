@@ -9,16 +9,20 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
@@ -178,12 +182,40 @@ func installed(t *testing.T) (client.Client, string) {
 		out, err := exec.Command(shared.cl.KubectlPath(), "--kubeconfig", shared.kubeconfig, "apply", "-k", "default").CombinedOutput()
 		if err != nil {
 			shared.err = fmt.Errorf("kubectl apply -k default: %w\n%s", err, out)
+			return
 		}
+		shared.err = instancePolicyEnforced()
 	})
 	if shared.err != nil {
 		t.Fatal(shared.err)
 	}
 	return shared.admin, shared.kubeconfig
+}
+
+// instancePolicyEnforced waits until the API server enforces the instance
+// policy the manifests applied: a ValidatingAdmissionPolicy takes effect a
+// moment after it is created, and a test run at once found every request
+// of oplab's ServiceAccount allowed. The probe, as that ServiceAccount
+// (impersonated by the admin), is a dry run of a namespace without
+// oplab's labels.
+func instancePolicyEnforced() error {
+	as := rest.CopyConfig(shared.cl.Config())
+	as.Impersonate = rest.ImpersonationConfig{UserName: "system:serviceaccount:" + ns + ":oplab"}
+	c, err := client.New(as, client.Options{Scheme: scheme})
+	if err != nil {
+		return err
+	}
+	end := time.Now().Add(deadline)
+	for {
+		err := c.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "policy-probe-"}}, client.DryRunAll)
+		if err != nil && strings.Contains(err.Error(), "oplab-instance-namespaces") {
+			return nil
+		}
+		if time.Now().After(end) {
+			return fmt.Errorf("the instance policy is not enforced %s after kubectl apply: a namespace without labels, as oplab, got %v", deadline, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 }
 
 // turn is held by the test running in its turn (inTurn).

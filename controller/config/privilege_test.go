@@ -259,6 +259,11 @@ func TestControllerRunsWithOnlyItsServiceAccount(t *testing.T) {
 		t.Errorf("listing lab namespaces as oplab: %d, %v", len(labs.Items), err)
 	}
 	learnerKubeconfig(t, cfg, lab.Name)
+	// Run my code: the learner code's own identity, made and held by the
+	// manifests' policy, with nothing but oplab's token.
+	if err := runner.GrantCode(ctx, lab.Name); err != nil {
+		t.Errorf("giving learner code its identity as oplab: %v", err)
+	}
 
 	// create → Ready, as the lab's create form does.
 	db := &dbv1.Database{ObjectMeta: metav1.ObjectMeta{Namespace: lab.Name, Name: "shop"}, Spec: dbv1.DatabaseSpec{Engine: dbv1.EnginePostgres, Replicas: 1}}

@@ -115,9 +115,11 @@ func TestManifestsInstallEverything(t *testing.T) {
 	}
 	want := []string{
 		"Namespace/" + ns, "CustomResourceDefinition/databases.db.oplab.dev", "ServiceAccount/oplab",
-		"ClusterRole/oplab-controller", "ClusterRole/oplab-web", "ClusterRole/oplab-cluster",
+		"ClusterRole/oplab-controller", "ClusterRole/oplab-web", "ClusterRole/oplab-cluster", "ClusterRole/oplab-code",
 		"ClusterRoleBinding/oplab-cluster",
 		"ValidatingAdmissionPolicy/oplab-instance-namespaces", "ValidatingAdmissionPolicyBinding/oplab-instance-namespaces",
+		"ValidatingAdmissionPolicy/oplab-learner-statefulsets", "ValidatingAdmissionPolicyBinding/oplab-learner-statefulsets",
+		"ValidatingAdmissionPolicy/oplab-learner-code", "ValidatingAdmissionPolicyBinding/oplab-learner-code",
 		"Deployment/oplab", "Service/oplab",
 	}
 	for _, w := range want {

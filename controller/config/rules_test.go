@@ -2,6 +2,7 @@ package config_test
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -39,6 +40,7 @@ import (
 	"github.com/oplab-dev/oplab/controller"
 	dbv1 "github.com/oplab-dev/oplab/controller/api/v1alpha1"
 	"github.com/oplab-dev/oplab/controller/permission"
+	"github.com/oplab-dev/oplab/controller/sandbox/starters"
 	"github.com/oplab-dev/oplab/web/kubeconfig"
 	"github.com/oplab-dev/oplab/web/labns"
 )
@@ -345,6 +347,19 @@ func probes() []probe {
 			},
 		},
 		{
+			what: "Run my code: the learner code's own identity, its ServiceAccount bound to oplab-code, and oplab acting as it (the code page's error)",
+			perms: []string{"bind clusterroles.rbac.authorization.k8s.io named oplab-code",
+				"impersonate serviceaccounts named oplab-code"},
+			setup: newLearner,
+			act: func(t *testing.T, h *harness, l *learner, p perm) string {
+				code, body := l.postJSON(t, "/code/run", map[string]string{"source": starters.Source("skeleton")})
+				if code != http.StatusServiceUnavailable {
+					t.Errorf("POST /code/run = %d %s, want 503", code, body)
+				}
+				return body
+			},
+		},
+		{
 			what:  "/readyz reads the Database CRD (its reason)",
 			perms: []string{"get customresourcedefinitions.apiextensions.k8s.io named databases.db.oplab.dev"},
 			setup: func(t *testing.T, h *harness) *learner { return &learner{h: h, hc: newClient()} },
@@ -514,10 +529,9 @@ func TestEachRuleIsNeeded(t *testing.T) {
 		prefix := fmt.Sprintf("rs%d-", i)
 		// As oplab leaves one: its labels, Pod Security's among them, and
 		// its own RoleBinding there.
-		orphan := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: prefix + "orphan",
-			Labels: map[string]string{labns.LabLabel: "true", labns.InstanceLabel: labns.Instance(prefix),
-				labns.PodSecurityEnforce: labns.PodSecurityLevel, labns.PodSecurityWarn: labns.PodSecurityLevel,
-				labns.PodSecurityAudit: labns.PodSecurityLevel}}}
+		orphanLabels := labns.PodSecurityLabels()
+		orphanLabels[labns.LabLabel], orphanLabels[labns.InstanceLabel] = "true", labns.Instance(prefix)
+		orphan := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: prefix + "orphan", Labels: orphanLabels}}
 		if err := admin.Create(context.Background(), orphan); err != nil {
 			t.Fatal(err)
 		}
@@ -1043,6 +1057,23 @@ func (l *learner) post(t *testing.T, path string, form url.Values, ok bool) stri
 		t.Errorf("POST %s = %d: a missing permission is not a server error", path, resp.StatusCode)
 	}
 	return res.Message
+}
+
+// postJSON posts body as JSON, as the code page does, and returns the
+// answer.
+func (l *learner) postJSON(t *testing.T, path string, body any) (int, string) {
+	t.Helper()
+	b, err := json.Marshal(body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := l.hc.Post(l.h.proc.base+path, "application/json", bytes.NewReader(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	out, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(out)
 }
 
 // timelineSays waits for an error naming p among the steps of the

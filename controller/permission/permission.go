@@ -18,6 +18,16 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 )
 
+// CodeServiceAccount is the ServiceAccount a learner's own reconciler acts
+// as in its lab namespace (controller.GrantCode). The API server's refusals
+// of it are the learner's to read, about their code, not a permission
+// oplab lacks: Explain leaves them as they are.
+const CodeServiceAccount = "oplab-code"
+
+// codeUserRe finds a refusal of the learner code's ServiceAccount, in any
+// namespace: the authorizer's message names the user it refused.
+var codeUserRe = regexp.MustCompile(`User "system:serviceaccount:[^":]+:` + CodeServiceAccount + `"`)
+
 // Where the fix is: the install manifests' roles.
 const rolesHint = "ask your cluster admin to grant it (see controller/config/rbac)"
 
@@ -98,6 +108,9 @@ func Explain(err error) error {
 		return err
 	}
 	msg := status.Status().Message
+	if codeUserRe.MatchString(msg) {
+		return err
+	}
 	if m := refusedRe.FindStringSubmatch(msg); m != nil {
 		return &Error{Missing: []Rule{{Verbs: []string{m[1]}, Resource: m[2], Group: m[3]}}, Namespace: m[4], Err: err}
 	}

@@ -23,7 +23,7 @@ import (
 // sharedCluster is the full-mode cluster the cluster tests share
 // (kube-controller-manager and kwok make StatefulSets' Pods ready);
 // TestMain stops it.
-var sharedCluster = clustertest.Full(controller.CRDs)
+var sharedCluster = clustertest.Full(controller.CRDs, controller.InstallLearnerPolicies)
 
 func startCluster(t testing.TB) *cluster.Cluster { return sharedCluster.Get(t) }
 
@@ -68,10 +68,13 @@ func newHandOverEnv(t *testing.T, src string) *handOverEnv {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "sbx-"}}
+	// A lab namespace, as oplab makes them: the learner code's policy
+	// holds there.
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "sbx-", Labels: map[string]string{"oplab.dev/lab": "true"}}}
 	if err := c.Create(ctx, ns); err != nil {
 		t.Fatal(err)
 	}
+
 	rec := &steps{}
 	opts := controller.DefaultOptions()
 	opts.Sink, opts.Namespaces, opts.ResyncPeriod = rec, []string{ns.Name}, 5*time.Second
@@ -82,6 +85,9 @@ func newHandOverEnv(t *testing.T, src string) *handOverEnv {
 	t.Cleanup(func() { _ = r.Stop() })
 	sb := testSandbox(t)
 	compileOK(t, sb, src)
+	if err := r.GrantCode(ctx, ns.Name); err != nil {
+		t.Fatal(err)
+	}
 	r.HandOver(ns.Name, sb)
 	return &handOverEnv{ctx: ctx, c: c, ns: ns.Name, runner: r, sb: sb, steps: rec}
 }

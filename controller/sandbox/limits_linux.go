@@ -14,10 +14,15 @@ import (
 // Child limits. Memory is what the child may map beyond what the Go runtime
 // had mapped when it started; CPU is the child's whole life, over many
 // reconciles (the parent starts a fresh child when this one dies).
+//
+// childMemory bounds what one learner's code can cost oplab's Pod: a child
+// at rest holds about 12 MiB of its own (the binary's pages are shared),
+// so --max-code-runs children cost at most that many times 140 MiB, and
+// the Deployment's limit is sized for it (controller/config/manager).
 const (
-	childMemory  = 512 << 20
+	childMemory  = 128 << 20
 	childCPUSecs = 30
-	childMaxFDs  = 8
+	childMaxFDs  = 16
 	childNice    = 10
 	// overranNice is the priority of the children of a learner whose
 	// last reconcile was killed: the lowest, so CFS gives one about an
@@ -98,6 +103,11 @@ func limitSelf() error {
 	// The soft memory limit makes the collector work hard before the hard
 	// limit ends the child.
 	debug.SetMemoryLimit(childMemory / 2)
+	// When memory runs out in oplab's cgroup (a Pod's limit), the kernel
+	// kills the process it scores highest: always a child, never oplab.
+	if err := os.WriteFile("/proc/self/oom_score_adj", []byte("1000"), 0); err != nil {
+		return fmt.Errorf("making the child the first the OOM killer takes: %w", err)
+	}
 	return nil
 }
 

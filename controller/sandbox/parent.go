@@ -10,14 +10,19 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
+	"unicode/utf8"
 
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/oplab-dev/oplab/controller"
 )
 
 // Defaults for a Sandbox.
@@ -74,8 +79,15 @@ type Sandbox struct {
 	mu     sync.Mutex
 	source string
 	p      *proc
+	// live is p, for Kill, which must not wait for mu (a reconcile holds
+	// it throughout).
+	live atomic.Pointer[proc]
 	idle   *time.Timer
 	used   time.Time // the last compile or reconcile
+	// fence names the layers of the kernel fence the last child raised
+	// (fence_linux.go) and the namespaces it was started in. Not under mu,
+	// which a reconcile holds for its whole length: the page reads it.
+	fence atomic.Pointer[[]string]
 	// overran is set when a reconcile was killed (deadline, CPU budget,
 	// crash) and cleared by one that returns: while it is set, the
 	// learner's children run at the lowest priority, so code that keeps
@@ -114,7 +126,24 @@ func (s *Sandbox) stopIdle() {
 	}
 	if s.p != nil {
 		s.p.close()
-		s.p = nil
+		s.setProc(nil)
+	}
+}
+
+// setProc makes p the running child; s.mu is held.
+func (s *Sandbox) setProc(p *proc) {
+	s.p = p
+	s.live.Store(p)
+}
+
+// Kill ends the running child at once, its process group with it, as a
+// crash would: a reconcile running in it fails, and the next one starts a
+// fresh child and compiles the code again. The code is kept. Kill does not
+// wait for a running reconcile (the reconciler tester calls it from within
+// one, right after one of the code's writes returns).
+func (s *Sandbox) Kill() {
+	if p := s.live.Load(); p != nil {
+		p.kill()
 	}
 }
 
@@ -138,7 +167,9 @@ type proc struct {
 	// overCPU is the CPU budget the child was killed for using up; zero:
 	// not killed for that.
 	overCPU time.Duration
-	mu      sync.Mutex
+	// spaces names the namespaces it was started in ("" for none).
+	spaces string
+	mu     sync.Mutex
 }
 
 // SelfCommand starts the running binary as the sandbox child.
@@ -176,7 +207,8 @@ func (s *Sandbox) deadline() time.Duration {
 // calls the parent makes for it not counted.
 func (s *Sandbox) Limits() string {
 	secs := func(d time.Duration) string { return strconv.FormatFloat(d.Seconds(), 'f', -1, 64) + " s" }
-	return secs(s.cpuBudget()) + " of CPU time and " + secs(s.deadline()) + " in all per reconcile (its API calls not counted)"
+	return secs(s.cpuBudget()) + " of CPU time and " + secs(s.deadline()) + " in all per reconcile (its API calls not counted), " +
+		strconv.Itoa(MaxCalls) + " API calls (writes at " + strconv.Itoa(controller.CodeWriteRate) + " a second) and " + secs(MaxReconcileTime) + " with them"
 }
 
 // start starts a fresh child.
@@ -185,30 +217,39 @@ func (s *Sandbox) start() (*proc, error) {
 	if mk == nil {
 		mk = SelfCommand
 	}
-	cmd := mk()
+	for {
+		p, retry, err := s.startOnce(mk())
+		if !retry {
+			return p, err
+		}
+	}
+}
+
+// startOnce starts cmd as a child; retry says the namespaces it asked for
+// were refused, and the next try asks for fewer (spaces_linux.go).
+func (s *Sandbox) startOnce(cmd *exec.Cmd) (p *proc, retry bool, err error) {
 	// An empty environment (not nil, which would inherit oplab's), the
 	// root directory, no extra files, its own process group so that a kill
 	// reaches anything it might have become, and death with its parent.
 	cmd.Env = []string{}
 	cmd.Dir = "/"
 	cmd.ExtraFiles = nil
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	stderr := &bytes.Buffer{}
 	cmd.Stderr = limitedWriter{stderr, 16 << 10}
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
-		return nil, fmt.Errorf("starting the sandbox: %w", err)
+		return nil, false, fmt.Errorf("starting the sandbox: %w", err)
 	}
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
-		return nil, fmt.Errorf("starting the sandbox: %w", err)
+		return nil, false, fmt.Errorf("starting the sandbox: %w", err)
 	}
-	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("starting the sandbox: %w", err)
+	spaces, retry, err := startIn(cmd)
+	if err != nil {
+		return nil, retry, fmt.Errorf("starting the sandbox: %w", err)
 	}
-	p := &proc{cmd: cmd, stdin: stdin, enc: json.NewEncoder(stdin),
-		out: bufio.NewReaderSize(stdout, 64<<10), stderr: stderr}
-	return p, nil
+	return &proc{cmd: cmd, stdin: stdin, enc: json.NewEncoder(stdin),
+		out: bufio.NewReaderSize(stdout, 64<<10), stderr: stderr, spaces: spaces}, false, nil
 }
 
 // read decodes the child's next message, a line of at most maxMessage
@@ -334,7 +375,7 @@ func (p *proc) died(d time.Duration) *SourceError {
 		first, _, _ := bytes.Cut(out, []byte("\n"))
 		msg += ": " + string(first)
 	}
-	return &SourceError{Kind: "crash", Message: msg}
+	return clipped(&SourceError{Kind: "crash", Message: msg})
 }
 
 // Close stops the child, if one runs, and forgets the code: a reconcile
@@ -348,7 +389,7 @@ func (s *Sandbox) Close() {
 	}
 	if s.p != nil {
 		s.p.close()
-		s.p = nil
+		s.setProc(nil)
 	}
 }
 
@@ -371,9 +412,29 @@ func (s *Sandbox) Compile(ctx context.Context, src string) *SourceError {
 	if s.p != nil {
 		s.p.close()
 	}
-	s.p, s.source = p, src
+	s.setProc(p)
+	s.source = src
 	s.touch()
 	return nil
+}
+
+// Fence names the layers of the kernel fence around the last child that
+// compiled code: seccomp, no_new_privs, Landlock and namespaces, as the
+// kernel allowed them. Nil before the first compile.
+func (s *Sandbox) Fence() []string {
+	if f := s.fence.Load(); f != nil {
+		return slices.Clone(*f)
+	}
+	return nil
+}
+
+// fenceWords lists the child's layers and then its namespaces.
+func fenceWords(layers []string, spaces string) []string {
+	out := slices.Clone(layers)
+	if spaces == "" {
+		spaces = "no namespaces of its own (the kernel or the container refused them)"
+	}
+	return append(out, spaces)
 }
 
 // Compiled reports whether code has compiled and is kept.
@@ -414,8 +475,10 @@ func (s *Sandbox) compileIn(ctx context.Context, src string) (*proc, *SourceErro
 	}
 	if m.Error != nil {
 		p.close()
-		return nil, m.Error
+		return nil, clipped(m.Error)
 	}
+	fence := fenceWords(m.Fence, p.spaces)
+	s.fence.Store(&fence)
 	// Again, now that the child's own limitSelf has surely run: as root it
 	// may have raised the priority the first call lowered.
 	s.lowerIfOverran(p)
@@ -448,18 +511,18 @@ func (s *Sandbox) Reconcile(ctx context.Context, c client.Client, req reconcile.
 		if serr != nil {
 			return ctrl.Result{}, serr
 		}
-		s.p = p
+		s.setProc(p)
 	}
 	p := s.p
 	defer s.touch()
 	res, serr := s.run(ctx, p, c, req)
-	s.overran = serr != nil && (serr.Kind == "deadline" || serr.Kind == "crash")
+	s.overran = serr != nil && (serr.Kind == "deadline" || serr.Kind == "crash" || serr.Kind == "budget")
 	if s.overran || p.wasKilled() {
 		// The child is gone or in an unknown state (or was killed for its
 		// CPU just as its result came): the next reconcile starts a
 		// fresh one.
 		p.close()
-		s.p = nil
+		s.setProc(nil)
 	}
 	if serr != nil {
 		return res, serr
@@ -468,16 +531,29 @@ func (s *Sandbox) Reconcile(ctx context.Context, c client.Client, req reconcile.
 }
 
 // run is one reconcile in p. The deadline counts the child's time only: the
-// clock stops while the parent makes an API call for it.
+// clock stops while the parent makes an API call for it. The calls have
+// budgets of their own: at most MaxCalls, and MaxReconcileTime for the
+// whole reconcile, calls and their waits for the write rate included.
 func (s *Sandbox) run(ctx context.Context, p *proc, c client.Client, req reconcile.Request) (ctrl.Result, *SourceError) {
 	budget := s.deadline()
-	stopCtx := context.AfterFunc(ctx, p.kill)
+	wall, cancel := context.WithTimeout(ctx, MaxReconcileTime)
+	defer cancel()
+	stopCtx := context.AfterFunc(wall, p.kill)
 	defer stopCtx()
 	stopWatch := p.watchCPU(s.cpuBudget())
 	defer stopWatch()
-	if err := p.enc.Encode(message{Op: opReconcile, Namespace: req.Namespace, Name: req.Name}); err != nil {
-		return ctrl.Result{}, p.died(budget)
+	// died says why p stopped answering, the whole reconcile's time
+	// first: p.died knows only the child's own.
+	died := func() *SourceError {
+		if errors.Is(wall.Err(), context.DeadlineExceeded) && ctx.Err() == nil {
+			return &SourceError{Kind: "deadline", Message: fmt.Sprintf("your code's reconcile, its API calls included, ran past %s and was stopped", MaxReconcileTime)}
+		}
+		return p.died(s.deadline())
 	}
+	if err := p.enc.Encode(message{Op: opReconcile, Namespace: req.Namespace, Name: req.Name}); err != nil {
+		return ctrl.Result{}, died()
+	}
+	calls := 0
 	for {
 		began := time.Now()
 		timer := time.AfterFunc(budget, p.kill)
@@ -486,30 +562,64 @@ func (s *Sandbox) run(ctx context.Context, p *proc, c client.Client, req reconci
 		timer.Stop()
 		budget -= time.Since(began)
 		if err != nil {
-			return ctrl.Result{}, p.died(s.deadline())
+			return ctrl.Result{}, died()
 		}
 		switch m.Op {
 		case opCall:
 			if m.Call == nil {
 				return ctrl.Result{}, &SourceError{Kind: "crash", Message: "the sandbox sent an empty call"}
 			}
-			r := Execute(ctx, c, req, *m.Call)
+			if calls++; calls > MaxCalls {
+				p.kill()
+				return ctrl.Result{}, &SourceError{Kind: "budget", Message: fmt.Sprintf("your code made more than %d API calls in one reconcile and was stopped: "+
+					"a reconcile reads its Database, creates or corrects its few children and writes its status once", MaxCalls)}
+			}
+			r := Execute(wall, c, req, *m.Call)
 			if err := p.enc.Encode(message{Op: opReply, Reply: &r}); err != nil {
-				return ctrl.Result{}, p.died(s.deadline())
+				return ctrl.Result{}, died()
 			}
 		case opResult:
 			res := ctrl.Result{Requeue: m.Requeue, RequeueAfter: m.RequeueAfter} //nolint:staticcheck // the learner may set Requeue.
 			if m.Error != nil {
-				if m.Error.Kind == "crash" {
-					return res, m.Error
-				}
-				return res, m.Error
+				return res, clipped(m.Error)
 			}
 			return res, nil
 		default:
 			return ctrl.Result{}, &SourceError{Kind: "crash", Message: fmt.Sprintf("the sandbox sent %q during a reconcile", m.Op)}
 		}
 	}
+}
+
+// MaxCalls is how many API calls learner code may make in one reconcile.
+// oplab's own reconciler makes about ten; a loop that makes thousands
+// (each a request the API server serves and etcd may store) is stopped
+// at this many.
+const MaxCalls = 100
+
+// MaxReconcileTime bounds one reconcile of learner code from end to end,
+// its API calls and the waits for its write rate included (the deadline
+// counts the child's own time only). MaxCalls writes at the write rate
+// take about ten seconds.
+const MaxReconcileTime = 30 * time.Second
+
+// maxText bounds what of a child's words (an error it returned, a panic, a
+// compile error) oplab keeps, shows and exports: the child is not trusted,
+// and a megabyte-long error string would otherwise cross to every page that
+// polls for it.
+const maxText = 2 << 10
+
+// clipped cuts se's message to maxText bytes, on a character boundary,
+// saying how long it was.
+func clipped(se *SourceError) *SourceError {
+	if len(se.Message) <= maxText {
+		return se
+	}
+	cut := maxText
+	for cut > 0 && !utf8.RuneStart(se.Message[cut]) {
+		cut--
+	}
+	se.Message = se.Message[:cut] + fmt.Sprintf("… (cut: the message was %d bytes)", len(se.Message))
+	return se
 }
 
 // AsSourceError finds the SourceError in err, if there is one.

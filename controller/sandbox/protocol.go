@@ -21,6 +21,10 @@ const (
 	opCall      = "call"      // child → parent: Call
 	opReply     = "reply"     // parent → child: Reply
 	opResult    = "result"    // child → parent: Requeue, RequeueAfter, Error
+	// The tests' fence probe (fence_probe_test.go): parent → child, and
+	// its report in Output.
+	opProbe  = "probe"
+	opProbed = "probed"
 )
 
 type message struct {
@@ -39,6 +43,8 @@ type message struct {
 	Error        *SourceError  `json:"error,omitempty"`
 	// Output is what the code printed with print/println, cut short.
 	Output string `json:"output,omitempty"`
+	// Fence names the kernel fence's layers the child raised (compiled).
+	Fence []string `json:"fence,omitempty"`
 }
 
 // call is one facade method the learner's code invoked.

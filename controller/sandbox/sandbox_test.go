@@ -31,6 +31,10 @@ func TestMain(m *testing.M) {
 	if len(os.Args) == 2 && os.Args[1] == ChildArg {
 		os.Exit(RunChild(os.Stdin, os.Stdout))
 	}
+	if len(os.Args) == 2 && os.Args[1] == landlockOnlyArg {
+		fenceSeccomp = false
+		os.Exit(RunChild(os.Stdin, os.Stdout))
+	}
 	ctrllog.SetLogger(logr.Discard())
 	code := m.Run()
 	_ = sharedCluster.Stop()
@@ -503,10 +507,19 @@ func TestChildHasNoEnvironment(t *testing.T) {
 	if f := strings.Fields(string(stat)); len(f) < 19 || f[18] != "10" {
 		t.Errorf("the child's nice value is %v, want 10", f[18:19])
 	}
-	for _, want := range []string{"Max cpu time              30                   30", "Max file size             0                    0", "Max open files            8                    8"} {
+	files := fmt.Sprintf("Max open files            %-20d %d", childMaxFDs, childMaxFDs)
+	for _, want := range []string{"Max cpu time              30                   30", "Max file size             0                    0", files} {
 		if !strings.Contains(string(lim), want) {
 			t.Errorf("the child's limits lack %q:\n%s", want, lim)
 		}
+	}
+	// When the Pod's memory runs out, the kernel takes a child first.
+	adj, err := os.ReadFile("/proc/" + strconv.Itoa(s.p.cmd.Process.Pid) + "/oom_score_adj")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.TrimSpace(string(adj)); got != "1000" {
+		t.Errorf("the child's oom_score_adj is %s, want 1000 (oplab's is 0: the child is always the one killed)", got)
 	}
 }
 

@@ -83,6 +83,9 @@ func (f *fakeController) HandOver(ns string, rec controller.NamespaceReconciler)
 	f.recs[ns] = rec
 }
 
+// GrantCode has no cluster to grant in: the page's tests need none.
+func (f *fakeController) GrantCode(context.Context, string) error { return nil }
+
 func (f *fakeController) TakeBack(ns string) {
 	f.mu.Lock()
 	defer f.mu.Unlock()

@@ -28,9 +28,11 @@ import (
 	"github.com/oplab-dev/oplab/web/stream"
 )
 
-// Controller is what the page needs of controller.Runner: handing a namespace
-// to learner code and taking it back.
+// Controller is what the page needs of controller.Runner: giving a
+// namespace's learner code its own identity, handing the namespace to the
+// code and taking it back.
 type Controller interface {
+	GrantCode(ctx context.Context, ns string) error
 	HandOver(ns string, rec controller.NamespaceReconciler)
 	TakeBack(ns string)
 	HandedOver(ns string) bool
@@ -52,7 +54,10 @@ type Options struct {
 	// MaxRunning caps the namespaces handed to learner code at once (each
 	// has a child process); default 40.
 	MaxRunning int
-	Logger     logr.Logger
+	// Tests configures Test my code; without a Config, the page offers
+	// none.
+	Tests  TestOptions
+	Logger logr.Logger
 }
 
 // Handler serves /code.
@@ -62,6 +67,8 @@ type Handler struct {
 
 	mu       sync.Mutex
 	learners map[string]*learner // namespace → its code and sandbox
+	// tests runs Test my code; nil when there is no tester.
+	tests *tests
 }
 
 // learner is one namespace's code: the last source saved (the session's
@@ -79,6 +86,8 @@ type learner struct {
 	last     *sandbox.SourceError
 	runs     int
 	lastRun  time.Time
+	// test is the learner's last Test my code.
+	test *testRun
 }
 
 // New returns the handler.
@@ -92,7 +101,11 @@ func New(opts Options) *Handler {
 	if opts.Logger.GetSink() == nil {
 		opts.Logger = logr.Discard()
 	}
-	return &Handler{opts: opts, limits: opts.NewSandbox().Limits(), learners: map[string]*learner{}}
+	h := &Handler{opts: opts, limits: opts.NewSandbox().Limits(), learners: map[string]*learner{}}
+	if opts.Tests.Config != nil {
+		h.tests = newTests(opts.Tests, opts.Logger.WithName("tester"))
+	}
+	return h
 }
 
 // Register mounts the routes on mux.
@@ -104,6 +117,8 @@ func (h *Handler) Register(mux *http.ServeMux) {
 	mux.HandleFunc("POST /code/run", h.run)
 	mux.HandleFunc("POST /code/back", h.back)
 	mux.HandleFunc("POST /code/import", h.importSource)
+	mux.HandleFunc("POST /code/test", h.startTest)
+	mux.HandleFunc("GET /code/test", h.testStatus)
 }
 
 // importPath is where a replay's form loads a file's code into the editor.
@@ -183,11 +198,14 @@ func (h *Handler) Forget(ns string) {
 		return
 	}
 	l.mu.Lock()
-	sb := l.sb
+	sb, tr := l.sb, l.test
 	l.sb = nil
 	l.mu.Unlock()
 	if sb != nil {
 		go sb.Close()
+	}
+	if h.tests != nil {
+		h.tests.forget(ns, tr)
 	}
 }
 
@@ -217,7 +235,11 @@ func (h *Handler) page(w http.ResponseWriter, r *http.Request) {
 	ns := sess.Namespace
 	l := h.learnerOf(ns)
 	l.mu.Lock()
-	v := pageView{Namespace: ns, Source: l.source, Imported: l.imported, Running: h.opts.Controller.HandedOver(ns), Starters: starters.All, Limits: h.limits}
+	v := pageView{Namespace: ns, Source: l.source, Imported: l.imported, Running: h.opts.Controller.HandedOver(ns), Starters: starters.All, Limits: h.limits,
+		Testing: h.tests != nil}
+	if l.sb != nil {
+		v.Fence = l.sb.Fence()
+	}
 	l.imported = false
 	l.mu.Unlock()
 	if v.Source == "" {
@@ -242,6 +264,8 @@ type statusView struct {
 	Running bool                 `json:"running"`
 	Runs    int                  `json:"runs"`
 	Error   *sandbox.SourceError `json:"error,omitempty"`
+	// Fence is the kernel fence around the running child, in words.
+	Fence string `json:"fence,omitempty"`
 }
 
 func (h *Handler) status(w http.ResponseWriter, r *http.Request) {
@@ -253,6 +277,11 @@ func (h *Handler) status(w http.ResponseWriter, r *http.Request) {
 	l := h.learnerOf(ns)
 	l.mu.Lock()
 	v := statusView{Running: h.opts.Controller.HandedOver(ns), Runs: l.runs, Error: l.last}
+	if l.sb != nil {
+		if f := l.sb.Fence(); len(f) > 0 {
+			v.Fence = FenceWords(f)
+		}
+	}
 	l.mu.Unlock()
 	httpx.JSON(w, http.StatusOK, v)
 }
@@ -292,6 +321,7 @@ func (h *Handler) save(w http.ResponseWriter, r *http.Request) {
 type runView struct {
 	Running bool                 `json:"running"`
 	Error   *sandbox.SourceError `json:"error,omitempty"`
+	Fence   string               `json:"fence,omitempty"`
 }
 
 func (h *Handler) run(w http.ResponseWriter, r *http.Request) {
@@ -314,7 +344,8 @@ func (h *Handler) run(w http.ResponseWriter, r *http.Request) {
 	l.source = src
 	sb := l.sb
 	l.mu.Unlock()
-	if sb == nil {
+	fresh := sb == nil
+	if fresh {
 		sb = h.opts.NewSandbox()
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), 10*time.Second)
@@ -323,12 +354,23 @@ func (h *Handler) run(w http.ResponseWriter, r *http.Request) {
 		httpx.JSON(w, http.StatusOK, runView{Running: h.opts.Controller.HandedOver(ns), Error: serr})
 		return
 	}
+	// The code writes as its own ServiceAccount, never as oplab: without
+	// that identity it does not run at all.
+	if err := h.opts.Controller.GrantCode(ctx, ns); err != nil {
+		if fresh {
+			sb.Close()
+		}
+		h.opts.Logger.Error(err, "Could not give learner code its identity", "namespace", ns)
+		http.Error(w, "your code cannot run: "+err.Error(), http.StatusServiceUnavailable)
+		return
+	}
 	l.mu.Lock()
 	l.sb, l.last, l.runs, l.ran = sb, nil, 0, src
 	l.mu.Unlock()
 	h.opts.Controller.HandOver(ns, recording{sb: sb, l: l})
-	h.opts.Logger.Info("Learner code runs", "namespace", ns)
-	httpx.JSON(w, http.StatusOK, runView{Running: true})
+	fence := FenceWords(sb.Fence())
+	h.opts.Logger.Info("Learner code runs", "namespace", ns, "fence", fence)
+	httpx.JSON(w, http.StatusOK, runView{Running: true, Fence: fence})
 }
 
 func (h *Handler) back(w http.ResponseWriter, r *http.Request) {

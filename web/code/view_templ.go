@@ -10,6 +10,8 @@ import "github.com/a-h/templ"
 import templruntime "github.com/a-h/templ/runtime"
 
 import (
+	"strings"
+
 	"github.com/oplab-dev/oplab/controller/sandbox/starters"
 	"github.com/oplab-dev/oplab/web/layout"
 )
@@ -25,6 +27,25 @@ type pageView struct {
 	Starters []starters.Starter
 	// Limits is what one reconcile may use (sandbox.Sandbox.Limits).
 	Limits string
+	// Fence names the kernel fence's layers around the learner's running
+	// child (sandbox.Sandbox.Fence); empty before their code first runs.
+	Fence []string
+	// Testing says the page offers Test my code.
+	Testing bool
+}
+
+// fenceText says what fences the learner's code in, or that the line
+// fills in once it runs.
+func fenceText(fence []string) string {
+	if len(fence) == 0 {
+		return "Once your code runs, this line lists the kernel's fence around it."
+	}
+	return FenceWords(fence)
+}
+
+// FenceWords is the fence's layers as the page and the log say them.
+func FenceWords(fence []string) string {
+	return "Fenced in by the kernel: " + strings.Join(fence, "; ") + "."
 }
 
 func runningText(running bool) string {
@@ -71,7 +92,7 @@ func Page(v pageView) templ.Component {
 			var templ_7745c5c3_Var3 string
 			templ_7745c5c3_Var3, templ_7745c5c3_Err = templruntime.NewAttributeExpression(v.Namespace).Resolve(ctx)
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/code/view.templ`, Line: 31, Col: 63}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/code/view.templ`, Line: 52, Col: 63}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var3)
 			if templ_7745c5c3_Err != nil {
@@ -84,7 +105,7 @@ func Page(v pageView) templ.Component {
 			var templ_7745c5c3_Var4 string
 			templ_7745c5c3_Var4, templ_7745c5c3_Err = templruntime.NewAttributeExpression(boolText(v.Running)).Resolve(ctx)
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/code/view.templ`, Line: 31, Col: 100}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/code/view.templ`, Line: 52, Col: 100}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var4)
 			if templ_7745c5c3_Err != nil {
@@ -97,7 +118,7 @@ func Page(v pageView) templ.Component {
 			var templ_7745c5c3_Var5 string
 			templ_7745c5c3_Var5, templ_7745c5c3_Err = templruntime.NewAttributeExpression(boolText(v.Imported)).Resolve(ctx)
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/code/view.templ`, Line: 31, Col: 139}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/code/view.templ`, Line: 52, Col: 139}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var5)
 			if templ_7745c5c3_Err != nil {
@@ -110,7 +131,7 @@ func Page(v pageView) templ.Component {
 			var templ_7745c5c3_Var6 string
 			templ_7745c5c3_Var6, templ_7745c5c3_Err = templ.JoinStringErrs(v.Namespace)
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/code/view.templ`, Line: 35, Col: 23}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/code/view.templ`, Line: 56, Col: 23}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var6))
 			if templ_7745c5c3_Err != nil {
@@ -123,7 +144,7 @@ func Page(v pageView) templ.Component {
 			var templ_7745c5c3_Var7 string
 			templ_7745c5c3_Var7, templ_7745c5c3_Err = templ.JoinStringErrs(v.Limits)
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/code/view.templ`, Line: 36, Col: 44}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/code/view.templ`, Line: 57, Col: 44}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var7))
 			if templ_7745c5c3_Err != nil {
@@ -141,7 +162,7 @@ func Page(v pageView) templ.Component {
 				var templ_7745c5c3_Var8 string
 				templ_7745c5c3_Var8, templ_7745c5c3_Err = templruntime.NewAttributeExpression(s.ID).Resolve(ctx)
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/code/view.templ`, Line: 42, Col: 26}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/code/view.templ`, Line: 63, Col: 26}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var8)
 				if templ_7745c5c3_Err != nil {
@@ -154,7 +175,7 @@ func Page(v pageView) templ.Component {
 				var templ_7745c5c3_Var9 string
 				templ_7745c5c3_Var9, templ_7745c5c3_Err = templ.JoinStringErrs(s.Title)
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/code/view.templ`, Line: 42, Col: 38}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/code/view.templ`, Line: 63, Col: 38}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var9))
 				if templ_7745c5c3_Err != nil {
@@ -165,43 +186,76 @@ func Page(v pageView) templ.Component {
 					return templ_7745c5c3_Err
 				}
 			}
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 10, "</select> <button type=\"button\" id=\"load\">Load</button> <span class=\"spacer\"></span> <button type=\"button\" id=\"run\" class=\"primary\">Run my code</button> <button type=\"button\" id=\"back\">Back to oplab's controller</button></div>")
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 10, "</select> <button type=\"button\" id=\"load\">Load</button> <span class=\"spacer\"></span> <button type=\"button\" id=\"run\" class=\"primary\">Run my code</button> ")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
-			if v.Imported {
-				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 11, "<p id=\"code-imported\" class=\"code-imported\" role=\"status\">Loaded from a replayed timeline, in place of what your editor held. Read it, then press <b>Run my code</b> to run it.</p>")
+			if v.Testing {
+				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 11, "<button type=\"button\" id=\"test\">Test my code</button> ")
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}
 			}
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 12, "<p id=\"code-state\" class=\"code-state\" role=\"status\" aria-live=\"polite\">")
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 12, "<button type=\"button\" id=\"back\">Back to oplab's controller</button></div>")
+			if templ_7745c5c3_Err != nil {
+				return templ_7745c5c3_Err
+			}
+			if v.Imported {
+				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 13, "<p id=\"code-imported\" class=\"code-imported\" role=\"status\">Loaded from a replayed timeline, in place of what your editor held. Read it, then press <b>Run my code</b> to run it.</p>")
+				if templ_7745c5c3_Err != nil {
+					return templ_7745c5c3_Err
+				}
+			}
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 14, "<p id=\"code-fence\" class=\"small muted\">")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
 			var templ_7745c5c3_Var10 string
-			templ_7745c5c3_Var10, templ_7745c5c3_Err = templ.JoinStringErrs(runningText(v.Running))
+			templ_7745c5c3_Var10, templ_7745c5c3_Err = templ.JoinStringErrs(fenceText(v.Fence))
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/code/view.templ`, Line: 53, Col: 98}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/code/view.templ`, Line: 77, Col: 62}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var10))
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 13, "</p><div id=\"code-error\" class=\"code-error\" role=\"alert\" aria-live=\"assertive\"></div><div class=\"editor\"><pre id=\"gutter\" class=\"gutter\" aria-hidden=\"true\"></pre><textarea id=\"source\" class=\"source\" spellcheck=\"false\" autocapitalize=\"off\" autocomplete=\"off\" wrap=\"off\" aria-label=\"Your reconciler (Go)\" aria-describedby=\"code-error\">")
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 15, "</p><p id=\"code-state\" class=\"code-state\" role=\"status\" aria-live=\"polite\">")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
 			var templ_7745c5c3_Var11 string
-			templ_7745c5c3_Var11, templ_7745c5c3_Err = templ.JoinStringErrs(v.Source)
+			templ_7745c5c3_Var11, templ_7745c5c3_Err = templ.JoinStringErrs(runningText(v.Running))
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/code/view.templ`, Line: 57, Col: 185}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/code/view.templ`, Line: 78, Col: 98}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var11))
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 14, "</textarea></div><p class=\"small muted\">Tab indents, Shift+Tab outdents; Escape then Tab leaves the editor. Your code is kept in this browser and in your session.</p></div>")
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 16, "</p><div id=\"code-error\" class=\"code-error\" role=\"alert\" aria-live=\"assertive\"></div>")
+			if templ_7745c5c3_Err != nil {
+				return templ_7745c5c3_Err
+			}
+			if v.Testing {
+				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 17, "<section id=\"code-test\" class=\"code-test\" aria-labelledby=\"code-test-h\"><h2 id=\"code-test-h\">Test my code</h2><p class=\"muted small\">Runs the code in the editor (it need not be running) through a Database's ordinary life, then through the faults the field's testers put into real operators, each in a scratch namespace of yours on the real API server.</p><details class=\"small\"><summary>What the tester tries, and what it cannot find</summary><p>First the ordinary life: create, scale to 3 and back to 1, a spec change, delete. Its end states are the oracle: Ready at the Database's generation, every child controlled by the Database, the StatefulSet at the Database's replicas; once deleted, its children collected and its final snapshot, this Database's, written. Then, from what the ordinary life did: a crash right after each of its writes and a restart before every reconcile (Sieve's intermediate states), a 409 Conflict on each write, stale reads after each action (Sieve's stale state), two actions before a reconcile sees the first (unobserved states), children deleted or edited by hand, the Database deleted as it is made, deleted and made again under the same name (Acto's misoperations). Every schedule must reach the ordinary life's end state within 30 reconciles, with no write at rest and no loop of errors.</p><p>It cannot find what no schedule here provokes: two Databases at once, a cache that lags by more than one reconcile, faults in the API server itself, timing within a reconcile, or what your code does with a spec field the ordinary life never changes.</p></details><div id=\"code-test-result\" aria-live=\"polite\"></div></section>")
+				if templ_7745c5c3_Err != nil {
+					return templ_7745c5c3_Err
+				}
+			}
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 18, "<div class=\"editor\"><pre id=\"gutter\" class=\"gutter\" aria-hidden=\"true\"></pre><textarea id=\"source\" class=\"source\" spellcheck=\"false\" autocapitalize=\"off\" autocomplete=\"off\" wrap=\"off\" aria-label=\"Your reconciler (Go)\" aria-describedby=\"code-error\">")
+			if templ_7745c5c3_Err != nil {
+				return templ_7745c5c3_Err
+			}
+			var templ_7745c5c3_Var12 string
+			templ_7745c5c3_Var12, templ_7745c5c3_Err = templ.JoinStringErrs(v.Source)
+			if templ_7745c5c3_Err != nil {
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/code/view.templ`, Line: 108, Col: 185}
+			}
+			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var12))
+			if templ_7745c5c3_Err != nil {
+				return templ_7745c5c3_Err
+			}
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 19, "</textarea></div><p class=\"small muted\">Tab indents, Shift+Tab outdents; Escape then Tab leaves the editor. Your code is kept in this browser and in your session.</p></div>")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}

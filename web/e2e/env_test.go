@@ -210,6 +210,11 @@ func startEnv() (_ *testEnv, err error) {
 	if e.cluster, err = cluster.Start(ctx, cluster.Options{Mode: cluster.ModeFull, CRDs: crds, Log: logFile}); err != nil {
 		return e, err
 	}
+	// As cmd/oplab does on the cluster it starts: the learner policies and
+	// the learner code's ClusterRole.
+	if err := controller.InstallLearnerPolicies(ctx, e.cluster.Config()); err != nil {
+		return e, err
+	}
 	var hub *stream.Hub
 	e.recorder, hub = newStream(ctx)
 	e.sinks = &sinks{shared: e.recorder, classes: map[string]*stream.Recorder{}}

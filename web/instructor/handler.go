@@ -11,6 +11,8 @@ package instructor
 
 import (
 	"context"
+	"crypto/hmac"
+	"crypto/rand"
 	"crypto/sha256"
 	"crypto/subtle"
 	"fmt"
@@ -84,8 +86,26 @@ func New(ctx context.Context, opts Options) *Handler {
 	return &Handler{opts: opts, base: ctx, proof: digest(opts.Token)}
 }
 
+// cookieKey keys the cookie's digest. It is made at start and never
+// leaves the process, so no one can compute a cookie from a guess of the
+// token: a cookie is either one this process handed out or a guess at 256
+// random bits, and it can be checked before the throttle, at no cost to
+// the instructor's address. (A plain digest of the token would let a
+// guesser test tokens as cookies, which the throttle would then have to
+// count, so a room's wrong cookies would lock the instructor out.) Signing
+// in again after a restart is the price.
+var cookieKey = func() []byte {
+	k := make([]byte, 32)
+	_, _ = rand.Read(k) // crypto/rand.Read never fails
+	return k
+}()
+
 func digest(token string) [sha256.Size]byte {
-	return sha256.Sum256([]byte("oplab instructor\x00" + token))
+	m := hmac.New(sha256.New, cookieKey)
+	m.Write([]byte("oplab instructor\x00" + token))
+	var d [sha256.Size]byte
+	m.Sum(d[:0])
+	return d
 }
 
 // Register mounts the instructor routes on mux.
@@ -106,26 +126,32 @@ type access int
 const (
 	noToken access = iota
 	wrongToken
+	// wrongCookie is a cookie this process did not hand out: from
+	// before a restart (or a change of token), or forged.
+	wrongCookie
 	throttled
 	instructor
 )
 
 // check reads the token from the cookie, or from given (a query or form
-// value), comparing in constant time. A wrong one counts against the
-// caller's address; an address with no try left is not compared at all
+// value), comparing in constant time. The cookie is compared first and
+// never throttled: it is a keyed digest (cookieKey), so a wrong one guesses
+// nothing and costs the caller's address nothing, and a right one gets in
+// however many wrong tokens came from that address (a room behind one
+// NAT). A wrong given token counts against the caller's address; an
+// address with no try left has its given token not compared at all
 // (throttled, with the wait).
 func (h *Handler) check(r *http.Request, given string) (access, time.Duration) {
-	proof := h.proof[:]
-	var got []byte
-	if given != "" {
-		d := digest(given)
-		got = d[:]
-	} else {
+	if given == "" {
 		c, err := r.Cookie(CookieName)
 		if err != nil {
 			return noToken, 0
 		}
-		got, proof = []byte(c.Value), []byte(fmt.Sprintf("%x", h.proof))
+		if subtle.ConstantTimeCompare([]byte(c.Value), []byte(fmt.Sprintf("%x", h.proof))) == 1 {
+			return instructor, 0
+		}
+		h.opts.Logger.Info("Refused a stale or forged instructor cookie", "client", h.clientOf(r))
+		return wrongCookie, 0
 	}
 	client := h.clientOf(r)
 	if h.opts.Throttle != nil {
@@ -134,7 +160,8 @@ func (h *Handler) check(r *http.Request, given string) (access, time.Duration) {
 			return throttled, wait
 		}
 	}
-	if subtle.ConstantTimeCompare(got, proof) == 1 {
+	d := digest(given)
+	if subtle.ConstantTimeCompare(d[:], h.proof[:]) == 1 {
 		return instructor, 0
 	}
 	if h.opts.Throttle != nil {
@@ -182,10 +209,11 @@ func (h *Handler) page(w http.ResponseWriter, r *http.Request) {
 	case throttled:
 		tooMany(w, wait)
 		return
+	case wrongCookie:
+		h.clearCookie(w)
+		h.render(w, r, http.StatusForbidden, LoginView(Login{Error: staleCookie}))
+		return
 	case wrongToken:
-		if given == "" {
-			h.clearCookie(w)
-		}
 		h.render(w, r, http.StatusForbidden, LoginView(Login{Error: "That is not the instructor token oplab printed at start."}))
 		return
 	}
@@ -238,24 +266,26 @@ func (h *Handler) allowed(w http.ResponseWriter, r *http.Request) bool {
 		http.Error(w, "this oplab was started without an instructor token", http.StatusForbidden)
 		return false
 	}
-	switch a, wait := h.check(r, ""); a {
+	// Only the cookie is read here, and a cookie is never throttled.
+	switch a, _ := h.check(r, ""); a {
 	case noToken:
 		http.Error(w, "instructor token required: open the instructor URL oplab printed at start", http.StatusUnauthorized)
 		return false
-	case throttled:
-		tooMany(w, wait)
-		return false
-	case wrongToken:
+	case wrongCookie:
 		h.clearCookie(w)
-		http.Error(w, "wrong instructor token", http.StatusForbidden)
+		http.Error(w, "this browser's instructor cookie is from before oplab last started, or not oplab's: give the instructor token again on /instructor", http.StatusForbidden)
 		return false
 	}
 	return true
 }
 
+// staleCookie is the refusal of an instructor cookie this process did not
+// hand out.
+const staleCookie = "This browser's sign-in is from before oplab last started, or its cookie is not oplab's: give the instructor token again."
+
 // clearCookie drops a cookie that no longer proves the token (oplab
-// restarted with another one), so a page polling with it is refused once,
-// not counted against its address on every poll.
+// restarted), so a page polling with it is refused once, not on every
+// poll.
 func (h *Handler) clearCookie(w http.ResponseWriter) {
 	http.SetCookie(w, &http.Cookie{Name: CookieName, Value: "", Path: "/instructor", MaxAge: -1, HttpOnly: true, SameSite: http.SameSiteStrictMode})
 }

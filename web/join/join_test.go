@@ -193,3 +193,74 @@ func TestWriteFormKeepsThePageAskedFor(t *testing.T) {
 		t.Error("the join form repeats the wrong code")
 	}
 }
+
+// Issue 50 (4): behind a trusted proxy, the throttle's key came from the
+// client's own words: a hop it wrote made its key the proxy's own address
+// (shared with every request the proxy makes itself), and rotating an
+// IPv6 address within its /64, its zone or a hop's port made a fresh key
+// each time, never throttled. Over a real server whose peer, loopback, is
+// the trusted proxy: chains that name no client share one bucket that
+// locks out no one else; rotations within one client are one client.
+func TestForwardedChainsNeverChooseTheKey(t *testing.T) {
+	clk := &clock{now: time.Unix(0, 0)} // never moves: no try comes back
+	trusted, err := session.ParseTrustedProxies("127.0.0.1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := newManager(t, session.Options{Namespaces: &fakeNamespaces{}, Now: clk.Now, JoinCode: "blue-otter",
+		MaxSessions: 100, ClientOf: session.ClientAddress(trusted)})
+	mux := http.NewServeMux()
+	register(m, mux)
+	srv := httptest.NewServer(mux)
+	defer srv.Close()
+	try := func(xff, code string) int {
+		t.Helper()
+		req, _ := http.NewRequest("POST", srv.URL+"/lab/join", strings.NewReader(url.Values{"join": {code}, "next": {"/lab"}}.Encode()))
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		if xff != "" {
+			req.Header.Set("X-Forwarded-For", xff)
+		}
+		resp, err := http.DefaultTransport.RoundTrip(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	// guesses sends twice an address's tries of wrong codes, the i-th
+	// with chain(i), and wants the first JoinGuesses refused and the rest
+	// throttled: one bucket.
+	guesses := func(what string, chain func(i int) string) {
+		t.Helper()
+		var codes []int
+		for i := range 2 * session.JoinGuesses {
+			codes = append(codes, try(chain(i), "guess-"+strconv.Itoa(i)))
+		}
+		for i, c := range codes {
+			want := http.StatusForbidden
+			if i >= session.JoinGuesses {
+				want = http.StatusTooManyRequests
+			}
+			if c != want {
+				t.Errorf("%s: guess %d = %d, want %d: one client (all: %v)", what, i, c, want, codes)
+				return
+			}
+		}
+	}
+	unreadable := []string{"X%d, 127.0.0.1", "X%d", " , 127.0.0.1", "127.0.0.1, ::ffff:127.0.0.1", "%d,"}
+	guesses("chains that name no client", func(i int) string {
+		return strings.ReplaceAll(unreadable[i%len(unreadable)], "%d", strconv.Itoa(i))
+	})
+	if c := try("", "blue-otter"); c != http.StatusSeeOther {
+		t.Errorf("the proxy's own request with the right code = %d, want 303: unreadable chains are not keyed by the proxy's address", c)
+	}
+	if c := try("198.51.100.7, 127.0.0.1", "blue-otter"); c != http.StatusSeeOther {
+		t.Errorf("a learner through the proxy with the right code = %d, want 303", c)
+	}
+	guesses("one /64", func(i int) string { return "2001:db8:1:2::" + strconv.FormatInt(int64(i+1), 16) })
+	if c := try("2001:db8:1:3::1", "blue-otter"); c != http.StatusSeeOther {
+		t.Errorf("the next /64 with the right code = %d, want 303", c)
+	}
+	guesses("one address, its zone rotated", func(i int) string { return "fe80::1%z" + strconv.Itoa(i) })
+	guesses("one address, its port rotated", func(i int) string { return "198.51.100.9:" + strconv.Itoa(4000+i) })
+}

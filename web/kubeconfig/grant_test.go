@@ -85,10 +85,11 @@ func TestALearnerCannotWriteAPodTemplate(t *testing.T) {
 		return
 	}
 	// The patch is safe only with the policy that keeps the spec.
-	p, _, err := controller.LearnerPolicy()
+	ps, _, err := controller.LearnerPolicies()
 	if err != nil {
 		t.Fatal(err)
 	}
+	p := ps[0]
 	if len(p.Spec.Validations) != 1 || p.Spec.Validations[0].Expression != "object.spec == oldObject.spec" ||
 		len(p.Spec.MatchConstraints.ResourceRules) != 1 || !slices.Equal(p.Spec.MatchConstraints.ResourceRules[0].Resources, []string{"statefulsets"}) {
 		t.Errorf("the learner may patch statefulsets, but the learner policy does not hold their spec: %+v", p.Spec)

@@ -62,6 +62,9 @@ type LearnerCode interface {
 	// ImportPath is where a form posts a source (field "source") to load
 	// it into the learner's editor.
 	ImportPath() string
+	// TestTrace is schedule n of ns's last reconciler test, as an export,
+	// with the step where it went wrong; ok is false when there is none.
+	TestTrace(ns string, n int) (export []byte, mark uint64, name string, ok bool)
 }
 
 // Options configures the Handler.
@@ -91,8 +94,12 @@ type Options struct {
 	Classroom Classroom
 	// Code adds the learner's own code to the export and lets a replay
 	// load a file's code into the editor; nil: no code page.
-	Code   LearnerCode
-	Logger logr.Logger
+	Code LearnerCode
+	// ClientOf tells a request's client address (session.ClientAddress),
+	// whose one replay at a time a visitor without a session has; nil:
+	// the peer's.
+	ClientOf func(*http.Request) string
+	Logger   logr.Logger
 }
 
 // Handler serves the lab routes.
@@ -110,6 +117,9 @@ func New(opts Options) *Handler {
 	if opts.MaxDatabases <= 0 {
 		opts.MaxDatabases = 5
 	}
+	if opts.ClientOf == nil {
+		opts.ClientOf = session.ClientAddress(nil)
+	}
 	return &Handler{opts: opts}
 }
 
@@ -125,6 +135,7 @@ func (h *Handler) Register(mux *http.ServeMux) {
 	mux.HandleFunc("GET /lab/replay/history/diff", h.replayTravelDiff)
 	mux.HandleFunc("GET /lab/replay", h.replayForm)
 	mux.HandleFunc("POST /lab/replay", h.replay)
+	mux.HandleFunc("POST /lab/replay/test/{schedule}", h.replayTest)
 	mux.HandleFunc("POST /lab/databases", h.form(h.createDatabase))
 	mux.HandleFunc("POST /lab/databases/{name}/edit", h.form(h.editDatabase))
 	mux.HandleFunc("POST /lab/databases/{name}/delete", h.form(h.deleteDatabase))

@@ -1,16 +1,18 @@
 package lab
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"mime/multipart"
-	"net"
 	"net/http"
 	"os"
+	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/a-h/templ"
@@ -32,30 +34,58 @@ const (
 	// ones, state snapshots, are a few KiB; the bound keeps a single value
 	// from making the decoder buffer the whole file.
 	maxMessageBytes = 1 << 20
-	// maxReplays is how many uploads are read at once.
-	maxReplays = 2
+	// maxSpoolBytes bounds what the replays in progress hold, counted as
+	// the bytes they have spooled (what they have parsed and will render
+	// is no more): two exports of the largest size, which is also what the
+	// Deployment's /tmp holds.
+	maxSpoolBytes = 2 * maxExportBytes
 	// replayWriteTimeout bounds writing the page, so a client that stops
-	// reading cannot hold a replay slot.
-	replayWriteTimeout = 2 * time.Minute
-	// An upload must keep coming: each replayProgressBytes read give
-	// replayProgressWait more to read the rest, up to replayReadTimeout in
-	// all. (64 KiB in 10 s is 52 kbit/s: any real link, and not a client
-	// that sends a byte now and then to hold a slot.)
-	replayProgressBytes = 64 << 10
-	replayReadTimeout   = 5 * time.Minute
+	// reading cannot hold its spool for long.
+	replayWriteTimeout = time.Minute
+	// An upload must arrive whole within replayReadTimeout, and on its
+	// way at replayMinRate on average, counted from its start with
+	// replayGrace free. (64 KiB/s is half a megabit: any real link, and
+	// not a client that sends a little now and then. A real export, a few
+	// MiB, takes seconds.)
+	replayMinRate     = 64 << 10
+	replayReadTimeout = time.Minute
 )
 
-// replayProgressWait is how long an upload may go without
-// replayProgressBytes more (a variable for tests).
-var replayProgressWait = 10 * time.Second
+// replayGrace is how long an upload may take before the minimum rate
+// counts (a variable for tests).
+var replayGrace = 10 * time.Second
 
-// replaySlots bounds the replays in progress. It is one for the process, not
-// per Handler, because what it protects is the process's memory and disk.
-var replaySlots = make(chan struct{}, maxReplays)
+// replaySpool counts the bytes the replays in progress have spooled
+// (maxSpoolBytes). It is one for the process, not per Handler, because what
+// it protects is the process's memory and disk. A byte counts once it has
+// arrived, never before: what a replay holds, its client has sent, at the
+// minimum rate and within the deadline, so a slow upload holds little, and
+// keeping the budget full costs its bytes, again every minute.
+var replaySpool atomic.Int64
 
-// replaying holds who has a replay in progress (their namespace, or their
-// address without a session): one each, so one learner cannot hold every
-// slot.
+// errSpoolFull is a replay cut because the others in progress hold
+// maxSpoolBytes.
+var errSpoolFull = fmt.Errorf("oplab is taking in %d MiB of replays at once, the most it keeps", maxSpoolBytes>>20)
+
+// spoolWriter writes to f what the spool budget has room for, and counts
+// it (held), to be given back when the spool goes.
+type spoolWriter struct {
+	f    *os.File
+	held int64
+}
+
+func (s *spoolWriter) Write(p []byte) (int, error) {
+	if replaySpool.Add(int64(len(p))) > maxSpoolBytes {
+		replaySpool.Add(-int64(len(p)))
+		return 0, errSpoolFull
+	}
+	s.held += int64(len(p))
+	return s.f.Write(p)
+}
+
+// replaying holds who has a replay in progress: their session, or without
+// one their client address. Each has one slot, its own, so a replay never
+// waits for another's: what bounds them all is the spool budget.
 var replaying = struct {
 	sync.Mutex
 	by map[string]bool
@@ -68,37 +98,39 @@ func (h *Handler) replayer(r *http.Request) string {
 			return "ns:" + ns
 		}
 	}
-	host, _, err := net.SplitHostPort(r.RemoteAddr)
-	if err != nil {
-		host = r.RemoteAddr
-	}
-	return "addr:" + host
+	return "addr:" + h.opts.ClientOf(r)
 }
 
-// progressReader extends the connection's read deadline as an upload
-// arrives (see replayProgressBytes), never past end.
-type progressReader struct {
+// rateReader moves the connection's read deadline as an upload arrives:
+// to where its average rate since start would fall below replayMinRate
+// (replayGrace free), never past end.
+type rateReader struct {
 	r     io.Reader
 	rc    *http.ResponseController
+	start time.Time
 	end   time.Time
-	since int
+	n     int64
 }
 
-func (p *progressReader) Read(b []byte) (int, error) {
+func (p *rateReader) Read(b []byte) (int, error) {
 	n, err := p.r.Read(b)
-	if p.since += n; p.since >= replayProgressBytes {
-		p.since = 0
-		p.extend()
-	}
+	p.n += int64(n)
+	p.extend()
 	return n, err
 }
 
-func (p *progressReader) extend() {
-	d := time.Now().Add(replayProgressWait)
+func (p *rateReader) extend() {
+	d := p.start.Add(replayGrace + time.Duration(p.n)*time.Second/replayMinRate)
 	if d.After(p.end) {
 		d = p.end
 	}
 	_ = p.rc.SetReadDeadline(d)
+}
+
+// tooSlow says what an upload cut by its deadline should have done.
+func tooSlow() string {
+	return fmt.Sprintf("file: the upload came too slowly: after the first %s it must come at %d KiB/s on average, and whole within %s",
+		replayGrace, replayMinRate>>10, replayReadTimeout)
 }
 
 // export downloads the caller's recorded timeline.
@@ -141,18 +173,22 @@ func (h *Handler) replay(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer func() { replaying.Lock(); delete(replaying.by, who); replaying.Unlock() }()
-	select {
-	case replaySlots <- struct{}{}:
-		defer func() { <-replaySlots }()
-	default:
-		w.Header().Set("Retry-After", "5")
-		fail(http.StatusServiceUnavailable, "Too many replays at once, try again in a few seconds.")
+	// Only a replay the spool has room for starts, counting its declared
+	// size (or the most it may be), so that those in progress finish.
+	size := r.ContentLength
+	if size < 0 || size > maxExportBytes {
+		size = maxExportBytes
+	}
+	if replaySpool.Load()+size > maxSpoolBytes {
+		w.Header().Set("Retry-After", "30")
+		fail(http.StatusServiceUnavailable, "%v: try again in a minute.", errSpoolFull)
 		return
 	}
 	rc := http.NewResponseController(w)
 	_ = rc.SetWriteDeadline(time.Now().Add(replayWriteTimeout))
-	// A slow body must not hold the slot: the upload has to keep coming.
-	body := &progressReader{r: r.Body, rc: rc, end: time.Now().Add(replayReadTimeout)}
+	// A slow body must not hold its spool: the upload has to keep coming.
+	start := time.Now()
+	body := &rateReader{r: r.Body, rc: rc, start: start, end: start.Add(replayReadTimeout)}
 	body.extend()
 	r.Body = http.MaxBytesReader(w, struct {
 		io.Reader
@@ -161,7 +197,7 @@ func (h *Handler) replay(w http.ResponseWriter, r *http.Request) {
 	part, err := filePart(r)
 	if err != nil {
 		if errors.Is(err, os.ErrDeadlineExceeded) {
-			fail(http.StatusRequestTimeout, "file: the upload stopped arriving (at least %d KiB every %s are needed)", replayProgressBytes>>10, replayProgressWait)
+			fail(http.StatusRequestTimeout, "%s", tooSlow())
 			return
 		}
 		if isTooLarge(err) {
@@ -172,38 +208,98 @@ func (h *Handler) replay(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	name := httpx.Excerpt(part.FileName(), 80)
-	spool, err := os.CreateTemp("", "oplab-replay-*.json")
+	f, err := os.CreateTemp("", "oplab-replay-*.json")
 	if err != nil {
 		fail(http.StatusInternalServerError, "keep the upload while it is checked: %v", err)
 		return
 	}
-	defer func() { spool.Close(); os.Remove(spool.Name()) }()
-	sum, err := checkExport(io.TeeReader(part, spool), spool)
+	spool := &spoolWriter{f: f}
+	defer func() { f.Close(); os.Remove(f.Name()); replaySpool.Add(-spool.held) }()
+	sum, err := checkExport(io.TeeReader(part, spool), f)
 	if err != nil {
-		if errors.Is(err, os.ErrDeadlineExceeded) {
-			fail(http.StatusRequestTimeout, "file: the upload stopped arriving (at least %d KiB every %s are needed)", replayProgressBytes>>10, replayProgressWait)
-			return
-		}
-		if isTooLarge(err) {
+		switch {
+		case errors.Is(err, os.ErrDeadlineExceeded):
+			fail(http.StatusRequestTimeout, "%s", tooSlow())
+		case isTooLarge(err):
 			fail(http.StatusRequestEntityTooLarge, "file: larger than the %d MiB limit", maxExportBytes>>20)
-			return
+		case errors.Is(err, errSpoolFull):
+			w.Header().Set("Retry-After", "30")
+			fail(http.StatusServiceUnavailable, "%v: try again in a minute.", errSpoolFull)
+		default:
+			fail(http.StatusUnprocessableEntity, "%s is not an oplab timeline: %v", name, err)
 		}
+		return
+	}
+	page, err := h.replayPage(r, name, f, sum)
+	if err != nil {
 		fail(http.StatusUnprocessableEntity, "%s is not an oplab timeline: %v", name, err)
 		return
 	}
-	page := ReplayPage{File: name, Namespace: sum.namespace, Messages: sum.messages, Export: exportScript(spool), Code: sum.code}
+	httpx.Render(w, r, h.opts.Logger, http.StatusOK, ReplayView(page))
+}
+
+// replayPage is the page that plays a checked export, spooled in f.
+func (h *Handler) replayPage(r *http.Request, name string, f io.ReadSeeker, sum exportSummary) (ReplayPage, error) {
+	page := ReplayPage{File: name, Namespace: sum.namespace, Messages: sum.messages, Export: exportScript(f), Code: sum.code}
 	if sum.history != nil {
 		hist, err := stream.NewReplayHistory(sum.namespace, *sum.history)
 		if err != nil {
-			fail(http.StatusUnprocessableEntity, "%s is not an oplab timeline: %v", name, err)
-			return
+			return page, err
 		}
 		page.Travel = keepReplayTravel(h.replayer(r), sum.namespace, sum.history, hist)
 	}
 	if h.opts.Code != nil && sum.code != nil {
 		page.ImportPath = h.opts.Code.ImportPath()
 	}
-	httpx.Render(w, r, h.opts.Logger, http.StatusOK, ReplayView(page))
+	return page, nil
+}
+
+// replayTest is POST /lab/replay/test/{schedule}: a schedule of the
+// learner's last Test my code (a counterexample), replayed as an export
+// is, with the step where it went wrong marked.
+func (h *Handler) replayTest(w http.ResponseWriter, r *http.Request) {
+	fail := func(code int, format string, args ...any) {
+		httpx.Render(w, r, h.opts.Logger, code, ReplayView(ReplayPage{Error: fmt.Sprintf(format, args...)}))
+	}
+	ns, err := h.opts.Sessions.NamespaceOf(r)
+	if err != nil {
+		fail(http.StatusForbidden, "no lab session: open the lab first")
+		return
+	}
+	n, err := strconv.Atoi(r.PathValue("schedule"))
+	if err != nil || h.opts.Code == nil {
+		fail(http.StatusNotFound, "schedule: %q is not a schedule of a test", r.PathValue("schedule"))
+		return
+	}
+	export, mark, name, ok := h.opts.Code.TestTrace(ns, n)
+	if !ok {
+		fail(http.StatusNotFound, "schedule %d: your last test kept no such schedule (it keeps the ones that failed, and the ordinary life)", n)
+		return
+	}
+	f, err := os.CreateTemp("", "oplab-replay-*.json")
+	if err != nil {
+		fail(http.StatusInternalServerError, "keep the trace while it is checked: %v", err)
+		return
+	}
+	defer func() { f.Close(); os.Remove(f.Name()) }()
+	if _, err := f.Write(export); err != nil {
+		fail(http.StatusInternalServerError, "keep the trace while it is checked: %v", err)
+		return
+	}
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		fail(http.StatusInternalServerError, "read the trace again: %v", err)
+		return
+	}
+	sum, err := checkExport(bytes.NewReader(export), f)
+	if err == nil {
+		var page ReplayPage
+		if page, err = h.replayPage(r, name, f, sum); err == nil {
+			page.Mark = mark
+			httpx.Render(w, r, h.opts.Logger, http.StatusOK, ReplayView(page))
+			return
+		}
+	}
+	fail(http.StatusInternalServerError, "the test's trace is not a timeline oplab can replay: %v", err)
 }
 
 // filePart returns the multipart part of the field "file", reading the

@@ -121,17 +121,16 @@ func TestReplayPageCarriesTheFileSafely(t *testing.T) {
 func TestReplayLimits(t *testing.T) {
 	h := newHarness(t)
 	t.Run("too many at once", func(t *testing.T) {
-		for range maxReplays {
-			replaySlots <- struct{}{}
-		}
-		defer func() {
-			for range maxReplays {
-				<-replaySlots
-			}
-		}()
+		// The others in progress hold all but a few bytes of the budget.
+		replaySpool.Add(maxSpoolBytes - 100)
+		defer replaySpool.Add(-(maxSpoolBytes - 100))
 		w := upload(t, h, "t.json", []byte(exportJSON(1, "")))
-		if w.Code != http.StatusServiceUnavailable || !strings.Contains(w.Body.String(), "Too many replays at once, try again") || w.Header().Get("Retry-After") == "" {
-			t.Errorf("got %d %v, want 503 saying to try again, with Retry-After", w.Code, w.Header())
+		if w.Code != http.StatusServiceUnavailable || !strings.Contains(w.Body.String(), "64 MiB of replays at once") ||
+			!strings.Contains(w.Body.String(), "try again") || w.Header().Get("Retry-After") == "" {
+			t.Errorf("got %d %v %q, want 503 saying to try again, with Retry-After", w.Code, w.Header(), replayError(w.Body.String()))
+		}
+		if n := replaySpool.Load(); n != maxSpoolBytes-100 {
+			t.Errorf("the refused replay left %d bytes counted, want none of its own", n-(maxSpoolBytes-100))
 		}
 	})
 	t.Run("over the size limit", func(t *testing.T) {

@@ -41,7 +41,7 @@ type replayTravel struct {
 	deadline time.Time
 }
 
-// replayTravels is one for the process, like replaySlots: what it bounds
+// replayTravels is one for the process, like replaySpool: what it bounds
 // is the process's memory.
 var replayTravels = struct {
 	sync.Mutex

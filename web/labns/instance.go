@@ -3,6 +3,7 @@ package labns
 import (
 	"context"
 	"fmt"
+	"maps"
 	"regexp"
 	"strings"
 
@@ -63,23 +64,39 @@ func (n KubeNamespaces) labels() map[string]string {
 
 // Pod Security labels of every lab namespace: the "restricted" level,
 // enforced, so a learner's kubectl cannot run a privileged, host-sharing
-// or root Pod there (the Database's own Pods comply). The admission policy
-// of controller/config/manager/instance_policy.yaml refuses oplab a
-// namespace without it.
+// or root Pod there (the Database's own Pods comply), and audited and
+// warned at, each at the "latest" version of the policy, so that no label
+// pins an older, looser meaning of "restricted" (at enforce-version=v1.0 it
+// checks neither privilege escalation, seccomp nor capabilities, all added
+// since). The admission policy of
+// controller/config/manager/instance_policy.yaml refuses oplab a namespace
+// without all six.
 const (
-	PodSecurityEnforce = "pod-security.kubernetes.io/enforce"
-	PodSecurityWarn    = "pod-security.kubernetes.io/warn"
-	PodSecurityAudit   = "pod-security.kubernetes.io/audit"
-	PodSecurityLevel   = "restricted"
+	PodSecurityEnforce        = "pod-security.kubernetes.io/enforce"
+	PodSecurityEnforceVersion = "pod-security.kubernetes.io/enforce-version"
+	PodSecurityWarn           = "pod-security.kubernetes.io/warn"
+	PodSecurityWarnVersion    = "pod-security.kubernetes.io/warn-version"
+	PodSecurityAudit          = "pod-security.kubernetes.io/audit"
+	PodSecurityAuditVersion   = "pod-security.kubernetes.io/audit-version"
+	PodSecurityLevel          = "restricted"
+	PodSecurityVersion        = "latest"
 )
+
+// PodSecurityLabels are the Pod Security labels every lab namespace
+// carries.
+func PodSecurityLabels() map[string]string {
+	return map[string]string{
+		PodSecurityEnforce: PodSecurityLevel, PodSecurityEnforceVersion: PodSecurityVersion,
+		PodSecurityWarn: PodSecurityLevel, PodSecurityWarnVersion: PodSecurityVersion,
+		PodSecurityAudit: PodSecurityLevel, PodSecurityAuditVersion: PodSecurityVersion,
+	}
+}
 
 // newLabels are the labels of a lab namespace n creates: its instance's
 // and Pod Security's.
 func (n KubeNamespaces) newLabels() map[string]string {
 	l := n.labels()
-	l[PodSecurityEnforce] = PodSecurityLevel
-	l[PodSecurityWarn] = PodSecurityLevel
-	l[PodSecurityAudit] = PodSecurityLevel
+	maps.Copy(l, PodSecurityLabels())
 	return l
 }
 

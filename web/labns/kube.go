@@ -20,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/oplab-dev/oplab/controller"
 	"github.com/oplab-dev/oplab/controller/permission"
 )
 
@@ -88,10 +89,41 @@ const quotaCountWait = 5 * time.Second
 // The cap is a ResourceQuota so that the API server enforces it for every
 // client, kubectl included, not only for the lab's forms.
 func (n KubeNamespaces) Create(ctx context.Context, name, cookieHash string) error {
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{
+	return n.create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{
 		Name: name, Labels: n.newLabels(),
 		Annotations: map[string]string{CookieHashAnnotation: cookieHash},
-	}}
+	}})
+}
+
+// CreateScratch creates a scratch namespace of the learner whose namespace
+// is of: a lab namespace in all but its session (none: the tester of the
+// learner's code runs its schedules there), labelled ScratchOfLabel, with
+// the same quota, LimitRange, Pod Security and oplab's RoleBindings.
+// Restored after a restart, one is an orphan, reclaimed like any.
+func (n KubeNamespaces) CreateScratch(ctx context.Context, name, of string) error {
+	labels := n.newLabels()
+	labels[ScratchOfLabel] = of
+	return n.create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}})
+}
+
+// ScratchOf lists the scratch namespaces of the learner whose namespace is
+// of, those being deleted too.
+func (n KubeNamespaces) ScratchOf(ctx context.Context, of string) ([]string, error) {
+	var list corev1.NamespaceList
+	sel := n.labels()
+	sel[ScratchOfLabel] = of
+	if err := n.Client.List(ctx, &list, client.MatchingLabels(sel)); err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, ns := range list.Items {
+		out = append(out, ns.Name)
+	}
+	return out, nil
+}
+
+func (n KubeNamespaces) create(ctx context.Context, ns *corev1.Namespace) error {
+	name := ns.Name
 	if err := client.IgnoreAlreadyExists(n.Client.Create(ctx, ns)); err != nil {
 		return err
 	}
@@ -170,7 +202,11 @@ func (n KubeNamespaces) createLimits(ctx context.Context, ns string) error {
 }
 
 // quotaHard is the quota of a lab namespace: its Databases, and the Pods
-// and requests of that many Databases at their largest.
+// and requests of that many Databases at their largest; and storage, which
+// oplab's Databases do not claim (their data is an emptyDir) but a
+// learner's own reconciler may, through a StatefulSet's volume claim
+// templates: a claim per Pod at most, and controller.MaxClaimStorage in
+// all, the most one claim may ask for.
 func (n KubeNamespaces) quotaHard() corev1.ResourceList {
 	maxDBs := n.MaxDatabases
 	if maxDBs <= 0 {
@@ -181,10 +217,12 @@ func (n KubeNamespaces) quotaHard() corev1.ResourceList {
 		return *resource.NewMilliQuantity(q.MilliValue()*pods, q.Format)
 	}
 	return corev1.ResourceList{
-		DatabaseQuotaResource:         resource.MustParse(strconv.Itoa(maxDBs)),
-		corev1.ResourcePods:           *resource.NewQuantity(pods, resource.DecimalSI),
-		corev1.ResourceRequestsCPU:    times(podRequestCPU),
-		corev1.ResourceRequestsMemory: times(podRequestMemory),
+		DatabaseQuotaResource:                 resource.MustParse(strconv.Itoa(maxDBs)),
+		corev1.ResourcePods:                   *resource.NewQuantity(pods, resource.DecimalSI),
+		corev1.ResourceRequestsCPU:            times(podRequestCPU),
+		corev1.ResourceRequestsMemory:         times(podRequestMemory),
+		corev1.ResourcePersistentVolumeClaims: *resource.NewQuantity(pods, resource.DecimalSI),
+		corev1.ResourceRequestsStorage:        controller.MaxClaimStorage,
 	}
 }
 

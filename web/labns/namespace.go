@@ -18,6 +18,10 @@ const NamespacePrefix = "lab-"
 // be found by label.
 const LabLabel = "oplab.dev/lab"
 
+// ScratchOfLabel marks a scratch namespace, one the tester of a learner's
+// code runs a schedule in, with the learner's own namespace.
+const ScratchOfLabel = "oplab.dev/scratch-of"
+
 // CookieHashAnnotation is the annotation on a lab namespace holding the
 // hex SHA-256 of its session's cookie: enough to recognise the cookie after
 // a restart, useless to anyone reading the namespace.

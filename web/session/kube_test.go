@@ -328,9 +328,9 @@ func TestANewNamespaceIsASandbox(t *testing.T) {
 	if err := c.Get(t.Context(), client.ObjectKey{Name: s.Namespace}, &ns); err != nil {
 		t.Fatal(err)
 	}
-	for _, l := range []string{labns.PodSecurityEnforce, labns.PodSecurityWarn, labns.PodSecurityAudit} {
-		if ns.Labels[l] != "restricted" {
-			t.Errorf("namespace label %s = %q, want restricted", l, ns.Labels[l])
+	for l, want := range labns.PodSecurityLabels() {
+		if ns.Labels[l] != want {
+			t.Errorf("namespace label %s = %q, want %s", l, ns.Labels[l], want)
 		}
 	}
 	pod := func(name string, sc *corev1.SecurityContext) *corev1.Pod {
@@ -409,9 +409,9 @@ func TestARestoredOlderNamespaceBecomesASandbox(t *testing.T) {
 	if err := c.Get(t.Context(), client.ObjectKey{Name: name}, ns); err != nil {
 		t.Fatal(err)
 	}
-	for _, l := range []string{labns.PodSecurityEnforce, labns.PodSecurityWarn, labns.PodSecurityAudit} {
-		if ns.Labels[l] != labns.PodSecurityLevel {
-			t.Errorf("after the restore, namespace label %s = %q, want %s", l, ns.Labels[l], labns.PodSecurityLevel)
+	for l, want := range labns.PodSecurityLabels() {
+		if ns.Labels[l] != want {
+			t.Errorf("after the restore, namespace label %s = %q, want %s", l, ns.Labels[l], want)
 		}
 	}
 	var lr corev1.LimitRange

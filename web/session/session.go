@@ -10,7 +10,9 @@
 // address and in total, and a session whose cookie never came back (a
 // script, not a browser) ends after minutes with its namespace. When the
 // table is full, the oldest such session makes room, or else the session
-// idle longest, once idle for minutes, so a flood locks a learner out for
+// idle longest, once idle for minutes, or else, once the newcomer's address
+// has asked for minutes, the session idle longest of another address, so a
+// flood, even of sessions that keep pinging, locks a learner out for
 // minutes at most.
 //
 // The namespace records the SHA-256 of its session's cookie in an
@@ -103,7 +105,8 @@ type Options struct {
 	// MaxPerClient caps the sessions of one client address, so one client
 	// cannot take the whole table; 0 means no separate cap.
 	MaxPerClient int
-	// ClientOf names a request's client; nil means the remote IP address.
+	// ClientOf names a request's client; nil means its address
+	// (ClientAddress without trusted proxies).
 	ClientOf func(r *http.Request) string
 	// OnExpire is called with the namespace of every session that ended
 	// (idle or evicted), after its namespace was deleted; nil means nothing
@@ -122,7 +125,9 @@ type Options struct {
 	JoinThrottle *Throttle
 	// EvictIdleAfter is how long a session that was used must have been
 	// idle before, with the table full, it may end to make room for a
-	// newcomer; default 5 minutes.
+	// newcomer, and how long a newcomer's address waits, asking, before
+	// the session idle longest of another address ends for it however
+	// recently used; default 5 minutes.
 	EvictIdleAfter time.Duration
 	// Secure marks the cookie Secure (set it when served over HTTPS).
 	Secure bool
@@ -156,7 +161,18 @@ type entry struct {
 type table struct {
 	sessions  map[string]*entry
 	perClient map[string]int
+	// waiting holds, per client address a full table refused, when it was
+	// first refused and last asked: once it has waited the bound
+	// (EvictIdleAfter), it gets a place even if every session is in use.
+	waiting map[string]*waiter
 }
+
+type waiter struct{ since, last time.Time }
+
+// maxWaiting bounds the addresses the table remembers as waiting; past it,
+// those that stopped asking are forgotten, and while it is still full no
+// new address starts to wait.
+const maxWaiting = 10000
 
 // add enters a session. A restored session has no client (the cluster
 // does not record addresses), so it counts only towards the total.
@@ -182,12 +198,16 @@ func (t *table) remove(hash string) *entry {
 	return e
 }
 
-// evictable returns the hash of the session to end to make room: the
-// oldest one that never came back, else the one idle longest if it has
-// been idle at least minIdle (before, given the time it took, a learner
-// in the middle of a lesson). So a table filled by a flood of sessions
-// that came back once frees a place for a newcomer within minIdle.
-func (t *table) evictable(now time.Time, minIdle time.Duration) (string, bool) {
+// evictable returns the hash of the session to end to make room for a
+// newcomer from client: the oldest one that never came back, else the one
+// idle longest if it has been idle at least bound (before, given the time
+// it took, a learner in the middle of a lesson), else, once client has
+// been waiting for a place for bound (wait), the one idle longest of
+// another client, however recently used: sessions that ping every few
+// seconds hold a newcomer off for bound at most, never themselves, and
+// never longer than the newcomer keeps asking. Without a session to end it
+// returns how long client has still to wait, if a wait will do.
+func (t *table) evictable(now time.Time, bound time.Duration, client string) (string, time.Duration, bool) {
 	var hash string
 	var oldest time.Time
 	for h, e := range t.sessions {
@@ -196,17 +216,49 @@ func (t *table) evictable(now time.Time, minIdle time.Duration) (string, bool) {
 		}
 	}
 	if hash != "" {
-		return hash, true
+		return hash, 0, true
 	}
 	for h, e := range t.sessions {
 		if hash == "" || e.lastSeen.Before(oldest) {
 			hash, oldest = h, e.lastSeen
 		}
 	}
-	if hash == "" || now.Sub(oldest) < minIdle {
-		return "", false
+	if hash != "" && now.Sub(oldest) >= bound {
+		return hash, 0, true
 	}
-	return hash, true
+	if wait := t.wait(now, bound, client); wait > 0 {
+		return "", wait, false
+	}
+	hash = ""
+	for h, e := range t.sessions {
+		if e.client != client && (hash == "" || e.lastSeen.Before(oldest)) {
+			hash, oldest = h, e.lastSeen
+		}
+	}
+	return hash, 0, hash != ""
+}
+
+// wait records that client asked for a place in a full table at now, and
+// returns how much longer it must wait for one: bound from its first
+// refusal, counted again if it stopped asking for bound.
+func (t *table) wait(now time.Time, bound time.Duration, client string) time.Duration {
+	w := t.waiting[client]
+	if w == nil || now.Sub(w.last) > bound {
+		if w == nil && len(t.waiting) >= maxWaiting {
+			for c, o := range t.waiting {
+				if now.Sub(o.last) > bound {
+					delete(t.waiting, c)
+				}
+			}
+			if len(t.waiting) >= maxWaiting {
+				return bound
+			}
+		}
+		w = &waiter{since: now}
+		t.waiting[client] = w
+	}
+	w.last = now
+	return w.since.Add(bound).Sub(now)
 }
 
 // Manager maps session cookies to lab namespaces.
@@ -239,7 +291,7 @@ func New(ctx context.Context, opts Options) (*Manager, error) {
 		opts.MaxSessions = 200
 	}
 	if opts.ClientOf == nil {
-		opts.ClientOf = remoteIP
+		opts.ClientOf = ClientAddress(nil)
 	}
 	if opts.Now == nil {
 		opts.Now = time.Now
@@ -257,7 +309,7 @@ func New(ctx context.Context, opts Options) (*Manager, error) {
 
 // own is the goroutine that owns the table.
 func (m *Manager) own(ctx context.Context) {
-	t := &table{sessions: map[string]*entry{}, perClient: map[string]int{}}
+	t := &table{sessions: map[string]*entry{}, perClient: map[string]int{}, waiting: map[string]*waiter{}}
 	for {
 		select {
 		case <-ctx.Done():
@@ -293,9 +345,10 @@ func HashCookie(value string) string {
 // Begin returns the caller's session, starting one (creating its namespace
 // and setting its cookie on w) when the request has none. When the table is
 // full it ends the oldest session whose cookie never came back to make
-// room, else the session idle longest if idle for EvictIdleAfter; when
-// every session was used more recently, or the caller's address has its
-// share, it returns an error wrapping ErrFull.
+// room, else the session idle longest if idle for EvictIdleAfter, else,
+// once the caller's address has waited EvictIdleAfter, the session idle
+// longest of another address; until then, or when the caller's address
+// has its share, it returns an error wrapping ErrFull.
 func (m *Manager) Begin(w http.ResponseWriter, r *http.Request) (Session, error) {
 	return m.begin(w, r, "", true)
 }
@@ -348,13 +401,19 @@ func (m *Manager) begin(w http.ResponseWriter, r *http.Request, name string, ask
 			return
 		}
 		if len(t.sessions) >= m.opts.MaxSessions {
-			old, ok := t.evictable(e.started, m.opts.EvictIdleAfter)
+			old, wait, ok := t.evictable(e.started, m.opts.EvictIdleAfter, client)
+			if !ok && wait > 0 {
+				refused = fmt.Errorf("%w (%d, all in use in the last %s): reload this page in %s and the session idle longest makes room for you (or restart oplab with a larger --max-sessions)",
+					ErrFull, m.opts.MaxSessions, m.opts.EvictIdleAfter, wait.Round(time.Second))
+				return
+			}
 			if !ok {
-				refused = fmt.Errorf("%w (%d, all in use in the last %s): try again in a few minutes, or restart oplab with a larger --max-sessions", ErrFull, m.opts.MaxSessions, m.opts.EvictIdleAfter)
+				refused = fmt.Errorf("%w (%d, all of them your address's): close lab tabs you no longer use, or restart oplab with a larger --max-sessions", ErrFull, m.opts.MaxSessions)
 				return
 			}
 			evicted = t.remove(old)
 		}
+		delete(t.waiting, client)
 		t.add(hash, e)
 	})
 	if err != nil {

@@ -515,3 +515,50 @@ func TestFloodOfUsedSessionsYieldsWithinMinutes(t *testing.T) {
 		t.Errorf("%d namespaces alive; want the cap, 200", live)
 	}
 }
+
+// A newcomer waiting at a full table: its wait starts again if it stops
+// asking for longer than the bound, and when it is due, it takes the
+// place of another address's session, never its own.
+func TestAWaitingNewcomerTakesAnotherAddresssPlace(t *testing.T) {
+	ns, clk := &fakeNamespaces{}, &clock{now: time.Unix(0, 0)}
+	m := newManagerOpts(t, Options{Namespaces: ns, Now: clk.Now, MaxSessions: 3})
+	var held []*http.Request
+	for _, addr := range []string{"192.0.2.99", "203.0.113.1", "192.0.2.99"} {
+		clk.Add(time.Second)
+		r, _ := beginFrom(t, m, addr)
+		held = append(held, r)
+	}
+	use := func() { // in use, the newcomer's own first, so it is idle longest
+		for _, r := range held {
+			clk.Add(time.Second)
+			if _, err := m.Lookup(r); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	use()
+	if _, err := beginErr(m, "192.0.2.99"); !errors.Is(err, ErrFull) || !strings.Contains(err.Error(), "in 5m0s") {
+		t.Fatalf("first ask: %v; want ErrFull and 5 minutes", err)
+	}
+	// It goes away for longer than the bound: its wait starts again.
+	clk.Add(5*time.Minute + time.Second)
+	use()
+	if _, err := beginErr(m, "192.0.2.99"); !errors.Is(err, ErrFull) || !strings.Contains(err.Error(), "in 5m0s") {
+		t.Fatalf("after staying away: %v; want ErrFull and 5 minutes again", err)
+	}
+	for range 5 {
+		clk.Add(time.Minute - 3*time.Second)
+		use()
+	}
+	if _, err := beginErr(m, "192.0.2.99"); err != nil {
+		t.Fatalf("after waiting 5 minutes: %v; want a place", err)
+	}
+	if _, err := m.Lookup(held[1]); !errors.Is(err, ErrNoSession) {
+		t.Errorf("203.0.113.1's session: %v; want it ended to make room", err)
+	}
+	for _, i := range []int{0, 2} {
+		if _, err := m.Lookup(held[i]); err != nil {
+			t.Errorf("the newcomer's own session %d: %v; want kept (it is idle longest, but its own)", i, err)
+		}
+	}
+}

@@ -11,6 +11,8 @@ import (
 // once more every Every (a token bucket refilled by failures' absence).
 // While an address has no try left, its guesses are not even compared:
 // they are answered 429 with Retry-After. A correct guess costs nothing.
+// With Take instead of Fail it is a rate limit: every request spends a
+// try.
 type Throttle struct {
 	burst int
 	every time.Duration
@@ -66,17 +68,36 @@ func (t *Throttle) Wait(addr string) time.Duration {
 func (t *Throttle) Fail(addr string) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	now := t.now()
-	b, ok := t.buckets[addr]
+	b := t.bucket(addr, t.now())
+	b.tries = math.Max(0, b.tries-1)
+}
+
+// Take spends one of key's tries and returns zero, or, when key has none
+// left, spends nothing and returns how long until it has one.
+func (t *Throttle) Take(key string) time.Duration {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	b := t.bucket(key, t.now())
+	if b.tries < 1 {
+		return time.Duration((1 - b.tries) * float64(t.every))
+	}
+	b.tries--
+	return 0
+}
+
+// bucket returns key's bucket, brought up to now, making a full one for a
+// key not seen before; the caller holds t.mu.
+func (t *Throttle) bucket(key string, now time.Time) *bucket {
+	b, ok := t.buckets[key]
 	if !ok {
 		if len(t.buckets) >= maxThrottled {
 			t.forgetFull(now)
 		}
 		b = &bucket{tries: float64(t.burst), at: now}
-		t.buckets[addr] = b
+		t.buckets[key] = b
 	}
 	t.refill(b, now)
-	b.tries = math.Max(0, b.tries-1)
+	return b
 }
 
 // forgetFull drops the addresses that have all their tries again; the

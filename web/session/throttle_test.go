@@ -33,3 +33,27 @@ func TestThrottleGivesBurstThenOneAnInterval(t *testing.T) {
 		t.Error("the one try was used, yet no wait")
 	}
 }
+
+// Take is the same bucket as a rate limit: each call spends a try, and a
+// refused one spends nothing.
+func TestThrottleTakeSpendsATryARequest(t *testing.T) {
+	clk := &clock{now: time.Unix(0, 0)}
+	th := NewThrottle(2, time.Second, clk.Now)
+	for i := range 2 {
+		if w := th.Take("s"); w != 0 {
+			t.Fatalf("take %d: wait %v, want none within the burst", i, w)
+		}
+	}
+	for range 3 {
+		if w := th.Take("s"); w != time.Second {
+			t.Fatalf("after the burst: wait %v, want 1s (a refusal spends nothing)", w)
+		}
+	}
+	if w := th.Take("other"); w != 0 {
+		t.Errorf("another key waits %v, want none", w)
+	}
+	clk.Add(time.Second)
+	if w := th.Take("s"); w != 0 {
+		t.Errorf("a second later: wait %v, want a try", w)
+	}
+}

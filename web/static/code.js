@@ -1,7 +1,7 @@
 // The code page: a textarea with line numbers, Tab indenting and the
 // error's line marked; Run my code / Back to oplab's controller; the code
 // kept in localStorage and in the session. No framework, no build step.
-import { store } from "./base.js";
+import { store, h } from "./base.js";
 
 (function () {
   const root = document.getElementById("code");
@@ -46,8 +46,14 @@ import { store } from "./base.js";
   function post(url, body) {
     return fetch(url, {
       method: "POST", credentials: "same-origin",
-      headers: { "Content-Type": "application/json" }, body: JSON.stringify(body || {}),
+      headers: { "Content-Type": "application/json", Accept: "application/json" }, body: JSON.stringify(body || {}),
     });
+  }
+
+  // errorText is a refusal's words: a JSON answer's error, or the text.
+  async function errorText(res) {
+    const t = await res.text();
+    try { return JSON.parse(t).error || t; } catch (_) { return t; }
   }
 
   function lineStart(n) {
@@ -73,7 +79,7 @@ import { store } from "./base.js";
     if (e) {
       const where = e.line ? "line " + e.line + (e.col ? ":" + e.col : "") : "";
       const label = { compile: "Compile error", panic: "Panic", error: "Reconcile returned an error",
-        deadline: "Stopped", crash: "The sandbox died" }[e.kind] || "Error";
+        deadline: "Stopped", budget: "Over its budget", crash: "The sandbox died" }[e.kind] || "Error";
       if (e.line) {
         badLine = e.line;
         const a = document.createElement("a");
@@ -86,6 +92,12 @@ import { store } from "./base.js";
       }
     }
     drawGutter();
+  }
+
+  // The kernel's fence around the child that runs the code, as the
+  // server read it from the child.
+  function showFence(words) {
+    if (words) document.getElementById("code-fence").textContent = words;
   }
 
   function setRunning(running) {
@@ -128,9 +140,10 @@ import { store } from "./base.js";
     runsPressed++;
     try {
       const res = await post("/code/run", { source: src.value });
-      if (!res.ok) { showError({ kind: "error", message: await res.text() }); setRunning(root.dataset.running === "true"); return; }
+      if (!res.ok) { showError({ kind: "error", message: await errorText(res) }); setRunning(root.dataset.running === "true"); return; }
       const v = await res.json();
       setRunning(v.running);
+      showFence(v.fence);
       showError(v.error);
       heldError = v.error || null;
       if (!v.error) lastRuns = 0;
@@ -161,6 +174,7 @@ import { store } from "./base.js";
       const res = await fetch("/code/status", { credentials: "same-origin" });
       if (!res.ok) return;
       const v = await res.json();
+      showFence(v.fence);
       if (asked !== runsPressed || runBtn.disabled || heldError) return;
       setRunning(v.running);
       if (v.running && v.runs !== lastRuns) {
@@ -171,4 +185,80 @@ import { store } from "./base.js";
   }
   setInterval(poll, 1500);
   drawGutter();
+  setupTest();
+
+  // ---- Test my code ------------------------------------------------------
+  // POST /code/test starts the tester on the editor's code (a compile
+  // error comes back as Run's does); GET /code/test is polled while it
+  // runs, and its verdict drawn: passed with the schedules explored, or
+  // each finding with its pattern, what the tester did, what went wrong in
+  // the course's words, the lesson, and its schedule to open in the lab.
+  function setupTest() {
+    const btn = document.getElementById("test");
+    const out = document.getElementById("code-test-result");
+    if (!btn || !out) return;
+    let timer = 0;
+    const say = (...kids) => out.replaceChildren(...kids);
+    async function check() {
+      let v;
+      try {
+        const res = await fetch("/code/test", { credentials: "same-origin", headers: { Accept: "application/json" } });
+        if (!res.ok) return;
+        v = await res.json();
+      } catch (_) { return; }
+      draw(v);
+      clearTimeout(timer);
+      if (v.state === "running") timer = setTimeout(check, 1000);
+      btn.disabled = v.state === "running";
+    }
+    function draw(v) {
+      if (v.state === "none") { say(); return; }
+      if (v.state === "running") {
+        const p = v.progress || {};
+        say(h("p", { class: "test-running", role: "status" },
+          p.of ? `Testing… ${p.done} of ${p.of} schedules run.` : "Testing… the ordinary life first: its end states are what every other schedule must reach."));
+        return;
+      }
+      if (v.state === "failed") { say(h("p", { class: "error" }, "The test did not finish: " + v.error)); return; }
+      const secs = ((v.tookMs || 0) / 1000).toFixed(1);
+      if (v.passed) {
+        say(h("p", { class: "test-passed" }, h("span", { class: "pill ok" }, "passed"),
+          ` every one of ${v.schedules} schedules converged to the ordinary life's end state, within its budgets (${secs} s).`));
+        return;
+      }
+      say(h("p", { class: "test-failed" }, h("span", { class: "pill bad" }, "failed"),
+          ` ${v.findings.length} finding${v.findings.length === 1 ? "" : "s"} in ${v.schedules} schedule${v.schedules === 1 ? "" : "s"} (${secs} s)` +
+          (v.schedules === 1 ? ": the ordinary life must converge before the faults are tried." : ":")),
+        h("ol", { class: "findings" }, v.findings.map(finding)));
+    }
+    function finding(f) {
+      return h("li", { class: "finding" },
+        h("p", {}, h("span", { class: "pill warn" }, f.pattern), " ", h("b", {}, f.perturbation)),
+        h("p", {}, f.message + (f.also ? ` (and ${f.also} more schedule${f.also === 1 ? "" : "s"} the same way)` : "")),
+        h("p", { class: "small" },
+          f.lesson ? h("a", { href: f.lesson }, "Read why in the lesson") : "",
+          f.lesson ? " · " : "",
+          h("form", { method: "post", action: "/lab/replay/test/" + f.schedule, class: "inline" },
+            h("button", { type: "submit" }, `Open schedule ${f.schedule} in the lab, step ${f.step} marked`))));
+    }
+    btn.addEventListener("click", async () => {
+      btn.disabled = true;
+      keep();
+      heldError = null;
+      showError(null);
+      say(h("p", { role: "status" }, "Compiling…"));
+      try {
+        const res = await post("/code/test", { source: src.value });
+        const v = await res.json().catch(() => ({}));
+        if (res.status === 200 && v.error) { showError(v.error); heldError = v.error; say(); btn.disabled = false; return; }
+        if (!res.ok && res.status !== 202) { say(h("p", { class: "error" }, v.error || "The test could not start.")); btn.disabled = false; return; }
+        draw(v);
+        timer = setTimeout(check, 1000);
+      } catch (_) {
+        say(h("p", { class: "error" }, "The test could not start: is oplab still running?"));
+        btn.disabled = false;
+      }
+    });
+    check();
+  }
 })();

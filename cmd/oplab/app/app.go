@@ -83,6 +83,12 @@ type Options struct {
 	SessionNewIdleTimeout time.Duration
 	// MaxSessions caps the sessions, and so the lab namespaces; default 200.
 	MaxSessions int
+	// MaxCodeRuns caps the learners whose own code runs at once (a child
+	// process each); zero means code.Options' default.
+	MaxCodeRuns int
+	// ImageRegistry is the engines' registry (--image-registry), which
+	// the learner code's tests hold its images to.
+	ImageRegistry string
 	// MaxSessionsPerClient caps the sessions of one client address; 0 means
 	// no separate cap.
 	MaxSessionsPerClient int
@@ -232,9 +238,10 @@ func NewWeb(ctx context.Context, opts Options) (*Web, error) {
 			s.Ended(ns)
 		}
 	}
+	namespaces := labns.KubeNamespaces{Client: direct, MaxDatabases: opts.MaxDatabasesPerNamespace, Prefix: prefix,
+		NoQuotaController: opts.NoQuotaController, Roles: opts.NamespaceRoles, Self: self, Logger: opts.Logger.WithName("namespaces")}
 	w.sessions, err = session.New(ctx, session.Options{
-		Namespaces: explainedNamespaces{labns.KubeNamespaces{Client: direct, MaxDatabases: opts.MaxDatabasesPerNamespace, Prefix: prefix,
-			NoQuotaController: opts.NoQuotaController, Roles: opts.NamespaceRoles, Self: self, Logger: opts.Logger.WithName("namespaces")}},
+		Namespaces:      explainedNamespaces{namespaces},
 		NamespacePrefix: prefix, Revoke: explainRevoke(issuer.Revoke),
 		IdleTimeout: opts.SessionIdleTimeout, NewIdleTimeout: opts.SessionNewIdleTimeout,
 		MaxSessions: opts.MaxSessions, MaxPerClient: opts.MaxSessionsPerClient, ClientOf: session.ClientAddress(opts.TrustedProxies),
@@ -279,7 +286,8 @@ func NewWeb(ctx context.Context, opts Options) (*Web, error) {
 		InstructorToken: opts.InstructorToken, JoinCode: opts.JoinCode, DemoDwell: opts.DemoDwell, ResetWait: opts.ResetWait, Demos: opts.Demos, Content: opts.Content,
 		Broadcaster: opts.Broadcaster, KubectlLine: opts.KubectlLine, Ready: opts.Ready,
 		MaxDatabasesPerNamespace: opts.MaxDatabasesPerNamespace, TrustedProxies: opts.TrustedProxies,
-		AllowedHosts: opts.AllowedHosts, Logger: opts.Logger,
+		AllowedHosts: opts.AllowedHosts, MaxCodeRuns: opts.MaxCodeRuns, Logger: opts.Logger,
+		CodeTests: codeTests(opts, namespaces),
 	})
 	if err != nil {
 		return nil, err
@@ -405,4 +413,15 @@ func restartedStep(sink controller.Sink) func(namespace string) {
 			Message: "oplab restarted: your namespace and its Databases were kept; what happened before the restart is not on this timeline",
 		})
 	}
+}
+
+// codeTests is Test my code on the learner code's controller, which grants
+// a scratch namespace its identity and leaves it to the tester; none
+// without learner code.
+func codeTests(opts Options, namespaces labns.KubeNamespaces) code.TestOptions {
+	id, ok := opts.LearnerCode.(code.CodeIdentity)
+	if !ok {
+		return code.TestOptions{}
+	}
+	return code.TestOptions{Config: opts.Config, Namespaces: namespaces, Identity: id, ImageRegistry: opts.ImageRegistry}
 }

@@ -173,7 +173,7 @@ func start() (_ *Env, err error) {
 	}
 	// As `make run` does: the learner's kubectl may patch a StatefulSet's
 	// metadata (owner-gc), not its spec.
-	if err := controller.InstallLearnerPolicy(ctx, e.Cluster.Config()); err != nil {
+	if err := controller.InstallLearnerPolicies(ctx, e.Cluster.Config()); err != nil {
 		return e, err
 	}
 	e.Recorder = stream.NewRecorder(stream.RecorderOptions{})

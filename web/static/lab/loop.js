@@ -45,6 +45,7 @@ function caption(m) {
     case "diff": return `diff: ${(m.differences || []).join(", ") || "in sync"}`;
     case "read": return `your code read ${targetName(m)}: ${m.found === "not-found" ? "not found" : "found"}`;
     case "action": return m.outcome === "Unchanged" ? `${targetName(m)}: in sync` : `${m.action} ${targetName(m)}: ${m.outcome}`;
+    case "throttled": return `your code's ${m.action} of ${targetName(m)} waited for its write rate`;
     case "finalizer": return `finalizer: ${m.phase}`;
     case "status": return m.conflict ? "status write refused: 409 Conflict" : m.skipped ? (m.yourCode ? "no status write" : "status unchanged: write skipped") : m.unchanged ? "status written, nothing changed: no event" : `status written, observedGeneration ${m.observedGeneration || 0}`;
     case "result": return m.message || m.result;

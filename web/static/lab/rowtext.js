@@ -30,7 +30,10 @@ const pastTense = { create: "created", update: "changed", delete: "deleted" };
 // (the controller's events.go). Its message says which, before the colon;
 // an older export's may not.
 function sweptLabel(events) {
-  const why = events.find((e) => e.event === "generic" && e.message)?.message.split(":")[0] || "namespace resumed";
+  const message = events.find((e) => e.event === "generic" && e.message)?.message || "";
+  // A reconcile the reconciler tester ran (a test's replay) says why.
+  if (message.startsWith("the tester: ")) return message;
+  const why = message.split(":")[0] || "namespace resumed";
   return `${why}: every Database queued again`;
 }
 // triggerLabel names what made the reconcile run: the object whose watch
@@ -68,7 +71,8 @@ export function wokeNote(row) {
   else if (s.trigger === "event" && s.wokenBy) {
     // An event oplab sent itself (a namespace resumed) says why on the event.
     const ev = row.events.find((e) => !e.ignored && e.message);
-    text = "woken by oplab, not a watch" + (ev ? ": " + ev.message : "");
+    text = ev && ev.message.startsWith("the tester: ") ? "run by the tester, not a watch"
+      : "woken by oplab, not a watch" + (ev ? ": " + ev.message : "");
   }
   return text ? h("span", { class: "muted small woke" }, text) : "";
 }
@@ -132,6 +136,11 @@ export function stepLine(s) {
       const cls = s.outcome === "Error" ? "bad" : s.outcome === "AlreadyExists" ? "" : "ok";
       return li("", `${s.action} ${targetName(s)} → `, h("span", { class: "pill small " + cls }, s.outcome || "?"));
     }
+    case "throttled":
+      // The learner's code wrote faster than its write rate: the write
+      // waited its turn before it was sent.
+      return li("", `${s.action} ${targetName(s)} waited `, h("span", { class: "pill small warn" }, dur(s.durationNs || 0)),
+        h("span", { class: "why" }, s.message || ""));
     case "finalizer":
       return li("", h("b", {}, s.phase), s.message ? " — " + s.message : "");
     case "status":
