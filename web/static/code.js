@@ -13,7 +13,8 @@ import { store, h } from "./base.js";
   const runBtn = document.getElementById("run");
   const backBtn = document.getElementById("back");
   const key = "oplab.code." + root.dataset.namespace;
-  let badLine = 0;
+  // badLines are the lines the shown errors are on, marked in the gutter.
+  let badLines = new Set();
   let escaped = false;
   let runsPressed = 0;
 
@@ -30,7 +31,7 @@ import { store, h } from "./base.js";
     const n = src.value.split("\n").length;
     let html = "";
     for (let i = 1; i <= n; i++) {
-      html += (i === badLine ? '<span class="bad">' + i + "</span>" : String(i)) + "\n";
+      html += (badLines.has(i) ? '<span class="bad">' + i + "</span>" : String(i)) + "\n";
     }
     gutter.innerHTML = html;
     gutter.scrollTop = src.scrollTop;
@@ -73,23 +74,25 @@ import { store, h } from "./base.js";
     drawGutter();
   }
 
+  // showError shows a failure of the code: one (a panic, an overrun, a
+  // returned error) or every error of a compile, each with a link to its
+  // line, which the gutter marks.
   function showError(e) {
     errBox.textContent = "";
-    badLine = 0;
+    badLines = new Set();
     if (e) {
-      const where = e.line ? "line " + e.line + (e.col ? ":" + e.col : "") : "";
       const label = { compile: "Compile error", panic: "Panic", error: "Reconcile returned an error",
         deadline: "Stopped", budget: "Over its budget", crash: "The sandbox died" }[e.kind] || "Error";
-      if (e.line) {
-        badLine = e.line;
-        const a = document.createElement("a");
-        a.href = "#source";
-        a.textContent = where;
-        a.addEventListener("click", (ev) => { ev.preventDefault(); goToLine(e.line); });
-        errBox.append(label + " at ", a, ": " + e.message);
-      } else {
-        errBox.textContent = label + ": " + e.message;
-      }
+      const all = e.errors && e.errors.length > 1 ? e.errors : [e];
+      if (all.length > 1) errBox.append(h("p", {}, `Compile errors, ${all.length} of them, as go build lists them:`));
+      const items = all.map((x) => {
+        if (!x.line) return h("p", {}, label + ": " + x.message);
+        badLines.add(x.line);
+        const a = h("a", { href: "#source" }, "line " + x.line + (x.col ? ":" + x.col : ""));
+        a.addEventListener("click", (ev) => { ev.preventDefault(); goToLine(x.line); });
+        return h(all.length > 1 ? "li" : "p", {}, all.length > 1 ? "" : label + " at ", a, ": " + x.message);
+      });
+      errBox.append(all.length > 1 ? h("ol", { class: "errors" }, items) : items[0]);
     }
     drawGutter();
   }
