@@ -115,8 +115,10 @@ type Options struct {
 	Slots chan struct{}
 	// ImageRegistry is oplab's --image-registry.
 	ImageRegistry string
-	// MaxReconciles bounds the reconciles of one phase (30); PhaseTimeout
-	// its time (45 s).
+	// MaxReconciles bounds the reconciles of one phase (30): what ends a
+	// run that never converges. PhaseTimeout bounds its time too (3
+	// minutes), only a guard: a loaded machine slows a phase down, and a
+	// verdict must not depend on the machine's speed.
 	MaxReconciles int
 	PhaseTimeout  time.Duration
 	// Only, when set, runs only the battery's schedules whose name it
@@ -135,7 +137,7 @@ func (o Options) withDefaults() Options {
 		o.MaxReconciles = 30
 	}
 	if o.PhaseTimeout <= 0 {
-		o.PhaseTimeout = 45 * time.Second
+		o.PhaseTimeout = 3 * time.Minute
 	}
 	if o.Logger.GetSink() == nil {
 		o.Logger = logr.Discard()

@@ -24,6 +24,10 @@ import (
 
 var shared = clustertest.Full(controller.CRDs, controller.InstallLearnerPolicies)
 
+// slots caps the schedules this package's tests run at once, all tests
+// together, as the server's cap does on /code: the tests run side by side.
+var slots = make(chan struct{}, 6)
+
 // TestMain runs the sandbox child when this binary is started as one, and
 // stops the shared cluster at the end.
 func TestMain(m *testing.M) {
@@ -69,6 +73,7 @@ func testOptions(t testing.TB, src string) Options {
 	}
 	return Options{
 		Config:  cfg,
+		Slots:   slots,
 		Scratch: scratch{t: t, cfg: cfg, c: c, runner: controller.NewRunner(cfg, controller.DefaultOptions())},
 		Compile: func(ctx context.Context) (Code, error) {
 			s := &sandbox.Sandbox{Command: func() *exec.Cmd { return exec.Command(os.Args[0], sandbox.ChildArg) }}
@@ -84,7 +89,7 @@ func testOptions(t testing.TB, src string) Options {
 // learners copy it.
 func TestOplabsStarterPassesEverySchedule(t *testing.T) {
 	t.Parallel()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
 	opts := testOptions(t, starters.Source("oplab"))
 	opts.Logger = testr.NewWithOptions(t, testr.Options{Verbosity: 1})
