@@ -291,18 +291,26 @@ func (t *tester) runSchedule(ctx context.Context, s *schedule) (*Trace, []Findin
 			return nil, nil, ctx.Err()
 		}
 	}
+	t0 := time.Now()
 	ns, err := t.opts.Scratch.Make(ctx)
 	if err != nil {
 		return nil, nil, err
 	}
 	defer t.opts.Scratch.Remove(ns)
+	t1 := time.Now()
 	code, err := t.opts.Compile(ctx)
 	if err != nil {
 		return nil, nil, err
 	}
+	t.opts.Logger.V(2).Info("Set up a schedule", "schedule", s.id, "namespace", t1.Sub(t0), "compile", time.Since(t1))
 	defer code.Close()
 	r := &run{t: t, s: s, w: &world{ns: ns, c: t.user}, f: newFaults(), code: code,
 		sink: &traceSink{trace: &Trace{Schedule: s.id, Name: s.name, Namespace: ns}}}
+	wctx, stopWatching := context.WithCancel(ctx)
+	defer stopWatching()
+	if r.w.changes, err = r.w.watch(wctx, t.watcher); err != nil {
+		return nil, nil, err
+	}
 	r.d, err = controller.NewDriver(t.opts.Config, ns, code, controller.DriverOptions{
 		Sink: r.sink, Around: r.f.wrap, Mapper: t.opts.Mapper, ImageRegistry: t.opts.ImageRegistry})
 	if err != nil {
@@ -472,6 +480,9 @@ func (r *run) converge(ctx context.Context, p phase) error {
 			continue
 		}
 		errorsInRow = 0
+		// What changed up to this read is in it: only later events wake
+		// the next reconcile.
+		r.w.drain()
 		st, err := r.w.read(ctx)
 		if err != nil {
 			return err
@@ -493,7 +504,7 @@ func (r *run) converge(ctx context.Context, p phase) error {
 			// after a scale down, their StatefulSet's status with them).
 			// A change is an event: reconcile again. Only a quiet
 			// namespace is at rest.
-			if changed := r.quiet(ctx, st); changed {
+			if changed := r.quiet(ctx); changed {
 				why = "the tester: the namespace changed, as a watch event would say"
 				continue
 			}
@@ -523,27 +534,25 @@ func (r *run) converge(ctx context.Context, p phase) error {
 			return nil
 		}
 		last = reason
-		why = r.waitForChange(ctx, st, res.RequeueAfter)
+		why = r.waitForChange(ctx, res.RequeueAfter)
 	}
 }
 
-// waitForChange waits for what would wake a controller: a change in the
-// namespace (the Database or a child), which its watches would deliver,
-// looked for every 100 ms; or, failing one, the requeue the code asked for
-// (at most a second here), or a second, as a resync.
-func (r *run) waitForChange(ctx context.Context, st state, after time.Duration) string {
+// waitForChange waits for what would wake a controller: a watch event of
+// the namespace (the Database or a child), or, failing one, the requeue
+// the code asked for (at most a second here), or a second, as a resync.
+func (r *run) waitForChange(ctx context.Context, after time.Duration) string {
 	wait := time.Second
 	if after > 0 {
 		wait = min(after, time.Second)
 	}
-	before := fingerprint(st)
-	for end := time.Now().Add(wait); time.Now().Before(end); {
-		sleep(ctx, 100*time.Millisecond)
-		now, err := r.w.read(ctx)
-		if err == nil && fingerprint(now) != before {
-			r.observe(now)
-			return "the tester: the namespace changed, as a watch event would say"
-		}
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case <-r.w.changes:
+		return "the tester: the namespace changed, as a watch event would say"
+	case <-t.C:
+	case <-ctx.Done():
 	}
 	if after > 0 {
 		return "the tester: requeued by your code"
@@ -551,34 +560,19 @@ func (r *run) waitForChange(ctx context.Context, st state, after time.Duration) 
 	return "the tester: nothing changed for a second, as a resync"
 }
 
-// quiet waits until the namespace has not changed for 300 ms, at most 5
-// s, and reports whether it changed meanwhile.
-func (r *run) quiet(ctx context.Context, st state) (changed bool) {
-	last, still := fingerprint(st), 0
-	for range 35 {
-		sleep(ctx, 150*time.Millisecond)
-		now, err := r.w.read(ctx)
-		if err != nil {
-			return false
-		}
-		if fp := fingerprint(now); fp != last {
-			r.observe(now)
-			return true
-		}
-		if still++; still == 2 {
-			return false
-		}
+// quiet waits until the namespace has had no watch event for 300 ms, at
+// most 5 s, and reports whether one came.
+func (r *run) quiet(ctx context.Context) (changed bool) {
+	t := time.NewTimer(300 * time.Millisecond)
+	defer t.Stop()
+	select {
+	case <-r.w.changes:
+		return true
+	case <-t.C:
+		return false
+	case <-ctx.Done():
+		return false
 	}
-	return false
-}
-
-// fingerprint is the resourceVersions of st's objects.
-func fingerprint(st state) string {
-	s := ""
-	for _, o := range st.objects {
-		s += o.GetName() + "@" + o.GetResourceVersion() + " "
-	}
-	return s
 }
 
 func sleep(ctx context.Context, d time.Duration) {

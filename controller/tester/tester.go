@@ -149,6 +149,9 @@ func (o Options) withDefaults() Options {
 type tester struct {
 	opts Options
 	user client.Client
+	// watcher watches a schedule's namespace for the changes that wake a
+	// controller.
+	watcher client.WithWatch
 	// refs are the ordinary life's end states, by phase, and writes the
 	// writes it made in each.
 	refs   map[phase]reference
@@ -169,11 +172,11 @@ func Run(ctx context.Context, opts Options) (Result, error) {
 		}
 		opts.Mapper = m
 	}
-	user, err := client.New(opts.Config, client.Options{Scheme: scheme, Mapper: opts.Mapper})
+	user, err := client.NewWithWatch(opts.Config, client.Options{Scheme: scheme, Mapper: opts.Mapper})
 	if err != nil {
 		return Result{}, fmt.Errorf("a client for the tester: %w", err)
 	}
-	t := &tester{opts: opts, user: user, refs: map[phase]reference{}, writes: map[phase]int{}}
+	t := &tester{opts: opts, user: user, watcher: user, refs: map[phase]reference{}, writes: map[phase]int{}}
 	res := Result{Traces: map[int]*Trace{}}
 
 	// The ordinary life first: its end states are every other schedule's

@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/oplab-dev/oplab/controller"
@@ -29,9 +30,56 @@ const dbName = "db"
 type world struct {
 	ns string
 	c  client.Client
+	// changes signals a watch event in the namespace since the last
+	// drain: what wakes a controller.
+	changes chan struct{}
 	// uid is the Database's, once created (the last one, after a delete
 	// and create again).
 	uid types.UID
+}
+
+// watch starts watches of the Database and the kinds the code writes in
+// w's namespace, until ctx ends, signalling each event on the channel it
+// returns (which holds one signal: many events, one wake-up, as a work
+// queue coalesces them).
+func (w *world) watch(ctx context.Context, wc client.WithWatch) (chan struct{}, error) {
+	changes := make(chan struct{}, 1)
+	for _, list := range []client.ObjectList{&dbv1.DatabaseList{}, &appsv1.StatefulSetList{}, &corev1.ServiceList{},
+		&corev1.SecretList{}, &corev1.ConfigMapList{}} {
+		wi, err := wc.Watch(ctx, list, client.InNamespace(w.ns))
+		if err != nil {
+			return nil, fmt.Errorf("watching the scratch namespace %s: %w", w.ns, err)
+		}
+		go func() {
+			defer wi.Stop()
+			for {
+				select {
+				case <-ctx.Done():
+					return
+				case e, ok := <-wi.ResultChan():
+					if !ok {
+						return
+					}
+					if e.Type == watch.Bookmark {
+						continue
+					}
+					select {
+					case changes <- struct{}{}:
+					default:
+					}
+				}
+			}
+		}()
+	}
+	return changes, nil
+}
+
+// drain forgets the events signalled so far.
+func (w *world) drain() {
+	select {
+	case <-w.changes:
+	default:
+	}
 }
 
 // The user's actions.
