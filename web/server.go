@@ -180,6 +180,13 @@ func (s *Server) Ended(ns string) {
 	}
 }
 
+// PagesOpen reports whether the learner of ns has an oplab page open (a
+// live stream): their time on task counts it.
+func (s *Server) PagesOpen(ns string) bool {
+	open, _ := s.presence.Of(ns)
+	return open > 0
+}
+
 // CodeOf is the learner's own code the code page keeps for ns (its text,
 // what last ran, whether it runs); nil when there is none, or no code
 // page. The end-to-end tests read it to know the server has a run before

@@ -10,6 +10,7 @@ package app
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -103,6 +104,9 @@ type Options struct {
 	// NamespaceRoles are the ClusterRoles oplab binds to itself in each
 	// learner namespace (labns.KubeNamespaces.Roles); empty: none.
 	NamespaceRoles []string
+	// KeepEnded is how long an ended session's export and results are
+	// kept (session.Options.KeepFor); zero: session.DefaultKeepFor.
+	KeepEnded time.Duration
 	// KubeconfigServer is the API server URL learners' kubeconfigs name;
 	// empty means Config's host, the one the admin kubeconfig names.
 	KubeconfigServer string
@@ -235,9 +239,26 @@ func NewWeb(ctx context.Context, opts Options) (*Web, error) {
 			s.Ended(ns)
 		}
 	}
+	// What a learner did is kept when their session ends: the lab's
+	// export (timeline and code) taken then, beside their results.
+	exportOf := func(ns string) []byte {
+		e := opts.Recorder.Export(ns)
+		if s := server.Load(); s != nil {
+			e.Code = s.CodeOf(ns)
+		}
+		b, err := json.Marshal(e)
+		if err != nil {
+			return nil
+		}
+		return b
+	}
+	kube := labns.KubeNamespaces{Client: direct, MaxDatabases: opts.MaxDatabasesPerNamespace, Prefix: prefix,
+		NoQuotaController: opts.NoQuotaController, Roles: opts.NamespaceRoles, Self: self, Logger: opts.Logger.WithName("namespaces")}
 	w.sessions, err = session.New(ctx, session.Options{
-		Namespaces: explainedNamespaces{labns.KubeNamespaces{Client: direct, MaxDatabases: opts.MaxDatabasesPerNamespace, Prefix: prefix,
-			NoQuotaController: opts.NoQuotaController, Roles: opts.NamespaceRoles, Self: self, Logger: opts.Logger.WithName("namespaces")}},
+		Namespaces:      explainedNamespaces{kube},
+		Keep:            explainedKeeper{kube},
+		KeepFor:         opts.KeepEnded,
+		ExportOf:        exportOf,
 		NamespacePrefix: prefix, Revoke: explainRevoke(issuer.Revoke),
 		IdleTimeout: opts.SessionIdleTimeout, NewIdleTimeout: opts.SessionNewIdleTimeout,
 		MaxSessions: opts.MaxSessions, MaxPerClient: opts.MaxSessionsPerClient, ClientOf: session.ClientAddress(opts.TrustedProxies),
@@ -339,6 +360,9 @@ func (w *Web) Run(ctx context.Context) error {
 		case <-t.C:
 			if _, err := w.sessions.Sweep(ctx); err != nil {
 				w.logger.Error(err, "Failed to end idle lab sessions")
+			}
+			if err := w.sessions.Attend(ctx, w.server.PagesOpen); err != nil {
+				w.logger.Error(err, "Failed to count the learners' time on task")
 			}
 		}
 	}
