@@ -23,6 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/oplab-dev/oplab/controller"
+	"github.com/oplab-dev/oplab/web/challenges"
 	"github.com/oplab-dev/oplab/web/classroom"
 	"github.com/oplab-dev/oplab/web/code"
 	"github.com/oplab-dev/oplab/web/demo"
@@ -57,6 +58,12 @@ type Sessions interface {
 	instructor.Learners
 	instructor.LabSessions
 	progress.Sessions
+	// What the server saw of each learner's work: the challenges' checks
+	// and grading, the quiz's grading and the flashcards' reviews.
+	challenges.Records
+	learn.Recorder
+	instructor.Hands
+	instructor.EndedSessions
 }
 
 // States is what the lab page and the roster read of the lab's state
@@ -151,6 +158,9 @@ type Options struct {
 	// MaxCodeRuns caps the learners whose code runs at once; zero means
 	// code.Options' default.
 	MaxCodeRuns int
+	// CodeVerdicts gives each learner's latest reconciler test verdict for
+	// the roster and the class export (the code tester); nil: none.
+	CodeVerdicts instructor.CodeVerdicts
 	// Now is the clock of the costly requests' limits (costly.go); nil:
 	// time.Now.
 	Now    func() time.Time
@@ -197,6 +207,52 @@ func (s *Server) CodeOf(ns string) *stream.Code {
 	}
 	return nil
 }
+
+// scenarioCheckEvery bounds how often a learner's claim that they saw a
+// scenario through makes the server read their timeline: a report is
+// cheap to send, an export is not.
+const scenarioCheckEvery = 5 * time.Second
+
+// verifyScenarios checks, on the reporter's own recorded timeline, each
+// scenario their report claims seen through that the server knows they
+// set up and has not found done yet, and records those whose point it
+// finds (lab.Scenario.SeenIn). A claim alone is kept as self-reported.
+func (s *Server) verifyScenarios(r *http.Request, p progress.Progress) {
+	ns, err := s.opts.Sessions.NamespaceOf(r)
+	if err != nil || len(p.Scenarios) == 0 {
+		return
+	}
+	now := time.Now()
+	type claim struct {
+		sc    lab.Scenario
+		since time.Time
+	}
+	var todo []claim
+	s.opts.Sessions.Record(r.Context(), ns, func(rec *progress.Record) bool {
+		for _, name := range p.Scenarios {
+			sr := rec.Scenarios[name]
+			sc, ok := lab.FindScenario(name)
+			if !ok || sr == nil || sr.Done != 0 || now.Sub(time.UnixMilli(sr.Checked)) < scenarioCheckEvery {
+				continue
+			}
+			sr.Checked = now.UnixMilli()
+			todo = append(todo, claim{sc, time.UnixMilli(sr.Started)})
+		}
+		return false
+	})
+	if len(todo) == 0 {
+		return
+	}
+	messages := s.opts.Recorder.Export(ns).Messages
+	for _, c := range todo {
+		if c.sc.SeenIn(messages, c.since) {
+			s.opts.Sessions.Record(r.Context(), ns, func(rec *progress.Record) bool { return rec.ScenarioDone(c.sc.Name, now.UnixMilli()) })
+		}
+	}
+}
+
+// records is where the challenges' checks record what they found.
+func (s *Server) records() challenges.Records { return s.opts.Sessions }
 
 // known is what a learner's progress report may name: the lab's
 // scenarios, the course's challenges with their tasks, and its quiz.
@@ -272,7 +328,7 @@ func (s *Server) routes(ctx context.Context) (http.Handler, error) {
 		Controller: s.opts.Controller, Exporter: s.opts.Recorder, History: s.opts.Recorder, KubectlLine: s.opts.KubectlLine,
 		KubeconfigPath: kubeconfig.Path, KubectlCommand: kubeconfig.Command,
 		MaxDatabases: s.opts.MaxDatabasesPerNamespace, Classroom: s.classroom, ClientOf: session.ClientAddress(s.opts.TrustedProxies),
-		Logger: s.opts.Logger.WithName("lab"),
+		Records: sessions, Logger: s.opts.Logger.WithName("lab"),
 	}
 	// The code page comes first: the lab's export carries its code.
 	if s.opts.LearnerCode != nil {
@@ -283,7 +339,7 @@ func (s *Server) routes(ctx context.Context) (http.Handler, error) {
 	}
 	labs := lab.New(labOpts)
 	labs.Register(mux)
-	progress.Handler{Sessions: sessions, Known: known(s.opts.Content)}.Register(mux)
+	progress.Handler{Sessions: sessions, Known: known(s.opts.Content), Reported: s.verifyScenarios}.Register(mux)
 	join.Handler{Sessions: sessions, Logger: s.opts.Logger.WithName("join")}.Register(mux)
 	kubeconfig.Handler{Sessions: sessions, Minter: s.opts.Kubeconfigs, Logger: s.opts.Logger.WithName("kubeconfig")}.Register(mux)
 	// The scripted demos play in the instructor's own lab namespace and
@@ -304,14 +360,14 @@ func (s *Server) routes(ctx context.Context) (http.Handler, error) {
 		Roster: instructor.Roster{Learners: sessions, States: s.opts.States, Pauses: s.opts.Controller, Deleter: direct,
 			Broadcaster: cmp.Or[instructor.Broadcaster](s.opts.Broadcaster, s.classroom), JoinCode: s.opts.JoinCode,
 			Presence: &s.presence, Self: sessions.NamespaceOf, Presenting: s.classroom.Presenting, ResetWait: s.opts.ResetWait,
-			Content: s.opts.Content},
+			Content: s.opts.Content, Code: s.opts.CodeVerdicts, Hands: sessions, Ended: sessions},
 		Present: instructor.Presenting{Classroom: s.classroom, Sessions: sessions},
 		Timer:   s.classroom,
 		// Looking over a learner's shoulder: their lab read-only, and its
 		// stream, behind the instructor's cookie.
 		Look: instructor.Look{Page: labs.LookPage, Stream: func(string) http.Handler { return lookStreams }},
 	}).Register(mux)
-	learn.Register(mux, s.opts.Content)
+	learn.RegisterWith(mux, s.opts.Content, sessions)
 	s.registerChallenges(ctx, mux)
 	return SecurityHeaders(bodyDeadline(checkHost(s.opts.AllowedHosts, protect(s.limitCostly(mux))))), nil
 }

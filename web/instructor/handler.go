@@ -118,6 +118,7 @@ func (h *Handler) Register(mux *http.ServeMux) {
 	h.registerPresent(mux)
 	h.registerTimer(mux)
 	h.registerLook(mux)
+	h.registerHelp(mux)
 }
 
 // access is what a request proves about the token.

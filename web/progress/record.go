@@ -107,6 +107,9 @@ type CardRecord struct {
 type ScenarioRecord struct {
 	Started int64 `json:"started,omitempty"` // Unix ms
 	Done    int64 `json:"done,omitempty"`    // Unix ms; 0: not yet
+	// Checked is when the server last read the learner's timeline for
+	// it (Unix ms), so a flood of claims costs one read in a while.
+	Checked int64 `json:"-"`
 }
 
 // ChallengeStarted records a Start of challenge id at at (Unix ms): the

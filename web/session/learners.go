@@ -105,6 +105,16 @@ func (m *Manager) Record(ctx context.Context, ns string, f func(*progress.Record
 	return found
 }
 
+// RecordFor is Record for the caller's session, if they have one (the
+// quiz and flashcards need none: a reader without a lab records nothing).
+func (m *Manager) RecordFor(r *http.Request, f func(*progress.Record) bool) {
+	m.update(r, func(e *entry) {
+		if f(&e.record) {
+			e.dirty = true
+		}
+	})
+}
+
 // RecordOf returns a copy of the server's record of ns's session.
 func (m *Manager) RecordOf(ctx context.Context, ns string) (progress.Record, bool) {
 	var out progress.Record
