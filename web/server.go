@@ -64,6 +64,7 @@ type Sessions interface {
 	learn.Recorder
 	instructor.Hands
 	instructor.EndedSessions
+	join.Standing
 }
 
 // States is what the lab page and the roster read of the lab's state
@@ -158,6 +159,13 @@ type Options struct {
 	// MaxCodeRuns caps the learners whose code runs at once; zero means
 	// code.Options' default.
 	MaxCodeRuns int
+	// PublicURL is where learners reach oplab (scheme and host), for the
+	// join link and its QR code; empty: the address the instructor's
+	// browser used.
+	PublicURL string
+	// KeepEnded is how long an ended session is kept, as the learner's
+	// page says it (session.Options.KeepFor); zero: its default.
+	KeepEnded time.Duration
 	// CodeVerdicts gives each learner's latest reconciler test verdict for
 	// the roster and the class export (the code tester); nil: none.
 	CodeVerdicts instructor.CodeVerdicts
@@ -340,7 +348,9 @@ func (s *Server) routes(ctx context.Context) (http.Handler, error) {
 	labs := lab.New(labOpts)
 	labs.Register(mux)
 	progress.Handler{Sessions: sessions, Known: known(s.opts.Content), Reported: s.verifyScenarios}.Register(mux)
-	join.Handler{Sessions: sessions, Logger: s.opts.Logger.WithName("join")}.Register(mux)
+	joins := join.Handler{Sessions: sessions, KeepFor: s.opts.KeepEnded, Logger: s.opts.Logger.WithName("join")}
+	joins.Register(mux)
+	joins.RegisterStanding(mux, sessions)
 	kubeconfig.Handler{Sessions: sessions, Minter: s.opts.Kubeconfigs, Logger: s.opts.Logger.WithName("kubeconfig")}.Register(mux)
 	// The scripted demos play in the instructor's own lab namespace and
 	// narrate on its timeline and, through the classroom, to the room.
@@ -363,6 +373,8 @@ func (s *Server) routes(ctx context.Context) (http.Handler, error) {
 			Content: s.opts.Content, Code: s.opts.CodeVerdicts, Hands: sessions, Ended: sessions},
 		Present: instructor.Presenting{Classroom: s.classroom, Sessions: sessions},
 		Timer:   s.classroom,
+		Class:   s.classroom,
+		Join:    instructor.Join{PublicURL: s.opts.PublicURL, Code: s.opts.JoinCode},
 		// Looking over a learner's shoulder: their lab read-only, and its
 		// stream, behind the instructor's cookie.
 		Look: instructor.Look{Page: labs.LookPage, Stream: func(string) http.Handler { return lookStreams }},

@@ -173,7 +173,7 @@ func (h *Handler) page(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	sess, err := h.opts.Sessions.Begin(w, r)
-	if errors.Is(err, session.ErrJoin) {
+	if errors.Is(err, session.ErrJoin) || errors.Is(err, session.ErrEnded) {
 		join.WriteForm(w, r, h.opts.Logger, err)
 		return
 	}

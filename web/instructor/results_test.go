@@ -46,7 +46,7 @@ func (k *memKeeper) Kept(context.Context) ([][]byte, error) {
 	return out, nil
 }
 func (k *memKeeper) Export(context.Context, string) ([]byte, error) { return nil, nil }
-func (k *memKeeper) Forget(context.Context, string) error          { return nil }
+func (k *memKeeper) Forget(context.Context, string) error           { return nil }
 
 // TestClassResultsExport: the instructor downloads the class's results as
 // CSV (with a byte order mark for Excel on request) and JSON, one row per

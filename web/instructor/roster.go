@@ -201,6 +201,11 @@ func defaultDestinations(content *learn.Content) []Destination {
 	course, set := content.Course, content.Challenges
 	for _, l := range course.Lessons {
 		d = append(d, Destination{Href: l.URL(), Title: "Lesson: " + l.Title})
+		// A section of it: the class goes to the part being taught, not
+		// to the top of a long page.
+		for _, sec := range l.Sections {
+			d = append(d, Destination{Href: l.URL() + "#" + sec.ID, Title: "  § " + l.Title + ": " + sec.Title})
+		}
 	}
 	d = append(d, Destination{Href: "/challenges", Title: "Challenges: the list"})
 	for _, c := range set.Challenges {
@@ -447,9 +452,9 @@ type Learner struct {
 	Help *session.Help
 	// Joined and Seen are when the session began and its last request
 	// (left out of the row's digest: the export reads them).
-	Joined time.Time `json:"-"`
-	Seen   time.Time `json:"-"`
-	Paused bool
+	Joined     time.Time `json:"-"`
+	Seen       time.Time `json:"-"`
+	Paused     bool
 	LastActive string
 	// Reset is the learner's latest reset; nil when none ran lately.
 	Reset *ResetStatus

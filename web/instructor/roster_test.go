@@ -208,6 +208,16 @@ func TestSendEveryoneOffersTheWholeCourse(t *testing.T) {
 	c := instructorCookie()
 	body := do(mux, "GET", "/instructor", nil, c).Body.String()
 	want := []string{"/lab?scenario=finalizer", "/challenges", "/challenges/owner-gc", "/quiz", "/flashcards", "/code"}
+	// A section of a lesson, not only its top.
+	for _, l := range content(t).Course.Lessons {
+		if len(l.Sections) > 1 {
+			want = append(want, l.URL()+"#"+l.Sections[1].ID)
+			break
+		}
+	}
+	if len(want) != 7 {
+		t.Fatal("no lesson of the course has two sections to send the class to")
+	}
 	for _, href := range want {
 		if !strings.Contains(body, `<option value="`+href+`"`) {
 			t.Errorf("send everyone does not offer %s", href)

@@ -73,7 +73,7 @@ type Options struct {
 	Records interface {
 		Record(ctx context.Context, ns string, f func(*progress.Record) bool) bool
 	}
-	Store Store
+	Store      Store
 	Sessions   Sessions
 	States     States
 	Controller Controller

@@ -33,7 +33,9 @@ type throughMessage struct {
 func (s Scenario) SeenIn(messages []json.RawMessage, since time.Time) bool {
 	db := s.Through.Database
 	terminating := false
-	isDB := func(m throughMessage) bool { return m.Type == "state" && m.Object.Kind == "Database" && m.Object.Name == db }
+	isDB := func(m throughMessage) bool {
+		return m.Type == "state" && m.Object.Kind == "Database" && m.Object.Name == db
+	}
 	finalized := func(m throughMessage) bool { return m.Type == "finalizer" && m.Database == db && m.Phase == "removed" }
 	for _, raw := range messages {
 		var m throughMessage

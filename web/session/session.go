@@ -34,6 +34,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -469,6 +470,11 @@ func (m *Manager) begin(w http.ResponseWriter, r *http.Request, name string, how
 		}
 		if err := m.checkJoin(r); err != nil {
 			return Session{}, err
+		}
+		// A join link carries the code and no name: the learner is asked
+		// for it first, so no row of the roster reads "Unnamed".
+		if code := strings.TrimSpace(r.URL.Query().Get(JoinField)); m.opts.JoinCode != "" && name == "" && r.Method == http.MethodGet && code != "" {
+			return Session{}, &JoinError{AskName: true, Code: code}
 		}
 	}
 	token, err := randomString(20)

@@ -104,6 +104,8 @@ type Options struct {
 	// NamespaceRoles are the ClusterRoles oplab binds to itself in each
 	// learner namespace (labns.KubeNamespaces.Roles); empty: none.
 	NamespaceRoles []string
+	// PublicURL is where learners reach oplab (web.Options.PublicURL).
+	PublicURL string
 	// KeepEnded is how long an ended session's export and results are
 	// kept (session.Options.KeepFor); zero: session.DefaultKeepFor.
 	KeepEnded time.Duration
@@ -303,7 +305,7 @@ func NewWeb(ctx context.Context, opts Options) (*Web, error) {
 		InstructorToken: opts.InstructorToken, JoinCode: opts.JoinCode, DemoDwell: opts.DemoDwell, ResetWait: opts.ResetWait, Demos: opts.Demos, Content: opts.Content,
 		Broadcaster: opts.Broadcaster, KubectlLine: opts.KubectlLine, Ready: opts.Ready,
 		MaxDatabasesPerNamespace: opts.MaxDatabasesPerNamespace, TrustedProxies: opts.TrustedProxies,
-		AllowedHosts: opts.AllowedHosts, MaxCodeRuns: opts.MaxCodeRuns, Logger: opts.Logger,
+		AllowedHosts: opts.AllowedHosts, MaxCodeRuns: opts.MaxCodeRuns, KeepEnded: opts.KeepEnded, PublicURL: opts.PublicURL, Logger: opts.Logger,
 	})
 	if err != nil {
 		return nil, err
