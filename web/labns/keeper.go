@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"maps"
@@ -13,6 +14,10 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	"github.com/oplab-dev/oplab/controller"
+	"github.com/oplab-dev/oplab/controller/api/v1alpha1"
 )
 
 // An ended session's namespace is deleted with everything in it, so what
@@ -164,4 +169,29 @@ func (n KubeNamespaces) Forget(ctx context.Context, namespace string) error {
 		return fmt.Errorf("forget the ended session of %s: %w", namespace, err)
 	}
 	return nil
+}
+
+// ReleaseDatabases removes the controller's finalizer from every Database
+// in namespace ns, which its session's end is about to delete: the
+// controller no longer reconciles it (controller.Runner.EndNamespace), and
+// a final snapshot there would go with the namespace. Without it the
+// namespace would wait, Terminating, for a finalizer nobody removes.
+func (n KubeNamespaces) ReleaseDatabases(ctx context.Context, ns string) error {
+	var list v1alpha1.DatabaseList
+	if err := n.Client.List(ctx, &list, client.InNamespace(ns)); err != nil {
+		return fmt.Errorf("list the Databases of %s: %w", ns, err)
+	}
+	var errs []error
+	for i := range list.Items {
+		db := &list.Items[i]
+		if !controllerutil.ContainsFinalizer(db, controller.Finalizer) {
+			continue
+		}
+		patch := client.MergeFrom(db.DeepCopy())
+		controllerutil.RemoveFinalizer(db, controller.Finalizer)
+		if err := client.IgnoreNotFound(n.Client.Patch(ctx, db, patch)); err != nil {
+			errs = append(errs, fmt.Errorf("release Database %s/%s: %w", ns, db.Name, err))
+		}
+	}
+	return errors.Join(errs...)
 }

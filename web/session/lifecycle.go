@@ -127,6 +127,16 @@ func (m *Manager) Reclaim(ctx context.Context) (int, error) {
 func (m *Manager) end(ctx context.Context, e *entry, hash, reason string) error {
 	kept, keepErr := m.keep(ctx, e, hash, reason)
 	m.revoke(ctx, e.namespace)
+	// The controller stops acting there first, then lets its Databases
+	// go: reconciles in a terminating namespace fail, retry and log.
+	if m.opts.Ending != nil {
+		m.opts.Ending(e.namespace)
+	}
+	if r, ok := m.opts.Namespaces.(Releaser); ok {
+		if err := r.ReleaseDatabases(ctx, e.namespace); err != nil {
+			keepErr = errors.Join(keepErr, err)
+		}
+	}
 	if err := m.opts.Namespaces.Delete(ctx, e.namespace); err != nil {
 		return errors.Join(keepErr, fmt.Errorf("delete ended lab namespace %s: %w", e.namespace, err))
 	}
@@ -142,6 +152,12 @@ func (m *Manager) end(ctx context.Context, e *entry, hash, reason string) error 
 		m.opts.OnExpire(e.namespace)
 	}
 	return nil
+}
+
+// Releaser lets an ended namespace's Databases go before it is deleted
+// (labns.KubeNamespaces.ReleaseDatabases).
+type Releaser interface {
+	ReleaseDatabases(ctx context.Context, ns string) error
 }
 
 // endAll ends sessions side by side, a few at a time: 300 sessions ending

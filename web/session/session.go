@@ -142,6 +142,10 @@ type Options struct {
 	Keep Keeper
 	// KeepFor is how long an ended session is kept; default DefaultKeepFor.
 	KeepFor time.Duration
+	// Ending, when set, is told of a namespace about to be deleted with
+	// its session (controller.Runner.EndNamespace), so the controller
+	// stops acting there first.
+	Ending func(namespace string)
 	// ExportOf returns the lab export of a namespace (its timeline and
 	// code), taken as its session ends; nil: none is kept.
 	ExportOf func(namespace string) []byte

@@ -261,6 +261,7 @@ func NewWeb(ctx context.Context, opts Options) (*Web, error) {
 		Keep:            explainedKeeper{kube},
 		KeepFor:         opts.KeepEnded,
 		ExportOf:        exportOf,
+		Ending:          endingOf(opts.Controller),
 		NamespacePrefix: prefix, Revoke: explainRevoke(issuer.Revoke),
 		IdleTimeout: opts.SessionIdleTimeout, NewIdleTimeout: opts.SessionNewIdleTimeout,
 		MaxSessions: opts.MaxSessions, MaxPerClient: opts.MaxSessionsPerClient, ClientOf: session.ClientAddress(opts.TrustedProxies),
@@ -420,6 +421,15 @@ func newIssuer(opts Options) (*kubeconfig.Issuer, error) {
 		return nil, err
 	}
 	return &kubeconfig.Issuer{Client: cs, Cluster: cl}, nil
+}
+
+// endingOf is the controller's EndNamespace, when it has one (the Runner
+// does; a test's stand-in may not).
+func endingOf(c web.Controller) func(string) {
+	if e, ok := c.(interface{ EndNamespace(ns string) }); ok {
+		return e.EndNamespace
+	}
+	return nil
 }
 
 // restartedStep tells the learner of a restored session, on their timeline,

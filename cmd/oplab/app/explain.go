@@ -63,3 +63,12 @@ func (k explainedKeeper) Kept(ctx context.Context) ([][]byte, error) {
 func (k explainedKeeper) Forget(ctx context.Context, ns string) error {
 	return permission.Explain(k.Keeper.Forget(ctx, ns))
 }
+
+// ReleaseDatabases passes on to the namespaces' own.
+func (n explainedNamespaces) ReleaseDatabases(ctx context.Context, ns string) error {
+	r, ok := n.Namespaces.(session.Releaser)
+	if !ok {
+		return nil
+	}
+	return permission.Explain(r.ReleaseDatabases(ctx, ns))
+}
