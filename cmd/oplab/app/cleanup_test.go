@@ -235,7 +235,18 @@ func TestEndingAClassLogsOneLineANamespace(t *testing.T) {
 				errs = append(errs, l)
 			}
 		}
-		t.Errorf("%d error lines while a class ended cleanly, first: %s", errorLines, strings.Join(errs[:min(3, len(errs))], "\n"))
+		// The kinds, namespaces and IDs taken out, most frequent first.
+		norm := regexp.MustCompile(prefix + `[a-z0-9]+|[0-9a-f]{8}-[0-9a-f-]{27}|"reconcileID"="[^"]*"`)
+		kinds := map[string]int{}
+		for _, l := range errs {
+			kinds[norm.ReplaceAllString(l, "…")[:min(len(l), 220)]]++
+		}
+		var byCount []string
+		for k, n := range kinds {
+			byCount = append(byCount, fmt.Sprintf("%5d× %s", n, k))
+		}
+		sort.Sort(sort.Reverse(sort.StringSlice(byCount)))
+		t.Errorf("%d error lines while a class ended cleanly, by kind:\n%s", errorLines, strings.Join(byCount[:min(10, len(byCount))], "\n"))
 	}
 	// Every learner's export was kept.
 	kept, err := w.Sessions().ListEnded(ctx)
