@@ -128,7 +128,9 @@ func TestEndingAClassLogsOneLineANamespace(t *testing.T) {
 		t.Fatal(err)
 	}
 	kube := labns.KubeNamespaces{Client: c, Prefix: prefix}
-	t.Cleanup(func() { _ = c.Delete(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: kube.ClassNamespace()}}) })
+	t.Cleanup(func() {
+		_ = c.Delete(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: kube.ClassNamespace()}})
+	})
 
 	t.Log("oplab is up")
 	n := learnersForCleanup()
