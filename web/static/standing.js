@@ -17,7 +17,9 @@ const box = h("div", { id: "standing", class: "standing" });
 const say = h("p", { id: "standing-say", class: "visually-hidden", role: "status" });
 box.append(say);
 const onInstructorPage = location.pathname.startsWith("/instructor");
-const lookingOn = !!document.querySelector("#lab[data-look]");
+// The lab looked at over a shoulder carries data-look with the learner;
+// every lab has the attribute, empty when it is the viewer's own.
+const lookingOn = !!document.querySelector("#lab[data-look]:not([data-look=\"\"])");
 
 let st = null; // the last standing the server gave
 let skew = 0; // server clock minus this page's
