@@ -75,7 +75,7 @@ func TestBrowserAClassThatSpeaks(t *testing.T) {
 		chromedp.SendKeys(`input[name="text"]`, "Open the finalizer lesson, section 2"), chromedp.Submit(`input[name="text"]`))
 	poll(t, instr, "the help queue", `!!document.getElementById("help-list")`)
 	e.server.Classroom().Halted("Ada", "watch what piles up while nothing reconciles")
-	browsertest.Eventually(t, learner, `!!document.getElementById("class-halt") && !!document.getElementById("class-message")`, "true")
+	browsertest.Eventually(t, learner, `String(!!document.getElementById("class-halt") && !!document.getElementById("class-message"))`, "true")
 	if got := browsertest.Eval[string](t, learner, `document.getElementById("class-halt").textContent`); !strings.Contains(got, "Ada stopped the controller for everyone") ||
 		!strings.Contains(got, "watch what piles up") {
 		t.Errorf("the learner's page says %q; want who stopped it and why", got)
@@ -95,14 +95,14 @@ func TestBrowserAClassThatSpeaks(t *testing.T) {
 	browsertest.Do(t, instr, chromedp.Click("#stop-all summary"), chromedp.WaitVisible(chromedp.CSS(`#stop-all input[name="confirm"]`)))
 	shoot(t, instr, src, "class-instructor")
 	browsertest.Do(t, instr, chromedp.Click(`#hand-`+ns+` form button`), chromedp.WaitVisible(chromedp.CSS("#roster-h")))
-	browsertest.Eventually(t, learner, `document.querySelector(".standing-hand.raised")?.dataset.answered === "true"`, "true")
+	browsertest.Eventually(t, learner, `String(document.querySelector(".standing-hand.raised")?.dataset.answered === "true")`, "true")
 
 	// The projector's join screen.
 	proj := e.tab(t)
 	browsertest.Do(t, proj, chromedp.Navigate(e.http.URL+"/instructor?token="+url.QueryEscape(testInstructorToken)),
 		chromedp.WaitVisible(chromedp.CSS("#join-screen-link")), chromedp.Click("#join-screen-link"),
 		chromedp.WaitVisible(chromedp.CSS(".join-screen-qr")))
-	browsertest.Eventually(t, proj, `document.querySelector(".join-screen-qr").naturalWidth > 0`, "true")
+	browsertest.Eventually(t, proj, `String(document.querySelector(".join-screen-qr").naturalWidth > 0)`, "true")
 	shoot(t, proj, src, "class-join-screen")
 
 	// The idle expiry comes: the banner, then Stay.
@@ -114,7 +114,7 @@ func TestBrowserAClassThatSpeaks(t *testing.T) {
 	}
 	shoot(t, learner, src, "class-expiry-banner")
 	browsertest.Do(t, learner, chromedp.Click("#standing-stay"))
-	browsertest.Eventually(t, learner, `!document.getElementById("standing-stay")`, "true")
+	browsertest.Eventually(t, learner, `String(!document.getElementById("standing-stay"))`, "true")
 
 	// The class ends: the learner's page goes to their ended lab.
 	browsertest.Do(t, instr, chromedp.Navigate(e.http.URL+"/instructor#class"), chromedp.Click("#class summary"),
