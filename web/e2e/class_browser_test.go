@@ -72,7 +72,8 @@ func TestBrowserAClassThatSpeaks(t *testing.T) {
 	// The instructor speaks: a broadcast, and (as a stop would, without
 	// stopping the controller the other tests share) who stopped it and why.
 	browsertest.Do(t, instr, chromedp.Navigate(e.http.URL+"/instructor"), chromedp.WaitVisible(chromedp.CSS(`input[name="text"]`)),
-		chromedp.SendKeys(`input[name="text"]`, "Open the finalizer lesson, section 2"), chromedp.Submit(`input[name="text"]`))
+		chromedp.SendKeys(`input[name="text"]`, "Open the finalizer lesson, section 2"), chromedp.Submit(`input[name="text"]`),
+		chromedp.WaitVisible(chromedp.CSS("p.flash-ok")))
 	poll(t, instr, "the help queue", `!!document.getElementById("help-list")`)
 	e.server.Classroom().Halted("Ada", "watch what piles up while nothing reconciles")
 	browsertest.Eventually(t, learner, `String(!!document.getElementById("class-halt") && !!document.getElementById("class-message"))`, "true")
@@ -84,7 +85,7 @@ func TestBrowserAClassThatSpeaks(t *testing.T) {
 
 	// The help queue, with Look one click away, and the stop-all form
 	// opened: it asks for a confirmation.
-	browsertest.Do(t, instr, chromedp.Reload())
+	browsertest.Do(t, instr, chromedp.Reload(), chromedp.WaitVisible(chromedp.CSS("#roster-h")))
 	poll(t, instr, "the learner's hand in the queue", `!!document.getElementById("hand-`+ns+`")`)
 	if got := browsertest.Eval[string](t, instr, `document.getElementById("hand-`+ns+`").textContent`); !strings.Contains(got, "Ana") || !strings.Contains(got, "never turns Ready") {
 		t.Errorf("the help queue shows %q", got)
@@ -119,10 +120,18 @@ func TestBrowserAClassThatSpeaks(t *testing.T) {
 	// The class ends: the learner's page goes to their ended lab.
 	browsertest.Do(t, instr, chromedp.Navigate(e.http.URL+"/instructor#class"), chromedp.Click("#class summary"),
 		chromedp.Click(`#class input[name="confirm"]`), chromedp.Submit(`#class input[name="confirm"]`))
-	if _, err := chromedp.Run(learner, chromedp.Poll[chromedp.Void](`location.pathname === "/lab/ended" && !!document.getElementById("ended-export")`,
-		chromedp.WithPollingTimeout(2*time.Minute))); err != nil {
-		failedShot(t, learner)
-		t.Fatalf("the learner's page did not go to their ended lab: %v", err)
+	// The page navigates by itself: an evaluation during the move fails,
+	// and is asked again.
+	for end := time.Now().Add(2 * time.Minute); ; {
+		there, err := chromedp.Run(learner, chromedp.Evaluate[bool](`location.pathname === "/lab/ended" && !!document.getElementById("ended-export")`))
+		if err == nil && there {
+			break
+		}
+		if time.Now().After(end) {
+			failedShot(t, learner)
+			t.Fatalf("the learner's page did not go to their ended lab (last: %v)", err)
+		}
+		time.Sleep(200 * time.Millisecond)
 	}
 	shoot(t, learner, src, "class-ended")
 	// The export kept reads back, on the learner's own cookie.

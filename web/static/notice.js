@@ -32,7 +32,7 @@ function draw(state) {
   drawn = key;
   const parts = [say];
   if (halt) {
-    const why = halt.reason ? `: ${halt.reason}` : ".";
+    const why = halt.reason ? `: ${/[.!?]$/.test(halt.reason) ? halt.reason : halt.reason + "."}` : ".";
     parts.push(h("p", { class: "class-halt", id: "class-halt" }, h("b", {}, `${halt.by} stopped the controller for everyone`), why,
       " Nothing reconciles in any namespace until they start it again; your changes wait, queued."));
     sayOnce("halt", String(halt.since), `${halt.by} stopped the controller for everyone${why}`);
