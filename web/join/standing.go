@@ -274,7 +274,9 @@ func endedView(e session.Ended, keepFor time.Duration) Ended {
 	if rec.Cards.Reviews > 0 {
 		v.Results = append(v.Results, fmt.Sprintf("%d flashcard reviews", rec.Cards.Reviews))
 	}
-	if rec.ActiveMinutes > 0 {
+	if rec.ActiveMinutes == 1 {
+		v.Results = append(v.Results, "1 minute on task")
+	} else if rec.ActiveMinutes > 1 {
 		v.Results = append(v.Results, fmt.Sprintf("%d minutes on task", rec.ActiveMinutes))
 	}
 	return v
