@@ -175,6 +175,8 @@ func run(ctx context.Context, c config, out io.Writer) (retErr error) {
 		TrustedProxies:           c.trustedProxies,
 		InstructorToken:          c.instructorToken,
 		JoinCode:                 c.joinCode,
+		PublicURL:                c.publicURL,
+		KeepEnded:                c.keepEnded,
 		Content:                  content,
 		Demos:                    c.demos,
 		NamespacePrefix:          c.namespacePrefix,

@@ -86,8 +86,9 @@ type learner struct {
 	last     *sandbox.SourceError
 	runs     int
 	lastRun  time.Time
-	// test is the learner's last Test my code.
-	test *testRun
+	// test is the learner's last Test my code; verdict the last that
+	// finished with one.
+	test, verdict *testRun
 }
 
 // New returns the handler.
@@ -224,7 +225,7 @@ func (h *Handler) learnerOf(ns string) *learner {
 // lesson's link may be their first visit), or asks for the join code.
 func (h *Handler) page(w http.ResponseWriter, r *http.Request) {
 	sess, err := h.opts.Sessions.Begin(w, r)
-	if errors.Is(err, session.ErrJoin) {
+	if errors.Is(err, session.ErrJoin) || errors.Is(err, session.ErrEnded) {
 		join.WriteForm(w, r, h.opts.Logger, err)
 		return
 	}

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -267,17 +268,24 @@ func (h *Handler) startTest(w http.ResponseWriter, r *http.Request) {
 			tr.mu.Unlock()
 		})
 		tr.mu.Lock()
-		defer tr.mu.Unlock()
 		tr.ended = time.Now()
-		switch {
-		case err != nil:
+		if err != nil {
 			tr.state, tr.err = "failed", testFailure(err)
-			h.opts.Logger.Error(err, "A test of learner code failed", "namespace", ns)
-		default:
+		} else {
 			tr.state, tr.result = "done", res
-			h.opts.Logger.Info("Tested learner code", "namespace", ns, "passed", res.Passed, "schedules", res.Schedules,
-				"findings", len(res.Findings), "took", res.Took.Round(time.Millisecond))
 		}
+		tr.mu.Unlock()
+		if err != nil {
+			h.opts.Logger.Error(err, "A test of learner code failed", "namespace", ns)
+			return
+		}
+		// (l's lock after tr's is let go: startTest takes them the other
+		// way round.)
+		l.mu.Lock()
+		l.verdict = tr
+		l.mu.Unlock()
+		h.opts.Logger.Info("Tested learner code", "namespace", ns, "passed", res.Passed, "schedules", res.Schedules,
+			"findings", len(res.Findings), "took", res.Took.Round(time.Millisecond))
 	}()
 	httpx.JSON(w, http.StatusAccepted, testView{State: "running", Findings: []tester.Finding{}, Progress: &progressView{}})
 }
@@ -356,4 +364,42 @@ func exportOf(tr *tester.Trace) ([]byte, error) {
 	}
 	e := rec.Export(tr.Namespace)
 	return json.Marshal(e)
+}
+
+// Testing says the page offers Test my code.
+func (h *Handler) Testing() bool { return h.tests != nil }
+
+// Verdict is a learner's latest finished test, for the roster: passed, or
+// the patterns of its findings.
+type Verdict struct {
+	Passed    bool
+	Patterns  []string
+	Schedules int
+	At        time.Time
+}
+
+// VerdictOf is ns's latest finished test's verdict; ok is false when the
+// learner has finished none.
+func (h *Handler) VerdictOf(ns string) (Verdict, bool) {
+	h.mu.Lock()
+	l, found := h.learners[ns]
+	h.mu.Unlock()
+	if !found {
+		return Verdict{}, false
+	}
+	l.mu.Lock()
+	tr := l.verdict
+	l.mu.Unlock()
+	if tr == nil {
+		return Verdict{}, false
+	}
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	v := Verdict{Passed: tr.result.Passed, Schedules: tr.result.Schedules, At: tr.ended}
+	for _, f := range tr.result.Findings {
+		if !slices.Contains(v.Patterns, f.Pattern) {
+			v.Patterns = append(v.Patterns, f.Pattern)
+		}
+	}
+	return v, true
 }

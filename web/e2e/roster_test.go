@@ -606,9 +606,17 @@ func TestBrowserJoinCode(t *testing.T) {
 		t.Fatal(err)
 	}
 	shows(t, ctx, "the name the session holds, back in the field", `document.getElementById("learner-name-input").value === "Alan" && localStorage.getItem("oplab.name") === "Alan"`, "#learner-name")
-	// A link with the code works too, in a browser of its own.
+	// A link with the code works too, in a browser of its own: it asks
+	// the name (the code is kept), and then the lab is made.
 	other := e.tab(t)
-	if err := chromedp.Do(other, chromedp.Navigate(h.URL+"/lab?join=blue-otter"), chromedp.WaitVisible(chromedp.CSS("#lab"))); err != nil {
+	if err := chromedp.Do(other, chromedp.Navigate(h.URL+"/lab?join=blue-otter"), chromedp.WaitVisible(chromedp.CSS(`form.join input[name="name"]`))); err != nil {
+		t.Fatal(err)
+	}
+	if ns := joinNamespaces(t, e); len(ns) != 1 {
+		t.Errorf("namespaces after a join link, before the name: %v, want still one", ns)
+	}
+	if err := chromedp.Do(other, chromedp.SendKeys(`form.join input[name="name"]`, "Grace"), chromedp.Submit(`form.join input[name="name"]`),
+		chromedp.WaitVisible(chromedp.CSS("#lab"))); err != nil {
 		t.Fatal(err)
 	}
 	if ns := joinNamespaces(t, e); len(ns) != 2 {

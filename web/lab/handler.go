@@ -16,6 +16,7 @@ import (
 
 	"github.com/oplab-dev/oplab/controller"
 	"github.com/oplab-dev/oplab/web/lab/dbview"
+	"github.com/oplab-dev/oplab/web/progress"
 	"github.com/oplab-dev/oplab/web/session"
 	"github.com/oplab-dev/oplab/web/stream"
 )
@@ -69,6 +70,12 @@ type LearnerCode interface {
 
 // Options configures the Handler.
 type Options struct {
+	// Records, when set, keeps when the learner set each scenario up, so
+	// the server can judge it seen through from their timeline
+	// (Scenario.SeenIn).
+	Records interface {
+		Record(ctx context.Context, ns string, f func(*progress.Record) bool) bool
+	}
 	Store      Store
 	Sessions   Sessions
 	States     States

@@ -11,6 +11,7 @@ import (
 
 	"github.com/oplab-dev/oplab/controller"
 	"github.com/oplab-dev/oplab/web/lab/dbview"
+	"github.com/oplab-dev/oplab/web/progress"
 )
 
 // Scenario is a "try it live" exercise, linked from lessons and the quiz as
@@ -269,7 +270,11 @@ func (h *Handler) setupScenario(ctx context.Context, ns string, r *http.Request)
 	if !ok {
 		return outcome{err: unknownScenario(name)}
 	}
+	started := time.Now()
 	msg, err := s.run(ctx, h, ns)
+	if err == nil && h.opts.Records != nil {
+		h.opts.Records.Record(ctx, ns, func(rec *progress.Record) bool { rec.ScenarioStarted(s.Name, started.UnixMilli()); return true })
+	}
 	return outcome{message: msg, err: err, scenario: s.Name}
 }
 

@@ -287,6 +287,20 @@ func (n KubeNamespaces) MarkActed(ctx context.Context, name string) error {
 	return client.IgnoreNotFound(n.Client.Patch(ctx, ns, client.RawPatch(types.MergePatchType, patch)))
 }
 
+// SaveLearner writes data (session.Saved's JSON) to the namespace's
+// LearnerAnnotation.
+func (n KubeNamespaces) SaveLearner(ctx context.Context, name string, data []byte) error {
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{LearnerAnnotation: string(data)}}})
+	if err != nil {
+		return fmt.Errorf("encode patch: %w", err)
+	}
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	if err := n.Client.Patch(ctx, ns, client.RawPatch(types.MergePatchType, patch)); err != nil {
+		return fmt.Errorf("save the learner of namespace %s: %w", name, err)
+	}
+	return nil
+}
+
 // List returns this instance's lab namespaces (by label) that are not
 // already being deleted.
 func (n KubeNamespaces) List(ctx context.Context) ([]Namespace, error) {
@@ -301,7 +315,7 @@ func (n KubeNamespaces) List(ctx context.Context) ([]Namespace, error) {
 	list.Items = append(list.Items, adopted...)
 	out := []Namespace{}
 	for _, ns := range list.Items {
-		if ns.DeletionTimestamp != nil || !n.ours(&ns) {
+		if ns.DeletionTimestamp != nil || !n.ours(&ns) || ns.Labels[RoleLabel] == RoleClass {
 			continue
 		}
 		// A namespace that cannot be brought up to date (a permission
@@ -313,6 +327,9 @@ func (n KubeNamespaces) List(ctx context.Context) ([]Namespace, error) {
 			Name: ns.Name, Created: ns.CreationTimestamp.Time,
 			CookieHash: ns.Annotations[CookieHashAnnotation], Acted: ns.Annotations[ActedAnnotation] == "true",
 		})
+		if l := ns.Annotations[LearnerAnnotation]; l != "" {
+			out[len(out)-1].Learner = []byte(l)
+		}
 	}
 	return out, nil
 }

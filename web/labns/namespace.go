@@ -31,6 +31,12 @@ const CookieHashAnnotation = "oplab.dev/session-sha256"
 // least once, so a restart keeps giving it the long idle timeout.
 const ActedAnnotation = "oplab.dev/session-acted"
 
+// LearnerAnnotation holds, as JSON, what the session table keeps of the
+// namespace's learner (session.Saved): their name, progress, what the
+// server saw of their work, when last seen. The learner's kubectl cannot
+// write a namespace, so they cannot write it either.
+const LearnerAnnotation = "oplab.dev/learner"
+
 // Namespace is a lab namespace found in the cluster.
 type Namespace struct {
 	Name    string
@@ -40,4 +46,6 @@ type Namespace struct {
 	CookieHash string
 	// Acted is whether its session ever came back (ActedAnnotation).
 	Acted bool
+	// Learner is the LearnerAnnotation's JSON; nil when none.
+	Learner []byte
 }

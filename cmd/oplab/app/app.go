@@ -10,6 +10,7 @@ package app
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -106,6 +107,11 @@ type Options struct {
 	// NamespaceRoles are the ClusterRoles oplab binds to itself in each
 	// learner namespace (labns.KubeNamespaces.Roles); empty: none.
 	NamespaceRoles []string
+	// PublicURL is where learners reach oplab (web.Options.PublicURL).
+	PublicURL string
+	// KeepEnded is how long an ended session's export and results are
+	// kept (session.Options.KeepFor); zero: session.DefaultKeepFor.
+	KeepEnded time.Duration
 	// KubeconfigServer is the API server URL learners' kubeconfigs name;
 	// empty means Config's host, the one the admin kubeconfig names.
 	KubeconfigServer string
@@ -238,10 +244,27 @@ func NewWeb(ctx context.Context, opts Options) (*Web, error) {
 			s.Ended(ns)
 		}
 	}
-	namespaces := labns.KubeNamespaces{Client: direct, MaxDatabases: opts.MaxDatabasesPerNamespace, Prefix: prefix,
+	// What a learner did is kept when their session ends: the lab's
+	// export (timeline and code) taken then, beside their results.
+	exportOf := func(ns string) []byte {
+		e := opts.Recorder.Export(ns)
+		if s := server.Load(); s != nil {
+			e.Code = s.CodeOf(ns)
+		}
+		b, err := json.Marshal(e)
+		if err != nil {
+			return nil
+		}
+		return b
+	}
+	kube := labns.KubeNamespaces{Client: direct, MaxDatabases: opts.MaxDatabasesPerNamespace, Prefix: prefix,
 		NoQuotaController: opts.NoQuotaController, Roles: opts.NamespaceRoles, Self: self, Logger: opts.Logger.WithName("namespaces")}
 	w.sessions, err = session.New(ctx, session.Options{
-		Namespaces:      explainedNamespaces{namespaces},
+		Namespaces:      explainedNamespaces{kube},
+		Keep:            explainedKeeper{kube},
+		KeepFor:         opts.KeepEnded,
+		ExportOf:        exportOf,
+		Ending:          endingOf(opts.Controller),
 		NamespacePrefix: prefix, Revoke: explainRevoke(issuer.Revoke),
 		IdleTimeout: opts.SessionIdleTimeout, NewIdleTimeout: opts.SessionNewIdleTimeout,
 		MaxSessions: opts.MaxSessions, MaxPerClient: opts.MaxSessionsPerClient, ClientOf: session.ClientAddress(opts.TrustedProxies),
@@ -286,8 +309,8 @@ func NewWeb(ctx context.Context, opts Options) (*Web, error) {
 		InstructorToken: opts.InstructorToken, JoinCode: opts.JoinCode, DemoDwell: opts.DemoDwell, ResetWait: opts.ResetWait, Demos: opts.Demos, Content: opts.Content,
 		Broadcaster: opts.Broadcaster, KubectlLine: opts.KubectlLine, Ready: opts.Ready,
 		MaxDatabasesPerNamespace: opts.MaxDatabasesPerNamespace, TrustedProxies: opts.TrustedProxies,
-		AllowedHosts: opts.AllowedHosts, MaxCodeRuns: opts.MaxCodeRuns, Logger: opts.Logger,
-		CodeTests: codeTests(opts, namespaces),
+		AllowedHosts: opts.AllowedHosts, MaxCodeRuns: opts.MaxCodeRuns, KeepEnded: opts.KeepEnded, PublicURL: opts.PublicURL, Logger: opts.Logger,
+		CodeTests: codeTests(opts, kube),
 	})
 	if err != nil {
 		return nil, err
@@ -345,6 +368,9 @@ func (w *Web) Run(ctx context.Context) error {
 			if _, err := w.sessions.Sweep(ctx); err != nil {
 				w.logger.Error(err, "Failed to end idle lab sessions")
 			}
+			if err := w.sessions.Attend(ctx, w.server.PagesOpen); err != nil {
+				w.logger.Error(err, "Failed to count the learners' time on task")
+			}
 		}
 	}
 }
@@ -399,6 +425,15 @@ func newIssuer(opts Options) (*kubeconfig.Issuer, error) {
 		return nil, err
 	}
 	return &kubeconfig.Issuer{Client: cs, Cluster: cl}, nil
+}
+
+// endingOf is the controller's EndNamespace, when it has one (the Runner
+// does; a test's stand-in may not).
+func endingOf(c web.Controller) func(string) {
+	if e, ok := c.(interface{ EndNamespace(ns string) }); ok {
+		return e.EndNamespace
+	}
+	return nil
 }
 
 // restartedStep tells the learner of a restored session, on their timeline,
