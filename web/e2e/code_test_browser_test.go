@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"encoding/csv"
 	"encoding/json"
 	"net/http"
 	"strings"
@@ -59,7 +60,7 @@ func waitVerdict(t *testing.T, e *testEnv, c *http.Client) testVerdict {
 func TestTestMyCodeForScripts(t *testing.T) {
 	t.Parallel()
 	e := needEnv(t)
-	c, _ := e.learner(t)
+	c, ns := e.learner(t)
 	post := func(src string) (int, string) {
 		resp, body := do(t, c, jsonPost(t, e.http.URL+"/code/test", map[string]string{"source": src}))
 		return resp.StatusCode, body
@@ -81,6 +82,30 @@ func TestTestMyCodeForScripts(t *testing.T) {
 	if f.Pattern != "budget" || f.Perturbation == "" || f.Step <= 0 || !strings.Contains(f.Message, "a reconcile still made") ||
 		!strings.Contains(f.Lesson, "#status-thrash") {
 		t.Errorf("the status-thrash starter's finding: %+v; want the budget it breaks, with its step and lesson", f)
+	}
+	// The instructor's results carry the verdict: an objective grade for
+	// "write a reconciler".
+	resp, csvText := get(t, e.instructorClient(t), e.http.URL+"/instructor/results.csv")
+	rows, err := csv.NewReader(strings.NewReader(csvText)).ReadAll()
+	if resp.StatusCode != http.StatusOK || err != nil || len(rows) < 2 {
+		t.Fatalf("results.csv = %d, %v, %d rows", resp.StatusCode, err, len(rows))
+	}
+	col := map[string]int{}
+	for i, h := range rows[0] {
+		col[h] = i
+	}
+	found := false
+	for _, row := range rows[1:] {
+		if row[col["namespace"]] == ns {
+			found = true
+			if row[col["code test"]] != "failed" || !strings.Contains(row[col["code test patterns"]], "budget") || row[col["code test schedules"]] != "1" {
+				t.Errorf("the results' code test for %s: %q, %q, %q schedules; want failed, budget, 1", ns,
+					row[col["code test"]], row[col["code test patterns"]], row[col["code test schedules"]])
+			}
+		}
+	}
+	if !found {
+		t.Errorf("no row for %s in results.csv", ns)
 	}
 }
 
