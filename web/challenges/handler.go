@@ -59,6 +59,9 @@ type Controller interface {
 type LearnerCode interface {
 	// Stop reports whether the code ran.
 	Stop(ns string) bool
+	// TestedSince is ns's latest Test my code verdict finished after
+	// since; nil when there is none.
+	TestedSince(ns string, since time.Time) *judge.Tested
 }
 
 // Exporter exports a namespace's recorded timeline (the stream Recorder).
@@ -554,7 +557,11 @@ func (h *Handler) env(ctx context.Context, ns string, since time.Time) (judge.En
 	if err != nil {
 		return judge.Env{}, err
 	}
-	return judge.Env{Namespace: ns, Client: h.opts.Client, Trace: trace, Paused: h.opts.Controller.NamespacePaused(ns), NotStarted: since.IsZero()}, nil
+	env := judge.Env{Namespace: ns, Client: h.opts.Client, Trace: trace, Paused: h.opts.Controller.NamespacePaused(ns), NotStarted: since.IsZero()}
+	if h.opts.Code != nil && !since.IsZero() {
+		env.Tested = h.opts.Code.TestedSince(ns, since)
+	}
+	return env, nil
 }
 
 // parseSince reads Unix milliseconds; empty is the zero time (the whole trace).

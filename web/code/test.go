@@ -20,6 +20,7 @@ import (
 	"github.com/oplab-dev/oplab/controller"
 	"github.com/oplab-dev/oplab/controller/sandbox"
 	"github.com/oplab-dev/oplab/controller/tester"
+	"github.com/oplab-dev/oplab/lessons/judge"
 	"github.com/oplab-dev/oplab/web/httpx"
 	"github.com/oplab-dev/oplab/web/stream"
 )
@@ -402,4 +403,31 @@ func (h *Handler) VerdictOf(ns string) (Verdict, bool) {
 		}
 	}
 	return v, true
+}
+
+// TestedSince is ns's latest verdict finished after since, for the code
+// exercises' checks; nil when there is none.
+func (h *Handler) TestedSince(ns string, since time.Time) *judge.Tested {
+	h.mu.Lock()
+	l, found := h.learners[ns]
+	h.mu.Unlock()
+	if !found {
+		return nil
+	}
+	l.mu.Lock()
+	tr := l.verdict
+	l.mu.Unlock()
+	if tr == nil {
+		return nil
+	}
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	if !tr.ended.After(since) {
+		return nil
+	}
+	t := &judge.Tested{Passed: tr.result.Passed, Schedules: tr.result.Schedules}
+	for _, f := range tr.result.Findings {
+		t.Findings = append(t.Findings, f.Pattern+": "+f.Message)
+	}
+	return t
 }
