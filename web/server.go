@@ -342,7 +342,7 @@ func (s *Server) routes(ctx context.Context) (http.Handler, error) {
 	}
 	// The code page comes first: the lab's export carries its code.
 	if s.opts.LearnerCode != nil {
-		codes := code.New(code.Options{Controller: s.opts.LearnerCode, Sessions: sessions, MaxRunning: s.opts.MaxCodeRuns, Tests: s.opts.CodeTests, Logger: s.opts.Logger.WithName("code")})
+		codes := code.New(code.Options{Controller: s.opts.LearnerCode, Sessions: sessions, MaxRunning: s.opts.MaxCodeRuns, Tests: s.opts.CodeTests, Challenges: s.opts.Content.Challenges, Logger: s.opts.Logger.WithName("code")})
 		codes.Register(mux)
 		s.codes.Store(codes)
 		labOpts.Code = codes

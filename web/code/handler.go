@@ -24,6 +24,7 @@ import (
 	"github.com/oplab-dev/oplab/controller"
 	"github.com/oplab-dev/oplab/controller/sandbox"
 	"github.com/oplab-dev/oplab/controller/sandbox/starters"
+	"github.com/oplab-dev/oplab/lessons/judge"
 	"github.com/oplab-dev/oplab/web/httpx"
 	"github.com/oplab-dev/oplab/web/stream"
 )
@@ -56,14 +57,20 @@ type Options struct {
 	MaxRunning int
 	// Tests configures Test my code; without a Config, the page offers
 	// none.
-	Tests  TestOptions
-	Logger logr.Logger
+	Tests TestOptions
+	// Challenges are the course's; the page lists those that start from
+	// one of its starting codes (judge.Challenge.Starter), with their
+	// tasks checked live. Nil: no list.
+	Challenges *judge.Set
+	Logger     logr.Logger
 }
 
 // Handler serves /code.
 type Handler struct {
 	opts   Options
 	limits string // what one reconcile may use, as the page says
+	// exercises are the code challenges as the page lists them.
+	exercises []exerciseView
 
 	mu       sync.Mutex
 	learners map[string]*learner // namespace → its code and sandbox
@@ -102,7 +109,7 @@ func New(opts Options) *Handler {
 	if opts.Logger.GetSink() == nil {
 		opts.Logger = logr.Discard()
 	}
-	h := &Handler{opts: opts, limits: opts.NewSandbox().Limits(), learners: map[string]*learner{}}
+	h := &Handler{opts: opts, limits: opts.NewSandbox().Limits(), learners: map[string]*learner{}, exercises: exercisesOf(opts.Challenges)}
 	if opts.Tests.Config != nil {
 		h.tests = newTests(opts.Tests, opts.Logger.WithName("tester"))
 	}
@@ -237,7 +244,7 @@ func (h *Handler) page(w http.ResponseWriter, r *http.Request) {
 	l := h.learnerOf(ns)
 	l.mu.Lock()
 	v := pageView{Namespace: ns, Source: l.source, Imported: l.imported, Running: h.opts.Controller.HandedOver(ns), Starters: starters.All, Limits: h.limits,
-		Testing: h.tests != nil}
+		Testing: h.tests != nil, Exercises: h.exercises}
 	if l.sb != nil {
 		v.Fence = l.sb.Fence()
 	}
