@@ -67,9 +67,21 @@ func TestWriteYourOwn(t *testing.T) {
 		if tested, err := env.TestCode(ctx, starters.Source("skeleton")); err != nil || tested.Passed {
 			return fmt.Errorf("the skeleton's test passed %v (%v); want it failed", tested.Passed, err)
 		}
-		_, err = env.TestCode(ctx, starters.Source("oplab"))
-		return err
+		return passesTheTester(ctx, env, starters.Source("oplab"))
 	})
+}
+
+// passesTheTester presses Test my code on src, which must pass: the code
+// exercises' last task.
+func passesTheTester(ctx context.Context, env judgetest.SolveEnv, src string) error {
+	tested, err := env.TestCode(ctx, src)
+	if err != nil {
+		return err
+	}
+	if !tested.Passed {
+		return fmt.Errorf("the solution's test found %v", tested.Findings)
+	}
+	return nil
 }
 
 func waitTrace(ctx context.Context, env judgetest.SolveEnv, f func(controller.Step) bool) error {

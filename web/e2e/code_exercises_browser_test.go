@@ -77,13 +77,6 @@ func TestBrowserCodeExercisesSolvedInThePage(t *testing.T) {
 				x.pageShowsDone(t, "your-ready")
 				x.delete(t, "shop")
 				x.waitDone(t, "your-finalizer")
-				// Then every other life: Test my code, pressed on the code
-				// page, and its verdict decides the last task.
-				if st := x.task(t, "tested"); st.State == judge.StateDone {
-					t.Fatalf("tested done before any test: %s", st.Detail)
-				}
-				browsertest.Do(t, x.code, chromedp.Click(chromedp.CSS("#test")))
-				x.waitDone(t, "tested")
 			},
 		},
 		{
@@ -172,6 +165,13 @@ func TestBrowserCodeExercisesSolvedInThePage(t *testing.T) {
 			x.run(t, solution)
 			screenshot(t, x.code, "exercise-"+ex.id+"-solution")
 			ex.onSolution(t, x)
+			// Then every other life: Test my code, pressed on the code
+			// page; its verdict decides each exercise's last task.
+			if st := x.task(t, "tested"); st.State == judge.StateDone {
+				t.Fatalf("tested done before any test: %s", st.Detail)
+			}
+			browsertest.Do(t, x.code, chromedp.Click(chromedp.CSS("#test")))
+			x.waitDone(t, "tested")
 			st := x.status(t)
 			for _, task := range st.Tasks {
 				if task.State != judge.StateDone && !x.done[task.ID] {
