@@ -24,6 +24,7 @@ import (
 
 	"github.com/oplab-dev/oplab/cluster"
 	"github.com/oplab-dev/oplab/cluster/clustertest"
+	"github.com/oplab-dev/oplab/web/instructor"
 )
 
 // The oplab binary the process tests run is built at the first test that
@@ -308,9 +309,9 @@ func TestHealthAndReadiness(t *testing.T) {
 	// A learner's Stop pauses only their namespace: oplab stays ready.
 	jar, _ := cookiejar.New(nil)
 	hc := &http.Client{Jar: jar}
-	post := func(c *http.Client, path string) {
+	post := func(c *http.Client, path string, form ...string) {
 		t.Helper()
-		resp, err := c.Post(p.url+path, "application/x-www-form-urlencoded", nil)
+		resp, err := c.Post(p.url+path, "application/x-www-form-urlencoded", strings.NewReader(strings.Join(form, "&")))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -358,7 +359,7 @@ func TestHealthAndReadiness(t *testing.T) {
 	if resp.StatusCode != http.StatusOK || resp.Request.URL.RawQuery != "" {
 		t.Fatalf("GET the instructor URL = %d at %s, want 200 at /instructor without the token", resp.StatusCode, resp.Request.URL)
 	}
-	post(ic, "/instructor/controller/stop")
+	post(ic, "/instructor/controller/stop", "confirm="+instructor.ConfirmStop)
 	if code, body := readyz(); code != http.StatusOK {
 		t.Errorf("/readyz with the controller stopped on purpose = %d %q, want 200", code, body)
 	}

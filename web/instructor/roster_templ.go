@@ -1558,7 +1558,7 @@ func helpList(v *RosterView) templ.Component {
 		ctx = templ.InitializeContext(ctx)
 		ctx = templ.ClearChildren(ctx)
 		if len(v.Hands) == 0 {
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 131, "<p class=\"muted\" id=\"help-empty\">No hand is raised. A learner raises one from any page (Raise hand, under the banner).</p>")
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 131, "<p class=\"muted\" id=\"help-empty\">No hand is raised. A learner raises one from any page (Raise hand, at the end of the top bar).</p>")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}

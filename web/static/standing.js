@@ -1,9 +1,11 @@
 // standing.js: the learner's standing in the class, on every page. It asks
 // GET /lab/session, which never counts as a visit, and shows under the
 // classroom banner:
-//   - the name prompt, while the session has no name (every way in asks);
-//   - Raise hand (with a note) and, once raised, how long it waits and
-//     whether the instructor is on their way; Lower hand;
+//   - the name prompt, while the session has no name (every way in asks;
+//     the live lab asks in its own head, progress.js);
+//   - Raise hand (with a note) at the end of the top bar, where it takes
+//     no line of the page; once raised, under the banner, how long it
+//     waits and whether the instructor is on their way; Lower hand;
 //   - before the idle expiry, a banner with the time left and Stay (one
 //     click, POST /lab/stay); at the expiry, the page that says the lab
 //     ended, with the export taken then.
@@ -16,10 +18,14 @@ const box = h("div", { id: "standing", class: "standing" });
 (banner || document.querySelector("main") || document.body).insertAdjacentElement(banner ? "afterend" : "afterbegin", box);
 const say = h("p", { id: "standing-say", class: "visually-hidden", role: "status" });
 box.append(say);
+// The unraised hand sits in the top bar, after the page links.
+const handSpot = h("div", { id: "standing-raise", class: "standing-raise" });
+document.querySelector("header.top nav")?.append(handSpot);
 const onInstructorPage = location.pathname.startsWith("/instructor");
 // The lab looked at over a shoulder carries data-look with the learner;
 // every lab has the attribute, empty when it is the viewer's own.
 const lookingOn = !!document.querySelector("#lab[data-look]:not([data-look=\"\"])");
+const liveLab = !!document.querySelector("#lab[data-mode=\"live\"]");
 
 let st = null; // the last standing the server gave
 let skew = 0; // server clock minus this page's
@@ -71,7 +77,7 @@ function schedule() {
 }
 
 function drawName(parts) {
-  if (!st || st.name || st.instructor || lookingOn || tabStore.text("oplab.name.later") === st.namespace) return;
+  if (!st || st.name || st.instructor || lookingOn || liveLab || tabStore.text("oplab.name.later") === st.namespace) return;
   const input = h("input", { id: "standing-name", name: "name", maxlength: "40", autocomplete: "nickname", required: true, size: "20" });
   const note = h("span", { class: "standing-note", id: "standing-name-note" });
   const form = h("form", { class: "standing-name", "aria-labelledby": "standing-name-label" },
@@ -90,16 +96,16 @@ function drawName(parts) {
   parts.push(form);
 }
 
-function drawHand(parts) {
+function drawHand(parts, bar) {
   if (!st || st.instructor || onInstructorPage || lookingOn) return;
   const hand = st.hand;
   if (!hand) {
-    const note = h("input", { id: "standing-note", name: "note", maxlength: "140", placeholder: "what you are stuck on (optional)", size: "28" });
+    const note = h("input", { id: "standing-note", name: "note", maxlength: "140", placeholder: "stuck on… (optional)", size: "16" });
     const form = h("form", { class: "standing-hand" },
       h("label", { for: "standing-note", class: "visually-hidden" }, "What you are stuck on"), note, " ",
       h("button", { type: "submit", class: "button" }, "Raise hand"));
     form.addEventListener("submit", (e) => { e.preventDefault(); refresh("POST", "/lab/help", { note: note.value }); });
-    parts.push(form);
+    bar.push(form);
     return;
   }
   const waited = Math.max(0, Math.round((serverNow() - Date.parse(hand.raised)) / 60000));
@@ -135,12 +141,13 @@ function draw() {
   const key = JSON.stringify(st) + tabStore.text("oplab.name.later");
   if (key === drawn && !tick) return;
   drawn = key;
-  const hadFocus = box.contains(document.activeElement) ? document.activeElement.id : "";
-  const parts = [];
+  const hadFocus = box.contains(document.activeElement) || handSpot.contains(document.activeElement) ? document.activeElement.id : "";
+  const parts = [], bar = [];
   drawExpiry(parts);
   drawName(parts);
-  drawHand(parts);
+  drawHand(parts, bar);
   box.replaceChildren(say, ...parts);
+  handSpot.replaceChildren(...bar);
   if (hadFocus) document.getElementById(hadFocus)?.focus();
   // A raised hand is polled, so the learner sees the instructor's answer.
   clearInterval(poll); poll = null;
