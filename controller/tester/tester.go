@@ -56,7 +56,10 @@ type Finding struct {
 	// the create (create StatefulSet db)".
 	Perturbation string `json:"perturbation"`
 	// Step is the step of the schedule's trace where it went wrong: the
-	// fault, or the check that failed when the fault left no mark.
+	// fault, or the check that failed when the fault left no mark. It is
+	// this run's trace: the reconciles that watch events add (a garbage
+	// collector's deletes fall as they fall) can move it from run to run,
+	// while the rest of the finding stays.
 	Step int `json:"step"`
 	// Message is what is wrong, in the course's words; Lesson the section
 	// that teaches it.

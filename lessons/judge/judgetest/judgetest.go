@@ -107,6 +107,22 @@ type Env struct {
 	Client   client.Client
 	Set      *judge.Set
 	cancel   context.CancelFunc
+
+	// verdicts keeps the tester's verdict on each source tested: the
+	// tester finds the same on the same code every time (controller/
+	// tester's TestALostSnapshotIsFoundTheSameWayTwice), and the
+	// challenges' self-tests ask it of the same reference solution, a
+	// battery of about a minute of CPU each. The first asks; the others
+	// wait for its answer.
+	verdictsMu sync.Mutex
+	verdicts   map[string]*verdict
+}
+
+// verdict is one source's test, done once.
+type verdict struct {
+	once   sync.Once
+	tested judge.Tested
+	err    error
 }
 
 var (
@@ -381,13 +397,28 @@ func Run(t *testing.T, id string, solve func(ctx context.Context, env SolveEnv) 
 }
 
 // test runs the tester on src in scratch namespaces of ns, left alone by
-// the shared controller as the server's are.
+// the shared controller as the server's are, once for each source.
 func (e *Env) test(ctx context.Context, ns, src string) (judge.Tested, error) {
+	e.verdictsMu.Lock()
+	if e.verdicts == nil {
+		e.verdicts = map[string]*verdict{}
+	}
+	v := e.verdicts[src]
+	if v == nil {
+		v = &verdict{}
+		e.verdicts[src] = v
+	}
+	e.verdictsMu.Unlock()
+	v.once.Do(func() { v.tested, v.err = e.testOnce(ctx, ns, src) })
+	return v.tested, v.err
+}
+
+func (e *Env) testOnce(ctx context.Context, ns, src string) (judge.Tested, error) {
 	res, err := tester.Run(ctx, tester.Options{
 		Config:  e.Cluster.Config(),
 		Scratch: scratch{e: e, of: ns},
 		Compile: func(ctx context.Context) (tester.Code, error) {
-			s := &sandbox.Sandbox{Command: func() *exec.Cmd { return exec.Command(os.Args[0], sandbox.ChildArg) }}
+			s := &sandbox.Sandbox{Command: func() *exec.Cmd { return exec.Command(os.Args[0], sandbox.ChildArg) }, Background: true}
 			if serr := s.Compile(ctx, src); serr != nil {
 				return nil, serr
 			}
