@@ -76,7 +76,7 @@ func testOptions(t testing.TB, src string) Options {
 		Slots:   slots,
 		Scratch: scratch{t: t, cfg: cfg, c: c, runner: controller.NewRunner(cfg, controller.DefaultOptions())},
 		Compile: func(ctx context.Context) (Code, error) {
-			s := &sandbox.Sandbox{Command: func() *exec.Cmd { return exec.Command(os.Args[0], sandbox.ChildArg) }, Background: true}
+			s := &sandbox.Sandbox{Command: func() *exec.Cmd { return exec.Command(os.Args[0], sandbox.ChildArg) }}
 			if serr := s.Compile(ctx, src); serr != nil {
 				return nil, serr
 			}

@@ -137,7 +137,6 @@ func (t *tests) run(ctx context.Context, ns, src string, newSandbox func() *sand
 		ImageRegistry: t.opts.ImageRegistry, Progress: progress, Logger: t.log.WithValues("namespace", ns),
 		Compile: func(ctx context.Context) (tester.Code, error) {
 			s := newSandbox()
-			s.Background = true // behind every learner's live code
 			if serr := s.Compile(ctx, src); serr != nil {
 				return nil, serr
 			}

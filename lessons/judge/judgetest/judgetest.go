@@ -418,7 +418,7 @@ func (e *Env) testOnce(ctx context.Context, ns, src string) (judge.Tested, error
 		Config:  e.Cluster.Config(),
 		Scratch: scratch{e: e, of: ns},
 		Compile: func(ctx context.Context) (tester.Code, error) {
-			s := &sandbox.Sandbox{Command: func() *exec.Cmd { return exec.Command(os.Args[0], sandbox.ChildArg) }, Background: true}
+			s := &sandbox.Sandbox{Command: func() *exec.Cmd { return exec.Command(os.Args[0], sandbox.ChildArg) }}
 			if serr := s.Compile(ctx, src); serr != nil {
 				return nil, serr
 			}
