@@ -166,9 +166,11 @@ func (t *eventTracer) admit(verb string, obj client.Object, message string) bool
 	}
 	w := wake{event: verb, watch: watchOf(obj, message),
 		object: ObjectRef{Kind: kindOf(obj), Namespace: obj.GetNamespace(), Name: obj.GetName()}}
-	if verb != "generic" {
+	if _, isEvent := obj.(*corev1.Event); verb != "generic" && !isEvent {
 		// What the watch delivered, held or dropped or not: the controller
-		// saw it. A generic event is oplab's own, and carries no version.
+		// saw it. A generic event is oplab's own, and carries no version;
+		// a Kubernetes Event is a message about an object, which the
+		// timeline quotes, not an object whose versions time travel shows.
 		t.tr.observe(verb, w.object, withoutSecretData(obj))
 	}
 	s := Step{
@@ -204,16 +206,29 @@ func (t *eventTracer) admit(verb string, obj client.Object, message string) bool
 }
 
 // watchOf names the watch an event came through: For for the Database's
-// own, Owns for a child's. An event oplab sends itself (message says why)
-// came through no watch.
+// own, Owns for a child's, Watches for a Pod's or a StatefulSet's Warning
+// Event. An event oplab sends itself (message says why) came through no
+// watch.
 func watchOf(obj client.Object, message string) string {
 	switch {
 	case message != "":
 		return ""
 	case isDatabase(obj):
 		return WatchFor
+	case isWatched(obj):
+		return WatchWatches
 	}
 	return WatchOwns
+}
+
+// isWatched says whether obj came through one of SetupWithManager's
+// Watches: a Pod or an Event.
+func isWatched(obj client.Object) bool {
+	switch obj.(type) {
+	case *corev1.Pod, *corev1.Event:
+		return true
+	}
+	return false
 }
 
 // withoutSecretData is obj, but a Secret's metadata and type only: its data
@@ -264,14 +279,26 @@ func (t *eventTracer) resumed() handler.TypedEventHandler[sweep, reconcile.Reque
 // queue is the controller's work queue.
 type queue = workqueue.TypedRateLimitingInterface[reconcile.Request]
 
-// databaseKey maps an event's object to the Database to reconcile, as For
-// and Owns do: a Database to itself, a child to the Database named in its
-// controller reference.
+// databaseKey maps an event's object to the Database to reconcile, as For,
+// Owns and Watches do: a Database to itself, a child to the Database named
+// in its controller reference, a Pod or a StatefulSet's Warning Event as
+// databaseOfPod and databaseOfWarning map them.
 func databaseKey(obj client.Object) (types.NamespacedName, bool) {
-	if _, ok := obj.(*dbv1.Database); ok {
+	var reqs []reconcile.Request
+	switch obj.(type) {
+	case *dbv1.Database:
 		return client.ObjectKeyFromObject(obj), true
+	case *corev1.Pod:
+		reqs = databaseOfPod(context.Background(), obj)
+	case *corev1.Event:
+		reqs = databaseOfWarning(context.Background(), obj)
+	default:
+		return ownerKey(obj)
 	}
-	return ownerKey(obj)
+	if len(reqs) == 0 {
+		return types.NamespacedName{}, false
+	}
+	return reqs[0].NamespacedName, true
 }
 
 var databaseGK = schema.GroupKind{Group: dbv1.GroupVersion.Group, Kind: "Database"}

@@ -12,6 +12,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/selection"
@@ -359,8 +360,17 @@ func newManager(base *rest.Config, opts Options, gate *pauseGate, resumed <-chan
 		return nil, nil, fmt.Errorf("building child selector: %w", err)
 	}
 	labelled := cache.ByObject{Label: labels.NewSelector().Add(*ours)}
+	// The Pods the controller watches are its Databases' (labelled by their
+	// template), and the Events only the StatefulSets' warnings; neither
+	// needs its managedFields in memory.
+	pods := cache.ByObject{Label: labelled.Label, Transform: cache.TransformStripManagedFields()}
+	warnings := cache.ByObject{
+		Field:     fields.SelectorFromSet(fields.Set{"involvedObject.kind": "StatefulSet", "type": corev1.EventTypeWarning}),
+		Transform: cache.TransformStripManagedFields(),
+	}
 	cacheOpts := cache.Options{ByObject: map[client.Object]cache.ByObject{
 		&corev1.Secret{}: labelled, &corev1.Service{}: labelled, &appsv1.StatefulSet{}: labelled,
+		&corev1.Pod{}: pods, &corev1.Event{}: warnings,
 	}, DefaultWatchErrorHandler: watchErr}
 	scoped := opts.NamespaceSelector != nil
 	clientOpts := client.Options{}
@@ -407,7 +417,7 @@ func newManager(base *rest.Config, opts Options, gate *pauseGate, resumed <-chan
 	if err != nil {
 		return nil, nil, fmt.Errorf("setting up database controller: %w", err)
 	}
-	informers := []client.Object{&dbv1.Database{}, &appsv1.StatefulSet{}, &corev1.Service{}, &corev1.Secret{}}
+	informers := []client.Object{&dbv1.Database{}, &appsv1.StatefulSet{}, &corev1.Service{}, &corev1.Pod{}, &corev1.Event{}, &corev1.Secret{}}
 	if scoped {
 		informers[len(informers)-1] = &corev1.Namespace{}
 	}

@@ -97,6 +97,9 @@ const (
 	// WatchOwns is one of its Owns watches: a Secret, Service or
 	// StatefulSet whose controller reference names the Database.
 	WatchOwns = "Owns"
+	// WatchWatches is one of its Watches: a Pod whose label names the
+	// Database, or a Warning Event about its StatefulSet.
+	WatchWatches = "Watches"
 )
 
 // Step is one thing the controller saw or did. Seq is zero when emitted; the

@@ -49,6 +49,19 @@ func ownedKinds() []client.Object {
 	return []client.Object{&corev1.Secret{}, &corev1.Service{}, &appsv1.StatefulSet{}}
 }
 
+// watched is a kind SetupWithManager Watches without owning it, and how an
+// object of it maps to its Database.
+type watched struct {
+	obj client.Object
+	to  handler.MapFunc
+}
+
+// watchedKinds are the kinds SetupWithManager Watches, in its order (the
+// same test keeps them one list).
+func watchedKinds() []watched {
+	return []watched{{&corev1.Pod{}, databaseOfPod}, {&corev1.Event{}, databaseOfWarning}}
+}
+
 // setupController registers the Database controller with mgr as oplab runs
 // it. Its watches are SetupWithManager's, For the Database and Owns its
 // three children; resumed carries the Databases oplab queues itself (a
@@ -79,6 +92,9 @@ func setupController(mgr ctrl.Manager, cfg *rest.Config, opts Options, gate *pau
 			continue // watched per instance namespace, below
 		}
 		b = b.Owns(child)
+	}
+	for _, w := range watchedKinds() {
+		b = b.Watches(w.obj, handler.EnqueueRequestsFromMapFunc(w.to))
 	}
 	if scoped {
 		// Only the instance's namespaces count: the Namespace informer

@@ -8,7 +8,8 @@ export function eventLine(m) {
     timeEl(m.time), " ",
     h("span", { class: "kind" }, m.object.kind), ` ${m.object.name} `, h("b", {}, m.event),
     m.generation ? ` (generation ${m.generation})` : "",
-    // Which of the controller's watches saw it: For (the Database) or Owns (a child).
+    // Which of the controller's watches saw it: For (the Database), Owns (a
+    // child) or Watches (a Pod, a StatefulSet's Warning Event).
     m.watch ? h("span", { class: "muted small" }, ` via ${m.watch}`) : "",
     m.ignored ? h("span", { class: "pill warn small" }, "ignored: " + (m.pitfall || "dropped")) : "");
 }
@@ -63,6 +64,8 @@ export function wokeNote(row) {
   let text = "";
   if (s.watch === "For") text = "woken by the For watch: the Database's own event";
   else if (s.watch === "Owns") text = `woken by an Owns watch: ${s.wokenBy ? s.wokenBy.kind + " " + s.wokenBy.name : "a child"} is owned by ${row.db}`;
+  else if (s.watch === "Watches" && s.wokenBy?.kind === "Pod") text = `woken by a Watches watch: Pod ${s.wokenBy.name} carries the label db.oplab.dev/database=${row.db}`;
+  else if (s.watch === "Watches") text = `woken by a Watches watch: a Warning Event about StatefulSet ${row.db}`;
   else if (s.trigger === "resync") text = "no watch event: the periodic resync";
   else if (s.trigger === "requeue") text = row.retry ? "no watch event: the retry after an error" : "no watch event: the last reconcile asked to run again";
   else if (s.trigger === "event" && s.wokenBy) {
