@@ -187,7 +187,7 @@ func build(db *v1alpha1.Database, rel Related, h *history, spec string) Database
 		Conditions:         []Condition{},
 		Owned:              ownedTree(db.UID, rel),
 		Unowned:            []Node{},
-		Events:             events(db, rel.Events),
+		Events:             events(db, rel),
 	}
 	if db.Status.LastSnapshot != nil {
 		v.LastSnapshot = db.Status.LastSnapshot.Name
@@ -359,14 +359,35 @@ func podReadiness(p corev1.Pod) string {
 	return string(p.Status.Phase) + ", not ready"
 }
 
-// events picks the Events about db, oldest first, keeping the newest few.
-func events(db *v1alpha1.Database, all []corev1.Event) []Event {
+// events picks the Events about db, and the Warning Events about the
+// StatefulSet and Pods it owns (a Pod the quota refused, an image that
+// cannot be pulled: what explains a shortfall that the Database's own
+// Events never mention), oldest first, keeping the newest few.
+func events(db *v1alpha1.Database, rel Related) []Event {
+	children := map[types.UID]string{}
+	for _, s := range rel.StatefulSets {
+		if isOwnedBy(s.OwnerReferences, db.UID) {
+			children[s.UID] = "StatefulSet " + s.Name
+		}
+	}
+	for _, p := range rel.Pods {
+		for _, ref := range p.OwnerReferences {
+			if strings.HasPrefix(children[ref.UID], "StatefulSet ") {
+				children[p.UID] = "Pod " + p.Name
+			}
+		}
+	}
 	out := []Event{}
-	for _, e := range all {
-		if !about(e, db) {
+	for _, e := range rel.Events {
+		ev := Event{Type: e.Type, Reason: e.Reason, Message: e.Message, Count: eventCount(e), Last: eventTime(e)}
+		switch {
+		case about(e, db):
+		case e.Type == corev1.EventTypeWarning && children[e.InvolvedObject.UID] != "":
+			ev.Object = children[e.InvolvedObject.UID]
+		default:
 			continue
 		}
-		out = append(out, Event{Type: e.Type, Reason: e.Reason, Message: e.Message, Count: eventCount(e), Last: eventTime(e)})
+		out = append(out, ev)
 	}
 	slices.SortStableFunc(out, func(a, b Event) int { return a.Last.Compare(b.Last) })
 	if len(out) > maxEvents {

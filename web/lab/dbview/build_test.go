@@ -134,7 +134,7 @@ func TestBuild(t *testing.T) {
 			Status:     appsv1.StatefulSetStatus{ReadyReplicas: 1},
 		}},
 		Pods: []corev1.Pod{
-			{ObjectMeta: metav1.ObjectMeta{Name: "orders-1", OwnerReferences: owned("sts-uid")}, Status: corev1.PodStatus{Phase: corev1.PodPending}},
+			{ObjectMeta: metav1.ObjectMeta{Name: "orders-1", UID: "pod-1", OwnerReferences: owned("sts-uid")}, Status: corev1.PodStatus{Phase: corev1.PodPending}},
 			{ObjectMeta: metav1.ObjectMeta{Name: "orders-0", OwnerReferences: owned("sts-uid")}, Status: corev1.PodStatus{Phase: corev1.PodRunning,
 				Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}}},
 			{ObjectMeta: metav1.ObjectMeta{Name: "stranger"}},
@@ -148,6 +148,9 @@ func TestBuild(t *testing.T) {
 			{InvolvedObject: corev1.ObjectReference{UID: "db-uid"}, Type: "Normal", Reason: "Created", Message: "second", LastTimestamp: metav1.NewTime(t0.Add(time.Minute)), Count: 2},
 			{InvolvedObject: corev1.ObjectReference{UID: "db-uid"}, Type: "Normal", Reason: "Created", Message: "first", EventTime: metav1.NewMicroTime(t0)},
 			{InvolvedObject: corev1.ObjectReference{UID: "other"}, Reason: "NotOurs"},
+			{InvolvedObject: corev1.ObjectReference{UID: "sts-uid", Kind: "StatefulSet"}, Type: "Warning", Reason: "FailedCreate", Message: "exceeded quota", LastTimestamp: metav1.NewTime(t0.Add(2 * time.Minute))},
+			{InvolvedObject: corev1.ObjectReference{UID: "sts-uid", Kind: "StatefulSet"}, Type: "Normal", Reason: "SuccessfulCreate", Message: "a child's Normal Event is not shown"},
+			{InvolvedObject: corev1.ObjectReference{UID: "pod-1", Kind: "Pod"}, Type: "Warning", Reason: "BackOff", Message: "back-off", LastTimestamp: metav1.NewTime(t0.Add(3 * time.Minute))},
 		},
 	}
 	wantTree := []Node{
@@ -171,10 +174,12 @@ func TestBuild(t *testing.T) {
 				t.Errorf("unowned = %+v, want the snapshot ConfigMap", v.Unowned)
 			}
 		}},
-		{"events are ours, oldest first", nil, func(t *testing.T, v Database) {
+		{"events are ours and our children's warnings, oldest first", nil, func(t *testing.T, v Database) {
 			want := []Event{
 				{Type: "Normal", Reason: "Created", Message: "first", Count: 1, Last: t0},
 				{Type: "Normal", Reason: "Created", Message: "second", Count: 2, Last: t0.Add(time.Minute)},
+				{Object: "StatefulSet orders", Type: "Warning", Reason: "FailedCreate", Message: "exceeded quota", Count: 1, Last: t0.Add(2 * time.Minute)},
+				{Object: "Pod orders-1", Type: "Warning", Reason: "BackOff", Message: "back-off", Count: 1, Last: t0.Add(3 * time.Minute)},
 			}
 			if diff := cmp.Diff(want, v.Events); diff != "" {
 				t.Errorf("events (-want +got):\n%s", diff)
