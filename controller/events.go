@@ -45,13 +45,31 @@ type triggerBook struct {
 	lastEnd      map[types.NamespacedName]string // TriggerRequeue or TriggerResync
 	statusWrites map[types.NamespacedName]int
 	first        map[types.NamespacedName]wake // the first pending event
+	// written holds, per object, the resourceVersions the API server
+	// returned from the reconcilers' own latest writes to it, so that the
+	// watch event each write causes can say it is that write coming back.
+	written map[ObjectRef]*ownEcho
 }
 
+// ownEcho is what the reconcilers last wrote to one object.
+type ownEcho struct {
+	database string   // the Database it belongs to, for forget
+	rvs      []string // the latest resourceVersions written, newest last
+	what     []string // the write that returned each, in words
+}
+
+// echoesKept is how many of an object's own writes are remembered: a
+// reconcile writes one object at most twice (a finalizer, then status),
+// and its events arrive within milliseconds.
+const echoesKept = 4
+
 // wake is an event as the reconcile it queued reports it: its kind, its
-// object and the watch that saw it.
+// object, the watch that saw it and, when it was a reconciler's own write
+// coming back, which write.
 type wake struct {
 	event, watch string
 	object       ObjectRef
+	own          string
 }
 
 // words is the event as FirstEvent says it: "update StatefulSet shop".
@@ -68,7 +86,42 @@ func newTriggerBook() *triggerBook {
 		lastEnd:      map[types.NamespacedName]string{},
 		statusWrites: map[types.NamespacedName]int{},
 		first:        map[types.NamespacedName]wake{},
+		written:      map[ObjectRef]*ownEcho{},
 	}
+}
+
+// wrote records that a reconcile of database wrote ref and the API server
+// answered with resourceVersion rv; what says which write ("status patch").
+func (b *triggerBook) wrote(database string, ref ObjectRef, rv, what string) {
+	if rv == "" {
+		return
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	e := b.written[ref]
+	if e == nil {
+		e = &ownEcho{database: database}
+		b.written[ref] = e
+	}
+	e.rvs, e.what = append(e.rvs, rv), append(e.what, what)
+	if len(e.rvs) > echoesKept {
+		e.rvs, e.what = e.rvs[1:], e.what[1:]
+	}
+}
+
+// echo says which of the reconcilers' own writes made ref's version rv,
+// "" when none did (someone else's write, or the cluster's own).
+func (b *triggerBook) echo(ref ObjectRef, rv string) string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if e := b.written[ref]; e != nil {
+		for i, v := range e.rvs {
+			if v == rv {
+				return e.what[i]
+			}
+		}
+	}
+	return ""
 }
 
 // statusWritten counts a status write of key and returns how many there have been.
@@ -127,6 +180,11 @@ func (b *triggerBook) forget(key types.NamespacedName) {
 	defer b.mu.Unlock()
 	delete(b.lastEnd, key)
 	delete(b.statusWrites, key)
+	for ref, e := range b.written {
+		if ref.Namespace == key.Namespace && e.database == key.Name {
+			delete(b.written, ref)
+		}
+	}
 }
 
 // eventTracer sees every watch event before the controller queues it. It
@@ -173,6 +231,9 @@ func (t *eventTracer) admit(verb string, obj client.Object, message string) bool
 		// timeline quotes, not an object whose versions time travel shows.
 		t.tr.observe(verb, w.object, withoutSecretData(obj))
 	}
+	if verb == "create" || verb == "update" {
+		w.own = t.book.echo(w.object, obj.GetResourceVersion())
+	}
 	s := Step{
 		Type:       StepEvent,
 		Object:     w.object,
@@ -181,6 +242,10 @@ func (t *eventTracer) admit(verb string, obj client.Object, message string) bool
 		Watch:      w.watch,
 		Generation: obj.GetGeneration(),
 		Message:    message,
+		OwnWrite:   w.own,
+	}
+	if verb != "generic" {
+		s.ResourceVersion = obj.GetResourceVersion()
 	}
 	if t.gate.hold(key) {
 		// Paused: the event is shown arriving and held. It still counts

@@ -141,10 +141,18 @@ type Step struct {
 	// (a namespace resumed), which says why in its message.
 	Watch string `json:"watch,omitempty"`
 
+	// OwnWrite (an event, and a reconcile.start it woke) says which write
+	// of a reconciler's own the event is coming back through the watch
+	// ("status patch", "your code's update"): the object's resourceVersion
+	// is the one that write returned. Empty for anyone else's change.
+	OwnWrite string `json:"ownWrite,omitempty"`
+
 	// Fetch: "found", "not-found" or "error"; Generation is set when found.
 	Found string `json:"found,omitempty"`
-	// ResourceVersion: on a fetch, the Database's resourceVersion as read;
-	// on a write refused with a conflict, the one the write was based on.
+	// ResourceVersion: on an event, the object's resourceVersion as the
+	// watch delivered it; on a fetch, the Database's resourceVersion as
+	// read; on a write refused with a conflict, the one the write was
+	// based on.
 	ResourceVersion string `json:"resourceVersion,omitempty"`
 
 	// Diff: what is missing or different, in words ("replicas 1 → 3").

@@ -64,7 +64,7 @@ func (t *tracedReconciler) Reconcile(ctx context.Context, req reconcile.Request)
 	start := Step{Type: StepReconcileStart, Trigger: trigger, Retry: retry, FirstEvent: first.words(),
 		Message: triggerMessage(trigger, n, retry)}
 	if first.event != "" {
-		start.WokenBy, start.Event, start.Watch = &first.object, first.event, first.watch
+		start.WokenBy, start.Event, start.Watch, start.OwnWrite = &first.object, first.event, first.watch, first.own
 	}
 	rt.step(start)
 

@@ -11,7 +11,17 @@ export function eventLine(m) {
     // Which of the controller's watches saw it: For (the Database), Owns (a
     // child) or Watches (a Pod, a StatefulSet's Warning Event).
     m.watch ? h("span", { class: "muted small" }, ` via ${m.watch}`) : "",
+    // The version the watch delivered, and whether it is a reconciler's
+    // own write coming back (the controller's events.go knows its writes).
+    m.resourceVersion ? h("span", { class: "rv" }, ` · resourceVersion ${m.resourceVersion}`) : "",
+    m.ownWrite ? h("span", { class: "own small" }, ` · ${ownWords(m.ownWrite)}`) : "",
     m.ignored ? h("span", { class: "pill warn small" }, "ignored: " + (m.pitfall || "dropped")) : "");
+}
+
+// ownWords says whose write an event brings back: the controller's own
+// ("status patch"), or the learner's code's ("your code's update").
+export function ownWords(what) {
+  return what.startsWith("your code's ") ? `${what} coming back` : `the controller's own ${what} coming back`;
 }
 
 // eventsSummary counts the watch events seen before a reconcile; ignored
@@ -62,8 +72,10 @@ export function triggerLabel(row) {
 export function wokeNote(row) {
   const s = row.start;
   let text = "";
-  if (s.watch === "For") text = "woken by the For watch: the Database's own event";
-  else if (s.watch === "Owns") text = `woken by an Owns watch: ${s.wokenBy ? s.wokenBy.kind + " " + s.wokenBy.name : "a child"} is owned by ${row.db}`;
+  if (s.watch === "For" && s.ownWrite) text = `woken by the For watch: ${ownWords(s.ownWrite)}`;
+  else if (s.watch === "For") text = "woken by the For watch: the Database's own event";
+  else if (s.watch === "Owns") text = `woken by an Owns watch: ${s.wokenBy ? s.wokenBy.kind + " " + s.wokenBy.name : "a child"} is owned by ${row.db}` +
+    (s.ownWrite ? ` (${ownWords(s.ownWrite)})` : "");
   else if (s.watch === "Watches" && s.wokenBy?.kind === "Pod") text = `woken by a Watches watch: Pod ${s.wokenBy.name} carries the label db.oplab.dev/database=${row.db}`;
   else if (s.watch === "Watches") text = `woken by a Watches watch: a Warning Event about StatefulSet ${row.db}`;
   else if (s.trigger === "resync") text = "no watch event: the periodic resync";
