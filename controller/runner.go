@@ -153,6 +153,7 @@ type run struct {
 	cache   cache.Cache
 	resumed chan sweepEvent // Databases oplab reconciles of its own accord
 	code    *codeClients    // the clients of namespaces handed to learner code
+	meter   *queueMeter     // the work queue, counted per namespace
 }
 
 // sweep is a Database oplab queues of its own accord, no watch event
@@ -194,7 +195,8 @@ func (r *Runner) Start(ctx context.Context) error {
 	// A child kind oplab may not list or watch would keep the caches from
 	// syncing for ever; refusals says which.
 	refusals := permission.NewRefusals(r.opts.Logger)
-	mgr, code, err := newManager(r.cfg, r.opts, r.gate, cur.resumed, refusals.WatchErrorHandler, runCtx.Done(), r.GrantCode)
+	cur.meter = newQueueMeter(time.Now, r.opts.ResyncPeriod)
+	mgr, code, err := newManager(r.cfg, r.opts, r.gate, cur.resumed, cur.meter, refusals.WatchErrorHandler, runCtx.Done(), r.GrantCode)
 	if err != nil {
 		cancel()
 		close(cur.done)
@@ -291,6 +293,16 @@ func (r *Runner) ResumeNamespace(ns string) {
 	}
 }
 
+// QueueSample is ns's share of the running controller's work queue and
+// reconciles now (queue.go); false when the controller is not running.
+func (r *Runner) QueueSample(ns string) (QueueSample, bool) {
+	cur := r.cur.Load()
+	if cur == nil || cur.meter == nil || !cur.synced.Load() {
+		return QueueSample{}, false
+	}
+	return cur.meter.sample(ns), true
+}
+
 // NamespacePaused reports whether ns is paused.
 func (r *Runner) NamespacePaused(ns string) bool { return r.gate.isPaused(ns) }
 
@@ -343,7 +355,7 @@ func (r *Runner) emit(ns, phase, msg string) {
 
 // newManager builds a manager with nothing but the Database controller: no
 // metrics server, no health probes, no leader election.
-func newManager(base *rest.Config, opts Options, gate *pauseGate, resumed <-chan sweepEvent, watchErr toolscache.WatchErrorHandlerWithContext, stopping <-chan struct{}, grant func(context.Context, string) error) (ctrl.Manager, *codeClients, error) {
+func newManager(base *rest.Config, opts Options, gate *pauseGate, resumed <-chan sweepEvent, meter *queueMeter, watchErr toolscache.WatchErrorHandlerWithContext, stopping <-chan struct{}, grant func(context.Context, string) error) (ctrl.Manager, *codeClients, error) {
 	cfg := rest.CopyConfig(base)
 	cfg.QPS, cfg.Burst = opts.QPS, opts.Burst
 
@@ -413,7 +425,7 @@ func newManager(base *rest.Config, opts Options, gate *pauseGate, resumed <-chan
 
 	// The controller's wiring, with the trace, the pause gate and the
 	// pitfalls around it, is in wiring.go.
-	code, err := setupController(mgr, cfg, opts, gate, resumed, labelled, grant)
+	code, err := setupController(mgr, cfg, opts, gate, resumed, meter, labelled, grant)
 	if err != nil {
 		return nil, nil, fmt.Errorf("setting up database controller: %w", err)
 	}

@@ -42,6 +42,12 @@ const (
 	// namespace), or one namespace paused or resumed (Object.Namespace set,
 	// Phase "paused" or "resumed").
 	StepController StepType = "controller"
+	// StepQueue is the namespace's share of the work queue and of the
+	// reconciles, sampled each second it changed (Queue): the numbers
+	// controller-runtime exports as workqueue_* and
+	// controller_runtime_reconcile_*, for one namespace. Object is
+	// {Kind: "WorkQueue", Namespace: ns, Name: "database"}.
+	StepQueue StepType = "queue"
 )
 
 // ObjectRef names the object a step concerns.
@@ -201,6 +207,9 @@ type Step struct {
 	// YourCode marks the steps of a reconcile run by the learner's own
 	// code (Runner.HandOver) rather than oplab's reconciler.
 	YourCode bool `json:"yourCode,omitempty"`
+
+	// Queue (a queue step) is the namespace's queue sample.
+	Queue *QueueSample `json:"queue,omitempty"`
 
 	// Message is a human sentence; Error carries an error text.
 	Message  string        `json:"message,omitempty"`

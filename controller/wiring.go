@@ -66,7 +66,7 @@ func watchedKinds() []watched {
 // it. Its watches are SetupWithManager's, For the Database and Owns its
 // three children; resumed carries the Databases oplab queues itself (a
 // namespace resumed, handed to the learner's code or taken back).
-func setupController(mgr ctrl.Manager, cfg *rest.Config, opts Options, gate *pauseGate, resumed <-chan sweepEvent, labelled cache.ByObject, grant func(context.Context, string) error) (*codeClients, error) {
+func setupController(mgr ctrl.Manager, cfg *rest.Config, opts Options, gate *pauseGate, resumed <-chan sweepEvent, meter *queueMeter, labelled cache.ByObject, grant func(context.Context, string) error) (*codeClients, error) {
 	traced := newTracedReconciler(mgr.GetClient(), mgr.GetAPIReader(), mgr.GetScheme(), mgr.GetEventRecorder(RecorderName), opts, gate)
 	traced.code = &codeClients{cfg: cfg, scheme: mgr.GetScheme(), mapper: mgr.GetRESTMapper(),
 		reads: mgr.GetClient(), book: traced.book, registry: opts.ImageRegistry, grant: grant, rate: CodeWriteRate}
@@ -116,7 +116,17 @@ func setupController(mgr ctrl.Manager, cfg *rest.Config, opts Options, gate *pau
 		owner := handler.EnqueueRequestForOwner(mgr.GetScheme(), mgr.GetRESTMapper(), &dbv1.Database{}, handler.OnlyControllerOwner())
 		b = b.WatchesRawSource(namespaceSource{caches: secrets, h: filtered{p: filter.filter(), h: owner}})
 	}
-	return traced.code, b.WithOptions(controller.Options{MaxConcurrentReconciles: opts.MaxConcurrentReconciles, RateLimiter: traced.backoff}).
+	// The work queue, counted per namespace (queue.go), and its samples on
+	// the trace each second one changed.
+	traced.meter = meter
+	if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
+		traced.meter.emitSamples(ctx, traced.tr)
+		return nil
+	})); err != nil {
+		return nil, fmt.Errorf("adding the work queue's samples: %w", err)
+	}
+	return traced.code, b.WithOptions(controller.Options{MaxConcurrentReconciles: opts.MaxConcurrentReconciles, RateLimiter: traced.backoff,
+		NewQueue: newMeteredQueue(traced.meter)}).
 		Named("database").
 		Complete(traced)
 }
