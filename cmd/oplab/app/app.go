@@ -218,7 +218,7 @@ func NewWeb(ctx context.Context, opts Options) (*Web, error) {
 		}
 	}
 	w.watcher, err = dbview.NewWatcher(ctx, dbview.Options{
-		Cache: c, Secrets: secrets, Publisher: opts.Recorder, Watched: watched, Render: lab.NewFragments(),
+		Cache: c, Secrets: secrets, Publisher: opts.Recorder, Watched: watched, Render: lab.NewFragments(), YourCode: opts.Controller.HandedOver,
 		Logger: opts.Logger.WithName("state"),
 	})
 	if err != nil {

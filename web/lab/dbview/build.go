@@ -55,9 +55,14 @@ func keptSnapshots(cms []corev1.ConfigMap, databases map[string]bool) []Snapshot
 // lostSnapshot is what the lab lists for db, gone without a final
 // snapshot (seen at seen): the snapshot it should have left, and why none
 // was written, from the object as it went. A hidden pitfall is not named.
-func lostSnapshot(db *v1alpha1.Database, seen time.Time) Snapshot {
+func lostSnapshot(db *v1alpha1.Database, seen time.Time, yourCode bool) Snapshot {
 	note := "its finalizer came off before a final snapshot was written (removed by hand or by the escape hatch, or as its namespace was deleted) or was never added, so nothing held the delete and its data is lost"
-	if controller.PitfallOf(db) == controller.PitfallNoFinalizer && !controller.PitfallHiddenOf(db) {
+	switch {
+	case yourCode:
+		// The learner's own reconciler had the namespace: what it did with
+		// the finalizer is what happened, not a hand or the escape hatch.
+		note = "your code reconciled it when it was deleted: it took the finalizer off, or never added one, without writing the final snapshot first, so nothing held the delete and its data is lost"
+	case controller.PitfallOf(db) == controller.PitfallNoFinalizer && !controller.PitfallHiddenOf(db):
 		note = "the no-finalizer pitfall was on: the controller took its finalizer off instead of writing a final snapshot, so nothing held the delete and its data is lost"
 	}
 	return Snapshot{
