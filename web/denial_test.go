@@ -164,6 +164,7 @@ var costlySamples = map[string]struct{ method, path string }{
 	"GET /lab/kubeconfig":          {"GET", "/lab/kubeconfig"},
 	"POST /lab/replay":             {"POST", "/lab/replay"},
 	"GET /challenges/{id}/status":  {"GET", "/challenges/owner-gc/status"},
+	"POST /lab/kubectl":            {"POST", "/lab/kubectl"},
 }
 
 // send makes one request of v (its session cookie, its address), asking
