@@ -679,3 +679,31 @@ func TestEveryScenarioHasAnEvidenceTest(t *testing.T) {
 		}
 	}
 }
+
+// TestANextScenarioLeavesNothingRetrying: a scenario left in its error
+// loop (twice, non-idempotent-create) does not go on retrying on the next
+// scenario's timeline: setting up the next one switches the pitfall off,
+// says so, and twice's next reconcile converges.
+func TestANextScenarioLeavesNothingRetrying(t *testing.T) {
+	t.Parallel()
+	e := needEnv(t)
+	c, ns := setUp(t, e, "non-idempotent-create")
+	e.waitTrace(t, "a failed reconcile of twice", ns, "twice", func(s []controller.Step) bool {
+		return slices.ContainsFunc(s, func(x controller.Step) bool { return x.Type == controller.StepResult && x.Result == "error" })
+	})
+	code, res := postForm(t, c, e.http.URL, "/lab/scenarios/first-reconcile", nil)
+	if code != 200 || !strings.Contains(res.Message, "Switched off the pitfall left on twice") {
+		t.Fatalf("set up first-reconcile: %d %q, want it to say it switched twice's pitfall off", code, res.Message)
+	}
+	var db v1alpha1.Database
+	if err := e.client.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: "twice"}, &db); err != nil {
+		t.Fatal(err)
+	}
+	if p := db.Annotations[controller.PitfallAnnotation]; p != "" {
+		t.Errorf("twice's pitfall is still %q", p)
+	}
+	mark := len(e.trace(ns, "twice"))
+	e.waitTrace(t, "twice's reconcile after the switch ends done", ns, "twice", func(s []controller.Step) bool {
+		return len(s) > mark && slices.ContainsFunc(s[mark:], func(x controller.Step) bool { return x.Type == controller.StepResult && x.Result == "done" })
+	})
+}
