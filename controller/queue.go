@@ -26,10 +26,17 @@ import (
 // reconciles at a moment. The counters only grow (a controller started
 // again starts them again from 0); the gauges are as of the moment.
 type QueueSample struct {
+	// From is when the counting began: the namespace's first event since
+	// the controller started (or since its counters were forgotten, idle).
+	// A picture drawn from the samples counts from zero then.
+	From time.Time `json:"from"`
 	// Events counts the watch events (and oplab's own sweeps) handed to
 	// the queue to add at once: several of them for one Database before
 	// it is reconciled coalesce into one add.
 	Events int64 `json:"events"`
+	// Coalesced counts the events whose key was in the queue, ready,
+	// already: they changed nothing, the reconcile to come will see them.
+	Coalesced int64 `json:"coalesced"`
 	// Adds is workqueue_adds_total: keys that entered the queue ready to
 	// be reconciled, whether a handler added them or a delay ran out.
 	Adds int64 `json:"adds"`
@@ -97,6 +104,7 @@ func (m *queueMeter) space(ns string) *nsQueue {
 	q := m.spaces[ns]
 	if q == nil {
 		q = &nsQueue{items: map[reconcile.Request]*time.Time{}}
+		q.From = m.now()
 		m.spaces[ns] = q
 	}
 	q.changed = m.now()
@@ -130,6 +138,9 @@ func (m *queueMeter) added(key reconcile.Request, after time.Duration, direct bo
 		q.Waiting++
 	case have == nil:
 		// Ready already: an add with any delay changes nothing.
+		if direct {
+			q.Coalesced++
+		}
 	case at == nil:
 		// A delayed key added at once: ready now.
 		q.items[key] = nil
