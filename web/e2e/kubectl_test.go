@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -19,7 +21,7 @@ import (
 // kubectl's output and how it ended.
 // A command past the session's bucket (429) is sent again after the wait
 // its Retry-After names, as a learner would press Run again.
-func kubectlIn(t *testing.T, e *testEnv, c *http.Client, line, stdin string) (int, string, kubectl.Result) {
+func kubectlIn(t testing.TB, e *testEnv, c *http.Client, line, stdin string) (int, string, kubectl.Result) {
 	t.Helper()
 	var resp *http.Response
 	var body string
@@ -181,4 +183,43 @@ func TestKubectlInThePageRefusesTheWaysOut(t *testing.T) {
 	if !limited {
 		t.Error("30 commands at once were never limited (429 naming kubectl commands)")
 	}
+}
+
+// BenchmarkKubectlInThePage prints what one command of the lab's terminal
+// costs, end to end over loopback on the real cluster: `kubectl get
+// databases` (a child started, its fence raised, discovery, one list) and
+// `kubectl apply -f -` of a Database, p50 and p99 of 20 each, and the CPU
+// of the children (this process's children's rusage).
+func BenchmarkKubectlInThePage(b *testing.B) {
+	e := needEnv(b)
+	for b.Loop() {
+		c, _ := e.learner(b)
+		for _, line := range []string{"kubectl get databases", "kubectl apply -f -"} {
+			var took []time.Duration
+			cpu0 := childrenCPU()
+			for i := range 20 {
+				began := time.Now()
+				stdin := ""
+				if strings.Contains(line, "apply") {
+					stdin = fmt.Sprintf(strings.Replace(terminalDB, "name: term", fmt.Sprintf("name: bench%d", i%3), 1), 1)
+				}
+				if code, out, res := kubectlIn(b, e, c, line, stdin); code != http.StatusOK || res.Exit != 0 {
+					b.Fatalf("%s: %d %d %s", line, code, res.Exit, out)
+				}
+				took = append(took, time.Since(began))
+			}
+			slices.Sort(took)
+			cpu := (childrenCPU() - cpu0) / 20
+			b.Logf("%s: p50 %s, p99 %s, %s of CPU a command in its child", line, took[len(took)/2].Round(time.Millisecond), took[len(took)-1].Round(time.Millisecond), cpu.Round(time.Millisecond))
+		}
+	}
+}
+
+// childrenCPU is the CPU time of this process's waited-for children.
+func childrenCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_CHILDREN, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

@@ -102,6 +102,55 @@ export function isNoop(row) {
     (s.type === "status" && s.skipped && !s.held)));
 }
 
+// rowEffect says in one line what a reconcile did, from its steps: what
+// it created, changed or deleted, the finalizer's phases, the status
+// fields it wrote, its error; or that it changed nothing. It is the
+// row's second line, before the row is opened on its steps.
+export function rowEffect(row) {
+  const out = [];
+  for (const s of row.steps) {
+    if (s.conflict) { out.push(`${s.type === "status" ? "status write" : `${s.action} ${targetName(s)}`} → 409 Conflict`); continue; }
+    switch (s.type) {
+      case "action":
+        if (s.outcome === "Unchanged") break;
+        out.push(s.outcome === "Error" ? `${s.action} ${targetName(s)} failed` :
+          s.outcome === "AlreadyExists" ? `${targetName(s)} already exists` : `${pastAction[s.action] || s.action} ${targetName(s)}`);
+        break;
+      case "diff":
+        if (s.differences && s.differences.length) out.push(`${s.target ? targetName(s) + ": " : ""}${s.differences.join("; ")}`);
+        break;
+      case "finalizer": out.push(`finalizer ${s.phase}`); break;
+      case "throttled": out.push(`${s.action} ${targetName(s)} waited ${dur(s.durationNs || 0)}`); break;
+      case "status":
+        if (s.skipped && s.held) out.push("status write held back");
+        else if (!s.skipped && !s.unchanged) out.push("status: " + statusGist(s));
+        break;
+    }
+  }
+  const res = row.result;
+  if (res && res.error) out.push("error: " + firstLine(res.error));
+  if (!out.length) {
+    if (!res) return "running…";
+    if (row.steps.some((s) => s.type === "fetch" && s.found === "not-found")) return "Database gone: nothing to do";
+    return "nothing changed";
+  }
+  return out.join(" · ");
+}
+const pastAction = { create: "created", update: "updated", patch: "patched", delete: "deleted" };
+// statusGist names the status fields a write changed, the flipped
+// conditions first, at most three of them.
+function statusGist(s) {
+  const f = fieldsShown(s.fields || []).filter((x) => !/\.(reason|message|observedGeneration)$/.test(x.field));
+  const v = (x) => (x === undefined || x === "" ? "∅" : x);
+  const named = f.map((x) => `${x.field.replace(/^conditions\[([^\]]+)\]$/, "$1")} ${v(x.from)}→${v(x.to)}`);
+  if (!named.length) return (s.conditions || []).map((c) => `${c.type} ${c.to}`).join(", ") || "written";
+  return named.slice(0, 3).join(", ") + (named.length > 3 ? ", …" : "");
+}
+function firstLine(text) {
+  const line = String(text).split("\n")[0];
+  return line.length > 140 ? line.slice(0, 139) + "…" : line;
+}
+
 export function resultPill(res) {
   if (!res) return h("span", { class: "pill small running" }, "running…");
   const cls = res.result === "error" ? "bad" : res.result === "requeue" ? "warn" : "ok";
