@@ -121,6 +121,14 @@ import { KEY, store, whileShown } from "./base.js";
         // An answer about an earlier start (a Start came meanwhile) is not
         // this one's.
         if (body && !starting && mine.started === asked) show(body.tasks || []);
+        // Complete, the challenge leaves nothing retrying: the server says
+        // which pitfalls it switched off.
+        const complete = document.getElementById("complete");
+        if (body && body.quieted && body.quieted.length && complete) {
+          const note = complete.querySelector(".quieted") || complete.appendChild(document.createElement("span"));
+          note.className = "quieted";
+          note.textContent = ` Switched off the pitfall left on ${body.quieted.join(", ")}, so nothing keeps retrying on your timeline.`;
+        }
       } catch (e) {
         /* the server restarts or the network blinks: the next poll tries again */
       } finally {
