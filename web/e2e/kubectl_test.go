@@ -210,9 +210,19 @@ func BenchmarkKubectlInThePage(b *testing.B) {
 			}
 			slices.Sort(took)
 			cpu := (childrenCPU() - cpu0) / 20
-			b.Logf("%s: p50 %s, p99 %s, %s of CPU a command in its child", line, took[len(took)/2].Round(time.Millisecond), took[len(took)-1].Round(time.Millisecond), cpu.Round(time.Millisecond))
+			b.Logf("%s: p50 %s, p99 %s, %s of CPU a command in its child, the largest child %d MiB", line, took[len(took)/2].Round(time.Millisecond), took[len(took)-1].Round(time.Millisecond), cpu.Round(time.Millisecond), childrenMaxRSS()>>10)
 		}
 	}
+}
+
+// childrenMaxRSS is the largest resident set of this process's children,
+// in KiB.
+func childrenMaxRSS() int64 {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_CHILDREN, &ru); err != nil {
+		return 0
+	}
+	return ru.Maxrss
 }
 
 // childrenCPU is the CPU time of this process's waited-for children.

@@ -330,10 +330,11 @@ func TestScenarioFinalizer(t *testing.T) {
 		return e.gone(t.Context(), svc)
 	})
 	// Every late reconcile of the gone Database has run once the delete
-	// events of it and its children are in the trace and the trace is at
-	// rest; none of them may show an error.
-	all := e.waitTrace(t, "the delete events of doomed and its three children, reconciled", ns, "doomed", func(s []controller.Step) bool {
-		return slices.Equal(deleteEventsOf(s), []string{"Database", "Secret", "Service", "StatefulSet"}) && atRest(s)
+	// events of it, its three children and its Pods (which the controller
+	// watches too) are in the trace and the trace is at rest; none of them
+	// may show an error.
+	all := e.waitTrace(t, "the delete events of doomed, its three children and its Pods, reconciled", ns, "doomed", func(s []controller.Step) bool {
+		return slices.Equal(deleteEventsOf(s), []string{"Database", "Pod", "Secret", "Service", "StatefulSet"}) && atRest(s)
 	})
 	if len(errorRows(all)) > 0 {
 		t.Errorf("error rows after a delete:%s\nin the trace:%s", describeTrace(errorRows(all)), describeTrace(all[max(0, len(all)-40):]))

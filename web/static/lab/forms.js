@@ -54,6 +54,8 @@ function flash(ok, message, field, form) {
       input.classList.add("invalid");
       input.focus();
       why.scrollIntoView({ block: "nearest" });
+      // And kept there while the page settles (the preview redrawn).
+      keepSeen(why);
     }
   }
 }
