@@ -49,6 +49,10 @@ type triggerBook struct {
 	// returned from the reconcilers' own latest writes to it, so that the
 	// watch event each write causes can say it is that write coming back.
 	written map[ObjectRef]*ownEcho
+	// writing counts the writes to each object under way: the watch
+	// event of one may arrive before its writer has recorded what the API
+	// server answered.
+	writing map[ObjectRef]int
 }
 
 // ownEcho is what the reconcilers last wrote to one object.
@@ -87,17 +91,34 @@ func newTriggerBook() *triggerBook {
 		statusWrites: map[types.NamespacedName]int{},
 		first:        map[types.NamespacedName]wake{},
 		written:      map[ObjectRef]*ownEcho{},
+		writing:      map[ObjectRef]int{},
 	}
 }
 
+// writingTo notes a write to ref under way; wrote ends it.
+func (b *triggerBook) writingTo(ref ObjectRef) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.writing[ref]++
+}
+
+// echoWait bounds how long an event waits for the write under way to its
+// object to be recorded: the API server answered that write first, the
+// writer is a few instructions from recording it.
+const echoWait = 100 * time.Millisecond
+
 // wrote records that a reconcile of database wrote ref and the API server
 // answered with resourceVersion rv; what says which write ("status patch").
+// An rv of "" ends a write that changed nothing (it failed).
 func (b *triggerBook) wrote(database string, ref ObjectRef, rv, what string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.writing[ref]--; b.writing[ref] <= 0 {
+		delete(b.writing, ref)
+	}
 	if rv == "" {
 		return
 	}
-	b.mu.Lock()
-	defer b.mu.Unlock()
 	e := b.written[ref]
 	if e == nil {
 		e = &ownEcho{database: database}
@@ -111,17 +132,26 @@ func (b *triggerBook) wrote(database string, ref ObjectRef, rv, what string) {
 
 // echo says which of the reconcilers' own writes made ref's version rv,
 // "" when none did (someone else's write, or the cluster's own).
+// A write to ref still under way may be the one: echo waits for it, at
+// most echoWait.
 func (b *triggerBook) echo(ref ObjectRef, rv string) string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if e := b.written[ref]; e != nil {
-		for i, v := range e.rvs {
-			if v == rv {
-				return e.what[i]
+	for until := time.Now().Add(echoWait); ; {
+		if e := b.written[ref]; e != nil {
+			for i, v := range e.rvs {
+				if v == rv {
+					return e.what[i]
+				}
 			}
 		}
+		if b.writing[ref] == 0 || time.Now().After(until) {
+			return ""
+		}
+		b.mu.Unlock()
+		time.Sleep(time.Millisecond)
+		b.mu.Lock()
 	}
-	return ""
 }
 
 // statusWritten counts a status write of key and returns how many there have been.
