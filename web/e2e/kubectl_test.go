@@ -198,15 +198,25 @@ func BenchmarkKubectlInThePage(b *testing.B) {
 			var took []time.Duration
 			cpu0 := childrenCPU()
 			for i := range 20 {
-				began := time.Now()
 				stdin := ""
 				if strings.Contains(line, "apply") {
 					stdin = fmt.Sprintf(strings.Replace(terminalDB, "name: term", fmt.Sprintf("name: bench%d", i%3), 1), 1)
 				}
-				if code, out, res := kubectlIn(b, e, c, line, stdin); code != http.StatusOK || res.Exit != 0 {
-					b.Fatalf("%s: %d %d %s", line, code, res.Exit, out)
+				// The session's bucket holds 10, then one every 2 s: the
+				// command is timed once it is let through.
+				for {
+					began := time.Now()
+					resp, body := postAccept(b, c, e.http.URL+kubectl.Path, url.Values{"command": {line}, "stdin": {stdin}}, "")
+					if resp.StatusCode == http.StatusTooManyRequests {
+						time.Sleep(2 * time.Second)
+						continue
+					}
+					if resp.StatusCode != http.StatusOK || !strings.HasSuffix(body, `{"exit":0}`) {
+						b.Fatalf("%s: %d %s", line, resp.StatusCode, body)
+					}
+					took = append(took, time.Since(began))
+					break
 				}
-				took = append(took, time.Since(began))
 			}
 			slices.Sort(took)
 			cpu := (childrenCPU() - cpu0) / 20

@@ -92,6 +92,10 @@ func (h Handler) serve(w http.ResponseWriter, r *http.Request) {
 	case errors.Is(err, ErrBusy):
 		http.Error(w, err.Error(), http.StatusConflict)
 		return
+	case errors.Is(err, ErrFull):
+		w.Header().Set("Retry-After", "2")
+		http.Error(w, err.Error(), http.StatusServiceUnavailable)
+		return
 	case err != nil && !answered:
 		// No identity could be minted: nothing ran.
 		h.Logger.Error(err, "Failed to run a learner's kubectl command", "namespace", a.Namespace, "verb", cmd.Args[0])

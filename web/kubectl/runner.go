@@ -2,6 +2,7 @@ package kubectl
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -46,6 +47,12 @@ type Runner struct {
 	// Timeout and MaxOutput bound each command; zero: the defaults.
 	Timeout   time.Duration
 	MaxOutput int
+	// MaxRunning bounds the commands running at once, the whole class's
+	// (each child takes about 100 MiB at its peak); zero: DefaultMaxRunning.
+	MaxRunning int
+
+	slotsOnce sync.Once
+	slots     chan struct{}
 
 	// busy holds the namespaces with a command running: a learner's
 	// second command waits for their first, whoever else runs one.
@@ -58,6 +65,17 @@ type Runner struct {
 
 // ErrBusy refuses a second command while the learner's first runs.
 var ErrBusy = errors.New("one command at a time: your last one is still running (press Stop, or wait: it ends within a minute)")
+
+// ErrFull refuses a command while the class's commands fill every slot
+// for longer than slotWait.
+var ErrFull = errors.New("the terminal is busy with the class's commands: try again in a moment")
+
+// DefaultMaxRunning is how many commands run at once across the class, and
+// slotWait how long a command waits for a slot before it is refused.
+const (
+	DefaultMaxRunning = 8
+	slotWait          = 10 * time.Second
+)
 
 // Result is how a command ended, as the terminal says it after kubectl's
 // own output.
@@ -78,6 +96,17 @@ func (r *Runner) Run(ctx context.Context, ns string, until time.Time, cmd Comman
 		return Result{}, ErrBusy
 	}
 	defer r.busy.Delete(ns)
+	r.slotsOnce.Do(func() { r.slots = make(chan struct{}, cmp.Or(r.MaxRunning, DefaultMaxRunning)) })
+	wait := time.NewTimer(slotWait)
+	defer wait.Stop()
+	select {
+	case r.slots <- struct{}{}:
+		defer func() { <-r.slots }()
+	case <-wait.C:
+		return Result{}, ErrFull
+	case <-ctx.Done():
+		return Result{}, ctx.Err()
+	}
 	kc, port, err := r.kubeconfig(ctx, ns, until)
 	if err != nil {
 		return Result{}, err

@@ -139,6 +139,20 @@ func TestRunnerBoundsEachCommand(t *testing.T) {
 	if res := <-done; res.Exit != -1 || !strings.Contains(res.Note, "stopped after 500ms") || !strings.Contains(res.Note, "a watch ends there") {
 		t.Errorf("a watch past the time limit: %+v, want stopped, saying so", res)
 	}
+	// The class's slots: with one, another learner's command waits for
+	// it, and is refused past the wait.
+	full, _ := fakeRunner("sleep")
+	full.MaxRunning, full.Timeout = 1, 300*time.Millisecond
+	held := make(chan struct{})
+	go func() {
+		_, _ = full.Run(context.Background(), "lab-a", time.Now().Add(time.Hour), Command{Args: []string{"get", "pods", "-w"}}, "", io.Discard, func() { close(held) })
+	}()
+	<-held
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	if _, err := full.Run(ctx, "lab-b", time.Now().Add(time.Hour), Command{Args: []string{"get", "pods"}}, "", io.Discard, nil); !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("a command while the class's one slot is taken: %v, want it waiting (here, until its deadline)", err)
+	}
+	cancel()
 	// Free again once it ended.
 	r.Command = fakeRunner0("echo")
 	if _, err := r.Run(context.Background(), "lab-x", time.Now().Add(time.Hour), Command{Args: []string{"get", "pods"}}, "", io.Discard, nil); err != nil {
