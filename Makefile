@@ -26,14 +26,14 @@ FUZZMINIMIZETIME ?= 500x
 FUZZ_TARGETS = ./web/lab:FuzzFormValidation ./web/lab:FuzzReplay ./web/stream:FuzzParseSince \
 	./web/stream:FuzzReadExport ./web/session:FuzzSessionCookie ./controller/sandbox:FuzzCompile:2000x
 
-.PHONY: run test controlplane browser generate verify vet bench build image fuzz help
+.PHONY: run test controlplane browser sandboxtypes generate verify vet bench build image fuzz help
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
 
 # oplab builds a missing control plane itself, serving the course pages
 # while it does, so run does not wait for the controlplane target.
-run: ## run oplab on http://127.0.0.1:8080 (the first time, it builds the control plane while serving the course)
+run: sandboxtypes ## run oplab on http://127.0.0.1:8080 (the first time, it builds the control plane while serving the course)
 	$(GO) run ./cmd/oplab $(ARGS)
 
 # The slowest packages are named first, longest first, so that they start
@@ -43,7 +43,7 @@ run: ## run oplab on http://127.0.0.1:8080 (the first time, it builds the contro
 # orphan's age); with three, the cores sat idle a fifth of the run's last
 # minute, where the medium packages wait on their clusters and pages, and
 # with two a quarter of the whole run (docs/BENCHMARKS.md).
-SLOWEST_FIRST = ./web/e2e/ ./cmd/oplab/ ./controller/config/ ./controller/ ./cluster/ \
+SLOWEST_FIRST = ./web/e2e/ ./cmd/oplab/ ./controller/config/ ./controller/tester/ ./controller/ ./cluster/ \
 	./lessons/judge/ ./web/instructor/ ./web/session/ ./web/code/ ./web/learn/ ./controller/sandbox/ \
 	./cmd/image/ ./web/stream/ ./web/lab/
 TEST_PACKAGES ?= 4
@@ -58,11 +58,18 @@ TEST_PARALLEL ?= 4
 # sixth of that (docs/BENCHMARKS.md).
 TEST_LDFLAGS ?= -w
 
-test: controlplane browser ## run the whole test suite (real control plane, real Chromium)
+test: controlplane browser sandboxtypes ## run the whole test suite (real control plane, real Chromium)
 	$(GO) test -count=1 -ldflags='$(TEST_LDFLAGS)' -p $(TEST_PACKAGES) -parallel $(TEST_PARALLEL) -timeout 45m $(TESTFLAGS) $(SLOWEST_FIRST) ./...
 
 controlplane: ## build the pinned control-plane binaries into the cache (seconds when warm)
 	$(GO) run ./cmd/provision
+
+# The sandbox type-checks learner code against the export data of the
+# packages it may import, embedded in the binary from a file that is built,
+# never committed (controller/sandbox/exportdata). Every target that builds
+# or tests oplab makes it first; about a second when the build cache is warm.
+sandboxtypes: ## write the sandbox's type data (controller/sandbox/exportdata/packages.zip)
+	$(GO) run ./cmd/sandboxtypes
 
 browser: ## install Debian's Chromium and the pinned axe-core (npm ci) for the browser tests when missing
 	@if ! command -v chromium >/dev/null 2>&1; then \
@@ -79,7 +86,7 @@ generate: ## regenerate deepcopy, CRD, RBAC and templ files
 		output:crd:artifacts:config=controller/config/crd output:rbac:artifacts:config=controller/config/rbac
 	$(GO) tool templ generate
 
-vet: ## gofmt and go vet
+vet: sandboxtypes ## gofmt and go vet
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 
@@ -89,20 +96,20 @@ verify: vet generate ## fail when generated files are stale, go.mod is untidy or
 	@test -z "$$(git status --porcelain --untracked-files=all -- controller/config web)" || \
 		{ git status --short -- controller/config web; echo "generation created untracked files"; exit 1; }
 
-fuzz: ## run each fuzz target for FUZZTIME executions (20000x); a failing input is saved under the package's testdata/fuzz
+fuzz: sandboxtypes ## run each fuzz target for FUZZTIME executions (20000x); a failing input is saved under the package's testdata/fuzz
 	@for t in $(FUZZ_TARGETS); do \
 		pkg=$${t%%:*}; rest=$${t#*:}; name=$${rest%%:*}; count=$(FUZZTIME); \
 		case $$rest in *:*) count=$${rest#*:};; esac; echo "== $$name ($$pkg, $$count)"; \
 		$(GO) test -run '^$$' -fuzz "^$$name\$$" -fuzztime $$count -fuzzminimizetime $(FUZZMINIMIZETIME) $$pkg || exit 1; \
 	done
 
-build: ## build the oplab binary into bin/
+build: sandboxtypes ## build the oplab binary into bin/
 	$(GO) build -o bin/oplab ./cmd/oplab
 
 image: ## build oplab's container image into dist/oplab-image.tar (no Docker needed; docker load, kind load image-archive or crane push it)
 	$(GO) run ./cmd/image -out dist/oplab-image.tar -tag $(IMAGE)
 
-bench: controlplane ## print the benchmarks' figures (cluster start, controller throughput, websocket fan-out, a class's cost per learner, oplab's RSS per worst learner, the worst learner code's cost)
+bench: controlplane sandboxtypes ## print the benchmarks' figures (cluster start, controller throughput, websocket fan-out, a class's cost per learner, oplab's RSS per worst learner, the worst learner code's cost)
 	$(GO) test -run '^$$' -bench BenchmarkTimeToReady -benchtime 1x ./cluster/
 	$(GO) test -run '^$$' -bench . -benchtime 1x ./controller/ -args -dbs=$(BENCH_DBS)
 	$(GO) run ./cmd/loadtest -viewers 500,2000 -rate 100 -duration 10s
@@ -112,6 +119,8 @@ bench: controlplane ## print the benchmarks' figures (cluster start, controller 
 	CI=true $(GO) test -run '^$$' -bench LearnerTimeline4096 -benchtime 1x ./web/e2e/
 	CI=true $(GO) test -run '^$$' -bench LabLoadWithAFullRing -benchtime 5x ./web/e2e/
 	$(GO) test -run '^$$' -bench WorstLearnerMemory -benchtime 1x ./web/stream/
-	$(GO) test -run '^$$' -bench 'Compile|ReconcileRoundTrip|RunToFirstReconcile' -benchtime 20x ./controller/sandbox/
+	$(GO) test -run '^$$' -bench 'Compile|ReconcileRoundTrip|RunToFirstReconcile|TypeCheck' -benchtime 20x ./controller/sandbox/
 	$(GO) test -run '^$$' -bench Neighbours -benchtime 1x ./controller/sandbox/
 	$(GO) test -run '^$$' -bench WorstCode -benchtime 1x ./controller/sandbox/ -args -worst-learners 6 -worst-for 30s
+	$(GO) test -run '^$$' -bench Battery -benchtime 5x ./controller/tester/
+	$(GO) test -run '^$$' -bench NeighboursWhileTesting -benchtime 1x ./controller/tester/ -args -testers 20

@@ -218,12 +218,21 @@ type codeClients struct {
 // the namespace over, so this finds it there).
 func (cc *codeClients) get(ctx context.Context, ns string) (client.Client, error) {
 	cc.mu.Lock()
+	c, ok := cc.m[ns]
+	cc.mu.Unlock()
+	if ok {
+		return c, nil
+	}
+	// Granted without the lock: other namespaces' reconciles do not wait
+	// on this one's API calls. Two first reconciles of ns would both
+	// grant, which is idempotent.
+	if err := cc.grant(ctx, ns); err != nil {
+		return nil, err
+	}
+	cc.mu.Lock()
 	defer cc.mu.Unlock()
 	if c, ok := cc.m[ns]; ok {
 		return c, nil
-	}
-	if err := cc.grant(ctx, ns); err != nil {
-		return nil, err
 	}
 	writes, err := client.New(codeConfig(cc.cfg, ns), client.Options{Scheme: cc.scheme, Mapper: cc.mapper})
 	if err != nil {
@@ -238,7 +247,7 @@ func (cc *codeClients) get(ctx context.Context, ns string) (client.Client, error
 		split = cc.around(split)
 	}
 	own := newOwnWrites().client(split)
-	c := tracingClient(own, own, cc.book, cc.registry)
+	c = tracingClient(own, own, cc.book, cc.registry)
 	if cc.m == nil {
 		cc.m = map[string]client.Client{}
 	}

@@ -148,7 +148,11 @@ func TestTheSandboxAndThePolicyRefuseTheSameWrites(t *testing.T) {
 	}
 	// An update is held like a create: the image of the StatefulSet just
 	// made, changed.
-	s := good[0].(*appsv1.StatefulSet)
+	// (Read again: the StatefulSet controller writes its status meanwhile.)
+	s := &appsv1.StatefulSet{}
+	if err := code.Get(context.Background(), client.ObjectKeyFromObject(good[0]), s); err != nil {
+		t.Fatal(err)
+	}
 	s.Spec.Template.Spec.Containers[0].Image = "ghcr.io/attacker/anything:latest"
 	if err := code.Update(context.Background(), s); !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), "engine's image") {
 		t.Errorf("updating the StatefulSet to a foreign image as learner code = %v; want Forbidden", err)

@@ -6,8 +6,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/workqueue"
@@ -120,4 +120,9 @@ func (d *Driver) Note(s Step) { d.t.tr.emit(s) }
 // Observe records obj as the tester saw it, for the trace's history.
 func (d *Driver) Observe(event string, obj client.Object) {
 	d.t.tr.observe(event, ObjectRef{Kind: kindOf(obj), Namespace: obj.GetNamespace(), Name: obj.GetName()}, withoutSecretData(obj))
+}
+
+// ObserveGone records that the object of kind and name is gone.
+func (d *Driver) ObserveGone(kind, name string) {
+	d.t.tr.observe("delete", ObjectRef{Kind: kind, Namespace: d.ns, Name: name}, nil)
 }

@@ -247,6 +247,12 @@ func (t *eventTracer) filter() predicate.Predicate {
 // admit traces one event and reports whether it may be queued. message,
 // when set, is said of the event (why a generic event came).
 func (t *eventTracer) admit(verb string, obj client.Object, message string) bool {
+	if t.gate.isEnding(obj.GetNamespace()) {
+		// A namespace the controller has left: ending with its session,
+		// or a tester's scratch namespace, its driver's. Not traced, not
+		// queued.
+		return false
+	}
 	key, ok := databaseKey(obj)
 	if !ok {
 		// Not ours: For and Owns queue nothing for it either.

@@ -57,6 +57,12 @@ func (r *Runner) TakeBack(ns string) {
 	r.reconcileNamespace(ns, whyTakenBack)
 }
 
+// Ignore makes the controller leave ns alone for good, as EndNamespace
+// does: no event of it traced or queued, no reconcile run. The reconciler
+// tester's scratch namespaces are its own Driver's to reconcile, schedule
+// by schedule; oplab's controller there would race it.
+func (r *Runner) Ignore(ns string) { r.EndNamespace(ns) }
+
 // HandedOver reports whether ns is reconciled by learner code.
 func (r *Runner) HandedOver(ns string) bool { return r.gate.overrides.get(ns) != nil }
 

@@ -2,6 +2,7 @@ package controller
 
 import (
 	"sync"
+	"time"
 
 	"k8s.io/apimachinery/pkg/types"
 )
@@ -26,10 +27,38 @@ type pauseGate struct {
 
 	// overrides are the namespaces handed to learner code (override.go).
 	overrides overrides
+	// ending are the namespaces being deleted with their session, and
+	// since when: nothing in them is reconciled any more.
+	ending map[string]time.Time
 }
 
 func newPauseGate() *pauseGate {
-	return &pauseGate{paused: map[string]map[types.NamespacedName]struct{}{}}
+	return &pauseGate{paused: map[string]map[types.NamespacedName]struct{}{}, ending: map[string]time.Time{}}
+}
+
+// endingKept is how long a namespace stays marked as ending: long past
+// the time a namespace takes to go, so that a late retry finds it.
+const endingKept = time.Hour
+
+// end marks ns as ending, forgetting those marked long ago.
+func (g *pauseGate) end(ns string, now time.Time) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for n, at := range g.ending {
+		if now.Sub(at) > endingKept {
+			delete(g.ending, n)
+		}
+	}
+	g.ending[ns] = now
+	delete(g.paused, ns)
+}
+
+// isEnding reports whether ns is being deleted with its session.
+func (g *pauseGate) isEnding(ns string) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	_, ok := g.ending[ns]
+	return ok
 }
 
 // pause pauses ns and reports whether it was running.

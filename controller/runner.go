@@ -303,6 +303,12 @@ func (r *Runner) QueueSample(ns string) (QueueSample, bool) {
 	return cur.meter.sample(ns), true
 }
 
+// EndNamespace stops reconciling ns for good: its session ended and the
+// namespace is about to be deleted with everything in it. Its Databases
+// are not finalized (their snapshots would go with the namespace); the
+// caller removes the finalizer (labns.KubeNamespaces.ReleaseDatabases).
+func (r *Runner) EndNamespace(ns string) { r.gate.end(ns, time.Now()) }
+
 // NamespacePaused reports whether ns is paused.
 func (r *Runner) NamespacePaused(ns string) bool { return r.gate.isPaused(ns) }
 

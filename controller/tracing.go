@@ -56,6 +56,15 @@ func (t *tracedReconciler) Reconcile(ctx context.Context, req reconcile.Request)
 		// aside. Resuming reconciles every Database of the namespace.
 		return ctrl.Result{}, nil
 	}
+	if t.gate.isEnding(req.Namespace) {
+		// The namespace is being deleted with its learner's session
+		// (Runner.EndNamespace): a reconcile now would only recreate
+		// children the API server refuses in a terminating namespace,
+		// fail, retry and log each time (2,116 error lines for a class
+		// of 307). Or it is a tester's scratch namespace, its driver's
+		// to reconcile (Runner.Ignore).
+		return ctrl.Result{}, nil
+	}
 	rt := &reconcileTrace{
 		tracer:   t.tr,
 		id:       reconcileID(ctx),

@@ -14,7 +14,7 @@ func (s *Server) registerChallenges(ctx context.Context, mux *http.ServeMux) {
 	opts := challenges.Options{
 		Set: s.opts.Content.Challenges, Course: s.opts.Content.Course, Client: s.opts.Client, Sessions: s.opts.Sessions, Controller: s.opts.Controller,
 		Exporter: s.opts.Recorder, Sink: s.opts.Recorder, KubeconfigPath: kubeconfig.Path, KubectlCommand: kubeconfig.Command, KubeconfigExport: kubeconfig.Export,
-		Logger: s.opts.Logger.WithName("challenges"),
+		Records: s.records(), Logger: s.opts.Logger.WithName("challenges"),
 	}
 	if codes := s.codes.Load(); codes != nil {
 		opts.Code = codes

@@ -40,7 +40,11 @@ var costlyRequests = []costly{
 		patterns: []string{"GET /lab/history", "GET /lab/history/diff", "GET /lab/replay/history", "GET /lab/replay/history/diff"}},
 	{what: "timeline exports", burst: 5, every: 30 * time.Second, patterns: []string{"GET /lab/export"}},
 	{what: "kubeconfig downloads (each mints a token)", burst: 5, every: 30 * time.Second, patterns: []string{"GET /lab/kubeconfig"}},
-	{what: "replays of a timeline", burst: 5, every: 30 * time.Second, patterns: []string{"POST /lab/replay"}},
+	{what: "replays of a timeline", burst: 5, every: 30 * time.Second, patterns: []string{"POST /lab/replay", "POST /lab/replay/test/{schedule}"}},
+	// Each Run, and each Test's first step, compiles the code in a child
+	// process of its own.
+	{what: "runs of your code (each compiles it in a new process)", burst: 10, every: 3 * time.Second, patterns: []string{"POST /code/run"}},
+	{what: "tests of your code", burst: 3, every: 30 * time.Second, patterns: []string{"POST /code/test"}},
 	{what: "challenge checks", burst: 30, every: 200 * time.Millisecond, patterns: []string{"GET /challenges/{id}/status"}},
 	// Each starts a process running kubectl's code (web/kubectl), one at a
 	// time per learner.

@@ -1,6 +1,8 @@
 package web
 
 import (
+	"context"
+	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -9,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/oplab-dev/oplab/controller"
 	"github.com/oplab-dev/oplab/web/session"
 )
 
@@ -76,6 +79,7 @@ func denialServer(t *testing.T, clk *testClock, opts session.Options) (*httptest
 		t.Fatal(err)
 	}
 	parts.TrustedProxies, parts.Now = trusted, clk.Now
+	parts.LearnerCode = noCode{}
 	s, err := New(t.Context(), parts)
 	if err != nil {
 		t.Fatal(err)
@@ -84,6 +88,15 @@ func denialServer(t *testing.T, clk *testClock, opts session.Options) (*httptest
 	t.Cleanup(srv.Close)
 	return srv, ns
 }
+
+// noCode is a /code page with no cluster behind it: its routes answer,
+// and none runs code.
+type noCode struct{}
+
+func (noCode) GrantCode(context.Context, string) error         { return errors.New("no cluster here") }
+func (noCode) HandOver(string, controller.NamespaceReconciler) {}
+func (noCode) TakeBack(string)                                 {}
+func (noCode) HandedOver(string) bool                          { return false }
 
 // A full table whose sessions all ping every 30 s kept a newcomer at 503
 // for 11 minutes, until the pings stopped. Now the newcomer, reloading,
@@ -156,15 +169,18 @@ func TestAFullTableOfPingingSessionsYieldsToANewcomer(t *testing.T) {
 // costlySamples is a request of each costly route, as a learner's page
 // sends it.
 var costlySamples = map[string]struct{ method, path string }{
-	"GET /lab/history":             {"GET", "/lab/history?at=1"},
-	"GET /lab/history/diff":        {"GET", "/lab/history/diff?from=1&to=2"},
-	"GET /lab/replay/history":      {"GET", "/lab/replay/history?replay=0123&at=1"},
-	"GET /lab/replay/history/diff": {"GET", "/lab/replay/history/diff?replay=0123&from=1&to=2"},
-	"GET /lab/export":              {"GET", "/lab/export"},
-	"GET /lab/kubeconfig":          {"GET", "/lab/kubeconfig"},
-	"POST /lab/replay":             {"POST", "/lab/replay"},
-	"GET /challenges/{id}/status":  {"GET", "/challenges/owner-gc/status"},
-	"POST /lab/kubectl":            {"POST", "/lab/kubectl"},
+	"GET /lab/history":                 {"GET", "/lab/history?at=1"},
+	"GET /lab/history/diff":            {"GET", "/lab/history/diff?from=1&to=2"},
+	"GET /lab/replay/history":          {"GET", "/lab/replay/history?replay=0123&at=1"},
+	"GET /lab/replay/history/diff":     {"GET", "/lab/replay/history/diff?replay=0123&from=1&to=2"},
+	"GET /lab/export":                  {"GET", "/lab/export"},
+	"GET /lab/kubeconfig":              {"GET", "/lab/kubeconfig"},
+	"POST /lab/replay":                 {"POST", "/lab/replay"},
+	"POST /lab/kubectl":                {"POST", "/lab/kubectl"},
+	"GET /challenges/{id}/status":      {"GET", "/challenges/owner-gc/status"},
+	"POST /lab/replay/test/{schedule}": {"POST", "/lab/replay/test/0"},
+	"POST /code/run":                   {"POST", "/code/run"},
+	"POST /code/test":                  {"POST", "/code/test"},
 }
 
 // send makes one request of v (its session cookie, its address), asking

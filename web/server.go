@@ -23,6 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/oplab-dev/oplab/controller"
+	"github.com/oplab-dev/oplab/web/challenges"
 	"github.com/oplab-dev/oplab/web/classroom"
 	"github.com/oplab-dev/oplab/web/code"
 	"github.com/oplab-dev/oplab/web/demo"
@@ -58,6 +59,13 @@ type Sessions interface {
 	instructor.Learners
 	instructor.LabSessions
 	progress.Sessions
+	// What the server saw of each learner's work: the challenges' checks
+	// and grading, the quiz's grading and the flashcards' reviews.
+	challenges.Records
+	learn.Recorder
+	instructor.Hands
+	instructor.EndedSessions
+	join.Standing
 }
 
 // States is what the lab page and the roster read of the lab's state
@@ -155,6 +163,18 @@ type Options struct {
 	// MaxCodeRuns caps the learners whose code runs at once; zero means
 	// code.Options' default.
 	MaxCodeRuns int
+	// CodeTests configures Test my code on /code; without a Config, none.
+	CodeTests code.TestOptions
+	// PublicURL is where learners reach oplab (scheme and host), for the
+	// join link and its QR code; empty: the address the instructor's
+	// browser used.
+	PublicURL string
+	// KeepEnded is how long an ended session is kept, as the learner's
+	// page says it (session.Options.KeepFor); zero: its default.
+	KeepEnded time.Duration
+	// CodeVerdicts gives each learner's latest reconciler test verdict for
+	// the roster and the class export (the code tester); nil: none.
+	CodeVerdicts instructor.CodeVerdicts
 	// Now is the clock of the costly requests' limits (costly.go); nil:
 	// time.Now.
 	Now    func() time.Time
@@ -187,6 +207,13 @@ func (s *Server) Ended(ns string) {
 	}
 }
 
+// PagesOpen reports whether the learner of ns has an oplab page open (a
+// live stream): their time on task counts it.
+func (s *Server) PagesOpen(ns string) bool {
+	open, _ := s.presence.Of(ns)
+	return open > 0
+}
+
 // CodeOf is the learner's own code the code page keeps for ns (its text,
 // what last ran, whether it runs); nil when there is none, or no code
 // page. The end-to-end tests read it to know the server has a run before
@@ -197,6 +224,52 @@ func (s *Server) CodeOf(ns string) *stream.Code {
 	}
 	return nil
 }
+
+// scenarioCheckEvery bounds how often a learner's claim that they saw a
+// scenario through makes the server read their timeline: a report is
+// cheap to send, an export is not.
+const scenarioCheckEvery = 5 * time.Second
+
+// verifyScenarios checks, on the reporter's own recorded timeline, each
+// scenario their report claims seen through that the server knows they
+// set up and has not found done yet, and records those whose point it
+// finds (lab.Scenario.SeenIn). A claim alone is kept as self-reported.
+func (s *Server) verifyScenarios(r *http.Request, p progress.Progress) {
+	ns, err := s.opts.Sessions.NamespaceOf(r)
+	if err != nil || len(p.Scenarios) == 0 {
+		return
+	}
+	now := time.Now()
+	type claim struct {
+		sc    lab.Scenario
+		since time.Time
+	}
+	var todo []claim
+	s.opts.Sessions.Record(r.Context(), ns, func(rec *progress.Record) bool {
+		for _, name := range p.Scenarios {
+			sr := rec.Scenarios[name]
+			sc, ok := lab.FindScenario(name)
+			if !ok || sr == nil || sr.Done != 0 || now.Sub(time.UnixMilli(sr.Checked)) < scenarioCheckEvery {
+				continue
+			}
+			sr.Checked = now.UnixMilli()
+			todo = append(todo, claim{sc, time.UnixMilli(sr.Started)})
+		}
+		return false
+	})
+	if len(todo) == 0 {
+		return
+	}
+	messages := s.opts.Recorder.Export(ns).Messages
+	for _, c := range todo {
+		if c.sc.SeenIn(messages, c.since) {
+			s.opts.Sessions.Record(r.Context(), ns, func(rec *progress.Record) bool { return rec.ScenarioDone(c.sc.Name, now.UnixMilli()) })
+		}
+	}
+}
+
+// records is where the challenges' checks record what they found.
+func (s *Server) records() challenges.Records { return s.opts.Sessions }
 
 // known is what a learner's progress report may name: the lab's
 // scenarios, the course's challenges with their tasks, and its quiz.
@@ -272,22 +345,24 @@ func (s *Server) routes(ctx context.Context) (http.Handler, error) {
 		Controller: s.opts.Controller, Exporter: s.opts.Recorder, History: s.opts.Recorder, KubectlLine: s.opts.KubectlLine,
 		KubeconfigPath: kubeconfig.Path, KubectlCommand: kubeconfig.Command,
 		MaxDatabases: s.opts.MaxDatabasesPerNamespace, Classroom: s.classroom, ClientOf: session.ClientAddress(s.opts.TrustedProxies),
-		Terminal: s.opts.Kubectl != nil, Logger: s.opts.Logger.WithName("lab"),
+		Terminal: s.opts.Kubectl != nil, Records: sessions, Logger: s.opts.Logger.WithName("lab"),
 	}
 	if s.opts.Kubectl != nil {
 		kubectl.Handler{Runner: s.opts.Kubectl, Sessions: sessions, Logger: s.opts.Logger.WithName("kubectl")}.Register(mux)
 	}
 	// The code page comes first: the lab's export carries its code.
 	if s.opts.LearnerCode != nil {
-		codes := code.New(code.Options{Controller: s.opts.LearnerCode, Sessions: sessions, MaxRunning: s.opts.MaxCodeRuns, Logger: s.opts.Logger.WithName("code")})
+		codes := code.New(code.Options{Controller: s.opts.LearnerCode, Sessions: sessions, MaxRunning: s.opts.MaxCodeRuns, Tests: s.opts.CodeTests, Challenges: s.opts.Content.Challenges, Logger: s.opts.Logger.WithName("code")})
 		codes.Register(mux)
 		s.codes.Store(codes)
 		labOpts.Code = codes
 	}
 	labs := lab.New(labOpts)
 	labs.Register(mux)
-	progress.Handler{Sessions: sessions, Known: known(s.opts.Content)}.Register(mux)
-	join.Handler{Sessions: sessions, Logger: s.opts.Logger.WithName("join")}.Register(mux)
+	progress.Handler{Sessions: sessions, Known: known(s.opts.Content), Reported: s.verifyScenarios}.Register(mux)
+	joins := join.Handler{Sessions: sessions, KeepFor: s.opts.KeepEnded, Logger: s.opts.Logger.WithName("join")}
+	joins.Register(mux)
+	joins.RegisterStanding(mux, sessions)
 	kubeconfig.Handler{Sessions: sessions, Minter: s.opts.Kubeconfigs, Logger: s.opts.Logger.WithName("kubeconfig")}.Register(mux)
 	// The scripted demos play in the instructor's own lab namespace and
 	// narrate on its timeline and, through the classroom, to the room.
@@ -307,14 +382,16 @@ func (s *Server) routes(ctx context.Context) (http.Handler, error) {
 		Roster: instructor.Roster{Learners: sessions, States: s.opts.States, Pauses: s.opts.Controller, Deleter: direct,
 			Broadcaster: cmp.Or[instructor.Broadcaster](s.opts.Broadcaster, s.classroom), JoinCode: s.opts.JoinCode,
 			Presence: &s.presence, Self: sessions.NamespaceOf, Presenting: s.classroom.Presenting, ResetWait: s.opts.ResetWait,
-			Content: s.opts.Content},
+			Content: s.opts.Content, Code: cmp.Or[instructor.CodeVerdicts](s.opts.CodeVerdicts, s.testVerdicts()), Hands: sessions, Ended: sessions},
 		Present: instructor.Presenting{Classroom: s.classroom, Sessions: sessions},
 		Timer:   s.classroom,
+		Class:   s.classroom,
+		Join:    instructor.Join{PublicURL: s.opts.PublicURL, Code: s.opts.JoinCode},
 		// Looking over a learner's shoulder: their lab read-only, and its
 		// stream, behind the instructor's cookie.
 		Look: instructor.Look{Page: labs.LookPage, Stream: func(string) http.Handler { return lookStreams }},
 	}).Register(mux)
-	learn.Register(mux, s.opts.Content)
+	learn.RegisterWith(mux, s.opts.Content, sessions)
 	s.registerChallenges(ctx, mux)
 	return SecurityHeaders(bodyDeadline(checkHost(s.opts.AllowedHosts, protect(s.limitCostly(mux))))), nil
 }
@@ -516,4 +593,24 @@ type countedConn struct {
 func (c *countedConn) Close() error {
 	c.release()
 	return c.Conn.Close()
+}
+
+// testVerdicts is each learner's latest Test my code verdict, for the
+// roster and the class export; nil when the code page tests nothing.
+func (s *Server) testVerdicts() instructor.CodeVerdicts {
+	if c := s.codes.Load(); c != nil && c.Testing() {
+		return codeVerdicts{c}
+	}
+	return nil
+}
+
+// codeVerdicts is the code page's verdicts in the roster's words.
+type codeVerdicts struct{ c *code.Handler }
+
+func (v codeVerdicts) VerdictOf(ns string) (instructor.Verdict, bool) {
+	r, ok := v.c.VerdictOf(ns)
+	if !ok {
+		return instructor.Verdict{}, false
+	}
+	return instructor.Verdict{Passed: r.Passed, Patterns: r.Patterns, Schedules: r.Schedules, At: r.At}, true
 }

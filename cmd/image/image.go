@@ -39,7 +39,15 @@ var entrypoint = []string{binaryPath, listenOn}
 // what makes it static: the image has no libc for it to load. -trimpath
 // keeps the build machine's paths out of it, and -s -w drop the symbol
 // tables nobody debugs a Pod with (a third of the size).
+//
+// The sandbox's type data, which the binary embeds and no commit holds, is
+// written first, for the image's platform (cmd/sandboxtypes).
 func buildBinary(ctx context.Context, pkg, arch, out string) error {
+	gen := exec.CommandContext(ctx, "go", "run", "github.com/oplab-dev/oplab/cmd/sandboxtypes", "-goos", "linux", "-goarch", arch)
+	gen.Stdout, gen.Stderr = os.Stderr, os.Stderr
+	if err := gen.Run(); err != nil {
+		return fmt.Errorf("writing the sandbox's type data: %w", err)
+	}
 	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-ldflags=-s -w", "-o", out, pkg)
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH="+arch)
 	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr

@@ -45,7 +45,11 @@ type config struct {
 	// flag is not given, so the page is never open.
 	instructorToken string
 	// joinCode, when set, is what a visitor must give before getting a lab.
-	joinCode        string
+	joinCode string
+	// publicURL is where learners reach oplab, for the join link and QR.
+	publicURL string
+	// keepEnded is how long an ended session's results and export stay.
+	keepEnded       time.Duration
 	namespacePrefix string
 	kubeconfigHost  string
 	// allNamespaces lets the controller and the lab's watcher act on every
@@ -127,6 +131,8 @@ func parseFlagsInto(fs *flag.FlagSet, args []string) (config, error) {
 	})
 	fs.StringVar(&c.imageRegistry, "image-registry", "", "registry (and path) the Databases' images are pulled from, as REGISTRY/postgres:17, for a cluster that pulls through a mirror (default: the short names postgres:17 and mysql:8.4)")
 	fs.StringVar(&c.instructorToken, "instructor-token", "", "the token of the /instructor page, which stops and starts the controller for every learner (default: a random one, printed at start in the instructor URL)")
+	fs.StringVar(&c.publicURL, "public-url", "", "where learners reach oplab, scheme and host (https://lab.example.com): the join link and its QR code on /instructor name it (default: the address the instructor's browser used)")
+	fs.DurationVar(&c.keepEnded, "keep-ended", 24*time.Hour, "how long an ended session's results and lab export are kept (in the class namespace) for the learner and the class export")
 	fs.StringVar(&c.joinCode, "join-code", "", "a code visitors must give (on the join form, or ?join=CODE on /lab) before they get a lab namespace; for a self-hosted class (default: none, anyone may start a lab)")
 	fs.StringVar(&c.demosDir, "demos", "", "a folder of your own scripted demos (markdown files with front matter, as lessons/content/demos/*.md), offered on /instructor after the embedded ones; each is checked at start (default: the embedded demos only)")
 	if err := fs.Parse(args); err != nil {
@@ -181,6 +187,15 @@ func (c config) validate() error {
 	}
 	if j := c.joinCode; j != "" && (len(j) > 200 || strings.TrimSpace(j) != j || strings.ContainsFunc(j, unicode.IsControl)) {
 		return fmt.Errorf("invalid --join-code: want at most 200 characters, no control characters and no spaces at either end")
+	}
+	if u := c.publicURL; u != "" {
+		pu, err := url.Parse(u)
+		if err != nil || (pu.Scheme != "http" && pu.Scheme != "https") || pu.Host == "" || (pu.Path != "" && pu.Path != "/") || pu.RawQuery != "" {
+			return fmt.Errorf("invalid --public-url %q: want a scheme and host only, like https://lab.example.com or http://192.0.2.10:8080", u)
+		}
+	}
+	if c.keepEnded < time.Minute {
+		return fmt.Errorf("invalid --keep-ended %s: must be at least 1m", c.keepEnded)
 	}
 	if c.sessionIdle < time.Minute {
 		return fmt.Errorf("invalid --session-idle %s: must be at least 1m", c.sessionIdle)

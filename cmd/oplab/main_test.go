@@ -24,6 +24,7 @@ import (
 
 	"github.com/oplab-dev/oplab/cluster"
 	"github.com/oplab-dev/oplab/cluster/clustertest"
+	"github.com/oplab-dev/oplab/web/instructor"
 )
 
 // The oplab binary the process tests run is built at the first test that
@@ -108,6 +109,9 @@ func TestParseFlagsRejectsBadInput(t *testing.T) {
 		{[]string{"--resync", "0s"}, "--resync"},
 		{[]string{"--max-databases", "0"}, "--max-databases"},
 		{[]string{"--session-idle", "1s"}, "--session-idle"},
+		{[]string{"--public-url", "lab.example.com"}, "--public-url"},
+		{[]string{"--public-url", "https://lab.example.com/x?y"}, "--public-url"},
+		{[]string{"--keep-ended", "1s"}, "--keep-ended"},
 		{[]string{"--session-idle-new", "3h"}, "--session-idle-new"},
 		{[]string{"--session-idle", "5m", "--session-idle-new", "6m"}, "--session-idle-new"},
 		{[]string{"--max-sessions", "0"}, "--max-sessions"},
@@ -305,9 +309,9 @@ func TestHealthAndReadiness(t *testing.T) {
 	// A learner's Stop pauses only their namespace: oplab stays ready.
 	jar, _ := cookiejar.New(nil)
 	hc := &http.Client{Jar: jar}
-	post := func(c *http.Client, path string) {
+	post := func(c *http.Client, path string, form ...string) {
 		t.Helper()
-		resp, err := c.Post(p.url+path, "application/x-www-form-urlencoded", nil)
+		resp, err := c.Post(p.url+path, "application/x-www-form-urlencoded", strings.NewReader(strings.Join(form, "&")))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -355,7 +359,7 @@ func TestHealthAndReadiness(t *testing.T) {
 	if resp.StatusCode != http.StatusOK || resp.Request.URL.RawQuery != "" {
 		t.Fatalf("GET the instructor URL = %d at %s, want 200 at /instructor without the token", resp.StatusCode, resp.Request.URL)
 	}
-	post(ic, "/instructor/controller/stop")
+	post(ic, "/instructor/controller/stop", "confirm="+instructor.ConfirmStop)
 	if code, body := readyz(); code != http.StatusOK {
 		t.Errorf("/readyz with the controller stopped on purpose = %d %q, want 200", code, body)
 	}

@@ -300,8 +300,8 @@ func TestClusterWideRoleReadsNoSecrets(t *testing.T) {
 			switch {
 			case res == "secrets" || strings.HasPrefix(res, "serviceaccounts") || res == "roles" || res == "clusterrolebindings":
 				t.Errorf("oplab-cluster grants %v on %s cluster-wide", r.Verbs, res)
-			case res == "clusterroles" && (!slices.Equal(r.Verbs, []string{"bind"}) || !slices.Equal(r.ResourceNames, []string{"oplab-controller", "oplab-web"})):
-				t.Errorf("oplab-cluster grants %v on clusterroles %v, want only bind on oplab-controller and oplab-web", r.Verbs, r.ResourceNames)
+			case res == "clusterroles" && (!slices.Equal(r.Verbs, []string{"bind"}) || !slices.Equal(r.ResourceNames, []string{"oplab-controller", "oplab-web", "oplab-code"})):
+				t.Errorf("oplab-cluster grants %v on clusterroles %v, want only bind on oplab-controller, oplab-web and oplab-code (the learner code's)", r.Verbs, r.ResourceNames)
 			case res == "rolebindings" && !slices.Equal(r.Verbs, []string{"create"}):
 				t.Errorf("oplab-cluster grants %v on rolebindings, want create only (the admission policy holds it to its namespaces)", r.Verbs)
 			}

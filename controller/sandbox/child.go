@@ -144,9 +144,9 @@ func (ch *child) compile(src string) *SourceError {
 	if serr != nil {
 		return serr
 	}
-	in, err := instrument(src)
-	if err != nil {
-		return errorAt("compile", err.Error())
+	in, serr := prepareSafely(src, pkg)
+	if serr != nil {
+		return serr
 	}
 	ch.output.Reset()
 	i := interp.New(interp.Options{
@@ -163,6 +163,9 @@ func (ch *child) compile(src string) *SourceError {
 	if err := i.Use(symbols.Symbols); err != nil {
 		return &SourceError{Kind: "crash", Message: "loading the sandbox's packages: " + err.Error()}
 	}
+	if err := i.Use(rtExports); err != nil {
+		return &SourceError{Kind: "crash", Message: "loading the sandbox's packages: " + err.Error()}
+	}
 	var se *SourceError
 	func() {
 		defer func() {
@@ -175,6 +178,9 @@ func (ch *child) compile(src string) *SourceError {
 			if se.Col > 0 {
 				se.Col = in.column(se.Line, se.Col)
 			}
+			// Go's type checker accepted the code (prepare): this is
+			// the interpreter's limit, not the learner's mistake.
+			se.Message = "Go accepts this, but the sandbox's interpreter cannot run it: " + se.Message
 			return
 		}
 		if v, err := i.Eval(pkg + ".OplabWhere"); err == nil {
@@ -199,6 +205,18 @@ func (ch *child) compile(src string) *SourceError {
 		ch.run = newRec(symbols.NewClient(&facade{ask: ch.ask, scheme: ch.scheme}), ch.scheme)
 	}()
 	return se
+}
+
+// prepareSafely is prepare, with a panic in the type checker or the
+// rewrites (a bug, or an input no one foresaw) a compile error rather
+// than the child's end.
+func prepareSafely(src, pkg string) (in instrumented, se *SourceError) {
+	defer func() {
+		if r := recover(); r != nil {
+			se = &SourceError{Kind: "crash", Message: fmt.Sprintf("the sandbox failed checking your code: %v", r)}
+		}
+	}()
+	return prepare(src, pkg)
 }
 
 // reconcile runs the compiled Reconcile once, turning a panic or a
@@ -292,7 +310,13 @@ func Check(src string) (string, *SourceError) {
 				msg += fmt.Sprintf(" (and %d more syntax error%s after it, on line%s %s: fix this one first, they may go with it)",
 					more, plural(more), plural(more), errorLines(list[1:]))
 			}
-			return "", &SourceError{Kind: "compile", Message: msg, Line: list[0].Pos.Line, Col: list[0].Pos.Column}
+			se := &SourceError{Kind: "compile", Message: msg, Line: list[0].Pos.Line, Col: list[0].Pos.Column}
+			if len(list) > 1 {
+				for _, e := range list {
+					se.Errors = append(se.Errors, SourceError{Kind: "compile", Message: e.Msg, Line: e.Pos.Line, Col: e.Pos.Column})
+				}
+			}
+			return "", se
 		}
 		return "", &SourceError{Kind: "compile", Message: err.Error()}
 	}

@@ -30,6 +30,9 @@ const (
 	// DefaultDeadline is how long learner code may run in one reconcile,
 	// not counting the time the parent spends on its API calls.
 	DefaultDeadline = 2 * time.Second
+	// BackgroundDeadline is a Background sandbox's: only a guard, the CPU
+	// budget being what stops code that never ends.
+	BackgroundDeadline = 20 * time.Second
 	// DefaultCompileCPUBudget bounds a compile, which also runs the code's
 	// package initialisers, by the child's CPU time: a wall-clock bound of
 	// 5 s stopped the reference solution on a machine at load 25, where the
@@ -71,6 +74,14 @@ type Sandbox struct {
 	// CompileCPUBudget is the CPU time a compile, the code's package
 	// initialisers included, may use; zero means DefaultCompileCPUBudget.
 	CompileCPUBudget time.Duration
+	// Background marks a reconciler tester's sandbox: its children run
+	// under SCHED_IDLE from the start, so the learners whose code runs
+	// live, and oplab, go first (BenchmarkNeighboursWhileTesting), and a
+	// reconcile's time in all is bounded by BackgroundDeadline, since a
+	// starved child's wall time says nothing of its code. Its CPU budget
+	// is the usual one: what a verdict rests on must not depend on the
+	// machine's load.
+	Background bool
 	// IdleTimeout stops the child after this long without a reconcile (a
 	// learner who left, or whose Databases are all settled); the next
 	// reconcile starts a fresh one. Zero means DefaultIdleTimeout.
@@ -82,8 +93,8 @@ type Sandbox struct {
 	// live is p, for Kill, which must not wait for mu (a reconcile holds
 	// it throughout).
 	live atomic.Pointer[proc]
-	idle   *time.Timer
-	used   time.Time // the last compile or reconcile
+	idle *time.Timer
+	used time.Time // the last compile or reconcile
 	// fence names the layers of the kernel fence the last child raised
 	// (fence_linux.go) and the namespaces it was started in. Not under mu,
 	// which a reconcile holds for its whole length: the page reads it.
@@ -196,8 +207,11 @@ func (s *Sandbox) compileCPUBudget() time.Duration {
 }
 
 func (s *Sandbox) deadline() time.Duration {
-	if s.Deadline > 0 {
+	switch {
+	case s.Deadline > 0:
 		return s.Deadline
+	case s.Background:
+		return BackgroundDeadline
 	}
 	return DefaultDeadline
 }
@@ -490,7 +504,7 @@ func (s *Sandbox) compileIn(ctx context.Context, src string) (*proc, *SourceErro
 // of it (a priority set for a process is its calling thread's alone), and
 // SCHED_IDLE for each thread, so it runs only on a CPU no one else wants.
 func (s *Sandbox) lowerIfOverran(p *proc) {
-	if s.overran {
+	if s.overran || s.Background {
 		_ = syscall.Setpriority(syscall.PRIO_PGRP, p.cmd.Process.Pid, overranNice)
 		_ = idleAll(p.cmd.Process.Pid)
 	}

@@ -80,6 +80,10 @@ type SourceError struct {
 	Message string `json:"message"`
 	Line    int    `json:"line,omitempty"`
 	Col     int    `json:"col,omitempty"`
+	// Errors lists every error of a compile that found more than one, in
+	// the order of the file, the first being the one above; the page can
+	// mark each line. Empty for one error, a panic or a reconcile's error.
+	Errors []SourceError `json:"errors,omitempty"`
 }
 
 func (e *SourceError) Error() string {

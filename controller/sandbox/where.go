@@ -3,9 +3,7 @@ package sandbox
 import (
 	"fmt"
 	"go/ast"
-	"go/parser"
 	"go/token"
-	"slices"
 	"strings"
 )
 
@@ -29,32 +27,11 @@ func oplabAtCond(line, col int) bool { oplabLine, oplabCol = line, col; return t
 func OplabWhere() (int, int) { return oplabLine, oplabCol }
 `
 
-// insertion is text added before the statement at line:col of the
-// learner's file.
-type insertion struct {
-	offset    int
-	line, col int
-	text      string
-}
-
-// instrumented is the learner's file with a call to oplabAt before each
-// statement, and the insertions made, to map the interpreter's columns
-// back to the learner's file (its lines do not move).
-type instrumented struct {
-	src        string
-	insertions []insertion
-}
-
-// instrument adds the recorder before every statement of src's blocks and
-// case clauses, and into every if's and for's condition. src has passed
-// Check.
-func instrument(src string) (instrumented, error) {
-	fset := token.NewFileSet()
-	f, err := parser.ParseFile(fset, "reconciler.go", src, parser.SkipObjectResolution)
-	if err != nil {
-		return instrumented{}, err
-	}
-	var ins []insertion
+// whereEdits adds the recorder before every statement of f's blocks and
+// case clauses, and into every if's and for's condition. depth gives each
+// node's nesting, which orders edits that meet at one offset (edit).
+func whereEdits(fset *token.FileSet, f *ast.File, depth map[ast.Node]int) []edit {
+	var eds []edit
 	add := func(list []ast.Stmt) {
 		for _, s := range list {
 			switch s := s.(type) {
@@ -68,7 +45,8 @@ func instrument(src string) (instrumented, error) {
 				continue
 			}
 			p := fset.Position(s.Pos())
-			ins = append(ins, insertion{offset: p.Offset, line: p.Line, col: p.Column, text: fmt.Sprintf("oplabAt(%d, %d); ", p.Line, p.Column)})
+			eds = append(eds, edit{start: p.Offset, end: p.Offset, depth: 2 * depth[s],
+				text: fmt.Sprintf("oplabAt(%d, %d); ", p.Line, p.Column)})
 		}
 	}
 	// A condition records its own line as it is evaluated: an else-if's
@@ -78,9 +56,9 @@ func instrument(src string) (instrumented, error) {
 			return
 		}
 		p, end := fset.Position(e.Pos()), fset.Position(e.End())
-		ins = append(ins,
-			insertion{offset: p.Offset, line: p.Line, col: p.Column, text: fmt.Sprintf("oplabAtCond(%d, %d) && (", p.Line, p.Column)},
-			insertion{offset: end.Offset, line: end.Line, col: end.Column, text: ")"})
+		eds = append(eds,
+			edit{start: p.Offset, end: p.Offset, depth: 2 * depth[e], text: fmt.Sprintf("oplabAtCond(%d, %d) && (", p.Line, p.Column)},
+			edit{start: end.Offset, end: end.Offset, depth: 2 * depth[e], closing: true, text: ")"})
 	}
 	ast.Inspect(f, func(n ast.Node) bool {
 		switch b := n.(type) {
@@ -97,36 +75,43 @@ func instrument(src string) (instrumented, error) {
 		}
 		return true
 	})
-	slices.SortFunc(ins, func(a, b insertion) int { return a.offset - b.offset })
-	var out strings.Builder
-	last := 0
-	for _, in := range ins {
-		out.WriteString(src[last:in.offset])
-		out.WriteString(in.text)
-		last = in.offset
-	}
-	out.WriteString(src[last:])
-	out.WriteString(whereDecls)
-	return instrumented{src: out.String(), insertions: ins}, nil
+	return eds
+}
+
+// instrumented is the learner's file as the child runs it: rewritten
+// (rewrite.go), with a call to oplabAt before each statement, and the
+// edits made, to map the interpreter's columns back to the learner's file
+// (its lines do not move).
+type instrumented struct {
+	src   string
+	edits []placed
+}
+
+// placed is an edit as applied: on line, at col of the learner's file,
+// text replaced replaced bytes there.
+type placed struct {
+	line, col int
+	text      string
+	replaced  int
 }
 
 // column maps a column the interpreter gives on line of the instrumented
-// file back to the learner's: a position inside an insertion is the
-// statement's own.
+// file back to the learner's: a position inside added text is that of
+// the text's place.
 func (in instrumented) column(line, col int) int {
 	shift := 0
-	for _, i := range in.insertions {
-		if i.line != line {
+	for _, e := range in.edits {
+		if e.line != line {
 			continue
 		}
-		start := i.col + shift
+		start := e.col + shift
 		if col < start {
 			break
 		}
-		if col < start+len(i.text) {
-			return i.col
+		if col < start+len(e.text) {
+			return e.col
 		}
-		shift += len(i.text)
+		shift += len(e.text) - e.replaced
 	}
 	return col - shift
 }

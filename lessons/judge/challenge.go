@@ -36,6 +36,18 @@ type Env struct {
 	// since it would judge a namespace the challenge has not set up (and
 	// say things about objects that do not exist yet).
 	NotStarted bool
+	// Tested is the learner's latest Test my code verdict since the
+	// challenge's Start (controller/tester, run from the code page); nil:
+	// none since.
+	Tested *Tested
+}
+
+// Tested is a Test my code verdict on the learner's own reconciler.
+type Tested struct {
+	Passed    bool
+	Schedules int
+	// Findings are what it found, in words, each "pattern: message".
+	Findings []string
 }
 
 // Result is a check's verdict. Detail says, in words, what is still missing;

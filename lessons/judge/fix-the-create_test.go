@@ -30,6 +30,9 @@ func TestFixTheCreate(t *testing.T) {
 		if err := env.RunCode(ctx, starters.Source("oplab")); err != nil {
 			return fmt.Errorf("running the fix: %w", err)
 		}
-		return env.WaitDone(ctx, "fixed")
+		if err := env.WaitDone(ctx, "fixed"); err != nil {
+			return err
+		}
+		return passesTheTester(ctx, env, starters.Source("oplab"))
 	})
 }

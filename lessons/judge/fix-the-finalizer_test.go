@@ -51,6 +51,9 @@ func TestFixTheFinalizer(t *testing.T) {
 		if err := env.Learner.Delete(ctx, kept); err != nil {
 			return err
 		}
-		return env.WaitDone(ctx, "kept")
+		if err := env.WaitDone(ctx, "kept"); err != nil {
+			return err
+		}
+		return passesTheTester(ctx, env, starters.Source("oplab"))
 	})
 }

@@ -29,6 +29,9 @@ func TestFixTheStorm(t *testing.T) {
 		if err := env.RunCode(ctx, starters.Source("oplab")); err != nil {
 			return fmt.Errorf("running the fix: %w", err)
 		}
-		return env.WaitDone(ctx, "quiet")
+		if err := env.WaitDone(ctx, "quiet"); err != nil {
+			return err
+		}
+		return passesTheTester(ctx, env, starters.Source("oplab"))
 	})
 }

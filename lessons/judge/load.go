@@ -11,6 +11,7 @@ import (
 
 	"github.com/yuin/goldmark"
 
+	"github.com/oplab-dev/oplab/controller/sandbox/starters"
 	"github.com/oplab-dev/oplab/lessons"
 	"github.com/oplab-dev/oplab/lessons/content"
 	"github.com/oplab-dev/oplab/quiz"
@@ -29,6 +30,10 @@ type Challenge struct {
 	// Prepare names the registered Prepare that builds the start; empty
 	// means the start is an empty namespace.
 	Prepare string
+	// Starter, on a code exercise, is the code page's starting code the
+	// challenge begins from (starters.All): the code page lists the
+	// challenges that have one beside the editor.
+	Starter string
 	// Tasks are in dependency order: every task comes after the tasks it
 	// names in After.
 	Tasks []Task
@@ -98,6 +103,7 @@ type frontMatter struct {
 	Lesson  string     `json:"lesson"`
 	Also    []string   `json:"also"`
 	Prepare string     `json:"prepare"`
+	Starter string     `json:"starter"`
 	Tasks   []taskYAML `json:"tasks"`
 }
 
@@ -242,6 +248,9 @@ func (fm frontMatter) challenge(base string, course Resolver, questions []quiz.Q
 			bad("prepare %q is not registered (RegisterPrepare)", fm.Prepare)
 		}
 	}
+	if fm.Starter != "" && starters.Source(fm.Starter) == "" {
+		bad("starter %q is not a starting code of the code page (known: %s)", fm.Starter, strings.Join(starterIDs(), ", "))
+	}
 	if len(fm.Tasks) == 0 {
 		bad("tasks: a challenge needs at least one task")
 	}
@@ -309,8 +318,16 @@ func (fm frontMatter) challenge(base string, course Resolver, questions []quiz.Q
 	}
 	return &Challenge{
 		ID: fm.ID, Title: fm.Title, Lesson: fm.Lesson, LessonSlug: main.Slug, LessonSection: main.Section, Also: also,
-		Prepare: fm.Prepare, Tasks: ordered,
+		Prepare: fm.Prepare, Starter: fm.Starter, Tasks: ordered,
 	}, nil
+}
+
+func starterIDs() []string {
+	var ids []string
+	for _, s := range starters.All {
+		ids = append(ids, s.ID)
+	}
+	return ids
 }
 
 // lessonRef parses and resolves a "slug#section" named by field (lesson,

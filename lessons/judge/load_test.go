@@ -125,6 +125,7 @@ func TestLoadRefusesBadFiles(t *testing.T) {
 	}{
 		{"unknown check", "check: test/a", "check: test/nope", []string{"bad.md", "tasks[1] (first)", `check "test/nope" is not registered`}},
 		{"unknown prepare", "prepare: test/prepare", "prepare: nope", []string{"bad.md", `prepare "nope" is not registered`}},
+		{"unknown starter", "prepare: test/prepare", "prepare: test/prepare\nstarter: pitfall-nope", []string{"bad.md", `starter "pitfall-nope" is not a starting code of the code page (known: skeleton, oplab,`}},
 		{"unknown after", "after: [first]", "after: [zeroth]", []string{"bad.md", "tasks[0] (second)", `after "zeroth" names no task`}},
 		{"missing lesson section", "lesson: reconciliation-loop#the-loop", "lesson: reconciliation-loop#no-such", []string{"bad.md", `lesson "reconciliation-loop#no-such"`, "no such section"}},
 		{"lesson without anchor", "lesson: reconciliation-loop#the-loop", "lesson: reconciliation-loop", []string{"bad.md", `lesson "reconciliation-loop" must be a lesson slug and a section anchor`}},

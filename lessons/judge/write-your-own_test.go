@@ -20,7 +20,8 @@ import (
 
 // TestWriteYourOwn: the skeleton, run on a Database, does not pass the
 // first task; oplab's own reconciler in facade style, the reference
-// solution, passes all three.
+// solution, passes all three, and its Test my code passes where the
+// skeleton's fails.
 func TestWriteYourOwn(t *testing.T) {
 	t.Parallel() // its own namespace
 	judgetest.Run(t, "write-your-own", func(ctx context.Context, env judgetest.SolveEnv) error {
@@ -55,11 +56,32 @@ func TestWriteYourOwn(t *testing.T) {
 		if err := env.Learner.Delete(ctx, db); err != nil {
 			return err
 		}
-		return wait.PollUntilContextCancel(ctx, 200*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+		if err := wait.PollUntilContextCancel(ctx, 200*time.Millisecond, true, func(ctx context.Context) (bool, error) {
 			err := env.Client.Get(ctx, client.ObjectKeyFromObject(db), &dbv1.Database{})
 			return apierrors.IsNotFound(err), client.IgnoreNotFound(err)
-		})
+		}); err != nil {
+			return err
+		}
+		// The last task is every other life: the skeleton's test fails,
+		// the reference solution's passes.
+		if tested, err := env.TestCode(ctx, starters.Source("skeleton")); err != nil || tested.Passed {
+			return fmt.Errorf("the skeleton's test passed %v (%v); want it failed", tested.Passed, err)
+		}
+		return passesTheTester(ctx, env, starters.Source("oplab"))
 	})
+}
+
+// passesTheTester presses Test my code on src, which must pass: the code
+// exercises' last task.
+func passesTheTester(ctx context.Context, env judgetest.SolveEnv, src string) error {
+	tested, err := env.TestCode(ctx, src)
+	if err != nil {
+		return err
+	}
+	if !tested.Passed {
+		return fmt.Errorf("the solution's test found %v", tested.Findings)
+	}
+	return nil
 }
 
 func waitTrace(ctx context.Context, env judgetest.SolveEnv, f func(controller.Step) bool) error {

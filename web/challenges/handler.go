@@ -35,6 +35,7 @@ import (
 	"github.com/oplab-dev/oplab/lessons"
 	"github.com/oplab-dev/oplab/lessons/judge"
 	"github.com/oplab-dev/oplab/web/httpx"
+	"github.com/oplab-dev/oplab/web/progress"
 	"github.com/oplab-dev/oplab/web/session"
 	"github.com/oplab-dev/oplab/web/stream"
 )
@@ -59,11 +60,22 @@ type Controller interface {
 type LearnerCode interface {
 	// Stop reports whether the code ran.
 	Stop(ns string) bool
+	// TestedSince is ns's latest Test my code verdict finished after
+	// since; nil when there is none.
+	TestedSince(ns string, since time.Time) *judge.Tested
 }
 
 // Exporter exports a namespace's recorded timeline (the stream Recorder).
 type Exporter interface {
 	Export(namespace string) stream.Export
+}
+
+// Records is where the server keeps what its own checks and grading found
+// of a learner's work (session.Manager): the roster and the class export
+// count it, and nothing a browser says.
+type Records interface {
+	Record(ctx context.Context, ns string, f func(*progress.Record) bool) bool
+	RecordOf(ctx context.Context, ns string) (progress.Record, bool)
 }
 
 // Options configures the handler.
@@ -90,7 +102,10 @@ type Options struct {
 	// KubeconfigExport is the line that points a terminal's kubectl at
 	// that kubeconfig: the hints write kubectl without --kubeconfig.
 	KubeconfigExport func(namespace string) string
-	Logger           logr.Logger
+	// Records, when set, keeps each learner's Start and the tasks the
+	// server found done since it.
+	Records Records
+	Logger  logr.Logger
 }
 
 // Handler serves the challenge pages.
@@ -162,7 +177,7 @@ func (h *Handler) page(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	sess, err := h.opts.Sessions.Begin(w, r)
-	if errors.Is(err, session.ErrJoin) {
+	if errors.Is(err, session.ErrJoin) || errors.Is(err, session.ErrEnded) {
 		join.WriteForm(w, r, h.opts.Logger, err)
 		return
 	}
@@ -250,6 +265,9 @@ func (h *Handler) start(w http.ResponseWriter, r *http.Request) {
 		h.opts.Logger.Error(err, "Failed to start a challenge", "challenge", c.ID, "namespace", ns)
 		h.answerStart(w, r, c, http.StatusInternalServerError, startResult{Error: "Start failed: " + err.Error()})
 		return
+	}
+	if h.opts.Records != nil {
+		h.opts.Records.Record(ctx, ns, func(rec *progress.Record) bool { rec.ChallengeStarted(c.ID, started.UnixMilli()); return true })
 	}
 	h.opts.Logger.Info("Started a challenge", "challenge", c.ID, "namespace", ns)
 	h.answerStart(w, r, c, http.StatusOK, startResult{Started: started.UnixMilli(),
@@ -340,7 +358,45 @@ func (h *Handler) answer(w http.ResponseWriter, r *http.Request) {
 		h.answered(w, r, c, code, answerResult{Task: task, Error: "Not graded: " + err.Error()})
 		return
 	}
+	if a.Correct {
+		h.verified(r.Context(), c, ns, task, since, false)
+	}
 	h.answered(w, r, c, http.StatusOK, answerResult{Task: task, Correct: a.Correct, Detail: a.Detail})
+}
+
+// verified records task of c as done by the server's own judgement: a
+// question it graded, or a typed answer it judged against the cluster
+// (cluster is true: the answer holds only for the trace since the Start
+// the server recorded). It records nothing when the tasks task comes
+// after are not themselves recorded: a done list a browser sent unlocks
+// the page, not the grade.
+func (h *Handler) verified(ctx context.Context, c *judge.Challenge, ns, task string, since time.Time, cluster bool) {
+	if h.opts.Records == nil {
+		return
+	}
+	i := slices.IndexFunc(c.Tasks, func(t judge.Task) bool { return t.ID == task })
+	if i < 0 {
+		return
+	}
+	h.opts.Records.Record(ctx, ns, func(rec *progress.Record) bool {
+		cr := rec.Challenges[c.ID]
+		if cr == nil {
+			if cluster {
+				return false
+			}
+			rec.ChallengeStarted(c.ID, 0)
+			cr = rec.Challenges[c.ID]
+		}
+		if cluster && (cr.Started == 0 || cr.Started != since.UnixMilli()) {
+			return false
+		}
+		for _, after := range c.Tasks[i].After {
+			if !slices.Contains(cr.Tasks, after) {
+				return false
+			}
+		}
+		return rec.TasksDone(c.ID, cr.Started, []string{task})
+	})
 }
 
 // submitted judges the typed answer to input task task against the
@@ -362,6 +418,9 @@ func (h *Handler) submitted(w http.ResponseWriter, r *http.Request, c *judge.Cha
 		h.opts.Logger.Info("Could not judge an answer", "challenge", c.ID, "task", task, "namespace", ns, "err", err.Error())
 		h.answered(w, r, c, http.StatusServiceUnavailable, answerResult{Task: task, Error: "Not checked: " + err.Error() + "."})
 	default:
+		if a.Correct {
+			h.verified(r.Context(), c, ns, task, since, true)
+		}
 		h.answered(w, r, c, http.StatusOK, answerResult{Task: task, Correct: a.Correct, Detail: a.Detail})
 	}
 }
@@ -405,7 +464,10 @@ type Status struct {
 	Done   int               `json:"done"`
 	Of     int               `json:"of"`
 	Paused bool              `json:"paused"`
-	Error  string            `json:"error,omitempty"`
+	// Verified are the tasks the server itself found done since the
+	// Start it recorded: what the instructor's roster counts.
+	Verified []string `json:"verified"`
+	Error    string   `json:"error,omitempty"`
 	// Quieted names the Databases whose looping pitfall (an error loop, a
 	// status storm) was switched off as the challenge was found complete:
 	// a finished challenge leaves nothing retrying on the timeline.
@@ -432,8 +494,8 @@ func (h *Handler) status(w http.ResponseWriter, r *http.Request) {
 		httpx.JSON(w, http.StatusBadRequest, Status{Error: err.Error()})
 		return
 	}
-	states, err := h.evaluate(r.Context(), c, ns, since, httpx.SplitIDs(q.Get("done"), len(c.Tasks)))
-	st := Status{Tasks: states, Of: len(states), Paused: h.opts.Controller.NamespacePaused(ns)}
+	states, verified, err := h.judge(r.Context(), c, ns, since, httpx.SplitIDs(q.Get("done"), len(c.Tasks)))
+	st := Status{Tasks: states, Of: len(states), Paused: h.opts.Controller.NamespacePaused(ns), Verified: verified}
 	if err != nil {
 		st.Error = "Some checks could not look: " + err.Error()
 	}
@@ -476,6 +538,42 @@ func (h *Handler) quiet(ctx context.Context, ns string) []string {
 	return out
 }
 
+// judge evaluates the challenge for the status, and records what the
+// server's own checks found done. When since is the Start the server
+// recorded, the checks run with only the tasks it already recorded taken
+// as done, so a task a browser claims (done) is checked, not believed;
+// the tasks found done are recorded. A claimed task the checks do not
+// find done still shows done to the learner (a task once done stays done
+// on their page), evaluated a second time with the claim, but is not
+// recorded. It returns the states and the recorded tasks.
+func (h *Handler) judge(ctx context.Context, c *judge.Challenge, ns string, since time.Time, claimed []string) ([]judge.TaskState, []string, error) {
+	var rec progress.Record
+	if h.opts.Records != nil {
+		rec, _ = h.opts.Records.RecordOf(ctx, ns)
+	}
+	cr := rec.Challenges[c.ID]
+	if cr == nil || cr.Started == 0 || cr.Started != since.UnixMilli() {
+		states, err := h.evaluate(ctx, c, ns, since, claimed)
+		return states, []string{}, err
+	}
+	states, err := h.evaluate(ctx, c, ns, since, cr.Tasks)
+	var done []string
+	for _, s := range states {
+		if s.State == judge.StateDone {
+			done = append(done, s.ID)
+		}
+	}
+	h.opts.Records.Record(ctx, ns, func(rec *progress.Record) bool { return rec.TasksDone(c.ID, cr.Started, done) })
+	for _, id := range claimed {
+		if !slices.Contains(done, id) {
+			states, err = h.evaluate(ctx, c, ns, since, append(slices.Clone(cr.Tasks), claimed...))
+			break
+		}
+	}
+	slices.Sort(done)
+	return states, append([]string{}, done...), err
+}
+
 func (h *Handler) evaluate(ctx context.Context, c *judge.Challenge, ns string, since time.Time, done []string) ([]judge.TaskState, error) {
 	env, err := h.env(ctx, ns, since)
 	if err != nil {
@@ -495,7 +593,11 @@ func (h *Handler) env(ctx context.Context, ns string, since time.Time) (judge.En
 	if err != nil {
 		return judge.Env{}, err
 	}
-	return judge.Env{Namespace: ns, Client: h.opts.Client, Trace: trace, Paused: h.opts.Controller.NamespacePaused(ns), NotStarted: since.IsZero()}, nil
+	env := judge.Env{Namespace: ns, Client: h.opts.Client, Trace: trace, Paused: h.opts.Controller.NamespacePaused(ns), NotStarted: since.IsZero()}
+	if h.opts.Code != nil && !since.IsZero() {
+		env.Tested = h.opts.Code.TestedSince(ns, since)
+	}
+	return env, nil
 }
 
 // parseSince reads Unix milliseconds; empty is the zero time (the whole trace).

@@ -98,6 +98,13 @@ type State struct {
 	Goto      *Goto      `json:"goto,omitempty"`
 	// Timer is the class timer every page counts down; nil: none.
 	Timer *Timer `json:"timer,omitempty"`
+	// Message is the instructor's broadcast; nil: none.
+	Message *Message `json:"message,omitempty"`
+	// Halt says who stopped the controller for everyone and why; nil
+	// while it runs.
+	Halt *Halt `json:"halt,omitempty"`
+	// End says the class ended; nil while it runs.
+	End *End `json:"end,omitempty"`
 }
 
 // ErrNotPresenter refuses a view update from anyone but the presenter.

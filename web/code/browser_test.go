@@ -188,6 +188,30 @@ func TestCompileErrorMarksItsLine(t *testing.T) {
 	shoot(t, ctx, "code-compile-error.png")
 }
 
+// Every compile error comes back, as go build lists them, each with its
+// line linked and marked in the gutter: a learner fixes them all in one
+// pass rather than one Run each.
+func TestEveryCompileErrorMarksItsLine(t *testing.T) {
+	ctx := newTab(t)
+	srv := newServer(t, "lab-test", &fakeController{})
+	do(t, ctx, chromedp.EmulateViewport(1280, 800), chromedp.Navigate(srv.URL+"/code"), chromedp.WaitVisible(chromedp.CSS("#source")))
+	src := strings.Replace(strings.Replace(starters.Source("oplab"), "\tvar db dbv1.Database\n", "\tunused := 42\n\tvar db dbv1.Database\n", 1),
+		"\treturn ctrl.Result{}, nil\n}\n", "\treturn ctrl.Result{}, undefinedThing\n}\n", 1)
+	setSource(t, ctx, src)
+	do(t, ctx, chromedp.Click(chromedp.CSS("#run")))
+	eventually(t, ctx, `String(document.querySelectorAll("#code-error ol.errors li").length)`, "2")
+	got := eval[string](t, ctx, text("#code-error"))
+	for _, want := range []string{"Compile errors, 2 of them", "declared and not used: unused", "undefined: undefinedThing"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("the errors read %q; want %q", got, want)
+		}
+	}
+	if marked := eval[int](t, ctx, `document.querySelectorAll("#gutter .bad").length`); marked != 2 {
+		t.Errorf("%d lines marked in the gutter; want both errors' lines", marked)
+	}
+	shoot(t, ctx, "code-compile-errors.png")
+}
+
 // TestTabIndentsAndRunHandsOver: Tab indents in the editor (it does not
 // leave it), the code is kept across a reload, and Run hands the namespace
 // over; Back takes it back.

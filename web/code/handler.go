@@ -24,6 +24,7 @@ import (
 	"github.com/oplab-dev/oplab/controller"
 	"github.com/oplab-dev/oplab/controller/sandbox"
 	"github.com/oplab-dev/oplab/controller/sandbox/starters"
+	"github.com/oplab-dev/oplab/lessons/judge"
 	"github.com/oplab-dev/oplab/web/httpx"
 	"github.com/oplab-dev/oplab/web/stream"
 )
@@ -54,6 +55,13 @@ type Options struct {
 	// MaxRunning caps the namespaces handed to learner code at once (each
 	// has a child process); default 40.
 	MaxRunning int
+	// Tests configures Test my code; without a Config, the page offers
+	// none.
+	Tests TestOptions
+	// Challenges are the course's; the page lists those that start from
+	// one of its starting codes (judge.Challenge.Starter), with their
+	// tasks checked live. Nil: no list.
+	Challenges *judge.Set
 	Logger     logr.Logger
 }
 
@@ -61,9 +69,13 @@ type Options struct {
 type Handler struct {
 	opts   Options
 	limits string // what one reconcile may use, as the page says
+	// exercises are the code challenges as the page lists them.
+	exercises []exerciseView
 
 	mu       sync.Mutex
 	learners map[string]*learner // namespace → its code and sandbox
+	// tests runs Test my code; nil when there is no tester.
+	tests *tests
 }
 
 // learner is one namespace's code: the last source saved (the session's
@@ -81,6 +93,9 @@ type learner struct {
 	last     *sandbox.SourceError
 	runs     int
 	lastRun  time.Time
+	// test is the learner's last Test my code; verdict the last that
+	// finished with one.
+	test, verdict *testRun
 }
 
 // New returns the handler.
@@ -94,7 +109,11 @@ func New(opts Options) *Handler {
 	if opts.Logger.GetSink() == nil {
 		opts.Logger = logr.Discard()
 	}
-	return &Handler{opts: opts, limits: opts.NewSandbox().Limits(), learners: map[string]*learner{}}
+	h := &Handler{opts: opts, limits: opts.NewSandbox().Limits(), learners: map[string]*learner{}, exercises: exercisesOf(opts.Challenges)}
+	if opts.Tests.Config != nil {
+		h.tests = newTests(opts.Tests, opts.Logger.WithName("tester"))
+	}
+	return h
 }
 
 // Register mounts the routes on mux.
@@ -106,6 +125,8 @@ func (h *Handler) Register(mux *http.ServeMux) {
 	mux.HandleFunc("POST /code/run", h.run)
 	mux.HandleFunc("POST /code/back", h.back)
 	mux.HandleFunc("POST /code/import", h.importSource)
+	mux.HandleFunc("POST /code/test", h.startTest)
+	mux.HandleFunc("GET /code/test", h.testStatus)
 }
 
 // importPath is where a replay's form loads a file's code into the editor.
@@ -185,11 +206,14 @@ func (h *Handler) Forget(ns string) {
 		return
 	}
 	l.mu.Lock()
-	sb := l.sb
+	sb, tr := l.sb, l.test
 	l.sb = nil
 	l.mu.Unlock()
 	if sb != nil {
 		go sb.Close()
+	}
+	if h.tests != nil {
+		h.tests.forget(ns, tr)
 	}
 }
 
@@ -208,7 +232,7 @@ func (h *Handler) learnerOf(ns string) *learner {
 // lesson's link may be their first visit), or asks for the join code.
 func (h *Handler) page(w http.ResponseWriter, r *http.Request) {
 	sess, err := h.opts.Sessions.Begin(w, r)
-	if errors.Is(err, session.ErrJoin) {
+	if errors.Is(err, session.ErrJoin) || errors.Is(err, session.ErrEnded) {
 		join.WriteForm(w, r, h.opts.Logger, err)
 		return
 	}
@@ -219,7 +243,8 @@ func (h *Handler) page(w http.ResponseWriter, r *http.Request) {
 	ns := sess.Namespace
 	l := h.learnerOf(ns)
 	l.mu.Lock()
-	v := pageView{Namespace: ns, Source: l.source, Imported: l.imported, Running: h.opts.Controller.HandedOver(ns), Starters: starters.All, Limits: h.limits}
+	v := pageView{Namespace: ns, Source: l.source, Imported: l.imported, Running: h.opts.Controller.HandedOver(ns), Starters: starters.All, Limits: h.limits,
+		Testing: h.tests != nil, Exercises: h.exercises}
 	if l.sb != nil {
 		v.Fence = l.sb.Fence()
 	}

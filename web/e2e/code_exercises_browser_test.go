@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/url"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -146,6 +147,13 @@ func TestBrowserCodeExercisesSolvedInThePage(t *testing.T) {
 				t.Logf("With the starting code, %s is %s: %s", ex.undone, st.State, st.Detail)
 			}
 			screenshot(t, x.challenge, "exercise-"+ex.id+"-starting")
+			// The code page lists the exercise with the same live checks:
+			// the task the starting code leaves undone is to do there too,
+			// and the line at the top names it as in progress.
+			exercise := "#ex-" + ex.id
+			browsertest.Eventually(t, x.code, `document.querySelector(`+strconv.Quote(exercise+` [data-task="`+ex.undone+`"]`)+`).dataset.state`, "todo")
+			poll(t, x.code, "the code page's line naming the exercise in progress",
+				`document.getElementById("code-exercise-now").textContent.startsWith("Exercise in progress: "+document.querySelector(`+strconv.Quote(exercise+" .exercise-title")+`).textContent)`)
 
 			// The reference solution, typed (and pasted, see enter).
 			browsertest.Eval[bool](t, x.code, `(() => { const s = document.getElementById("source"); s.value = "";
@@ -157,6 +165,13 @@ func TestBrowserCodeExercisesSolvedInThePage(t *testing.T) {
 			x.run(t, solution)
 			screenshot(t, x.code, "exercise-"+ex.id+"-solution")
 			ex.onSolution(t, x)
+			// Then every other life: Test my code, pressed on the code
+			// page; its verdict decides each exercise's last task.
+			if st := x.task(t, "tested"); st.State == judge.StateDone {
+				t.Fatalf("tested done before any test: %s", st.Detail)
+			}
+			browsertest.Do(t, x.code, chromedp.Click(chromedp.CSS("#test")))
+			x.waitDone(t, "tested")
 			st := x.status(t)
 			for _, task := range st.Tasks {
 				if task.State != judge.StateDone && !x.done[task.ID] {
@@ -166,6 +181,10 @@ func TestBrowserCodeExercisesSolvedInThePage(t *testing.T) {
 			// The challenge page, polling in its own tab, says the same.
 			browsertest.Eventually(t, x.challenge, browsertest.Text("#done-count"), itoa(st.Of))
 			screenshot(t, x.challenge, "exercise-"+ex.id+"-done")
+			browsertest.Eventually(t, x.code, `document.querySelector(`+strconv.Quote(exercise+" [data-progress]")+`).textContent`, "Completed")
+			browsertest.Eventually(t, x.code, `String(document.querySelectorAll(`+strconv.Quote(exercise+` [data-task][data-state="done"]`)+`).length)`, itoa(st.Of))
+			browsertest.Do(t, x.code, chromedp.ScrollIntoView(chromedp.CSS(exercise)))
+			screenshot(t, x.code, "exercise-"+ex.id+"-on-the-code-page")
 			// Hand the namespace back, so the next exercise's load on the
 			// cluster is only its own.
 			browsertest.Do(t, x.code, chromedp.Click(chromedp.CSS("#back")))

@@ -267,7 +267,14 @@ func (r *DatabaseReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 		t.Parallel()
 		_, ns := run(t, `	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: req.Namespace, Name: "counter"}, Data: map[string]string{}}
 	if err := r.Create(ctx, cm); err != nil {
-		return ctrl.Result{}, client.IgnoreAlreadyExists(err)
+		// Made by an earlier reconcile (one a loaded machine stopped
+		// midway): written to all the same.
+		if err := r.Get(ctx, client.ObjectKeyFromObject(cm), cm); err != nil {
+			return ctrl.Result{}, err
+		}
+		if cm.Data == nil {
+			cm.Data = map[string]string{}
+		}
 	}
 	for i := 0; i < 25; i++ {
 		cm.Data["n"] = strings.Repeat("x", i)

@@ -100,7 +100,9 @@ func TestBrowserRosterShowsALearnersProgress(t *testing.T) {
 	// This browser kept progress from a course that has since changed: a
 	// scenario and a challenge this oplab does not have, and a challenge
 	// with more tasks than it has now. The server refuses each; the page
-	// leaves them out of its reports rather than report nothing.
+	// leaves them out of its reports rather than report nothing. What it
+	// does report (backoff done) is self-reported: the roster shows it
+	// apart and counts no challenge the server did not check.
 	if err := chromedp.Do(learner, chromedp.Evaluate[chromedp.Void](`localStorage.setItem("oplab.scenarios", JSON.stringify(["retired-scenario"]));
 		localStorage.setItem("oplab.challenges", JSON.stringify({"retired-challenge": {done: 1, of: 2}, "drift-repair": {done: 1, of: 99}, "backoff": {done: 1, of: 1}}))`),
 		chromedp.Reload(), chromedp.WaitVisible(chromedp.CSS("#learner-name-input"))); err != nil {
@@ -155,17 +157,20 @@ func TestBrowserRosterShowsALearnersProgress(t *testing.T) {
 			&& r.querySelector('.learner-dbs [data-db="first"] .pill.ok')?.textContent === "Ready True"
 			&& r.querySelector(".learner-scenarios").textContent.includes("first-reconcile")
 			&& !r.textContent.includes("retired-") && !r.textContent.includes("drift-repair")
-			&& r.querySelector(".learner-challenges").textContent.includes("backoff: 1/1 tasks")
+			&& /^\s*0 of \d+ complete/.test(r.querySelector(".learner-challenges").textContent)
+			&& r.querySelector(".learner-challenges .self-reported")?.textContent.includes("self-reported: 1 complete")
 			&& parseInt(r.querySelector(".learner-quiz").textContent, 10) >= 1; })()`, row, ns))
 	poll(t, instr, "the roster redrawn by its script", rosterPolled+` !== ""`)
 
 	// The challenge's page corrects the count it kept (drift-repair has 3
-	// tasks): the same page reports it from then on.
-	if err := chromedp.Do(learner, chromedp.Evaluate[chromedp.Void](`localStorage.setItem("oplab.challenges", JSON.stringify({...JSON.parse(localStorage.getItem("oplab.challenges")), "drift-repair": {done: 1, of: 3}}));
+	// tasks) and the browser says it finished them: the page reports it
+	// from then on, self-reported, and the server counts none of it.
+	if err := chromedp.Do(learner, chromedp.Evaluate[chromedp.Void](`localStorage.setItem("oplab.challenges", JSON.stringify({...JSON.parse(localStorage.getItem("oplab.challenges")), "drift-repair": {done: 3, of: 3}}));
 		document.dispatchEvent(new Event("oplab:progress"))`)); err != nil {
 		t.Fatal(err)
 	}
-	poll(t, instr, "the corrected challenge in the learner's row", fmt.Sprintf(`%s?.querySelector(".learner-challenges").textContent.includes("drift-repair: 1/3 tasks")`, row))
+	poll(t, instr, "the corrected challenge in the learner's row, self-reported only", fmt.Sprintf(`(() => { const c = %s?.querySelector(".learner-challenges"); return !!c
+		&& c.querySelector(".self-reported").textContent.includes("self-reported: 2 complete") && /^\s*0 of \d+ complete/.test(c.textContent); })()`, row))
 	if err := chromedp.Do(instr, chromedp.Evaluate[chromedp.Void](row+`.scrollIntoView({block: "center"})`)); err != nil {
 		t.Fatal(err)
 	}
@@ -606,9 +611,17 @@ func TestBrowserJoinCode(t *testing.T) {
 		t.Fatal(err)
 	}
 	shows(t, ctx, "the name the session holds, back in the field", `document.getElementById("learner-name-input").value === "Alan" && localStorage.getItem("oplab.name") === "Alan"`, "#learner-name")
-	// A link with the code works too, in a browser of its own.
+	// A link with the code works too, in a browser of its own: it asks
+	// the name (the code is kept), and then the lab is made.
 	other := e.tab(t)
-	if err := chromedp.Do(other, chromedp.Navigate(h.URL+"/lab?join=blue-otter"), chromedp.WaitVisible(chromedp.CSS("#lab"))); err != nil {
+	if err := chromedp.Do(other, chromedp.Navigate(h.URL+"/lab?join=blue-otter"), chromedp.WaitVisible(chromedp.CSS(`form.join input[name="name"]`))); err != nil {
+		t.Fatal(err)
+	}
+	if ns := joinNamespaces(t, e); len(ns) != 1 {
+		t.Errorf("namespaces after a join link, before the name: %v, want still one", ns)
+	}
+	if err := chromedp.Do(other, chromedp.SendKeys(`form.join input[name="name"]`, "Grace"), chromedp.Submit(`form.join input[name="name"]`),
+		chromedp.WaitVisible(chromedp.CSS("#lab"))); err != nil {
 		t.Fatal(err)
 	}
 	if ns := joinNamespaces(t, e); len(ns) != 2 {

@@ -47,6 +47,12 @@ type Options struct {
 	Timer ClassTimer
 	// Look opens a learner's lab read-only from the roster; zero: not.
 	Look Look
+	// Class tells every page the class controls' notices
+	// (classroom.Classroom); nil: no broadcast, no reason on a stop, no
+	// end of class.
+	Class Class
+	// Join is the panel and projector screen learners join from.
+	Join Join
 	// Throttle slows down wrong tokens per client address (ClientOf);
 	// nil: none.
 	Throttle Throttle
@@ -78,6 +84,8 @@ type Handler struct {
 	// proof is what the cookie holds: a digest of the token, so the cookie
 	// is not the token itself and every comparison has a fixed length.
 	proof [sha256.Size]byte
+	// end is the end of the class under way, if any.
+	end ending
 }
 
 // New returns the instructor handler. ctx bounds the controller started
@@ -118,6 +126,9 @@ func (h *Handler) Register(mux *http.ServeMux) {
 	h.registerPresent(mux)
 	h.registerTimer(mux)
 	h.registerLook(mux)
+	h.registerHelp(mux)
+	h.registerClass(mux)
+	h.registerJoin(mux)
 }
 
 // access is what a request proves about the token.
@@ -234,6 +245,7 @@ func (h *Handler) fullPage(r *http.Request) Page {
 	return Page{
 		ControllerRunning: h.opts.Controller.Running(),
 		Present:           h.presentView(r), Demo: h.demoView(r, ""), Roster: h.rosterView(r), Timer: h.timerView(),
+		CanSpeak: h.opts.Class != nil, End: h.endView(), Join: h.joinView(r),
 	}
 }
 
@@ -306,12 +318,32 @@ func (h *Handler) switchController(w http.ResponseWriter, r *http.Request) {
 	if !h.allowed(w, r) {
 		return
 	}
-	msg, err := h.act(r.PathValue("action"))
+	action := r.PathValue("action")
+	r.Body = http.MaxBytesReader(w, r.Body, 4<<10)
+	var by, reason string
+	if action == "stop" {
+		// One click must not stop a whole class: the form asks for a
+		// confirmation, and says who and why, which every learner reads.
+		var err error
+		if by, reason, err = stopForm(r); err != nil {
+			h.bad(w, r, http.StatusBadRequest, err)
+			return
+		}
+	}
+	msg, err := h.act(action)
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusUnprocessableEntity)
 		return
 	}
-	h.opts.Logger.Info("Switched the controller from the instructor page", "action", r.PathValue("action"))
+	if h.opts.Class != nil {
+		switch msg {
+		case "stopped":
+			h.opts.Class.Halted(by, reason)
+		case "started":
+			h.opts.Class.Resumed()
+		}
+	}
+	h.opts.Logger.Info("Switched the controller from the instructor page", "action", action, "reason", reason)
 	http.Redirect(w, r, "/instructor?done="+msg, http.StatusSeeOther)
 }
 

@@ -85,7 +85,12 @@ func TestTokenOnceThenCookie(t *testing.T) {
 	if w := do(mux, "POST", "/instructor/controller/stop", nil, &http.Cookie{Name: CookieName, Value: "forged"}); w.Code != http.StatusForbidden || !sw.running {
 		t.Errorf("stop with a forged cookie: %d running=%v; want 403 and still running", w.Code, sw.running)
 	}
-	if w := do(mux, "POST", "/instructor/controller/stop", nil, c); w.Code != http.StatusSeeOther || sw.running {
+	// One click does not stop a class: without the confirmation nothing
+	// stops, and the page says what is missing.
+	if w := do(mux, "POST", "/instructor/controller/stop", nil, c); w.Code != http.StatusBadRequest || !sw.running || !strings.Contains(w.Body.String(), "confirm: tick the box") {
+		t.Fatalf("stop without the confirmation: %d running=%v; want 400 naming confirm, and still running", w.Code, sw.running)
+	}
+	if w := do(mux, "POST", "/instructor/controller/stop", url.Values{"confirm": {ConfirmStop}}, c); w.Code != http.StatusSeeOther || sw.running {
 		t.Fatalf("stop: %d running=%v; want 303 and stopped", w.Code, sw.running)
 	}
 	if w := do(mux, "GET", "/instructor?done=stopped", nil, c); !strings.Contains(w.Body.String(), "Stopped the controller for everyone") ||

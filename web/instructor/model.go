@@ -16,6 +16,13 @@ type Page struct {
 	Roster  *RosterView
 	Present PresentView
 	Timer   TimerView
+	// CanSpeak shows the broadcast and the stop's reason.
+	CanSpeak bool
+	// End is the end-class panel; Join the join panel.
+	End  EndView
+	Join JoinView
+	// Refusal says why the form just sent did nothing.
+	Refusal string
 }
 
 // Said is the text of the last action's outcome, or "".

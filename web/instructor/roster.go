@@ -71,6 +71,18 @@ type Roster struct {
 	// QuizQuestions and ChallengeCount are the denominators of a
 	// learner's quiz best and challenges complete; 0 means Content's.
 	QuizQuestions, ChallengeCount int
+	// ChallengeTasks is a challenge's number of tasks, the "of" of its
+	// verified tasks; nil means Content's.
+	ChallengeTasks func(id string) (int, bool)
+	// Code gives each learner's latest reconciler test verdict (the code
+	// tester); nil: none, and the roster and export say so.
+	Code CodeVerdicts
+	// Hands answers and clears a learner's raised hand (session.Manager);
+	// nil: no help queue.
+	Hands Hands
+	// Ended lists the sessions that ended and are kept (session.Manager);
+	// nil: none is listed.
+	Ended EndedSessions
 	// ResetWait bounds how long a reset waits for the Databases to go;
 	// default 60s.
 	ResetWait time.Duration
@@ -90,6 +102,35 @@ type Roster struct {
 	// resets is every namespace's latest reset, made when the routes are
 	// mounted.
 	resets *resets
+}
+
+// Hands is the help queue's side of the session table.
+type Hands interface {
+	AnswerHand(ctx context.Context, ns string) error
+	ClearHand(ctx context.Context, ns string) error
+}
+
+// EndedSessions lists the ended sessions kept, and ends the class.
+type EndedSessions interface {
+	ListEnded(ctx context.Context) ([]session.Ended, error)
+	EndClass(ctx context.Context) (int, error)
+}
+
+// totals are the course's totals the roster counts against.
+func (ro *Roster) totals() Totals {
+	return Totals{Scenarios: len(lab.Scenarios), Challenges: ro.ChallengeCount, QuizQuestions: ro.QuizQuestions, ChallengeTasks: ro.ChallengeTasks}
+}
+
+// verdict is ns's latest reconciler test, or nil.
+func (ro *Roster) verdict(ns string) *Verdict {
+	if ro.Code == nil {
+		return nil
+	}
+	v, ok := ro.Code.VerdictOf(ns)
+	if !ok {
+		return nil
+	}
+	return &v
 }
 
 // Presence counts a learner's open pages (classroom.Presence).
@@ -124,6 +165,15 @@ func (h *Handler) registerRoster(mux *http.ServeMux) {
 	if r.Content != nil {
 		r.QuizQuestions = cmp.Or(r.QuizQuestions, len(r.Content.Quiz.Questions))
 		r.ChallengeCount = cmp.Or(r.ChallengeCount, len(r.Content.Challenges.Challenges))
+		if r.ChallengeTasks == nil {
+			set := r.Content.Challenges
+			r.ChallengeTasks = func(id string) (int, bool) {
+				if c, ok := set.Get(id); ok {
+					return len(c.Tasks), true
+				}
+				return 0, false
+			}
+		}
 	}
 	r.canLook = h.opts.Look.Page != nil && h.opts.Look.Stream != nil
 	r.resets = newResets()
@@ -151,6 +201,11 @@ func defaultDestinations(content *learn.Content) []Destination {
 	course, set := content.Course, content.Challenges
 	for _, l := range course.Lessons {
 		d = append(d, Destination{Href: l.URL(), Title: "Lesson: " + l.Title})
+		// A section of it: the class goes to the part being taught, not
+		// to the top of a long page.
+		for _, sec := range l.Sections {
+			d = append(d, Destination{Href: l.URL() + "#" + sec.ID, Title: "  § " + l.Title + ": " + sec.Title})
+		}
 	}
 	d = append(d, Destination{Href: "/challenges", Title: "Challenges: the list"})
 	for _, c := range set.Challenges {
@@ -186,12 +241,14 @@ func (h *Handler) rosterView(r *http.Request) *RosterView {
 		resets = ro.resets.snapshot(now)
 	}
 	apart := ro.apart(r)
+	t := ro.totals()
 	for _, s := range list {
 		row := Learner{
-			Name: s.Name, Namespace: s.Namespace, Acted: s.Acted, Scenarios: s.Progress.Scenarios,
-			QuizBest: s.Progress.QuizBest, CardsReviewed: s.Progress.CardsReviewed, Reported: !s.Progress.Reported.IsZero(),
-			LastActive: ago(now.Sub(s.LastSeen)), Idle: max(now.Sub(s.LastSeen), 0),
+			Name: s.Name, Namespace: s.Namespace, Acted: s.Acted,
+			Verified: verifiedOf(s.Record, t), Self: selfReportedOf(s.Progress), TimeOnTask: s.Record.ActiveMinutes, Help: s.Help,
+			LastActive: ago(now.Sub(s.LastSeen)), Idle: max(now.Sub(s.LastSeen), 0), Joined: s.Started, Seen: s.LastSeen,
 		}
+		row.Verified.Code = ro.verdict(s.Namespace)
 		if ro.Presence != nil {
 			row.Pages, row.Following = ro.Presence.Of(s.Namespace)
 		}
@@ -201,7 +258,6 @@ func (h *Handler) rosterView(r *http.Request) *RosterView {
 		if ro.Pauses != nil {
 			row.Paused = ro.Pauses.NamespacePaused(s.Namespace)
 		}
-		row.Challenges, row.ChallengesDone = challengesOf(s.Progress)
 		if ro.States != nil {
 			dbs, err := ro.States.Databases(ctx, s.Namespace)
 			if err != nil {
@@ -212,7 +268,10 @@ func (h *Handler) rosterView(r *http.Request) *RosterView {
 					Degraded: degraded(d), Held: heldFor(d, now) > HeldAfter})
 			}
 		}
-		row.classify(ro.QuizQuestions, ro.ChallengeCount, len(lab.Scenarios))
+		row.classify(t)
+		if s.Instructor && apart[s.Namespace] == "" {
+			apart[s.Namespace] = "the instructor's lab"
+		}
 		if apart[s.Namespace] != "" {
 			row.Apart = apart[s.Namespace]
 			v.Self = append(v.Self, row)
@@ -221,6 +280,17 @@ func (h *Handler) rosterView(r *http.Request) *RosterView {
 		v.Learners = append(v.Learners, row)
 	}
 	v.count()
+	v.Hands = handsOf(v.Learners, now)
+	v.CanHelp = ro.Hands != nil
+	if ro.Ended != nil {
+		ended, err := ro.Ended.ListEnded(ctx)
+		if err != nil {
+			v.Error = "could not read the ended sessions: " + err.Error()
+		}
+		for _, e := range ended {
+			v.Ended = append(v.Ended, endedRow(e, t))
+		}
+	}
 	return v
 }
 
@@ -356,6 +426,12 @@ type RosterView struct {
 	// row whose digest is among them is rendered as a stub that only
 	// names it (id, data-sig, data-kept). Nil: every row is whole.
 	Have map[string]bool
+	// Hands is the help queue: the raised hands, longest waiting first.
+	Hands []Hand
+	// CanHelp shows the help queue's controls.
+	CanHelp bool
+	// Ended are the ended sessions kept, with their results.
+	Ended []EndedRow
 }
 
 // Learner is one row of the roster.
@@ -365,13 +441,19 @@ type Learner struct {
 	Acted          bool
 	Databases      []DatabaseRow
 	DatabasesError string
-	Scenarios      []string
-	Challenges     []Challenge
-	ChallengesDone int
-	QuizBest       int
-	CardsReviewed  int
-	// Reported is whether the learner's browser has reported progress.
-	Reported   bool
+	// Verified is what the server saw of the learner's work; Self what
+	// their browser reported, shown apart and never counted.
+	Verified Verified
+	Self     SelfReported
+	// TimeOnTask is the minutes the learner had a page open or made a
+	// request.
+	TimeOnTask int
+	// Help is the learner's raised hand; nil when it is down.
+	Help *session.Help
+	// Joined and Seen are when the session began and its last request
+	// (left out of the row's digest: the export reads them).
+	Joined     time.Time `json:"-"`
+	Seen       time.Time `json:"-"`
 	Paused     bool
 	LastActive string
 	// Reset is the learner's latest reset; nil when none ran lately.

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"hash/fnv"
-	"math"
 	"net/http"
 	"strconv"
 	"strings"
@@ -61,9 +60,8 @@ func (ro *Roster) apart(r *http.Request) map[string]string {
 
 // classify fills in what the roster derives from the row: why the
 // learner is stuck, whether they are away and their share of the course
-// done, out of the course's quiz, challenge and scenario totals (0:
-// unknown, left out).
-func (l *Learner) classify(quizQuestions, challengeCount, scenarioCount int) {
+// the server saw done, out of the course's totals (0: unknown, left out).
+func (l *Learner) classify(t Totals) {
 	l.Blocked = nil
 	for _, d := range l.Databases {
 		switch {
@@ -77,17 +75,7 @@ func (l *Learner) classify(quizQuestions, challengeCount, scenarioCount int) {
 		l.Blocked = append(l.Blocked, "reset failed")
 	}
 	l.Away = l.Pages == 0 && l.Idle > AwayAfter
-	var sum float64
-	var parts int
-	for _, p := range []struct{ done, of int }{{len(l.Scenarios), scenarioCount}, {l.ChallengesDone, challengeCount}, {l.QuizBest, quizQuestions}} {
-		if p.of > 0 {
-			sum += math.Min(float64(p.done)/float64(p.of), 1)
-			parts++
-		}
-	}
-	if parts > 0 {
-		l.Progress = int(math.Round(100 * sum / float64(parts)))
-	}
+	l.Progress = percent(l.Verified, t)
 }
 
 // count sets the roster's counts, over the learners only.

@@ -40,17 +40,19 @@ func TestClassifySaysWhoIsStuckAwayAndHowFar(t *testing.T) {
 		{"no page, idle past AwayAfter", Learner{Idle: AwayAfter + time.Second}, 0, true, 0},
 		{"no page, idle under AwayAfter", Learner{Idle: AwayAfter - time.Second}, 0, false, 0},
 		// Scenarios 2 of 4, challenges 1 of 2, quiz 10 of 10: (50+50+100)/3.
-		{"progress", Learner{Scenarios: []string{"x", "y"}, ChallengesDone: 1, QuizBest: 10}, 0, false, 67},
+		{"progress", Learner{Verified: Verified{Scenarios: []string{"x", "y"}, ChallengesComplete: 1, QuizBest: 10}}, 0, false, 67},
+		// What the browser claims is never counted.
+		{"self-reported only", Learner{Self: SelfReported{Reported: true, Scenarios: []string{"x", "y"}, ChallengesComplete: 2, QuizBest: 10}}, 0, false, 0},
 	} {
 		l := c.l
-		l.classify(10, 2, 4)
+		l.classify(Totals{QuizQuestions: 10, Challenges: 2, Scenarios: 4})
 		if len(l.Blocked) != c.stuck || l.Away != c.away || l.Progress != c.progress {
 			t.Errorf("%s: blocked %q, away %v, progress %d; want %d reasons, away %v, progress %d", c.name, l.Blocked, l.Away, l.Progress, c.stuck, c.away, c.progress)
 		}
 	}
 	// Unknown totals are left out of the share, not counted as zero.
-	l := Learner{QuizBest: 5}
-	l.classify(10, 0, 0)
+	l := Learner{Verified: Verified{QuizBest: 5}}
+	l.classify(Totals{QuizQuestions: 10})
 	if l.Progress != 50 {
 		t.Errorf("quiz 5 of 10 and no other totals: progress %d, want 50", l.Progress)
 	}
@@ -115,13 +117,13 @@ func TestDisplayAndSortName(t *testing.T) {
 
 func TestRowSigChangesWithWhatTheRowShows(t *testing.T) {
 	v := &RosterView{QuizQuestions: 41}
-	a := Learner{Namespace: "lab-a", QuizBest: 3, Idle: 10 * time.Second}
+	a := Learner{Namespace: "lab-a", Verified: Verified{QuizBest: 3}, Idle: 10 * time.Second}
 	b := a
 	b.Idle = 40 * time.Second // same minute: the row reads the same
 	if rowSig(v, a) != rowSig(v, b) {
 		t.Error("the digest changed with the idle seconds, which the row does not show")
 	}
-	b.QuizBest = 4
+	b.Verified.QuizBest = 4
 	if rowSig(v, a) == rowSig(v, b) {
 		t.Error("the digest did not change with the quiz best")
 	}

@@ -57,7 +57,7 @@ func rosterMux(t *testing.T, b Broadcaster) (*http.ServeMux, *session.Manager) {
 	progress.Handler{Sessions: m, Known: progress.Known{Scenario: func(string) bool { return true },
 		ChallengeTasks: func(string) (int, bool) { return 4, true }, QuizSize: 10}}.Register(mux)
 	New(t.Context(), Options{Token: token, Controller: &fakeSwitch{running: true}, Roster: Roster{
-		Learners: m, Broadcaster: b, JoinCode: "blue-otter", QuizQuestions: 10, ChallengeCount: 12,
+		Learners: m, Broadcaster: b, JoinCode: "blue-otter", QuizQuestions: 10, ChallengeCount: 12, ChallengeTasks: func(string) (int, bool) { return 4, true },
 		Destinations: []Destination{{Href: "/lab?scenario=finalizer", Title: "Lab: A finalizer at work"}},
 	}}).Register(mux)
 	return mux, m
@@ -107,20 +107,30 @@ func TestRosterShowsLearnersProgressToTheInstructor(t *testing.T) {
 	if rw.Code != http.StatusOK {
 		t.Fatalf("progress = %d %s", rw.Code, rw.Body)
 	}
+	// The server itself saw part of it.
+	m.Record(t.Context(), s.Namespace, func(r *progress.Record) bool {
+		r.ChallengeStarted("drift-repair", 1)
+		r.TasksDone("drift-repair", 1, []string{"a", "b"})
+		r.Answered("1", "q1", true)
+		r.Answered("1", "q2", true)
+		r.Reviewed("c1")
+		return true
+	})
 
 	for _, target := range []string{"/instructor/roster", "/instructor"} {
 		w := do(mux, "GET", target, nil, c)
 		body := w.Body.String()
 		for _, want := range []string{
-			"Ada &lt;b&gt;", `nowrap">` + s.Namespace + "</code>", "finalizer", "1 of 12 complete, 2 begun", "drift-repair: 4/4 tasks",
-			`class="learner-quiz">6 of 10<`, `class="learner-cards">9<`, "/instructor/learners/" + s.Namespace + "/reset",
+			"Ada &lt;b&gt;", `nowrap">` + s.Namespace + "</code>", "0 of 12 complete", "drift-repair: 2/4 tasks",
+			`class="learner-quiz">2 of 10`, "first try 2", `class="learner-cards">1<`, "self-reported: 1 complete", "self-reported: 6", "self-reported: 9",
+			"/instructor/learners/" + s.Namespace + "/reset",
 		} {
 			if !strings.Contains(body, want) {
-				t.Errorf("GET %s lacks %q:\n%s", target, want, body)
+				t.Errorf("GET %s lacks %q", target, want)
 			}
 		}
 		if target == "/instructor" {
-			for _, want := range []string{`id="join-code">blue-otter<`, `action="/instructor/send"`, `src="/static/roster.js"`, "keeps their progress"} {
+			for _, want := range []string{`action="/instructor/send"`, `src="/static/roster.js"`, "keeps their progress"} {
 				if !strings.Contains(body, want) {
 					t.Errorf("the instructor page lacks %q", want)
 				}
@@ -198,6 +208,16 @@ func TestSendEveryoneOffersTheWholeCourse(t *testing.T) {
 	c := instructorCookie()
 	body := do(mux, "GET", "/instructor", nil, c).Body.String()
 	want := []string{"/lab?scenario=finalizer", "/challenges", "/challenges/owner-gc", "/quiz", "/flashcards", "/code"}
+	// A section of a lesson, not only its top.
+	for _, l := range content(t).Course.Lessons {
+		if len(l.Sections) > 1 {
+			want = append(want, l.URL()+"#"+l.Sections[1].ID)
+			break
+		}
+	}
+	if len(want) != 7 {
+		t.Fatal("no lesson of the course has two sections to send the class to")
+	}
 	for _, href := range want {
 		if !strings.Contains(body, `<option value="`+href+`"`) {
 			t.Errorf("send everyone does not offer %s", href)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -89,7 +90,14 @@ func TestAWrongCookieNeverLocksTheInstructorOut(t *testing.T) {
 	c := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	send := func(method, path string, cookie *http.Cookie) *http.Response {
 		t.Helper()
-		req, _ := http.NewRequest(method, srv.URL+path, nil)
+		var body io.Reader
+		if method == "POST" {
+			body = strings.NewReader("confirm=" + ConfirmStop)
+		}
+		req, _ := http.NewRequest(method, srv.URL+path, body)
+		if body != nil {
+			req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		}
 		if cookie != nil {
 			req.AddCookie(cookie)
 		}

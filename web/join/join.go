@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"time"
 
 	"github.com/go-logr/logr"
 
@@ -29,6 +30,9 @@ type Sessions interface {
 // Handler answers the join form.
 type Handler struct {
 	Sessions Sessions
+	// KeepFor is how long an ended session is kept, as its page says;
+	// zero: session.DefaultKeepFor.
+	KeepFor time.Duration
 	// Logger hears of a form that fails to render.
 	Logger logr.Logger
 }
@@ -49,8 +53,12 @@ func (h Handler) join(w http.ResponseWriter, r *http.Request) {
 	next := labPath(r.PostFormValue("next"))
 	raw := r.PostFormValue("name")
 	name, err := progress.ValidateName(raw)
+	if err == nil && name == "" {
+		err = errors.New("name: give the name your instructor will see beside your work")
+	}
+	code := strings.TrimSpace(r.PostFormValue(session.JoinField))
 	if err != nil {
-		write(w, r, h.Logger, http.StatusBadRequest, Form{Error: err.Error(), Field: "name", Name: progress.NameAsTyped(raw), Next: next})
+		write(w, r, h.Logger, http.StatusBadRequest, Form{Error: err.Error(), Field: "name", Name: progress.NameAsTyped(raw), Next: next, Code: code, HasCode: code != ""})
 		return
 	}
 	if _, err := h.Sessions.BeginAs(w, r, name); err != nil {
@@ -97,13 +105,25 @@ func needsSession(path string) bool {
 
 // WriteForm answers a request session.Manager.Begin refused with err (a
 // *session.JoinError): 403 and the join form, which posts back to the page
-// asked for; 429 with Retry-After for a *session.ThrottledError. log hears
-// of a form that fails to render.
+// asked for; 429 with Retry-After for a *session.ThrottledError; for a
+// *session.EndedError, 410 and the page that says the learner's lab
+// ended, with its export. log hears of a form that fails to render.
 func WriteForm(w http.ResponseWriter, r *http.Request, log logr.Logger, err error) {
+	var ee *session.EndedError
+	if errors.As(err, &ee) {
+		writeEnded(w, r, Handler{Logger: log}, ee.Ended)
+		return
+	}
 	j := Form{Next: labPath(r.URL.RequestURI())}
 	var je *session.JoinError
 	var te *session.ThrottledError
 	switch {
+	case errors.As(err, &je) && je.AskName:
+		// A join link (/lab?join=CODE, the QR code) with the right code:
+		// the learner is asked their name before the lab is made.
+		j.Code, j.HasCode = je.Code, true
+		write(w, r, log, http.StatusOK, j)
+		return
 	case errors.As(err, &te):
 		httpx.RetryAfter(w, te.Wait)
 		j.Error, j.Field = te.Error(), session.JoinField
@@ -123,6 +143,10 @@ type Form struct {
 	Name string
 	// Next is the lab page to go on to.
 	Next string
+	// Code is the join code the link carried, when it did (HasCode): the
+	// form then asks only the name.
+	Code    string
+	HasCode bool
 }
 
 func write(w http.ResponseWriter, r *http.Request, log logr.Logger, code int, j Form) {

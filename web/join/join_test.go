@@ -94,6 +94,8 @@ func TestJoinFormNamesWhatWasWrong(t *testing.T) {
 		{url.Values{"name": {"Ada"}}, http.StatusForbidden, "This class needs a join code"},
 		{url.Values{"join": {"blue-otter"}, "name": {"Ada\x07"}}, http.StatusBadRequest, "control character U+0007"},
 		{url.Values{"join": {"blue-otter"}, "name": {strings.Repeat("a", 41)}}, http.StatusBadRequest, "41 characters, at most 40"},
+		// Every way in asks the name: the right code alone makes no lab.
+		{url.Values{"join": {"blue-otter"}, "name": {"   "}}, http.StatusBadRequest, "give the name your instructor will see"},
 	}
 	for _, c := range cases {
 		w := postJoin(m, c.form)
@@ -146,7 +148,7 @@ func TestWrongJoinCodesAreThrottledPerAddress(t *testing.T) {
 	mux := http.NewServeMux()
 	register(m, mux)
 	try := func(addr, code string) *httptest.ResponseRecorder {
-		r := httptest.NewRequest("POST", "/lab/join", strings.NewReader(url.Values{"join": {code}, "next": {"/lab"}}.Encode()))
+		r := httptest.NewRequest("POST", "/lab/join", strings.NewReader(url.Values{"join": {code}, "name": {"Ada"}, "next": {"/lab"}}.Encode()))
 		r.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 		r.RemoteAddr = addr + ":5000"
 		w := httptest.NewRecorder()
@@ -215,7 +217,7 @@ func TestForwardedChainsNeverChooseTheKey(t *testing.T) {
 	defer srv.Close()
 	try := func(xff, code string) int {
 		t.Helper()
-		req, _ := http.NewRequest("POST", srv.URL+"/lab/join", strings.NewReader(url.Values{"join": {code}, "next": {"/lab"}}.Encode()))
+		req, _ := http.NewRequest("POST", srv.URL+"/lab/join", strings.NewReader(url.Values{"join": {code}, "name": {"Ada"}, "next": {"/lab"}}.Encode()))
 		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 		if xff != "" {
 			req.Header.Set("X-Forwarded-For", xff)
@@ -263,4 +265,27 @@ func TestForwardedChainsNeverChooseTheKey(t *testing.T) {
 	}
 	guesses("one address, its zone rotated", func(i int) string { return "fe80::1%z" + strconv.Itoa(i) })
 	guesses("one address, its port rotated", func(i int) string { return "198.51.100.9:" + strconv.Itoa(4000+i) })
+}
+
+// A join link (or its QR code) with the right code asks the learner's
+// name before anything is made; with a wrong code it is the form again,
+// refused. The page the form posts from keeps the code.
+func TestAJoinLinkAsksTheName(t *testing.T) {
+	ns := &fakeNamespaces{}
+	m := newManager(t, session.Options{Namespaces: ns, JoinCode: "blue-otter"})
+	r := httptest.NewRequest("GET", "/lab?join=blue-otter", nil)
+	_, err := m.Begin(httptest.NewRecorder(), r)
+	w := httptest.NewRecorder()
+	WriteForm(w, r, logr.Discard(), err)
+	body := w.Body.String()
+	if w.Code != http.StatusOK || !strings.Contains(body, `value="blue-otter"`) || !strings.Contains(body, "Give your name") || !strings.Contains(body, `name="name"`) {
+		t.Errorf("a join link = %d; want the form asking the name, the code kept:\n%s", w.Code, body)
+	}
+	if len(ns.created) != 0 {
+		t.Errorf("a join link without a name made namespaces %v", ns.created)
+	}
+	// The name given on that form makes the lab.
+	if w := postJoin(m, url.Values{"join": {"blue-otter"}, "name": {"Ada"}, "next": {"/lab"}}); w.Code != http.StatusSeeOther || len(ns.created) != 1 {
+		t.Errorf("joining with the name = %d, namespaces %v", w.Code, ns.created)
+	}
 }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/oplab-dev/oplab/controller"
 	"github.com/oplab-dev/oplab/web/lab/dbview"
+	"github.com/oplab-dev/oplab/web/progress"
 	"github.com/oplab-dev/oplab/web/session"
 	"github.com/oplab-dev/oplab/web/stream"
 )
@@ -62,10 +63,19 @@ type LearnerCode interface {
 	// ImportPath is where a form posts a source (field "source") to load
 	// it into the learner's editor.
 	ImportPath() string
+	// TestTrace is schedule n of ns's last reconciler test, as an export,
+	// with the step where it went wrong; ok is false when there is none.
+	TestTrace(ns string, n int) (export []byte, mark uint64, name string, ok bool)
 }
 
 // Options configures the Handler.
 type Options struct {
+	// Records, when set, keeps when the learner set each scenario up, so
+	// the server can judge it seen through from their timeline
+	// (Scenario.SeenIn).
+	Records interface {
+		Record(ctx context.Context, ns string, f func(*progress.Record) bool) bool
+	}
 	Store      Store
 	Sessions   Sessions
 	States     States
@@ -134,6 +144,7 @@ func (h *Handler) Register(mux *http.ServeMux) {
 	mux.HandleFunc("GET /lab/replay/history/diff", h.replayTravelDiff)
 	mux.HandleFunc("GET /lab/replay", h.replayForm)
 	mux.HandleFunc("POST /lab/replay", h.replay)
+	mux.HandleFunc("POST /lab/replay/test/{schedule}", h.replayTest)
 	mux.HandleFunc("POST /lab/databases", h.form(h.createDatabase))
 	mux.HandleFunc("POST /lab/databases/{name}/edit", h.form(h.editDatabase))
 	mux.HandleFunc("POST /lab/databases/{name}/delete", h.form(h.deleteDatabase))

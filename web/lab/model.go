@@ -135,6 +135,9 @@ type ReplayPage struct {
 	// Travel is the id under which the file's history is kept for time
 	// travel (replaytravel.go); empty when the file has none.
 	Travel string
+	// Mark is the step the page marks: where a tested schedule went
+	// wrong (zero: none).
+	Mark uint64
 }
 
 // FieldClass marks the input a flash error is about.

@@ -17,7 +17,7 @@ import (
 // page renders /lab.
 func (h *Handler) page(w http.ResponseWriter, r *http.Request) {
 	sess, err := h.opts.Sessions.Begin(w, r)
-	if errors.Is(err, session.ErrJoin) {
+	if errors.Is(err, session.ErrJoin) || errors.Is(err, session.ErrEnded) {
 		join.WriteForm(w, r, h.opts.Logger, err)
 		return
 	}

@@ -31,6 +31,12 @@ func findPitfall(pfs []controller.PitfallInfo, name string) (controller.PitfallI
 	return controller.PitfallInfo{}, false
 }
 
+// stoppedWhy is the line beside Pause and Resume while the instructor has
+// stopped the controller for everyone: the pause is not what holds the
+// namespace then, and saying "Not paused" beside "Controller stopped" read
+// as a contradiction. Who stopped it and why is under the banner.
+const stoppedWhy = "The instructor stopped the controller for everyone: nothing reconciles until they start it (who and why is said above); Pause and Resume still work, and take effect then."
+
 // pauseWhy says why one of Pause and Resume is disabled. The page carries
 // both sentences, and lab/loop.js shows the one the pause calls for.
 func pauseWhy(paused bool) string {

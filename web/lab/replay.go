@@ -1,6 +1,7 @@
 package lab
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -9,6 +10,7 @@ import (
 	"mime/multipart"
 	"net/http"
 	"os"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -228,19 +230,76 @@ func (h *Handler) replay(w http.ResponseWriter, r *http.Request) {
 		}
 		return
 	}
+	page, err := h.replayPage(r, name, f, sum)
+	if err != nil {
+		fail(http.StatusUnprocessableEntity, "%s is not an oplab timeline: %v", name, err)
+		return
+	}
+	httpx.Render(w, r, h.opts.Logger, http.StatusOK, ReplayView(page))
+}
+
+// replayPage is the page that plays a checked export, spooled in f.
+func (h *Handler) replayPage(r *http.Request, name string, f io.ReadSeeker, sum exportSummary) (ReplayPage, error) {
 	page := ReplayPage{File: name, Namespace: sum.namespace, Messages: sum.messages, Export: exportScript(f), Code: sum.code}
 	if sum.history != nil {
 		hist, err := stream.NewReplayHistory(sum.namespace, *sum.history)
 		if err != nil {
-			fail(http.StatusUnprocessableEntity, "%s is not an oplab timeline: %v", name, err)
-			return
+			return page, err
 		}
 		page.Travel = keepReplayTravel(h.replayer(r), sum.namespace, sum.history, hist)
 	}
 	if h.opts.Code != nil && sum.code != nil {
 		page.ImportPath = h.opts.Code.ImportPath()
 	}
-	httpx.Render(w, r, h.opts.Logger, http.StatusOK, ReplayView(page))
+	return page, nil
+}
+
+// replayTest is POST /lab/replay/test/{schedule}: a schedule of the
+// learner's last Test my code (a counterexample), replayed as an export
+// is, with the step where it went wrong marked.
+func (h *Handler) replayTest(w http.ResponseWriter, r *http.Request) {
+	fail := func(code int, format string, args ...any) {
+		httpx.Render(w, r, h.opts.Logger, code, ReplayView(ReplayPage{Error: fmt.Sprintf(format, args...)}))
+	}
+	ns, err := h.opts.Sessions.NamespaceOf(r)
+	if err != nil {
+		fail(http.StatusForbidden, "no lab session: open the lab first")
+		return
+	}
+	n, err := strconv.Atoi(r.PathValue("schedule"))
+	if err != nil || h.opts.Code == nil {
+		fail(http.StatusNotFound, "schedule: %q is not a schedule of a test", r.PathValue("schedule"))
+		return
+	}
+	export, mark, name, ok := h.opts.Code.TestTrace(ns, n)
+	if !ok {
+		fail(http.StatusNotFound, "schedule %d: your last test kept no such schedule (it keeps the ones that failed, and the ordinary life)", n)
+		return
+	}
+	f, err := os.CreateTemp("", "oplab-replay-*.json")
+	if err != nil {
+		fail(http.StatusInternalServerError, "keep the trace while it is checked: %v", err)
+		return
+	}
+	defer func() { f.Close(); os.Remove(f.Name()) }()
+	if _, err := f.Write(export); err != nil {
+		fail(http.StatusInternalServerError, "keep the trace while it is checked: %v", err)
+		return
+	}
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		fail(http.StatusInternalServerError, "read the trace again: %v", err)
+		return
+	}
+	sum, err := checkExport(bytes.NewReader(export), f)
+	if err == nil {
+		var page ReplayPage
+		if page, err = h.replayPage(r, name, f, sum); err == nil {
+			page.Mark = mark
+			httpx.Render(w, r, h.opts.Logger, http.StatusOK, ReplayView(page))
+			return
+		}
+	}
+	fail(http.StatusInternalServerError, "the test's trace is not a timeline oplab can replay: %v", err)
 }
 
 // filePart returns the multipart part of the field "file", reading the

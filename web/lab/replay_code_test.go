@@ -16,6 +16,9 @@ type fixedCode struct{ code *stream.Code }
 func (f fixedCode) CodeOf(string) *stream.Code { return f.code }
 func (fixedCode) ImportPath() string           { return "/code/import" }
 
+// TestTrace: this code page has run no tests.
+func (fixedCode) TestTrace(string, int) ([]byte, uint64, string, bool) { return nil, 0, "", false }
+
 // TestExportCarriesTheLearnersCode: the export is version 2 and carries the
 // code page's code; replayed, the page shows the code that ran and the
 // edited code, escaped, each with a form that loads it into the editor.

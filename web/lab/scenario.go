@@ -11,6 +11,7 @@ import (
 
 	"github.com/oplab-dev/oplab/controller"
 	"github.com/oplab-dev/oplab/web/lab/dbview"
+	"github.com/oplab-dev/oplab/web/progress"
 )
 
 // Scenario is a "try it live" exercise, linked from lessons and the quiz as
@@ -270,7 +271,11 @@ func (h *Handler) setupScenario(ctx context.Context, ns string, r *http.Request)
 		return outcome{err: unknownScenario(name)}
 	}
 	quieted := h.quietLeftovers(ctx, ns, s)
+	started := time.Now()
 	msg, err := s.run(ctx, h, ns)
+	if err == nil && h.opts.Records != nil {
+		h.opts.Records.Record(ctx, ns, func(rec *progress.Record) bool { rec.ScenarioStarted(s.Name, started.UnixMilli()); return true })
+	}
 	if len(quieted) > 0 && err == nil {
 		msg += fmt.Sprintf(" Switched off the pitfall left on %s from before, so nothing of an earlier exercise keeps retrying or storming on this timeline.", strings.Join(quieted, ", "))
 	}

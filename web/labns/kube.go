@@ -89,10 +89,41 @@ const quotaCountWait = 5 * time.Second
 // The cap is a ResourceQuota so that the API server enforces it for every
 // client, kubectl included, not only for the lab's forms.
 func (n KubeNamespaces) Create(ctx context.Context, name, cookieHash string) error {
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{
+	return n.create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{
 		Name: name, Labels: n.newLabels(),
 		Annotations: map[string]string{CookieHashAnnotation: cookieHash},
-	}}
+	}})
+}
+
+// CreateScratch creates a scratch namespace of the learner whose namespace
+// is of: a lab namespace in all but its session (none: the tester of the
+// learner's code runs its schedules there), labelled ScratchOfLabel, with
+// the same quota, LimitRange, Pod Security and oplab's RoleBindings.
+// Restored after a restart, one is an orphan, reclaimed like any.
+func (n KubeNamespaces) CreateScratch(ctx context.Context, name, of string) error {
+	labels := n.newLabels()
+	labels[ScratchOfLabel] = of
+	return n.create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}})
+}
+
+// ScratchOf lists the scratch namespaces of the learner whose namespace is
+// of, those being deleted too.
+func (n KubeNamespaces) ScratchOf(ctx context.Context, of string) ([]string, error) {
+	var list corev1.NamespaceList
+	sel := n.labels()
+	sel[ScratchOfLabel] = of
+	if err := n.Client.List(ctx, &list, client.MatchingLabels(sel)); err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, ns := range list.Items {
+		out = append(out, ns.Name)
+	}
+	return out, nil
+}
+
+func (n KubeNamespaces) create(ctx context.Context, ns *corev1.Namespace) error {
+	name := ns.Name
 	if err := client.IgnoreAlreadyExists(n.Client.Create(ctx, ns)); err != nil {
 		return err
 	}
@@ -256,6 +287,20 @@ func (n KubeNamespaces) MarkActed(ctx context.Context, name string) error {
 	return client.IgnoreNotFound(n.Client.Patch(ctx, ns, client.RawPatch(types.MergePatchType, patch)))
 }
 
+// SaveLearner writes data (session.Saved's JSON) to the namespace's
+// LearnerAnnotation.
+func (n KubeNamespaces) SaveLearner(ctx context.Context, name string, data []byte) error {
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{LearnerAnnotation: string(data)}}})
+	if err != nil {
+		return fmt.Errorf("encode patch: %w", err)
+	}
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	if err := n.Client.Patch(ctx, ns, client.RawPatch(types.MergePatchType, patch)); err != nil {
+		return fmt.Errorf("save the learner of namespace %s: %w", name, err)
+	}
+	return nil
+}
+
 // List returns this instance's lab namespaces (by label) that are not
 // already being deleted.
 func (n KubeNamespaces) List(ctx context.Context) ([]Namespace, error) {
@@ -270,7 +315,7 @@ func (n KubeNamespaces) List(ctx context.Context) ([]Namespace, error) {
 	list.Items = append(list.Items, adopted...)
 	out := []Namespace{}
 	for _, ns := range list.Items {
-		if ns.DeletionTimestamp != nil || !n.ours(&ns) {
+		if ns.DeletionTimestamp != nil || !n.ours(&ns) || ns.Labels[RoleLabel] == RoleClass {
 			continue
 		}
 		// A namespace that cannot be brought up to date (a permission
@@ -282,6 +327,9 @@ func (n KubeNamespaces) List(ctx context.Context) ([]Namespace, error) {
 			Name: ns.Name, Created: ns.CreationTimestamp.Time,
 			CookieHash: ns.Annotations[CookieHashAnnotation], Acted: ns.Annotations[ActedAnnotation] == "true",
 		})
+		if l := ns.Annotations[LearnerAnnotation]; l != "" {
+			out[len(out)-1].Learner = []byte(l)
+		}
 	}
 	return out, nil
 }

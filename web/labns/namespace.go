@@ -18,6 +18,10 @@ const NamespacePrefix = "lab-"
 // be found by label.
 const LabLabel = "oplab.dev/lab"
 
+// ScratchOfLabel marks a scratch namespace, one the tester of a learner's
+// code runs a schedule in, with the learner's own namespace.
+const ScratchOfLabel = "oplab.dev/scratch-of"
+
 // CookieHashAnnotation is the annotation on a lab namespace holding the
 // hex SHA-256 of its session's cookie: enough to recognise the cookie after
 // a restart, useless to anyone reading the namespace.
@@ -26,6 +30,12 @@ const CookieHashAnnotation = "oplab.dev/session-sha256"
 // ActedAnnotation marks a lab namespace whose session has come back at
 // least once, so a restart keeps giving it the long idle timeout.
 const ActedAnnotation = "oplab.dev/session-acted"
+
+// LearnerAnnotation holds, as JSON, what the session table keeps of the
+// namespace's learner (session.Saved): their name, progress, what the
+// server saw of their work, when last seen. The learner's kubectl cannot
+// write a namespace, so they cannot write it either.
+const LearnerAnnotation = "oplab.dev/learner"
 
 // Namespace is a lab namespace found in the cluster.
 type Namespace struct {
@@ -36,4 +46,6 @@ type Namespace struct {
 	CookieHash string
 	// Acted is whether its session ever came back (ActedAnnotation).
 	Acted bool
+	// Learner is the LearnerAnnotation's JSON; nil when none.
+	Learner []byte
 }

@@ -26,6 +26,7 @@ import (
 	"github.com/oplab-dev/oplab/lessons/judge"
 	"github.com/oplab-dev/oplab/quiz"
 	"github.com/oplab-dev/oplab/web/httpx"
+	"github.com/oplab-dev/oplab/web/progress"
 )
 
 // Register mounts the course pages on mux:
@@ -43,7 +44,24 @@ import (
 //
 // content is the course cmd/oplab loaded once (LoadContent).
 func Register(mux *http.ServeMux, content *Content) {
-	newSite(content, time.Now).register(mux)
+	RegisterWith(mux, content, nil)
+}
+
+// Recorder records on the caller's session what the server graded of
+// their work: each quiz answer, each flashcard review
+// (session.Manager.RecordFor). A caller without a session records
+// nothing.
+type Recorder interface {
+	RecordFor(r *http.Request, f func(*progress.Record) bool)
+}
+
+// RegisterWith is Register with the learners' answers and reviews
+// recorded on their sessions by rec (nil: none), so the instructor's
+// roster shows the quiz as the server graded it, not as a browser says.
+func RegisterWith(mux *http.ServeMux, content *Content, rec Recorder) {
+	s := newSite(content, time.Now)
+	s.record = rec
+	s.register(mux)
 }
 
 // site serves the loaded course; it is read-only once built, so handlers
@@ -58,6 +76,25 @@ type site struct {
 	// log is where a page that fails to render is reported. Register has
 	// no logger of its own to take, so the course logs through slog.
 	log logr.Logger
+	// record keeps what the server graded on the caller's session; nil:
+	// nothing is kept.
+	record Recorder
+}
+
+// graded records answers graded in the quiz attempt named attempt (the
+// visit's choice order; "" when none was sent).
+func (s *site) graded(r *http.Request, attempt string, items ...quiz.Graded) {
+	if s.record == nil {
+		return
+	}
+	s.record.RecordFor(r, func(rec *progress.Record) bool {
+		for _, g := range items {
+			if g.Answered {
+				rec.Answered(attempt, g.Question.ID, g.Correct)
+			}
+		}
+		return true
+	})
 }
 
 func newSite(c *Content, now func() time.Time) *site {
@@ -132,6 +169,7 @@ func (s *site) quizGrade(w http.ResponseWriter, r *http.Request) {
 		answers, err = quiz.ParseForm(qs, r.PostForm)
 		if err == nil {
 			result, _ := quiz.Grade(qs, answers) // ParseForm already graded these answers without error
+			s.graded(r, order.String(), result.Items...)
 			httpx.Render(w, r, s.log, http.StatusOK, quizPage(newGradedView(s.bank, s.outline, result, ids, order)))
 			return
 		}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/oplab-dev/oplab/quiz"
 	"github.com/oplab-dev/oplab/web/httpx"
+	"github.com/oplab-dev/oplab/web/progress"
 )
 
 // Body limits of the JSON endpoints: a review is one small state; the
@@ -34,6 +35,9 @@ type reviewRequest struct {
 	// Now is the browser's clock, so due times compare against the same
 	// clock that will later read them; omitted means the server's.
 	Now *time.Time `json:"now,omitempty"`
+	// Card is the card's ID, so the review counts on the learner's
+	// session; omitted: the review is scheduled, not counted.
+	Card string `json:"card,omitempty"`
 }
 
 // reviewResponse carries the card's next state, or what was wrong.
@@ -54,7 +58,7 @@ type reviewResponse struct {
 // lives in the browser, which sends it and stores what comes back.
 func (s *site) review(w http.ResponseWriter, r *http.Request) {
 	var req reviewRequest
-	if status, err := decodeJSON(w, r, reviewLimit, &req, `{"state":{…},"rating":1-4,"now":"RFC 3339"}`); err != nil {
+	if status, err := decodeJSON(w, r, reviewLimit, &req, `{"state":{…},"rating":1-4,"now":"RFC 3339","card":"id"}`); err != nil {
 		httpx.JSON(w, status, reviewResponse{Error: "review body " + err.Error()})
 		return
 	}
@@ -63,11 +67,18 @@ func (s *site) review(w http.ResponseWriter, r *http.Request) {
 		httpx.JSON(w, http.StatusBadRequest, reviewResponse{Error: fmt.Sprintf("card state: %v", err)})
 		return
 	}
+	if req.Card != "" && !slices.ContainsFunc(s.bank.Cards, func(c quiz.Card) bool { return c.ID == req.Card }) {
+		httpx.JSON(w, http.StatusBadRequest, reviewResponse{Error: fmt.Sprintf("card: no flashcard has the ID %q", httpx.Excerpt(req.Card, 64))})
+		return
+	}
 	now := s.clock(req.Now)
 	next, err := quiz.Schedule(state, req.Rating, now)
 	if err != nil {
 		httpx.JSON(w, http.StatusBadRequest, reviewResponse{Error: err.Error()})
 		return
+	}
+	if req.Card != "" && s.record != nil {
+		s.record.RecordFor(r, func(rec *progress.Record) bool { rec.Reviewed(req.Card); return true })
 	}
 	resp := reviewResponse{State: &next, Converted: converted}
 	if req.Rating != quiz.Again {

@@ -219,6 +219,10 @@ type Sessions interface {
 type Handler struct {
 	Sessions Sessions
 	Known    Known
+	// Reported, when set, hears of every report kept: the server checks
+	// there what it can of the claims (a scenario seen through, on the
+	// learner's own timeline). It must not block long.
+	Reported func(r *http.Request, p Progress)
 }
 
 // Register mounts POST /lab/progress, the browser's progress report.
@@ -252,6 +256,9 @@ func (h Handler) progress(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		writeJSONError(w, http.StatusForbidden, "session", err.Error())
 		return
+	}
+	if h.Reported != nil {
+		h.Reported(r, p)
 	}
 	// The answer is the learner's own name as the session holds it, so a
 	// browser that does not have it (given on the join form without

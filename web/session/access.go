@@ -36,11 +36,7 @@ func (m *Manager) Access(r *http.Request) (Access, error) {
 		if !ok {
 			return
 		}
-		timeout := m.opts.IdleTimeout
-		if !e.acted {
-			timeout = m.opts.NewIdleTimeout
-		}
-		a.Expires, found = e.lastSeen.Add(timeout), true
+		a.Expires, found = e.expires(m.opts), true
 	})
 	if err != nil {
 		return Access{}, err
@@ -50,6 +46,53 @@ func (m *Manager) Access(r *http.Request) (Access, error) {
 		return Access{}, ErrNoSession
 	}
 	return a, nil
+}
+
+// Standing is what a learner's page shows of their session without
+// counting as a request of it: when it ends unless they come back, and
+// whether they have given a name.
+type Standing struct {
+	Namespace string
+	Name      string
+	// Expires is the end of the idle period; Idle is its length.
+	Expires time.Time
+	Idle    time.Duration
+	// Instructor is the instructor's own lab session.
+	Instructor bool
+	// Help is the learner's raised hand; nil when it is down.
+	Help *Help
+}
+
+// Peek returns the caller's session as it stands, without marking it seen:
+// a page asking when its session ends must not keep it alive.
+func (m *Manager) Peek(r *http.Request) (Standing, error) {
+	c, err := r.Cookie(CookieName)
+	if err != nil {
+		return Standing{}, ErrNoSession
+	}
+	hash := HashCookie(c.Value)
+	var st Standing
+	found := false
+	err = m.do(r.Context(), func(t *table) {
+		e, ok := t.sessions[hash]
+		if !ok {
+			return
+		}
+		found = true
+		idle := m.opts.IdleTimeout
+		if !e.acted {
+			idle = m.opts.NewIdleTimeout
+		}
+		st = Standing{Namespace: e.namespace, Name: e.name, Expires: e.expires(m.opts), Idle: idle,
+			Instructor: e.role == RoleInstructor, Help: e.help.clone()}
+	})
+	if err != nil {
+		return Standing{}, err
+	}
+	if !found {
+		return Standing{}, ErrNoSession
+	}
+	return st, nil
 }
 
 // Owns reports whether ns is named like one of this Manager's namespaces.

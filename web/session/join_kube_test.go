@@ -46,7 +46,7 @@ func TestNoNamespaceWithoutTheJoinCode(t *testing.T) {
 	if got := labNamespaces(); len(got) != 0 {
 		t.Fatalf("namespaces exist after refused joins: %v", got)
 	}
-	s, err := m.Begin(httptest.NewRecorder(), httptest.NewRequest("GET", "/lab?join=blue-otter", nil))
+	s, err := m.BeginAs(httptest.NewRecorder(), httptest.NewRequest("GET", "/lab?join=blue-otter", nil), "Ada")
 	if err != nil {
 		t.Fatalf("Begin with the join code: %v", err)
 	}

@@ -20,9 +20,17 @@ var ErrJoin = errors.New("join code required")
 type JoinError struct {
 	// Given is true when a code was given but is not the class's.
 	Given bool
+	// AskName is true when the right code came in a link (?join=) with no
+	// name: the join form asks the name before the lab is made; Code is
+	// the code, for the form.
+	AskName bool
+	Code    string
 }
 
 func (e *JoinError) Error() string {
+	if e.AskName {
+		return "give your name to join the class"
+	}
 	if e.Given {
 		return "that join code is not this class's: check it with your instructor (it is case-sensitive)"
 	}

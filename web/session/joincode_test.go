@@ -29,7 +29,9 @@ func TestJoinCodeGuardsNewSessionsOnly(t *testing.T) {
 	}
 
 	w := httptest.NewRecorder()
-	s, err := m.Begin(w, httptest.NewRequest("GET", "/lab?join=blue-otter", nil))
+	// A join link asks the name first (TestAJoinLinkAsksTheName in
+	// web/join); with it, the lab is made.
+	s, err := m.BeginAs(w, httptest.NewRequest("GET", "/lab?join=blue-otter", nil), "Ada")
 	if err != nil {
 		t.Fatalf("Begin with the join code: %v", err)
 	}

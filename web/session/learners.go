@@ -48,7 +48,7 @@ func (m *Manager) Report(r *http.Request, p progress.Progress, name *string) (st
 	p.Reported = m.opts.Now()
 	var held string
 	if !m.update(r, func(e *entry) {
-		e.progress = p
+		e.progress, e.dirty = p, true
 		if name != nil {
 			e.name = *name
 		}
@@ -60,7 +60,7 @@ func (m *Manager) Report(r *http.Request, p progress.Progress, name *string) (st
 }
 
 func (m *Manager) setName(r *http.Request, name string) {
-	m.update(r, func(e *entry) { e.name = name })
+	m.update(r, func(e *entry) { e.name, e.dirty = name, true })
 }
 
 // SessionInfo is one learner session as the instructor's roster shows it.
@@ -72,8 +72,87 @@ type SessionInfo struct {
 	LastSeen time.Time
 	// Acted is whether the learner's browser ever came back after the
 	// first page: false for a session a script started.
-	Acted    bool
+	Acted bool
+	// Progress is what the learner's browser reported: self-reported.
 	Progress progress.Progress
+	// Record is what the server saw of the learner's work: verified.
+	Record progress.Record
+	// Instructor is the instructor's own lab session, never a learner.
+	Instructor bool
+	// Help is the learner's raised hand; nil when it is down.
+	Help *Help
+	// Expires is when the session ends unless the learner comes back.
+	Expires time.Time
+}
+
+// Record changes the server's record of the work of the session whose
+// namespace is ns, with f on the owner goroutine; f reports whether it
+// changed anything (to be saved). It reports whether ns has a session.
+// The checks that see a learner's work (challenges, quiz, flashcards,
+// scenarios) call it.
+func (m *Manager) Record(ctx context.Context, ns string, f func(*progress.Record) bool) bool {
+	found := false
+	_ = m.do(ctx, func(t *table) {
+		e, ok := t.sessions[t.byNamespace[ns]]
+		if !ok {
+			return
+		}
+		found = true
+		if f(&e.record) {
+			e.dirty = true
+		}
+	})
+	return found
+}
+
+// RecordFor is Record for the caller's session, if they have one (the
+// quiz and flashcards need none: a reader without a lab records nothing).
+func (m *Manager) RecordFor(r *http.Request, f func(*progress.Record) bool) {
+	m.update(r, func(e *entry) {
+		if f(&e.record) {
+			e.dirty = true
+		}
+	})
+}
+
+// RecordOf returns a copy of the server's record of ns's session.
+func (m *Manager) RecordOf(ctx context.Context, ns string) (progress.Record, bool) {
+	var out progress.Record
+	found := false
+	_ = m.do(ctx, func(t *table) {
+		if e, ok := t.sessions[t.byNamespace[ns]]; ok {
+			out, found = e.record.Clone(), true
+		}
+	})
+	return out, found
+}
+
+// Attend counts a minute of time on task for every session that has a
+// page open now (open reports it by namespace) or made a request in the
+// last minute. Called once a minute (cmd/oplab/app's sweep), it adds a
+// learner reading a lesson, whose page makes no request, to one whose
+// clicks do.
+func (m *Manager) Attend(ctx context.Context, open func(namespace string) bool) error {
+	var names []string
+	if err := m.do(ctx, func(t *table) {
+		for _, e := range t.sessions {
+			names = append(names, e.namespace)
+		}
+	}); err != nil {
+		return err
+	}
+	present := map[string]bool{}
+	for _, ns := range names {
+		present[ns] = open != nil && open(ns)
+	}
+	return m.do(ctx, func(t *table) {
+		now := m.opts.Now()
+		for _, e := range t.sessions {
+			if (present[e.namespace] || now.Sub(e.lastSeen) < time.Minute) && e.record.Active(now) {
+				e.dirty = true
+			}
+		}
+	})
 }
 
 // List returns every session, oldest first, as the owner goroutine holds
@@ -83,16 +162,9 @@ func (m *Manager) List(ctx context.Context) ([]SessionInfo, error) {
 	err := m.do(ctx, func(t *table) {
 		out = make([]SessionInfo, 0, len(t.sessions))
 		for _, e := range t.sessions {
-			p := e.progress
-			p.Scenarios = slices.Clone(p.Scenarios)
-			if p.Challenges != nil {
-				cs := make(map[string]progress.ChallengeProgress, len(p.Challenges))
-				for k, v := range p.Challenges {
-					cs[k] = v
-				}
-				p.Challenges = cs
-			}
-			out = append(out, SessionInfo{Namespace: e.namespace, Name: e.name, Started: e.started, LastSeen: e.lastSeen, Acted: e.acted, Progress: p})
+			out = append(out, SessionInfo{Namespace: e.namespace, Name: e.name, Started: e.started, LastSeen: e.lastSeen, Acted: e.acted,
+				Progress: e.progress.Clone(), Record: e.record.Clone(), Instructor: e.role == RoleInstructor, Help: e.help.clone(),
+				Expires: e.expires(m.opts)})
 		}
 	})
 	if err != nil {

@@ -8,39 +8,41 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 )
+
+// ended is a session taken out of the table, to end.
+type ended struct {
+	entry *entry
+	hash  string
+}
 
 // Sweep ends every session idle for longer than its timeout (IdleTimeout,
 // or NewIdleTimeout for one whose cookie never came back): it deletes its
 // namespace and calls OnExpire. It returns how many sessions ended.
 func (m *Manager) Sweep(ctx context.Context) (int, error) {
-	var expired []*entry
+	var expired []ended
 	err := m.do(ctx, func(t *table) {
 		now := m.opts.Now()
 		for hash, e := range t.sessions {
-			timeout := m.opts.IdleTimeout
-			if !e.acted {
-				timeout = m.opts.NewIdleTimeout
-			}
-			if e.lastSeen.Before(now.Add(-timeout)) {
-				expired = append(expired, t.remove(hash))
+			if e.expires(m.opts).Before(now) {
+				expired = append(expired, ended{t.remove(hash), hash})
 			}
 		}
 	})
 	if err != nil {
 		return 0, err
 	}
-	var errs []error
-	for _, e := range expired {
-		errs = append(errs, m.end(ctx, e))
-	}
-	return len(expired), errors.Join(errs...)
+	return len(expired), errors.Join(m.endAll(ctx, expired, ReasonExpired), m.forgetKept(ctx))
 }
 
 // Restore rebuilds the table from the lab namespaces in the cluster that
 // record a cookie hash: after a restart, a learner's cookie finds their
 // namespace again. Restored sessions start a fresh idle period, and keep
-// whether they were ever used. It returns how many it restored.
+// whether they were ever used, and what was saved on their namespaces:
+// the learner's name, role, progress and what the server saw of their
+// work, when they were last seen and their raised hand. It returns how
+// many it restored.
 func (m *Manager) Restore(ctx context.Context) (int, error) {
 	found, err := m.opts.Namespaces.List(ctx)
 	if err != nil {
@@ -53,7 +55,11 @@ func (m *Manager) Restore(ctx context.Context) (int, error) {
 			if ns.CookieHash == "" || t.sessions[ns.CookieHash] != nil || !m.Owns(ns.Name) {
 				continue
 			}
-			t.add(ns.CookieHash, &entry{namespace: ns.Name, started: ns.Created, lastSeen: now, acted: ns.Acted})
+			e := &entry{namespace: ns.Name, started: ns.Created, lastSeen: now, idleFrom: now, acted: ns.Acted}
+			if err := restoreSaved(e, ns.Learner); err != nil {
+				m.opts.Logger.Error(err, "Could not read what was saved of a learner on their namespace; their roster row starts empty", "namespace", ns.Name)
+			}
+			t.add(ns.CookieHash, e)
 			restored = append(restored, ns.Name)
 		}
 	})
@@ -68,6 +74,9 @@ func (m *Manager) Restore(ctx context.Context) (int, error) {
 	}
 	if n > 0 {
 		m.opts.Logger.Info("Restored lab sessions from the cluster", "count", n)
+	}
+	if err := m.restoreKept(ctx); err != nil {
+		m.opts.Logger.Error(err, "Could not read the ended sessions kept in the cluster")
 	}
 	return n, nil
 }
@@ -111,19 +120,64 @@ func (m *Manager) Reclaim(ctx context.Context) (int, error) {
 	return n, errors.Join(errs...)
 }
 
-// end deletes an ended session's namespace. Deleting happens outside the
-// owner goroutine so a slow API server never stalls page loads.
-func (m *Manager) end(ctx context.Context, e *entry) error {
+// end keeps what an ended session's learner did (Options.Keep: the
+// export taken now, their name and record) and deletes its namespace.
+// It happens outside the owner goroutine so a slow API server never
+// stalls page loads. It logs one line for the session, whatever happened.
+func (m *Manager) end(ctx context.Context, e *entry, hash, reason string) error {
+	kept, keepErr := m.keep(ctx, e, hash, reason)
 	m.revoke(ctx, e.namespace)
+	// The controller stops acting there first, then lets its Databases
+	// go: reconciles in a terminating namespace fail, retry and log.
+	if m.opts.Ending != nil {
+		m.opts.Ending(e.namespace)
+	}
+	if r, ok := m.opts.Namespaces.(Releaser); ok {
+		if err := r.ReleaseDatabases(ctx, e.namespace); err != nil {
+			keepErr = errors.Join(keepErr, err)
+		}
+	}
 	if err := m.opts.Namespaces.Delete(ctx, e.namespace); err != nil {
-		return fmt.Errorf("delete idle lab namespace %s: %w", e.namespace, err)
+		return errors.Join(keepErr, fmt.Errorf("delete ended lab namespace %s: %w", e.namespace, err))
 	}
 	if g := m.guard.Load(); g != nil {
 		g.Unblock(ctx, e.namespace)
 	}
-	m.opts.Logger.Info("Deleted idle lab namespace", "namespace", e.namespace, "used", e.acted)
+	if keepErr != nil {
+		m.opts.Logger.Error(keepErr, "Deleted an ended lab namespace; its learner's export could not be kept", "namespace", e.namespace, "reason", reason)
+	} else {
+		m.opts.Logger.Info("Deleted an ended lab namespace", "namespace", e.namespace, "reason", reason, "used", e.acted, "kept", kept)
+	}
 	if m.opts.OnExpire != nil {
 		m.opts.OnExpire(e.namespace)
 	}
 	return nil
 }
+
+// Releaser lets an ended namespace's Databases go before it is deleted
+// (labns.KubeNamespaces.ReleaseDatabases).
+type Releaser interface {
+	ReleaseDatabases(ctx context.Context, ns string) error
+}
+
+// endAll ends sessions side by side, a few at a time: 300 sessions ending
+// at once (the end of a class) must not take one API round trip after
+// another, nor 300 at once.
+func (m *Manager) endAll(ctx context.Context, ended []ended, reason string) error {
+	errs := make([]error, len(ended))
+	sem := make(chan struct{}, endParallel)
+	var wg sync.WaitGroup
+	for i, x := range ended {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			errs[i] = m.end(ctx, x.entry, x.hash, reason)
+		}()
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// endParallel is how many sessions end at once.
+const endParallel = 8

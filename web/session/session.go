@@ -34,6 +34,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -131,6 +132,23 @@ type Options struct {
 	EvictIdleAfter time.Duration
 	// Secure marks the cookie Secure (set it when served over HTTPS).
 	Secure bool
+	// SaveEvery is how often the sessions that changed are saved on their
+	// namespaces (when Namespaces is a Saver); default DefaultSaveEvery.
+	SaveEvery time.Duration
+	// Keep, when set, keeps what a session's learner did once the session
+	// ends (expired, evicted, or the class ended): their name, progress
+	// and record, and ExportOf's export taken then, for KeepFor; nil:
+	// nothing is kept.
+	Keep Keeper
+	// KeepFor is how long an ended session is kept; default DefaultKeepFor.
+	KeepFor time.Duration
+	// Ending, when set, is told of a namespace about to be deleted with
+	// its session (controller.Runner.EndNamespace), so the controller
+	// stops acting there first.
+	Ending func(namespace string)
+	// ExportOf returns the lab export of a namespace (its timeline and
+	// code), taken as its session ends; nil: none is kept.
+	ExportOf func(namespace string) []byte
 	// Now is the clock; nil means time.Now.
 	Now    func() time.Time
 	Logger logr.Logger
@@ -154,12 +172,54 @@ type entry struct {
 	name string
 	// progress is what the learner's browser last reported.
 	progress progress.Progress
+	// record is what the server itself saw of the learner's work.
+	record progress.Record
+	// role is RoleInstructor for the instructor's own lab session (begun
+	// from the instructor page: Present, a demo, their lab links), which
+	// the roster lists apart from the learners and the export leaves out.
+	role string
+	// help is the learner's raised hand; nil when it is down.
+	help *Help
+	// idleFrom is when a restore gave the session a fresh idle period:
+	// lastSeen stays what the learner last did, for the roster, while
+	// expiry counts from the later of the two.
+	idleFrom time.Time
+	// dirty says the entry changed since it was last saved on its
+	// namespace; savedSeen is the lastSeen that save carried.
+	dirty      bool
+	savedSeen  time.Time
+	saveFailed bool
+}
+
+// RoleInstructor marks the instructor's own lab session.
+const RoleInstructor = "instructor"
+
+// idleSince is when the session's idle period began.
+func (e *entry) idleSince() time.Time {
+	if e.idleFrom.After(e.lastSeen) {
+		return e.idleFrom
+	}
+	return e.lastSeen
+}
+
+// expires is when the session ends unless its learner comes back.
+func (e *entry) expires(o Options) time.Time {
+	if !e.acted {
+		return e.idleSince().Add(o.NewIdleTimeout)
+	}
+	return e.idleSince().Add(o.IdleTimeout)
 }
 
 // table is the session state the owner goroutine keeps, keyed by cookie
 // hash.
 type table struct {
-	sessions  map[string]*entry
+	sessions map[string]*entry
+	// byNamespace finds a session's cookie hash by its namespace.
+	byNamespace map[string]string
+	// ended are the sessions that ended and are kept for a while
+	// (Options.Keep): by cookie hash, so the learner's next page finds
+	// theirs.
+	ended     map[string]*Ended
 	perClient map[string]int
 	// waiting holds, per client address a full table refused, when it was
 	// first refused and last asked: once it has waited the bound
@@ -178,6 +238,7 @@ const maxWaiting = 10000
 // does not record addresses), so it counts only towards the total.
 func (t *table) add(hash string, e *entry) {
 	t.sessions[hash] = e
+	t.byNamespace[e.namespace] = hash
 	if e.client != "" {
 		t.perClient[e.client]++
 	}
@@ -189,6 +250,7 @@ func (t *table) remove(hash string) *entry {
 		return nil
 	}
 	delete(t.sessions, hash)
+	delete(t.byNamespace, e.namespace)
 	if e.client == "" {
 		return e
 	}
@@ -302,14 +364,22 @@ func New(ctx context.Context, opts Options) (*Manager, error) {
 	if opts.EvictIdleAfter <= 0 {
 		opts.EvictIdleAfter = 5 * time.Minute
 	}
+	if opts.SaveEvery <= 0 {
+		opts.SaveEvery = DefaultSaveEvery
+	}
+	if opts.KeepFor <= 0 {
+		opts.KeepFor = DefaultKeepFor
+	}
 	m := &Manager{opts: opts, ops: make(chan func(*table)), done: ctx.Done()}
 	go m.own(ctx)
+	go m.saveLoop(ctx)
 	return m, nil
 }
 
 // own is the goroutine that owns the table.
 func (m *Manager) own(ctx context.Context) {
-	t := &table{sessions: map[string]*entry{}, perClient: map[string]int{}, waiting: map[string]*waiter{}}
+	t := &table{sessions: map[string]*entry{}, byNamespace: map[string]string{}, ended: map[string]*Ended{},
+		perClient: map[string]int{}, waiting: map[string]*waiter{}}
 	for {
 		select {
 		case <-ctx.Done():
@@ -350,36 +420,65 @@ func HashCookie(value string) string {
 // longest of another address; until then, or when the caller's address
 // has its share, it returns an error wrapping ErrFull.
 func (m *Manager) Begin(w http.ResponseWriter, r *http.Request) (Session, error) {
-	return m.begin(w, r, "", true)
+	return m.begin(w, r, "", asLearner)
 }
+
+// How a session begins: a learner's (asked for the join code, told of
+// their ended session), the instructor's (asked for neither), or a
+// learner's again after their session ended (the join code was given
+// then).
+type beginHow int
+
+const (
+	asLearner beginHow = iota
+	asInstructor
+	asLearnerAgain
+)
 
 // BeginAs is Begin for a learner who gave a display name (on the join
 // form, web/join); a session that exists takes the name. When the Manager
 // asks for a join code and the request lacks the right one it returns a
 // *JoinError before anything is created.
 func (m *Manager) BeginAs(w http.ResponseWriter, r *http.Request, name string) (Session, error) {
-	return m.begin(w, r, name, true)
+	return m.begin(w, r, name, asLearner)
 }
 
 // BeginInstructor is Begin for the instructor, whose token the caller has
 // checked: the class's join code is for learners, and the instructor who
 // hands it out is not asked for it (their Present and demos need a lab).
 func (m *Manager) BeginInstructor(w http.ResponseWriter, r *http.Request) (Session, error) {
-	return m.begin(w, r, "", false)
+	return m.begin(w, r, "", asInstructor)
 }
 
-// begin is Begin for a learner who may have given a display name;
-// askJoin is false only for the instructor.
-func (m *Manager) begin(w http.ResponseWriter, r *http.Request, name string, askJoin bool) (Session, error) {
+// begin is Begin for a learner who may have given a display name, or
+// for the instructor.
+func (m *Manager) begin(w http.ResponseWriter, r *http.Request, name string, how beginHow) (Session, error) {
 	if s, err := m.Lookup(r); err == nil {
 		if name != "" {
 			m.setName(r, name)
 		}
+		if how == asInstructor {
+			m.update(r, func(e *entry) {
+				if e.role != RoleInstructor {
+					e.role, e.dirty = RoleInstructor, true
+				}
+			})
+		}
 		return s, nil
 	}
-	if askJoin {
+	// A learner whose session ended and was kept is told so, with their
+	// export, before anything new is made; the instructor starts afresh.
+	if how == asLearner {
+		if ended := m.endedOf(r); ended != nil {
+			return Session{}, &EndedError{Ended: *ended}
+		}
 		if err := m.checkJoin(r); err != nil {
 			return Session{}, err
+		}
+		// A join link carries the code and no name: the learner is asked
+		// for it first, so no row of the roster reads "Unnamed".
+		if code := strings.TrimSpace(r.URL.Query().Get(JoinField)); m.opts.JoinCode != "" && name == "" && r.Method == http.MethodGet && code != "" {
+			return Session{}, &JoinError{AskName: true, Code: code}
 		}
 	}
 	token, err := randomString(20)
@@ -391,9 +490,13 @@ func (m *Manager) begin(w http.ResponseWriter, r *http.Request, name string, ask
 		return Session{}, err
 	}
 	hash, client := HashCookie(token), m.opts.ClientOf(r)
-	e := &entry{namespace: m.opts.NamespacePrefix + suffix, client: client, started: m.opts.Now(), name: name}
+	e := &entry{namespace: m.opts.NamespacePrefix + suffix, client: client, started: m.opts.Now(), name: name, dirty: true}
 	e.lastSeen = e.started
+	if how == asInstructor {
+		e.role = RoleInstructor
+	}
 	var evicted *entry
+	var evictedHash string
 	var refused error
 	err = m.do(r.Context(), func(t *table) {
 		if m.opts.MaxPerClient > 0 && t.perClient[client] >= m.opts.MaxPerClient {
@@ -411,7 +514,7 @@ func (m *Manager) begin(w http.ResponseWriter, r *http.Request, name string, ask
 				refused = fmt.Errorf("%w (%d, all of them your address's): close lab tabs you no longer use, or restart oplab with a larger --max-sessions", ErrFull, m.opts.MaxSessions)
 				return
 			}
-			evicted = t.remove(old)
+			evicted, evictedHash = t.remove(old), old
 		}
 		delete(t.waiting, client)
 		t.add(hash, e)
@@ -426,7 +529,7 @@ func (m *Manager) begin(w http.ResponseWriter, r *http.Request, name string, ask
 		m.opts.Logger.Info("Evicted a lab session to make room", "namespace", evicted.namespace, "started", evicted.started,
 			"used", evicted.acted, "lastSeen", evicted.lastSeen)
 		// The newcomer may give up waiting; the delete must still happen.
-		if err := m.end(context.WithoutCancel(r.Context()), evicted); err != nil {
+		if err := m.end(context.WithoutCancel(r.Context()), evicted, evictedHash, ReasonEvicted); err != nil {
 			m.opts.Logger.Error(err, "Failed to delete an evicted session's namespace", "namespace", evicted.namespace)
 		}
 	}
@@ -462,6 +565,9 @@ func (m *Manager) Lookup(r *http.Request) (Session, error) {
 		}
 		e.lastSeen = m.opts.Now()
 		first, e.acted = !e.acted, true
+		if e.record.Active(e.lastSeen) || first || e.lastSeen.Sub(e.savedSeen) >= time.Minute {
+			e.dirty = true
+		}
 		s, found = Session{Namespace: e.namespace}, true
 	})
 	if err != nil {

@@ -1,26 +1,17 @@
 // The challenge pages. On /challenges/{id} it keeps the tasks current: it
 // asks the server for their states every 1.5 s and soon after each message
-// of the learner's stream, keeps what is done in localStorage
-// (KEY.challenges, the format the progress reporter reads:
-// {ID: {tasks: {TASKID: "done"}, done: n, of: n, started: ms, details:
-// {TASKID: what its check said when it turned done}, answers: {TASKID: the
-// typed answer that was right}}}) and says
-// aloud, through a live region, when a task turns done. Start posts the form
-// with fetch so the page stays. On /challenges it shows each challenge's
-// progress from localStorage.
-import { KEY, store, whileShown } from "./base.js";
+// of the learner's stream, keeps what is done in this browser (tasks.js)
+// and says aloud, through a live region, when a task turns done. Start
+// posts the form with fetch so the page stays. On /challenges it shows each
+// challenge's progress from what this browser keeps.
+import { whileShown } from "./base.js";
+import { ICONS, LABELS, check, doneIDs, keep, loadAll, progressOf, record } from "./tasks.js";
 
 (function () {
   const POLL_MS = 1500;
 
-  function load() {
-    const v = store.load(KEY.challenges, {});
-    return v && typeof v === "object" && !Array.isArray(v) ? v : {};
-  }
-  function save(all) { store.save(KEY.challenges, all); }
-
   function listPage() {
-    const all = load();
+    const all = loadAll();
     document.querySelectorAll("[data-progress]").forEach((el) => {
       const p = all[el.dataset.progress];
       if (!p || !p.of) return;
@@ -34,8 +25,7 @@ import { KEY, store, whileShown } from "./base.js";
     const announce = document.getElementById("announce");
     const doneCount = document.getElementById("done-count");
     const startMsg = document.getElementById("start-message");
-    let all = load();
-    let mine = all[id] || { tasks: {}, done: 0, of: of };
+    let mine = progressOf(id, of);
     // A Start by a plain form post comes back with ?since=: remember it.
     const since = root.dataset.since;
     if (since && String(mine.started || "") !== since) {
@@ -49,27 +39,21 @@ import { KEY, store, whileShown } from "./base.js";
     Object.keys(mine.tasks || {}).forEach((t) => { if (!ids.has(t)) delete mine.tasks[t]; });
     store();
 
-    function store() {
-      mine.done = Object.keys(mine.tasks).filter((t) => mine.tasks[t] === "done").length;
-      all = load();
-      all[id] = mine;
-      save(all);
-    }
+    function store() { keep(id, mine); }
 
-    const labels = { done: "Done", todo: "To do", locked: "Locked" };
-    const icons = { done: "✓", todo: "○", locked: "–" };
     function show(states) {
       let done = 0;
       const turned = [];
-      states.forEach((s) => {
+      const texts = record(mine, states);
+      states.forEach((s, i) => {
         const li = document.getElementById("task-" + s.id);
         if (!li) return;
         if (s.state === "done") done++;
         if (li.dataset.state !== s.state) {
           if (s.state === "done") turned.push(li);
           li.dataset.state = s.state;
-          li.querySelector(".state-label").textContent = labels[s.state] || s.state;
-          li.querySelector(".icon").textContent = icons[s.state] || "";
+          li.querySelector(".state-label").textContent = LABELS[s.state] || s.state;
+          li.querySelector(".icon").textContent = ICONS[s.state] || "";
         }
         // A question's or an input's form opens only while the task is to do.
         const fs = li.querySelector(".answer-form fieldset");
@@ -77,14 +61,8 @@ import { KEY, store, whileShown } from "./base.js";
         // A done input task shows the answer that was right, kept here.
         const typed = li.querySelector(".input-form input[name=answer]");
         if (typed && s.state === "done" && !typed.value && mine.answers && mine.answers[s.id]) typed.value = mine.answers[s.id];
-        // A task once done is not checked again, so the server sends no
-        // detail for it: keep the words its check said when it turned done.
-        mine.details = mine.details || {};
-        if (s.state === "done" && s.detail) mine.details[s.id] = s.detail;
-        const text = s.state === "done" ? (s.detail || mine.details[s.id] || "") : (s.detail || "");
         const detail = li.querySelector("[data-detail]");
-        if (detail.textContent !== text) detail.textContent = text;
-        if (s.state === "done") mine.tasks[s.id] = "done";
+        if (detail.textContent !== texts[i]) detail.textContent = texts[i];
       });
       doneCount.textContent = String(done);
       const complete = document.getElementById("complete");
@@ -111,23 +89,18 @@ import { KEY, store, whileShown } from "./base.js";
       if (inFlight) { again = true; return; }
       inFlight = true;
       try {
-        const q = new URLSearchParams();
         const asked = mine.started;
-        if (mine.started) q.set("since", String(mine.started));
-        const done = Object.keys(mine.tasks).filter((t) => mine.tasks[t] === "done");
-        if (done.length) q.set("done", done.join(","));
-        const res = await fetch(root.dataset.status + "?" + q.toString(), { headers: { Accept: "application/json" }, cache: "no-store" });
-        const body = res.ok ? await res.json() : null;
+        const answer = await check(root.dataset.status, mine);
         // An answer about an earlier start (a Start came meanwhile) is not
         // this one's.
-        if (body && !starting && mine.started === asked) show(body.tasks || []);
+        if (answer && !starting && mine.started === asked) show(answer.tasks);
         // Complete, the challenge leaves nothing retrying: the server says
         // which pitfalls it switched off.
         const complete = document.getElementById("complete");
-        if (body && body.quieted && body.quieted.length && complete) {
+        if (answer && answer.quieted.length && complete) {
           const note = complete.querySelector(".quieted") || complete.appendChild(document.createElement("span"));
           note.className = "quieted";
-          note.textContent = ` Switched off the pitfall left on ${body.quieted.join(", ")}, so nothing keeps retrying on your timeline.`;
+          note.textContent = ` Switched off the pitfall left on ${answer.quieted.join(", ")}, so nothing keeps retrying on your timeline.`;
         }
       } catch (e) {
         /* the server restarts or the network blinks: the next poll tries again */
@@ -175,7 +148,7 @@ import { KEY, store, whileShown } from "./base.js";
           // browser's start and the tasks it has seen done.
           const fields = new URLSearchParams(new FormData(af));
           fields.set("since", mine.started ? String(mine.started) : "");
-          fields.set("done", Object.keys(mine.tasks).filter((t) => mine.tasks[t] === "done").join(","));
+          fields.set("done", doneIDs(mine).join(","));
           const res = await fetch(af.action, { method: "POST", body: fields, headers: { Accept: "application/json" } });
           const body = await res.json();
           if (!res.ok) {
@@ -215,7 +188,7 @@ import { KEY, store, whileShown } from "./base.js";
         try {
           const fields = new URLSearchParams(new FormData(f));
           fields.set("since", mine.started ? String(mine.started) : "");
-          fields.set("done", Object.keys(mine.tasks).filter((t) => mine.tasks[t] === "done").join(","));
+          fields.set("done", doneIDs(mine).join(","));
           const res = await fetch(f.action, { method: "POST", body: fields, headers: { Accept: "application/json" } });
           const body = await res.json();
           if (!res.ok) { refused(body.error || "The answer was not checked."); return; }

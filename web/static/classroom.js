@@ -40,7 +40,7 @@ function rejoin() {
 // on the lab the scenario (a learner's own projector mode is theirs).
 function place(href) {
   const u = new URL(href, location.href);
-  return u.pathname === "/lab" ? "/lab?scenario=" + (u.searchParams.get("scenario") || "") : u.pathname;
+  return u.pathname === "/lab" ? "/lab?scenario=" + (u.searchParams.get("scenario") || "") : u.pathname + u.hash;
 }
 
 let drawn = "";
@@ -95,7 +95,13 @@ function go() {
     // sent away by it.
     const fresh = Math.abs(Date.now() - g.id) < 2 * 60 * 1000;
     if (fresh && place(g.href) !== place(location.href)) {
-      location.assign(g.href);
+      // The same page, another section: move there, as a link in the
+      // page would (assign alone does not scroll to a new hash).
+      const to = new URL(g.href, location.href);
+      if (to.pathname === location.pathname && to.search === location.search && to.hash) {
+        location.hash = to.hash;
+        document.getElementById(decodeURIComponent(to.hash.slice(1)))?.scrollIntoView();
+      } else location.assign(g.href);
       return;
     }
   }

@@ -1,7 +1,7 @@
 // The code page: a textarea with line numbers, Tab indenting and the
 // error's line marked; Run my code / Back to oplab's controller; the code
 // kept in localStorage and in the session. No framework, no build step.
-import { store } from "./base.js";
+import { store, h } from "./base.js";
 
 (function () {
   const root = document.getElementById("code");
@@ -13,7 +13,8 @@ import { store } from "./base.js";
   const runBtn = document.getElementById("run");
   const backBtn = document.getElementById("back");
   const key = "oplab.code." + root.dataset.namespace;
-  let badLine = 0;
+  // badLines are the lines the shown errors are on, marked in the gutter.
+  let badLines = new Set();
   let escaped = false;
   let runsPressed = 0;
 
@@ -30,7 +31,7 @@ import { store } from "./base.js";
     const n = src.value.split("\n").length;
     let html = "";
     for (let i = 1; i <= n; i++) {
-      html += (i === badLine ? '<span class="bad">' + i + "</span>" : String(i)) + "\n";
+      html += (badLines.has(i) ? '<span class="bad">' + i + "</span>" : String(i)) + "\n";
     }
     gutter.innerHTML = html;
     gutter.scrollTop = src.scrollTop;
@@ -46,8 +47,14 @@ import { store } from "./base.js";
   function post(url, body) {
     return fetch(url, {
       method: "POST", credentials: "same-origin",
-      headers: { "Content-Type": "application/json" }, body: JSON.stringify(body || {}),
+      headers: { "Content-Type": "application/json", Accept: "application/json" }, body: JSON.stringify(body || {}),
     });
+  }
+
+  // errorText is a refusal's words: a JSON answer's error, or the text.
+  async function errorText(res) {
+    const t = await res.text();
+    try { return JSON.parse(t).error || t; } catch (_) { return t; }
   }
 
   function lineStart(n) {
@@ -67,23 +74,25 @@ import { store } from "./base.js";
     drawGutter();
   }
 
+  // showError shows a failure of the code: one (a panic, an overrun, a
+  // returned error) or every error of a compile, each with a link to its
+  // line, which the gutter marks.
   function showError(e) {
     errBox.textContent = "";
-    badLine = 0;
+    badLines = new Set();
     if (e) {
-      const where = e.line ? "line " + e.line + (e.col ? ":" + e.col : "") : "";
       const label = { compile: "Compile error", panic: "Panic", error: "Reconcile returned an error",
         deadline: "Stopped", budget: "Over its budget", crash: "The sandbox died" }[e.kind] || "Error";
-      if (e.line) {
-        badLine = e.line;
-        const a = document.createElement("a");
-        a.href = "#source";
-        a.textContent = where;
-        a.addEventListener("click", (ev) => { ev.preventDefault(); goToLine(e.line); });
-        errBox.append(label + " at ", a, ": " + e.message);
-      } else {
-        errBox.textContent = label + ": " + e.message;
-      }
+      const all = e.errors && e.errors.length > 1 ? e.errors : [e];
+      if (all.length > 1) errBox.append(h("p", {}, `Compile errors, ${all.length} of them, as go build lists them:`));
+      const items = all.map((x) => {
+        if (!x.line) return h("p", {}, label + ": " + x.message);
+        badLines.add(x.line);
+        const a = h("a", { href: "#source" }, "line " + x.line + (x.col ? ":" + x.col : ""));
+        a.addEventListener("click", (ev) => { ev.preventDefault(); goToLine(x.line); });
+        return h(all.length > 1 ? "li" : "p", {}, all.length > 1 ? "" : label + " at ", a, ": " + x.message);
+      });
+      errBox.append(all.length > 1 ? h("ol", { class: "errors" }, items) : items[0]);
     }
     drawGutter();
   }
@@ -134,7 +143,7 @@ import { store } from "./base.js";
     runsPressed++;
     try {
       const res = await post("/code/run", { source: src.value });
-      if (!res.ok) { showError({ kind: "error", message: await res.text() }); setRunning(root.dataset.running === "true"); return; }
+      if (!res.ok) { showError({ kind: "error", message: await errorText(res) }); setRunning(root.dataset.running === "true"); return; }
       const v = await res.json();
       setRunning(v.running);
       showFence(v.fence);
@@ -179,4 +188,80 @@ import { store } from "./base.js";
   }
   setInterval(poll, 1500);
   drawGutter();
+  setupTest();
+
+  // ---- Test my code ------------------------------------------------------
+  // POST /code/test starts the tester on the editor's code (a compile
+  // error comes back as Run's does); GET /code/test is polled while it
+  // runs, and its verdict drawn: passed with the schedules explored, or
+  // each finding with its pattern, what the tester did, what went wrong in
+  // the course's words, the lesson, and its schedule to open in the lab.
+  function setupTest() {
+    const btn = document.getElementById("test");
+    const out = document.getElementById("code-test-result");
+    if (!btn || !out) return;
+    let timer = 0;
+    const say = (...kids) => out.replaceChildren(...kids);
+    async function check() {
+      let v;
+      try {
+        const res = await fetch("/code/test", { credentials: "same-origin", headers: { Accept: "application/json" } });
+        if (!res.ok) return;
+        v = await res.json();
+      } catch (_) { return; }
+      draw(v);
+      clearTimeout(timer);
+      if (v.state === "running") timer = setTimeout(check, 1000);
+      btn.disabled = v.state === "running";
+    }
+    function draw(v) {
+      if (v.state === "none") { say(); return; }
+      if (v.state === "running") {
+        const p = v.progress || {};
+        say(h("p", { class: "test-running", role: "status" },
+          p.of ? `Testing… ${p.done} of ${p.of} schedules run.` : "Testing… the ordinary life first: its end states are what every other schedule must reach."));
+        return;
+      }
+      if (v.state === "failed") { say(h("p", { class: "error" }, "The test did not finish: " + v.error)); return; }
+      const secs = ((v.tookMs || 0) / 1000).toFixed(1);
+      if (v.passed) {
+        say(h("p", { class: "test-passed" }, h("span", { class: "pill ok" }, "passed"),
+          ` every one of ${v.schedules} schedules converged to the ordinary life's end state, within its budgets (${secs} s).`));
+        return;
+      }
+      say(h("p", { class: "test-failed" }, h("span", { class: "pill bad" }, "failed"),
+          ` ${v.findings.length} finding${v.findings.length === 1 ? "" : "s"} in ${v.schedules} schedule${v.schedules === 1 ? "" : "s"} (${secs} s)` +
+          (v.schedules === 1 ? ": the ordinary life must converge before the faults are tried." : ":")),
+        h("ol", { class: "findings" }, v.findings.map(finding)));
+    }
+    function finding(f) {
+      return h("li", { class: "finding" },
+        h("p", {}, h("span", { class: "pill warn" }, f.pattern), " ", h("b", {}, f.perturbation)),
+        h("p", {}, f.message + (f.also ? ` (and ${f.also} more schedule${f.also === 1 ? "" : "s"} the same way)` : "")),
+        h("p", { class: "small" },
+          f.lesson ? h("a", { href: f.lesson }, "Read why in the lesson") : "",
+          f.lesson ? " · " : "",
+          h("form", { method: "post", action: "/lab/replay/test/" + f.schedule, class: "inline" },
+            h("button", { type: "submit" }, `Open schedule ${f.schedule} in the lab, step ${f.step} marked`))));
+    }
+    btn.addEventListener("click", async () => {
+      btn.disabled = true;
+      keep();
+      heldError = null;
+      showError(null);
+      say(h("p", { role: "status" }, "Compiling…"));
+      try {
+        const res = await post("/code/test", { source: src.value });
+        const v = await res.json().catch(() => ({}));
+        if (res.status === 200 && v.error) { showError(v.error); heldError = v.error; say(); btn.disabled = false; return; }
+        if (!res.ok && res.status !== 202) { say(h("p", { class: "error" }, v.error || "The test could not start.")); btn.disabled = false; return; }
+        draw(v);
+        timer = setTimeout(check, 1000);
+      } catch (_) {
+        say(h("p", { class: "error" }, "The test could not start: is oplab still running?"));
+        btn.disabled = false;
+      }
+    });
+    check();
+  }
 })();

@@ -196,6 +196,18 @@ const REDRAW = "oplab:roster-redraw";
 
   let last = "", fetching = false, again = false;
   let refreshError = ""; // the status of the last poll refused, "" after one answered
+  // noteHands says a newly raised hand once, in the roster's live region:
+  // the instructor need not watch the queue to hear someone is stuck.
+  let hands = null;
+  function noteHands() {
+    const now = new Map([...box.querySelectorAll("#help-list > li")].map((li) => [li.id, li.querySelector("b")?.textContent || ""]));
+    if (hands) {
+      const raised = [...now].filter(([id]) => !hands.has(id)).map(([, who]) => who);
+      if (raised.length) announce(raised.join(", ") + (raised.length === 1 ? " raised a hand." : " raised hands."));
+    }
+    hands = new Set(now.keys());
+  }
+
   async function refresh() {
     if (fetching) { again = true; return; }
     fetching = true;
@@ -234,6 +246,7 @@ const REDRAW = "oplab:roster-redraw";
       // drops its focus: give it back.
       if (focused && document.activeElement !== focused) (focused.isConnected ? focused : document.getElementById(focused.id))?.focus();
       noteResets(true);
+      noteHands();
     } catch { /* the next tick tries again */ }
     finally {
       performance.clearMarks(REFRESH);

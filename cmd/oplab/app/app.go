@@ -10,6 +10,7 @@ package app
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -87,6 +88,9 @@ type Options struct {
 	// MaxCodeRuns caps the learners whose own code runs at once (a child
 	// process each); zero means code.Options' default.
 	MaxCodeRuns int
+	// ImageRegistry is the engines' registry (--image-registry), which
+	// the learner code's tests hold its images to.
+	ImageRegistry string
 	// MaxSessionsPerClient caps the sessions of one client address; 0 means
 	// no separate cap.
 	MaxSessionsPerClient int
@@ -104,6 +108,11 @@ type Options struct {
 	// NamespaceRoles are the ClusterRoles oplab binds to itself in each
 	// learner namespace (labns.KubeNamespaces.Roles); empty: none.
 	NamespaceRoles []string
+	// PublicURL is where learners reach oplab (web.Options.PublicURL).
+	PublicURL string
+	// KeepEnded is how long an ended session's export and results are
+	// kept (session.Options.KeepFor); zero: session.DefaultKeepFor.
+	KeepEnded time.Duration
 	// KubeconfigServer is the API server URL learners' kubeconfigs name;
 	// empty means Config's host, the one the admin kubeconfig names.
 	KubeconfigServer string
@@ -236,9 +245,27 @@ func NewWeb(ctx context.Context, opts Options) (*Web, error) {
 			s.Ended(ns)
 		}
 	}
+	// What a learner did is kept when their session ends: the lab's
+	// export (timeline and code) taken then, beside their results.
+	exportOf := func(ns string) []byte {
+		e := opts.Recorder.Export(ns)
+		if s := server.Load(); s != nil {
+			e.Code = s.CodeOf(ns)
+		}
+		b, err := json.Marshal(e)
+		if err != nil {
+			return nil
+		}
+		return b
+	}
+	kube := labns.KubeNamespaces{Client: direct, MaxDatabases: opts.MaxDatabasesPerNamespace, Prefix: prefix,
+		NoQuotaController: opts.NoQuotaController, Roles: opts.NamespaceRoles, Self: self, Logger: opts.Logger.WithName("namespaces")}
 	w.sessions, err = session.New(ctx, session.Options{
-		Namespaces: explainedNamespaces{labns.KubeNamespaces{Client: direct, MaxDatabases: opts.MaxDatabasesPerNamespace, Prefix: prefix,
-			NoQuotaController: opts.NoQuotaController, Roles: opts.NamespaceRoles, Self: self, Logger: opts.Logger.WithName("namespaces")}},
+		Namespaces:      explainedNamespaces{kube},
+		Keep:            explainedKeeper{kube},
+		KeepFor:         opts.KeepEnded,
+		ExportOf:        exportOf,
+		Ending:          endingOf(opts.Controller),
 		NamespacePrefix: prefix, Revoke: explainRevoke(issuer.Revoke),
 		IdleTimeout: opts.SessionIdleTimeout, NewIdleTimeout: opts.SessionNewIdleTimeout,
 		MaxSessions: opts.MaxSessions, MaxPerClient: opts.MaxSessionsPerClient, ClientOf: session.ClientAddress(opts.TrustedProxies),
@@ -290,7 +317,8 @@ func NewWeb(ctx context.Context, opts Options) (*Web, error) {
 		InstructorToken: opts.InstructorToken, JoinCode: opts.JoinCode, DemoDwell: opts.DemoDwell, ResetWait: opts.ResetWait, Demos: opts.Demos, Content: opts.Content,
 		Broadcaster: opts.Broadcaster, KubectlLine: opts.KubectlLine, Ready: opts.Ready,
 		MaxDatabasesPerNamespace: opts.MaxDatabasesPerNamespace, TrustedProxies: opts.TrustedProxies,
-		AllowedHosts: opts.AllowedHosts, MaxCodeRuns: opts.MaxCodeRuns, Logger: opts.Logger,
+		AllowedHosts: opts.AllowedHosts, MaxCodeRuns: opts.MaxCodeRuns, KeepEnded: opts.KeepEnded, PublicURL: opts.PublicURL, Logger: opts.Logger,
+		CodeTests: codeTests(opts, kube),
 	})
 	if err != nil {
 		return nil, err
@@ -348,6 +376,9 @@ func (w *Web) Run(ctx context.Context) error {
 			if _, err := w.sessions.Sweep(ctx); err != nil {
 				w.logger.Error(err, "Failed to end idle lab sessions")
 			}
+			if err := w.sessions.Attend(ctx, w.server.PagesOpen); err != nil {
+				w.logger.Error(err, "Failed to count the learners' time on task")
+			}
 		}
 	}
 }
@@ -404,6 +435,15 @@ func newIssuer(opts Options) (*kubeconfig.Issuer, error) {
 	return &kubeconfig.Issuer{Client: cs, Cluster: cl}, nil
 }
 
+// endingOf is the controller's EndNamespace, when it has one (the Runner
+// does; a test's stand-in may not).
+func endingOf(c web.Controller) func(string) {
+	if e, ok := c.(interface{ EndNamespace(ns string) }); ok {
+		return e.EndNamespace
+	}
+	return nil
+}
+
 // restartedStep tells the learner of a restored session, on their timeline,
 // that oplab restarted: their namespace and Databases were kept, but what
 // the timeline showed before lived in the old process.
@@ -416,4 +456,15 @@ func restartedStep(sink controller.Sink) func(namespace string) {
 			Message: "oplab restarted: your namespace and its Databases were kept; what happened before the restart is not on this timeline",
 		})
 	}
+}
+
+// codeTests is Test my code on the learner code's controller, which grants
+// a scratch namespace its identity and leaves it to the tester; none
+// without learner code.
+func codeTests(opts Options, namespaces labns.KubeNamespaces) code.TestOptions {
+	id, ok := opts.LearnerCode.(code.CodeIdentity)
+	if !ok {
+		return code.TestOptions{}
+	}
+	return code.TestOptions{Config: opts.Config, Namespaces: namespaces, Identity: id, ImageRegistry: opts.ImageRegistry}
 }

@@ -36,3 +36,39 @@ func (n explainedNamespaces) List(ctx context.Context) ([]labns.Namespace, error
 func explainRevoke(revoke func(ctx context.Context, ns string) error) func(ctx context.Context, ns string) error {
 	return func(ctx context.Context, ns string) error { return permission.Explain(revoke(ctx, ns)) }
 }
+
+// SaveLearner passes on to the namespaces' own, when they keep learners
+// (labns.KubeNamespaces does).
+func (n explainedNamespaces) SaveLearner(ctx context.Context, name string, data []byte) error {
+	s, ok := n.Namespaces.(session.Saver)
+	if !ok {
+		return nil
+	}
+	return permission.Explain(s.SaveLearner(ctx, name, data))
+}
+
+// explainedKeeper is the class namespace's keeper of ended sessions, its
+// refusals in words.
+type explainedKeeper struct{ session.Keeper }
+
+func (k explainedKeeper) Keep(ctx context.Context, ns string, data, export []byte) error {
+	return permission.Explain(k.Keeper.Keep(ctx, ns, data, export))
+}
+
+func (k explainedKeeper) Kept(ctx context.Context) ([][]byte, error) {
+	out, err := k.Keeper.Kept(ctx)
+	return out, permission.Explain(err)
+}
+
+func (k explainedKeeper) Forget(ctx context.Context, ns string) error {
+	return permission.Explain(k.Keeper.Forget(ctx, ns))
+}
+
+// ReleaseDatabases passes on to the namespaces' own.
+func (n explainedNamespaces) ReleaseDatabases(ctx context.Context, ns string) error {
+	r, ok := n.Namespaces.(session.Releaser)
+	if !ok {
+		return nil
+	}
+	return permission.Explain(r.ReleaseDatabases(ctx, ns))
+}

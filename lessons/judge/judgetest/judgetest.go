@@ -20,6 +20,7 @@ package judgetest
 
 import (
 	"context"
+	"crypto/rand"
 	"fmt"
 	"os"
 	"os/exec"
@@ -44,6 +45,7 @@ import (
 	"github.com/oplab-dev/oplab/controller"
 	dbv1 "github.com/oplab-dev/oplab/controller/api/v1alpha1"
 	"github.com/oplab-dev/oplab/controller/sandbox"
+	"github.com/oplab-dev/oplab/controller/tester"
 	"github.com/oplab-dev/oplab/lessons"
 	"github.com/oplab-dev/oplab/lessons/judge"
 	"github.com/oplab-dev/oplab/web/kubeconfig"
@@ -52,8 +54,9 @@ import (
 )
 
 // Deadline bounds the wait for the checks to turn done after the solve:
-// generous, because the self-test checks that things happen, not how fast.
-const Deadline = 3 * time.Minute
+// generous, because the self-test checks that things happen, not how fast
+// (write-your-own runs the tester's whole battery on a shared machine).
+const Deadline = 5 * time.Minute
 
 // pollEvery is how often the checks are evaluated while the solve runs, as
 // the challenge page asks the server.
@@ -90,6 +93,10 @@ type SolveEnv struct {
 	// the code page's Run my code does; BackToOplab takes it back.
 	RunCode     func(ctx context.Context, src string) error
 	BackToOplab func()
+	// TestCode tests src with the tester, in scratch namespaces of its
+	// own, as the code page's Test my code does; its verdict is the one
+	// the checks see from then on.
+	TestCode func(ctx context.Context, src string) (judge.Tested, error)
 }
 
 // Env is the shared cluster, controller and recorder.
@@ -100,6 +107,22 @@ type Env struct {
 	Client   client.Client
 	Set      *judge.Set
 	cancel   context.CancelFunc
+
+	// verdicts keeps the tester's verdict on each source tested: the
+	// tester finds the same on the same code every time (controller/
+	// tester's TestALostSnapshotIsFoundTheSameWayTwice), and the
+	// challenges' self-tests ask it of the same reference solution, a
+	// battery of about a minute of CPU each. The first asks; the others
+	// wait for its answer.
+	verdictsMu sync.Mutex
+	verdicts   map[string]*verdict
+}
+
+// verdict is one source's test, done once.
+type verdict struct {
+	once   sync.Once
+	tested judge.Tested
+	err    error
 }
 
 var (
@@ -358,12 +381,79 @@ func Run(t *testing.T, id string, solve func(ctx context.Context, env SolveEnv) 
 		return nil
 	}
 	senv.BackToOplab = func() { e.Runner.TakeBack(ns) }
+	senv.TestCode = func(ctx context.Context, src string) (judge.Tested, error) {
+		tested, err := e.test(ctx, ns, src)
+		if err == nil {
+			w.setTested(tested)
+		}
+		return tested, err
+	}
 	if err := solve(ctx, senv); err != nil {
 		t.Fatalf("solve %s: %v\n%s", id, err, w.report())
 	}
 	if err := w.waitAll(ctx); err != nil {
 		t.Fatalf("%s: not every task turned done after the solve: %v\n%s", id, err, w.report())
 	}
+}
+
+// test runs the tester on src in scratch namespaces of ns, left alone by
+// the shared controller as the server's are, once for each source.
+func (e *Env) test(ctx context.Context, ns, src string) (judge.Tested, error) {
+	e.verdictsMu.Lock()
+	if e.verdicts == nil {
+		e.verdicts = map[string]*verdict{}
+	}
+	v := e.verdicts[src]
+	if v == nil {
+		v = &verdict{}
+		e.verdicts[src] = v
+	}
+	e.verdictsMu.Unlock()
+	v.once.Do(func() { v.tested, v.err = e.testOnce(ctx, ns, src) })
+	return v.tested, v.err
+}
+
+func (e *Env) testOnce(ctx context.Context, ns, src string) (judge.Tested, error) {
+	res, err := tester.Run(ctx, tester.Options{
+		Config:  e.Cluster.Config(),
+		Scratch: scratch{e: e, of: ns},
+		Compile: func(ctx context.Context) (tester.Code, error) {
+			s := &sandbox.Sandbox{Command: func() *exec.Cmd { return exec.Command(os.Args[0], sandbox.ChildArg) }, Background: true}
+			if serr := s.Compile(ctx, src); serr != nil {
+				return nil, serr
+			}
+			return s, nil
+		},
+	})
+	if err != nil {
+		return judge.Tested{}, err
+	}
+	t := judge.Tested{Passed: res.Passed, Schedules: res.Schedules}
+	for _, f := range res.Findings {
+		t.Findings = append(t.Findings, f.Pattern+": "+f.Message)
+	}
+	return t, nil
+}
+
+// scratch is tester.Scratch on the shared cluster.
+type scratch struct {
+	e  *Env
+	of string
+}
+
+func (s scratch) Make(ctx context.Context) (string, error) {
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: s.of + "-t" + strings.ToLower(rand.Text()[:6]), Labels: map[string]string{labns.LabLabel: "true"}}}
+	// Ignored before it exists: the shared controller never races the
+	// tester's driver there.
+	s.e.Runner.Ignore(ns.Name)
+	if err := s.e.Client.Create(ctx, ns); err != nil {
+		return "", err
+	}
+	return ns.Name, s.e.Runner.GrantCode(ctx, ns.Name)
+}
+
+func (s scratch) Remove(ns string) {
+	_ = s.e.Client.Delete(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
 }
 
 func ids(s *judge.Set) []string {
@@ -386,6 +476,7 @@ type watcher struct {
 
 	mu      sync.Mutex
 	done    map[string]bool
+	tested  *judge.Tested
 	last    []judge.TaskState
 	lastErr error
 	changed chan struct{} // closed and replaced at each evaluation
@@ -438,7 +529,16 @@ func (w *watcher) envErr() (judge.Env, error) {
 	if err != nil {
 		return judge.Env{}, err
 	}
-	return judge.Env{Namespace: w.ns, Client: w.e.Client, Trace: trace, Paused: w.e.Runner.NamespacePaused(w.ns)}, nil
+	w.mu.Lock()
+	tested := w.tested
+	w.mu.Unlock()
+	return judge.Env{Namespace: w.ns, Client: w.e.Client, Trace: trace, Paused: w.e.Runner.NamespacePaused(w.ns), Tested: tested}, nil
+}
+
+func (w *watcher) setTested(t judge.Tested) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.tested = &t
 }
 
 // env is envErr failing the test on an undecodable trace.

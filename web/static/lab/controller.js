@@ -9,6 +9,7 @@ import { addRow, knowObject } from "./timeline.js";
 
 export function onController(m) {
   if (m.phase === "narration") { onNarration(m); return; }
+  if (m.object && m.object.kind === "Tester") { onTester(m); return; }
   if (m.phase === "challenge-started") {
     // A challenge's Start wiped the namespace: what is below is from
     // before, though its Databases may have the same names.
@@ -48,6 +49,20 @@ export function onController(m) {
   addRow(h("li", { class: "row controller", "data-db": "" },
     h("div", { class: "row-head" }, timeEl(m.time), " ",
       h("span", { class: "pill " + cls }, (mine ? whose() + " namespace " : "controller ") + (m.phase || "")), " ", m.message || "")));
+}
+
+// The reconciler tester's own rows, in the replay of a test's schedule:
+// what it did to the learner's code (an action, a crash, a stale read) and
+// what it found; the row the page marks (data-mark) is where the schedule
+// went wrong, scrolled into view when it comes.
+function onTester(m) {
+  const mark = $("#lab")?.dataset.mark;
+  const marked = !!mark && String(m.seq) === mark;
+  const row = h("li", { class: "row controller tester" + (marked ? " marked" : ""), "data-db": "", "data-seq": m.seq ? String(m.seq) : null },
+    h("div", { class: "row-head" }, timeEl(m.time), " ",
+      h("span", { class: "pill " + (marked ? "bad" : "running") }, marked ? "went wrong here" : "tester"), " ", m.message || ""));
+  addRow(row);
+  if (marked) requestAnimationFrame(() => row.scrollIntoView({ block: "center" }));
 }
 
 // A scripted demo's narration (web/demo): the instructor's words, in

@@ -123,7 +123,7 @@ export function drawControllerPill() {
   // The words are the server's (web/lab pauseWhy), written only when they
   // change: a rewrite replaces the text node, and this runs on every view
   // a follower receives.
-  const reason = why && (p ? why.dataset.paused : why.dataset.running);
+  const reason = why && (p ? why.dataset.paused : !ctrlUp && why.dataset.stopped ? why.dataset.stopped : why.dataset.running);
   if (reason && why.textContent !== reason) why.textContent = reason;
   const note = $("#your-code-note");
   if (note) note.hidden = !mine;

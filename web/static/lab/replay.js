@@ -19,12 +19,16 @@ export function setupReplay() {
     onShown() { shown++; count(); },
     onDone() { if (pauseBtn) pauseBtn.textContent = "Replay"; },
   });
+  // A test's counterexample (data-mark) opens with every row shown, so
+  // the row where it went wrong is in view at once.
+  const marked = !!$("#lab")?.dataset.mark;
   function restart() {
     shown = 0;
     reset({ message: "replaying from the start" });
     clearCards();
     load(msgs);
     setPaused(false);
+    if (marked) showAll();
   }
   // Once every message is shown, the button plays them again.
   pauseBtn?.addEventListener("click", (e) => {

@@ -41,7 +41,10 @@ const pastTense = { create: "created", update: "changed", delete: "deleted" };
 // (the controller's events.go). Its message says which, before the colon;
 // an older export's may not.
 function sweptLabel(events) {
-  const why = events.find((e) => e.event === "generic" && e.message)?.message.split(":")[0] || "namespace resumed";
+  const message = events.find((e) => e.event === "generic" && e.message)?.message || "";
+  // A reconcile the reconciler tester ran (a test's replay) says why.
+  if (message.startsWith("the tester: ")) return message;
+  const why = message.split(":")[0] || "namespace resumed";
   return `${why}: every Database queued again`;
 }
 // triggerLabel names what made the reconcile run: the object whose watch
@@ -83,7 +86,8 @@ export function wokeNote(row) {
   else if (s.trigger === "event" && s.wokenBy) {
     // An event oplab sent itself (a namespace resumed) says why on the event.
     const ev = row.events.find((e) => !e.ignored && e.message);
-    text = "woken by oplab, not a watch" + (ev ? ": " + ev.message : "");
+    text = ev && ev.message.startsWith("the tester: ") ? "run by the tester, not a watch"
+      : "woken by oplab, not a watch" + (ev ? ": " + ev.message : "");
   }
   return text ? h("span", { class: "muted small woke" }, text) : "";
 }

@@ -260,7 +260,7 @@ async function rate(rating) {
   const at = fresh ? new Date(p.now) : new Date();
   let reply;
   try {
-    reply = await postJSON("/flashcards/review", { state: states[reviewed.id] || {}, rating, now: at.toISOString() });
+    reply = await postJSON("/flashcards/review", { state: states[reviewed.id] || {}, rating, now: at.toISOString(), card: reviewed.id });
   } catch (err) {
     fail("Could not schedule the card", err);
     return;

@@ -95,7 +95,10 @@ async function check(fs, inputs) {
   const v = feedback.querySelector(".verdict");
   let verdict;
   try {
-    verdict = await postJSON("/quiz/answer", { question: id, choices: picked });
+    // The attempt is this visit's choice order: the server counts a
+    // question's first answer in each attempt for the instructor.
+    const order = fs.form && fs.form.elements.namedItem("order");
+    verdict = await postJSON("/quiz/answer", { question: id, choices: picked, attempt: order ? order.value : "" });
   } catch (err) {
     v.textContent = "Could not check this answer: " + err.message;
     v.className = "verdict error";
