@@ -16,6 +16,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	dbv1 "github.com/oplab-dev/oplab/controller/api/v1alpha1"
@@ -43,7 +44,8 @@ type DatabaseReconciler struct {
 	// Client reads from the informer cache and writes to the API server.
 	Client client.Client
 	// APIReader reads from the API server directly: for the few reads the
-	// cache cannot answer (a child the cache has not seen yet, Pods).
+	// cache cannot answer (a child the cache has not seen yet, the Pods
+	// left while draining).
 	APIReader client.Reader
 	Scheme    *runtime.Scheme
 	Recorder  events.EventRecorder
@@ -117,14 +119,20 @@ func (r *DatabaseReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 // kind it reconciles: every change to a Database queues that Database. Owns
 // names the kinds it creates: a change to a Secret, Service or StatefulSet
 // queues the Database named in its controller ownerReference, so a child
-// deleted or edited by hand is put back. Either way the work queue receives
-// only a name, and a burst of changes to one Database becomes one reconcile.
+// deleted or edited by hand is put back. Watches names what it does not own
+// but must see: the StatefulSet owns the Pods, so a Pod that crashes or
+// cannot pull its image queues the Database its label names, and a Warning
+// Event about the StatefulSet (a Pod the quota refused) queues the Database
+// of that name. Either way the work queue receives only a name, and a burst
+// of changes to one Database becomes one reconcile.
 func (r *DatabaseReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&dbv1.Database{}).
 		Owns(&corev1.Secret{}).
 		Owns(&corev1.Service{}).
 		Owns(&appsv1.StatefulSet{}).
+		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(databaseOfPod)).
+		Watches(&corev1.Event{}, handler.EnqueueRequestsFromMapFunc(databaseOfWarning)).
 		Named("database").
 		Complete(r)
 }
@@ -281,6 +289,10 @@ func kindOf(obj client.Object) string {
 		return "ConfigMap"
 	case *dbv1.Database:
 		return "Database"
+	case *corev1.Pod:
+		return "Pod"
+	case *corev1.Event:
+		return "Event"
 	}
 	return fmt.Sprintf("%T", obj)
 }

@@ -45,13 +45,35 @@ type triggerBook struct {
 	lastEnd      map[types.NamespacedName]string // TriggerRequeue or TriggerResync
 	statusWrites map[types.NamespacedName]int
 	first        map[types.NamespacedName]wake // the first pending event
+	// written holds, per object, the resourceVersions the API server
+	// returned from the reconcilers' own latest writes to it, so that the
+	// watch event each write causes can say it is that write coming back.
+	written map[ObjectRef]*ownEcho
+	// writing counts the writes to each object under way: the watch
+	// event of one may arrive before its writer has recorded what the API
+	// server answered.
+	writing map[ObjectRef]int
 }
 
+// ownEcho is what the reconcilers last wrote to one object.
+type ownEcho struct {
+	database string   // the Database it belongs to, for forget
+	rvs      []string // the latest resourceVersions written, newest last
+	what     []string // the write that returned each, in words
+}
+
+// echoesKept is how many of an object's own writes are remembered: a
+// reconcile writes one object at most twice (a finalizer, then status),
+// and its events arrive within milliseconds.
+const echoesKept = 4
+
 // wake is an event as the reconcile it queued reports it: its kind, its
-// object and the watch that saw it.
+// object, the watch that saw it and, when it was a reconciler's own write
+// coming back, which write.
 type wake struct {
 	event, watch string
 	object       ObjectRef
+	own          string
 }
 
 // words is the event as FirstEvent says it: "update StatefulSet shop".
@@ -68,6 +90,67 @@ func newTriggerBook() *triggerBook {
 		lastEnd:      map[types.NamespacedName]string{},
 		statusWrites: map[types.NamespacedName]int{},
 		first:        map[types.NamespacedName]wake{},
+		written:      map[ObjectRef]*ownEcho{},
+		writing:      map[ObjectRef]int{},
+	}
+}
+
+// writingTo notes a write to ref under way; wrote ends it.
+func (b *triggerBook) writingTo(ref ObjectRef) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.writing[ref]++
+}
+
+// echoWait bounds how long an event waits for the write under way to its
+// object to be recorded: the API server answered that write first, the
+// writer is a few instructions from recording it.
+const echoWait = 100 * time.Millisecond
+
+// wrote records that a reconcile of database wrote ref and the API server
+// answered with resourceVersion rv; what says which write ("status patch").
+// An rv of "" ends a write that changed nothing (it failed).
+func (b *triggerBook) wrote(database string, ref ObjectRef, rv, what string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.writing[ref]--; b.writing[ref] <= 0 {
+		delete(b.writing, ref)
+	}
+	if rv == "" {
+		return
+	}
+	e := b.written[ref]
+	if e == nil {
+		e = &ownEcho{database: database}
+		b.written[ref] = e
+	}
+	e.rvs, e.what = append(e.rvs, rv), append(e.what, what)
+	if len(e.rvs) > echoesKept {
+		e.rvs, e.what = e.rvs[1:], e.what[1:]
+	}
+}
+
+// echo says which of the reconcilers' own writes made ref's version rv,
+// "" when none did (someone else's write, or the cluster's own).
+// A write to ref still under way may be the one: echo waits for it, at
+// most echoWait.
+func (b *triggerBook) echo(ref ObjectRef, rv string) string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for until := time.Now().Add(echoWait); ; {
+		if e := b.written[ref]; e != nil {
+			for i, v := range e.rvs {
+				if v == rv {
+					return e.what[i]
+				}
+			}
+		}
+		if b.writing[ref] == 0 || time.Now().After(until) {
+			return ""
+		}
+		b.mu.Unlock()
+		time.Sleep(time.Millisecond)
+		b.mu.Lock()
 	}
 }
 
@@ -127,6 +210,11 @@ func (b *triggerBook) forget(key types.NamespacedName) {
 	defer b.mu.Unlock()
 	delete(b.lastEnd, key)
 	delete(b.statusWrites, key)
+	for ref, e := range b.written {
+		if ref.Namespace == key.Namespace && e.database == key.Name {
+			delete(b.written, ref)
+		}
+	}
 }
 
 // eventTracer sees every watch event before the controller queues it. It
@@ -172,10 +260,15 @@ func (t *eventTracer) admit(verb string, obj client.Object, message string) bool
 	}
 	w := wake{event: verb, watch: watchOf(obj, message),
 		object: ObjectRef{Kind: kindOf(obj), Namespace: obj.GetNamespace(), Name: obj.GetName()}}
-	if verb != "generic" {
+	if _, isEvent := obj.(*corev1.Event); verb != "generic" && !isEvent {
 		// What the watch delivered, held or dropped or not: the controller
-		// saw it. A generic event is oplab's own, and carries no version.
+		// saw it. A generic event is oplab's own, and carries no version;
+		// a Kubernetes Event is a message about an object, which the
+		// timeline quotes, not an object whose versions time travel shows.
 		t.tr.observe(verb, w.object, withoutSecretData(obj))
+	}
+	if verb == "create" || verb == "update" {
+		w.own = t.book.echo(w.object, obj.GetResourceVersion())
 	}
 	s := Step{
 		Type:       StepEvent,
@@ -185,6 +278,10 @@ func (t *eventTracer) admit(verb string, obj client.Object, message string) bool
 		Watch:      w.watch,
 		Generation: obj.GetGeneration(),
 		Message:    message,
+		OwnWrite:   w.own,
+	}
+	if verb != "generic" {
+		s.ResourceVersion = obj.GetResourceVersion()
 	}
 	if t.gate.hold(key) {
 		// Paused: the event is shown arriving and held. It still counts
@@ -210,16 +307,29 @@ func (t *eventTracer) admit(verb string, obj client.Object, message string) bool
 }
 
 // watchOf names the watch an event came through: For for the Database's
-// own, Owns for a child's. An event oplab sends itself (message says why)
-// came through no watch.
+// own, Owns for a child's, Watches for a Pod's or a StatefulSet's Warning
+// Event. An event oplab sends itself (message says why) came through no
+// watch.
 func watchOf(obj client.Object, message string) string {
 	switch {
 	case message != "":
 		return ""
 	case isDatabase(obj):
 		return WatchFor
+	case isWatched(obj):
+		return WatchWatches
 	}
 	return WatchOwns
+}
+
+// isWatched says whether obj came through one of SetupWithManager's
+// Watches: a Pod or an Event.
+func isWatched(obj client.Object) bool {
+	switch obj.(type) {
+	case *corev1.Pod, *corev1.Event:
+		return true
+	}
+	return false
 }
 
 // withoutSecretData is obj, but a Secret's metadata and type only: its data
@@ -270,14 +380,26 @@ func (t *eventTracer) resumed() handler.TypedEventHandler[sweep, reconcile.Reque
 // queue is the controller's work queue.
 type queue = workqueue.TypedRateLimitingInterface[reconcile.Request]
 
-// databaseKey maps an event's object to the Database to reconcile, as For
-// and Owns do: a Database to itself, a child to the Database named in its
-// controller reference.
+// databaseKey maps an event's object to the Database to reconcile, as For,
+// Owns and Watches do: a Database to itself, a child to the Database named
+// in its controller reference, a Pod or a StatefulSet's Warning Event as
+// databaseOfPod and databaseOfWarning map them.
 func databaseKey(obj client.Object) (types.NamespacedName, bool) {
-	if _, ok := obj.(*dbv1.Database); ok {
+	var reqs []reconcile.Request
+	switch obj.(type) {
+	case *dbv1.Database:
 		return client.ObjectKeyFromObject(obj), true
+	case *corev1.Pod:
+		reqs = databaseOfPod(context.Background(), obj)
+	case *corev1.Event:
+		reqs = databaseOfWarning(context.Background(), obj)
+	default:
+		return ownerKey(obj)
 	}
-	return ownerKey(obj)
+	if len(reqs) == 0 {
+		return types.NamespacedName{}, false
+	}
+	return reqs[0].NamespacedName, true
 }
 
 var databaseGK = schema.GroupKind{Group: dbv1.GroupVersion.Group, Kind: "Database"}

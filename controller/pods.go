@@ -5,12 +5,15 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	dbv1 "github.com/oplab-dev/oplab/controller/api/v1alpha1"
 )
@@ -94,39 +97,120 @@ func templatePodsMode(s *appsv1.StatefulSet) string {
 	return s.Spec.Template.Annotations[PodsAnnotation]
 }
 
-// podReport is what the Database's Pods say about replicas that are late.
+// podReport is what the Database's Pods, and the StatefulSet's warnings,
+// say about replicas that are late.
 type podReport struct {
 	// reason is the Degraded reason when a container cannot start or keeps
 	// exiting: the kubelet's waiting reason (ErrImagePull, ImagePullBackOff,
-	// CrashLoopBackOff…) or ReasonContainerExited; "" when none fails.
+	// CrashLoopBackOff…) or ReasonContainerExited; or, when a Pod could not
+	// even be made, the StatefulSet's Warning Event's reason (FailedCreate).
+	// "" when none fails.
 	reason string
-	// message names the Pod and container and says what the kubelet says.
+	// message names the Pod and container and says what the kubelet says,
+	// or quotes the StatefulSet's Warning Event.
 	message string
 	// progress names the first Pod not ready yet and its phase, for
 	// Progressing's message; "" when every Pod is ready or none was read.
 	progress string
 }
 
-// lookAtPods lists the Database's Pods once its replicas are late: the
-// StatefulSet is not ready and the Database has been progressing for at
-// least progressPoll. The StatefulSet's status counts ready replicas but
-// never says why one is not; the Pods do. Asking only when late keeps a
-// Database that turns Ready at once (the fake node's default) free of the
-// extra request.
+// databaseOfPod maps a Pod to the Database it is a replica of. The
+// StatefulSet owns the Pods, not the Database, so Owns never sees them; the
+// label the Database's Pod template gives every Pod names it.
+func databaseOfPod(_ context.Context, pod client.Object) []reconcile.Request {
+	name := pod.GetLabels()[LabelDatabase]
+	if name == "" {
+		return nil
+	}
+	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: pod.GetNamespace(), Name: name}}}
+}
+
+// databaseOfWarning maps a Warning Event about a StatefulSet to the
+// Database of that name, which made it. When the StatefulSet controller
+// cannot create a Pod (the namespace's quota refuses it), nothing about the
+// StatefulSet changes but its Events: this is how the Database hears of it.
+func databaseOfWarning(_ context.Context, obj client.Object) []reconcile.Request {
+	e, ok := obj.(*corev1.Event)
+	if !ok || !isStatefulSetWarning(e) {
+		return nil
+	}
+	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: e.Namespace, Name: e.InvolvedObject.Name}}}
+}
+
+func isStatefulSetWarning(e *corev1.Event) bool {
+	return e.Type == corev1.EventTypeWarning && e.InvolvedObject.Kind == "StatefulSet"
+}
+
+// lookAtPods reads, from the cache the Pod and Event watches fill, what the
+// Database's Pods say once its replicas are late: the StatefulSet counts
+// ready replicas but never says why one is not. A container that cannot
+// start or keeps exiting is reported at once, with the restart count the
+// Pod has now; the first Pod that is merely not ready yet is named only
+// once the Database has been progressing for progressPoll, so a Database
+// that turns Ready at once costs no extra status write. When a replica
+// has no Pod at all, the StatefulSet's latest Warning Event since the
+// Database began progressing says why (a quota's refusal).
 func (r *DatabaseReconciler) lookAtPods(ctx context.Context, db *dbv1.Database, sts *appsv1.StatefulSet) (podReport, error) {
 	if sts == nil || statefulSetReady(sts, replicas(db)) {
 		return podReport{}, nil
 	}
-	progressing := meta.FindStatusCondition(db.Status.Conditions, ConditionProgressing)
-	if progressing == nil || progressing.Status != metav1.ConditionTrue ||
-		r.Clock.Now().Sub(progressing.LastTransitionTime.Time) < progressPoll {
-		return podReport{}, nil
-	}
 	var pods corev1.PodList
-	if err := r.APIReader.List(ctx, &pods, client.InNamespace(db.Namespace), client.MatchingLabels(selectorLabels(db))); err != nil {
+	if err := r.Client.List(ctx, &pods, client.InNamespace(db.Namespace), client.MatchingLabels(selectorLabels(db))); err != nil {
 		return podReport{}, fmt.Errorf("listing the Pods of %s: %w", db.Name, err)
 	}
-	return reportPods(pods.Items), nil
+	report := reportPods(pods.Items)
+	progressing := meta.FindStatusCondition(db.Status.Conditions, ConditionProgressing)
+	late := progressing != nil && progressing.Status == metav1.ConditionTrue &&
+		r.Clock.Now().Sub(progressing.LastTransitionTime.Time) >= progressPoll
+	if !late {
+		report.progress = ""
+	}
+	if report.reason != "" || sts.Status.Replicas >= replicas(db) || progressing == nil || progressing.Status != metav1.ConditionTrue {
+		return report, nil
+	}
+	var events corev1.EventList
+	if err := r.Client.List(ctx, &events, client.InNamespace(db.Namespace)); err != nil {
+		return podReport{}, fmt.Errorf("listing the Events of StatefulSet %s: %w", sts.Name, err)
+	}
+	if e := latestWarning(events.Items, sts.Name, progressing.LastTransitionTime.Time); e != nil {
+		report.reason = e.Reason
+		report.message = fmt.Sprintf("StatefulSet %s: %s: %s", sts.Name, e.Reason, strings.TrimSuffix(e.Message, "."))
+		if !strings.HasSuffix(report.message, ".") {
+			report.message += "."
+		}
+	}
+	return report, nil
+}
+
+// latestWarning is the newest Warning Event about StatefulSet name seen
+// since since, nil when none.
+func latestWarning(events []corev1.Event, name string, since time.Time) *corev1.Event {
+	var latest *corev1.Event
+	var at time.Time
+	for i := range events {
+		e := &events[i]
+		if !isStatefulSetWarning(e) || e.InvolvedObject.Name != name || e.Reason == "" {
+			continue
+		}
+		if t := eventTime(e); !t.Before(since) && (latest == nil || t.After(at)) {
+			latest, at = e, t
+		}
+	}
+	return latest
+}
+
+// eventTime is when e was last seen, whichever recorder wrote it: core/v1
+// recorders set lastTimestamp, events.k8s.io/v1 ones a series or eventTime.
+func eventTime(e *corev1.Event) time.Time {
+	switch {
+	case e.Series != nil && !e.Series.LastObservedTime.IsZero():
+		return e.Series.LastObservedTime.Time
+	case !e.LastTimestamp.IsZero():
+		return e.LastTimestamp.Time
+	case !e.EventTime.IsZero():
+		return e.EventTime.Time
+	}
+	return e.CreationTimestamp.Time
 }
 
 // reportPods finds, in Pod name order, the first container that cannot

@@ -12,6 +12,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/selection"
@@ -152,6 +153,7 @@ type run struct {
 	cache   cache.Cache
 	resumed chan sweepEvent // Databases oplab reconciles of its own accord
 	code    *codeClients    // the clients of namespaces handed to learner code
+	meter   *queueMeter     // the work queue, counted per namespace
 }
 
 // sweep is a Database oplab queues of its own accord, no watch event
@@ -193,7 +195,8 @@ func (r *Runner) Start(ctx context.Context) error {
 	// A child kind oplab may not list or watch would keep the caches from
 	// syncing for ever; refusals says which.
 	refusals := permission.NewRefusals(r.opts.Logger)
-	mgr, code, err := newManager(r.cfg, r.opts, r.gate, cur.resumed, refusals.WatchErrorHandler, runCtx.Done(), r.GrantCode)
+	cur.meter = newQueueMeter(time.Now, r.opts.ResyncPeriod)
+	mgr, code, err := newManager(r.cfg, r.opts, r.gate, cur.resumed, cur.meter, refusals.WatchErrorHandler, runCtx.Done(), r.GrantCode)
 	if err != nil {
 		cancel()
 		close(cur.done)
@@ -290,6 +293,16 @@ func (r *Runner) ResumeNamespace(ns string) {
 	}
 }
 
+// QueueSample is ns's share of the running controller's work queue and
+// reconciles now (queue.go); false when the controller is not running.
+func (r *Runner) QueueSample(ns string) (QueueSample, bool) {
+	cur := r.cur.Load()
+	if cur == nil || cur.meter == nil || !cur.synced.Load() {
+		return QueueSample{}, false
+	}
+	return cur.meter.sample(ns), true
+}
+
 // EndNamespace stops reconciling ns for good: its session ended and the
 // namespace is about to be deleted with everything in it. Its Databases
 // are not finalized (their snapshots would go with the namespace); the
@@ -348,7 +361,7 @@ func (r *Runner) emit(ns, phase, msg string) {
 
 // newManager builds a manager with nothing but the Database controller: no
 // metrics server, no health probes, no leader election.
-func newManager(base *rest.Config, opts Options, gate *pauseGate, resumed <-chan sweepEvent, watchErr toolscache.WatchErrorHandlerWithContext, stopping <-chan struct{}, grant func(context.Context, string) error) (ctrl.Manager, *codeClients, error) {
+func newManager(base *rest.Config, opts Options, gate *pauseGate, resumed <-chan sweepEvent, meter *queueMeter, watchErr toolscache.WatchErrorHandlerWithContext, stopping <-chan struct{}, grant func(context.Context, string) error) (ctrl.Manager, *codeClients, error) {
 	cfg := rest.CopyConfig(base)
 	cfg.QPS, cfg.Burst = opts.QPS, opts.Burst
 
@@ -365,8 +378,17 @@ func newManager(base *rest.Config, opts Options, gate *pauseGate, resumed <-chan
 		return nil, nil, fmt.Errorf("building child selector: %w", err)
 	}
 	labelled := cache.ByObject{Label: labels.NewSelector().Add(*ours)}
+	// The Pods the controller watches are its Databases' (labelled by their
+	// template), and the Events only the StatefulSets' warnings; neither
+	// needs its managedFields in memory.
+	pods := cache.ByObject{Label: labelled.Label, Transform: cache.TransformStripManagedFields()}
+	warnings := cache.ByObject{
+		Field:     fields.SelectorFromSet(fields.Set{"involvedObject.kind": "StatefulSet", "type": corev1.EventTypeWarning}),
+		Transform: cache.TransformStripManagedFields(),
+	}
 	cacheOpts := cache.Options{ByObject: map[client.Object]cache.ByObject{
 		&corev1.Secret{}: labelled, &corev1.Service{}: labelled, &appsv1.StatefulSet{}: labelled,
+		&corev1.Pod{}: pods, &corev1.Event{}: warnings,
 	}, DefaultWatchErrorHandler: watchErr}
 	scoped := opts.NamespaceSelector != nil
 	clientOpts := client.Options{}
@@ -409,11 +431,11 @@ func newManager(base *rest.Config, opts Options, gate *pauseGate, resumed <-chan
 
 	// The controller's wiring, with the trace, the pause gate and the
 	// pitfalls around it, is in wiring.go.
-	code, err := setupController(mgr, cfg, opts, gate, resumed, labelled, grant)
+	code, err := setupController(mgr, cfg, opts, gate, resumed, meter, labelled, grant)
 	if err != nil {
 		return nil, nil, fmt.Errorf("setting up database controller: %w", err)
 	}
-	informers := []client.Object{&dbv1.Database{}, &appsv1.StatefulSet{}, &corev1.Service{}, &corev1.Secret{}}
+	informers := []client.Object{&dbv1.Database{}, &appsv1.StatefulSet{}, &corev1.Service{}, &corev1.Pod{}, &corev1.Event{}, &corev1.Secret{}}
 	if scoped {
 		informers[len(informers)-1] = &corev1.Namespace{}
 	}

@@ -4,7 +4,9 @@ import (
 	"context"
 	"reflect"
 	"regexp"
+	"runtime"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -97,5 +99,17 @@ func TestRunnerOwnsWhatSetupWithManagerOwns(t *testing.T) {
 	}
 	if len(shown) == 0 || !slices.Equal(shown, owned) {
 		t.Errorf("SetupWithManager Owns %v; the runner owns %v", shown, owned)
+	}
+	shown = nil
+	for _, m := range regexp.MustCompile(`\bWatches\(&\w+\.(\w+)\{\}, handler\.EnqueueRequestsFromMapFunc\((\w+)\)\)`).FindAllStringSubmatch(regions["controller-wiring"].Code, -1) {
+		shown = append(shown, m[1]+" "+m[2])
+	}
+	var watches []string
+	for _, w := range watchedKinds() {
+		fn := runtime.FuncForPC(reflect.ValueOf(w.to).Pointer()).Name()
+		watches = append(watches, reflect.TypeOf(w.obj).Elem().Name()+" "+fn[strings.LastIndex(fn, ".")+1:])
+	}
+	if len(shown) == 0 || !slices.Equal(shown, watches) {
+		t.Errorf("SetupWithManager Watches %v; the runner watches %v", shown, watches)
 	}
 }

@@ -65,6 +65,34 @@ func TestTimelineNamesWakerResourceVersionAndFields(t *testing.T) {
 		}
 	}
 
+	// Every watch event names its object's resourceVersion, and each one
+	// that is the controller's own write coming back says which write:
+	// the create of the StatefulSet, the finalizer patch, the status
+	// patches. The Database's own create, the learner's, is no echo.
+	events := filterSteps(steps, func(s Step) bool { return s.Type == StepEvent })
+	for _, ev := range events {
+		if ev.ResourceVersion == "" {
+			t.Errorf("event %s %s/%s names no resourceVersion", ev.Event, ev.Object.Kind, ev.Object.Name)
+		}
+	}
+	echoes := map[string]bool{}
+	for _, ev := range events {
+		if ev.OwnWrite != "" {
+			echoes[ev.Object.Kind+" "+ev.OwnWrite] = true
+		}
+		if ev.Object.Kind == "Database" && ev.Event == "create" && ev.OwnWrite != "" {
+			t.Errorf("the learner's create of the Database is called the controller's own %q", ev.OwnWrite)
+		}
+	}
+	for _, want := range []string{"StatefulSet create", "Database finalizer patch", "Database status patch"} {
+		if !echoes[want] {
+			t.Errorf("no event says it is the controller's own %s coming back; echoes seen: %v\n%s", want, echoes, describe(events))
+		}
+	}
+	if !slices.ContainsFunc(starts, func(s Step) bool { return s.OwnWrite == "status patch" && s.Watch == WatchFor }) {
+		t.Errorf("no reconcile.start says the controller's own status patch woke it:\n%s", describe(starts))
+	}
+
 	// Status writes name their fields: Ready went False→True and
 	// readyReplicas 0→1, and what the last write set is what the API
 	// server holds.

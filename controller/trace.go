@@ -42,6 +42,12 @@ const (
 	// namespace), or one namespace paused or resumed (Object.Namespace set,
 	// Phase "paused" or "resumed").
 	StepController StepType = "controller"
+	// StepQueue is the namespace's share of the work queue and of the
+	// reconciles, sampled each second it changed (Queue): the numbers
+	// controller-runtime exports as workqueue_* and
+	// controller_runtime_reconcile_*, for one namespace. Object is
+	// {Kind: "WorkQueue", Namespace: ns, Name: "database"}.
+	StepQueue StepType = "queue"
 )
 
 // ObjectRef names the object a step concerns.
@@ -97,6 +103,9 @@ const (
 	// WatchOwns is one of its Owns watches: a Secret, Service or
 	// StatefulSet whose controller reference names the Database.
 	WatchOwns = "Owns"
+	// WatchWatches is one of its Watches: a Pod whose label names the
+	// Database, or a Warning Event about its StatefulSet.
+	WatchWatches = "Watches"
 )
 
 // Step is one thing the controller saw or did. Seq is zero when emitted; the
@@ -138,10 +147,18 @@ type Step struct {
 	// (a namespace resumed), which says why in its message.
 	Watch string `json:"watch,omitempty"`
 
+	// OwnWrite (an event, and a reconcile.start it woke) says which write
+	// of a reconciler's own the event is coming back through the watch
+	// ("status patch", "your code's update"): the object's resourceVersion
+	// is the one that write returned. Empty for anyone else's change.
+	OwnWrite string `json:"ownWrite,omitempty"`
+
 	// Fetch: "found", "not-found" or "error"; Generation is set when found.
 	Found string `json:"found,omitempty"`
-	// ResourceVersion: on a fetch, the Database's resourceVersion as read;
-	// on a write refused with a conflict, the one the write was based on.
+	// ResourceVersion: on an event, the object's resourceVersion as the
+	// watch delivered it; on a fetch, the Database's resourceVersion as
+	// read; on a write refused with a conflict, the one the write was
+	// based on.
 	ResourceVersion string `json:"resourceVersion,omitempty"`
 
 	// Diff: what is missing or different, in words ("replicas 1 → 3").
@@ -190,6 +207,9 @@ type Step struct {
 	// YourCode marks the steps of a reconcile run by the learner's own
 	// code (Runner.HandOver) rather than oplab's reconciler.
 	YourCode bool `json:"yourCode,omitempty"`
+
+	// Queue (a queue step) is the namespace's queue sample.
+	Queue *QueueSample `json:"queue,omitempty"`
 
 	// Message is a human sentence; Error carries an error text.
 	Message  string        `json:"message,omitempty"`

@@ -39,11 +39,18 @@ type tracedReconciler struct {
 	// writes as the code's ServiceAccount (code_identity.go); nil lends
 	// the override client (tests of the hand-over alone).
 	code *codeClients
+	// meter counts each reconcile per namespace by its result (queue.go);
+	// nil counts nothing (a Driver's reconciles, outside the queue).
+	meter *queueMeter
 }
 
 var _ reconcile.Reconciler = &tracedReconciler{}
 
-func (t *tracedReconciler) Reconcile(ctx context.Context, req reconcile.Request) (ctrl.Result, error) {
+func (t *tracedReconciler) Reconcile(ctx context.Context, req reconcile.Request) (res ctrl.Result, err error) {
+	yourCode := false
+	if t.meter != nil {
+		defer func() { t.meter.finished(req, res, err, yourCode) }()
+	}
 	if t.gate.hold(req.NamespacedName) {
 		// A resync or retry came due while the namespace is paused: put it
 		// aside. Resuming reconciles every Database of the namespace.
@@ -70,14 +77,15 @@ func (t *tracedReconciler) Reconcile(ctx context.Context, req reconcile.Request)
 		retry = t.backoff.NumRequeues(req)
 	}
 	inner := t.reconcilerFor(ctx, req, rt)
+	yourCode = rt.yourCode
 	start := Step{Type: StepReconcileStart, Trigger: trigger, Retry: retry, FirstEvent: first.words(),
 		Message: triggerMessage(trigger, n, retry)}
 	if first.event != "" {
-		start.WokenBy, start.Event, start.Watch = &first.object, first.event, first.watch
+		start.WokenBy, start.Event, start.Watch, start.OwnWrite = &first.object, first.event, first.watch, first.own
 	}
 	rt.step(start)
 
-	res, err := inner.Reconcile(withTrace(ctx, rt), req)
+	res, err = inner.Reconcile(withTrace(ctx, rt), req)
 
 	switch {
 	case rt.found != "found" || rt.statusSaid:

@@ -210,6 +210,7 @@ func (t tracedReader) List(ctx context.Context, list client.ObjectList, opts ...
 
 func (t *traceFuncs) create(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
 	began := time.Now()
+	t.writing(obj)
 	err := c.Create(ctx, obj, opts...)
 	outcome, msg := OutcomeCreated, ""
 	switch {
@@ -220,7 +221,31 @@ func (t *traceFuncs) create(ctx context.Context, c client.WithWatch, obj client.
 	}
 	t.action(ctx, c, "create", obj, outcome, began, err, msg)
 	snapshotStep(ctx, obj, err)
+	t.own(ctx, obj, "create", err)
 	return err
+}
+
+// own remembers a successful write's resourceVersion, so that the watch
+// event it causes is known for the reconciler's own write coming back.
+func (t *traceFuncs) own(ctx context.Context, obj client.Object, what string, err error) {
+	ref := ObjectRef{Kind: kindOf(obj), Namespace: obj.GetNamespace(), Name: obj.GetName()}
+	if err != nil {
+		t.book.wrote("", ref, "", "")
+		return
+	}
+	db := ""
+	if rt := traceOf(ctx); rt != nil {
+		db = rt.database.Name
+		if rt.yourCode {
+			what = "your code's " + what
+		}
+	}
+	t.book.wrote(db, ref, obj.GetResourceVersion(), what)
+}
+
+// writing notes a write to obj under way, which own ends.
+func (t *traceFuncs) writing(obj client.Object) {
+	t.book.writingTo(ObjectRef{Kind: kindOf(obj), Namespace: obj.GetNamespace(), Name: obj.GetName()})
 }
 
 // update traces an update as an action, but one of the Database that adds
@@ -230,10 +255,13 @@ func (t *traceFuncs) update(ctx context.Context, c client.WithWatch, obj client.
 	db, isDB := obj.(*dbv1.Database)
 	had := isDB && t.hadFinalizer(ctx, db)
 	began := time.Now()
+	t.writing(obj)
 	err := c.Update(ctx, obj, opts...)
 	if isDB && err == nil && t.finalizerStep(ctx, db, had, began) {
+		t.own(ctx, obj, "finalizer update", nil)
 		return nil
 	}
+	t.own(ctx, obj, "update", err)
 	t.action(ctx, c, "update", obj, outcomeOf(err, OutcomeUpdated), began, err, "")
 	if err == nil {
 		snapshotStep(ctx, obj, nil)
@@ -258,10 +286,13 @@ func (t *traceFuncs) patch(ctx context.Context, c client.WithWatch, obj client.O
 		had = t.hadFinalizer(ctx, db)
 	}
 	began := time.Now()
+	t.writing(obj)
 	err := c.Patch(ctx, obj, patch, opts...)
 	if isDB && err == nil && t.finalizerStep(ctx, db, had, began) {
+		t.own(ctx, obj, "finalizer patch", nil)
 		return nil
 	}
+	t.own(ctx, obj, "patch", err)
 	t.action(ctx, c, "patch", obj, outcomeOf(err, OutcomeUpdated), began, err, "")
 	return err
 }
@@ -296,11 +327,27 @@ func (t *traceFuncs) hadFinalizer(ctx context.Context, db *dbv1.Database) bool {
 }
 
 func (t *traceFuncs) subResourcePatch(ctx context.Context, c client.Client, sub string, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
-	return t.status(ctx, sub, obj, func() error { return c.SubResource(sub).Patch(ctx, obj, patch, opts...) })
+	based := obj.GetResourceVersion()
+	t.writing(obj)
+	err := t.status(ctx, sub, obj, func() error { return c.SubResource(sub).Patch(ctx, obj, patch, opts...) })
+	if obj.GetResourceVersion() == based && err == nil {
+		t.own(ctx, obj, "", errors.New("unchanged")) // nothing written: no event follows
+		return err
+	}
+	t.own(ctx, obj, sub+" patch", err)
+	return err
 }
 
 func (t *traceFuncs) subResourceUpdate(ctx context.Context, c client.Client, sub string, obj client.Object, opts ...client.SubResourceUpdateOption) error {
-	return t.status(ctx, sub, obj, func() error { return c.SubResource(sub).Update(ctx, obj, opts...) })
+	based := obj.GetResourceVersion()
+	t.writing(obj)
+	err := t.status(ctx, sub, obj, func() error { return c.SubResource(sub).Update(ctx, obj, opts...) })
+	if obj.GetResourceVersion() == based && err == nil {
+		t.own(ctx, obj, "", errors.New("unchanged")) // nothing written: no event follows
+		return err
+	}
+	t.own(ctx, obj, sub+" update", err)
+	return err
 }
 
 // status traces a status write: the conditions it changed, compared with

@@ -49,11 +49,24 @@ func ownedKinds() []client.Object {
 	return []client.Object{&corev1.Secret{}, &corev1.Service{}, &appsv1.StatefulSet{}}
 }
 
+// watched is a kind SetupWithManager Watches without owning it, and how an
+// object of it maps to its Database.
+type watched struct {
+	obj client.Object
+	to  handler.MapFunc
+}
+
+// watchedKinds are the kinds SetupWithManager Watches, in its order (the
+// same test keeps them one list).
+func watchedKinds() []watched {
+	return []watched{{&corev1.Pod{}, databaseOfPod}, {&corev1.Event{}, databaseOfWarning}}
+}
+
 // setupController registers the Database controller with mgr as oplab runs
 // it. Its watches are SetupWithManager's, For the Database and Owns its
 // three children; resumed carries the Databases oplab queues itself (a
 // namespace resumed, handed to the learner's code or taken back).
-func setupController(mgr ctrl.Manager, cfg *rest.Config, opts Options, gate *pauseGate, resumed <-chan sweepEvent, labelled cache.ByObject, grant func(context.Context, string) error) (*codeClients, error) {
+func setupController(mgr ctrl.Manager, cfg *rest.Config, opts Options, gate *pauseGate, resumed <-chan sweepEvent, meter *queueMeter, labelled cache.ByObject, grant func(context.Context, string) error) (*codeClients, error) {
 	traced := newTracedReconciler(mgr.GetClient(), mgr.GetAPIReader(), mgr.GetScheme(), mgr.GetEventRecorder(RecorderName), opts, gate)
 	traced.code = &codeClients{cfg: cfg, scheme: mgr.GetScheme(), mapper: mgr.GetRESTMapper(),
 		reads: mgr.GetClient(), book: traced.book, registry: opts.ImageRegistry, grant: grant, rate: CodeWriteRate}
@@ -80,6 +93,9 @@ func setupController(mgr ctrl.Manager, cfg *rest.Config, opts Options, gate *pau
 		}
 		b = b.Owns(child)
 	}
+	for _, w := range watchedKinds() {
+		b = b.Watches(w.obj, handler.EnqueueRequestsFromMapFunc(w.to))
+	}
 	if scoped {
 		// Only the instance's namespaces count: the Namespace informer
 		// selects them, and an event elsewhere is dropped before the trace
@@ -100,7 +116,17 @@ func setupController(mgr ctrl.Manager, cfg *rest.Config, opts Options, gate *pau
 		owner := handler.EnqueueRequestForOwner(mgr.GetScheme(), mgr.GetRESTMapper(), &dbv1.Database{}, handler.OnlyControllerOwner())
 		b = b.WatchesRawSource(namespaceSource{caches: secrets, h: filtered{p: filter.filter(), h: owner}})
 	}
-	return traced.code, b.WithOptions(controller.Options{MaxConcurrentReconciles: opts.MaxConcurrentReconciles, RateLimiter: traced.backoff}).
+	// The work queue, counted per namespace (queue.go), and its samples on
+	// the trace each second one changed.
+	traced.meter = meter
+	if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
+		traced.meter.emitSamples(ctx, traced.tr)
+		return nil
+	})); err != nil {
+		return nil, fmt.Errorf("adding the work queue's samples: %w", err)
+	}
+	return traced.code, b.WithOptions(controller.Options{MaxConcurrentReconciles: opts.MaxConcurrentReconciles, RateLimiter: traced.backoff,
+		NewQueue: newMeteredQueue(traced.meter)}).
 		Named("database").
 		Complete(traced)
 }

@@ -14,7 +14,8 @@ import (
 // request costs its sender: an object history rebuilt (twice for a diff)
 // and encoded, a whole timeline encoded, a kubeconfig minted through four
 // API calls, a challenge's checks run against the API server, an uploaded
-// timeline checked and drawn. Each session (a visitor without one: its
+// timeline checked and drawn, a kubectl command run in a process of its
+// own. Each session (a visitor without one: its
 // client address) has a token bucket of each kind, so no learner, however
 // fast their script, takes the cores or the API server from the class
 // (400 history diffs at once kept oplab at 1.13 cores). A request past its
@@ -45,6 +46,9 @@ var costlyRequests = []costly{
 	{what: "runs of your code (each compiles it in a new process)", burst: 10, every: 3 * time.Second, patterns: []string{"POST /code/run"}},
 	{what: "tests of your code", burst: 3, every: 30 * time.Second, patterns: []string{"POST /code/test"}},
 	{what: "challenge checks", burst: 30, every: 200 * time.Millisecond, patterns: []string{"GET /challenges/{id}/status"}},
+	// Each starts a process running kubectl's code (web/kubectl), one at a
+	// time per learner.
+	{what: "kubectl commands (each a process)", burst: 10, every: 2 * time.Second, patterns: []string{"POST /lab/kubectl"}},
 }
 
 // limitCostly returns a handler that serves every request with next, the

@@ -176,6 +176,7 @@ var costlySamples = map[string]struct{ method, path string }{
 	"GET /lab/export":                  {"GET", "/lab/export"},
 	"GET /lab/kubeconfig":              {"GET", "/lab/kubeconfig"},
 	"POST /lab/replay":                 {"POST", "/lab/replay"},
+	"POST /lab/kubectl":                {"POST", "/lab/kubectl"},
 	"GET /challenges/{id}/status":      {"GET", "/challenges/owner-gc/status"},
 	"POST /lab/replay/test/{schedule}": {"POST", "/lab/replay/test/0"},
 	"POST /code/run":                   {"POST", "/code/run"},

@@ -12,6 +12,7 @@ import (
 
 	"github.com/oplab-dev/oplab/controller/api/v1alpha1"
 	"github.com/oplab-dev/oplab/web/kubeconfig"
+	"github.com/oplab-dev/oplab/web/kubectl"
 	"github.com/oplab-dev/oplab/web/lab/dbview"
 	"github.com/oplab-dev/oplab/web/labns"
 	"github.com/oplab-dev/oplab/web/learn"
@@ -82,10 +83,12 @@ func fakeParts(t *testing.T) (Options, *memNamespaces) {
 		Sessions:    sessions,
 		States:      noStates{},
 		Kubeconfigs: fakeMinter{},
-		Recorder:    rec,
-		Hub:         hub,
-		Controller:  stubSwitch{},
-		Content:     content,
+		// The terminal, whose commands these tests refuse before any runs.
+		Kubectl:    &kubectl.Runner{Minter: fakeMinter{}},
+		Recorder:   rec,
+		Hub:        hub,
+		Controller: stubSwitch{},
+		Content:    content,
 	}, ns
 }
 

@@ -30,6 +30,7 @@ import (
 	"github.com/oplab-dev/oplab/web/instructor"
 	"github.com/oplab-dev/oplab/web/join"
 	"github.com/oplab-dev/oplab/web/kubeconfig"
+	"github.com/oplab-dev/oplab/web/kubectl"
 	"github.com/oplab-dev/oplab/web/lab"
 	"github.com/oplab-dev/oplab/web/learn"
 	"github.com/oplab-dev/oplab/web/progress"
@@ -153,6 +154,9 @@ type Options struct {
 	// AllowedHosts are the host names (without port) the server answers to
 	// besides IP literals and localhost; see checkHost.
 	AllowedHosts []string
+	// Kubectl runs the lab terminal's kubectl commands, each as the
+	// learner's own ServiceAccount (web/kubectl); nil: no terminal.
+	Kubectl *kubectl.Runner
 	// LearnerCode hands a learner's namespace to their own reconciler
 	// (the /code page); nil: no /code page.
 	LearnerCode code.Controller
@@ -197,6 +201,9 @@ type Server struct {
 func (s *Server) Ended(ns string) {
 	if codes := s.codes.Load(); codes != nil {
 		codes.Forget(ns)
+	}
+	if s.opts.Kubectl != nil {
+		s.opts.Kubectl.Forget(ns)
 	}
 }
 
@@ -338,7 +345,10 @@ func (s *Server) routes(ctx context.Context) (http.Handler, error) {
 		Controller: s.opts.Controller, Exporter: s.opts.Recorder, History: s.opts.Recorder, KubectlLine: s.opts.KubectlLine,
 		KubeconfigPath: kubeconfig.Path, KubectlCommand: kubeconfig.Command,
 		MaxDatabases: s.opts.MaxDatabasesPerNamespace, Classroom: s.classroom, ClientOf: session.ClientAddress(s.opts.TrustedProxies),
-		Records: sessions, Logger: s.opts.Logger.WithName("lab"),
+		Terminal: s.opts.Kubectl != nil, Records: sessions, Logger: s.opts.Logger.WithName("lab"),
+	}
+	if s.opts.Kubectl != nil {
+		kubectl.Handler{Runner: s.opts.Kubectl, Sessions: sessions, Logger: s.opts.Logger.WithName("kubectl")}.Register(mux)
 	}
 	// The code page comes first: the lab's export carries its code.
 	if s.opts.LearnerCode != nil {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/oplab-dev/oplab/cluster"
 	"github.com/oplab-dev/oplab/controller/sandbox"
+	"github.com/oplab-dev/oplab/web/kubectl"
 )
 
 func main() {
@@ -22,6 +23,15 @@ func main() {
 	// (controller/sandbox): oplab starts it itself, never a user.
 	if len(os.Args) == 2 && os.Args[1] == sandbox.ChildArg {
 		os.Exit(sandbox.RunChild(os.Stdin, os.Stdout))
+	}
+	// `oplab kubectl` runs one learner's command of the lab's terminal
+	// (web/kubectl), and `oplab LIVE MERGED oplab-diff` is the diff its
+	// kubectl diff starts: oplab starts both itself, never a user.
+	if len(os.Args) == 2 && os.Args[1] == kubectl.ChildArg {
+		os.Exit(kubectl.RunChild(os.Stdin, os.Stdout))
+	}
+	if len(os.Args) == 4 && os.Args[3] == kubectl.DiffArg {
+		os.Exit(kubectl.RunDiff(os.Args[1], os.Args[2], os.Stdout))
 	}
 	cluster.TuneGC()
 	os.Exit(runMain())

@@ -31,6 +31,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/oplab-dev/oplab/controller"
+	dbv1 "github.com/oplab-dev/oplab/controller/api/v1alpha1"
 	"github.com/oplab-dev/oplab/lessons"
 	"github.com/oplab-dev/oplab/lessons/judge"
 	"github.com/oplab-dev/oplab/web/httpx"
@@ -467,6 +468,10 @@ type Status struct {
 	// Start it recorded: what the instructor's roster counts.
 	Verified []string `json:"verified"`
 	Error    string   `json:"error,omitempty"`
+	// Quieted names the Databases whose looping pitfall (an error loop, a
+	// status storm) was switched off as the challenge was found complete:
+	// a finished challenge leaves nothing retrying on the timeline.
+	Quieted []string `json:"quieted,omitempty"`
 }
 
 // status evaluates the challenge in the caller's namespace. since (Unix ms)
@@ -499,7 +504,38 @@ func (h *Handler) status(w http.ResponseWriter, r *http.Request) {
 			st.Done++
 		}
 	}
+	if st.Of > 0 && st.Done == st.Of && err == nil {
+		st.Quieted = h.quiet(r.Context(), ns)
+	}
 	httpx.JSON(w, http.StatusOK, st)
+}
+
+// quiet switches off, in ns, the pitfalls that keep a Database reconciling
+// with no one acting (an error loop, a status storm; a challenge's decoy)
+// and the hiding of them, and names those Databases. Once off, there is
+// nothing left to switch: the page's next poll costs one list.
+func (h *Handler) quiet(ctx context.Context, ns string) []string {
+	var dbs dbv1.DatabaseList
+	if err := h.opts.Client.List(ctx, &dbs, client.InNamespace(ns)); err != nil {
+		return nil
+	}
+	var out []string
+	for i := range dbs.Items {
+		db := &dbs.Items[i]
+		if p := db.Annotations[controller.PitfallAnnotation]; !db.DeletionTimestamp.IsZero() ||
+			(p != controller.PitfallNonIdempotentCreate && p != controller.PitfallStatusThrash) {
+			continue
+		}
+		patch := client.MergeFrom(db.DeepCopy())
+		delete(db.Annotations, controller.PitfallAnnotation)
+		delete(db.Annotations, controller.PitfallHiddenAnnotation)
+		if err := h.opts.Client.Patch(ctx, db, patch); err != nil {
+			h.opts.Logger.Error(err, "Failed to switch off a finished challenge's pitfall", "namespace", ns, "database", db.Name)
+			continue
+		}
+		out = append(out, db.Name)
+	}
+	return out
 }
 
 // judge evaluates the challenge for the status, and records what the

@@ -32,6 +32,7 @@ import (
 	"github.com/oplab-dev/oplab/web"
 	"github.com/oplab-dev/oplab/web/demo"
 	"github.com/oplab-dev/oplab/web/internal/browsertest"
+	"github.com/oplab-dev/oplab/web/kubectl"
 	"github.com/oplab-dev/oplab/web/lab"
 	"github.com/oplab-dev/oplab/web/labns"
 	"github.com/oplab-dev/oplab/web/learn"
@@ -163,6 +164,14 @@ func TestMain(m *testing.M) {
 	// The code page's sandbox runs this test binary as its child.
 	if len(os.Args) == 2 && os.Args[1] == sandbox.ChildArg {
 		os.Exit(sandbox.RunChild(os.Stdin, os.Stdout))
+	}
+	// And the lab's terminal runs it as its kubectl, and that kubectl's
+	// diff (web/kubectl).
+	if len(os.Args) == 2 && os.Args[1] == kubectl.ChildArg {
+		os.Exit(kubectl.RunChild(os.Stdin, os.Stdout))
+	}
+	if len(os.Args) == 4 && os.Args[3] == kubectl.DiffArg {
+		os.Exit(kubectl.RunDiff(os.Args[1], os.Args[2], os.Stdout))
 	}
 	ctrllog.SetLogger(logr.Discard())
 	code := m.Run()

@@ -236,7 +236,7 @@ func TestBrowserTimelinePauseStepSlowMotion(t *testing.T) {
 	poll(t, ctx, "calm Ready", `document.querySelector("#db-calm .db-head .pill.ok")?.textContent === "Ready True"`)
 
 	// The first reconcile's header names its trigger.
-	poll(t, ctx, "the trigger named", `[...document.querySelectorAll('#rows li[data-db="calm"] .pill.trigger')].some(p => /^Database calm created · \d+ events? → 1 reconcile$/.test(p.textContent))`)
+	poll(t, ctx, "the trigger named", `[...document.querySelectorAll('#rows li[data-db="calm"] .trigger')].some(p => /^Database calm created · \d+ events? → 1 reconcile$/.test(p.textContent))`)
 
 	// Slow motion: steps are held while playing, and shown in time.
 	if err := chromedp.Do(ctx, chromedp.Evaluate[chromedp.Void](`(() => { const s = document.getElementById("play-speed"); s.value = "0.25"; s.dispatchEvent(new Event("change")); })()`)); err != nil {
@@ -253,6 +253,9 @@ func TestBrowserTimelinePauseStepSlowMotion(t *testing.T) {
 	// the countdown names the next one.
 	poll(t, ctx, "no-op reconciles folded", `[...document.querySelectorAll('#rows li.noop[data-db="calm"] .pill')].some(p => /^in sync ×\d+$/.test(p.textContent))`)
 	poll(t, ctx, "the resync countdown", `/^calm: next resync in \d+s$/.test(document.getElementById("resync").textContent)`)
+	// No-op reconciles woken by the Pods' own events fold too; the resync's
+	// come with the next resync.
+	poll(t, ctx, "a resync on the timeline", `document.getElementById("rows").innerText.includes("resync")`)
 	text, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS("#rows")))
 	if err != nil {
 		t.Fatal(err)
@@ -437,7 +440,7 @@ func TestBrowserRetriesNameTheirAttempt(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Treating AlreadyExists as an error loops: each retry says which one it is.
-	poll(t, ctx, "a retry row", `[...document.querySelectorAll('#rows li.row[data-db="twice"] .pill.trigger')].some(p => /^retry [2-9]\d*$/.test(p.textContent))`)
+	poll(t, ctx, "a retry row", `[...document.querySelectorAll('#rows li.row[data-db="twice"] .trigger')].some(p => /^retry [2-9]\d*$/.test(p.textContent))`)
 	poll(t, ctx, "its backoff", `[...document.querySelectorAll('#rows li.row.error[data-db="twice"] .pill.result')].some(p => /^error, backoff \d/.test(p.textContent))`)
 	screenshot(t, ctx, "17-retries")
 }

@@ -145,7 +145,7 @@ func TestBrowserLessonClaimsOnScreen(t *testing.T) {
 	// resync that finds nothing to do folds into one line.
 	createInTab(t, ctx, "claims")
 	poll(t, ctx, "claims Ready", `document.querySelector("#db-claims .db-head .pill.ok") !== null`)
-	poll(t, ctx, "a resync of claims, and a fold of its no-op reconciles", `[...document.querySelectorAll('#rows li.row[data-db="claims"] .pill.trigger')].some(p => p.textContent === "resync")
+	poll(t, ctx, "a resync of claims, and a fold of its no-op reconciles", `[...document.querySelectorAll('#rows li.row[data-db="claims"] .trigger')].some(p => p.textContent === "resync")
 		&& document.querySelector('#rows > li.fold[data-db="claims"]') !== null`)
 	look("claims Ready and resynced")
 

@@ -95,7 +95,7 @@ func TestBrowserDeletedWithoutASnapshotIsListed(t *testing.T) {
 	if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`button[data-controller="start"]`))); err != nil {
 		t.Fatal(err)
 	}
-	poll(t, ctx, "calm's reconcile after the resume, named", `[...document.querySelectorAll('#rows li.row[data-db="calm"] .pill.trigger')].some(p =>
+	poll(t, ctx, "calm's reconcile after the resume, named", `[...document.querySelectorAll('#rows li.row[data-db="calm"] .trigger')].some(p =>
 		/^namespace resumed: every Database queued again · \d+ events? → 1 reconcile$/.test(p.textContent))`)
 	if text, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS("#rows"))); err != nil || strings.Contains(text, "poked") {
 		t.Errorf("the timeline says poked (%v):\n%s", err, text)

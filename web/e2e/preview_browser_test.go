@@ -124,4 +124,21 @@ func TestBrowserPreviewFollowsTheFormInPlace(t *testing.T) {
 	if evalString(t, ctx, `String(document.getElementById("preview").classList.contains("error"))`) == "true" {
 		t.Error("the preview shows YAML again but is still styled as an error (its lines would wrap)")
 	}
+
+	// Preview YAML, pressed, opens in place: no page load, the form open
+	// as the learner had it, its preview on screen.
+	if err := chromedp.Do(ctx, chromedp.Evaluate[chromedp.Void](`window.samePage = true; document.getElementById("preview").textContent = ""`)); err != nil {
+		t.Fatal(err)
+	}
+	typeIn("replicas", "3")
+	if err := chromedp.Do(ctx, chromedp.Evaluate[chromedp.Void](`window.scrollTo(0, 0)`)); err != nil {
+		t.Fatal(err)
+	}
+	press(t, ctx, `#create-form button[name="preview"]`)
+	poll(t, ctx, "the pressed preview of three replicas", preview+`.includes("replicas: 3")`)
+	poll(t, ctx, "the preview on screen", seen(q("#preview")))
+	if got := evalString(t, ctx, `String(window.samePage === true && document.querySelector("details.create").open && !location.search.includes("preview"))`); got != "true" {
+		t.Errorf("Preview YAML reloaded the page or closed its form (same page, form open, no ?preview: %s)", got)
+	}
+	viewShot(t, ctx, "preview-pressed-390px")
 }

@@ -19,6 +19,30 @@ func onScreen(sel string) string {
 		const r = el.getBoundingClientRect(); return r.top >= 0 && r.top + 24 <= innerHeight && r.height > 0; })()`, sel)
 }
 
+// seen is whether the element sel matches is where a learner sees it
+// without scrolling: its first 24 px inside the viewport, and the point a
+// little inside its top left not covered by anything else (a card's
+// sticky top, the timeline's strip at the bottom of a narrow screen).
+func seen(sel string) string {
+	return fmt.Sprintf(`(() => { const el = %s; if (!el) return false;
+		const r = el.getBoundingClientRect(); if (!(r.top >= 0 && r.top + 24 <= innerHeight && r.height > 0)) return false;
+		const at = document.elementFromPoint(Math.min(r.left + 12, innerWidth - 1), r.top + Math.min(r.height / 2, 10));
+		return !!at && (el.contains(at) || at.contains(el)); })()`, sel)
+}
+
+// q is the element a CSS selector matches, as an expression for seen.
+func q(sel string) string { return fmt.Sprintf("document.querySelector(%q)", sel) }
+
+// seenAny is whether any element sel matches is seen.
+func seenAny(sel string) string {
+	return fmt.Sprintf(`[...document.querySelectorAll(%q)].some((e) => (%s))`, sel, strings.Replace(seen("e"), "const el = e;", "const el = e;", 1))
+}
+
+// rowsThatFit counts the timeline's rows wholly inside its scrolling box.
+const rowsThatFit = `(() => { const log = document.getElementById("log").getBoundingClientRect();
+	return [...document.querySelectorAll("#rows > li")].filter(li => { const r = li.getBoundingClientRect();
+		return r.height > 0 && r.top >= log.top - 1 && r.bottom <= Math.min(log.bottom, innerHeight) + 1; }).length; })()`
+
 // newRowAfter selects the newest timeline row of db recorded after seq.
 func newRowAfter(db string, seq int) string {
 	return fmt.Sprintf(`([...document.querySelectorAll("#rows > li.row[data-seq]")].find(li => +li.dataset.seq > %d && li.dataset.db === %q) || null)`, seq, db)
@@ -81,37 +105,31 @@ func labSeq(t *testing.T, ctx context.Context) int {
 }
 
 // seesWhatItCaused checks, after an action on db, what the learner sees
-// without scrolling: the card's head and its generation line, and the
-// newest timeline row that came after the action.
+// without scrolling, nothing covering it: the card's head and its
+// generation line, the newest timeline row that came after the action as
+// the rows render (every object shown), and the answer beside the form.
 func seesWhatItCaused(t *testing.T, ctx context.Context, what, db string, before int, flash string) {
 	t.Helper()
-	// The action has had its answer: the learner reads it in the flash.
+	// The action has had its answer: the learner reads it beside the form.
 	poll(t, ctx, what+": the action's answer", fmt.Sprintf(`(document.querySelector("#flash")?.textContent || "") !== %q`, flash))
 	row := newRowAfter(db, before)
 	poll(t, ctx, what+": a new row of "+db, row+" !== null")
 	checks := map[string]string{
-		"the card's head":       onScreen("#db-" + db + " .db-head"),
-		"the card's generation": onScreen("#db-" + db + " .gen"),
-		"the new timeline row": fmt.Sprintf(`(() => { const r = %s.getBoundingClientRect();
-			return r.top >= 0 && r.top + 24 <= innerHeight; })()`, row),
+		"the card's head":            seen(q("#db-" + db + " .db-head")),
+		"the card's generation":      seen(q("#db-" + db + " .gen")),
+		"the new timeline row":       seen(row),
+		"the answer beside the form": seenAny(".said"),
 	}
 	for name, expr := range checks {
+		// The answer's place settles as the card's state comes in.
+		if name == "the answer beside the form" {
+			poll(t, ctx, what+": "+name+" on screen", expr)
+			continue
+		}
 		if got := evalString(t, ctx, "String("+expr+")"); got != "true" {
+			failedShot(t, ctx)
 			t.Errorf("%s: %s is not on screen (scrollY %s)", what, name, evalString(t, ctx, "String(scrollY)"))
 		}
-	}
-}
-
-// watchOnly narrows the timeline to one Database, as the learner does with
-// its Object menu. The checks above find the acted Database's newest row
-// on screen; with every object shown, another Database's rows (a resync
-// every 10 s here, each row 200–300 px tall) may come in after it and
-// push it below the fold before the check runs on a loaded machine.
-func watchOnly(t *testing.T, ctx context.Context, db string) {
-	t.Helper()
-	poll(t, ctx, db+" in the Object menu", fmt.Sprintf(`[...document.querySelectorAll("#filter option")].some(o => o.value === %q)`, db))
-	if err := chromedp.Do(ctx, chromedp.Evaluate[chromedp.Void](fmt.Sprintf(`(f => { f.value = %q; f.dispatchEvent(new Event("change")); })(document.getElementById("filter"))`, db))); err != nil {
-		t.Fatal(err)
 	}
 }
 
@@ -130,7 +148,11 @@ func TestBrowserActionsShowWhatTheyCaused(t *testing.T) {
 	poll(t, ctx, "seen Ready", `document.querySelector("#db-seen .db-head .pill.ok")?.textContent === "Ready True"`)
 	seesWhatItCaused(t, ctx, "after Create", "seen", before, flash)
 	viewShot(t, ctx, "reveal-01-created-1280x800")
-	watchOnly(t, ctx, "seen")
+	// Compact rows: at least eight fit the timeline's box.
+	poll(t, ctx, "eight rows on the timeline", `document.querySelectorAll("#rows > li").length >= 8`)
+	if n := evalInt(t, ctx, "String("+rowsThatFit+")"); n < 8 {
+		t.Errorf("%d timeline rows fit at 1280×800, want at least 8", n)
+	}
 
 	// Apply, at the bottom of the card: the click scrolls to the button
 	// as a learner does; nothing scrolls after it.
@@ -152,13 +174,35 @@ func TestBrowserActionsShowWhatTheyCaused(t *testing.T) {
 	seesWhatItCaused(t, ctx, "after Delete StatefulSet", "seen", before, flash)
 	viewShot(t, ctx, "reveal-03-drift-1280x800")
 
+	// Read further down the timeline: what comes meanwhile is counted at
+	// its top, and one press brings it up.
+	if err := chromedp.Do(ctx, chromedp.Evaluate[chromedp.Void](`document.getElementById("log").scrollTop = 10000`)); err != nil {
+		t.Fatal(err)
+	}
+	poll(t, ctx, "the timeline scrolled", `document.getElementById("log").scrollTop > 8`)
+	before = labSeq(t, ctx)
+	fill(t, ctx, `#db-seen form[data-part="edit"] input[name="replicas"]`, "1")
+	press(t, ctx, `#db-seen form[data-part="edit"] button`)
+	poll(t, ctx, "a row after the scale back", newRowAfter("seen", before)+" !== null")
+	poll(t, ctx, `"N new above" at the top of the timeline`, `(b => !b.hidden && /^\d+ new above/.test(b.textContent))(document.getElementById("log-new"))`)
+	if got := evalString(t, ctx, "String("+seen(q("#log-new"))+")"); got != "true" {
+		t.Errorf(`"N new above" is not on screen`)
+	}
+	viewShot(t, ctx, "reveal-03b-new-above-1280x800")
+	press(t, ctx, "#log-new")
+	poll(t, ctx, "the timeline back at its newest", `document.getElementById("log").scrollTop <= 8 && document.getElementById("log-new").hidden`)
+
 	before, flash = labSeq(t, ctx), flashText(t, ctx)
 	press(t, ctx, `#db-seen form[data-part="delete"] button`)
 	poll(t, ctx, "the delete's answer", fmt.Sprintf(`(document.querySelector("#flash")?.textContent || "") !== %q`, flash))
-	// The card says Terminating, then Deleted, and goes 4 s later.
+	// The card says Terminating, then Deleted, and goes 4 s later: one
+	// word for its state at a time.
 	poll(t, ctx, "the card deleting or deleted", `!!document.querySelector("#db-seen .pill.warn, #db-seen.gone")`)
-	if got := evalString(t, ctx, "String("+onScreen("#db-seen .db-head")+")"); got != "true" {
+	if got := evalString(t, ctx, "String("+seen(q("#db-seen .db-head"))+")"); got != "true" {
 		t.Errorf("after Delete: the card's head is not on screen")
+	}
+	if got := evalString(t, ctx, `[...document.querySelectorAll("#db-seen .db-head .pill.state")].map(p => p.textContent).join("|")`); got != "Terminating" && got != "Deleted" {
+		t.Errorf("after Delete the card's head says %q, want Terminating or Deleted alone", got)
 	}
 	poll(t, ctx, "a row after the delete", newRowAfter("seen", before)+" !== null")
 	if got := evalString(t, ctx, fmt.Sprintf(`String(%s.getBoundingClientRect().top >= 0 && %s.getBoundingClientRect().top + 24 <= innerHeight)`, newRowAfter("seen", before), newRowAfter("seen", before))); got != "true" {
@@ -214,10 +258,12 @@ func TestBrowserScenarioStepsSitInItsPanel(t *testing.T) {
 	axeCheck(t, ctx, "lab with a scenario's next steps")
 }
 
-// TestBrowserTimelineOneTapAwayOnAPhone: at 390 px the timeline comes after
-// the cards; a link on screen says how many rows are new and brings it up
-// with one tap.
-func TestBrowserTimelineOneTapAwayOnAPhone(t *testing.T) {
+// TestBrowserActionsShowWhatTheyCausedOnAPhone: at 390×844 the timeline
+// is a strip at the bottom of the screen with its newest rows, so after
+// each action the card's head and generation (its sticky top), the new row
+// and the answer beside the form are all on screen, nothing covering them;
+// the strip opens to the whole timeline, where eight rows fit.
+func TestBrowserActionsShowWhatTheyCausedOnAPhone(t *testing.T) {
 	t.Parallel()
 	e := needEnv(t)
 	ctx := e.tab(t)
@@ -225,24 +271,43 @@ func TestBrowserTimelineOneTapAwayOnAPhone(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.openLab(t, ctx, "")
+	createInTab(t, ctx, "above")
+	poll(t, ctx, "above's card", `document.getElementById("db-above") !== null`)
+	before, flash := labSeq(t, ctx), flashText(t, ctx)
 	createInTab(t, ctx, "small")
-	poll(t, ctx, "small's card", `document.getElementById("db-small") !== null`)
-	poll(t, ctx, "the link to the timeline, counting new rows", `(() => { const a = document.getElementById("to-timeline");
-		return !a.hidden && /Timeline: \d+ new/.test(a.textContent); })()`)
-	if got := evalString(t, ctx, "String("+onScreen("#to-timeline")+")"); got != "true" {
-		t.Errorf("the link to the timeline is not on screen")
-	}
-	viewShot(t, ctx, "reveal-08-phone-link-390px")
-	axeCheck(t, ctx, "lab at 390 px with the link to the timeline")
-	if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS("#to-timeline"))); err != nil {
+	poll(t, ctx, "small Ready", `document.querySelector("#db-small .db-head .pill.ok")?.textContent === "Ready True"`)
+	seesWhatItCaused(t, ctx, "after Create", "small", before, flash)
+	viewShot(t, ctx, "reveal-08-phone-created-390x844")
+	axeCheck(t, ctx, "lab at 390 px with the timeline's strip")
+
+	before, flash = labSeq(t, ctx), flashText(t, ctx)
+	fill(t, ctx, `#db-small form[data-part="edit"] input[name="replicas"]`, "2")
+	press(t, ctx, `#db-small form[data-part="edit"] button`)
+	poll(t, ctx, "generation 2 observed", `document.querySelector("#db-small .gen")?.textContent.replace(/\s+/g, " ").includes("status.observedGeneration 2")`)
+	seesWhatItCaused(t, ctx, "after Apply", "small", before, flash)
+	viewShot(t, ctx, "reveal-09-phone-scaled-390x844")
+
+	before, flash = labSeq(t, ctx), flashText(t, ctx)
+	if err := chromedp.Do(ctx, chromedp.Evaluate[chromedp.Void](`document.getElementById("db-small-drift").open = true`)); err != nil {
 		t.Fatal(err)
 	}
-	poll(t, ctx, "the timeline on screen", onScreen("#timeline-h"))
-	poll(t, ctx, "the link gone", `document.getElementById("to-timeline").hidden`)
-	if got := evalString(t, ctx, "String("+onScreen("#rows > li")+")"); got != "true" {
-		t.Errorf("after the tap: the newest row is not on screen")
+	press(t, ctx, `#db-small-drift form[action$="/children/statefulset/delete"] button`)
+	poll(t, ctx, "the StatefulSet's delete on the timeline", fmt.Sprintf(`[...document.querySelectorAll("#rows > li.row[data-seq]")].some(li => +li.dataset.seq > %d && li.dataset.db === "small" && li.textContent.includes("StatefulSet small deleted"))`, before))
+	seesWhatItCaused(t, ctx, "after Delete StatefulSet", "small", before, flash)
+	viewShot(t, ctx, "reveal-09b-phone-drift-390x844")
+
+	// Opened, the strip is the whole timeline: eight rows and more fit.
+	press(t, ctx, "#timeline-open")
+	poll(t, ctx, "the timeline open", `document.querySelector(".lab-grid > .timeline").dataset.drawer === "open"`)
+	if n := evalInt(t, ctx, "String("+rowsThatFit+")"); n < 8 {
+		t.Errorf("%d timeline rows fit the opened timeline at 390×844, want at least 8", n)
 	}
-	viewShot(t, ctx, "reveal-09-phone-timeline-390px")
+	if wide := evalInt(t, ctx, `String(document.documentElement.scrollWidth)`); wide > 390 {
+		what, _ := chromedp.Run(ctx, chromedp.Evaluate[string](overflowing))
+		t.Errorf("the lab at 390 px is %d px wide: %s", wide, what)
+	}
+	viewShot(t, ctx, "reveal-10-phone-timeline-open-390x844")
+	axeCheck(t, ctx, "lab at 390 px with the timeline open")
 }
 
 // TestBrowserReloadDrawsThePastOffTheLoop: a reload draws the recent past on
@@ -265,5 +330,5 @@ func TestBrowserReloadDrawsThePastOffTheLoop(t *testing.T) {
 	if lit := evalString(t, ctx, `String(document.querySelectorAll("#loop [data-stage].lit").length)`); lit != "0" {
 		t.Errorf("the loop lights %s stages while it draws the past", lit)
 	}
-	viewShot(t, ctx, "reveal-10-reloaded-1280x800")
+	viewShot(t, ctx, "reveal-10b-reloaded-1280x800")
 }

@@ -251,7 +251,7 @@ func TestBrowserScenarioNonIdempotentCreate(t *testing.T) {
 	// rows in a row, numbers rising, backoffs growing.
 	shows(t, ctx, "three retries numbered in order, with growing backoffs", `(() => {
 		const secs = t => { let s = 0; for (const [, n, u] of t.matchAll(/([\d.]+)(ms|s|m|h)/g)) s += +n * { ms: 0.001, s: 1, m: 60, h: 3600 }[u]; return s; };
-		const r = `+rowsOf("twice")+`.map(r => ({ n: +(/^retry (\d+)$/.exec(r.querySelector(".pill.trigger")?.textContent || "") || [])[1],
+		const r = `+rowsOf("twice")+`.map(r => ({ n: +(/^retry (\d+)$/.exec(r.querySelector(".trigger")?.textContent || "") || [])[1],
 			b: secs((/backoff (.*)$/.exec(r.querySelector(".pill.result")?.textContent || "") || ["", ""])[1]) })).filter(x => x.n);
 		for (let i = 2; i < r.length; i++) if (r[i].n === r[i-1].n + 1 && r[i-1].n === r[i-2].n + 1 && r[i].b > r[i-1].b && r[i-1].b > r[i-2].b) return true;
 		return false; })()`, "#rows")
@@ -276,7 +276,7 @@ func TestBrowserScenarioDropEvents(t *testing.T) {
 	// At the resync, a reconcile runs anyway and converges everything;
 	// no watch event ever queues one (what follows the resync is its own
 	// requeue, while the Pods start).
-	shows(t, ctx, "a resync reconcile", rowsOf("deaf")+`.some(x => x.querySelector(".rid") && x.querySelector(".pill.trigger")?.textContent === "resync")`, "#rows")
+	shows(t, ctx, "a resync reconcile", rowsOf("deaf")+`.some(x => x.querySelector(".rid") && x.querySelector(".trigger")?.textContent === "resync")`, "#rows")
 	shows(t, ctx, "deaf Ready True, generation 2 observed", cardOf("deaf")+`?.querySelector(".db-head .pill.ok")?.textContent === "Ready True" && `+cardOf("deaf")+`.querySelector(".observed").textContent === "2"`, "#db-deaf", "#rows")
 	showsNow(t, ctx, "only resyncs and their requeues reconciling deaf", `!`+rowsOf("deaf")+`.some(x => x.querySelector(".rid") && !/resync|requeued/.test(x.querySelector(".row-head").textContent))`, "#rows")
 	screenshot(t, ctx, "38-scenario-drop-events-resync")

@@ -330,10 +330,11 @@ func TestScenarioFinalizer(t *testing.T) {
 		return e.gone(t.Context(), svc)
 	})
 	// Every late reconcile of the gone Database has run once the delete
-	// events of it and its children are in the trace and the trace is at
-	// rest; none of them may show an error.
-	all := e.waitTrace(t, "the delete events of doomed and its three children, reconciled", ns, "doomed", func(s []controller.Step) bool {
-		return slices.Equal(deleteEventsOf(s), []string{"Database", "Secret", "Service", "StatefulSet"}) && atRest(s)
+	// events of it, its three children and its Pods (which the controller
+	// watches too) are in the trace and the trace is at rest; none of them
+	// may show an error.
+	all := e.waitTrace(t, "the delete events of doomed, its three children and its Pods, reconciled", ns, "doomed", func(s []controller.Step) bool {
+		return slices.Equal(deleteEventsOf(s), []string{"Database", "Pod", "Secret", "Service", "StatefulSet"}) && atRest(s)
 	})
 	if len(errorRows(all)) > 0 {
 		t.Errorf("error rows after a delete:%s\nin the trace:%s", describeTrace(errorRows(all)), describeTrace(all[max(0, len(all)-40):]))
@@ -678,4 +679,32 @@ func TestEveryScenarioHasAnEvidenceTest(t *testing.T) {
 			t.Errorf("scenario %s has no evidence test in scenario_test.go", s.Name)
 		}
 	}
+}
+
+// TestANextScenarioLeavesNothingRetrying: a scenario left in its error
+// loop (twice, non-idempotent-create) does not go on retrying on the next
+// scenario's timeline: setting up the next one switches the pitfall off,
+// says so, and twice's next reconcile converges.
+func TestANextScenarioLeavesNothingRetrying(t *testing.T) {
+	t.Parallel()
+	e := needEnv(t)
+	c, ns := setUp(t, e, "non-idempotent-create")
+	e.waitTrace(t, "a failed reconcile of twice", ns, "twice", func(s []controller.Step) bool {
+		return slices.ContainsFunc(s, func(x controller.Step) bool { return x.Type == controller.StepResult && x.Result == "error" })
+	})
+	code, res := postForm(t, c, e.http.URL, "/lab/scenarios/first-reconcile", nil)
+	if code != 200 || !strings.Contains(res.Message, "Switched off the pitfall left on twice") {
+		t.Fatalf("set up first-reconcile: %d %q, want it to say it switched twice's pitfall off", code, res.Message)
+	}
+	var db v1alpha1.Database
+	if err := e.client.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: "twice"}, &db); err != nil {
+		t.Fatal(err)
+	}
+	if p := db.Annotations[controller.PitfallAnnotation]; p != "" {
+		t.Errorf("twice's pitfall is still %q", p)
+	}
+	mark := len(e.trace(ns, "twice"))
+	e.waitTrace(t, "twice's reconcile after the switch ends done", ns, "twice", func(s []controller.Step) bool {
+		return len(s) > mark && slices.ContainsFunc(s[mark:], func(x controller.Step) bool { return x.Type == controller.StepResult && x.Result == "done" })
+	})
 }

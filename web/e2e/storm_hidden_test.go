@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/url"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/oplab-dev/oplab/controller"
 	"github.com/oplab-dev/oplab/controller/api/v1alpha1"
+	"github.com/oplab-dev/oplab/web/challenges"
 	"github.com/oplab-dev/oplab/web/stream"
 )
 
@@ -308,4 +310,59 @@ func TestBrowserStatusStormHidesThePitfalls(t *testing.T) {
 			[...document.querySelectorAll('#databases select[name="pitfall"]')].every(s => s.value === %[2]q)`, p, controller.PitfallHidden), "#databases", "#rows")
 	}
 	screenshot(t, ctx, "status-storm-lab")
+}
+
+// TestAFinishedChallengeLeavesNothingRetrying: the status-storm challenge
+// done (the thrasher's pitfall off, a resync of quiet), its decoy's error
+// loop is switched off too, as the status that finds it complete says,
+// so nothing of it retries on the learner's timeline afterwards.
+func TestAFinishedChallengeLeavesNothingRetrying(t *testing.T) {
+	t.Parallel()
+	e := needEnv(t)
+	c, ns := e.learner(t)
+	started := time.Now()
+	startChallenge(t, c, "status-storm")
+	pitfalls := map[string]string{}
+	for _, name := range []string{"alpha", "bravo", "charlie"} {
+		var db v1alpha1.Database
+		if err := e.client.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: name}, &db); err != nil {
+			t.Fatal(err)
+		}
+		pitfalls[controller.PitfallOf(&db)] = name
+	}
+	thrasher, decoy := pitfalls[controller.PitfallStatusThrash], pitfalls[controller.PitfallNonIdempotentCreate]
+	// The learner watches the storm on the timeline before they act.
+	eventually(t, "three status writes of the thrasher "+thrasher, func() (bool, error) {
+		n := 0
+		for _, raw := range e.recorder.Export(ns).Messages {
+			var m stream.Message
+			if json.Unmarshal(raw, &m) == nil && m.Type == controller.StepStatus && m.Database == thrasher && !m.Skipped {
+				n++
+			}
+		}
+		return n >= 3, nil
+	})
+	if code, res := postForm(t, c, e.http.URL, "/lab/databases/"+thrasher+"/pitfall", url.Values{"pitfall": {""}}); code != http.StatusOK {
+		t.Fatalf("switch off %s: %d %+v", thrasher, code, res)
+	}
+	// As the page asks: the tasks it has seen done stay done.
+	var st challenges.Status
+	var done []string
+	eventually(t, "the challenge complete", func() (bool, error) {
+		st = getStatus(t, c, fmt.Sprintf("/challenges/status-storm/status?since=%d&done=%s", started.UnixMilli(), strings.Join(done, ",")))
+		done = done[:0]
+		for _, task := range st.Tasks {
+			if task.State == "done" {
+				done = append(done, task.ID)
+			}
+		}
+		return st.Of > 0 && st.Done == st.Of, fmt.Errorf("%+v", st)
+	})
+	if !slices.Contains(st.Quieted, decoy) {
+		t.Errorf("the status that found it complete quieted %v, want the decoy %s", st.Quieted, decoy)
+	}
+	var db v1alpha1.Database
+	if err := e.client.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: decoy}, &db); err != nil || controller.PitfallOf(&db) != "" {
+		t.Errorf("the decoy %s after the challenge: %v, pitfall %q", decoy, err, controller.PitfallOf(&db))
+	}
 }

@@ -72,15 +72,22 @@ func TestBrowserTimelineTeaches(t *testing.T) {
 	rowsOfLesson := `[...document.querySelectorAll('#rows li.row[data-db="lesson"]:has(.rid)')]`
 	// The first reconcile: the Database's own create, through For.
 	poll(t, ctx, "a reconcile woken by the Database's create, through For", rowsOfLesson+`.some(r =>
-		/^Database lesson created · \d+ events? → 1 reconcile$/.test(r.querySelector(".pill.trigger")?.textContent)
+		/^Database lesson created · \d+ events? → 1 reconcile$/.test(r.querySelector(".trigger")?.textContent)
 		&& r.querySelector(".woke")?.textContent === "woken by the For watch: the Database's own event")`)
 	// A later one: the StatefulSet's status, through Owns.
 	poll(t, ctx, "a reconcile woken by StatefulSet lesson, through Owns", rowsOfLesson+`.some(r =>
-		/^StatefulSet lesson changed · /.test(r.querySelector(".pill.trigger")?.textContent)
+		/^StatefulSet lesson changed · /.test(r.querySelector(".trigger")?.textContent)
 		&& r.querySelector(".woke")?.textContent === "woken by an Owns watch: StatefulSet lesson is owned by lesson")`)
-	// Each watch event says which watch saw it.
-	poll(t, ctx, "events naming their watch", `[...document.querySelectorAll('#rows li.row[data-db="lesson"] li.ev')].some(e => /Database lesson create .* via For$/.test(e.textContent))
-		&& [...document.querySelectorAll('#rows li.row[data-db="lesson"] li.ev')].some(e => /StatefulSet lesson update .* via Owns$/.test(e.textContent))`)
+	// Each watch event says which watch saw it and the resourceVersion it
+	// delivered; the controller's own writes coming back say so, the
+	// learner's create does not.
+	const evs = `[...document.querySelectorAll('#rows li.row[data-db="lesson"] li.ev')]`
+	poll(t, ctx, "events naming their watch and resourceVersion", evs+`.some(e => /^\S+ Database lesson create .* via For · resourceVersion \d+$/.test(e.textContent))
+		&& `+evs+`.some(e => /StatefulSet lesson update .* via Owns · resourceVersion \d+/.test(e.textContent))`)
+	poll(t, ctx, "the controller's own status write coming back, said so", evs+`.some(e => /Database lesson update .* via For · resourceVersion \d+ · the controller's own status patch coming back$/.test(e.textContent))`)
+	if got := browsertest.Eval[bool](t, ctx, evs+`.some(e => / create .*coming back/.test(e.textContent) && e.textContent.includes("Database lesson create"))`); got {
+		t.Error("the learner's own create of the Database is called the controller's write coming back")
+	}
 	// Every fetch names the resourceVersion it read; the last status write
 	// names Ready's flip and the ready replicas, old→new.
 	poll(t, ctx, "fetches naming their resourceVersion", `(() => { const f = [...document.querySelectorAll('#rows li.row[data-db="lesson"] .step.fetch')];
@@ -97,7 +104,11 @@ func TestBrowserTimelineTeaches(t *testing.T) {
 	screenshot(t, ctx, "50-timeline-rows-named")
 
 	// Its scrollbar takes no width from the rows when it appears: the
-	// scroller keeps a gutter for it (lab.css), so no row reflows.
+	// scroller keeps a gutter for it (lab.css), so no row reflows. The
+	// rows are compact: opened on their steps, they fill the box.
+	if err := chromedp.Do(ctx, chromedp.Evaluate[chromedp.Void](`document.querySelectorAll('#rows button.row-toggle[aria-expanded="false"]').forEach(b => b.click())`)); err != nil {
+		t.Fatal(err)
+	}
 	poll(t, ctx, "the timeline scrolling", logScrolls)
 	if after := browsertest.Eval[float64](t, ctx, rowsWidth); after != widthBefore {
 		t.Errorf("the rows were %.0f px wide before the timeline scrolled and %.0f px after: they reflowed when its scrollbar appeared", widthBefore, after)
@@ -166,7 +177,7 @@ func TestBrowserTimelineTeaches(t *testing.T) {
 	t.Cleanup(func() { e.runner.TakeBack(ns) })
 	// The hand-over queues lesson again, and its row says so (not
 	// "namespace resumed": nothing was paused).
-	poll(t, ctx, "the hand-over's reconcile of lesson, said so", `[...document.querySelectorAll('#rows li.row[data-db="lesson"] .pill.trigger')].some(p =>
+	poll(t, ctx, "the hand-over's reconcile of lesson, said so", `[...document.querySelectorAll('#rows li.row[data-db="lesson"] .trigger')].some(p =>
 		/^handed to your code: every Database queued again · \d+ events? → 1 reconcile$/.test(p.textContent))`)
 	createInTab(t, ctx, "clash")
 	conflict := `[...document.querySelectorAll('#rows li.row[data-db="clash"] .step.conflict')]`
@@ -178,6 +189,10 @@ func TestBrowserTimelineTeaches(t *testing.T) {
 	rv := `+(/resourceVersion (\d+)/.exec(` + conflict + `[0].textContent) || [])[1]`
 	poll(t, ctx, "a later fetch of a newer version, and a write", `[...document.querySelectorAll('#rows li.row[data-db="clash"] .step.fetch')].some(s => +(/resourceVersion (\d+)/.exec(s.textContent) || [])[1] > `+rv+`)
 		&& [...document.querySelectorAll('#rows li.row[data-db="clash"] .step.status')].some(s => s.textContent.startsWith("status written"))`)
+	// The conflict is among the row's steps: the learner opens the row.
+	if err := chromedp.Do(ctx, chromedp.Evaluate[chromedp.Void](`(r => r.querySelector(".row-body").hidden && r.querySelector("button.row-toggle").click())(`+conflict+`[0].closest("li.row"))`)); err != nil {
+		t.Fatal(err)
+	}
 	if err := chromedp.Do(ctx, chromedp.ScrollIntoView(chromedp.CSS(`#rows li.row[data-db="clash"] .step.conflict`))); err != nil {
 		t.Fatal(err)
 	}

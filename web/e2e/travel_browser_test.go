@@ -32,8 +32,9 @@ func replicasIn(kind string) string {
 		if (!pre) return -1; const o = JSON.parse(pre.textContent); return o.spec ? o.spec.replicas : -1; })()`, travelObj(kind))
 }
 
-// A click on a timeline row shows the objects as they were after it; Enter
-// on a focused row does too; "compare" shows what changed between two rows.
+// A click on a timeline row shows the objects as they were after it; its
+// Time travel button, shown on every finished row, does too (the keyboard's
+// way); "compare" shows what changed between two rows.
 func TestBrowserTimeTravel(t *testing.T) {
 	t.Parallel()
 	e := needEnv(t)
@@ -78,7 +79,7 @@ func TestBrowserTimeTravel(t *testing.T) {
 	if err := chromedp.Do(ctx, chromedp.KeyEvent(kb.Escape)); err != nil {
 		t.Fatal(err)
 	}
-	poll(t, ctx, "the panel closed, focus on the row", fmt.Sprintf(`document.getElementById("travel").hidden && document.activeElement?.dataset.seq === %q`, earlier))
+	poll(t, ctx, "the panel closed, focus on the row's Time travel button", fmt.Sprintf(`document.getElementById("travel").hidden && document.activeElement?.matches("button.travel-here") && document.activeElement.closest("li").dataset.seq === %q`, earlier))
 
 	// Scale to 2.
 	if err := chromedp.Do(ctx,
@@ -96,8 +97,9 @@ func TestBrowserTimeTravel(t *testing.T) {
 	poll(t, ctx, "a row after the scale that changed something", changeRowFrom(scaled))
 	later, _ := chromedp.Run(ctx, chromedp.Evaluate[string](changeRowFrom(scaled)))
 
-	// The later row, by keyboard: focus it, Enter.
-	if err := chromedp.Do(ctx, chromedp.Focus(chromedp.CSS(fmt.Sprintf(`#rows li[data-seq=%q]`, later))), chromedp.KeyEvent(kb.Enter)); err != nil {
+	// The later row, by keyboard: its Time travel button, on the row for
+	// all to see, focused, Enter.
+	if err := chromedp.Do(ctx, chromedp.Focus(chromedp.CSS(fmt.Sprintf(`#rows li[data-seq=%q] button.travel-here`, later))), chromedp.KeyEvent(kb.Enter)); err != nil {
 		t.Fatal(err)
 	}
 	poll(t, ctx, "the panel at the later row", fmt.Sprintf(`document.getElementById("travel-h").textContent === "Objects after step %s" && document.getElementById("travel").getAttribute("aria-busy") === "false"`, later))

@@ -27,7 +27,7 @@ func TestFragmentIsThePageCard(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, want := range []string{
-		`<article class="db" id="db-shop"`, `class="pill ok">Ready True<`,
+		`<article class="db" id="db-shop"`, `class="pill state ok">Ready True<`,
 		// Times in UTC, with their instant for the lab (base.js) to show in the learner's zone.
 		`<time datetime="2026-11-30T09:41:07Z">09:41:07 UTC</time>`,
 		// The forms carry the live values: the edit form follows the object.

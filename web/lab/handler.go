@@ -102,6 +102,8 @@ type Options struct {
 	// Code adds the learner's own code to the export and lets a replay
 	// load a file's code into the editor; nil: no code page.
 	Code LearnerCode
+	// Terminal puts kubectl in the page (web/kubectl serves it).
+	Terminal bool
 	// ClientOf tells a request's client address (session.ClientAddress),
 	// whose one replay at a time a visitor without a session has; nil:
 	// the peer's.

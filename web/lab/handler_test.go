@@ -435,7 +435,7 @@ func TestPageRendersState(t *testing.T) {
 	page := h.get("/lab?scenario=finalizer").Body.String()
 	for _, want := range []string{
 		`id="db-orders"`, "Terminating", "Held by the finalizer", "db.oplab.dev/final-snapshot",
-		`class="generation">4<`, `class="observed">3<`, "stale", "Ready: 2 values seen", "orders-final-snapshot",
+		`class="generation" data-field="generation">4<`, `class="observed" data-field="observed">3<`, "stale", "Ready: 2 values seen", "orders-final-snapshot",
 		"orders-0", "SnapshotFailed", "boom &lt;script&gt;", "Try it live: A finalizer at work", `action="/lab/scenarios/finalizer"`,
 		`action="/lab/databases/orders/finalizers/remove"`, `<script type="module" src="/static/lab/main.js">`, `id="loop"`,
 	} {
@@ -460,6 +460,16 @@ func TestPreview(t *testing.T) {
 	}
 	if page := h.get("/lab?preview=1&name=shop&replicas=4").Body.String(); !strings.Contains(page, "name: shop") {
 		t.Error("the no-JS preview button does not render the YAML")
+	}
+	// With a Database on the page the create form is drawn closed, but not
+	// when it is what the preview was asked from.
+	h = newHarness(t, dbview.Database{Name: "orders", Namespace: "lab-a"})
+	const open = `<details class="create" open>`
+	if page := h.get("/lab").Body.String(); strings.Contains(page, open) {
+		t.Error("the create form is open on a page with a Database")
+	}
+	if page := h.get("/lab?preview=1&name=shop&replicas=4").Body.String(); !strings.Contains(page, open) || !strings.Contains(page, `formaction="/lab#preview"`) {
+		t.Error("the no-JS preview closed the form it was asked from, or does not come back at the preview")
 	}
 }
 

@@ -22,6 +22,9 @@ type CreateForm struct {
 	// there is none.
 	Preview      string
 	PreviewError string
+	// Previewing: the page answers Preview YAML (no script), so the form
+	// it was asked from stays open.
+	Previewing bool
 }
 
 // Page is the view model of /lab.
@@ -54,6 +57,8 @@ type Page struct {
 	// YourCode is true while the learner's own reconciler (Run my code on
 	// /code) reconciles this namespace in place of oplab's.
 	YourCode bool
+	// Terminal: the page has kubectl in it (web/kubectl).
+	Terminal bool
 	// KubectlLine is the ready-to-paste kubectl command for this namespace,
 	// shown with a copy button; "" hides it.
 	KubectlLine string

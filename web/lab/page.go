@@ -57,6 +57,7 @@ func (h *Handler) pageModel(r *http.Request, ns string) (Page, error) {
 	p := Page{
 		Namespace: ns, ControllerRunning: h.reconciling(ns),
 		Paused: h.opts.Controller.NamespacePaused(ns), YourCode: h.opts.Controller.HandedOver(ns), KubectlLine: kubectlLine(h.opts.KubectlLine, ns),
+		Terminal: h.opts.Terminal,
 		Pitfalls: h.opts.Pitfalls, Engines: Engines, ChildKinds: ChildKinds, MaxDatabases: h.opts.MaxDatabases,
 	}
 	// A kubeconfig of the learner's own beats the server's: it reaches only
@@ -82,9 +83,10 @@ func (h *Handler) pageModel(r *http.Request, ns string) (Page, error) {
 	p.Projector = q.Get("projector") == "1"
 	if q.Has("preview") {
 		p.Form = formFrom(q.Get)
+		p.Form.Previewing = true
 	}
 	if p.Form.Name == "" && p.Form.Replicas == "" {
-		p.Form = CreateForm{Name: "orders", Engine: "postgres", Replicas: "1"}
+		p.Form = CreateForm{Name: "orders", Engine: "postgres", Replicas: "1", Previewing: p.Form.Previewing}
 	}
 	p.Form.Preview, p.Form.PreviewError = previewYAML(ns, p.Form, h.opts.Pitfalls)
 	if name := q.Get("scenario"); name != "" {

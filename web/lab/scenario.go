@@ -270,12 +270,42 @@ func (h *Handler) setupScenario(ctx context.Context, ns string, r *http.Request)
 	if !ok {
 		return outcome{err: unknownScenario(name)}
 	}
+	quieted := h.quietLeftovers(ctx, ns, s)
 	started := time.Now()
 	msg, err := s.run(ctx, h, ns)
 	if err == nil && h.opts.Records != nil {
 		h.opts.Records.Record(ctx, ns, func(rec *progress.Record) bool { rec.ScenarioStarted(s.Name, started.UnixMilli()); return true })
 	}
+	if len(quieted) > 0 && err == nil {
+		msg += fmt.Sprintf(" Switched off the pitfall left on %s from before, so nothing of an earlier exercise keeps retrying or storming on this timeline.", strings.Join(quieted, ", "))
+	}
 	return outcome{message: msg, err: err, scenario: s.Name}
+}
+
+// loopingPitfalls are the pitfalls that keep a Database reconciling with no
+// one acting: an error loop, a status storm. A hidden pitfall (a
+// challenge's) may be either.
+var loopingPitfalls = []string{controller.PitfallNonIdempotentCreate, controller.PitfallStatusThrash, controller.PitfallHidden}
+
+// quietLeftovers switches off the looping pitfalls of Databases an earlier
+// scenario or challenge left in ns (any but the one s sets up), so that a
+// finished exercise leaves nothing retrying or storming on the timeline of
+// the next. It returns their names; one it cannot switch off is left.
+func (h *Handler) quietLeftovers(ctx context.Context, ns string, s Scenario) []string {
+	dbs, err := h.opts.States.Databases(ctx, ns)
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for _, d := range dbs {
+		if d.Name == s.Through.Database || d.Terminating || !slices.Contains(loopingPitfalls, d.Pitfall) {
+			continue
+		}
+		if err := h.opts.Store.SetPitfall(ctx, ns, d.Name, ""); err == nil {
+			out = append(out, d.Name)
+		}
+	}
+	return out
 }
 
 func unknownScenario(name string) error {

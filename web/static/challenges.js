@@ -90,10 +90,18 @@ import { ICONS, LABELS, check, doneIDs, keep, loadAll, progressOf, record } from
       inFlight = true;
       try {
         const asked = mine.started;
-        const states = await check(root.dataset.status, mine);
+        const answer = await check(root.dataset.status, mine);
         // An answer about an earlier start (a Start came meanwhile) is not
         // this one's.
-        if (states && !starting && mine.started === asked) show(states);
+        if (answer && !starting && mine.started === asked) show(answer.tasks);
+        // Complete, the challenge leaves nothing retrying: the server says
+        // which pitfalls it switched off.
+        const complete = document.getElementById("complete");
+        if (answer && answer.quieted.length && complete) {
+          const note = complete.querySelector(".quieted") || complete.appendChild(document.createElement("span"));
+          note.className = "quieted";
+          note.textContent = ` Switched off the pitfall left on ${answer.quieted.join(", ")}, so nothing keeps retrying on your timeline.`;
+        }
       } catch (e) {
         /* the server restarts or the network blinks: the next poll tries again */
       } finally {

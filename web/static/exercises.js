@@ -88,9 +88,9 @@ import { ICONS, LABELS, check, keep, progressOf, record } from "./tasks.js";
     x.asking = true;
     const asked = x.mine.started;
     try {
-      const states = await check(x.el.dataset.status, x.mine);
+      const answer = await check(x.el.dataset.status, x.mine);
       // A Start in another tab meanwhile makes this answer an earlier start's.
-      if (states && progressOf(x.id, x.of).started === asked) show(x, states);
+      if (answer && progressOf(x.id, x.of).started === asked) show(x, answer.tasks);
     } catch (e) {
       /* the server restarts or the network blinks: the next poll tries again */
     } finally {

@@ -37,8 +37,9 @@ export function doneIDs(mine) {
   return Object.keys(mine.tasks).filter((t) => mine.tasks[t] === "done");
 }
 
-// check asks statusURL for the tasks' states since mine's start; null when
-// the server did not answer.
+// check asks statusURL for the tasks' states since mine's start ({tasks,
+// quieted}: the pitfalls a complete challenge switched off); null when the
+// server did not answer.
 export async function check(statusURL, mine) {
   const q = new URLSearchParams();
   if (mine.started) q.set("since", String(mine.started));
@@ -46,7 +47,7 @@ export async function check(statusURL, mine) {
   if (done.length) q.set("done", done.join(","));
   const res = await fetch(statusURL + "?" + q.toString(), { headers: { Accept: "application/json" }, cache: "no-store" });
   const body = res.ok ? await res.json() : null;
-  return body ? body.tasks || [] : null;
+  return body ? { tasks: body.tasks || [], quieted: body.quieted || [] } : null;
 }
 
 // record takes a check's states into mine: a task done stays done, with

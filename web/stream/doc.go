@@ -78,8 +78,10 @@
 //	}
 //
 // Types: the controller's step types ("event", "reconcile.start", "fetch",
-// "diff", "read", "action", "finalizer", "status", "result", "controller"; their
-// fields are documented on controller.Step) and the stream's own:
+// "diff", "read", "action", "throttled", "finalizer", "status", "result",
+// "controller", and "queue", the namespace's share of the work queue each
+// second it changed; their fields are documented on controller.Step and
+// controller.QueueSample) and the stream's own:
 //
 //   - "state": the latest view model of object, as published by the lab
 //     page's watcher (Recorder.PublishRendered), its JSON as published.

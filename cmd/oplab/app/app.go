@@ -42,6 +42,7 @@ import (
 	"github.com/oplab-dev/oplab/web/demo"
 	"github.com/oplab-dev/oplab/web/instructor"
 	"github.com/oplab-dev/oplab/web/kubeconfig"
+	"github.com/oplab-dev/oplab/web/kubectl"
 	"github.com/oplab-dev/oplab/web/lab"
 	"github.com/oplab-dev/oplab/web/lab/dbview"
 	"github.com/oplab-dev/oplab/web/labns"
@@ -227,7 +228,7 @@ func NewWeb(ctx context.Context, opts Options) (*Web, error) {
 		}
 	}
 	w.watcher, err = dbview.NewWatcher(ctx, dbview.Options{
-		Cache: c, Secrets: secrets, Publisher: opts.Recorder, Watched: watched, Render: lab.NewFragments(),
+		Cache: c, Secrets: secrets, Publisher: opts.Recorder, Watched: watched, Render: lab.NewFragments(), YourCode: opts.Controller.HandedOver,
 		Logger: opts.Logger.WithName("state"),
 	})
 	if err != nil {
@@ -303,8 +304,15 @@ func NewWeb(ctx context.Context, opts Options) (*Web, error) {
 		}
 		return nil, errors.New("informer cache did not sync: is the API server reachable and the Database CRD installed?")
 	}
+	// The lab's terminal runs kubectl as the learner's ServiceAccount, with
+	// the token the issuer mints, over oplab's own route to the API server.
+	own, err := kubeconfig.ClusterOf(opts.Config, "")
+	if err != nil {
+		return nil, err
+	}
 	w.server, err = web.New(ctx, web.Options{
 		Client: direct, Sessions: w.sessions, States: w.watcher, Kubeconfigs: issuer,
+		Kubectl:  &kubectl.Runner{Minter: issuer, Cluster: own},
 		Recorder: opts.Recorder, Hub: opts.Hub, Controller: opts.Controller, LearnerCode: opts.LearnerCode,
 		InstructorToken: opts.InstructorToken, JoinCode: opts.JoinCode, DemoDwell: opts.DemoDwell, ResetWait: opts.ResetWait, Demos: opts.Demos, Content: opts.Content,
 		Broadcaster: opts.Broadcaster, KubectlLine: opts.KubectlLine, Ready: opts.Ready,

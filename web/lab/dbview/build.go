@@ -55,9 +55,14 @@ func keptSnapshots(cms []corev1.ConfigMap, databases map[string]bool) []Snapshot
 // lostSnapshot is what the lab lists for db, gone without a final
 // snapshot (seen at seen): the snapshot it should have left, and why none
 // was written, from the object as it went. A hidden pitfall is not named.
-func lostSnapshot(db *v1alpha1.Database, seen time.Time) Snapshot {
+func lostSnapshot(db *v1alpha1.Database, seen time.Time, yourCode bool) Snapshot {
 	note := "its finalizer came off before a final snapshot was written (removed by hand or by the escape hatch, or as its namespace was deleted) or was never added, so nothing held the delete and its data is lost"
-	if controller.PitfallOf(db) == controller.PitfallNoFinalizer && !controller.PitfallHiddenOf(db) {
+	switch {
+	case yourCode:
+		// The learner's own reconciler had the namespace: what it did with
+		// the finalizer is what happened, not a hand or the escape hatch.
+		note = "your code reconciled it when it was deleted: it took the finalizer off, or never added one, without writing the final snapshot first, so nothing held the delete and its data is lost"
+	case controller.PitfallOf(db) == controller.PitfallNoFinalizer && !controller.PitfallHiddenOf(db):
 		note = "the no-finalizer pitfall was on: the controller took its finalizer off instead of writing a final snapshot, so nothing held the delete and its data is lost"
 	}
 	return Snapshot{
@@ -187,7 +192,7 @@ func build(db *v1alpha1.Database, rel Related, h *history, spec string) Database
 		Conditions:         []Condition{},
 		Owned:              ownedTree(db.UID, rel),
 		Unowned:            []Node{},
-		Events:             events(db, rel.Events),
+		Events:             events(db, rel),
 	}
 	if db.Status.LastSnapshot != nil {
 		v.LastSnapshot = db.Status.LastSnapshot.Name
@@ -359,14 +364,35 @@ func podReadiness(p corev1.Pod) string {
 	return string(p.Status.Phase) + ", not ready"
 }
 
-// events picks the Events about db, oldest first, keeping the newest few.
-func events(db *v1alpha1.Database, all []corev1.Event) []Event {
+// events picks the Events about db, and the Warning Events about the
+// StatefulSet and Pods it owns (a Pod the quota refused, an image that
+// cannot be pulled: what explains a shortfall that the Database's own
+// Events never mention), oldest first, keeping the newest few.
+func events(db *v1alpha1.Database, rel Related) []Event {
+	children := map[types.UID]string{}
+	for _, s := range rel.StatefulSets {
+		if isOwnedBy(s.OwnerReferences, db.UID) {
+			children[s.UID] = "StatefulSet " + s.Name
+		}
+	}
+	for _, p := range rel.Pods {
+		for _, ref := range p.OwnerReferences {
+			if strings.HasPrefix(children[ref.UID], "StatefulSet ") {
+				children[p.UID] = "Pod " + p.Name
+			}
+		}
+	}
 	out := []Event{}
-	for _, e := range all {
-		if !about(e, db) {
+	for _, e := range rel.Events {
+		ev := Event{Type: e.Type, Reason: e.Reason, Message: e.Message, Count: eventCount(e), Last: eventTime(e)}
+		switch {
+		case about(e, db):
+		case e.Type == corev1.EventTypeWarning && children[e.InvolvedObject.UID] != "":
+			ev.Object = children[e.InvolvedObject.UID]
+		default:
 			continue
 		}
-		out = append(out, Event{Type: e.Type, Reason: e.Reason, Message: e.Message, Count: eventCount(e), Last: eventTime(e)})
+		out = append(out, ev)
 	}
 	slices.SortStableFunc(out, func(a, b Event) int { return a.Last.Compare(b.Last) })
 	if len(out) > maxEvents {

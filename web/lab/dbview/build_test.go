@@ -134,7 +134,7 @@ func TestBuild(t *testing.T) {
 			Status:     appsv1.StatefulSetStatus{ReadyReplicas: 1},
 		}},
 		Pods: []corev1.Pod{
-			{ObjectMeta: metav1.ObjectMeta{Name: "orders-1", OwnerReferences: owned("sts-uid")}, Status: corev1.PodStatus{Phase: corev1.PodPending}},
+			{ObjectMeta: metav1.ObjectMeta{Name: "orders-1", UID: "pod-1", OwnerReferences: owned("sts-uid")}, Status: corev1.PodStatus{Phase: corev1.PodPending}},
 			{ObjectMeta: metav1.ObjectMeta{Name: "orders-0", OwnerReferences: owned("sts-uid")}, Status: corev1.PodStatus{Phase: corev1.PodRunning,
 				Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}}},
 			{ObjectMeta: metav1.ObjectMeta{Name: "stranger"}},
@@ -148,6 +148,9 @@ func TestBuild(t *testing.T) {
 			{InvolvedObject: corev1.ObjectReference{UID: "db-uid"}, Type: "Normal", Reason: "Created", Message: "second", LastTimestamp: metav1.NewTime(t0.Add(time.Minute)), Count: 2},
 			{InvolvedObject: corev1.ObjectReference{UID: "db-uid"}, Type: "Normal", Reason: "Created", Message: "first", EventTime: metav1.NewMicroTime(t0)},
 			{InvolvedObject: corev1.ObjectReference{UID: "other"}, Reason: "NotOurs"},
+			{InvolvedObject: corev1.ObjectReference{UID: "sts-uid", Kind: "StatefulSet"}, Type: "Warning", Reason: "FailedCreate", Message: "exceeded quota", LastTimestamp: metav1.NewTime(t0.Add(2 * time.Minute))},
+			{InvolvedObject: corev1.ObjectReference{UID: "sts-uid", Kind: "StatefulSet"}, Type: "Normal", Reason: "SuccessfulCreate", Message: "a child's Normal Event is not shown"},
+			{InvolvedObject: corev1.ObjectReference{UID: "pod-1", Kind: "Pod"}, Type: "Warning", Reason: "BackOff", Message: "back-off", LastTimestamp: metav1.NewTime(t0.Add(3 * time.Minute))},
 		},
 	}
 	wantTree := []Node{
@@ -171,10 +174,12 @@ func TestBuild(t *testing.T) {
 				t.Errorf("unowned = %+v, want the snapshot ConfigMap", v.Unowned)
 			}
 		}},
-		{"events are ours, oldest first", nil, func(t *testing.T, v Database) {
+		{"events are ours and our children's warnings, oldest first", nil, func(t *testing.T, v Database) {
 			want := []Event{
 				{Type: "Normal", Reason: "Created", Message: "first", Count: 1, Last: t0},
 				{Type: "Normal", Reason: "Created", Message: "second", Count: 2, Last: t0.Add(time.Minute)},
+				{Object: "StatefulSet orders", Type: "Warning", Reason: "FailedCreate", Message: "exceeded quota", Count: 1, Last: t0.Add(2 * time.Minute)},
+				{Object: "Pod orders-1", Type: "Warning", Reason: "BackOff", Message: "back-off", Count: 1, Last: t0.Add(3 * time.Minute)},
 			}
 			if diff := cmp.Diff(want, v.Events); diff != "" {
 				t.Errorf("events (-want +got):\n%s", diff)
@@ -360,18 +365,24 @@ func TestLostDatabasesAreListedUntilASnapshotAnswersThem(t *testing.T) {
 	}
 
 	// What the lab says of a Database gone without a snapshot, and why.
-	pitfall := lostSnapshot(gone("shop", "u1", map[string]string{controller.PitfallAnnotation: controller.PitfallNoFinalizer}), t0)
+	pitfall := lostSnapshot(gone("shop", "u1", map[string]string{controller.PitfallAnnotation: controller.PitfallNoFinalizer}), t0, false)
 	if !pitfall.Lost || pitfall.Name != "shop-final-snapshot" || pitfall.DatabaseUID != "u1" || pitfall.Generation != 2 ||
 		!strings.Contains(pitfall.Note, "no-finalizer pitfall") || !strings.Contains(pitfall.Note, "data is lost") {
 		t.Errorf("lost under the pitfall = %+v", pitfall)
 	}
-	byHand := lostSnapshot(gone("shop", "u1", nil), t0)
+	byHand := lostSnapshot(gone("shop", "u1", nil), t0, false)
 	if strings.Contains(byHand.Note, "pitfall") || !strings.Contains(byHand.Note, "its finalizer came off before a final snapshot was written") {
 		t.Errorf("lost by hand, note = %q; want the finalizer named, no pitfall", byHand.Note)
 	}
-	hidden := lostSnapshot(gone("shop", "u1", map[string]string{controller.PitfallAnnotation: controller.PitfallNoFinalizer, controller.PitfallHiddenAnnotation: "true"}), t0)
+	hidden := lostSnapshot(gone("shop", "u1", map[string]string{controller.PitfallAnnotation: controller.PitfallNoFinalizer, controller.PitfallHiddenAnnotation: "true"}), t0, false)
 	if strings.Contains(hidden.Note, "pitfall") {
 		t.Errorf("a hidden pitfall is named: %q", hidden.Note)
+	}
+	// Under the learner's own code, what it did is what happened: neither
+	// a hand nor the escape hatch is blamed.
+	mine := lostSnapshot(gone("shop", "u1", nil), t0, true)
+	if !strings.Contains(mine.Note, "your code") || strings.Contains(mine.Note, "escape hatch") {
+		t.Errorf("lost under the learner's code, note = %q; want their code named, not the escape hatch", mine.Note)
 	}
 
 	// Whether it went with a snapshot: its status says so, or a snapshot
@@ -402,7 +413,7 @@ func TestLostDatabasesAreListedUntilASnapshotAnswersThem(t *testing.T) {
 	// of the same name, until a snapshot answers it.
 	kept := Snapshot{Namespace: "lab-x", Name: "cart-final-snapshot", Database: "cart", Note: keptNote}
 	older := Snapshot{Namespace: "lab-x", Name: "shop-final-snapshot", Database: "shop", DatabaseUID: "u0", Note: keptNote}
-	lost := lostSnapshot(gone("shop", "u1", nil), t0)
+	lost := lostSnapshot(gone("shop", "u1", nil), t0, false)
 	shown, answered := withLost([]Snapshot{older, kept}, []Snapshot{lost}, []corev1.ConfigMap{snap("shop", "u0", "2026-11-30T09:00:00Z")})
 	if diff := cmp.Diff([]Snapshot{kept, lost}, shown); diff != "" || len(answered) != 0 {
 		t.Errorf("withLost, an older snapshot of the name (-want +got):\n%s\nanswered %v", diff, answered)
@@ -425,9 +436,9 @@ func TestLostDatabasesAreBoundedAndForgotten(t *testing.T) {
 		keptJSON: map[types.NamespacedName][]byte{}, gone: map[string][]*v1alpha1.Database{}, ended: map[string]time.Time{}}
 	for i := range maxLost + 5 {
 		db := &v1alpha1.Database{ObjectMeta: metav1.ObjectMeta{Namespace: "lab-a", Name: fmt.Sprintf("db%02d", i), UID: types.UID(fmt.Sprint(i))}}
-		o.addLost(lostSnapshot(db, t0.Add(time.Duration(i)*time.Second)))
+		o.addLost(lostSnapshot(db, t0.Add(time.Duration(i)*time.Second), false))
 	}
-	o.addLost(lostSnapshot(&v1alpha1.Database{ObjectMeta: metav1.ObjectMeta{Namespace: "lab-b", Name: "b"}}, t0))
+	o.addLost(lostSnapshot(&v1alpha1.Database{ObjectMeta: metav1.ObjectMeta{Namespace: "lab-b", Name: "b"}}, t0, false))
 	l := o.lostIn("lab-a")
 	if len(l) != maxLost {
 		t.Fatalf("lab-a keeps %d lost Databases; want %d", len(l), maxLost)

@@ -40,7 +40,7 @@ func (o *owner) refreshKept(ctx context.Context, ns string) {
 	}
 	for _, db := range o.gone[ns] {
 		if !snapshotTaken(db, cms.Items) {
-			o.addLost(lostSnapshot(db, o.w.opts.Now()))
+			o.addLost(lostSnapshot(db, o.w.opts.Now(), o.w.opts.YourCode != nil && o.w.opts.YourCode(ns)))
 		}
 	}
 	delete(o.gone, ns)

@@ -56,7 +56,8 @@ type Database struct {
 	Owned   []Node `json:"owned"`
 	Unowned []Node `json:"unowned"`
 
-	// Events are the Kubernetes Events about the Database, oldest first.
+	// Events are the Kubernetes Events about the Database, and the Warning
+	// Events about its StatefulSet and Pods, oldest first.
 	Events []Event `json:"events"`
 }
 
@@ -100,8 +101,12 @@ type Node struct {
 	Children []Node `json:"children,omitempty"`
 }
 
-// Event is one Kubernetes Event about the Database.
+// Event is one Kubernetes Event about the Database or, a Warning, about
+// one of its children.
 type Event struct {
+	// Object names the child it is about ("StatefulSet orders"), "" when
+	// it is about the Database itself.
+	Object  string    `json:"object,omitempty"`
 	Type    string    `json:"type"`
 	Reason  string    `json:"reason"`
 	Message string    `json:"message"`
@@ -117,6 +122,18 @@ func (d Database) Condition(t string) (Condition, bool) {
 		}
 	}
 	return Condition{}, false
+}
+
+// Warnings are the Warning Events about the Database's children: what the
+// card shows beside its conditions, open, while the Database is not Ready.
+func (d Database) Warnings() []Event {
+	var out []Event
+	for _, e := range d.Events {
+		if e.Object != "" {
+			out = append(out, e)
+		}
+	}
+	return out
 }
 
 // Ready reports the Ready condition's status, "" when there is none.

@@ -56,6 +56,10 @@ type Options struct {
 	// watched in (as metadata), instead of Cache: an oplab confined to its
 	// instance's namespaces may not watch Secrets cluster-wide.
 	Secrets *controller.NamespaceCaches
+	// YourCode, when set, says whether the learner's own reconciler has
+	// namespace now (controller.Runner.HandedOver): a Database it let go
+	// without a snapshot is its doing, and the lab says so.
+	YourCode func(namespace string) bool
 	// Now is the clock used to stamp condition history; nil means time.Now.
 	Now    func() time.Time
 	Logger logr.Logger

@@ -52,7 +52,10 @@ const keepOpen = { keep: new Set(["open"]) };
 // editing is left as they typed it.
 function drawCard(card, fresh) {
   localize(fresh);
+  const before = fields(card);
+  morph($(".db-top", card), $(".db-top", fresh), keepOpen);
   morph($(".db-state", card), $(".db-state", fresh), keepOpen);
+  markChanged(card, before);
   const actions = $(".db-actions", card);
   const freshActions = $(".db-actions", fresh);
   if (!actions || !freshActions) return;
@@ -62,6 +65,23 @@ function drawCard(card, fresh) {
     if (!old) continue;
     if (editing(old)) { skipped.add(old); continue; }
     drawPart(old, part);
+  }
+}
+// fields are the texts of a card's fields (data-field), to tell which a
+// new state changed.
+function fields(card) {
+  return new Map($$("[data-field]", card).map((el) => [el.dataset.field, el.textContent]));
+}
+// markChanged marks, for a moment, each field a new state changed (or
+// added): the learner sees what the action did, where it did it.
+function markChanged(card, before) {
+  for (const el of $$("[data-field]", card)) {
+    if (before.get(el.dataset.field) === el.textContent) continue;
+    el.classList.remove("changed");
+    void el.offsetWidth; // start the highlight again
+    el.classList.add("changed");
+    clearTimeout(el.changedTimer);
+    el.changedTimer = setTimeout(() => el.classList.remove("changed"), 2500);
   }
 }
 // drawPart morphs a form part into a copy of part (latestActions keeps
@@ -109,7 +129,10 @@ export function onDatabase(m) {
   if (!m.state) {
     if (card) {
       card.classList.add("gone");
-      $(".db-state", card).prepend(h("p", { class: "pill bad" }, "Deleted"));
+      // One word for its state: the pills of the state it was in go.
+      const head = $(".db-head", card);
+      $$(".pill", head).forEach((p) => p.remove());
+      head.append(h("span", { class: "pill bad state" }, "Deleted"));
       $$("button", card).forEach((b) => { b.disabled = true; });
       latestActions.delete(card.id);
       markScenarioNext();

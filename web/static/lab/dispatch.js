@@ -6,11 +6,14 @@ import { light, notePast } from "./loop.js";
 import { addRow, onEvent, onStart, onStep, reset } from "./timeline.js";
 import { onState } from "./cards.js";
 import { onController } from "./controller.js";
+import { onQueue, clearQueue } from "./graph.js";
 
 export function handle(m) {
   state.handlingLive = !olderThanPage(m);
   switch (m.type) {
-    case "reset": state.rendered = 0; reset(m); return;
+    case "reset": state.rendered = 0; reset(m); clearQueue(); return;
+    // The work queue's numbers: a picture beside the timeline, no row.
+    case "queue": onQueue(m); return;
     case "state": onState(m); return;
     case "controller": onController(m); return;
     case "dropped":

@@ -10,6 +10,7 @@ import { showPaused } from "./loop.js";
 import { reset, refilter, knowObject, forgetObjects } from "./timeline.js";
 import { forgetRuns, showCountdown } from "./countdown.js";
 import { clearCards, markSelected } from "./cards.js";
+import { clearQueue } from "./graph.js";
 import { clear, showWaiting, followPlayer, pump, view } from "./player.js";
 import { reopen } from "./stream.js";
 
@@ -30,6 +31,7 @@ function clearView(message) {
   forgetRuns();
   forgetObjects();
   clearCards();
+  clearQueue();
   showWaiting();
 }
 // switchStream shows the presenter's lab alone (ns), or the learner's own

@@ -6,9 +6,28 @@ import { $, $$ } from "./dom.js";
 import { state } from "./state.js";
 import { showPaused, showController, drawControllerPill } from "./loop.js";
 import { settlePart, markScenarioNext } from "./cards.js";
-import { intend, revealAfter } from "./reveal.js";
+import { intend, revealAfter, keepSeen, revealNote, stayPut } from "./reveal.js";
 
 const enhanced = new WeakSet();
+
+// said puts the answer next to the form it answers too, where the learner
+// clicked: the flash, at the top of the page, is read out, but is seldom
+// on screen beside a card's form. It stays until the next answer.
+function said(ok, message, form, brings) {
+  $$(".said").forEach((e) => e.remove());
+  if (!form || !form.isConnected || !message) return;
+  const note = h("p", { class: "said small " + (ok ? "ok" : "bad") }, (ok ? "✓ " : "✗ ") + message);
+  // A create or a resume is answered beside its form and on the card the
+  // page brings into view (reveal.js).
+  if (ok && brings) revealNote(note.cloneNode(true));
+  // A card's form part is drawn anew by each state; the note goes after
+  // it, in the card's actions, which are not. The create form's goes
+  // above its live preview.
+  const part = form.closest(".db-actions > [data-part]");
+  const anchor = part || form.querySelector(".create-actions") || form;
+  anchor.after(note);
+  if (part) keepSeen(note);
+}
 
 function flash(ok, message, field, form) {
   const box = $("#flash");
@@ -35,6 +54,8 @@ function flash(ok, message, field, form) {
       input.classList.add("invalid");
       input.focus();
       why.scrollIntoView({ block: "nearest" });
+      // And kept there while the page settles (the preview redrawn).
+      keepSeen(why);
     }
   }
 }
@@ -55,7 +76,13 @@ function enhanceForm(form) {
   if (enhanced.has(form)) return;
   enhanced.add(form);
   form.addEventListener("submit", async (e) => {
-    if (e.submitter && e.submitter.getAttribute("formmethod") === "get") return; // preview without JS
+    // Preview YAML: without script the page comes back with the form open
+    // and the preview under it; with it, the preview is drawn in place.
+    if (e.submitter && e.submitter.getAttribute("formmethod") === "get") {
+      e.preventDefault();
+      showPreview(form, true);
+      return;
+    }
     e.preventDefault();
     // Where the form is now: a card's part may be drawn anew before the
     // answer comes, leaving this form out of the page.
@@ -65,7 +92,11 @@ function enhanceForm(form) {
     // Resume runs what the pause held: the first card it changes is what
     // the learner caused (its state may come before the answer does).
     const resumes = !scenario && form.querySelector('[data-controller="start"]');
+    // The answer to the last form goes: the next one's comes (said), and
+    // nothing keeps the old one in view meanwhile (reveal.js keepSeen).
+    $$(".said").forEach((el) => el.remove());
     if ((scenario || card || created || resumes) && state.mode === "live" && !state.followNs) intend(card, resumes);
+    else stayPut();
     const buttons = $$("button", form);
     buttons.forEach((b) => { b.disabled = true; });
     sending.add(form);
@@ -79,6 +110,7 @@ function enhanceForm(form) {
       let res;
       try { res = await resp.json(); } catch (err) { res = { ok: false, message: `${resp.status} ${resp.statusText}` }; }
       flash(res.ok, res.message, res.field, form);
+      if (!(!res.ok && res.field && form.querySelector(`[name="${CSS.escape(res.field)}"]`))) said(res.ok, res.message, form, !!(created || resumes));
       if (res.ok && created) {
         // As after the page's own post: the next Database needs its own
         // name, and gets no pitfall unless the learner picks one again.
@@ -102,6 +134,7 @@ function enhanceForm(form) {
       if (res.ok) revealAfter(created, scenario || card);
     } catch (err) {
       flash(false, "The request failed: " + err.message);
+      said(false, "The request failed: " + err.message, form);
     } finally {
       buttons.forEach((b) => { b.disabled = false; });
       sending.delete(form);
@@ -121,24 +154,39 @@ export function enhanceAll(el) {
   $$("form.act", el).forEach(enhanceForm);
 }
 
+// showPreview draws the YAML the create form describes, in place; asked
+// by the Preview YAML button, it then brings the preview into view.
+// Answers can come out of order: only the latest question's is shown.
+let asked = 0;
+async function showPreview(form, shown) {
+  const pre = $("#preview");
+  if (!pre) return;
+  const n = ++asked;
+  const q = new URLSearchParams(new FormData(form));
+  let text, ok;
+  try {
+    const resp = await fetch("/lab/preview?" + q, { credentials: "same-origin" });
+    text = await resp.text();
+    ok = resp.ok;
+  } catch (err) {
+    text = "could not ask for the preview: " + err.message;
+    ok = false;
+  }
+  if (n !== asked) return;
+  pre.textContent = ok ? text : "# " + text;
+  pre.classList.toggle("error", !ok);
+  if (shown) {
+    pre.scrollIntoView({ block: "nearest" });
+    pre.focus({ preventScroll: true });
+  }
+}
 // The YAML preview follows the create form as it is typed.
 export function livePreview() {
   const form = $("#create-form");
-  const pre = $("#preview");
-  if (!form || !pre) return;
+  if (!form || !$("#preview")) return;
   let timer;
-  let asked = 0;
   form.addEventListener("input", () => {
     clearTimeout(timer);
-    timer = setTimeout(async () => {
-      // Answers can come out of order: only the latest question's is shown.
-      const n = ++asked;
-      const q = new URLSearchParams(new FormData(form));
-      const resp = await fetch("/lab/preview?" + q, { credentials: "same-origin" });
-      const text = await resp.text();
-      if (n !== asked) return;
-      pre.textContent = resp.ok ? text : "# " + text;
-      pre.classList.toggle("error", !resp.ok);
-    }, 200);
+    timer = setTimeout(() => showPreview(form, false), 200);
   });
 }

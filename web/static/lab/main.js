@@ -12,7 +12,8 @@
 //   stream.js     the websocket, its reconnects and what it missed
 //   player.js     pause, step, slow motion: every message goes through it
 //   dispatch.js   a shown message to the module that draws it
-//   timeline.js   the rows (rowtext.js: what a row says)
+//   timeline.js   the rows (rowtext.js: what a row says; newrows.js: the
+//                 newest kept in view)
 //   loop.js       the loop diagram, the pause note, the controller's pill
 //   controller.js the controller's messages, a demo's narration and keys
 //   countdown.js  the selected Database's next resync
@@ -22,9 +23,12 @@
 //   replay.js     /lab/replay
 //   layout.js     the focused layout and projector mode
 //   travel.js     time travel: the objects as they were at a row
+//   graph.js      the work queue as a picture, beside the timeline
+//   terminal.js   kubectl in the page
 import { $, $$ } from "./dom.js";
 import { state } from "./state.js";
-import { setupJump, refilter } from "./timeline.js";
+import { refilter } from "./timeline.js";
+import { setupJump } from "./newrows.js";
 import { showCountdown } from "./countdown.js";
 import { markSelected } from "./cards.js";
 import { enhanceAll, livePreview } from "./forms.js";
@@ -36,6 +40,8 @@ import { connect } from "./stream.js";
 import { setupReplay } from "./replay.js";
 import { setupLayout, setupProjector } from "./layout.js";
 import { setupTravel } from "./travel.js";
+import { setupGraph } from "./graph.js";
+import { setupTerminal } from "./terminal.js";
 
 function start() {
   const root = state.root;
@@ -43,6 +49,7 @@ function start() {
   placeNote();
   setupJump();
   setupTravel();
+  setupGraph();
   setupReveal();
   setupDemoKeys();
   $("#filter")?.addEventListener("change", () => {
@@ -71,6 +78,7 @@ function start() {
   enhanceAll(document);
   markSelected();
   livePreview();
+  setupTerminal();
   setupClassroom();
   connect();
   // Watching is using: keep the session (and its namespace) alive while the

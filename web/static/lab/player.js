@@ -24,7 +24,7 @@ const speedSel = $("#play-speed");
 const waitingEl = $("#play-waiting");
 const stepWhy = $("#play-step-why");
 const MAX_WAITING = 20000;
-const takesTime = (m) => m.type !== "state" && m.type !== "reset";
+const takesTime = (m) => m.type !== "state" && m.type !== "reset" && m.type !== "queue";
 
 export function push(msgs) {
   for (const m of msgs) if (aheadOfPresenter(m)) drawAhead(m);

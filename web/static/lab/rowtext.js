@@ -8,9 +8,20 @@ export function eventLine(m) {
     timeEl(m.time), " ",
     h("span", { class: "kind" }, m.object.kind), ` ${m.object.name} `, h("b", {}, m.event),
     m.generation ? ` (generation ${m.generation})` : "",
-    // Which of the controller's watches saw it: For (the Database) or Owns (a child).
+    // Which of the controller's watches saw it: For (the Database), Owns (a
+    // child) or Watches (a Pod, a StatefulSet's Warning Event).
     m.watch ? h("span", { class: "muted small" }, ` via ${m.watch}`) : "",
+    // The version the watch delivered, and whether it is a reconciler's
+    // own write coming back (the controller's events.go knows its writes).
+    m.resourceVersion ? h("span", { class: "rv" }, ` · resourceVersion ${m.resourceVersion}`) : "",
+    m.ownWrite ? h("span", { class: "own small" }, ` · ${ownWords(m.ownWrite)}`) : "",
     m.ignored ? h("span", { class: "pill warn small" }, "ignored: " + (m.pitfall || "dropped")) : "");
+}
+
+// ownWords says whose write an event brings back: the controller's own
+// ("status patch"), or the learner's code's ("your code's update").
+export function ownWords(what) {
+  return what.startsWith("your code's ") ? `${what} coming back` : `the controller's own ${what} coming back`;
 }
 
 // eventsSummary counts the watch events seen before a reconcile; ignored
@@ -64,8 +75,12 @@ export function triggerLabel(row) {
 export function wokeNote(row) {
   const s = row.start;
   let text = "";
-  if (s.watch === "For") text = "woken by the For watch: the Database's own event";
-  else if (s.watch === "Owns") text = `woken by an Owns watch: ${s.wokenBy ? s.wokenBy.kind + " " + s.wokenBy.name : "a child"} is owned by ${row.db}`;
+  if (s.watch === "For" && s.ownWrite) text = `woken by the For watch: ${ownWords(s.ownWrite)}`;
+  else if (s.watch === "For") text = "woken by the For watch: the Database's own event";
+  else if (s.watch === "Owns") text = `woken by an Owns watch: ${s.wokenBy ? s.wokenBy.kind + " " + s.wokenBy.name : "a child"} is owned by ${row.db}` +
+    (s.ownWrite ? ` (${ownWords(s.ownWrite)})` : "");
+  else if (s.watch === "Watches" && s.wokenBy?.kind === "Pod") text = `woken by a Watches watch: Pod ${s.wokenBy.name} carries the label db.oplab.dev/database=${row.db}`;
+  else if (s.watch === "Watches") text = `woken by a Watches watch: a Warning Event about StatefulSet ${row.db}`;
   else if (s.trigger === "resync") text = "no watch event: the periodic resync";
   else if (s.trigger === "requeue") text = row.retry ? "no watch event: the retry after an error" : "no watch event: the last reconcile asked to run again";
   else if (s.trigger === "event" && s.wokenBy) {
@@ -89,6 +104,55 @@ export function isNoop(row) {
     (s.type === "action" && s.outcome === "Unchanged") ||
     // A write the status-thrash cap held back is not "nothing changed".
     (s.type === "status" && s.skipped && !s.held)));
+}
+
+// rowEffect says in one line what a reconcile did, from its steps: what
+// it created, changed or deleted, the finalizer's phases, the status
+// fields it wrote, its error; or that it changed nothing. It is the
+// row's second line, before the row is opened on its steps.
+export function rowEffect(row) {
+  const out = [];
+  for (const s of row.steps) {
+    if (s.conflict) { out.push(`${s.type === "status" ? "status write" : `${s.action} ${targetName(s)}`} → 409 Conflict`); continue; }
+    switch (s.type) {
+      case "action":
+        if (s.outcome === "Unchanged") break;
+        out.push(s.outcome === "Error" ? `${s.action} ${targetName(s)} failed` :
+          s.outcome === "AlreadyExists" ? `${targetName(s)} already exists` : `${pastAction[s.action] || s.action} ${targetName(s)}`);
+        break;
+      case "diff":
+        if (s.differences && s.differences.length) out.push(`${s.target ? targetName(s) + ": " : ""}${s.differences.join("; ")}`);
+        break;
+      case "finalizer": out.push(`finalizer ${s.phase}`); break;
+      case "throttled": out.push(`${s.action} ${targetName(s)} waited ${dur(s.durationNs || 0)}`); break;
+      case "status":
+        if (s.skipped && s.held) out.push("status write held back");
+        else if (!s.skipped && !s.unchanged) out.push("status: " + statusGist(s));
+        break;
+    }
+  }
+  const res = row.result;
+  if (res && res.error) out.push("error: " + firstLine(res.error));
+  if (!out.length) {
+    if (!res) return "running…";
+    if (row.steps.some((s) => s.type === "fetch" && s.found === "not-found")) return "Database gone: nothing to do";
+    return "nothing changed";
+  }
+  return out.join(" · ");
+}
+const pastAction = { create: "created", update: "updated", patch: "patched", delete: "deleted" };
+// statusGist names the status fields a write changed, the flipped
+// conditions first, at most three of them.
+function statusGist(s) {
+  const f = fieldsShown(s.fields || []).filter((x) => !/\.(reason|message|observedGeneration)$/.test(x.field));
+  const v = (x) => (x === undefined || x === "" ? "∅" : x);
+  const named = f.map((x) => `${x.field.replace(/^conditions\[([^\]]+)\]$/, "$1")} ${v(x.from)}→${v(x.to)}`);
+  if (!named.length) return (s.conditions || []).map((c) => `${c.type} ${c.to}`).join(", ") || "written";
+  return named.slice(0, 3).join(", ") + (named.length > 3 ? ", …" : "");
+}
+function firstLine(text) {
+  const line = String(text).split("\n")[0];
+  return line.length > 140 ? line.slice(0, 139) + "…" : line;
 }
 
 export function resultPill(res) {

@@ -7,7 +7,8 @@ import { h } from "../base.js";
 import { $, $$, timeEl, dur, dbOf } from "./dom.js";
 import { state } from "./state.js";
 import { noteResult } from "./countdown.js";
-import { eventLine, eventsSummary, triggerLabel, wokeNote, isNoop, resultPill, pitfallPill, stepLine } from "./rowtext.js";
+import { noteAdded } from "./newrows.js";
+import { eventLine, eventsSummary, triggerLabel, wokeNote, isNoop, resultPill, pitfallPill, stepLine, rowEffect } from "./rowtext.js";
 
 const rowsEl = $("#rows");
 const filterEl = $("#filter");
@@ -18,41 +19,26 @@ const rowOfEl = new WeakMap();   // a row's element → the row
 const groupOfEl = new WeakMap(); // a folded line's element → its group
 const MAX_ROWS = 400;
 
-// jump is the link to the timeline on a narrow screen, where the timeline
-// comes after every card: shown while the timeline is off screen, with
-// the rows added since it was last seen.
-const jump = (() => {
-  const link = $("#to-timeline");
-  const narrow = window.matchMedia("(max-width: 60rem)");
-  const section = $(".lab-grid > .timeline");
-  let seen = true;
-  let added = 0;
-  function draw() {
-    if (!link) return;
-    link.hidden = !narrow.matches || seen;
-    link.replaceChildren(added ? `Timeline: ${added} new` : "Timeline", h("span", { "aria-hidden": "true" }, " ↓"));
-  }
-  function setup() {
-    if (!link || !section || !("IntersectionObserver" in window)) return;
-    new IntersectionObserver((entries) => {
-      seen = entries[entries.length - 1].isIntersecting;
-      if (seen) added = 0;
-      draw();
-    }).observe(section);
-    narrow.addEventListener("change", draw);
-    link.addEventListener("click", (e) => {
-      e.preventDefault();
-      section.scrollIntoView({ block: "start" });
-      $("#log")?.focus({ preventScroll: true });
-    });
-  }
-  // Only rows of what happens now count as new, not the past a reload draws.
-  return { setup, added(live) { if (!seen && live) { added++; draw(); } } };
-})();
-export const setupJump = jump.setup;
+// A row is one or two lines until the learner opens it: what woke the
+// reconcile and how it ended, then what it did. Its steps, its events and
+// what woke it are behind its Steps button, so that eight rows and more
+// fit on a screen and the newest is where the learner looks.
+const opened = new WeakMap(); // a row's element → the learner opened it
+function toggle(el, bodyId) {
+  const open = !!opened.get(el);
+  return h("button", { type: "button", class: "row-toggle small", "aria-expanded": String(open), "aria-controls": bodyId }, open ? "Hide steps" : "Steps");
+}
+// travelButton offers time travel on a finished row, visibly: lab/travel.js
+// answers it where the lab has a history (lab.css shows it only there).
+const travelButton = () => h("button", { type: "button", class: "travel-here small" }, "Time travel");
+let bodies = 0;
+function bodyId(el) {
+  if (!el.dataset.body) el.dataset.body = "row-body-" + ++bodies;
+  return el.dataset.body;
+}
 
 export function addRow(el) {
-  jump.added(state.handlingLive);
+  noteAdded(state.handlingLive);
   rowsEl.prepend(el);
   applyFilter(el);
   while (rowsEl.children.length > MAX_ROWS) rowsEl.lastElementChild.remove();
@@ -89,14 +75,22 @@ export function onEvent(m) {
   }
   p.events.push(m);
   if (m.seq) p.el.dataset.seq = String(m.seq); // travel.js: the objects after it
+  drawPending(p);
+}
+function drawPending(p) {
   const ignored = p.events.filter((e) => e.ignored).length;
+  const id = bodyId(p.el);
+  const last = p.events[p.events.length - 1];
   p.el.replaceChildren(
     h("div", { class: "row-head" },
       timeEl(p.events[0].time), " ",
-      h("b", {}, db), " ",
+      h("b", { class: "db-name" }, dbOf(last)), " ",
       h("span", { class: "pill" }, `${p.events.length} event${p.events.length > 1 ? "s" : ""}`),
-      ignored ? h("span", { class: "pill warn" }, `${ignored} ignored`) : h("span", { class: "muted small" }, " waiting for a reconcile…")),
-    h("ul", { class: "events" }, p.events.map(eventLine)));
+      ignored ? h("span", { class: "pill warn" }, `${ignored} ignored`) : h("span", { class: "muted small trigger" }, " waiting for a reconcile…")),
+    h("div", { class: "row-sum" },
+      h("span", { class: "effect" }, `${last.object.kind} ${last.object.name} ${last.event}` + (last.held ? ": held, namespace paused" : ""))),
+    h("div", { class: "row-tools" }, toggle(p.el, id), travelButton()),
+    h("div", { class: "row-body", id, hidden: !opened.get(p.el) }, h("ul", { class: "events" }, p.events.map(eventLine))));
 }
 
 export function onStart(m) {
@@ -161,26 +155,45 @@ function drawRow(row) {
   // travel.js shows the objects as they were after the row's last step.
   const last = res || row.steps[row.steps.length - 1] || row.start;
   if (last.seq) row.el.dataset.seq = String(last.seq);
+  const id = bodyId(row.el);
   row.el.replaceChildren(
     h("div", { class: "row-head" },
       timeEl(row.start.time), " ",
       h("b", { class: "db-name" }, row.db), " ",
-      h("span", { class: "pill trigger" }, triggerLabel(row)),
-      pitfallPill(row),
+      resultPill(res),
       // The learner's own reconciler ran this one (the code page, /code).
       row.start.yourCode ? h("span", { class: "pill ok small your-code" }, "your code") : "",
-      " ", resultPill(res),
-      res && res.durationNs ? h("span", { class: "muted small" }, " " + dur(res.durationNs)) : "",
+      pitfallPill(row), " ",
+      h("span", { class: "trigger" }, triggerLabel(row)),
+      res && res.durationNs ? h("span", { class: "muted small took" }, " " + dur(res.durationNs)) : "",
       // The challenges name a reconcile by these eight characters.
-      row.start.reconcileID ? h("span", { class: "muted small rid", title: "reconcile ID" }, " #" + row.start.reconcileID.slice(0, 8)) : "",
-      wokeNote(row)),
-    row.events.length ? h("details", { class: "coalesced" },
-      h("summary", {}, eventsSummary(row.events)),
-      h("ul", { class: "events" }, row.events.map(eventLine))) : "",
-    h("ol", { class: "steps" }, row.steps.map(stepLine)),
-    res && (res.message || res.error) ? h("p", { class: res.error ? "error small" : "muted small" }, res.error || res.message) : "");
+      row.start.reconcileID ? h("span", { class: "muted small rid", title: "reconcile ID" }, " #" + row.start.reconcileID.slice(0, 8)) : ""),
+    h("div", { class: "row-sum" }, h("span", { class: "effect" }, rowEffect(row))),
+    h("div", { class: "row-tools" }, toggle(row.el, id), res ? travelButton() : ""),
+    h("div", { class: "row-body", id, hidden: !opened.get(row.el) },
+      wokeNote(row),
+      row.start.reconcileID ? h("span", { class: "muted small rid-full" }, `reconcile #${row.start.reconcileID.slice(0, 8)}` + (res && res.durationNs ? `, ${dur(res.durationNs)}` : "")) : "",
+      row.events.length ? h("details", { class: "coalesced" },
+        h("summary", {}, eventsSummary(row.events)),
+        h("ul", { class: "events" }, row.events.map(eventLine))) : "",
+      h("ol", { class: "steps" }, row.steps.map(stepLine)),
+      res && (res.message || res.error) ? h("p", { class: res.error ? "error small" : "muted small" }, res.error || res.message) : ""));
   if (row.group) drawGroup(row.group);
 }
+
+// A row's Steps button opens it on its steps, and closes it again.
+rowsEl?.addEventListener("click", (e) => {
+  const b = e.target.closest("button.row-toggle");
+  if (!b) return;
+  const li = b.closest("li.row");
+  const body = li && document.getElementById(b.getAttribute("aria-controls"));
+  if (!body) return;
+  const open = body.hidden;
+  opened.set(li, open);
+  body.hidden = !open;
+  b.setAttribute("aria-expanded", String(open));
+  b.textContent = open ? "Hide steps" : "Steps";
+});
 
 // fold puts a finished no-op reconcile (nothing created, changed or
 // deleted; status unchanged) together with the no-op rows of the same
@@ -215,7 +228,7 @@ function foldable(el, db) {
   return !!el && el.dataset.db === db && el.classList.contains("noop") && !reading(el);
 }
 function reading(el) {
-  return el.matches(":hover") || el.contains(document.activeElement) || !!$("details[open]", el);
+  return el.matches(":hover") || el.contains(document.activeElement) || !!$("details[open], .row-body:not([hidden])", el);
 }
 function newGroup(db) {
   const summary = h("summary", { class: "row-head" });

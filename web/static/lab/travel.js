@@ -1,5 +1,5 @@
-// travel.js: time travel on the lab's timeline. A click on a row (or Enter
-// on a focused row) opens a panel with the learner's objects as they were
+// travel.js: time travel on the lab's timeline. A row's Time travel button
+// (or a click on the row) opens a panel with the learner's objects as they were
 // right after that row's last step, as the controller's watches had
 // delivered them, each with what changed from its previous version. "Compare"
 // picks a second row and shows what changed between the two. The server
@@ -181,23 +181,32 @@ export function setupTravel() {
     if (p) status.textContent = "Click the other row to compare with (or press Enter on it).";
   }
 
-  // choose is a row picked by click or Enter: the objects after it, or, while
-  // picking, the comparison between it and the row shown.
+  // choose is a row picked by its button or a click: the objects after it,
+  // or, while picking, the comparison between it and the row shown. The
+  // focus goes back to the row's button when the panel closes.
   function choose(row) {
     const seq = seqOf(row);
+    const from = row.querySelector("button.travel-here") || row;
     // Following the presenter, the rows are the presenter's steps, not
     // this namespace's: its history would show other objects than theirs.
     if (!seq || root.dataset.following) return;
     if (picking && view) {
       const first = view.seq || view.to;
       setPicking(false);
-      open({ from: Math.min(first, seq), to: Math.max(first, seq) }, row);
+      open({ from: Math.min(first, seq), to: Math.max(first, seq) }, from);
       return;
     }
-    open({ seq }, row);
+    open({ seq }, from);
   }
 
   rowsEl.addEventListener("click", (e) => {
+    // A row's Time travel button says what a click on the row does.
+    const here = e.target.closest("button.travel-here");
+    if (here) {
+      const row = rowOf(here);
+      if (row) choose(row);
+      return;
+    }
     // The row's own controls (a folded group's disclosure, links) keep
     // their meaning; selecting text is not a click on the row.
     if (e.target.closest("a, button, summary, input, select, textarea")) return;
@@ -205,21 +214,9 @@ export function setupTravel() {
     const row = rowOf(e.target);
     if (row) choose(row);
   });
-  rowsEl.addEventListener("keydown", (e) => {
-    if (e.key !== "Enter" || e.target !== rowOf(e.target)) return;
-    e.preventDefault();
-    choose(e.target);
-  });
-  // Each row can take focus, so that Enter opens it.
-  function focusable() {
-    rowsEl.querySelectorAll("li[data-seq]:not([tabindex])").forEach((li) => {
-      li.tabIndex = 0;
-      li.title = "Show the objects after this step (Enter)";
-    });
-    if (view) mark();
-  }
-  new MutationObserver(focusable).observe(rowsEl, { childList: true, subtree: true, attributes: true, attributeFilter: ["data-seq"] });
-  focusable();
+  // The keyboard's way is each row's Time travel button; the marks follow
+  // rows drawn anew.
+  new MutationObserver(() => { if (view) mark(); }).observe(rowsEl, { childList: true, subtree: true, attributes: true, attributeFilter: ["data-seq"] });
 
   close.addEventListener("click", shut);
   panel.addEventListener("keydown", (e) => { if (e.key === "Escape") { e.preventDefault(); shut(); } });

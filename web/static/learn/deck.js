@@ -9,6 +9,18 @@ import { postJSON } from "./post.js";
 import { pct, when, relative } from "./format.js";
 
 const RATING_NAMES = { 1: "Again", 2: "Hard", 3: "Good", 4: "Easy" };
+
+// aimWords compares a card's predicted recall at its next review with the
+// 90% the scheduler aims at, truthfully: Easy stretches the interval past
+// that point, Hard stops short of it, and whole days move it a little.
+function aimWords(recall, rating) {
+  const off = Math.round(recall * 100) - 90;
+  if (Math.abs(off) <= 2) return "about the 90% the scheduler aims at (intervals are whole days).";
+  if (off < 0) return rating === 4 ? "below the 90% the scheduler aims at: Easy stretches the interval past it."
+    : "below the 90% the scheduler aims at: the interval was rounded to whole days or capped.";
+  return rating === 2 ? "above the 90% the scheduler aims at: Hard brings the review sooner."
+    : "above the 90% the scheduler aims at: intervals are whole days, one at least.";
+}
 const MAX_LOG = 500; // reviews kept in the log, newest last
 const PREVIEW_FRESH_MS = 10 * 60 * 1000;
 
@@ -273,8 +285,7 @@ async function rate(rating) {
   ui.last.textContent = rating === 1
     ? `“${reviewed.front}”: Again. It comes back ${relative(due - Date.now())}, in this sitting, to be relearned.`
     : `“${reviewed.front}”: ${RATING_NAMES[rating]}. Next review ${relative(due - Date.now())}` +
-      ` (${when(due)}), when its predicted recall will have fallen to ${pct(reply.recallAtDue)},` +
-      " about the 90% the scheduler aims at (intervals are whole days).";
+      ` (${when(due)}), when its predicted recall will have fallen to ${pct(reply.recallAtDue)}, ` + aimWords(reply.recallAtDue, rating);
   ui.last.hidden = false;
   await refresh();
   showLog();
