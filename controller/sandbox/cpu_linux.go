@@ -40,3 +40,31 @@ func cpuTime(pid int) (time.Duration, error) {
 	}
 	return time.Duration(ticks) * clockTick, nil
 }
+
+// waited is how long process pid's threads have spent runnable but
+// waiting for a CPU (the second field of each thread's schedstat): time
+// the machine's load took from the child, which no deadline of its code
+// should count.
+func waited(pid int) (time.Duration, error) {
+	tasks, err := os.ReadDir("/proc/" + strconv.Itoa(pid) + "/task")
+	if err != nil {
+		return 0, err
+	}
+	var ns int64
+	for _, t := range tasks {
+		b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/task/" + t.Name() + "/schedstat")
+		if err != nil {
+			continue // a thread gone meanwhile
+		}
+		f := bytes.Fields(b)
+		if len(f) < 2 {
+			return 0, fmt.Errorf("/proc/%d/task/%s/schedstat: %q", pid, t.Name(), b)
+		}
+		n, err := strconv.ParseInt(string(f[1]), 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("/proc/%d/task/%s/schedstat: %w", pid, t.Name(), err)
+		}
+		ns += n
+	}
+	return time.Duration(ns), nil
+}

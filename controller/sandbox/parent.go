@@ -356,6 +356,68 @@ func (p *proc) close() {
 }
 
 // died describes a child that stopped answering.
+// ownClock measures a child's own time from now: the wall clock less the
+// time the child's threads waited for a CPU. A deadline on it blames the
+// learner's code for its code alone: on a machine whose load starves the
+// child (nice 10 behind a busy oplab, or a test suite on two cores) a
+// plain wall clock stopped correct code, a verdict that hung on the load,
+// while code that blocks or spins still spends its own time.
+type ownClock struct {
+	pid     int
+	began   time.Time
+	waited0 time.Duration
+	known   bool
+}
+
+func (p *proc) ownClock() ownClock {
+	c := ownClock{pid: p.cmd.Process.Pid, began: time.Now()}
+	c.waited0, c.known = mustWaited(c.pid)
+	return c
+}
+
+// mustWaited is waited, or false where the kernel keeps no schedstat (the
+// clock is then the wall's).
+func mustWaited(pid int) (time.Duration, bool) {
+	w, err := waited(pid)
+	return w, err == nil
+}
+
+func (c ownClock) elapsed() time.Duration {
+	wall := time.Since(c.began)
+	if !c.known {
+		return wall
+	}
+	w, ok := mustWaited(c.pid)
+	// A thread that ended takes its waits with it: never count back.
+	if !ok || w < c.waited0 {
+		return wall
+	}
+	return wall - (w - c.waited0)
+}
+
+// afterOwn calls f once the child has had d of its own time (ownClock),
+// unless stop comes first.
+func (p *proc) afterOwn(d time.Duration, f func()) (stop func()) {
+	c := p.ownClock()
+	done := make(chan struct{})
+	go func() {
+		for {
+			left := d - c.elapsed()
+			if left <= 0 {
+				f()
+				return
+			}
+			select {
+			case <-done:
+				return
+			case <-time.After(left):
+			}
+		}
+	}()
+	var once sync.Once
+	return func() { once.Do(func() { close(done) }) }
+}
+
 func (p *proc) died(d time.Duration) *SourceError {
 	if p.tooBig {
 		return &SourceError{Kind: "crash", Message: fmt.Sprintf("your code sent an object larger than %d MiB to the API and was stopped", maxMessage>>20)}
@@ -450,10 +512,10 @@ func (s *Sandbox) compileIn(ctx context.Context, src string) (*proc, *SourceErro
 		return nil, &SourceError{Kind: "crash", Message: err.Error()}
 	}
 	s.lowerIfOverran(p)
-	ctx, cancel := context.WithTimeout(ctx, compileDeadline)
-	defer cancel()
 	stop := context.AfterFunc(ctx, p.kill)
 	defer stop()
+	stopGuard := p.afterOwn(compileDeadline, p.kill)
+	defer stopGuard()
 	stopWatch := p.watchCPU(s.compileCPUBudget())
 	defer stopWatch()
 	var m message
@@ -555,12 +617,12 @@ func (s *Sandbox) run(ctx context.Context, p *proc, c client.Client, req reconci
 	}
 	calls := 0
 	for {
-		began := time.Now()
-		timer := time.AfterFunc(budget, p.kill)
+		own := p.ownClock()
+		stopTimer := p.afterOwn(budget, p.kill)
 		var m message
 		err := p.read(&m)
-		timer.Stop()
-		budget -= time.Since(began)
+		stopTimer()
+		budget -= own.elapsed()
 		if err != nil {
 			return ctrl.Result{}, died()
 		}

@@ -141,9 +141,12 @@ func TestAccessibility(t *testing.T) {
 	}
 	if n, _ := chromedp.Run(ctx, chromedp.Evaluate[int](`(() => { const f = document.querySelector('main form[method="post"]'); if (!f) return 0;
 		f.querySelectorAll('input[type="radio"]').forEach((r, i, all) => { if (!all[i - 1] || all[i - 1].name !== r.name) r.checked = true; }); f.submit(); return 1; })()`)); n == 1 {
-		if err := chromedp.Do(ctx, chromedp.WaitReady(chromedp.CSS("main"))); err != nil {
+		// The graded page whole, not the form's page going nor the new
+		// one half parsed (an input before its label).
+		if err := chromedp.Do(ctx, chromedp.WaitReady(chromedp.CSS("fieldset.question.right, fieldset.question.wrong"))); err != nil {
 			t.Fatal(err)
 		}
+		poll(t, ctx, "the graded quiz loaded", `document.readyState === "complete"`)
 		checked += checkPage(t, ctx, src, "/quiz (graded)")
 	}
 	logChecked(t, checked)

@@ -422,6 +422,17 @@ func poll(t *testing.T, ctx context.Context, what, expr string) {
 	}
 }
 
+// clickEnabled clicks the button sel once the page enables it: Pause and
+// Resume are disabled while the pill is redrawn after an answer, and a
+// click on a disabled button is lost without a word.
+func clickEnabled(t *testing.T, ctx context.Context, sel string) {
+	t.Helper()
+	poll(t, ctx, sel+" enabled", fmt.Sprintf(`(() => { const b = document.querySelector(%q); return !!b && !b.disabled; })()`, sel))
+	if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS(sel))); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // eventually polls cond until it holds or the deadline passes.
 func eventually(t *testing.T, what string, cond func() (bool, error)) {
 	t.Helper()

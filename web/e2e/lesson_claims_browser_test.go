@@ -195,9 +195,7 @@ func TestBrowserLessonClaimsOnScreen(t *testing.T) {
 	poll(t, ctx, "the take-back on the timeline", `[...document.querySelectorAll("#rows li.row.controller")].some(r => r.textContent.includes("oplab's controller reconciles"))`)
 
 	// Resumed: the finalizer runs, the snapshot is kept.
-	if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`button[data-controller="start"]`))); err != nil {
-		t.Fatal(err)
-	}
+	clickEnabled(t, ctx, `button[data-controller="start"]`)
 	pointerAway(t, ctx) // a deleted card waits for the pointer to leave the cards
 	poll(t, ctx, "claims gone, its snapshot kept", `document.getElementById("db-claims") === null && document.getElementById("snap-claims-final-snapshot") !== null`)
 	look("resumed, claims finalized")

@@ -92,9 +92,7 @@ func TestBrowserDeletedWithoutASnapshotIsListed(t *testing.T) {
 	screenshot(t, ctx, "61-deleted-without-a-snapshot")
 
 	// Resumed, every Database is queued again; the row says that in words.
-	if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`button[data-controller="start"]`))); err != nil {
-		t.Fatal(err)
-	}
+	clickEnabled(t, ctx, `button[data-controller="start"]`)
 	poll(t, ctx, "calm's reconcile after the resume, named", `[...document.querySelectorAll('#rows li.row[data-db="calm"] .trigger')].some(p =>
 		/^namespace resumed: every Database queued again · \d+ events? → 1 reconcile$/.test(p.textContent))`)
 	if text, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS("#rows"))); err != nil || strings.Contains(text, "poked") {
