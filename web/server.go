@@ -106,7 +106,7 @@ type Options struct {
 	Sessions Sessions
 	// States are the lab's view models of each namespace's Databases.
 	States States
-	// Kubeconfigs mints a learner's own kubeconfig (kubeconfig.Issuer).
+	// Kubeconfigs mints a learner's own kubeconfig (labns.Issuer).
 	Kubeconfigs kubeconfig.Minter
 	// Recorder is the trace recorder the controller emits to.
 	Recorder Recorder

@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"github.com/oplab-dev/oplab/controller"
-	"github.com/oplab-dev/oplab/web/labns"
+	"github.com/oplab-dev/oplab/controller/labns"
 	"github.com/oplab-dev/oplab/web/stream"
 )
 

@@ -28,7 +28,7 @@ import (
 	"github.com/oplab-dev/oplab/cmd/oplab/app"
 	"github.com/oplab-dev/oplab/controller"
 	dbv1 "github.com/oplab-dev/oplab/controller/api/v1alpha1"
-	"github.com/oplab-dev/oplab/web/labns"
+	"github.com/oplab-dev/oplab/controller/labns"
 	"github.com/oplab-dev/oplab/web/learn"
 	"github.com/oplab-dev/oplab/web/stream"
 	"github.com/oplab-dev/oplab/web/stream/streamtest"

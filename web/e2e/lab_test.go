@@ -27,10 +27,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/oplab-dev/oplab/controller"
+	"github.com/oplab-dev/oplab/controller/labns"
 	"github.com/oplab-dev/oplab/web/internal/browsertest"
 	"github.com/oplab-dev/oplab/web/lab"
 	"github.com/oplab-dev/oplab/web/lab/dbview"
-	"github.com/oplab-dev/oplab/web/labns"
 	"github.com/oplab-dev/oplab/web/session"
 	"github.com/oplab-dev/oplab/web/stream"
 )

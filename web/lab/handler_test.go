@@ -22,8 +22,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/oplab-dev/oplab/controller"
+	"github.com/oplab-dev/oplab/controller/labns"
 	"github.com/oplab-dev/oplab/web/lab/dbview"
-	"github.com/oplab-dev/oplab/web/labns"
 	"github.com/oplab-dev/oplab/web/session"
 	"github.com/oplab-dev/oplab/web/stream"
 )

@@ -14,7 +14,7 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/oplab-dev/oplab/web/labns"
+	"github.com/oplab-dev/oplab/controller/labns"
 )
 
 // fakeNamespaces records calls; it stands in for the cluster because these

@@ -26,7 +26,7 @@ import (
 	"github.com/oplab-dev/oplab/cluster/clustertest"
 	"github.com/oplab-dev/oplab/controller"
 	"github.com/oplab-dev/oplab/controller/api/v1alpha1"
-	"github.com/oplab-dev/oplab/web/labns"
+	"github.com/oplab-dev/oplab/controller/labns"
 	"github.com/oplab-dev/oplab/web/learn"
 	"github.com/oplab-dev/oplab/web/stream"
 )

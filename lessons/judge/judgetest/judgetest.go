@@ -44,12 +44,11 @@ import (
 	"github.com/oplab-dev/oplab/cluster/clustertest"
 	"github.com/oplab-dev/oplab/controller"
 	dbv1 "github.com/oplab-dev/oplab/controller/api/v1alpha1"
+	"github.com/oplab-dev/oplab/controller/labns"
 	"github.com/oplab-dev/oplab/controller/sandbox"
 	"github.com/oplab-dev/oplab/controller/tester"
 	"github.com/oplab-dev/oplab/lessons"
 	"github.com/oplab-dev/oplab/lessons/judge"
-	"github.com/oplab-dev/oplab/web/kubeconfig"
-	"github.com/oplab-dev/oplab/web/labns"
 	"github.com/oplab-dev/oplab/web/stream"
 )
 
@@ -258,11 +257,11 @@ func (e *Env) Learner(ctx context.Context, ns string) (client.Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	cl, err := kubeconfig.ClusterOf(e.Cluster.Config(), "")
+	cl, err := labns.ClusterOf(e.Cluster.Config(), "")
 	if err != nil {
 		return nil, err
 	}
-	creds, err := (&kubeconfig.Issuer{Client: cs, Cluster: cl}).Issue(ctx, ns, time.Now().Add(time.Hour))
+	creds, err := (&labns.Issuer{Client: cs, Cluster: cl}).Issue(ctx, ns, time.Now().Add(time.Hour))
 	if err != nil {
 		return nil, err
 	}

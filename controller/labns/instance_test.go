@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/oplab-dev/oplab/web/labns"
+	"github.com/oplab-dev/oplab/controller/labns"
 	"github.com/oplab-dev/oplab/web/session"
 )
 
