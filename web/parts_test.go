@@ -12,6 +12,7 @@ import (
 
 	"github.com/oplab-dev/oplab/controller/api/v1alpha1"
 	"github.com/oplab-dev/oplab/controller/labns"
+	"github.com/oplab-dev/oplab/controller/trace"
 	"github.com/oplab-dev/oplab/web/kubectl"
 	"github.com/oplab-dev/oplab/web/lab/dbview"
 	"github.com/oplab-dev/oplab/web/learn"
@@ -63,7 +64,7 @@ func (fakeMinter) Issue(_ context.Context, ns string, until time.Time) (labns.Cr
 func fakeParts(t *testing.T) (Options, *memNamespaces) {
 	t.Helper()
 	ctx := t.Context()
-	rec := stream.NewRecorder(stream.RecorderOptions{})
+	rec := trace.NewRecorder(trace.RecorderOptions{})
 	hub := stream.NewHub(rec, stream.HubOptions{})
 	go rec.Run(ctx)
 	go hub.Run(ctx)

@@ -37,6 +37,7 @@ import (
 	"github.com/oplab-dev/oplab/controller/api/v1alpha1"
 	"github.com/oplab-dev/oplab/controller/labns"
 	"github.com/oplab-dev/oplab/controller/permission"
+	"github.com/oplab-dev/oplab/controller/trace"
 
 	"github.com/oplab-dev/oplab/web"
 	"github.com/oplab-dev/oplab/web/code"
@@ -59,7 +60,7 @@ type Options struct {
 	Config *rest.Config
 	// Recorder is the trace recorder the controller emits to; the state
 	// watcher publishes to it too.
-	Recorder *stream.Recorder
+	Recorder *trace.Recorder
 	// Hub streams the Recorder to the browsers on /ws.
 	Hub *stream.Hub
 	// Controller is paused per namespace from the lab page, and stopped and

@@ -47,9 +47,9 @@ import (
 	"github.com/oplab-dev/oplab/controller/labns"
 	"github.com/oplab-dev/oplab/controller/sandbox"
 	"github.com/oplab-dev/oplab/controller/tester"
+	"github.com/oplab-dev/oplab/controller/trace"
 	"github.com/oplab-dev/oplab/lessons"
 	"github.com/oplab-dev/oplab/lessons/judge"
-	"github.com/oplab-dev/oplab/web/stream"
 )
 
 // Deadline bounds the wait for the checks to turn done after the solve:
@@ -102,7 +102,7 @@ type SolveEnv struct {
 type Env struct {
 	Cluster  *cluster.Cluster
 	Runner   *controller.Runner
-	Recorder *stream.Recorder
+	Recorder *trace.Recorder
 	Client   client.Client
 	Set      *judge.Set
 	cancel   context.CancelFunc
@@ -198,7 +198,7 @@ func start() (_ *Env, err error) {
 	if err := controller.InstallLearnerPolicies(ctx, e.Cluster.Config()); err != nil {
 		return e, err
 	}
-	e.Recorder = stream.NewRecorder(stream.RecorderOptions{})
+	e.Recorder = trace.NewRecorder(trace.RecorderOptions{})
 	go e.Recorder.Run(ctx)
 	copts := controller.DefaultOptions()
 	copts.Sink, copts.ResyncPeriod = e.Recorder, 10*time.Second
