@@ -562,3 +562,12 @@ func TestAWaitingNewcomerTakesAnotherAddresssPlace(t *testing.T) {
 		}
 	}
 }
+
+// A session manager checks its namespace prefix as labns.ValidatePrefix
+// does, before it makes any namespace.
+func TestNewRefusesABadNamespacePrefix(t *testing.T) {
+	_, err := New(t.Context(), Options{Namespaces: labns.KubeNamespaces{}, NamespacePrefix: "Lab_"})
+	if err == nil || !strings.Contains(err.Error(), "--namespace-prefix") {
+		t.Errorf("New with prefix Lab_ = %v; want the prefix refused", err)
+	}
+}
