@@ -43,18 +43,22 @@ type Patcher interface {
 // is sent. It returns the finalizers obj listed that it took off. An
 // object already gone is an error apierrors.IsNotFound reports.
 func RemoveFinalizers(ctx context.Context, p Patcher, obj client.Object, keep ...string) ([]string, error) {
-	meta := map[string]any{"finalizers": nil}
+	// In this order, the UID first: the same bytes the roster and the
+	// namespace's clean-up sent before they called this.
+	var meta struct {
+		UID             types.UID `json:"uid,omitempty"`
+		ResourceVersion string    `json:"resourceVersion,omitempty"`
+		Finalizers      []string  `json:"finalizers"` // nil: null, all of them go
+	}
+	meta.UID = obj.GetUID()
 	removed := obj.GetFinalizers()
 	if len(keep) > 0 {
-		kept := slices.DeleteFunc(slices.Clone(removed), func(f string) bool { return !slices.Contains(keep, f) })
+		meta.Finalizers = slices.DeleteFunc(slices.Clone(removed), func(f string) bool { return !slices.Contains(keep, f) })
 		removed = slices.DeleteFunc(slices.Clone(removed), func(f string) bool { return slices.Contains(keep, f) })
 		if len(removed) == 0 {
 			return nil, nil
 		}
-		meta["finalizers"], meta["resourceVersion"] = kept, obj.GetResourceVersion()
-	}
-	if uid := obj.GetUID(); uid != "" {
-		meta["uid"] = uid
+		meta.ResourceVersion = obj.GetResourceVersion()
 	}
 	data, err := json.Marshal(map[string]any{"metadata": meta})
 	if err != nil {
