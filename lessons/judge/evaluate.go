@@ -120,7 +120,7 @@ func notDone(ids []string, done map[string]bool) []string {
 
 // Trace decodes an export's controller steps, oldest first, keeping those
 // at or after since (zero keeps all): a challenge started at since is judged
-// on what happened after its start. State snapshots and the stream's own
+// on what happened after its start. State snapshots and the recorder's own
 // control messages (reset, dropped) are not steps and are left out.
 //
 // The page asks for this every 1.5 s against a ring of up to 4096
