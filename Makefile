@@ -24,7 +24,7 @@ FUZZMINIMIZETIME ?= 500x
 # A target may name its own count after a second colon: FuzzCompile starts a
 # sandbox child for each input that parses (about 125 executions a second).
 FUZZ_TARGETS = ./web/lab:FuzzFormValidation ./web/lab:FuzzReplay ./web/stream:FuzzParseSince \
-	./web/stream:FuzzReadExport ./web/session:FuzzSessionCookie ./controller/sandbox:FuzzCompile:2000x
+	./controller/trace:FuzzReadExport ./web/session:FuzzSessionCookie ./controller/sandbox:FuzzCompile:2000x
 
 .PHONY: run test controlplane browser sandboxtypes generate verify vet bench build image fuzz help
 
@@ -118,7 +118,7 @@ bench: controlplane sandboxtypes ## print the benchmarks' figures (cluster start
 	$(GO) test -run '^$$' -bench Class -benchtime 1x ./web/benchclass/ -worst -learners 10 -rounds 2
 	CI=true $(GO) test -run '^$$' -bench LearnerTimeline4096 -benchtime 1x ./web/e2e/
 	CI=true $(GO) test -run '^$$' -bench LabLoadWithAFullRing -benchtime 5x ./web/e2e/
-	$(GO) test -run '^$$' -bench WorstLearnerMemory -benchtime 1x ./web/stream/
+	$(GO) test -run '^$$' -bench WorstLearnerMemory -benchtime 1x ./controller/trace/
 	$(GO) test -run '^$$' -bench 'Compile|ReconcileRoundTrip|RunToFirstReconcile|TypeCheck' -benchtime 20x ./controller/sandbox/
 	$(GO) test -run '^$$' -bench Neighbours -benchtime 1x ./controller/sandbox/
 	$(GO) test -run '^$$' -bench WorstCode -benchtime 1x ./controller/sandbox/ -args -worst-learners 6 -worst-for 30s

@@ -25,7 +25,7 @@ import (
 const MaxCodeReplicas = 5
 
 // MaxClaimStorage is the most storage one volume claim of learner code may
-// ask for: the lab namespace's whole storage quota (web/labns).
+// ask for: the lab namespace's whole storage quota (controller/labns).
 var MaxClaimStorage = resource.MustParse("10Gi")
 
 // engineImage is what follows the registry in an engine's image: the

@@ -11,10 +11,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	"github.com/oplab-dev/oplab/controller/api/v1alpha1"
-	"github.com/oplab-dev/oplab/web/kubeconfig"
+	"github.com/oplab-dev/oplab/controller/labns"
+	"github.com/oplab-dev/oplab/controller/trace"
 	"github.com/oplab-dev/oplab/web/kubectl"
 	"github.com/oplab-dev/oplab/web/lab/dbview"
-	"github.com/oplab-dev/oplab/web/labns"
 	"github.com/oplab-dev/oplab/web/learn"
 	"github.com/oplab-dev/oplab/web/session"
 	"github.com/oplab-dev/oplab/web/stream"
@@ -56,15 +56,15 @@ func (noStates) Snapshots(context.Context, string) ([]dbview.Snapshot, error) { 
 // fakeMinter mints a kubeconfig that names the namespace.
 type fakeMinter struct{}
 
-func (fakeMinter) Issue(_ context.Context, ns string, until time.Time) (kubeconfig.Credentials, error) {
-	return kubeconfig.Credentials{Kubeconfig: []byte("namespace: " + ns + "\n"), Expires: until}, nil
+func (fakeMinter) Issue(_ context.Context, ns string, until time.Time) (labns.Credentials, error) {
+	return labns.Credentials{Kubeconfig: []byte("namespace: " + ns + "\n"), Expires: until}, nil
 }
 
 // fakeParts are the server's parts with no cluster behind them.
 func fakeParts(t *testing.T) (Options, *memNamespaces) {
 	t.Helper()
 	ctx := t.Context()
-	rec := stream.NewRecorder(stream.RecorderOptions{})
+	rec := trace.NewRecorder(trace.RecorderOptions{})
 	hub := stream.NewHub(rec, stream.HubOptions{})
 	go rec.Run(ctx)
 	go hub.Run(ctx)

@@ -23,6 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/oplab-dev/oplab/controller"
+	"github.com/oplab-dev/oplab/controller/trace"
 	"github.com/oplab-dev/oplab/web/challenges"
 	"github.com/oplab-dev/oplab/web/classroom"
 	"github.com/oplab-dev/oplab/web/code"
@@ -36,7 +37,6 @@ import (
 	"github.com/oplab-dev/oplab/web/progress"
 	"github.com/oplab-dev/oplab/web/session"
 	"github.com/oplab-dev/oplab/web/static"
-	"github.com/oplab-dev/oplab/web/stream"
 )
 
 // Controller is what the server needs of controller.Runner: the whole
@@ -74,7 +74,7 @@ type States interface {
 	lab.States
 }
 
-// Recorder is what the pages need of the trace recorder (stream.Recorder):
+// Recorder is what the pages need of the trace recorder (trace.Recorder):
 // a timeline's export and history, a step emitted (a demo's narration, a
 // challenge's start), and the classroom's global state published.
 type Recorder interface {
@@ -106,7 +106,7 @@ type Options struct {
 	Sessions Sessions
 	// States are the lab's view models of each namespace's Databases.
 	States States
-	// Kubeconfigs mints a learner's own kubeconfig (kubeconfig.Issuer).
+	// Kubeconfigs mints a learner's own kubeconfig (labns.Issuer).
 	Kubeconfigs kubeconfig.Minter
 	// Recorder is the trace recorder the controller emits to.
 	Recorder Recorder
@@ -218,7 +218,7 @@ func (s *Server) PagesOpen(ns string) bool {
 // what last ran, whether it runs); nil when there is none, or no code
 // page. The end-to-end tests read it to know the server has a run before
 // they look at the page.
-func (s *Server) CodeOf(ns string) *stream.Code {
+func (s *Server) CodeOf(ns string) *trace.Code {
 	if codes := s.codes.Load(); codes != nil {
 		return codes.CodeOf(ns)
 	}

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/oplab-dev/oplab/controller"
+	"github.com/oplab-dev/oplab/controller/trace"
 	"github.com/oplab-dev/oplab/web/stream"
 	"github.com/oplab-dev/oplab/web/stream/streamtest"
 )
@@ -25,7 +26,7 @@ const settle = 1500 * time.Millisecond
 // bench runs the measured phases against one oplab (this process).
 type bench struct {
 	cfg config
-	rec *stream.Recorder
+	rec *trace.Recorder
 	// streamHub streams rec; hub is the plain chat hub it is compared with.
 	streamHub *stream.Hub
 	hub       *plainHub
@@ -203,7 +204,7 @@ func (b *bench) emit(design string, end <-chan time.Time) int64 {
 // fakeController reconciles as fast as it can: some CPU work, then the seven
 // trace steps of a reconcile, emitted to a namespace nobody watches. Emit
 // must never make it wait; only CPU taken by the viewers can slow it down.
-func fakeController(rec *stream.Recorder, rounds int, stop <-chan struct{}, count *atomic.Int64) {
+func fakeController(rec *trace.Recorder, rounds int, stop <-chan struct{}, count *atomic.Int64) {
 	var buf [1024]byte
 	types := []controller.StepType{controller.StepEvent, controller.StepReconcileStart, controller.StepFetch,
 		controller.StepDiff, controller.StepAction, controller.StepStatus, controller.StepResult}

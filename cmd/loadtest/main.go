@@ -28,6 +28,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/oplab-dev/oplab/controller/trace"
 	"github.com/oplab-dev/oplab/web/stream"
 	"github.com/oplab-dev/oplab/web/stream/streamtest"
 )
@@ -140,7 +141,7 @@ func run(args []string, out io.Writer) error {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 
-	rec := stream.NewRecorder(stream.RecorderOptions{})
+	rec := trace.NewRecorder(trace.RecorderOptions{})
 	streamHub := stream.NewHub(rec, stream.HubOptions{BatchInterval: cfg.batch, FullBatchViewers: cfg.fullBatch})
 	go rec.Run(ctx)
 	go streamHub.Run(ctx)

@@ -11,6 +11,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/oplab-dev/oplab/controller"
+	"github.com/oplab-dev/oplab/controller/trace"
 	"github.com/oplab-dev/oplab/web/stream"
 )
 
@@ -60,7 +61,7 @@ func TestEachStepFindsEventTimes(t *testing.T) {
 }
 
 func TestViewersMeasureASampleAndCountEveryFrame(t *testing.T) {
-	rec := stream.NewRecorder(stream.RecorderOptions{})
+	rec := trace.NewRecorder(trace.RecorderOptions{})
 	hub := stream.NewHub(rec, stream.HubOptions{})
 	ctx, cancel := context.WithCancel(context.Background())
 	done, hubDone := make(chan struct{}), make(chan struct{})

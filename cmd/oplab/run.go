@@ -27,10 +27,11 @@ import (
 	"github.com/oplab-dev/oplab/cluster"
 	"github.com/oplab-dev/oplab/cmd/oplab/app"
 	"github.com/oplab-dev/oplab/controller"
+	"github.com/oplab-dev/oplab/controller/labns"
 	"github.com/oplab-dev/oplab/controller/permission"
+	"github.com/oplab-dev/oplab/controller/trace"
 	"github.com/oplab-dev/oplab/web"
 	"github.com/oplab-dev/oplab/web/lab"
-	"github.com/oplab-dev/oplab/web/labns"
 	"github.com/oplab-dev/oplab/web/learn"
 	"github.com/oplab-dev/oplab/web/starting"
 	"github.com/oplab-dev/oplab/web/stream"
@@ -55,7 +56,7 @@ func run(ctx context.Context, c config, out io.Writer) (retErr error) {
 	// 1. The trace recorder, which the controller reports to, and the hub
 	// that streams it to browsers; they run first so that viewers hear of
 	// the control plane going down.
-	rec := stream.NewRecorder(stream.RecorderOptions{Logger: log.WithName("recorder"), Card: lab.NewFragments().Redraw})
+	rec := trace.NewRecorder(trace.RecorderOptions{Logger: log.WithName("recorder"), Card: lab.NewFragments().Redraw})
 	hub := stream.NewHub(rec, stream.HubOptions{})
 	recDone, hubDone := make(chan struct{}), make(chan struct{})
 	recCtx, stopRec := context.WithCancel(context.Background())

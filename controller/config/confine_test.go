@@ -24,14 +24,14 @@ import (
 
 	"github.com/oplab-dev/oplab/controller"
 	dbv1 "github.com/oplab-dev/oplab/controller/api/v1alpha1"
-	"github.com/oplab-dev/oplab/web/labns"
+	"github.com/oplab-dev/oplab/controller/labns"
 )
 
 // oplabSubject is oplab's ServiceAccount as the manifests install it.
 var oplabSubject = rbacv1.Subject{Kind: rbacv1.ServiceAccountKind, Name: "oplab", Namespace: ns}
 
 // labNamespace makes a learner namespace of the manifests' instance
-// ("lab") with c, as oplab's sessions do (web/labns.KubeNamespaces with
+// ("lab") with c, as oplab's sessions do (labns.KubeNamespaces with
 // the Deployment's --namespace-roles), and returns its name.
 func labNamespace(t *testing.T, c client.Client) string {
 	t.Helper()

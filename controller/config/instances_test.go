@@ -19,7 +19,7 @@ import (
 
 	"github.com/oplab-dev/oplab/controller"
 	dbv1 "github.com/oplab-dev/oplab/controller/api/v1alpha1"
-	"github.com/oplab-dev/oplab/web/labns"
+	"github.com/oplab-dev/oplab/controller/labns"
 )
 
 // namespacesSeen records the namespaces of every step a controller traced.

@@ -28,8 +28,7 @@ import (
 
 	"github.com/oplab-dev/oplab/controller"
 	dbv1 "github.com/oplab-dev/oplab/controller/api/v1alpha1"
-	"github.com/oplab-dev/oplab/web/kubeconfig"
-	"github.com/oplab-dev/oplab/web/labns"
+	"github.com/oplab-dev/oplab/controller/labns"
 )
 
 // oplabIdentity mints a token for oplab's ServiceAccount with the
@@ -249,7 +248,7 @@ func TestControllerRunsWithOnlyItsServiceAccount(t *testing.T) {
 		}
 	})
 
-	// A session: the lab namespace, as web/labns's KubeNamespaces makes
+	// A session: the lab namespace, as controller/labns's KubeNamespaces makes
 	// it: labelled, with oplab's own RoleBindings, its quota and
 	// LimitRange; then the learner's kubectl identity, as the kubeconfig
 	// download makes it.
@@ -354,7 +353,7 @@ func TestControllerRunsWithOnlyItsServiceAccount(t *testing.T) {
 }
 
 // learnerKubeconfig makes the learner's scoped kubectl identity as oplab
-// does (web/kubeconfig.Issuer: a ServiceAccount, a Role and RoleBinding in
+// does (labns.Issuer: a ServiceAccount, a Role and RoleBinding in
 // the lab namespace, and a TokenRequest token), as oplab, and returns a
 // client config with that identity. Kubernetes refuses a Role that grants
 // more than its creator holds there, so this also shows oplab holds what
@@ -365,7 +364,7 @@ func learnerKubeconfig(t *testing.T, oplab *rest.Config, labNS string) *rest.Con
 	if err != nil {
 		t.Fatal(err)
 	}
-	issuer := &kubeconfig.Issuer{Client: cs, Cluster: kubeconfig.Cluster{Server: oplab.Host, CAData: oplab.CAData}}
+	issuer := &labns.Issuer{Client: cs, Cluster: labns.Cluster{Server: oplab.Host, CAData: oplab.CAData}}
 	creds, err := issuer.Issue(context.Background(), labNS, time.Now().Add(time.Hour))
 	if err != nil {
 		t.Fatalf("making the learner's kubeconfig as oplab: %v", err)

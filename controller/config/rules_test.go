@@ -39,10 +39,9 @@ import (
 
 	"github.com/oplab-dev/oplab/controller"
 	dbv1 "github.com/oplab-dev/oplab/controller/api/v1alpha1"
+	"github.com/oplab-dev/oplab/controller/labns"
 	"github.com/oplab-dev/oplab/controller/permission"
 	"github.com/oplab-dev/oplab/controller/sandbox/starters"
-	"github.com/oplab-dev/oplab/web/kubeconfig"
-	"github.com/oplab-dev/oplab/web/labns"
 )
 
 // perm is one verb on one resource of one API group, as a rule grants it.
@@ -165,7 +164,7 @@ type probe struct {
 // needed to grant it, so the kubeconfig download probes every one of them.
 func learnerGrant() []string {
 	var out []string
-	for _, p := range explode(kubeconfig.Rules) {
+	for _, p := range explode(labns.LearnerRules) {
 		out = append(out, p.String())
 	}
 	return out
@@ -187,10 +186,10 @@ func probes() []probe {
 			setup: func(t *testing.T, h *harness) *learner {
 				l := newLearner(t, h)
 				ctx := context.Background()
-				role := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: l.ns, Name: kubeconfig.RoleName},
+				role := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: l.ns, Name: labns.LearnerRole},
 					Rules: []rbacv1.PolicyRule{{APIGroups: []string{dbv1.GroupVersion.Group}, Resources: []string{"databases"}, Verbs: []string{"get"}}}}
-				binding := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: l.ns, Name: kubeconfig.RoleBindingName},
-					RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: kubeconfig.RoleName},
+				binding := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: l.ns, Name: labns.LearnerRoleBinding},
+					RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: labns.LearnerRole},
 					Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: "someone-else", Namespace: l.ns}}}
 				for _, obj := range []client.Object{role, binding} {
 					if err := h.admin.Create(ctx, obj); err != nil {
@@ -1148,9 +1147,9 @@ func (l *learner) conditionSays(t *testing.T, name string, p perm) string {
 
 func downloadKubeconfig(t *testing.T, h *harness, l *learner, p perm) string {
 	t.Helper()
-	code, body := l.get(t, kubeconfig.Path)
+	code, body := l.get(t, "/lab/kubeconfig")
 	if code == http.StatusOK {
-		t.Errorf("GET %s = 200 without %s", kubeconfig.Path, p)
+		t.Errorf("GET %s = 200 without %s", "/lab/kubeconfig", p)
 	}
 	return body
 }

@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/oplab-dev/oplab/controller"
+	"github.com/oplab-dev/oplab/controller/trace"
 	"github.com/oplab-dev/oplab/lessons/judge"
-	"github.com/oplab-dev/oplab/web/stream"
 )
 
 // BenchmarkTrace measures what each status request of an open challenge
@@ -19,14 +19,14 @@ import (
 func BenchmarkTrace(b *testing.B) {
 	t0 := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
 	html := strings.Repeat("<div class=\"x\">state</div>", 240)
-	var e stream.Export
+	var e trace.Export
 	e.Namespace = "lab-bench"
-	for i := range stream.DefaultRingSize {
-		at := t0.Add(time.Duration(i-stream.DefaultRingSize/2) * time.Millisecond)
-		var m stream.Message
+	for i := range trace.DefaultRingSize {
+		at := t0.Add(time.Duration(i-trace.DefaultRingSize/2) * time.Millisecond)
+		var m trace.Message
 		m.Seq, m.Time, m.Object = uint64(i+1), at, controller.ObjectRef{Kind: "Database", Namespace: e.Namespace, Name: fmt.Sprintf("db%d", i%5)}
 		if i%3 == 0 {
-			m.Type, m.State = stream.TypeState, json.RawMessage(fmt.Sprintf(`{"html":%q}`, html))
+			m.Type, m.State = trace.TypeState, json.RawMessage(fmt.Sprintf(`{"html":%q}`, html))
 		} else {
 			m.Type, m.Database, m.Event, m.Generation, m.Message = controller.StepEvent, m.Object.Name, "update", 3, "an update"
 		}

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/oplab-dev/oplab/controller"
-	"github.com/oplab-dev/oplab/web/stream"
+	"github.com/oplab-dev/oplab/controller/trace"
 )
 
 // State is where a task stands.
@@ -120,21 +120,21 @@ func notDone(ids []string, done map[string]bool) []string {
 
 // Trace decodes an export's controller steps, oldest first, keeping those
 // at or after since (zero keeps all): a challenge started at since is judged
-// on what happened after its start. State snapshots and the stream's own
+// on what happened after its start. State snapshots and the recorder's own
 // control messages (reset, dropped) are not steps and are left out.
 //
 // The page asks for this every 1.5 s against a ring of up to 4096
 // messages, a third of them state snapshots of several KiB: a message is
 // first judged by its head (the recorder writes seq, time and type first),
 // and only the steps kept are decoded.
-func Trace(e stream.Export, since time.Time) ([]controller.Step, error) {
+func Trace(e trace.Export, since time.Time) ([]controller.Step, error) {
 	return TraceAfter(e, 0, since)
 }
 
 // TraceAfter is Trace keeping only the steps whose Seq is above after: a
 // caller that keeps the steps decoded so far (web/challenges) decodes only
 // what was recorded since.
-func TraceAfter(e stream.Export, after uint64, since time.Time) ([]controller.Step, error) {
+func TraceAfter(e trace.Export, after uint64, since time.Time) ([]controller.Step, error) {
 	msgs, skipped := e.Messages, 0
 	if after > 0 {
 		// An export is in seq order: the new messages are a suffix.
@@ -166,7 +166,7 @@ func TraceAfter(e stream.Export, after uint64, since time.Time) ([]controller.St
 // none). An export starts with the latest states of objects whose history
 // fell out of the ring, then the rings; the first step is the oldest the
 // ring still holds.
-func FirstStepSeq(e stream.Export) uint64 {
+func FirstStepSeq(e trace.Export) uint64 {
 	for _, raw := range e.Messages {
 		h, ok := peekHead(raw)
 		if !ok {
@@ -184,7 +184,7 @@ func FirstStepSeq(e stream.Export) uint64 {
 }
 
 // LastSeq is the sequence number of an export's last message (0 for none).
-func LastSeq(e stream.Export) uint64 {
+func LastSeq(e trace.Export) uint64 {
 	if len(e.Messages) == 0 {
 		return 0
 	}
@@ -200,7 +200,7 @@ func LastSeq(e stream.Export) uint64 {
 }
 
 func skipType(t controller.StepType) bool {
-	return t == stream.TypeState || t == stream.TypeReset || t == stream.TypeDropped
+	return t == trace.TypeState || t == trace.TypeReset || t == trace.TypeDropped
 }
 
 // headLimit is how far into a message its time and type are looked for.

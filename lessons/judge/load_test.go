@@ -10,11 +10,11 @@ import (
 	"time"
 
 	"github.com/oplab-dev/oplab/controller"
+	"github.com/oplab-dev/oplab/controller/trace"
 	"github.com/oplab-dev/oplab/lessons"
 	"github.com/oplab-dev/oplab/lessons/judge"
 	"github.com/oplab-dev/oplab/lessons/judge/judgetest"
-	"github.com/oplab-dev/oplab/quiz"
-	"github.com/oplab-dev/oplab/web/stream"
+	"github.com/oplab-dev/oplab/lessons/quiz"
 )
 
 // Checks for the engine's own tests: their verdict is read from a map the
@@ -273,7 +273,7 @@ func TestEmbeddedChallengesCoverTheLessons(t *testing.T) {
 
 func TestTraceKeepsStepsSinceStart(t *testing.T) {
 	t0 := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
-	e := stream.Export{Namespace: "lab-x", Messages: []json.RawMessage{
+	e := trace.Export{Namespace: "lab-x", Messages: []json.RawMessage{
 		json.RawMessage(`{"seq":1,"time":"2026-01-01T11:59:59Z","type":"event","object":{"kind":"Database","name":"old"}}`),
 		json.RawMessage(`{"seq":2,"time":"2026-01-01T12:00:01Z","type":"state","object":{"kind":"Database","name":"shop"},"state":{}}`),
 		json.RawMessage(`{"seq":3,"time":"2026-01-01T12:00:02Z","type":"finalizer","object":{"kind":"Database","name":"shop"},"phase":"removed","database":"shop"}`),
@@ -294,7 +294,7 @@ func TestTraceKeepsStepsSinceStart(t *testing.T) {
 	if got := judge.LastSeq(e); got != 3 {
 		t.Errorf("LastSeq = %d, want 3", got)
 	}
-	if _, err := judge.Trace(stream.Export{Namespace: "lab-x", Messages: []json.RawMessage{json.RawMessage(`{`)}}, t0); err == nil ||
+	if _, err := judge.Trace(trace.Export{Namespace: "lab-x", Messages: []json.RawMessage{json.RawMessage(`{`)}}, t0); err == nil ||
 		!strings.Contains(err.Error(), "message 0 of namespace lab-x") {
 		t.Errorf("bad message: err = %v", err)
 	}

@@ -3,7 +3,6 @@ package judge
 import (
 	"context"
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 
@@ -16,6 +15,7 @@ import (
 
 	"github.com/oplab-dev/oplab/controller"
 	dbv1 "github.com/oplab-dev/oplab/controller/api/v1alpha1"
+	"github.com/oplab-dev/oplab/controller/labns"
 )
 
 // WipeSummary says, for the Start button, what Start does before the
@@ -137,35 +137,24 @@ func dropForeignFinalizers(ctx context.Context, env PrepareEnv, db *dbv1.Databas
 	if db.DeletionTimestamp.IsZero() {
 		return nil
 	}
-	var foreign []string
-	for _, f := range db.Finalizers {
-		if f != controller.Finalizer {
-			foreign = append(foreign, f)
-		}
-	}
-	if len(foreign) == 0 {
-		return nil
-	}
-	patch := client.MergeFromWithOptions(db.DeepCopy(), client.MergeFromWithOptimisticLock{})
-	db.Finalizers = slices.DeleteFunc(db.Finalizers, func(f string) bool { return f != controller.Finalizer })
-	err := env.Client.Patch(ctx, db, patch)
+	foreign, err := labns.RemoveFinalizers(ctx, env.Client, db, controller.Finalizer)
 	switch {
 	case apierrors.IsConflict(err) || apierrors.IsNotFound(err):
 		return nil
 	case err != nil:
-		return fmt.Errorf("remove finalizers %v of Database %s: %w", foreign, db.Name, err)
+		return err
 	}
-	if env.Said != nil {
+	if len(foreign) > 0 && env.Said != nil {
 		env.Said(fmt.Sprintf("Database %s carried finalizer %s, which no controller here removes (your code's?): Start took it off.", db.Name, strings.Join(foreign, ", ")))
 	}
 	return nil
 }
 
+// stripFinalizers takes every finalizer off db, oplab's too: the wipe's
+// last resort. A Database gone, or made again, meanwhile is left alone.
 func stripFinalizers(ctx context.Context, c client.Client, db *dbv1.Database) error {
-	patch := client.MergeFrom(db.DeepCopy())
-	db.Finalizers = nil
-	if err := c.Patch(ctx, db, patch); err != nil && !apierrors.IsNotFound(err) {
-		return fmt.Errorf("remove finalizers of Database %s: %w", db.Name, err)
+	if _, err := labns.RemoveFinalizers(ctx, c, db); err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+		return err
 	}
 	return nil
 }

@@ -24,6 +24,7 @@ import (
 	"github.com/oplab-dev/oplab/cluster/clustertest"
 	"github.com/oplab-dev/oplab/cmd/oplab/app"
 	"github.com/oplab-dev/oplab/controller"
+	"github.com/oplab-dev/oplab/controller/trace"
 	"github.com/oplab-dev/oplab/web/learn"
 	"github.com/oplab-dev/oplab/web/stream"
 	"github.com/oplab-dev/oplab/web/stream/streamtest"
@@ -108,7 +109,7 @@ func BenchmarkClass(b *testing.B) {
 type oplab struct {
 	cancel  context.CancelFunc
 	cluster *cluster.Cluster
-	rec     *stream.Recorder
+	rec     *trace.Recorder
 	hub     *stream.Hub
 	// reconciles counts the controller's reconciles, by namespace.
 	reconciles *reconcileCounter
@@ -132,7 +133,7 @@ func startOplab(b *testing.B) *oplab {
 	if err != nil {
 		fail("create the cluster log", err)
 	}
-	rec := stream.NewRecorder(stream.RecorderOptions{})
+	rec := trace.NewRecorder(trace.RecorderOptions{})
 	hub := stream.NewHub(rec, stream.HubOptions{})
 	o.rec, o.hub = rec, hub
 	o.goRun(func() { rec.Run(ctx) })

@@ -28,7 +28,7 @@ import (
 	"github.com/gorilla/websocket"
 
 	"github.com/oplab-dev/oplab/controller"
-	"github.com/oplab-dev/oplab/web/stream"
+	"github.com/oplab-dev/oplab/controller/trace"
 )
 
 // followPresenter says how followers reach the presenter's stream. With it,
@@ -231,7 +231,7 @@ func watchDatabases(ctx context.Context, conn *websocket.Conn, events chan<- dbE
 		if err != nil {
 			return
 		}
-		var batch []stream.Message
+		var batch []trace.Message
 		if err := json.Unmarshal(data, &batch); err != nil {
 			return
 		}
@@ -252,8 +252,8 @@ func watchDatabases(ctx context.Context, conn *websocket.Conn, events chan<- dbE
 
 // databaseEvent reads a stream message as a learner's screen shows it: a
 // Database's state with Ready True, or its state removed.
-func databaseEvent(m stream.Message) (dbEvent, bool) {
-	if m.Type != stream.TypeState || m.Object.Kind != "Database" {
+func databaseEvent(m trace.Message) (dbEvent, bool) {
+	if m.Type != trace.TypeState || m.Object.Kind != "Database" {
 		return dbEvent{}, false
 	}
 	if len(m.State) == 0 || string(m.State) == "null" {
@@ -391,17 +391,17 @@ func (f *follower) read() {
 			return
 		}
 		now := time.Now()
-		var batch []stream.Message
+		var batch []trace.Message
 		if err := json.Unmarshal(data, &batch); err != nil {
 			return
 		}
 		for _, m := range batch {
-			if m.Type == stream.TypeReset || m.Type == stream.TypeDropped || m.Time.UnixNano() < f.from.Load() {
+			if m.Type == trace.TypeReset || m.Type == trace.TypeDropped || m.Time.UnixNano() < f.from.Load() {
 				continue
 			}
 			d := now.Sub(m.Time)
 			f.delays = append(f.delays, d)
-			if m.Type == stream.TypeState {
+			if m.Type == trace.TypeState {
 				f.stateDelays = append(f.stateDelays, d)
 			} else {
 				f.stepDelays = append(f.stepDelays, d)

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/oplab-dev/oplab/controller"
-	"github.com/oplab-dev/oplab/web/stream"
+	"github.com/oplab-dev/oplab/controller/trace"
 )
 
 // TestParseStat checks the fields read from /proc/PID/stat, with a command
@@ -43,13 +43,13 @@ func TestDatabaseEvent(t *testing.T) {
 		want dbEvent
 		ok   bool
 	}{
-		{"ready", mustJSON(t, stream.Message{Step: controller.Step{Type: stream.TypeState, Object: db}, State: view("True")}), dbEvent{name: "shop", ready: true}, true},
-		{"not ready", mustJSON(t, stream.Message{Step: controller.Step{Type: stream.TypeState, Object: db}, State: view("False")}), dbEvent{}, false},
-		{"gone", mustJSON(t, stream.Message{Step: controller.Step{Type: stream.TypeState, Object: db}}), dbEvent{name: "shop", gone: true}, true},
-		{"a snapshot", mustJSON(t, stream.Message{Step: controller.Step{Type: stream.TypeState, Object: controller.ObjectRef{Kind: "ConfigMap", Name: "shop"}}}), dbEvent{}, false},
-		{"a step", mustJSON(t, stream.Message{Step: controller.Step{Type: controller.StepStatus, Object: db}}), dbEvent{}, false},
+		{"ready", mustJSON(t, trace.Message{Step: controller.Step{Type: trace.TypeState, Object: db}, State: view("True")}), dbEvent{name: "shop", ready: true}, true},
+		{"not ready", mustJSON(t, trace.Message{Step: controller.Step{Type: trace.TypeState, Object: db}, State: view("False")}), dbEvent{}, false},
+		{"gone", mustJSON(t, trace.Message{Step: controller.Step{Type: trace.TypeState, Object: db}}), dbEvent{name: "shop", gone: true}, true},
+		{"a snapshot", mustJSON(t, trace.Message{Step: controller.Step{Type: trace.TypeState, Object: controller.ObjectRef{Kind: "ConfigMap", Name: "shop"}}}), dbEvent{}, false},
+		{"a step", mustJSON(t, trace.Message{Step: controller.Step{Type: controller.StepStatus, Object: db}}), dbEvent{}, false},
 	} {
-		var m stream.Message
+		var m trace.Message
 		if err := json.Unmarshal([]byte(c.msg), &m); err != nil {
 			t.Fatal(err)
 		}

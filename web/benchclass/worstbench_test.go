@@ -16,8 +16,8 @@ import (
 	"time"
 
 	"github.com/oplab-dev/oplab/controller"
-	"github.com/oplab-dev/oplab/web/labns"
-	"github.com/oplab-dev/oplab/web/stream"
+	"github.com/oplab-dev/oplab/controller/labns"
+	"github.com/oplab-dev/oplab/controller/trace"
 )
 
 // reconcileCounter passes the controller's trace on to the recorder and
@@ -205,7 +205,7 @@ func (m worstMeasurement) print(w io.Writer) {
 	fmt.Fprintf(w, "  reconciles: %d (%.0f per learner, %.1f/s); the ordinary class's: %d (%.0f per learner); %d errors\n",
 		m.reconciles, float64(m.reconciles)/float64(n), float64(m.reconciles)/r.Active.Seconds(), m.normalReconciles, float64(m.normalReconciles)/float64(n), r.Errors)
 	fmt.Fprintf(w, "  recorded history (each namespace's export: the ring, held at %d MiB, and older objects' latest states): largest namespace %.2f MiB, all %d %.2f MiB\n",
-		stream.DefaultRingBytes>>20, mib(uint64(m.maxHistory)), n, mib(uint64(m.allHistory)))
+		trace.DefaultRingBytes>>20, mib(uint64(m.maxHistory)), n, mib(uint64(m.allHistory)))
 	fmt.Fprintf(w, "ordinary class before them: %d learners × %d rounds, %d cycles in %.1f s, %d errors, no followers\n",
 		n, *benchRounds, m.normalClass.Cycles, m.normalClass.Active.Seconds(), m.normalClass.Errors)
 	fmt.Fprintln(w, "oplab's memory, settled (after runtime.GC and debug.FreeOSMemory); peak is the phase's VmHWM:")

@@ -28,7 +28,8 @@ import (
 	"github.com/oplab-dev/oplab/cmd/oplab/app"
 	"github.com/oplab-dev/oplab/controller"
 	dbv1 "github.com/oplab-dev/oplab/controller/api/v1alpha1"
-	"github.com/oplab-dev/oplab/web/labns"
+	"github.com/oplab-dev/oplab/controller/labns"
+	"github.com/oplab-dev/oplab/controller/trace"
 	"github.com/oplab-dev/oplab/web/learn"
 	"github.com/oplab-dev/oplab/web/stream"
 	"github.com/oplab-dev/oplab/web/stream/streamtest"
@@ -55,7 +56,7 @@ const phaseDeadline = 5 * time.Minute
 
 // BenchmarkControllerWithViewers measures what websocket viewers cost the
 // controller, in one run on the real embedded cluster: the real controller
-// (DefaultOptions) traces to the real stream.Recorder, whose Hub's /ws handler is
+// (DefaultOptions) traces to the real trace.Recorder, whose Hub's /ws handler is
 // served on 127.0.0.1. Each phase creates -dbs Databases at once in a fresh
 // namespace and times until all are Ready.
 //
@@ -197,7 +198,7 @@ type benchEnv struct {
 	ctx      context.Context
 	cancel   context.CancelFunc
 	cluster  *cluster.Cluster
-	recorder *stream.Recorder
+	recorder *trace.Recorder
 	hub      *stream.Hub
 	http     *httptest.Server
 	client   client.Client
@@ -237,7 +238,7 @@ func startBenchEnv(b *testing.B, rate float64) *benchEnv {
 	if be.cluster, err = cluster.Start(ctx, cluster.Options{Mode: cluster.ModeFull, CRDs: crds, Log: logFile}); err != nil {
 		fail("start the cluster", err)
 	}
-	be.recorder = stream.NewRecorder(stream.RecorderOptions{})
+	be.recorder = trace.NewRecorder(trace.RecorderOptions{})
 	be.hub = stream.NewHub(be.recorder, stream.HubOptions{})
 	go be.recorder.Run(ctx)
 	go be.hub.Run(ctx)

@@ -29,6 +29,7 @@ import (
 	"github.com/gorilla/websocket"
 
 	"github.com/oplab-dev/oplab/controller"
+	"github.com/oplab-dev/oplab/controller/trace"
 	"github.com/oplab-dev/oplab/web/stream"
 	"github.com/oplab-dev/oplab/web/stream/streamtest"
 )
@@ -253,7 +254,7 @@ func (v *viewer) scan() {
 		v.msgs.Add(int64(len(batch)))
 		from := v.from.Load()
 		for _, m := range batch {
-			if m.Type != stream.TypeState && m.Type != stream.TypeReset && m.Type != stream.TypeDropped && m.Time.UnixNano() >= from {
+			if m.Type != trace.TypeState && m.Type != trace.TypeReset && m.Type != trace.TypeDropped && m.Time.UnixNano() >= from {
 				v.delays.add(now.Sub(m.Time))
 				v.steps.Add(1)
 			}
@@ -676,9 +677,9 @@ func raiseFileLimit(tb testing.TB, viewers int) {
 // against encoding/json on frames with nested times, escapes and states.
 func TestScanBatchAgreesWithEncodingJSON(t *testing.T) {
 	at := time.Date(2026, 11, 30, 11, 0, 0, 123456789, time.UTC)
-	msgs := []stream.Message{
+	msgs := []trace.Message{
 		{Step: controller.Step{Seq: 1, Time: at, Type: controller.StepAction, Object: controller.ObjectRef{Kind: "Database", Name: "a"}, Message: `quote " brace } bracket ] "time":"x"`}},
-		{Step: controller.Step{Seq: 2, Time: at.Add(time.Second), Type: stream.TypeState, Object: controller.ObjectRef{Kind: "Database", Name: "a"}},
+		{Step: controller.Step{Seq: 2, Time: at.Add(time.Second), Type: trace.TypeState, Object: controller.ObjectRef{Kind: "Database", Name: "a"}},
 			State: json.RawMessage(`{"time":"2000-01-01T00:00:00Z","type":"nested","list":[{"a":"\"}\\"}]}`)},
 	}
 	frame, err := json.Marshal(msgs)
@@ -772,7 +773,7 @@ func TestRolesSpreadTheMeasuringViewers(t *testing.T) {
 // and the measuring ones every step.
 func TestViewerPoolCountsWhatTheRecorderQueued(t *testing.T) {
 	const viewers, measure, steps = 8, 2, 40
-	rec := stream.NewRecorder(stream.RecorderOptions{})
+	rec := trace.NewRecorder(trace.RecorderOptions{})
 	hub := stream.NewHub(rec, stream.HubOptions{})
 	go rec.Run(t.Context())
 	go hub.Run(t.Context())

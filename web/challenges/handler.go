@@ -32,12 +32,12 @@ import (
 
 	"github.com/oplab-dev/oplab/controller"
 	dbv1 "github.com/oplab-dev/oplab/controller/api/v1alpha1"
+	"github.com/oplab-dev/oplab/controller/trace"
 	"github.com/oplab-dev/oplab/lessons"
 	"github.com/oplab-dev/oplab/lessons/judge"
 	"github.com/oplab-dev/oplab/web/httpx"
 	"github.com/oplab-dev/oplab/web/progress"
 	"github.com/oplab-dev/oplab/web/session"
-	"github.com/oplab-dev/oplab/web/stream"
 )
 
 // Sessions maps a browser to its lab namespace.
@@ -67,7 +67,7 @@ type LearnerCode interface {
 
 // Exporter exports a namespace's recorded timeline (the stream Recorder).
 type Exporter interface {
-	Export(namespace string) stream.Export
+	Export(namespace string) trace.Export
 }
 
 // Records is where the server keeps what its own checks and grading found

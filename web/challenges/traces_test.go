@@ -9,22 +9,22 @@ import (
 	"time"
 
 	"github.com/oplab-dev/oplab/controller"
+	"github.com/oplab-dev/oplab/controller/trace"
 	"github.com/oplab-dev/oplab/lessons/judge"
-	"github.com/oplab-dev/oplab/web/stream"
 )
 
 // recorded runs a real Recorder with a small ring.
-func recorded(t testing.TB, ring int) (*stream.Recorder, context.Context) {
+func recorded(t testing.TB, ring int) (*trace.Recorder, context.Context) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
-	rec := stream.NewRecorder(stream.RecorderOptions{RingSize: ring})
+	rec := trace.NewRecorder(trace.RecorderOptions{RingSize: ring})
 	go rec.Run(ctx)
 	return rec, ctx
 }
 
 // emitAndWait emits n event steps for ns and waits until the recorder has them.
-func emitAndWait(t testing.TB, rec *stream.Recorder, ns string, from, n int, at time.Time) {
+func emitAndWait(t testing.TB, rec *trace.Recorder, ns string, from, n int, at time.Time) {
 	t.Helper()
 	want := rec.Stats().Seq + uint64(n)
 	for i := range n {
@@ -85,12 +85,12 @@ func TestTracesMatchAFreshDecode(t *testing.T) {
 // about 6 KiB) and 10 new steps between two requests, as a busy learner's
 // namespace records them.
 func BenchmarkStatusTrace(b *testing.B) {
-	rec, ctx := recorded(b, stream.DefaultRingSize)
+	rec, ctx := recorded(b, trace.DefaultRingSize)
 	tr := newTraces(rec)
 	go tr.run(ctx)
 	html := json.RawMessage(fmt.Sprintf(`{"html":%q}`, strings.Repeat(`<div class="x">state</div>`, 240)))
 	t0 := time.Now()
-	for i := range stream.DefaultRingSize / 3 {
+	for i := range trace.DefaultRingSize / 3 {
 		rec.PublishState(controller.ObjectRef{Kind: "Database", Namespace: "lab-bench", Name: fmt.Sprintf("db%d", i%5)}, html)
 		emitAndWait(b, rec, "lab-bench", 2*i, 2, t0)
 	}

@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/oplab-dev/oplab/controller/sandbox/starters"
-	"github.com/oplab-dev/oplab/web/stream"
+	"github.com/oplab-dev/oplab/controller/trace"
 )
 
 // TestCodeOfAndImport: the export's code is what the session kept and what
@@ -41,7 +41,7 @@ func TestCodeOfAndImport(t *testing.T) {
 	if w := do("POST", "/code/save", "application/json", `{"source":`+quote(edited)+`}`); w.Code != http.StatusNoContent {
 		t.Fatalf("save = %d %s", w.Code, w.Body)
 	}
-	want := stream.Code{Source: edited, Ran: skeleton, Running: true}
+	want := trace.Code{Source: edited, Ran: skeleton, Running: true}
 	if c := h.CodeOf("lab-x"); c == nil || *c != want {
 		t.Errorf("CodeOf = %+v, want %+v", c, want)
 	}
@@ -62,7 +62,7 @@ func TestCodeOfAndImport(t *testing.T) {
 	for _, tt := range []struct{ name, body, want string }{
 		{"no source", url.Values{"other": {"x"}}.Encode(), `source: the form needs exactly one field "source"`},
 		{"two sources", url.Values{"source": {"a", "b"}}.Encode(), `exactly one field "source"`},
-		{"too large", url.Values{"source": {strings.Repeat("x", stream.MaxCodeBytes+1)}}.Encode(), "source: 262145 bytes, more than the 256 KiB"},
+		{"too large", url.Values{"source": {strings.Repeat("x", trace.MaxCodeBytes+1)}}.Encode(), "source: 262145 bytes, more than the 256 KiB"},
 	} {
 		if w := do("POST", "/code/import", form, tt.body); w.Code != http.StatusBadRequest || !strings.Contains(w.Body.String(), tt.want) {
 			t.Errorf("import with %s = %d %q, want 400 containing %q", tt.name, w.Code, w.Body, tt.want)

@@ -24,9 +24,9 @@ import (
 	"github.com/oplab-dev/oplab/controller"
 	"github.com/oplab-dev/oplab/controller/sandbox"
 	"github.com/oplab-dev/oplab/controller/sandbox/starters"
+	"github.com/oplab-dev/oplab/controller/trace"
 	"github.com/oplab-dev/oplab/lessons/judge"
 	"github.com/oplab-dev/oplab/web/httpx"
-	"github.com/oplab-dev/oplab/web/stream"
 )
 
 // Controller is what the page needs of controller.Runner: giving a
@@ -138,7 +138,7 @@ func (h *Handler) ImportPath() string { return importPath }
 
 // CodeOf returns ns's code for the lab's export: the source last kept and
 // the source last run; nil when the learner kept and ran none.
-func (h *Handler) CodeOf(ns string) *stream.Code {
+func (h *Handler) CodeOf(ns string) *trace.Code {
 	h.mu.Lock()
 	l, ok := h.learners[ns]
 	h.mu.Unlock()
@@ -146,7 +146,7 @@ func (h *Handler) CodeOf(ns string) *stream.Code {
 		return nil
 	}
 	l.mu.Lock()
-	c := &stream.Code{Source: l.source, Ran: l.ran}
+	c := &trace.Code{Source: l.source, Ran: l.ran}
 	l.mu.Unlock()
 	if c.Source == "" && c.Ran == "" {
 		return nil
@@ -166,7 +166,7 @@ func (h *Handler) importSource(w http.ResponseWriter, r *http.Request) {
 	}
 	// A form encodes a byte in up to three: the limit fits the largest
 	// source an export carries.
-	r.Body = http.MaxBytesReader(w, r.Body, 3*stream.MaxCodeBytes+4<<10)
+	r.Body = http.MaxBytesReader(w, r.Body, 3*trace.MaxCodeBytes+4<<10)
 	if err := r.ParseForm(); err != nil {
 		http.Error(w, fmt.Sprintf("source: reading the form: %v", err), http.StatusBadRequest)
 		return
@@ -176,11 +176,11 @@ func (h *Handler) importSource(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, `source: the form needs exactly one field "source"`, http.StatusBadRequest)
 		return
 	}
-	if len(src[0]) > stream.MaxCodeBytes {
-		http.Error(w, fmt.Sprintf("source: %d bytes, more than the %d KiB a reconciler may have", len(src[0]), stream.MaxCodeBytes>>10), http.StatusBadRequest)
+	if len(src[0]) > trace.MaxCodeBytes {
+		http.Error(w, fmt.Sprintf("source: %d bytes, more than the %d KiB a reconciler may have", len(src[0]), trace.MaxCodeBytes>>10), http.StatusBadRequest)
 		return
 	}
-	if err := stream.CheckCode(stream.Code{Source: src[0]}); err != nil {
+	if err := trace.CheckCode(trace.Code{Source: src[0]}); err != nil {
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return
 	}

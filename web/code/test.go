@@ -20,9 +20,9 @@ import (
 	"github.com/oplab-dev/oplab/controller"
 	"github.com/oplab-dev/oplab/controller/sandbox"
 	"github.com/oplab-dev/oplab/controller/tester"
+	"github.com/oplab-dev/oplab/controller/trace"
 	"github.com/oplab-dev/oplab/lessons/judge"
 	"github.com/oplab-dev/oplab/web/httpx"
-	"github.com/oplab-dev/oplab/web/stream"
 )
 
 // Test my code: the page runs controller/tester on the code in the editor
@@ -351,7 +351,7 @@ func (h *Handler) TestTrace(ns string, n int) (export []byte, mark uint64, name 
 func exportOf(tr *tester.Trace) ([]byte, error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	rec := stream.NewRecorder(stream.RecorderOptions{})
+	rec := trace.NewRecorder(trace.RecorderOptions{})
 	go rec.Run(ctx)
 	obs := 0
 	for i, s := range tr.Steps {

@@ -18,8 +18,8 @@ import (
 
 	"github.com/oplab-dev/oplab/controller"
 	"github.com/oplab-dev/oplab/controller/api/v1alpha1"
+	"github.com/oplab-dev/oplab/controller/trace"
 	"github.com/oplab-dev/oplab/lessons"
-	"github.com/oplab-dev/oplab/web/stream"
 )
 
 // Script is one prepared demo: steps played in order, each narrated.
@@ -98,9 +98,9 @@ const DefaultTimeout = 90 * time.Second
 const pollEvery = 100 * time.Millisecond
 
 // Timeline is a namespace's timeline as the trace recorder holds it
-// (stream.Recorder).
+// (trace.Recorder).
 type Timeline interface {
-	Export(namespace string) stream.Export
+	Export(namespace string) trace.Export
 }
 
 // Env is what a step acts on: the instructor's lab namespace.
@@ -334,7 +334,7 @@ func (env *Env) mark(key string) {
 	}
 	env.marks[key] = 0
 	if msgs := env.Timeline.Export(env.Namespace).Messages; len(msgs) > 0 {
-		var m stream.Message
+		var m trace.Message
 		if json.Unmarshal(msgs[len(msgs)-1], &m) == nil {
 			env.marks[key] = m.Seq
 		}
@@ -389,8 +389,8 @@ func onTimeline(env *Env, key string, match func(controller.Step) bool) bool {
 	// 100 ms, and a full ring is thousands of rows.
 	msgs := env.Timeline.Export(env.Namespace).Messages
 	for i := len(msgs) - 1; i >= 0; i-- {
-		var m stream.Message
-		if json.Unmarshal(msgs[i], &m) != nil || m.Type == stream.TypeState {
+		var m trace.Message
+		if json.Unmarshal(msgs[i], &m) != nil || m.Type == trace.TypeState {
 			continue
 		}
 		if m.Seq <= env.marks[key] {

@@ -19,7 +19,7 @@ import (
 
 	"github.com/oplab-dev/oplab/controller"
 	"github.com/oplab-dev/oplab/controller/api/v1alpha1"
-	"github.com/oplab-dev/oplab/web/stream"
+	"github.com/oplab-dev/oplab/controller/trace"
 )
 
 // timeline is a recorder's timeline of one namespace, as Export hands it out.
@@ -33,17 +33,17 @@ func (tl *timeline) add(t *testing.T, s controller.Step) {
 	tl.mu.Lock()
 	defer tl.mu.Unlock()
 	s.Seq = uint64(len(tl.steps) + 1)
-	raw, err := json.Marshal(stream.Message{Step: s})
+	raw, err := json.Marshal(trace.Message{Step: s})
 	if err != nil {
 		t.Fatal(err)
 	}
 	tl.steps = append(tl.steps, raw)
 }
 
-func (tl *timeline) Export(ns string) stream.Export {
+func (tl *timeline) Export(ns string) trace.Export {
 	tl.mu.Lock()
 	defer tl.mu.Unlock()
-	return stream.Export{Namespace: ns, Messages: append([]json.RawMessage(nil), tl.steps...)}
+	return trace.Export{Namespace: ns, Messages: append([]json.RawMessage(nil), tl.steps...)}
 }
 
 // The finalizer on the Database is not enough: the controller writes it

@@ -18,10 +18,10 @@ import (
 	"github.com/oplab-dev/oplab/controller"
 	"github.com/oplab-dev/oplab/controller/api/v1alpha1"
 	"github.com/oplab-dev/oplab/controller/sandbox/starters"
+	"github.com/oplab-dev/oplab/controller/trace"
 	"github.com/oplab-dev/oplab/lessons/judge"
 	"github.com/oplab-dev/oplab/web/challenges"
 	"github.com/oplab-dev/oplab/web/internal/browsertest"
-	"github.com/oplab-dev/oplab/web/stream"
 )
 
 // codeExercise is one of the code challenges, as a learner goes through it:
@@ -113,7 +113,7 @@ func TestBrowserCodeExercisesSolvedInThePage(t *testing.T) {
 				// sandbox and the traced client each drew it.
 				snapshots := 0
 				for _, raw := range x.e.recorder.Export(x.ns).Messages {
-					var m stream.Message
+					var m trace.Message
 					if err := json.Unmarshal(raw, &m); err == nil && m.Step.Database == "kept" && m.Step.Type == controller.StepFinalizer && m.Step.Phase == "snapshot" {
 						snapshots++
 					}
@@ -274,7 +274,7 @@ func (x *exerciseRun) waitStep(t *testing.T, what string, f func(controller.Step
 	t.Helper()
 	eventually(t, what, func() (bool, error) {
 		for _, raw := range x.e.recorder.Export(x.ns).Messages {
-			var m stream.Message
+			var m trace.Message
 			if err := json.Unmarshal(raw, &m); err == nil && f(m.Step) {
 				return true, nil
 			}

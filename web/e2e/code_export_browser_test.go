@@ -13,8 +13,8 @@ import (
 
 	"github.com/oplab-dev/oplab/controller/api/v1alpha1"
 	"github.com/oplab-dev/oplab/controller/sandbox/starters"
+	"github.com/oplab-dev/oplab/controller/trace"
 	"github.com/oplab-dev/oplab/web/internal/browsertest"
-	"github.com/oplab-dev/oplab/web/stream"
 )
 
 // TestBrowserCodeTravelsInTheExport: code written on /code and run there
@@ -79,8 +79,8 @@ func TestBrowserCodeTravelsInTheExport(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(exported, fmt.Sprintf(`"version": %d`, stream.ExportVersion)) || !strings.Contains(exported, `"code": {`) {
-		t.Fatalf("the export is not version %d with code:\n%.300s", stream.ExportVersion, exported)
+	if !strings.Contains(exported, fmt.Sprintf(`"version": %d`, trace.ExportVersion)) || !strings.Contains(exported, `"code": {`) {
+		t.Fatalf("the export is not version %d with code:\n%.300s", trace.ExportVersion, exported)
 	}
 	file := filepath.Join(t.TempDir(), "timeline.json")
 	if err := os.WriteFile(file, []byte(exported), 0o644); err != nil {

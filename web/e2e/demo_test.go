@@ -16,9 +16,9 @@ import (
 	"github.com/chromedp/chromedp/kb"
 
 	"github.com/oplab-dev/oplab/controller"
+	"github.com/oplab-dev/oplab/controller/trace"
 	"github.com/oplab-dev/oplab/web/demo"
 	"github.com/oplab-dev/oplab/web/lab"
-	"github.com/oplab-dev/oplab/web/stream"
 )
 
 // These tests play the scripted demos (web/demo) through the instructor
@@ -30,8 +30,8 @@ import (
 func (e *testEnv) nsTrace(ns string) []controller.Step {
 	var out []controller.Step
 	for _, raw := range e.recorder.Export(ns).Messages {
-		var m stream.Message
-		if err := json.Unmarshal(raw, &m); err != nil || m.Type == stream.TypeState {
+		var m trace.Message
+		if err := json.Unmarshal(raw, &m); err != nil || m.Type == trace.TypeState {
 			continue
 		}
 		out = append(out, m.Step)
@@ -210,7 +210,7 @@ func TestDemoWalkThroughPlaysToTheEnd(t *testing.T) {
 	if _, err := e.recorder.Export(ns).WriteTo(&buf); err != nil {
 		t.Fatal(err)
 	}
-	back, err := stream.ReadExport(&buf, 0)
+	back, err := trace.ReadExport(&buf, 0)
 	if err != nil {
 		t.Fatalf("the narrated export does not read back: %v", err)
 	}

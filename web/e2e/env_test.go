@@ -28,13 +28,14 @@ import (
 	"github.com/oplab-dev/oplab/cluster/clustertest"
 	"github.com/oplab-dev/oplab/cmd/oplab/app"
 	"github.com/oplab-dev/oplab/controller"
+	"github.com/oplab-dev/oplab/controller/labns"
 	"github.com/oplab-dev/oplab/controller/sandbox"
+	"github.com/oplab-dev/oplab/controller/trace"
 	"github.com/oplab-dev/oplab/web"
 	"github.com/oplab-dev/oplab/web/demo"
 	"github.com/oplab-dev/oplab/web/internal/browsertest"
 	"github.com/oplab-dev/oplab/web/kubectl"
 	"github.com/oplab-dev/oplab/web/lab"
-	"github.com/oplab-dev/oplab/web/labns"
 	"github.com/oplab-dev/oplab/web/learn"
 	"github.com/oplab-dev/oplab/web/stream"
 )
@@ -68,7 +69,7 @@ const resetWait = 30 * time.Second
 type testEnv struct {
 	cluster  *cluster.Cluster
 	runner   *controller.Runner
-	recorder *stream.Recorder
+	recorder *trace.Recorder
 	app      *app.Web
 	server   *web.Server
 	http     *httptest.Server
@@ -84,8 +85,8 @@ type testEnv struct {
 
 // newStream starts a recorder and the hub streaming it, as cmd/oplab does,
 // until ctx ends.
-func newStream(ctx context.Context) (*stream.Recorder, *stream.Hub) {
-	rec := stream.NewRecorder(stream.RecorderOptions{Card: lab.NewFragments().Redraw})
+func newStream(ctx context.Context) (*trace.Recorder, *stream.Hub) {
+	rec := trace.NewRecorder(trace.RecorderOptions{Card: lab.NewFragments().Redraw})
 	hub := stream.NewHub(rec, stream.HubOptions{})
 	go rec.Run(ctx)
 	go hub.Run(ctx)
@@ -100,11 +101,11 @@ func newStream(ctx context.Context) (*stream.Recorder, *stream.Hub) {
 // streams to, as each oplab instance on a shared cluster has its own.
 type sinks struct {
 	mu      sync.Mutex
-	shared  *stream.Recorder
-	classes map[string]*stream.Recorder // by namespace prefix
+	shared  *trace.Recorder
+	classes map[string]*trace.Recorder // by namespace prefix
 }
 
-func (s *sinks) add(prefix string, rec *stream.Recorder) {
+func (s *sinks) add(prefix string, rec *trace.Recorder) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.classes[prefix] = rec
@@ -117,11 +118,11 @@ func (s *sinks) remove(prefix string) {
 }
 
 // of is the recorders of namespace ns.
-func (s *sinks) of(ns string) []*stream.Recorder {
+func (s *sinks) of(ns string) []*trace.Recorder {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if ns == "" {
-		all := []*stream.Recorder{s.shared}
+		all := []*trace.Recorder{s.shared}
 		for _, rec := range s.classes {
 			all = append(all, rec)
 		}
@@ -129,10 +130,10 @@ func (s *sinks) of(ns string) []*stream.Recorder {
 	}
 	for prefix, rec := range s.classes {
 		if strings.HasPrefix(ns, prefix) {
-			return []*stream.Recorder{rec}
+			return []*trace.Recorder{rec}
 		}
 	}
-	return []*stream.Recorder{s.shared}
+	return []*trace.Recorder{s.shared}
 }
 
 func (s *sinks) Emit(step controller.Step) {
@@ -226,7 +227,7 @@ func startEnv() (_ *testEnv, err error) {
 	}
 	var hub *stream.Hub
 	e.recorder, hub = newStream(ctx)
-	e.sinks = &sinks{shared: e.recorder, classes: map[string]*stream.Recorder{}}
+	e.sinks = &sinks{shared: e.recorder, classes: map[string]*trace.Recorder{}}
 	opts := controller.DefaultOptions()
 	opts.Sink, opts.ResyncPeriod = e.sinks, 10*time.Second
 	e.runner = controller.NewRunner(e.cluster.Config(), opts)

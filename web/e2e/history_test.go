@@ -9,15 +9,15 @@ import (
 	"testing"
 
 	"github.com/oplab-dev/oplab/controller"
+	"github.com/oplab-dev/oplab/controller/trace"
 	"github.com/oplab-dev/oplab/web/lab"
-	"github.com/oplab-dev/oplab/web/stream"
 )
 
 // eventSeq is the seq of the first event step in ns's export about a kind
 // and name whose generation is gen.
 func (e *testEnv) eventSeq(ns, kind, name string, gen int64) uint64 {
 	for _, raw := range e.recorder.Export(ns).Messages {
-		var m stream.Message
+		var m trace.Message
 		if json.Unmarshal(raw, &m) != nil {
 			continue
 		}
@@ -32,7 +32,7 @@ func (e *testEnv) eventSeq(ns, kind, name string, gen int64) uint64 {
 // seq.
 func (e *testEnv) resultAfter(ns string, seq uint64) bool {
 	for _, raw := range e.recorder.Export(ns).Messages {
-		var m stream.Message
+		var m trace.Message
 		if json.Unmarshal(raw, &m) == nil && m.Type == controller.StepResult && m.Seq > seq {
 			return true
 		}

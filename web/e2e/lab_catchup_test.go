@@ -8,7 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/oplab-dev/oplab/controller/api/v1alpha1"
-	"github.com/oplab-dev/oplab/web/stream"
+	"github.com/oplab-dev/oplab/controller/trace"
 )
 
 // A reloaded lab shows the cards as they are: the stream's catch-up replays
@@ -52,7 +52,7 @@ func TestBrowserReloadDrawsNoPastStateOnTheCards(t *testing.T) {
 // lastRowSeq is the seq of the export's last message that the timeline
 // draws as a row's step (an event, or a step of a reconcile), which the
 // row then carries (data-seq). A state's seq is on no row.
-func lastRowSeq(t *testing.T, e stream.Export) uint64 {
+func lastRowSeq(t *testing.T, e trace.Export) uint64 {
 	t.Helper()
 	var last uint64
 	for _, raw := range e.Messages {

@@ -27,12 +27,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/oplab-dev/oplab/controller"
+	"github.com/oplab-dev/oplab/controller/labns"
+	"github.com/oplab-dev/oplab/controller/trace"
 	"github.com/oplab-dev/oplab/web/internal/browsertest"
 	"github.com/oplab-dev/oplab/web/lab"
 	"github.com/oplab-dev/oplab/web/lab/dbview"
-	"github.com/oplab-dev/oplab/web/labns"
 	"github.com/oplab-dev/oplab/web/session"
-	"github.com/oplab-dev/oplab/web/stream"
 )
 
 // postForm sends a form as lab/forms.js does (asking for JSON) and decodes the answer.
@@ -51,7 +51,7 @@ func (e *testEnv) latestState(ns, name string) (dbview.Database, bool) {
 	var d dbview.Database
 	found := false
 	for _, raw := range e.recorder.Export(ns).Messages {
-		var m stream.Message
+		var m trace.Message
 		if err := json.Unmarshal(raw, &m); err != nil {
 			continue
 		}

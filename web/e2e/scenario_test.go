@@ -20,8 +20,8 @@ import (
 
 	"github.com/oplab-dev/oplab/controller"
 	"github.com/oplab-dev/oplab/controller/api/v1alpha1"
+	"github.com/oplab-dev/oplab/controller/trace"
 	"github.com/oplab-dev/oplab/web/lab"
-	"github.com/oplab-dev/oplab/web/stream"
 )
 
 // These tests run each scenario of lab.Scenarios on the real cluster, as a
@@ -33,8 +33,8 @@ import (
 func (e *testEnv) trace(ns, db string) []controller.Step {
 	var out []controller.Step
 	for _, raw := range e.recorder.Export(ns).Messages {
-		var m stream.Message
-		if err := json.Unmarshal(raw, &m); err != nil || m.Type == stream.TypeState {
+		var m trace.Message
+		if err := json.Unmarshal(raw, &m); err != nil || m.Type == trace.TypeState {
 			continue
 		}
 		if m.Database == db || (m.Object.Kind == "Database" && m.Object.Name == db) {

@@ -17,8 +17,8 @@ import (
 
 	"github.com/oplab-dev/oplab/controller"
 	"github.com/oplab-dev/oplab/controller/api/v1alpha1"
+	"github.com/oplab-dev/oplab/controller/trace"
 	"github.com/oplab-dev/oplab/web/challenges"
-	"github.com/oplab-dev/oplab/web/stream"
 )
 
 // The status-storm challenge asks which Database thrashes, to be told from
@@ -59,7 +59,7 @@ func cardReveals(html string) string {
 
 // messageReveals says what in one stream message names a hidden pitfall.
 func messageReveals(raw []byte) string {
-	var m stream.Message
+	var m trace.Message
 	if err := json.Unmarshal(raw, &m); err != nil {
 		return "not a message: " + err.Error()
 	}
@@ -178,7 +178,7 @@ func TestStatusStormStartNamesNoPitfall(t *testing.T) {
 	eventually(t, "three status writes of the thrasher "+thrasher, func() (bool, error) {
 		n := 0
 		for _, raw := range e.recorder.Export(ns).Messages {
-			var m stream.Message
+			var m trace.Message
 			if json.Unmarshal(raw, &m) == nil && m.Type == controller.StepStatus && m.Database == thrasher && !m.Skipped {
 				n++
 			}
@@ -208,7 +208,7 @@ func TestStatusStormStartNamesNoPitfall(t *testing.T) {
 	if cards < len(pitfalls) {
 		t.Errorf("the stream's catch-up has %d states with a card, want one at least per Database (%d)", cards, len(pitfalls))
 	}
-	var export stream.Export
+	var export trace.Export
 	if err := json.Unmarshal([]byte(getBody(t, c, e.http.URL+"/lab/export")), &export); err != nil || len(export.Messages) == 0 {
 		t.Fatalf("the export: %v, %d messages", err, len(export.Messages))
 	}
@@ -217,8 +217,8 @@ func TestStatusStormStartNamesNoPitfall(t *testing.T) {
 		if why := messageReveals(raw); why != "" {
 			t.Errorf("the export: %s", why)
 		}
-		var m stream.Message
-		if json.Unmarshal(raw, &m) == nil && m.Type == stream.TypeState && m.Object.Kind == "Database" && len(m.State) > 0 && string(m.State) != "null" {
+		var m trace.Message
+		if json.Unmarshal(raw, &m) == nil && m.Type == trace.TypeState && m.Object.Kind == "Database" && len(m.State) > 0 && string(m.State) != "null" {
 			states++
 		}
 	}
@@ -260,7 +260,7 @@ func TestVisiblePitfallIsNamed(t *testing.T) {
 	}
 	eventually(t, "a status write of loud naming its pitfall", func() (bool, error) {
 		for _, raw := range e.recorder.Export(ns).Messages {
-			var m stream.Message
+			var m trace.Message
 			if json.Unmarshal(raw, &m) == nil && m.Type == controller.StepStatus && m.Database == "loud" && m.Pitfall == controller.PitfallStatusThrash {
 				return true, nil
 			}
@@ -335,7 +335,7 @@ func TestAFinishedChallengeLeavesNothingRetrying(t *testing.T) {
 	eventually(t, "three status writes of the thrasher "+thrasher, func() (bool, error) {
 		n := 0
 		for _, raw := range e.recorder.Export(ns).Messages {
-			var m stream.Message
+			var m trace.Message
 			if json.Unmarshal(raw, &m) == nil && m.Type == controller.StepStatus && m.Database == thrasher && !m.Skipped {
 				n++
 			}

@@ -21,7 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/oplab-dev/oplab/controller/api/v1alpha1"
-	"github.com/oplab-dev/oplab/web/stream"
+	"github.com/oplab-dev/oplab/controller/trace"
 )
 
 // BenchmarkLearnerTimeline4096 is what oplab keeps of one learner's
@@ -43,7 +43,7 @@ func BenchmarkLearnerTimeline4096(b *testing.B) {
 		ctx := context.Background()
 		rounds := 0
 		began := time.Now()
-		for e.recorder.Size(ns).Messages < stream.DefaultRingSize && time.Since(began) < 10*time.Minute {
+		for e.recorder.Size(ns).Messages < trace.DefaultRingSize && time.Since(began) < 10*time.Minute {
 			learnerRound(b, e, ctx, ns, rounds)
 			rounds++
 		}
@@ -155,7 +155,7 @@ func (s *stateBytes) watch(b *testing.B, e *testEnv, c *http.Client) (stop func(
 					Type   string          `json:"type"`
 					Object json.RawMessage `json:"object"`
 				}
-				if json.Unmarshal(m, &head) == nil && head.Type == string(stream.TypeState) {
+				if json.Unmarshal(m, &head) == nil && head.Type == string(trace.TypeState) {
 					s.mu.Lock()
 					s.n += len(m)
 					s.mu.Unlock()
@@ -187,7 +187,7 @@ func BenchmarkLabLoadWithAFullRing(b *testing.B) {
 	}
 	began := time.Now()
 	rounds := 0
-	for e.recorder.Size(ns).Messages < stream.DefaultRingSize && time.Since(began) < 10*time.Minute {
+	for e.recorder.Size(ns).Messages < trace.DefaultRingSize && time.Since(began) < 10*time.Minute {
 		learnerRound(b, e, context.Background(), ns, rounds)
 		rounds++
 	}

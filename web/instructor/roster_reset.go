@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/oplab-dev/oplab/controller/api/v1alpha1"
+	"github.com/oplab-dev/oplab/controller/labns"
 	"github.com/oplab-dev/oplab/web/httpx"
 	"github.com/oplab-dev/oplab/web/lab/dbview"
 	"github.com/oplab-dev/oplab/web/session"
@@ -229,12 +230,6 @@ func databases(n int) string {
 	return strconv.Itoa(n) + " Databases"
 }
 
-// Patcher patches an object in the cluster (a controller-runtime client);
-// the roster's Deleter is one when it can remove finalizers.
-type Patcher interface {
-	Patch(ctx context.Context, obj client.Object, patch client.Patch, opts ...client.PatchOption) error
-}
-
 // unblock is the way out of a Reset that failed because finalizers oplab
 // does not own (a learner's evil.example/never) or cannot run (a stopped
 // controller) hold the Databases: it deletes every Database left, removes
@@ -244,7 +239,9 @@ type Patcher interface {
 func (h *Handler) unblock(w http.ResponseWriter, r *http.Request) {
 	ro := h.opts.Roster
 	ns := r.PathValue("namespace")
-	p, ok := ro.Deleter.(Patcher)
+	// The roster's Deleter removes finalizers when it can patch too (a
+	// controller-runtime client).
+	p, ok := ro.Deleter.(labns.Patcher)
 	if ro.States == nil || !ok {
 		h.refuseReset(w, r, http.StatusNotImplemented, "removing finalizers is not available: this oplab has no cluster client for the roster")
 		return
@@ -282,13 +279,12 @@ func (h *Handler) unblock(w http.ResponseWriter, r *http.Request) {
 // clearDatabases deletes every Database of ns, removes all their
 // finalizers and waits, as a reset does, until they are gone. Each
 // Database it removes is passed to removed.
-func (h *Handler) clearDatabases(ctx context.Context, ns string, p Patcher, report func(total int, left []string), removed func(dbview.Database)) (int, error) {
+func (h *Handler) clearDatabases(ctx context.Context, ns string, p labns.Patcher, report func(total int, left []string), removed func(dbview.Database)) (int, error) {
 	return h.removeDatabases(ctx, ns, report, func(ctx context.Context, d dbview.Database) error {
 		removed(d)
-		patch := fmt.Appendf(nil, `{"metadata":{"uid":%q,"finalizers":null}}`, d.UID)
-		db := &v1alpha1.Database{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: d.Name}}
-		if err := p.Patch(ctx, db, client.RawPatch(types.MergePatchType, patch)); err != nil && !apierrors.IsNotFound(err) {
-			return fmt.Errorf("could not remove the finalizers of Database %s: %w", d.Name, err)
+		db := &v1alpha1.Database{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: d.Name, UID: types.UID(d.UID)}}
+		if _, err := labns.RemoveFinalizers(ctx, p, db); err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("could not %w", err)
 		}
 		return nil
 	})

@@ -1,3 +1,7 @@
+// Package kubeconfig serves a learner's own kubeconfig for download
+// (GET /lab/kubeconfig, behind the session cookie) and names the file and
+// the kubectl line the pages show. What the kubeconfig grants, and the
+// ServiceAccount it is minted for, are controller/labns's (Issuer).
 package kubeconfig
 
 import (
@@ -9,6 +13,7 @@ import (
 
 	"github.com/go-logr/logr"
 
+	"github.com/oplab-dev/oplab/controller/labns"
 	"github.com/oplab-dev/oplab/controller/permission"
 	"github.com/oplab-dev/oplab/web/httpx"
 	"github.com/oplab-dev/oplab/web/session"
@@ -22,9 +27,9 @@ type Sessions interface {
 	Access(r *http.Request) (session.Access, error)
 }
 
-// Minter mints a learner's kubeconfig (Issuer is the real one).
+// Minter mints a learner's kubeconfig (labns.Issuer is the real one).
 type Minter interface {
-	Issue(ctx context.Context, ns string, until time.Time) (Credentials, error)
+	Issue(ctx context.Context, ns string, until time.Time) (labns.Credentials, error)
 }
 
 // Handler serves GET /lab/kubeconfig behind the session cookie.

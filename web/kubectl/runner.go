@@ -19,13 +19,14 @@ import (
 
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/oplab-dev/oplab/controller/labns"
 	"github.com/oplab-dev/oplab/web/kubeconfig"
 )
 
-// Cluster is how oplab itself reaches the API server (kubeconfig.ClusterOf
+// Cluster is how oplab itself reaches the API server (labns.ClusterOf
 // with no --kubeconfig-server): the kubeconfig the learner downloads names
 // the address they reach it by, which oplab, in a Pod, may not.
-type Cluster = kubeconfig.Cluster
+type Cluster = labns.Cluster
 
 // The terminal's bounds, for each learner: one command at a time, each
 // stopped after Timeout or once it has printed MaxOutput.
@@ -60,7 +61,7 @@ type Runner struct {
 	// keys keeps each namespace's kubeconfig while its token lasts, so a
 	// command costs no TokenRequest.
 	mu   sync.Mutex
-	keys map[string]kubeconfig.Credentials
+	keys map[string]labns.Credentials
 }
 
 // ErrBusy refuses a second command while the learner's first runs.
@@ -237,7 +238,7 @@ func (r *Runner) kubeconfig(ctx context.Context, ns string, until time.Time) ([]
 		}
 		r.mu.Lock()
 		if r.keys == nil {
-			r.keys = map[string]kubeconfig.Credentials{}
+			r.keys = map[string]labns.Credentials{}
 		}
 		r.keys[ns] = kc
 		r.mu.Unlock()

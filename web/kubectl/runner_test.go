@@ -17,7 +17,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
-	"github.com/oplab-dev/oplab/web/kubeconfig"
+	"github.com/oplab-dev/oplab/controller/labns"
 )
 
 // runFake is a stand-in child, for the Runner's bounds: it reads its
@@ -58,7 +58,7 @@ type fakeMinter struct {
 	mints int
 }
 
-func (m *fakeMinter) Issue(_ context.Context, ns string, until time.Time) (kubeconfig.Credentials, error) {
+func (m *fakeMinter) Issue(_ context.Context, ns string, until time.Time) (labns.Credentials, error) {
 	m.mu.Lock()
 	m.mints++
 	m.mu.Unlock()
@@ -68,7 +68,7 @@ func (m *fakeMinter) Issue(_ context.Context, ns string, until time.Time) (kubec
 	cfg.Contexts["x"] = &clientcmdapi.Context{Cluster: "c", AuthInfo: "u", Namespace: ns}
 	cfg.CurrentContext = "x"
 	data, err := clientcmd.Write(*cfg)
-	return kubeconfig.Credentials{Kubeconfig: data, Expires: until}, err
+	return labns.Credentials{Kubeconfig: data, Expires: until}, err
 }
 
 func fakeRunner(what string) (*Runner, *fakeMinter) {

@@ -7,8 +7,8 @@ import (
 	"strings"
 
 	"github.com/oplab-dev/oplab/controller"
+	"github.com/oplab-dev/oplab/controller/labns"
 	"github.com/oplab-dev/oplab/web/lab/dbview"
-	"github.com/oplab-dev/oplab/web/labns"
 )
 
 // create is the one path by which the lab creates a Database: the form and

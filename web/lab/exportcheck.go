@@ -1,5 +1,5 @@
 // The checks an uploaded export passes before the replay page is built:
-// the rules of stream.ReadExport, read as the file arrives, one message at
+// the rules of trace.ReadExport, read as the file arrives, one message at
 // a time, within the limits of replay.go.
 
 package lab
@@ -11,7 +11,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/oplab-dev/oplab/web/stream"
+	"github.com/oplab-dev/oplab/controller/trace"
 )
 
 // exportKeys are the keys of an export that mean something.
@@ -22,12 +22,12 @@ type exportSummary struct {
 	namespace string
 	messages  int
 	// code is the learner's own code, when the export has some.
-	code *stream.Code
+	code *trace.Code
 	// history is the export's object history (version 3 on), checked.
-	history *stream.ExportHistory
+	history *trace.ExportHistory
 }
 
-// checkExport checks an export with the rules of stream.ReadExport, message
+// checkExport checks an export with the rules of trace.ReadExport, message
 // by message, and refuses anything after its JSON. An export whose
 // namespace comes after its messages, or is missing (never one oplab
 // wrote), is checked again from the spool, once the namespace is known.
@@ -119,7 +119,7 @@ func scanExport(r io.Reader, namespace *string) (sum exportSummary, late bool, e
 	if _, err := dec.Token(); err != nil { // the closing brace
 		return fail("decoding json: %w", err)
 	}
-	if err := stream.CheckVersion(version, sum.code != nil, sum.history != nil); err != nil {
+	if err := trace.CheckVersion(version, sum.code != nil, sum.history != nil); err != nil {
 		return fail("%w", err)
 	}
 	if tok, err := dec.Token(); err != io.EOF {
@@ -133,13 +133,13 @@ func scanExport(r io.Reader, namespace *string) (sum exportSummary, late bool, e
 }
 
 // scanHistory decodes an export's history one object at a time, each
-// strictly and within maxMessageBytes, and checks it (stream.CheckHistory's
+// strictly and within maxMessageBytes, and checks it (trace.CheckHistory's
 // rules). Its errors name the field.
-func scanHistory(dec *json.Decoder) (*stream.ExportHistory, error) {
+func scanHistory(dec *json.Decoder) (*trace.ExportHistory, error) {
 	if err := expectDelim(dec, '{'); err != nil {
 		return nil, fmt.Errorf("history: %w", err)
 	}
-	h := &stream.ExportHistory{Objects: []stream.HistoryObject{}}
+	h := &trace.ExportHistory{Objects: []trace.HistoryObject{}}
 	seen := map[string]bool{}
 	size := 0
 	for dec.More() {
@@ -182,8 +182,8 @@ func scanHistory(dec *json.Decoder) (*stream.ExportHistory, error) {
 			if size += len(raw); size > maxReplayHistoryBytes {
 				return nil, fmt.Errorf("history.objects[%d]: the history is over %d MiB, more than a replay keeps", i, maxReplayHistoryBytes>>20)
 			}
-			var o stream.HistoryObject
-			if err := stream.DecodeStrict(raw, &o); err != nil {
+			var o trace.HistoryObject
+			if err := trace.DecodeStrict(raw, &o); err != nil {
 				// DecodeStrict's errors start with the field inside
 				// the object, when they name one.
 				sep := "."
@@ -192,7 +192,7 @@ func scanHistory(dec *json.Decoder) (*stream.ExportHistory, error) {
 				}
 				return nil, fmt.Errorf("history.objects[%d]%s%w", i, sep, err)
 			}
-			if err := stream.CheckHistoryObject(o); err != nil {
+			if err := trace.CheckHistoryObject(o); err != nil {
 				return nil, fmt.Errorf("history.objects[%d].%w", i, err)
 			}
 			h.Objects = append(h.Objects, o)
@@ -204,15 +204,15 @@ func scanHistory(dec *json.Decoder) (*stream.ExportHistory, error) {
 	if _, err := dec.Token(); err != nil {
 		return nil, fmt.Errorf("history: %w", err)
 	}
-	if err := stream.CheckHistory(*h); err != nil {
+	if err := trace.CheckHistory(*h); err != nil {
 		return nil, err
 	}
 	return h, nil
 }
 
 // scanCode decodes an export's code strictly, as the page will show it,
-// and checks it (stream.CheckCode). Its errors name the field.
-func scanCode(dec *json.Decoder) (*stream.Code, error) {
+// and checks it (trace.CheckCode). Its errors name the field.
+func scanCode(dec *json.Decoder) (*trace.Code, error) {
 	var raw json.RawMessage
 	start := dec.InputOffset()
 	if err := dec.Decode(&raw); err != nil {
@@ -221,11 +221,11 @@ func scanCode(dec *json.Decoder) (*stream.Code, error) {
 	if dec.InputOffset()-start > maxMessageBytes {
 		return nil, fmt.Errorf("code: %w", errValueTooLarge)
 	}
-	var c stream.Code
-	if err := stream.DecodeStrict(raw, &c); err != nil {
+	var c trace.Code
+	if err := trace.DecodeStrict(raw, &c); err != nil {
 		return nil, fmt.Errorf("code: %w", err)
 	}
-	if err := stream.CheckCode(c); err != nil {
+	if err := trace.CheckCode(c); err != nil {
 		return nil, err
 	}
 	return &c, nil
@@ -264,7 +264,7 @@ func scanMessages(dec *json.Decoder, ns string, anyNamespace bool) (int, error) 
 		if anyNamespace {
 			want = nil
 		}
-		seq, err := stream.CheckMessage(raw, want, prev)
+		seq, err := trace.CheckMessage(raw, want, prev)
 		if err != nil {
 			return n, fmt.Errorf("messages[%d]: %w", n, err)
 		}

@@ -9,8 +9,8 @@ import (
 	"github.com/a-h/templ"
 
 	"github.com/oplab-dev/oplab/controller"
+	"github.com/oplab-dev/oplab/controller/trace"
 	"github.com/oplab-dev/oplab/web/lab/dbview"
-	"github.com/oplab-dev/oplab/web/stream"
 )
 
 // Fragments renders the view models the state watcher publishes as the HTML
@@ -51,18 +51,18 @@ func renderString(c templ.Component) (string, error) {
 // ReplayMessage renders one encoded message's state again as the replay
 // shows it: read-only cards, without forms. An export written before states
 // carried their HTML replays the same way. The message is decoded strictly
-// (stream.DecodeStrict) and encoded again from what was decoded, so the
+// (trace.DecodeStrict) and encoded again from what was decoded, so the
 // page gets exactly the fields that were checked, and a card's HTML only
 // ever comes from this renderer, never from the file. An error begins with
 // the message's seq, for the caller to place.
 func ReplayMessage(raw json.RawMessage) (json.RawMessage, error) {
-	var m stream.Message
-	if err := stream.DecodeStrict(raw, &m); err != nil {
+	var m trace.Message
+	if err := trace.DecodeStrict(raw, &m); err != nil {
 		return nil, fmt.Errorf(": %w", err)
 	}
 	if len(m.State) > 0 && string(m.State) != "null" {
-		if m.Type != stream.TypeState {
-			return nil, fmt.Errorf(" (seq %d): state: only a message of type %q carries one", m.Seq, stream.TypeState)
+		if m.Type != trace.TypeState {
+			return nil, fmt.Errorf(" (seq %d): state: only a message of type %q carries one", m.Seq, trace.TypeState)
 		}
 		st, err := Fragments{Card: Card{ReadOnly: true}}.rerender(m.Object.Kind, m.State)
 		if err != nil {
@@ -78,7 +78,7 @@ func ReplayMessage(raw json.RawMessage) (json.RawMessage, error) {
 }
 
 // Redraw draws a live state's card again from its view model, for the
-// stream's catch-ups (stream.RecorderOptions.Card): the ring keeps no HTML.
+// stream's catch-ups (trace.RecorderOptions.Card): the ring keeps no HTML.
 // Only Databases and kept snapshots have cards; any other state is sent as
 // it was published.
 func (f Fragments) Redraw(kind string, view json.RawMessage) (json.RawMessage, error) {
@@ -95,7 +95,7 @@ func (f Fragments) rerender(kind string, raw json.RawMessage) (json.RawMessage, 
 	switch kind {
 	case "Database":
 		var d dbview.PublishedDatabase
-		if err := stream.DecodeStrict(raw, &d); err != nil {
+		if err := trace.DecodeStrict(raw, &d); err != nil {
 			return nil, fmt.Errorf("state: not a Database view: %w", err)
 		}
 		html, err := f.RenderDatabase(d.Database)
@@ -105,7 +105,7 @@ func (f Fragments) rerender(kind string, raw json.RawMessage) (json.RawMessage, 
 		return json.Marshal(dbview.PublishedDatabase{Database: d.Database, HTML: html})
 	case "ConfigMap":
 		var s dbview.PublishedSnapshot
-		if err := stream.DecodeStrict(raw, &s); err != nil {
+		if err := trace.DecodeStrict(raw, &s); err != nil {
 			return nil, fmt.Errorf("state: not a snapshot view: %w", err)
 		}
 		html, err := f.RenderSnapshot(s.Snapshot)

@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/oplab-dev/oplab/controller/trace"
 	"github.com/oplab-dev/oplab/web/lab/dbview"
-	"github.com/oplab-dev/oplab/web/stream"
 )
 
 func shopView() dbview.Database {
@@ -61,15 +61,15 @@ func TestReplayMessageIsReadOnly(t *testing.T) {
 	view, _ := json.Marshal(shopView()) // an export without html, as older ones are
 	snap, _ := json.Marshal(dbview.Snapshot{Name: "shop-final-snapshot", Database: "shop", Generation: 2})
 	now := time.Now()
-	msgs := []stream.Message{{State: view}, {State: snap}, {}}
-	msgs[0].Seq, msgs[0].Time, msgs[0].Type = 1, now, stream.TypeState
+	msgs := []trace.Message{{State: view}, {State: snap}, {}}
+	msgs[0].Seq, msgs[0].Time, msgs[0].Type = 1, now, trace.TypeState
 	msgs[0].Object.Kind, msgs[0].Object.Name = "Database", "shop"
-	msgs[1].Seq, msgs[1].Time, msgs[1].Type = 2, now, stream.TypeState
+	msgs[1].Seq, msgs[1].Time, msgs[1].Type = 2, now, trace.TypeState
 	msgs[1].Object.Kind, msgs[1].Object.Name = "ConfigMap", "shop-final-snapshot"
-	msgs[2].Seq, msgs[2].Time, msgs[2].Type = 3, now, stream.TypeState // a deletion: no state
+	msgs[2].Seq, msgs[2].Time, msgs[2].Type = 3, now, trace.TypeState // a deletion: no state
 	msgs[2].Object.Kind, msgs[2].Object.Name = "Database", "gone"
-	encode := func() stream.Export {
-		e := stream.Export{Version: stream.ExportVersion, Namespace: "lab-x"}
+	encode := func() trace.Export {
+		e := trace.Export{Version: trace.ExportVersion, Namespace: "lab-x"}
 		for _, m := range msgs {
 			b, err := json.Marshal(m)
 			if err != nil {
@@ -80,8 +80,8 @@ func TestReplayMessageIsReadOnly(t *testing.T) {
 		return e
 	}
 	e := encode()
-	decode := func(raw json.RawMessage) stream.Message {
-		var m stream.Message
+	decode := func(raw json.RawMessage) trace.Message {
+		var m trace.Message
 		if err := json.Unmarshal(raw, &m); err != nil {
 			t.Fatal(err)
 		}

@@ -11,7 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/oplab-dev/oplab/controller"
-	"github.com/oplab-dev/oplab/web/stream"
+	"github.com/oplab-dev/oplab/controller/trace"
 )
 
 // FuzzFormValidation feeds form bodies to the create and edit validators:
@@ -88,7 +88,7 @@ func checkFieldError(t *testing.T, err error, fields []string) {
 }
 
 // FuzzReplay feeds uploads to the replay's checker: it never panics, what
-// it accepts stream.ReadExport accepts too, with the same namespace and
+// it accepts trace.ReadExport accepts too, with the same namespace and
 // message count, and the page it makes carries the file as the same JSON
 // with nothing that could end the script element.
 //
@@ -116,7 +116,7 @@ func FuzzReplay(f *testing.F) {
 		if err != nil {
 			return
 		}
-		e, err := stream.ReadExport(bytes.NewReader(file), maxExportBytes)
+		e, err := trace.ReadExport(bytes.NewReader(file), maxExportBytes)
 		if err != nil {
 			t.Fatalf("replay accepted what ReadExport refuses (%v):\n%q", err, file)
 		}
@@ -131,7 +131,7 @@ func FuzzReplay(f *testing.F) {
 		if strings.ContainsAny(data, "<>&") {
 			t.Errorf("script data holds markup characters: %q", data)
 		}
-		again, err := stream.ReadExport(strings.NewReader(data), 0)
+		again, err := trace.ReadExport(strings.NewReader(data), 0)
 		if err != nil || again.Namespace != e.Namespace || len(again.Messages) != len(e.Messages) {
 			t.Errorf("the page's data reads back as %q, %d messages, %v; want the file's", again.Namespace, len(again.Messages), err)
 		}

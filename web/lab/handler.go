@@ -15,10 +15,10 @@ import (
 	"github.com/go-logr/logr"
 
 	"github.com/oplab-dev/oplab/controller"
+	"github.com/oplab-dev/oplab/controller/trace"
 	"github.com/oplab-dev/oplab/web/lab/dbview"
 	"github.com/oplab-dev/oplab/web/progress"
 	"github.com/oplab-dev/oplab/web/session"
-	"github.com/oplab-dev/oplab/web/stream"
 )
 
 // Sessions resolves the caller's lab namespace and carries flash messages.
@@ -52,14 +52,14 @@ type Controller interface {
 
 // Exporter exports a namespace's recorded timeline.
 type Exporter interface {
-	Export(namespace string) stream.Export
+	Export(namespace string) trace.Export
 }
 
 // LearnerCode is the code page's copy of a learner's own reconciler
 // (web/code), which the export carries and a replay can load back.
 type LearnerCode interface {
 	// CodeOf returns ns's code, nil when the learner wrote none.
-	CodeOf(ns string) *stream.Code
+	CodeOf(ns string) *trace.Code
 	// ImportPath is where a form posts a source (field "source") to load
 	// it into the learner's editor.
 	ImportPath() string

@@ -22,10 +22,10 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/oplab-dev/oplab/controller"
+	"github.com/oplab-dev/oplab/controller/labns"
+	"github.com/oplab-dev/oplab/controller/trace"
 	"github.com/oplab-dev/oplab/web/lab/dbview"
-	"github.com/oplab-dev/oplab/web/labns"
 	"github.com/oplab-dev/oplab/web/session"
-	"github.com/oplab-dev/oplab/web/stream"
 )
 
 // recordingStore stands in for the cluster in handler tests: these tests
@@ -135,8 +135,8 @@ func (c *fakeController) HandedOver(string) bool { return false }
 
 type fakeExporter struct{}
 
-func (fakeExporter) Export(ns string) stream.Export {
-	return stream.Export{Version: stream.ExportVersion, Namespace: ns, ExportedAt: time.Unix(0, 0).UTC(), Messages: []json.RawMessage{}}
+func (fakeExporter) Export(ns string) trace.Export {
+	return trace.Export{Version: trace.ExportVersion, Namespace: ns, ExportedAt: time.Unix(0, 0).UTC(), Messages: []json.RawMessage{}}
 }
 
 type harness struct {

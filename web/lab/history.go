@@ -10,15 +10,15 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/oplab-dev/oplab/controller/trace"
 	"github.com/oplab-dev/oplab/web/httpx"
-	"github.com/oplab-dev/oplab/web/stream"
 )
 
 // History is the recorder's time travel: a namespace's objects as the
 // controller's watches had delivered them when a given message was
-// recorded (stream.Recorder).
+// recorded (trace.Recorder).
 type History interface {
-	HistoryAt(namespace string, seq uint64) (stream.HistoryView, error)
+	HistoryAt(namespace string, seq uint64) (trace.HistoryView, error)
 }
 
 // Change is one field that differs between two versions of an object, as
@@ -130,7 +130,7 @@ func (h *Handler) serveTravelDiff(w http.ResponseWriter, r *http.Request, hist H
 		return
 	}
 	a, err := hist.HistoryAt(ns, from)
-	var b stream.HistoryView
+	var b trace.HistoryView
 	if err == nil {
 		b, err = hist.HistoryAt(ns, to)
 	}
@@ -140,7 +140,7 @@ func (h *Handler) serveTravelDiff(w http.ResponseWriter, r *http.Request, hist H
 		return
 	}
 	out := Travel{From: from, To: to, All: all, Partial: a.Floor >= min(from, to), Objects: []TravelObject{}}
-	before := map[string]stream.ObjectAt{}
+	before := map[string]trace.ObjectAt{}
 	for _, o := range a.Objects {
 		before[o.Ref.Kind+"/"+o.Ref.Name] = o
 	}

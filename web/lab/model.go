@@ -6,9 +6,9 @@ import (
 	"github.com/a-h/templ"
 
 	"github.com/oplab-dev/oplab/controller"
+	"github.com/oplab-dev/oplab/controller/trace"
 	"github.com/oplab-dev/oplab/web/lab/dbview"
 	"github.com/oplab-dev/oplab/web/session"
-	"github.com/oplab-dev/oplab/web/stream"
 )
 
 // CreateForm is the "create a Database" form as typed, with its preview.
@@ -130,7 +130,7 @@ type ReplayPage struct {
 	// Code is the learner's own code the file carries (version 2 on);
 	// ImportPath, when set, is where the page's form loads it into the
 	// editor.
-	Code       *stream.Code
+	Code       *trace.Code
 	ImportPath string
 	// Travel is the id under which the file's history is kept for time
 	// travel (replaytravel.go); empty when the file has none.

@@ -17,8 +17,8 @@ import (
 
 	"github.com/a-h/templ"
 
+	"github.com/oplab-dev/oplab/controller/trace"
 	"github.com/oplab-dev/oplab/web/httpx"
-	"github.com/oplab-dev/oplab/web/stream"
 )
 
 // Limits of a replay. An upload is read as it arrives and spooled to a
@@ -242,7 +242,7 @@ func (h *Handler) replay(w http.ResponseWriter, r *http.Request) {
 func (h *Handler) replayPage(r *http.Request, name string, f io.ReadSeeker, sum exportSummary) (ReplayPage, error) {
 	page := ReplayPage{File: name, Namespace: sum.namespace, Messages: sum.messages, Export: exportScript(f), Code: sum.code}
 	if sum.history != nil {
-		hist, err := stream.NewReplayHistory(sum.namespace, *sum.history)
+		hist, err := trace.NewReplayHistory(sum.namespace, *sum.history)
 		if err != nil {
 			return page, err
 		}
@@ -330,7 +330,7 @@ func isTooLarge(err error) bool {
 
 // maxReplayHistoryBytes bounds the history a replay keeps to travel in:
 // four times what the recorder keeps of a namespace by default.
-const maxReplayHistoryBytes = 4 * stream.DefaultHistoryBytes
+const maxReplayHistoryBytes = 4 * trace.DefaultHistoryBytes
 
 // exportScript renders the checked export, streamed from its spool file,
 // as the script element the replay player reads (what templ.JSONScript

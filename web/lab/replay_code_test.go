@@ -7,14 +7,14 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/oplab-dev/oplab/web/stream"
+	"github.com/oplab-dev/oplab/controller/trace"
 )
 
 // fixedCode is a code page that holds the same code for every namespace.
-type fixedCode struct{ code *stream.Code }
+type fixedCode struct{ code *trace.Code }
 
-func (f fixedCode) CodeOf(string) *stream.Code { return f.code }
-func (fixedCode) ImportPath() string           { return "/code/import" }
+func (f fixedCode) CodeOf(string) *trace.Code { return f.code }
+func (fixedCode) ImportPath() string          { return "/code/import" }
 
 // TestTrace: this code page has run no tests.
 func (fixedCode) TestTrace(string, int) ([]byte, uint64, string, bool) { return nil, 0, "", false }
@@ -23,16 +23,16 @@ func (fixedCode) TestTrace(string, int) ([]byte, uint64, string, bool) { return 
 // code page's code; replayed, the page shows the code that ran and the
 // edited code, escaped, each with a form that loads it into the editor.
 func TestExportCarriesTheLearnersCode(t *testing.T) {
-	code := &stream.Code{Source: "package controller\n// edited </pre><script>alert(1)</script>\n", Ran: "package controller\n// ran & done\n", Running: true}
+	code := &trace.Code{Source: "package controller\n// edited </pre><script>alert(1)</script>\n", Ran: "package controller\n// ran & done\n", Running: true}
 	h := newHarnessOpts(t, Options{Code: fixedCode{code}})
 	w := h.get("/lab/export")
 	exported, _ := io.ReadAll(w.Body)
 	var e struct {
 		Version int
-		Code    *stream.Code
+		Code    *trace.Code
 	}
-	if err := json.Unmarshal(exported, &e); err != nil || e.Version != stream.ExportVersion || e.Code == nil || *e.Code != *code {
-		t.Fatalf("export = version %d, code %+v (%v), want version %d with %+v", e.Version, e.Code, err, stream.ExportVersion, code)
+	if err := json.Unmarshal(exported, &e); err != nil || e.Version != trace.ExportVersion || e.Code == nil || *e.Code != *code {
+		t.Fatalf("export = version %d, code %+v (%v), want version %d with %+v", e.Version, e.Code, err, trace.ExportVersion, code)
 	}
 	page := upload(t, h, "mine.json", exported)
 	body := page.Body.String()
@@ -79,7 +79,7 @@ func TestReplayWithoutCode(t *testing.T) {
 // refused, named, before anything is played.
 func TestReplayRefusesBadCode(t *testing.T) {
 	h := newHarness(t)
-	big := strings.Repeat("x", stream.MaxCodeBytes+1)
+	big := strings.Repeat("x", trace.MaxCodeBytes+1)
 	huge := strings.Repeat("x", maxMessageBytes+1)
 	tests := []struct{ name, version, code, want string }{
 		{"a source too large", "2", `{"source":"` + big + `"}`, "code.source: 262145 bytes, more than the 256 KiB"},

@@ -7,8 +7,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/oplab-dev/oplab/controller/trace"
 	"github.com/oplab-dev/oplab/web/httpx"
-	"github.com/oplab-dev/oplab/web/stream"
 )
 
 // A replay's time travel: the history an uploaded export carries (version 3
@@ -37,7 +37,7 @@ type replayTravel struct {
 	who      string
 	ns       string
 	bytes    int
-	history  *stream.ReplayHistory
+	history  *trace.ReplayHistory
 	deadline time.Time
 }
 
@@ -49,7 +49,7 @@ var replayTravels = struct {
 }{}
 
 // historyBytes is what e's versions weigh in the file.
-func historyBytes(e *stream.ExportHistory) int {
+func historyBytes(e *trace.ExportHistory) int {
 	n := 0
 	for _, o := range e.Objects {
 		for _, v := range o.Versions {
@@ -61,7 +61,7 @@ func historyBytes(e *stream.ExportHistory) int {
 
 // keepReplayTravel keeps h, of an export's history e, for the replay of
 // namespace ns by who, in place of who's earlier one, and returns its id.
-func keepReplayTravel(who, ns string, e *stream.ExportHistory, h *stream.ReplayHistory) string {
+func keepReplayTravel(who, ns string, e *trace.ExportHistory, h *trace.ReplayHistory) string {
 	var b [16]byte
 	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails
 	t := &replayTravel{id: hex.EncodeToString(b[:]), who: who, ns: ns, bytes: historyBytes(e), history: h,

@@ -5,13 +5,13 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/oplab-dev/oplab/web/stream"
+	"github.com/oplab-dev/oplab/controller/trace"
 )
 
 // exportOfBytes is an export history whose one version weighs n bytes.
-func exportOfBytes(n int) *stream.ExportHistory {
-	return &stream.ExportHistory{Objects: []stream.HistoryObject{{Kind: "Database", Name: "shop",
-		Versions: []stream.HistoryVersion{{Event: "create", Object: json.RawMessage(`{"x":"` + strings.Repeat("x", n-8) + `"}`)}}}}}
+func exportOfBytes(n int) *trace.ExportHistory {
+	return &trace.ExportHistory{Objects: []trace.HistoryObject{{Kind: "Database", Name: "shop",
+		Versions: []trace.HistoryVersion{{Event: "create", Object: json.RawMessage(`{"x":"` + strings.Repeat("x", n-8) + `"}`)}}}}}
 }
 
 // Each uploader keeps their latest replay, whoever else opens files; the

@@ -13,6 +13,7 @@ import (
 
 	"github.com/oplab-dev/oplab/controller"
 	"github.com/oplab-dev/oplab/controller/api/v1alpha1"
+	"github.com/oplab-dev/oplab/controller/labns"
 )
 
 // Store is every change the lab makes in the cluster. Each method acts in
@@ -122,7 +123,8 @@ func (s KubeStore) SetPods(ctx context.Context, ns, name, mode string) error {
 // RemoveFinalizers is the escape hatch, the equivalent of
 // kubectl patch database NAME --type=merge -p '{"metadata":{"finalizers":null}}'.
 func (s KubeStore) RemoveFinalizers(ctx context.Context, ns, name string) error {
-	return s.mergePatch(ctx, database(ns, name), map[string]any{"metadata": map[string]any{"finalizers": nil}})
+	_, err := labns.RemoveFinalizers(ctx, s.Client, database(ns, name))
+	return err
 }
 
 // DeleteChild deletes the child of the given kind that the Database owns.

@@ -29,7 +29,7 @@ type throughMessage struct {
 }
 
 // SeenIn reports whether messages (a namespace's recorded timeline, as
-// stream.Export holds it) show the scenario's point after since.
+// trace.Export holds it) show the scenario's point after since.
 func (s Scenario) SeenIn(messages []json.RawMessage, since time.Time) bool {
 	db := s.Through.Database
 	terminating := false

@@ -14,9 +14,9 @@ import (
 	"time"
 
 	"github.com/oplab-dev/oplab/controller"
+	"github.com/oplab-dev/oplab/controller/trace"
 	"github.com/oplab-dev/oplab/web/lab/dbview"
 	"github.com/oplab-dev/oplab/web/layout"
-	"github.com/oplab-dev/oplab/web/stream"
 )
 
 func dbURL(name, rest string) templ.SafeURL {
@@ -4406,7 +4406,7 @@ func ReplayView(rp ReplayPage) templ.Component {
 
 // replayCode shows the learner's own code an export carries, read-only,
 // with a form per version that loads it into the editor of the code page.
-func replayCode(c *stream.Code, importPath string) templ.Component {
+func replayCode(c *trace.Code, importPath string) templ.Component {
 	return templruntime.GeneratedTemplate(func(templ_7745c5c3_Input templruntime.GeneratedComponentInput) (templ_7745c5c3_Err error) {
 		templ_7745c5c3_W, ctx := templ_7745c5c3_Input.Writer, templ_7745c5c3_Input.Context
 		if templ_7745c5c3_CtxErr := ctx.Err(); templ_7745c5c3_CtxErr != nil {

@@ -28,8 +28,8 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/oplab-dev/oplab/controller/labns"
 	"github.com/oplab-dev/oplab/web/kubeconfig"
-	"github.com/oplab-dev/oplab/web/labns"
 	"github.com/oplab-dev/oplab/web/session"
 )
 
@@ -42,7 +42,7 @@ import (
 type learnerEnv struct {
 	admin  client.Client
 	cs     kubernetes.Interface
-	issuer *kubeconfig.Issuer
+	issuer *labns.Issuer
 	m      *session.Manager
 	srv    *httptest.Server
 }
@@ -62,11 +62,11 @@ func newLearnerEnvWith(t testing.TB, ctx context.Context, now func() time.Time, 
 		t.Fatal(err)
 	}
 	e.cs = cs
-	cl, err := kubeconfig.ClusterOf(shared.Get(t).Config(), "")
+	cl, err := labns.ClusterOf(shared.Get(t).Config(), "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	e.issuer = &kubeconfig.Issuer{Client: cs, Cluster: cl}
+	e.issuer = &labns.Issuer{Client: cs, Cluster: cl}
 	var namespaces session.Namespaces = labns.KubeNamespaces{Client: e.admin, MaxDatabases: 5}
 	if wrap != nil {
 		namespaces = wrap(namespaces)
@@ -270,8 +270,8 @@ func TestLearnerTokenLivesAtLeastTheAPIMinimum(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Issue with a minute left: %v", err)
 	}
-	if !near(creds.Expires, time.Now().Add(kubeconfig.MinTokenLife), time.Minute) {
-		t.Errorf("expires %s; want about %s from now", creds.Expires, kubeconfig.MinTokenLife)
+	if !near(creds.Expires, time.Now().Add(labns.MinTokenLife), time.Minute) {
+		t.Errorf("expires %s; want about %s from now", creds.Expires, labns.MinTokenLife)
 	}
 	cfg, _ := clientOf(t, creds.Kubeconfig)
 	if exp := tokenExpiry(t, cfg.BearerToken); !near(exp, creds.Expires, 2*time.Second) {
@@ -327,7 +327,7 @@ func TestLearnerAccessEndsWithTheSession(t *testing.T) {
 	var roles rbacv1.RoleList
 	var bindings rbacv1.RoleBindingList
 	var cbindings rbacv1.ClusterRoleBindingList
-	managed := client.MatchingLabels{kubeconfig.ManagedByLabel: "oplab"}
+	managed := client.MatchingLabels{labns.ManagedByLabel: "oplab"}
 	for _, l := range []client.ObjectList{&sas, &roles, &bindings} {
 		if err := e.admin.List(t.Context(), l, client.InNamespace(a.Namespace), managed); err != nil {
 			t.Fatal(err)
@@ -358,7 +358,7 @@ func TestRestoredSessionMintsANewToken(t *testing.T) {
 
 	// Meanwhile an older oplab's Role granted less: the next one repairs it.
 	var role rbacv1.Role
-	if err := first.admin.Get(t.Context(), types.NamespacedName{Namespace: a.Namespace, Name: kubeconfig.RoleName}, &role); err != nil {
+	if err := first.admin.Get(t.Context(), types.NamespacedName{Namespace: a.Namespace, Name: labns.LearnerRole}, &role); err != nil {
 		t.Fatal(err)
 	}
 	role.Rules = role.Rules[:1]
@@ -484,7 +484,7 @@ func TestKubeconfigFailuresNameTheMissingPermission(t *testing.T) {
 		}
 	}
 	mux := http.NewServeMux()
-	kubeconfig.Handler{Sessions: e.m, Minter: &kubeconfig.Issuer{Client: rcs, Cluster: e.issuer.Cluster}}.Register(mux)
+	kubeconfig.Handler{Sessions: e.m, Minter: &labns.Issuer{Client: rcs, Cluster: e.issuer.Cluster}}.Register(mux)
 	srv := httptest.NewServer(mux)
 	defer srv.Close()
 	answer := func() (int, string) {
@@ -518,13 +518,13 @@ func TestKubeconfigFailuresNameTheMissingPermission(t *testing.T) {
 			strings.Contains(body, "in a Role, because it does not hold that itself"), nil
 	})
 
-	// With what the issuer needs (kubeconfig.Rules and serviceaccounts/token
+	// With what the issuer needs (labns.LearnerRules and serviceaccounts/token
 	// beside it), it works.
 	grant(append([]rbacv1.PolicyRule{
 		{APIGroups: []string{""}, Resources: []string{"serviceaccounts"}, Verbs: []string{"get", "create", "delete"}},
 		{APIGroups: []string{""}, Resources: []string{"serviceaccounts/token"}, Verbs: []string{"create"}},
 		{APIGroups: []string{rbacv1.GroupName}, Resources: []string{"roles", "rolebindings"}, Verbs: []string{"get", "create", "update", "delete"}},
-	}, kubeconfig.Rules...)...)
+	}, labns.LearnerRules...)...)
 	waitFor(t, "a kubeconfig minted by the identity holding what the issuer needs", func() (bool, error) {
 		code, body := answer()
 		return code == http.StatusOK && strings.Contains(body, "token: "), nil

@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/oplab-dev/oplab/web/labns"
+	"github.com/oplab-dev/oplab/controller/labns"
 	"github.com/oplab-dev/oplab/web/session"
 )
 

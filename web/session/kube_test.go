@@ -28,7 +28,7 @@ import (
 	"github.com/oplab-dev/oplab/cluster/clustertest"
 	"github.com/oplab-dev/oplab/controller"
 	"github.com/oplab-dev/oplab/controller/api/v1alpha1"
-	"github.com/oplab-dev/oplab/web/labns"
+	"github.com/oplab-dev/oplab/controller/labns"
 	"github.com/oplab-dev/oplab/web/session"
 )
 
@@ -37,7 +37,7 @@ import (
 // against the real embedded cluster, one for the package. They drive
 // labns.KubeNamespaces through the Manager that uses it, so the cluster
 // side of a session is tested here, on the one cluster, rather than on a
-// second one in web/labns.
+// second one in controller/labns.
 
 func TestMain(m *testing.M) {
 	ctrllog.SetLogger(logr.Discard())

@@ -3,7 +3,7 @@
 // the cluster when the session starts (so kubectl works from the first
 // second) and deleted after the session goes idle. The Manager keeps the
 // table of sessions; it reaches the cluster only through Namespaces, which
-// web/labns implements (namespace, quota, RBAC). A Guard makes a learner's
+// controller/labns implements (namespace, quota, RBAC). A Guard makes a learner's
 // namespace again when it is deleted behind oplab's back (gone.go).
 //
 // Everything an anonymous request creates is bounded: sessions per client
@@ -40,7 +40,7 @@ import (
 
 	"github.com/go-logr/logr"
 
-	"github.com/oplab-dev/oplab/web/labns"
+	"github.com/oplab-dev/oplab/controller/labns"
 	"github.com/oplab-dev/oplab/web/progress"
 )
 

@@ -14,7 +14,7 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/oplab-dev/oplab/web/labns"
+	"github.com/oplab-dev/oplab/controller/labns"
 )
 
 // fakeNamespaces records calls; it stands in for the cluster because these
@@ -560,5 +560,14 @@ func TestAWaitingNewcomerTakesAnotherAddresssPlace(t *testing.T) {
 		if _, err := m.Lookup(held[i]); err != nil {
 			t.Errorf("the newcomer's own session %d: %v; want kept (it is idle longest, but its own)", i, err)
 		}
+	}
+}
+
+// A session manager checks its namespace prefix as labns.ValidatePrefix
+// does, before it makes any namespace.
+func TestNewRefusesABadNamespacePrefix(t *testing.T) {
+	_, err := New(t.Context(), Options{Namespaces: labns.KubeNamespaces{}, NamespacePrefix: "Lab_"})
+	if err == nil || !strings.Contains(err.Error(), "--namespace-prefix") {
+		t.Errorf("New with prefix Lab_ = %v; want the prefix refused", err)
 	}
 }

@@ -10,20 +10,23 @@ import (
 	"time"
 
 	"github.com/gorilla/websocket"
+
+	"github.com/oplab-dev/oplab/controller/trace"
 )
 
-// client is one websocket viewer. The Hub's Run owns its membership and
-// closes send to tell the writer to say goodbye; the reader and the writer
-// are the only goroutines that touch conn (gorilla allows one of each).
+// client is one websocket viewer, the Recorder's trace.Viewer. The Hub's
+// Run owns its membership and closes send to tell the writer to say
+// goodbye; the reader and the writer are the only goroutines that touch
+// conn (gorilla allows one of each).
 type client struct {
-	h         *Hub
-	conn      *websocket.Conn
-	namespace string
-	resume    bool   // the viewer asked for ?since
-	since     uint64 // the last seq it has
+	h      *Hub
+	conn   *websocket.Conn
+	ns     string
+	resume bool   // the viewer asked for ?since
+	since  uint64 // the last seq it has
 	// catchup receives, once, the frames to write before any live frame.
-	catchup chan []frame
-	send    chan *frame
+	catchup chan []trace.Batch
+	send    chan *trace.Batch
 	// closeCode and closeReason are set by the Hub before it closes send; the
 	// close happens before the writer sees it, so the writer may read them.
 	closeCode   int
@@ -58,26 +61,29 @@ func (h *Hub) Handler(namespaceOf func(*http.Request) (string, error)) http.Hand
 		// A no-op when the viewer did not offer compression.
 		_ = conn.SetCompressionLevel(compressionLevel)
 		c := &client{
-			h:         h,
-			conn:      conn,
-			namespace: ns,
-			resume:    resume,
-			since:     since,
-			catchup:   make(chan []frame, 1),
-			send:      make(chan *frame, h.opts.ClientBuffer),
+			h:       h,
+			conn:    conn,
+			ns:      ns,
+			resume:  resume,
+			since:   since,
+			catchup: make(chan []trace.Batch, 1),
+			send:    make(chan *trace.Batch, h.opts.ClientBuffer),
 		}
-		select {
-		case h.rec.joins <- &join{client: c}:
-		case <-h.rec.done:
-			c.refuse()
-		case <-h.done:
-			c.refuse()
+		if !h.rec.Join(c) {
+			c.Refuse()
 		}
 	})
 }
 
-// refuse closes a viewer that was never attached: the stream is stopping.
-func (c *client) refuse() {
+// Namespace is the viewer's namespace (trace.Viewer).
+func (c *client) Namespace() string { return c.ns }
+
+// Since is the last seq the viewer has, if it asked to resume (trace.Viewer).
+func (c *client) Since() (uint64, bool) { return c.since, c.resume }
+
+// Refuse closes a viewer that was never attached: the stream is stopping
+// (trace.Viewer).
+func (c *client) Refuse() {
 	_ = c.conn.WriteControl(websocket.CloseMessage,
 		websocket.FormatCloseMessage(websocket.CloseGoingAway, "oplab is shutting down"),
 		time.Now().Add(time.Second))
@@ -191,14 +197,14 @@ func (c *client) writePump() {
 // inflater; batches of several steps shrink fivefold and more.
 const compressMin = 1024
 
-func (c *client) write(f *frame) error {
+func (c *client) write(f *trace.Batch) error {
 	_ = c.conn.SetWriteDeadline(time.Now().Add(c.h.opts.WriteWait))
 	// A no-op when the viewer did not offer compression.
-	c.conn.EnableWriteCompression(len(f.data) >= compressMin)
-	if f.pm != nil {
-		return c.conn.WritePreparedMessage(f.pm)
+	c.conn.EnableWriteCompression(len(f.JSON) >= compressMin)
+	if pm, ok := f.Framed.(*websocket.PreparedMessage); ok {
+		return c.conn.WritePreparedMessage(pm)
 	}
-	return c.conn.WriteMessage(websocket.TextMessage, f.data)
+	return c.conn.WriteMessage(websocket.TextMessage, f.JSON)
 }
 
 func (c *client) sayGoodbye() {

@@ -16,6 +16,7 @@ import (
 	"github.com/gorilla/websocket"
 
 	"github.com/oplab-dev/oplab/controller"
+	"github.com/oplab-dev/oplab/controller/trace"
 )
 
 // deadline is generous: tests poll until something happens or this passes,
@@ -26,14 +27,14 @@ const deadline = 20 * time.Second
 // 127.0.0.1. A viewer's namespace is its ?ns= query parameter.
 type harness struct {
 	t      *testing.T
-	rec    *Recorder
+	rec    *trace.Recorder
 	hub    *Hub
 	srv    *httptest.Server
 	cancel context.CancelFunc
 	done   chan struct{} // closed when both Runs have returned
 }
 
-func newHarness(t *testing.T, ro RecorderOptions, ho HubOptions) *harness {
+func newHarness(t *testing.T, ro trace.RecorderOptions, ho HubOptions) *harness {
 	t.Helper()
 	return newHarnessSndbuf(t, ro, ho, 0)
 }
@@ -41,9 +42,9 @@ func newHarness(t *testing.T, ro RecorderOptions, ho HubOptions) *harness {
 // newHarnessSndbuf is newHarness with the server's socket send buffer set to
 // sndbuf bytes (when > 0), so that a viewer that does not read blocks the
 // server's writes after kilobytes rather than megabytes.
-func newHarnessSndbuf(t *testing.T, ro RecorderOptions, ho HubOptions, sndbuf int) *harness {
+func newHarnessSndbuf(t *testing.T, ro trace.RecorderOptions, ho HubOptions, sndbuf int) *harness {
 	t.Helper()
-	rec := NewRecorder(ro)
+	rec := trace.NewRecorder(ro)
 	hub := NewHub(rec, ho)
 	ctx, cancel := context.WithCancel(context.Background())
 	h := &harness{t: t, rec: rec, hub: hub, cancel: cancel, done: make(chan struct{})}
@@ -116,7 +117,7 @@ type viewer struct {
 }
 
 // read returns the messages of the next frame.
-func (v *viewer) read() ([]Message, error) {
+func (v *viewer) read() ([]trace.Message, error) {
 	_ = v.conn.SetReadDeadline(time.Now().Add(deadline))
 	typ, data, err := v.conn.ReadMessage()
 	if err != nil {
@@ -125,7 +126,7 @@ func (v *viewer) read() ([]Message, error) {
 	if typ != websocket.TextMessage {
 		return nil, fmt.Errorf("frame type %d, want text", typ)
 	}
-	var batch []Message
+	var batch []trace.Message
 	if err := json.Unmarshal(data, &batch); err != nil {
 		return nil, fmt.Errorf("frame is not a JSON array of messages: %w: %s", err, data)
 	}
@@ -137,9 +138,9 @@ func (v *viewer) read() ([]Message, error) {
 }
 
 // readUntil reads messages until one satisfies stop, returning all of them.
-func (v *viewer) readUntil(stop func(Message) bool) []Message {
+func (v *viewer) readUntil(stop func(trace.Message) bool) []trace.Message {
 	v.t.Helper()
-	var all []Message
+	var all []trace.Message
 	for {
 		batch, err := v.read()
 		if err != nil {
@@ -155,9 +156,9 @@ func (v *viewer) readUntil(stop func(Message) bool) []Message {
 }
 
 // readN reads exactly n messages (failing if a frame overshoots).
-func (v *viewer) readN(n int) []Message {
+func (v *viewer) readN(n int) []trace.Message {
 	v.t.Helper()
-	var all []Message
+	var all []trace.Message
 	for len(all) < n {
 		batch, err := v.read()
 		if err != nil {
@@ -209,9 +210,9 @@ func marker(ns string) controller.Step {
 	return s
 }
 
-func isMarker(m Message) bool { return m.Message == "marker" }
+func isMarker(m trace.Message) bool { return m.Message == "marker" }
 
-func seqs(ms []Message) []uint64 {
+func seqs(ms []trace.Message) []uint64 {
 	out := make([]uint64, len(ms))
 	for i, m := range ms {
 		out[i] = m.Seq
@@ -225,9 +226,9 @@ type fixedClock struct{ t time.Time }
 func (c fixedClock) Now() time.Time { return c.t }
 
 // decoded decodes exported messages, failing the test on one that does not.
-func decoded(t *testing.T, raws []json.RawMessage) []Message {
+func decoded(t *testing.T, raws []json.RawMessage) []trace.Message {
 	t.Helper()
-	out := make([]Message, len(raws))
+	out := make([]trace.Message, len(raws))
 	for i, raw := range raws {
 		if err := json.Unmarshal(raw, &out[i]); err != nil {
 			t.Fatalf("exported message %d does not decode: %v: %s", i, err, raw)

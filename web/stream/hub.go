@@ -11,6 +11,8 @@ import (
 
 	"github.com/go-logr/logr"
 	"github.com/gorilla/websocket"
+
+	"github.com/oplab-dev/oplab/controller/trace"
 )
 
 // Defaults for the zero HubOptions.
@@ -132,29 +134,6 @@ const shutdownGrace = time.Second
 // every few lets them run here first.
 const wakeChunk = 16
 
-// update is what the Recorder hands its Hub, in seq order: entries just
-// recorded, or a viewer to attach with its catch-up, which covers every
-// entry handed over before it and none after.
-type update struct {
-	entries []*entry
-	join    *join
-}
-
-// join is a connecting viewer on its way from the handler through the
-// Recorder, which works out its catch-up, to the Hub.
-type join struct {
-	client  *client
-	catchup []frame
-}
-
-// refuse closes the connection of a viewer that will not be attached
-// because the stream is shutting down.
-func (u update) refuse() {
-	if u.join != nil {
-		go u.join.client.refuse()
-	}
-}
-
 // Hub streams what a Recorder records to the websocket viewers of each
 // namespace: it batches messages into frames, frames and compresses each
 // once for all the viewers it goes to, and drops viewers that fall behind.
@@ -162,10 +141,12 @@ func (u update) refuse() {
 // of gorilla/websocket's chat example owns its clients.
 type Hub struct {
 	opts     HubOptions
-	rec      *Recorder
+	rec      *trace.Recorder
 	upgrader websocket.Upgrader
 
-	feed       chan update
+	// feed is the Recorder's Feed: what it records, and each joining
+	// viewer with its catch-up, in seq order.
+	feed       chan trace.Update
 	unregister chan *client
 	done       chan struct{} // closed when Run has stopped
 
@@ -191,20 +172,17 @@ type Hub struct {
 // the room "" holds pending global messages, which go to every viewer.
 type room struct {
 	clients map[*client]struct{}
-	pending []*entry
+	pending []*trace.Entry
 }
 
-// NewHub returns the Hub that streams rec. Call it before rec.Run; a
-// Recorder has at most one Hub.
-func NewHub(rec *Recorder, opts HubOptions) *Hub {
-	if rec.running.Load() || rec.hub != nil {
-		panic("stream: NewHub after the Recorder's Run started, or twice for one Recorder")
-	}
+// NewHub returns the Hub that streams rec, as its Feed. Call it before
+// rec.Run; a Recorder has at most one Hub.
+func NewHub(rec *trace.Recorder, opts HubOptions) *Hub {
 	opts = opts.withDefaults()
 	h := &Hub{
 		opts:       opts,
 		rec:        rec,
-		feed:       make(chan update),
+		feed:       make(chan trace.Update),
 		unregister: make(chan *client),
 		done:       make(chan struct{}),
 		rooms:      map[string]*room{"": {clients: map[*client]struct{}{}}},
@@ -222,7 +200,7 @@ func NewHub(rec *Recorder, opts HubOptions) *Hub {
 			http.Error(w, reason.Error(), status)
 		},
 	}
-	rec.hub = h
+	rec.Attach(trace.Feed{Updates: h.feed, Stopped: h.done, Frame: prepare})
 	return h
 }
 
@@ -249,12 +227,12 @@ func (h *Hub) Run(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case u := <-h.feed:
-			if u.join != nil {
+			if u.Join != nil {
 				h.flush() // what came before the catch-up is in it
-				h.attach(u.join)
+				h.attach(u.Join.(*client), u.Catchup)
 				continue
 			}
-			h.receive(u.entries)
+			h.receive(u.Entries)
 			h.scheduleFlush()
 		case <-h.timer.C:
 			h.armed = false
@@ -267,11 +245,11 @@ func (h *Hub) Run(ctx context.Context) {
 
 // receive queues each entry for the viewers of its namespace, and counts it
 // for the message rate.
-func (h *Hub) receive(es []*entry) {
+func (h *Hub) receive(es []*trace.Entry) {
 	now := time.Now()
 	for _, e := range es {
 		h.meter.add(now)
-		ns := e.obj.Namespace
+		ns := e.Namespace()
 		rm, ok := h.rooms[ns]
 		if !ok || h.viewersOf(ns) == 0 {
 			continue
@@ -390,20 +368,20 @@ func (h *Hub) flush() {
 	h.receivers = 0
 	h.lastFlush = time.Now()
 	global := h.rooms[""]
-	var globalOnly *frame
+	var globalOnly *trace.Batch
 	for ns, rm := range h.rooms {
 		if ns == "" || (len(rm.pending) == 0 && len(global.pending) == 0) {
 			continue // global messages go out with every namespace's batch
 		}
-		var f frame
+		var f trace.Batch
 		if len(rm.pending) == 0 {
 			if globalOnly == nil {
-				g := newFrame(global.pending)
+				g := trace.NewBatch(global.pending, prepare)
 				globalOnly = &g
 			}
 			f = *globalOnly
 		} else {
-			f = newFrame(mergeBySeq(rm.pending, global.pending))
+			f = trace.NewBatch(trace.MergeBySeq(rm.pending, global.pending), prepare)
 		}
 		rm.pending = nil
 		n := 0
@@ -419,13 +397,13 @@ func (h *Hub) flush() {
 
 // deliver queues f for c, or drops c when its buffer is full: the hub never
 // waits for a viewer.
-func (h *Hub) deliver(c *client, f *frame) {
+func (h *Hub) deliver(c *client, f *trace.Batch) {
 	select {
 	case c.send <- f:
 		h.frames.Add(1)
 	default:
 		h.droppedClients.Add(1)
-		h.opts.Logger.Info("Dropped a slow viewer", "namespace", c.namespace, "buffer", cap(c.send))
+		h.opts.Logger.Info("Dropped a slow viewer", "namespace", c.ns, "buffer", cap(c.send))
 		h.detach(c, websocket.CloseTryAgainLater, "fell behind; reconnect with ?since=<last seq>")
 		// Its writer is most likely stuck on a viewer that stopped
 		// reading, holding a goroutine and buffers until WriteWait: cut
@@ -436,15 +414,14 @@ func (h *Hub) deliver(c *client, f *frame) {
 
 // attach sends a joining viewer its catch-up frames and adds it to its
 // room; pending messages were flushed just before, so nothing is sent twice.
-func (h *Hub) attach(j *join) {
-	c := j.client
-	h.frames.Add(uint64(len(j.catchup)))
-	c.catchup <- j.catchup
+func (h *Hub) attach(c *client, catchup []trace.Batch) {
+	h.frames.Add(uint64(len(catchup)))
+	c.catchup <- catchup
 	h.clients[c] = struct{}{}
-	rm, ok := h.rooms[c.namespace]
+	rm, ok := h.rooms[c.ns]
 	if !ok {
 		rm = &room{clients: map[*client]struct{}{}}
-		h.rooms[c.namespace] = rm
+		h.rooms[c.ns] = rm
 	}
 	rm.clients[c] = struct{}{}
 	h.clientCount.Store(int64(len(h.clients)))
@@ -458,10 +435,10 @@ func (h *Hub) detach(c *client, code int, reason string) {
 		return
 	}
 	delete(h.clients, c)
-	if rm := h.rooms[c.namespace]; rm != nil {
+	if rm := h.rooms[c.ns]; rm != nil {
 		delete(rm.clients, c)
 		if len(rm.clients) == 0 {
-			delete(h.rooms, c.namespace)
+			delete(h.rooms, c.ns)
 		}
 	}
 	h.clientCount.Store(int64(len(h.clients)))
@@ -497,4 +474,25 @@ func (h *Hub) shutdown() {
 		cutWrites(c)
 	}
 	<-ended
+}
+
+// prepare frames a batch's JSON once for every viewer it goes to (the
+// Recorder's Feed.Frame, and each live batch): gorilla frames and
+// compresses a PreparedMessage once per kind of connection, on first
+// write. Preparing an uncompressed text frame cannot fail (gorilla only
+// writes it to a buffer); should it ever, the batch is framed for each
+// viewer instead.
+func prepare(data []byte) any {
+	pm, err := websocket.NewPreparedMessage(websocket.TextMessage, data)
+	if err != nil {
+		return nil
+	}
+	return pm
+}
+
+func orDefault[T int | int64 | float64 | time.Duration](v, def T) T {
+	if v <= 0 {
+		return def
+	}
+	return v
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/oplab-dev/oplab/controller"
+	"github.com/oplab-dev/oplab/controller/trace"
 )
 
 // Keepalive timings for these tests: pings far more often than the pong
@@ -18,7 +19,7 @@ const (
 )
 
 func TestViewerThatAnswersPingsStaysConnected(t *testing.T) {
-	h := newHarness(t, RecorderOptions{}, HubOptions{PongWait: testPongWait, PingPeriod: testPingPeriod})
+	h := newHarness(t, trace.RecorderOptions{}, HubOptions{PongWait: testPongWait, PingPeriod: testPingPeriod})
 	v := h.dial("a", -1)
 	h.waitClients(1)
 	// Count pings, then let gorilla's default handler answer them.
@@ -40,7 +41,7 @@ func TestViewerThatAnswersPingsStaysConnected(t *testing.T) {
 		s := step("a", "db", controller.StepEvent)
 		s.Message = strconv.Itoa(i)
 		h.rec.Emit(s)
-		v.readUntil(func(m Message) bool { return m.Message == s.Message })
+		v.readUntil(func(m trace.Message) bool { return m.Message == s.Message })
 		time.Sleep(testPingPeriod)
 	}
 
@@ -53,7 +54,7 @@ func TestViewerThatAnswersPingsStaysConnected(t *testing.T) {
 
 func TestViewerThatDoesNotAnswerPingsIsClosed(t *testing.T) {
 	t.Run("never reads", func(t *testing.T) {
-		h := newHarness(t, RecorderOptions{}, HubOptions{PongWait: testPongWait, PingPeriod: testPingPeriod})
+		h := newHarness(t, trace.RecorderOptions{}, HubOptions{PongWait: testPongWait, PingPeriod: testPingPeriod})
 		v := h.dial("a", -1) // never reads, so never answers a ping
 		h.waitClients(1)
 		h.waitClients(0)
@@ -69,7 +70,7 @@ func TestViewerThatDoesNotAnswerPingsIsClosed(t *testing.T) {
 	})
 
 	t.Run("ignores pings", func(t *testing.T) {
-		h := newHarness(t, RecorderOptions{}, HubOptions{PongWait: testPongWait, PingPeriod: testPingPeriod})
+		h := newHarness(t, trace.RecorderOptions{}, HubOptions{PongWait: testPongWait, PingPeriod: testPingPeriod})
 		v := h.dial("a", -1)
 		var pings atomic.Int64
 		v.conn.SetPingHandler(func(string) error { pings.Add(1); return nil })

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/oplab-dev/oplab/controller"
+	"github.com/oplab-dev/oplab/controller/trace"
 	"github.com/oplab-dev/oplab/web/stream/streamtest"
 )
 
@@ -29,7 +30,7 @@ func (h *harness) dialCompressed(ns string) (*viewer, *atomic.Int64, string) {
 func TestFramesAreCompressedForViewersThatOfferIt(t *testing.T) {
 	for _, disabled := range []bool{false, true} {
 		t.Run(fmt.Sprintf("DisableCompression=%v", disabled), func(t *testing.T) {
-			h := newHarness(t, RecorderOptions{}, HubOptions{DisableCompression: disabled})
+			h := newHarness(t, trace.RecorderOptions{}, HubOptions{DisableCompression: disabled})
 			v, wire, ext := h.dialCompressed("a")
 			h.waitClients(1)
 			if got := strings.Contains(ext, "permessage-deflate"); got == disabled {
@@ -62,14 +63,14 @@ func TestFramesAreCompressedForViewersThatOfferIt(t *testing.T) {
 func TestBusyControllerWidensTheWindow(t *testing.T) {
 	// One viewer and a frame budget of 10 a second: once messages arrive
 	// faster than 100 a second, frames go out at most every 100ms.
-	h := newHarness(t, RecorderOptions{}, HubOptions{BusyStepRate: 100, BusyFrameRate: 10})
+	h := newHarness(t, trace.RecorderOptions{}, HubOptions{BusyStepRate: 100, BusyFrameRate: 10})
 	v := h.dial("a", -1)
 	h.waitClients(1)
 	if w := h.hub.Stats().Window; w >= 100*time.Millisecond {
 		t.Fatalf("window before any load = %v, want below 100ms", w)
 	}
 	// About 2,000 messages a second for a little over three rate intervals.
-	read := make(chan []Message)
+	read := make(chan []trace.Message)
 	go func() { read <- v.readUntil(isMarker) }()
 	const steps = 1600
 	for i := range steps {
@@ -103,7 +104,7 @@ func TestQuietStreamKeepsTheWindowNarrow(t *testing.T) {
 	// with a budget of 10 frames a second, gets no window of 100ms, and
 	// nine viewers of another namespace, which gets nothing, do not widen
 	// it either.
-	h := newHarness(t, RecorderOptions{}, HubOptions{BusyFrameRate: 10})
+	h := newHarness(t, trace.RecorderOptions{}, HubOptions{BusyFrameRate: 10})
 	v := h.dial("a", -1)
 	for range 9 {
 		h.dial("b", -1)
@@ -122,7 +123,7 @@ func TestQuietStreamKeepsTheWindowNarrow(t *testing.T) {
 }
 
 func TestFramesOfOneStepGoUncompressed(t *testing.T) {
-	h := newHarness(t, RecorderOptions{}, HubOptions{})
+	h := newHarness(t, trace.RecorderOptions{}, HubOptions{})
 	v, wire, ext := h.dialCompressed("a")
 	h.waitClients(1)
 	if !strings.Contains(ext, "permessage-deflate") {
@@ -137,7 +138,7 @@ func TestFramesOfOneStepGoUncompressed(t *testing.T) {
 	if len(got) != 1 {
 		t.Fatalf("got %d messages, want 1", len(got))
 	}
-	raw, err := json.Marshal([]Message{got[0]})
+	raw, err := json.Marshal([]trace.Message{got[0]})
 	if err != nil {
 		t.Fatal(err)
 	}

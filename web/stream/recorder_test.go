@@ -19,12 +19,13 @@ import (
 	"github.com/gorilla/websocket"
 
 	"github.com/oplab-dev/oplab/controller"
+	"github.com/oplab-dev/oplab/controller/trace"
 )
 
 func TestEmitStampsSeqAndTime(t *testing.T) {
 	now := time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC)
 	given := now.Add(-time.Hour)
-	h := newHarness(t, RecorderOptions{Clock: fixedClock{now}}, HubOptions{})
+	h := newHarness(t, trace.RecorderOptions{Clock: fixedClock{now}}, HubOptions{})
 	v := h.dial("a", -1)
 	h.waitClients(1)
 
@@ -49,7 +50,7 @@ func TestEmitStampsSeqAndTime(t *testing.T) {
 }
 
 func TestNamespaceIsolation(t *testing.T) {
-	h := newHarness(t, RecorderOptions{}, HubOptions{})
+	h := newHarness(t, trace.RecorderOptions{}, HubOptions{})
 	va, vb := h.dial("a", -1), h.dial("b", -1)
 	h.waitClients(2)
 
@@ -82,7 +83,7 @@ func TestNamespaceIsolation(t *testing.T) {
 }
 
 func TestFreshViewerGetsSnapshotThenRing(t *testing.T) {
-	h := newHarness(t, RecorderOptions{RingSize: 3}, HubOptions{})
+	h := newHarness(t, trace.RecorderOptions{RingSize: 3}, HubOptions{})
 	obj := func(name string) controller.ObjectRef {
 		return controller.ObjectRef{Kind: "Database", Namespace: "a", Name: name}
 	}
@@ -99,13 +100,13 @@ func TestFreshViewerGetsSnapshotThenRing(t *testing.T) {
 	if diff := cmp.Diff([]uint64{2, 5, 6, 7}, seqs(got)); diff != "" {
 		t.Errorf("seqs (-want +got):\n%s", diff)
 	}
-	if got[0].Type != TypeState || got[0].Object.Name != "kept" || string(got[0].State) != `{"phase":"Ready"}` {
+	if got[0].Type != trace.TypeState || got[0].Object.Name != "kept" || string(got[0].State) != `{"phase":"Ready"}` {
 		t.Errorf("first message = %+v, want the snapshot of kept", got[0])
 	}
 }
 
 func TestResumeInsideRing(t *testing.T) {
-	h := newHarness(t, RecorderOptions{}, HubOptions{})
+	h := newHarness(t, trace.RecorderOptions{}, HubOptions{})
 	v := h.dial("a", -1)
 	h.waitClients(1)
 	for range 5 {
@@ -124,14 +125,14 @@ func TestResumeInsideRing(t *testing.T) {
 		t.Errorf("resumed seqs (-want +got):\n%s", diff)
 	}
 	for _, m := range got {
-		if m.Type == TypeReset {
+		if m.Type == trace.TypeReset {
 			t.Errorf("got a reset resuming inside the ring: %+v", m)
 		}
 	}
 }
 
 func TestResumeOutsideRingResets(t *testing.T) {
-	h := newHarness(t, RecorderOptions{RingSize: 2}, HubOptions{})
+	h := newHarness(t, trace.RecorderOptions{RingSize: 2}, HubOptions{})
 	h.rec.PublishState(controller.ObjectRef{Kind: "Database", Namespace: "a", Name: "db"}, state(t, map[string]int{"replicas": 1})) // 1
 	for range 4 {
 		h.rec.Emit(step("a", "db", controller.StepEvent)) // 2..5; ring keeps 4, 5
@@ -147,13 +148,13 @@ func TestResumeOutsideRingResets(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got := h.dial("a", tc.since).readN(4)
-			if got[0].Type != TypeReset || got[0].Seq != 0 {
+			if got[0].Type != trace.TypeReset || got[0].Seq != 0 {
 				t.Fatalf("first message = %+v, want a reset with seq 0", got[0])
 			}
 			if diff := cmp.Diff([]uint64{0, 1, 4, 5}, seqs(got)); diff != "" {
 				t.Errorf("seqs (-want +got):\n%s", diff)
 			}
-			if got[1].Type != TypeState {
+			if got[1].Type != trace.TypeState {
 				t.Errorf("second message type %q, want the state snapshot", got[1].Type)
 			}
 		})
@@ -161,7 +162,7 @@ func TestResumeOutsideRingResets(t *testing.T) {
 }
 
 func TestSlowViewerIsDroppedAndNeverBlocksEmit(t *testing.T) {
-	h := newHarnessSndbuf(t, RecorderOptions{RingSize: 16, InboxSize: 1 << 14}, HubOptions{ClientBuffer: 64}, 16<<10)
+	h := newHarnessSndbuf(t, trace.RecorderOptions{RingSize: 16, InboxSize: 1 << 14}, HubOptions{ClientBuffer: 64}, 16<<10)
 	// The slow viewer never reads; with small socket buffers on both ends
 	// the server's writes to it block after some tens of kilobytes.
 	dialer := websocket.Dialer{NetDialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
@@ -243,7 +244,7 @@ func TestSlowViewerIsDroppedAndNeverBlocksEmit(t *testing.T) {
 }
 
 func TestHandshakeRejections(t *testing.T) {
-	h := newHarness(t, RecorderOptions{}, HubOptions{AllowedOrigins: []string{"http://teacher.localhost:9000"}})
+	h := newHarness(t, trace.RecorderOptions{}, HubOptions{AllowedOrigins: []string{"http://teacher.localhost:9000"}})
 	host := strings.TrimPrefix(h.srv.URL, "http://")
 	for _, tc := range []struct {
 		name       string
@@ -289,7 +290,7 @@ func TestHandshakeRejections(t *testing.T) {
 }
 
 func TestReadLimitClosesConnection(t *testing.T) {
-	h := newHarness(t, RecorderOptions{}, HubOptions{ReadLimit: 256})
+	h := newHarness(t, trace.RecorderOptions{}, HubOptions{ReadLimit: 256})
 	v := h.dial("a", -1)
 	h.waitClients(1)
 	if err := v.conn.WriteMessage(websocket.TextMessage, bytes.Repeat([]byte("x"), 1024)); err != nil {
@@ -302,7 +303,7 @@ func TestReadLimitClosesConnection(t *testing.T) {
 }
 
 func TestSmallMessagesFromViewerAreIgnored(t *testing.T) {
-	h := newHarness(t, RecorderOptions{}, HubOptions{ReadLimit: 256})
+	h := newHarness(t, trace.RecorderOptions{}, HubOptions{ReadLimit: 256})
 	v := h.dial("a", -1)
 	h.waitClients(1)
 	if err := v.conn.WriteMessage(websocket.TextMessage, []byte("hello")); err != nil {
@@ -316,7 +317,7 @@ func TestSmallMessagesFromViewerAreIgnored(t *testing.T) {
 
 func TestRunCancelClosesViewersAndEndsGoroutines(t *testing.T) {
 	before := runtime.NumGoroutine()
-	h := newHarness(t, RecorderOptions{}, HubOptions{})
+	h := newHarness(t, trace.RecorderOptions{}, HubOptions{})
 	vs := []*viewer{h.dial("a", -1), h.dial("a", -1), h.dial("b", -1)}
 	h.waitClients(3)
 
@@ -337,7 +338,7 @@ func TestRunCancelClosesViewersAndEndsGoroutines(t *testing.T) {
 
 	// After Run: Emit still returns, Export returns an empty timeline, and
 	// new viewers are turned away.
-	for range DefaultInboxSize + 10 {
+	for range trace.DefaultInboxSize + 10 {
 		h.rec.Emit(step("a", "db", controller.StepEvent))
 	}
 	if e := h.rec.Export("a"); len(e.Messages) != 0 {
@@ -346,7 +347,7 @@ func TestRunCancelClosesViewersAndEndsGoroutines(t *testing.T) {
 }
 
 func TestDroppedStepsAreAnnounced(t *testing.T) {
-	rec := NewRecorder(RecorderOptions{InboxSize: 4})
+	rec := trace.NewRecorder(trace.RecorderOptions{InboxSize: 4})
 	// Run is not running yet, so the inbox fills: Emit must drop, not wait.
 	for range 10 {
 		rec.Emit(step("a", "db", controller.StepEvent))
@@ -359,16 +360,16 @@ func TestDroppedStepsAreAnnounced(t *testing.T) {
 	go func() { defer close(done); rec.Run(ctx) }()
 	defer func() { cancel(); <-done }()
 
-	var e Export
+	var e trace.Export
 	waitFor(t, "the drop to be recorded", func() bool { e = rec.Export("a"); return len(e.Messages) == 5 })
 	last := decoded(t, e.Messages)[4]
-	if last.Type != TypeDropped || last.Object.Namespace != "" || !strings.Contains(last.Message, "dropped 6 steps") {
+	if last.Type != trace.TypeDropped || last.Object.Namespace != "" || !strings.Contains(last.Message, "dropped 6 steps") {
 		t.Errorf("last message = %+v, want a global dropped message saying 6", last)
 	}
 }
 
 func TestForgetDropsHistory(t *testing.T) {
-	h := newHarness(t, RecorderOptions{}, HubOptions{})
+	h := newHarness(t, trace.RecorderOptions{}, HubOptions{})
 	h.rec.Emit(step("a", "db", controller.StepEvent))
 	h.rec.PublishState(controller.ObjectRef{Kind: "Database", Namespace: "a", Name: "db"}, state(t, map[string]int{"replicas": 1}))
 	h.rec.Emit(step("b", "db", controller.StepEvent))
@@ -384,7 +385,7 @@ func TestForgetDropsHistory(t *testing.T) {
 }
 
 func TestExportRoundTrip(t *testing.T) {
-	h := newHarness(t, RecorderOptions{RingSize: 3}, HubOptions{})
+	h := newHarness(t, trace.RecorderOptions{RingSize: 3}, HubOptions{})
 	ref := controller.ObjectRef{Kind: "Database", Namespace: "a", Name: "db"}
 	h.rec.PublishState(ref, state(t, map[string]int{"replicas": 1}))                                                                             // 1, snapshot
 	h.rec.Emit(controller.Step{Type: controller.StepController, Object: controller.ObjectRef{Kind: "Controller", Name: "database"}})             // 2, global
@@ -398,7 +399,7 @@ func TestExportRoundTrip(t *testing.T) {
 	if diff := cmp.Diff([]uint64{1, 2, 4, 5, 6}, seqs(decoded(t, exp.Messages))); diff != "" {
 		t.Errorf("exported seqs (-want +got):\n%s", diff)
 	}
-	if got := decoded(t, exp.Messages)[0]; got.Type != TypeState || string(got.State) != `{"replicas":1}` {
+	if got := decoded(t, exp.Messages)[0]; got.Type != trace.TypeState || string(got.State) != `{"replicas":1}` {
 		t.Errorf("first exported message = %+v, want the state as published", got)
 	}
 	// Written as the recorder stored it, or by encoding/json: either reads
@@ -411,7 +412,7 @@ func TestExportRoundTrip(t *testing.T) {
 		t.Fatal(err)
 	}
 	for name, buf := range map[string]*bytes.Buffer{"WriteTo": &written, "encoding/json": &encoded} {
-		back, err := ReadExport(buf, 1<<20)
+		back, err := trace.ReadExport(buf, 1<<20)
 		if err != nil {
 			t.Fatalf("ReadExport of an export written by %s: %v", name, err)
 		}
@@ -424,7 +425,7 @@ func TestExportRoundTrip(t *testing.T) {
 func TestFramesAreBatchedAndShared(t *testing.T) {
 	// With many viewers the window opens; here 100 viewers are the full
 	// batch, so the window is 100ms.
-	h := newHarness(t, RecorderOptions{}, HubOptions{FullBatchViewers: 100, BatchInterval: 100 * time.Millisecond})
+	h := newHarness(t, trace.RecorderOptions{}, HubOptions{FullBatchViewers: 100, BatchInterval: 100 * time.Millisecond})
 	var vs []*viewer
 	for range 100 {
 		vs = append(vs, h.dial("a", -1))
@@ -448,7 +449,7 @@ func TestFramesAreBatchedAndShared(t *testing.T) {
 func TestRunReturnsWithAViewerThatDoesNotRead(t *testing.T) {
 	// A long WriteWait and a buffer that never fills: only cutting the
 	// stuck write lets Run return before the test's deadline.
-	h := newHarnessSndbuf(t, RecorderOptions{}, HubOptions{ClientBuffer: 1 << 14, WriteWait: 10 * time.Minute}, 16<<10)
+	h := newHarnessSndbuf(t, trace.RecorderOptions{}, HubOptions{ClientBuffer: 1 << 14, WriteWait: 10 * time.Minute}, 16<<10)
 	stuck := h.dial("a", -1) // never reads
 	h.waitClients(1)
 	big := strings.Repeat("x", 4<<10)
@@ -470,7 +471,7 @@ func TestRunReturnsWithAViewerThatDoesNotRead(t *testing.T) {
 }
 
 func TestStepThatCannotBeEncodedKeepsItsSeq(t *testing.T) {
-	h := newHarness(t, RecorderOptions{}, HubOptions{})
+	h := newHarness(t, trace.RecorderOptions{}, HubOptions{})
 	v := h.dial("a", -1)
 	h.waitClients(1)
 	bad := step("a", "db", controller.StepEvent)
@@ -490,7 +491,7 @@ func TestViewersJoiningMidStreamGetEveryMessageOnce(t *testing.T) {
 	// A viewer's catch-up comes from the Recorder and its live messages
 	// from the Hub: joining while steps stream in, each viewer must still
 	// get every seq exactly once, in order, fresh or resuming.
-	h := newHarness(t, RecorderOptions{}, HubOptions{})
+	h := newHarness(t, trace.RecorderOptions{}, HubOptions{})
 	const n, viewers = 3000, 12
 	upTo := func(from, to uint64) []uint64 {
 		out := []uint64{}
@@ -501,14 +502,14 @@ func TestViewersJoiningMidStreamGetEveryMessageOnce(t *testing.T) {
 	}
 	// readAll reads one connection until the marker, or until it has read
 	// one frame when leaveEarly.
-	readAll := func(query string, leaveEarly bool) ([]Message, error) {
+	readAll := func(query string, leaveEarly bool) ([]trace.Message, error) {
 		conn, _, err := websocket.DefaultDialer.Dial(h.url(query), nil)
 		if err != nil {
 			return nil, err
 		}
 		defer conn.Close()
 		v := &viewer{t: t, conn: conn}
-		var all []Message
+		var all []trace.Message
 		for {
 			batch, err := v.read()
 			if err != nil {
@@ -558,7 +559,7 @@ func TestViewersJoiningMidStreamGetEveryMessageOnce(t *testing.T) {
 func TestRecorderGoesOnAfterItsHubStopped(t *testing.T) {
 	// The Recorder hands the Hub what it records; once the Hub is gone it
 	// must not wait for it, and a viewer connecting then is turned away.
-	rec := NewRecorder(RecorderOptions{})
+	rec := trace.NewRecorder(trace.RecorderOptions{})
 	hub := NewHub(rec, HubOptions{})
 	recCtx, stopRec := context.WithCancel(context.Background())
 	hubCtx, stopHub := context.WithCancel(context.Background())
@@ -592,7 +593,7 @@ func TestRecorderGoesOnAfterItsHubStopped(t *testing.T) {
 // records what waits in its inbox before it answers, so a goroutine that
 // Emits and then Exports reads its own steps.
 func TestExportReadsTheStepsEmittedBeforeIt(t *testing.T) {
-	rec := NewRecorder(RecorderOptions{})
+	rec := trace.NewRecorder(trace.RecorderOptions{})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go rec.Run(ctx)
@@ -602,7 +603,7 @@ func TestExportReadsTheStepsEmittedBeforeIt(t *testing.T) {
 			rec.Emit(controller.Step{Type: controller.StepEvent, Object: obj, Message: fmt.Sprintf("round %d step %d", round, i)})
 		}
 		msgs := rec.Export("lab-a").Messages
-		var last Message
+		var last trace.Message
 		if len(msgs) == 0 || json.Unmarshal(msgs[len(msgs)-1], &last) != nil || last.Step.Message != fmt.Sprintf("round %d step 19", round) {
 			t.Fatalf("round %d: the export ends at %q, not at the last step Emitted before it", round, last.Step.Message)
 		}

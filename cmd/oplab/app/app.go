@@ -35,17 +35,17 @@ import (
 
 	"github.com/oplab-dev/oplab/controller"
 	"github.com/oplab-dev/oplab/controller/api/v1alpha1"
+	"github.com/oplab-dev/oplab/controller/labns"
 	"github.com/oplab-dev/oplab/controller/permission"
+	"github.com/oplab-dev/oplab/controller/trace"
 
 	"github.com/oplab-dev/oplab/web"
 	"github.com/oplab-dev/oplab/web/code"
 	"github.com/oplab-dev/oplab/web/demo"
 	"github.com/oplab-dev/oplab/web/instructor"
-	"github.com/oplab-dev/oplab/web/kubeconfig"
 	"github.com/oplab-dev/oplab/web/kubectl"
 	"github.com/oplab-dev/oplab/web/lab"
 	"github.com/oplab-dev/oplab/web/lab/dbview"
-	"github.com/oplab-dev/oplab/web/labns"
 	"github.com/oplab-dev/oplab/web/learn"
 	"github.com/oplab-dev/oplab/web/session"
 	"github.com/oplab-dev/oplab/web/stream"
@@ -60,7 +60,7 @@ type Options struct {
 	Config *rest.Config
 	// Recorder is the trace recorder the controller emits to; the state
 	// watcher publishes to it too.
-	Recorder *stream.Recorder
+	Recorder *trace.Recorder
 	// Hub streams the Recorder to the browsers on /ws.
 	Hub *stream.Hub
 	// Controller is paused per namespace from the lab page, and stopped and
@@ -306,7 +306,7 @@ func NewWeb(ctx context.Context, opts Options) (*Web, error) {
 	}
 	// The lab's terminal runs kubectl as the learner's ServiceAccount, with
 	// the token the issuer mints, over oplab's own route to the API server.
-	own, err := kubeconfig.ClusterOf(opts.Config, "")
+	own, err := labns.ClusterOf(opts.Config, "")
 	if err != nil {
 		return nil, err
 	}
@@ -423,16 +423,16 @@ func selfSubject(ctx context.Context, opts Options) (rbacv1.Subject, error) {
 // newIssuer makes the learners' kubeconfigs: oplab's own client grants
 // and mints them, and they name the API server as the admin kubeconfig
 // does, or KubeconfigServer.
-func newIssuer(opts Options) (*kubeconfig.Issuer, error) {
+func newIssuer(opts Options) (*labns.Issuer, error) {
 	cs, err := kubernetes.NewForConfig(opts.Config)
 	if err != nil {
 		return nil, fmt.Errorf("create API clientset: %w", err)
 	}
-	cl, err := kubeconfig.ClusterOf(opts.Config, opts.KubeconfigServer)
+	cl, err := labns.ClusterOf(opts.Config, opts.KubeconfigServer)
 	if err != nil {
 		return nil, err
 	}
-	return &kubeconfig.Issuer{Client: cs, Cluster: cl}, nil
+	return &labns.Issuer{Client: cs, Cluster: cl}, nil
 }
 
 // endingOf is the controller's EndNamespace, when it has one (the Runner

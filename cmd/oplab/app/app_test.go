@@ -7,6 +7,7 @@ import (
 
 	"k8s.io/client-go/rest"
 
+	"github.com/oplab-dev/oplab/controller/trace"
 	"github.com/oplab-dev/oplab/web/learn"
 	"github.com/oplab-dev/oplab/web/stream"
 )
@@ -24,7 +25,7 @@ func (stubSwitch) HandedOver(string) bool      { return false }
 // NewWeb refuses, before it reaches any API server, options that lack a
 // part it cannot make itself.
 func TestNewWebRefusesIncompleteOptions(t *testing.T) {
-	rec := stream.NewRecorder(stream.RecorderOptions{})
+	rec := trace.NewRecorder(trace.RecorderOptions{})
 	hub := stream.NewHub(rec, stream.HubOptions{})
 	tests := []struct {
 		name string
@@ -47,7 +48,7 @@ func TestNewWebRefusesIncompleteOptions(t *testing.T) {
 
 // A bad namespace prefix is refused before anything is made.
 func TestNewWebRefusesABadPrefix(t *testing.T) {
-	rec := stream.NewRecorder(stream.RecorderOptions{})
+	rec := trace.NewRecorder(trace.RecorderOptions{})
 	hub := stream.NewHub(rec, stream.HubOptions{})
 	_, err := NewWeb(t.Context(), Options{Config: &rest.Config{Host: "https://127.0.0.1:1"}, Recorder: rec, Hub: hub, Controller: stubSwitch{}, Content: &learn.Content{}, NamespacePrefix: "Not A Prefix"})
 	if err == nil || !strings.Contains(err.Error(), "Not A Prefix") {

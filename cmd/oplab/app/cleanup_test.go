@@ -26,7 +26,8 @@ import (
 	"github.com/oplab-dev/oplab/cluster/clustertest"
 	"github.com/oplab-dev/oplab/controller"
 	"github.com/oplab-dev/oplab/controller/api/v1alpha1"
-	"github.com/oplab-dev/oplab/web/labns"
+	"github.com/oplab-dev/oplab/controller/labns"
+	"github.com/oplab-dev/oplab/controller/trace"
 	"github.com/oplab-dev/oplab/web/learn"
 	"github.com/oplab-dev/oplab/web/stream"
 )
@@ -99,7 +100,7 @@ func TestEndingAClassLogsOneLineANamespace(t *testing.T) {
 	klog.LogToStderr(false)
 	defer klog.LogToStderr(true)
 
-	rec := stream.NewRecorder(stream.RecorderOptions{})
+	rec := trace.NewRecorder(trace.RecorderOptions{})
 	go rec.Run(ctx)
 	hub := stream.NewHub(rec, stream.HubOptions{})
 	go hub.Run(ctx)

@@ -3,8 +3,8 @@ package app
 import (
 	"context"
 
+	"github.com/oplab-dev/oplab/controller/labns"
 	"github.com/oplab-dev/oplab/controller/permission"
-	"github.com/oplab-dev/oplab/web/labns"
 	"github.com/oplab-dev/oplab/web/session"
 )
 

@@ -44,13 +44,12 @@ import (
 	"github.com/oplab-dev/oplab/cluster/clustertest"
 	"github.com/oplab-dev/oplab/controller"
 	dbv1 "github.com/oplab-dev/oplab/controller/api/v1alpha1"
+	"github.com/oplab-dev/oplab/controller/labns"
 	"github.com/oplab-dev/oplab/controller/sandbox"
 	"github.com/oplab-dev/oplab/controller/tester"
+	"github.com/oplab-dev/oplab/controller/trace"
 	"github.com/oplab-dev/oplab/lessons"
 	"github.com/oplab-dev/oplab/lessons/judge"
-	"github.com/oplab-dev/oplab/web/kubeconfig"
-	"github.com/oplab-dev/oplab/web/labns"
-	"github.com/oplab-dev/oplab/web/stream"
 )
 
 // Deadline bounds the wait for the checks to turn done after the solve:
@@ -103,7 +102,7 @@ type SolveEnv struct {
 type Env struct {
 	Cluster  *cluster.Cluster
 	Runner   *controller.Runner
-	Recorder *stream.Recorder
+	Recorder *trace.Recorder
 	Client   client.Client
 	Set      *judge.Set
 	cancel   context.CancelFunc
@@ -199,7 +198,7 @@ func start() (_ *Env, err error) {
 	if err := controller.InstallLearnerPolicies(ctx, e.Cluster.Config()); err != nil {
 		return e, err
 	}
-	e.Recorder = stream.NewRecorder(stream.RecorderOptions{})
+	e.Recorder = trace.NewRecorder(trace.RecorderOptions{})
 	go e.Recorder.Run(ctx)
 	copts := controller.DefaultOptions()
 	copts.Sink, copts.ResyncPeriod = e.Recorder, 10*time.Second
@@ -258,11 +257,11 @@ func (e *Env) Learner(ctx context.Context, ns string) (client.Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	cl, err := kubeconfig.ClusterOf(e.Cluster.Config(), "")
+	cl, err := labns.ClusterOf(e.Cluster.Config(), "")
 	if err != nil {
 		return nil, err
 	}
-	creds, err := (&kubeconfig.Issuer{Client: cs, Cluster: cl}).Issue(ctx, ns, time.Now().Add(time.Hour))
+	creds, err := (&labns.Issuer{Client: cs, Cluster: cl}).Issue(ctx, ns, time.Now().Add(time.Hour))
 	if err != nil {
 		return nil, err
 	}

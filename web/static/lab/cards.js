@@ -7,7 +7,7 @@ import { $, $$ } from "./dom.js";
 import { state, olderThanPage } from "./state.js";
 import { selectedDB } from "./countdown.js";
 import { knowObject } from "./timeline.js";
-import { enhanceAll, isSending } from "./forms.js";
+import { ANSWERED, enhanceAll, isSending } from "./forms.js";
 import { revealDrawn } from "./reveal.js";
 import { morph } from "../morph.js";
 
@@ -100,7 +100,7 @@ function drawPart(old, part) {
 }
 // settlePart draws a form part a state skipped while it was edited or
 // being sent, once the answer is in (forms.js).
-export function settlePart(form) {
+function settlePart(form) {
   const old = form.closest(".db-actions > [data-part]");
   if (!old || !skipped.has(old) || !old.isConnected || editing(old)) return;
   const card = old.closest("article.db");
@@ -108,6 +108,13 @@ export function settlePart(form) {
   const part = fresh && $(`:scope > [data-part="${old.dataset.part}"]`, fresh);
   if (part) drawPart(old, part);
 }
+
+// Once a form's answer is in (forms.js), the part it held back is drawn,
+// and a scenario's next step says whether it still applies.
+document.addEventListener(ANSWERED, (e) => {
+  settlePart(e.detail.form);
+  if (e.detail.scenario) markScenarioNext();
+});
 
 export function onState(m) {
   switch (m.object.kind) {

@@ -11,8 +11,8 @@ import { reset, refilter, knowObject, forgetObjects } from "./timeline.js";
 import { forgetRuns, showCountdown } from "./countdown.js";
 import { clearCards, markSelected } from "./cards.js";
 import { clearQueue } from "./graph.js";
-import { clear, showWaiting, followPlayer, pump, view } from "./player.js";
-import { reopen } from "./stream.js";
+import { VIEW_CHANGED, clear, showWaiting, followPlayer, pump, view } from "./player.js";
+import { FOLLOW_ENDED, reopen } from "./stream.js";
 
 const classroom = state.mode === "live" && !state.look ? everyPage : null;
 const follow = state.follow;
@@ -106,6 +106,11 @@ export function tellView() {
     }).catch(() => {});
   }, 30);
 }
+
+// The player's view changes (player.js) and a presentation that ended
+// before its stream opened (stream.js) are told by events.
+document.addEventListener(VIEW_CHANGED, () => tellView());
+document.addEventListener(FOLLOW_ENDED, () => switchStream(""));
 
 let presentedSince = null;
 function onClassroom(s) {

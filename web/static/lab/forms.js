@@ -5,7 +5,6 @@ import { h } from "../base.js";
 import { $, $$ } from "./dom.js";
 import { state } from "./state.js";
 import { showPaused, showController, drawControllerPill } from "./loop.js";
-import { settlePart, markScenarioNext } from "./cards.js";
 import { intend, revealAfter, keepSeen, revealNote, stayPut } from "./reveal.js";
 
 const enhanced = new WeakSet();
@@ -72,6 +71,11 @@ function settle(form) {
 // enabled again by the answer's end.
 const sending = new WeakSet();
 export const isSending = (form) => sending.has(form);
+// ANSWERED is the event a form's answer sends to the document, with the
+// form and whether it was a scenario's step: cards.js then draws the card
+// part it held back. An event, since cards.js imports this module for the
+// forms it draws.
+export const ANSWERED = "oplab:answered";
 function enhanceForm(form) {
   if (enhanced.has(form)) return;
   enhanced.add(form);
@@ -138,11 +142,10 @@ function enhanceForm(form) {
     } finally {
       buttons.forEach((b) => { b.disabled = false; });
       sending.delete(form);
-      settlePart(form);
-      // Pause and Resume stay disabled while they do not apply, and so
-      // does a scenario's step that no longer does.
+      // A scenario's step that no longer applies is disabled (cards.js);
+      document.dispatchEvent(new CustomEvent(ANSWERED, { detail: { form, scenario: !!scenario } }));
+      // so are Pause and Resume while they do not apply.
       if (form.querySelector("[data-controller]")) drawControllerPill();
-      if (scenario) markScenarioNext();
     }
   });
 }

@@ -8,7 +8,13 @@ import { $ } from "./dom.js";
 import { state } from "./state.js";
 import { handle } from "./dispatch.js";
 import { onDatabase } from "./cards.js";
-import { tellView } from "./follow.js";
+
+// VIEW_CHANGED is the event the player sends to the document when the
+// learner pauses, steps or changes the speed: follow.js tells the class a
+// presenter's view. An event, since follow.js imports this module to steer
+// the player while the lab follows.
+export const VIEW_CHANGED = "oplab:view-changed";
+function viewChanged() { document.dispatchEvent(new CustomEvent(VIEW_CHANGED)); }
 
 let queue = [];
 let paused = false;
@@ -89,7 +95,7 @@ function stepOnce() {
     if (takesTime(m)) break;
   }
   showWaiting();
-  tellView();
+  viewChanged();
 }
 function stop() {
   clearTimeout(timer);
@@ -100,7 +106,7 @@ export function setPaused(p) {
   drawPause(p);
   if (!p) pump();
   showWaiting();
-  tellView();
+  viewChanged();
 }
 function drawPause(p) {
   if (!pauseBtn) return;
@@ -171,7 +177,7 @@ export function setupPlayer(opts = {}) {
     speed = Number(speedSel.value) || 1;
     showWaiting();
     if (!paced() && !paused) { stop(); pump(); }
-    tellView();
+    viewChanged();
   });
   // Single-key shortcuts work only while focus is in the timeline
   // (WCAG 2.1.4), so they never fire while the learner types elsewhere

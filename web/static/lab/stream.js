@@ -7,8 +7,13 @@ import { classroom } from "../classroom.js";
 import { $ } from "./dom.js";
 import { state } from "./state.js";
 import { push } from "./player.js";
-import { switchStream } from "./follow.js";
 import { whileShown } from "../base.js";
+
+// FOLLOW_ENDED is the event the stream sends to the document when the
+// presenter's stream closed before it opened (the presentation ended):
+// follow.js goes back to the learner's own lab. An event, since follow.js
+// imports this module to reopen the stream it follows.
+export const FOLLOW_ENDED = "oplab:follow-ended";
 
 const status = $("#stream-status");
 let lastSeq = 0;
@@ -68,7 +73,7 @@ function open() {
     // A presentation that ended before the follow stream opened (409):
     // back to the own stream, whose classroom state says what next.
     if (state.followNs && !opened) {
-      switchStream(""); // it opens the own stream
+      document.dispatchEvent(new CustomEvent(FOLLOW_ENDED)); // follow.js opens the own stream
       return;
     }
     if (status) status.textContent = `reconnecting in ${Math.round(delay / 1000)}s…`;

@@ -1,4 +1,4 @@
-package stream
+package trace
 
 import (
 	"encoding/json"
@@ -20,7 +20,7 @@ import (
 // latest state of each object, an export every state back as its view
 // model, and the ring's bytes hold one card, not one per change.
 func TestOlderStatesKeepOnlyTheirView(t *testing.T) {
-	h := newHarness(t, RecorderOptions{}, HubOptions{})
+	h := newHarness(t, RecorderOptions{})
 	ref := controller.ObjectRef{Kind: "Database", Namespace: "a", Name: "db"}
 	card := strings.Repeat("<p>card</p>", 1000)
 	// A view model much like the lab's: the same long text in every
@@ -82,7 +82,7 @@ func TestOlderStatesKeepOnlyTheirView(t *testing.T) {
 // before it, and those of a Database made again with the same name, are
 // exported as they were.
 func TestOlderStatesAcrossADeletion(t *testing.T) {
-	h := newHarness(t, RecorderOptions{}, HubOptions{})
+	h := newHarness(t, RecorderOptions{})
 	ref := controller.ObjectRef{Kind: "Database", Namespace: "a", Name: "db"}
 	publish := func(v string) {
 		h.rec.PublishRendered(ref, []byte(`{"v":"`+v+`","html":"<p>`+v+`</p>"}`), []byte(`{"v":"`+v+`"}`))
@@ -111,7 +111,7 @@ func TestOlderStatesAcrossADeletion(t *testing.T) {
 // kind and name, published between two states of the namespace's, must not
 // become the older state's dictionary.
 func TestOlderStatesOfANamespaceAndTheGlobalOnes(t *testing.T) {
-	h := newHarness(t, RecorderOptions{}, HubOptions{})
+	h := newHarness(t, RecorderOptions{})
 	mine := controller.ObjectRef{Kind: "Database", Namespace: "a", Name: "db"}
 	global := controller.ObjectRef{Kind: "Database", Name: "db"}
 	publish := func(ref controller.ObjectRef, v string) {
@@ -151,7 +151,7 @@ func TestRingKeepsNoCardWithARenderer(t *testing.T) {
 			return nil, fmt.Errorf("no card for you")
 		}
 		return json.RawMessage(string(view[:len(view)-1]) + `,"html":"<p>drawn again</p>"}`), nil
-	}}, HubOptions{})
+	}})
 	ref := controller.ObjectRef{Kind: "Database", Namespace: "a", Name: "db"}
 	card := strings.Repeat("<p>card</p>", 1000)
 	publish := func(replicas int) {

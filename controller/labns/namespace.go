@@ -4,8 +4,11 @@
 // cluster side of a session.Manager); the instance labels that keep
 // several oplabs sharing a cluster apart (ValidatePrefix, Instance); and
 // the way out of a namespace held Terminating by finalizers no one will
-// remove (ClearFinalizers). Which browser owns which namespace is
-// web/session's business; this package knows only the cluster.
+// remove (ClearFinalizers); and a learner's own kubectl access to their
+// namespace (Issuer: a ServiceAccount, Role and RoleBinding there, and a
+// kubeconfig). Which browser owns which namespace is web/session's
+// business; this package knows only the cluster, and imports nothing of
+// the web.
 package labns
 
 import "time"

@@ -1,4 +1,4 @@
-package stream
+package trace
 
 import (
 	"bytes"
@@ -55,7 +55,7 @@ func TestExportRefusesBadCode(t *testing.T) {
 		{"a source too large", `{"source":"` + big + `"}`, "2", "code.source: 262145 bytes, more than the 256 KiB"},
 		{"the code that ran too large", `{"source":"a","ran":"` + big + `"}`, "2", "code.ran: 262145 bytes"},
 		{"a source that is a number", `{"source":5}`, "2", "code.source of type string"},
-		{"code that is a string", `"package controller"`, "2", "Export.code of type stream.Code"},
+		{"code that is a string", `"package controller"`, "2", "Export.code of type trace.Code"},
 		{"an unknown key in code", `{"source":"a","author":"me"}`, "2", "code.author: unknown field"},
 		{"running without the code that ran", `{"source":"a","running":true}`, "2", "code.running: true, but code.ran holds no code"},
 		{"code in a version 1 file", `{"source":"a"}`, "1", "code: a version 1 export has no code"},

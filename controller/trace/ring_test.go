@@ -1,25 +1,24 @@
-package stream
+package trace
 
 import (
 	"encoding/json"
 	"slices"
 	"testing"
-	"time"
 
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/oplab-dev/oplab/controller"
 )
 
-func entries(seqs ...uint64) []*entry {
-	out := make([]*entry, len(seqs))
+func entries(seqs ...uint64) []*Entry {
+	out := make([]*Entry, len(seqs))
 	for i, s := range seqs {
-		out[i] = &entry{seq: s, raw: []byte{byte('0' + s%10)}}
+		out[i] = &Entry{seq: s, raw: []byte{byte('0' + s%10)}}
 	}
 	return out
 }
 
-func entrySeqs(es []*entry) []uint64 {
+func entrySeqs(es []*Entry) []uint64 {
 	out := []uint64{}
 	for _, e := range es {
 		out = append(out, e.seq)
@@ -64,7 +63,7 @@ func TestRing(t *testing.T) {
 // It keeps at most maxBytes, evicting the oldest, and the newest always.
 func TestRingBoundedInBytes(t *testing.T) {
 	r := newRing(100, 1000)
-	sized := func(seq uint64, n int) *entry { return &entry{seq: seq, raw: make([]byte, n)} }
+	sized := func(seq uint64, n int) *Entry { return &Entry{seq: seq, raw: make([]byte, n)} }
 	for i := range 10 {
 		r.push(sized(uint64(i+1), 300))
 		if r.bytes > 1000 {
@@ -105,7 +104,7 @@ func TestMergeBySeq(t *testing.T) {
 		{nil, []uint64{2}, []uint64{2}},
 		{[]uint64{1, 4, 5}, []uint64{2, 3, 6}, []uint64{1, 2, 3, 4, 5, 6}},
 	} {
-		if diff := cmp.Diff(tc.want, entrySeqs(mergeBySeq(entries(tc.a...), entries(tc.b...)))); diff != "" {
+		if diff := cmp.Diff(tc.want, entrySeqs(MergeBySeq(entries(tc.a...), entries(tc.b...)))); diff != "" {
 			t.Errorf("merge(%v, %v) (-want +got):\n%s", tc.a, tc.b, diff)
 		}
 	}
@@ -117,94 +116,21 @@ func TestBatchEncoding(t *testing.T) {
 	}
 }
 
-func TestWindowGrowsWithViewersAndLoad(t *testing.T) {
-	opts := HubOptions{}.withDefaults()
-	for _, tc := range []struct {
-		viewers int
-		rate    float64 // recorded messages a second
-		want    time.Duration
-	}{
-		{0, 0, 0},
-		{1, 0, 20 * time.Nanosecond},
-		{100, 0, 200 * time.Microsecond},
-		{500, 0, 5 * time.Millisecond},
-		{1000, 0, 20 * time.Millisecond},
-		{2000, 0, 80 * time.Millisecond},
-		{10000, 0, 80 * time.Millisecond}, // capped at BatchInterval
-		// At or below BusyStepRate the load changes nothing.
-		{2000, 100, 80 * time.Millisecond},
-		{2000, 200, 80 * time.Millisecond},
-		// Busy: at least viewers / BusyFrameRate (2,000 frames a second).
-		{1, 900, 500 * time.Microsecond},
-		{100, 900, 50 * time.Millisecond},
-		{500, 900, 250 * time.Millisecond},
-		{1000, 30000, 500 * time.Millisecond},
-		{2000, 900, time.Second},
-		{10000, 900, time.Second}, // capped at MaxBatchInterval
-	} {
-		if got := coalesceWindow(opts, tc.viewers, tc.rate > opts.BusyStepRate); got != tc.want {
-			t.Errorf("window with %d viewers at %.0f messages/s = %v, want %v", tc.viewers, tc.rate, got, tc.want)
-		}
-	}
-}
-
-func TestMaxBatchIntervalIsNeverBelowBatchInterval(t *testing.T) {
-	o := HubOptions{BatchInterval: 3 * time.Second}.withDefaults()
-	if o.MaxBatchInterval != 3*time.Second {
-		t.Errorf("MaxBatchInterval = %v, want BatchInterval's 3s", o.MaxBatchInterval)
-	}
-	if got := coalesceWindow(o, o.FullBatchViewers, true); got != 3*time.Second {
-		t.Errorf("busy window = %v, want 3s", got)
-	}
-}
-
-func TestRateMeterMeasuresWholeIntervals(t *testing.T) {
-	t0 := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
-	m := rateMeter{start: t0}
-	// 500 messages spread over the first interval: halfway through, the
-	// 250 so far already count, over the whole interval.
-	for i := range 500 {
-		m.add(t0.Add(time.Duration(i) * rateInterval / 500))
-		if i == 249 {
-			if got, want := m.at(t0.Add(rateInterval/2)), 250/rateInterval.Seconds(); got != want {
-				t.Errorf("rate halfway through the first interval = %v, want %v", got, want)
-			}
-		}
-	}
-	if got, want := m.at(t0.Add(rateInterval)), 500/rateInterval.Seconds(); got != want {
-		t.Errorf("rate after one interval = %v, want %v", got, want)
-	}
-	if m.n != 0 {
-		t.Errorf("count after rolling over = %d, want 0", m.n)
-	}
-	// A burst in the first half of the next interval, then a quiet spell:
-	// the next message must not read the burst as current.
-	t1 := t0.Add(rateInterval)
-	for i := range 1000 {
-		m.add(t1.Add(time.Duration(i) * rateInterval / 2000))
-	}
-	if got := m.at(t1.Add(3 * rateInterval)); got != 0 {
-		t.Errorf("rate after a quiet spell = %v, want 0", got)
-	}
-	m.add(t1.Add(3 * rateInterval))
-	if got, want := m.at(t1.Add(3*rateInterval)), 1/rateInterval.Seconds(); got != want {
-		t.Errorf("rate with one message after a quiet spell = %v, want %v", got, want)
-	}
-}
-
 func TestFreshViewersShareTheCatchupWhileMessagesArrive(t *testing.T) {
 	r := NewRecorder(RecorderOptions{RingSize: 2000})
+	// Each batch framed gets a pointer of its own, so sharing shows.
+	r.Attach(Feed{Frame: func(b []byte) any { return &b }})
 	emit := func(n int) {
 		for range n {
 			r.record(nil, input{step: step("a", "db", controller.StepEvent)})
 		}
 	}
 	// seqs reads back what a viewer would receive.
-	seqsOf := func(fs []frame) []uint64 {
+	seqsOf := func(fs []Batch) []uint64 {
 		var out []uint64
 		for _, f := range fs {
 			var ms []Message
-			if err := json.Unmarshal(f.data, &ms); err != nil {
+			if err := json.Unmarshal(f.JSON, &ms); err != nil {
 				t.Fatal(err)
 			}
 			for _, m := range ms {
@@ -221,36 +147,36 @@ func TestFreshViewersShareTheCatchupWhileMessagesArrive(t *testing.T) {
 		return out
 	}
 	emit(1000)
-	first := r.catchup(&client{namespace: "a"})
+	first := r.catchup(fresh("a"))
 	if diff := cmp.Diff(upTo(1000), seqsOf(first)); diff != "" {
 		t.Fatalf("first viewer's catch-up (-want +got):\n%s", diff)
 	}
 	emit(10)
 	r.record(nil, input{step: step("b", "db", controller.StepEvent)}) // another namespace's
-	second := r.catchup(&client{namespace: "a"})
+	second := r.catchup(fresh("a"))
 	if diff := cmp.Diff(upTo(1010), seqsOf(second)); diff != "" {
 		t.Fatalf("second viewer's catch-up (-want +got):\n%s", diff)
 	}
 	for i := range first {
-		if second[i].pm != first[i].pm {
-			t.Fatalf("frame %d was built again; want the cached frames shared", i)
+		if second[i].Framed != first[i].Framed {
+			t.Fatalf("batch %d was built again; want the cached batches shared", i)
 		}
 	}
-	// Another viewer before the next message shares the frame of what
+	// Another viewer before the next message shares the batch of what
 	// came since, too.
-	again := r.catchup(&client{namespace: "a"})
-	if again[len(again)-1].pm != second[len(second)-1].pm {
-		t.Error("the frame of what came since the cache was built again for the next viewer")
+	again := r.catchup(fresh("a"))
+	if again[len(again)-1].Framed != second[len(second)-1].Framed {
+		t.Error("the batch of what came since the cache was built again for the next viewer")
 	}
-	// Enough since the cache to fill a frame: built again, still whole.
+	// Enough since the cache to fill a batch: built again, still whole.
 	emit(catchupChunk)
-	third := r.catchup(&client{namespace: "a"})
+	third := r.catchup(fresh("a"))
 	want := slices.DeleteFunc(upTo(1011+catchupChunk), func(s uint64) bool { return s == 1011 }) // 1011 is b's
 	if diff := cmp.Diff(want, seqsOf(third)); diff != "" {
 		t.Fatalf("third viewer's catch-up (-want +got):\n%s", diff)
 	}
-	if third[0].pm == first[0].pm {
-		t.Error("the cache was not built again after a frame's worth of messages")
+	if third[0].Framed == first[0].Framed {
+		t.Error("the cache was not built again after a batch's worth of messages")
 	}
 
 	// A global message since the cache is in the delta, in seq order; and
@@ -258,12 +184,12 @@ func TestFreshViewersShareTheCatchupWhileMessagesArrive(t *testing.T) {
 	r.record(nil, input{step: controller.Step{Type: controller.StepController, Object: controller.ObjectRef{Kind: "Controller", Name: "database"}}})
 	g := r.seq
 	emit(3)
-	fourth := r.catchup(&client{namespace: "a"})
+	fourth := r.catchup(fresh("a"))
 	if got := seqsOf(fourth); !slices.Contains(got, g) || !slices.IsSorted(got) || got[len(got)-1] != r.seq {
 		t.Errorf("catch-up after a global message: seq %d missing, or out of order, or not up to %d", g, r.seq)
 	}
 	emit(2000) // more than the ring holds
-	fifth := seqsOf(r.catchup(&client{namespace: "a"}))
+	fifth := seqsOf(r.catchup(fresh("a")))
 	if len(fifth) > 2000+1 || fifth[len(fifth)-1] != r.seq || !slices.IsSorted(fifth) {
 		t.Errorf("after the ring evicted past the cache: %d messages up to %d, want the ring's 2,000 (and the global one) up to %d", len(fifth), fifth[len(fifth)-1], r.seq)
 	}
@@ -277,12 +203,12 @@ func TestCatchupIsBuiltAgainOnceTheRingEvictedPastIt(t *testing.T) {
 		}
 	}
 	emit(50)
-	r.catchup(&client{namespace: "a"}) // caches seqs 1..50
-	emit(120)                          // the ring now holds 71..170: fewer than a frame's worth since, but 51..70 are gone
+	r.catchup(fresh("a")) // caches seqs 1..50
+	emit(120)             // the ring now holds 71..170: fewer than a batch's worth since, but 51..70 are gone
 	var got []uint64
-	for _, f := range r.catchup(&client{namespace: "a"}) {
+	for _, f := range r.catchup(fresh("a")) {
 		var ms []Message
-		if err := json.Unmarshal(f.data, &ms); err != nil {
+		if err := json.Unmarshal(f.JSON, &ms); err != nil {
 			t.Fatal(err)
 		}
 		for _, m := range ms {

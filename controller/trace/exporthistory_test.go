@@ -1,4 +1,4 @@
-package stream
+package trace
 
 import (
 	"bytes"
@@ -108,7 +108,7 @@ func TestExportRefusesBadHistory(t *testing.T) {
 	db := `{"kind":"Database","metadata":{"name":"db"},"spec":{"replicas":1}}`
 	obj := func(versions string) string { return `{"kind":"Database","name":"db","versions":[` + versions + `]}` }
 	tests := []struct{ name, history, want string }{
-		{"history not an object", `[]`, "Export.history of type stream.ExportHistory"},
+		{"history not an object", `[]`, "Export.history of type trace.ExportHistory"},
 		{"a key in another case", `{"Objects":[]}`, `history.Objects: unknown field (the field is "objects"`},
 		{"a key twice", `{"objects":[],"objects":[]}`, "history.objects: appears twice"},
 		{"an unknown key in a version", `{"objects":[` + obj(`{"after":1,"event":"create","object":`+db+`,"html":"x"}`) + `]}`, "history.objects[0].versions[0].html: unknown field"},

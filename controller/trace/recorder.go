@@ -1,4 +1,4 @@
-package stream
+package trace
 
 import (
 	"context"
@@ -114,20 +114,20 @@ type seen struct {
 
 // Recorder stamps trace steps with a sequence number, keeps the recent
 // history of each namespace and the latest state of each object, and hands
-// what it records, in seq order, to its Hub. One goroutine, Run, owns all of
-// it; everything else talks to it through channels.
+// what it records, in seq order, to its Feed. One goroutine, Run, owns all
+// of it; everything else talks to it through channels.
 type Recorder struct {
 	opts RecorderOptions
 
 	inbox   chan input
-	joins   chan *join
+	joins   chan Viewer
 	exports chan exportReq
 	travels chan travelReq
 	sizes   chan sizeReq
 	forgets chan string
 	done    chan struct{} // closed when Run has stopped accepting work
-	// hub receives what is recorded; set by NewHub before Run starts.
-	hub     *Hub
+	// feed receives what is recorded; set by Attach before Run starts.
+	feed    Feed
 	running atomic.Bool
 
 	droppedSteps atomic.Uint64
@@ -160,7 +160,7 @@ func NewRecorder(opts RecorderOptions) *Recorder {
 	r := &Recorder{
 		opts:      opts,
 		inbox:     make(chan input, opts.InboxSize),
-		joins:     make(chan *join),
+		joins:     make(chan Viewer),
 		exports:   make(chan exportReq),
 		travels:   make(chan travelReq),
 		sizes:     make(chan sizeReq),
@@ -320,12 +320,11 @@ func (r *Recorder) Run(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-dropTick.C:
-			r.pass(ctx, update{entries: r.noteDrops(nil)})
+			r.pass(ctx, Update{Entries: r.noteDrops(nil)})
 		case in := <-r.inbox:
-			r.pass(ctx, update{entries: r.drain(r.record(nil, in))})
-		case j := <-r.joins:
-			j.catchup = r.catchup(j.client)
-			r.pass(ctx, update{join: j})
+			r.pass(ctx, Update{Entries: r.drain(r.record(nil, in))})
+		case v := <-r.joins:
+			r.pass(ctx, Update{Join: v, Catchup: r.catchup(v)})
 		case req := <-r.exports:
 			r.catchUp(ctx)
 			req.reply <- r.export(req.namespace)
@@ -340,15 +339,20 @@ func (r *Recorder) Run(ctx context.Context) {
 	}
 }
 
-// pass hands u to the hub, in order. It waits while the hub is busy writing
-// a frame out: Emit's inbox takes up the slack, so the controller does not.
-func (r *Recorder) pass(ctx context.Context, u update) {
-	if r.hub == nil || (len(u.entries) == 0 && u.join == nil) {
+// pass hands u to the feed, in order. It waits while the feed is busy (the
+// hub writing a frame out): Emit's inbox takes up the slack, so the
+// controller does not.
+func (r *Recorder) pass(ctx context.Context, u Update) {
+	if len(u.Entries) == 0 && u.Join == nil {
+		return
+	}
+	if r.feed.Updates == nil {
+		u.refuse()
 		return
 	}
 	select {
-	case r.hub.feed <- u:
-	case <-r.hub.done:
+	case r.feed.Updates <- u:
+	case <-r.feed.Stopped:
 		u.refuse()
 	case <-ctx.Done():
 		u.refuse()
@@ -359,21 +363,21 @@ func (r *Recorder) pass(ctx context.Context, u update) {
 // select picks among ready cases at random, so without it an Export could
 // miss a step Emitted before it was asked for, by the same goroutine.
 // Only what waits now is taken, so a busy controller cannot hold the read
-// off; it goes to the hub in updates of at most drainMax, as drain's do,
-// so a read may wait while the hub is busy, as a step does.
+// off; it goes to the feed in updates of at most drainMax, as drain's do,
+// so a read may wait while the feed is busy, as a step does.
 func (r *Recorder) catchUp(ctx context.Context) {
 	for n := len(r.inbox); n > 0; n -= drainMax {
-		var out []*entry
+		var out []*Entry
 		for range min(n, drainMax) {
 			out = r.record(out, <-r.inbox)
 		}
-		r.pass(ctx, update{entries: r.noteDrops(out)})
+		r.pass(ctx, Update{Entries: r.noteDrops(out)})
 	}
 }
 
 // drain records whatever else is already waiting, so a burst becomes one
 // update, then says so in the stream if Emit had to drop steps.
-func (r *Recorder) drain(out []*entry) []*entry {
+func (r *Recorder) drain(out []*Entry) []*Entry {
 	for range drainMax {
 		select {
 		case in := <-r.inbox:
@@ -385,7 +389,7 @@ func (r *Recorder) drain(out []*entry) []*entry {
 	return r.noteDrops(out)
 }
 
-func (r *Recorder) noteDrops(out []*entry) []*entry {
+func (r *Recorder) noteDrops(out []*Entry) []*Entry {
 	dropped := r.droppedSteps.Load()
 	if dropped == r.reportedDrop {
 		return out
@@ -407,8 +411,8 @@ func (r *Recorder) noteDrops(out []*entry) []*entry {
 }
 
 // record stamps the next seq on in, encodes it (the only time it is), keeps
-// it, and appends it to out for the hub.
-func (r *Recorder) record(out []*entry, in input) []*entry {
+// it, and appends it to out for the feed.
+func (r *Recorder) record(out []*Entry, in input) []*Entry {
 	if in.seen != nil {
 		r.keep(in.seen)
 		return out
@@ -416,7 +420,7 @@ func (r *Recorder) record(out []*entry, in input) []*entry {
 	s := r.space(in.step.Object.Namespace)
 	r.seq++
 	in.step.Seq = r.seq
-	e := &entry{seq: r.seq, obj: in.step.Object, raw: encodeMessage(in.step, in.state)}
+	e := &Entry{seq: r.seq, obj: in.step.Object, raw: encodeMessage(in.step, in.state)}
 	live := e
 	if in.isState {
 		s.retire(&r.packer, e.obj, in.view)
@@ -426,8 +430,8 @@ func (r *Recorder) record(out []*entry, in input) []*entry {
 			if r.opts.Card != nil {
 				// The viewers connected now get the card; the ring keeps
 				// the view model alone (entries are never changed once
-				// handed to the hub, so this is another one).
-				live = &entry{seq: e.seq, obj: e.obj, raw: e.raw}
+				// handed to the feed, so this is another one).
+				live = &Entry{seq: e.seq, obj: e.obj, raw: e.raw}
 				e.raw, e.bare = encodeMessage(in.step, in.view), true
 			}
 		}
@@ -445,7 +449,7 @@ func (r *Recorder) record(out []*entry, in input) []*entry {
 // caller's own slice (current's), as a viewer who connects now is sent
 // them. A card that cannot be drawn is sent as its view model alone (the
 // page then keeps the card it has), and logged.
-func (r *Recorder) withCards(es []*entry) []*entry {
+func (r *Recorder) withCards(es []*Entry) []*Entry {
 	for i, e := range es {
 		if !e.bare {
 			continue
@@ -455,7 +459,7 @@ func (r *Recorder) withCards(es []*entry) []*entry {
 			r.opts.Logger.Error(err, "Failed to draw a card for a catch-up", "kind", e.obj.Kind, "namespace", e.obj.Namespace, "name", e.obj.Name)
 			continue
 		}
-		es[i] = &entry{seq: e.seq, obj: e.obj, raw: encodeMessage(*e.stepOf, card)}
+		es[i] = &Entry{seq: e.seq, obj: e.obj, raw: encodeMessage(*e.stepOf, card)}
 	}
 	return es
 }

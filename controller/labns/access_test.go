@@ -1,4 +1,4 @@
-package kubeconfig
+package labns
 
 import (
 	"os"
@@ -49,7 +49,7 @@ func TestClusterOf(t *testing.T) {
 }
 
 func TestRulesGrantNoWildcard(t *testing.T) {
-	for _, r := range Rules {
+	for _, r := range LearnerRules {
 		for _, list := range [][]string{r.Verbs, r.Resources, r.APIGroups} {
 			for _, v := range list {
 				if v == "*" {

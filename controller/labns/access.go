@@ -1,4 +1,6 @@
-// Package kubeconfig gives each learner a kubeconfig that works only in
+package labns
+
+// A learner's own access: each learner gets a kubeconfig that works only in
 // their own lab namespace, so they can follow the lab with kubectl without
 // holding the admin credentials of the person who started oplab.
 //
@@ -7,8 +9,8 @@
 // what the lab teaches (their Databases and the children the lab shows),
 // a RoleBinding between the two, and a token from the TokenRequest API that
 // expires when the session would. Everything lives in the namespace, so it
-// goes with it; nothing cluster-wide is ever created.
-package kubeconfig
+// goes with it; nothing cluster-wide is ever created. The download route
+// is web/kubeconfig's.
 
 import (
 	"context"
@@ -32,9 +34,9 @@ import (
 
 // Names of what Grant creates in a learner's namespace.
 const (
-	ServiceAccountName = "learner"
-	RoleName           = "oplab-learner"
-	RoleBindingName    = "oplab-learner"
+	LearnerServiceAccount = "learner"
+	LearnerRole           = "oplab-learner"
+	LearnerRoleBinding    = "oplab-learner"
 )
 
 // ManagedByLabel marks what Grant creates, so a person looking at the
@@ -45,7 +47,7 @@ const ManagedByLabel = "app.kubernetes.io/managed-by"
 // session with less time left still gets a token, valid for this long.
 const MinTokenLife = 10 * time.Minute
 
-// Rules are what a learner's kubectl may do in their own namespace: what
+// LearnerRules are what a learner's kubectl may do in their own namespace: what
 // the lab itself lets them do, with the verbs that takes and no more. They
 // may create, edit and delete their Databases, read their status, read
 // every child the lab shows, and cause drift behind the controller's back
@@ -59,7 +61,7 @@ const MinTokenLife = 10 * time.Minute
 // The namespace's Pod Security level and quota hold whatever Pods they
 // still cause. oplab's own identity must hold these permissions too: the
 // API server lets nobody grant more than they have.
-var Rules = []rbacv1.PolicyRule{
+var LearnerRules = []rbacv1.PolicyRule{
 	{APIGroups: []string{"db.oplab.dev"}, Resources: []string{"databases"}, Verbs: []string{"get", "list", "watch", "create", "update", "patch", "delete"}},
 	{APIGroups: []string{"db.oplab.dev"}, Resources: []string{"databases/status"}, Verbs: []string{"get"}},
 	{APIGroups: []string{"apps"}, Resources: []string{"statefulsets"}, Verbs: []string{"get", "list", "watch", "patch", "delete"}},
@@ -128,9 +130,9 @@ func managed() map[string]string { return map[string]string{ManagedByLabel: "opl
 // RoleBinding, as they are meant to be. It is idempotent, so it serves a
 // session restored after a restart as well as a new one.
 func (i *Issuer) Grant(ctx context.Context, ns string) error {
-	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: ServiceAccountName, Namespace: ns, Labels: managed()}}
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: LearnerServiceAccount, Namespace: ns, Labels: managed()}}
 	if _, err := i.Client.CoreV1().ServiceAccounts(ns).Create(ctx, sa, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-		return fmt.Errorf("create ServiceAccount %s/%s: %w", ns, ServiceAccountName, err)
+		return fmt.Errorf("create ServiceAccount %s/%s: %w", ns, LearnerServiceAccount, err)
 	}
 	if err := i.grantRole(ctx, ns); err != nil {
 		return err
@@ -142,24 +144,24 @@ func (i *Issuer) Grant(ctx context.Context, ns string) error {
 // (an older oplab may have granted different ones).
 func (i *Issuer) grantRole(ctx context.Context, ns string) error {
 	roles := i.Client.RbacV1().Roles(ns)
-	want := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: RoleName, Namespace: ns, Labels: managed()}, Rules: Rules}
+	want := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: LearnerRole, Namespace: ns, Labels: managed()}, Rules: LearnerRules}
 	_, err := roles.Create(ctx, want, metav1.CreateOptions{})
 	if !apierrors.IsAlreadyExists(err) {
 		if err != nil {
-			return fmt.Errorf("create Role %s/%s: %w", ns, RoleName, err)
+			return fmt.Errorf("create Role %s/%s: %w", ns, LearnerRole, err)
 		}
 		return nil
 	}
-	have, err := roles.Get(ctx, RoleName, metav1.GetOptions{})
+	have, err := roles.Get(ctx, LearnerRole, metav1.GetOptions{})
 	if err != nil {
-		return fmt.Errorf("read Role %s/%s: %w", ns, RoleName, err)
+		return fmt.Errorf("read Role %s/%s: %w", ns, LearnerRole, err)
 	}
-	if reflect.DeepEqual(have.Rules, Rules) {
+	if reflect.DeepEqual(have.Rules, LearnerRules) {
 		return nil
 	}
-	have.Rules = Rules
+	have.Rules = LearnerRules
 	if _, err := roles.Update(ctx, have, metav1.UpdateOptions{}); err != nil {
-		return fmt.Errorf("update Role %s/%s: %w", ns, RoleName, err)
+		return fmt.Errorf("update Role %s/%s: %w", ns, LearnerRole, err)
 	}
 	return nil
 }
@@ -169,29 +171,29 @@ func (i *Issuer) grantRole(ctx context.Context, ns string) error {
 func (i *Issuer) bindRole(ctx context.Context, ns string) error {
 	bindings := i.Client.RbacV1().RoleBindings(ns)
 	want := &rbacv1.RoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: RoleBindingName, Namespace: ns, Labels: managed()},
-		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: RoleName},
-		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: ServiceAccountName, Namespace: ns}},
+		ObjectMeta: metav1.ObjectMeta{Name: LearnerRoleBinding, Namespace: ns, Labels: managed()},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: LearnerRole},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: LearnerServiceAccount, Namespace: ns}},
 	}
 	_, err := bindings.Create(ctx, want, metav1.CreateOptions{})
 	if !apierrors.IsAlreadyExists(err) {
 		if err != nil {
-			return fmt.Errorf("create RoleBinding %s/%s: %w", ns, RoleBindingName, err)
+			return fmt.Errorf("create RoleBinding %s/%s: %w", ns, LearnerRoleBinding, err)
 		}
 		return nil
 	}
-	have, err := bindings.Get(ctx, RoleBindingName, metav1.GetOptions{})
+	have, err := bindings.Get(ctx, LearnerRoleBinding, metav1.GetOptions{})
 	if err != nil {
-		return fmt.Errorf("read RoleBinding %s/%s: %w", ns, RoleBindingName, err)
+		return fmt.Errorf("read RoleBinding %s/%s: %w", ns, LearnerRoleBinding, err)
 	}
 	if have.RoleRef == want.RoleRef && reflect.DeepEqual(have.Subjects, want.Subjects) {
 		return nil
 	}
-	if err := bindings.Delete(ctx, RoleBindingName, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
-		return fmt.Errorf("replace RoleBinding %s/%s: %w", ns, RoleBindingName, err)
+	if err := bindings.Delete(ctx, LearnerRoleBinding, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("replace RoleBinding %s/%s: %w", ns, LearnerRoleBinding, err)
 	}
 	if _, err := bindings.Create(ctx, want, metav1.CreateOptions{}); err != nil {
-		return fmt.Errorf("create RoleBinding %s/%s: %w", ns, RoleBindingName, err)
+		return fmt.Errorf("create RoleBinding %s/%s: %w", ns, LearnerRoleBinding, err)
 	}
 	return nil
 }
@@ -210,9 +212,9 @@ func (i *Issuer) Issue(ctx context.Context, ns string, until time.Time) (Credent
 	life := max(until.Sub(now()), MinTokenLife)
 	secs := int64(math.Ceil(life.Seconds()))
 	req := &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: &secs}}
-	tr, err := i.Client.CoreV1().ServiceAccounts(ns).CreateToken(ctx, ServiceAccountName, req, metav1.CreateOptions{})
+	tr, err := i.Client.CoreV1().ServiceAccounts(ns).CreateToken(ctx, LearnerServiceAccount, req, metav1.CreateOptions{})
 	if err != nil {
-		return Credentials{}, fmt.Errorf("request a token for ServiceAccount %s/%s: %w", ns, ServiceAccountName, err)
+		return Credentials{}, fmt.Errorf("request a token for ServiceAccount %s/%s: %w", ns, LearnerServiceAccount, err)
 	}
 	expires := tr.Status.ExpirationTimestamp.Time
 	data, err := clientcmd.Write(i.config(ns, tr.Status.Token))
@@ -244,13 +246,13 @@ func (i *Issuer) config(ns, token string) clientcmdapi.Config {
 // makes the API server refuse its tokens (they are bound to it), before the
 // namespace's deletion gets to it. Nothing there is fine.
 func (i *Issuer) Revoke(ctx context.Context, ns string) error {
-	err := i.Client.CoreV1().ServiceAccounts(ns).Delete(ctx, ServiceAccountName, metav1.DeleteOptions{})
+	err := i.Client.CoreV1().ServiceAccounts(ns).Delete(ctx, LearnerServiceAccount, metav1.DeleteOptions{})
 	if err != nil && !apierrors.IsNotFound(err) {
-		return fmt.Errorf("delete ServiceAccount %s/%s: %w", ns, ServiceAccountName, err)
+		return fmt.Errorf("delete ServiceAccount %s/%s: %w", ns, LearnerServiceAccount, err)
 	}
-	err = i.Client.RbacV1().RoleBindings(ns).Delete(ctx, RoleBindingName, metav1.DeleteOptions{})
+	err = i.Client.RbacV1().RoleBindings(ns).Delete(ctx, LearnerRoleBinding, metav1.DeleteOptions{})
 	if err != nil && !apierrors.IsNotFound(err) {
-		return fmt.Errorf("delete RoleBinding %s/%s: %w", ns, RoleBindingName, err)
+		return fmt.Errorf("delete RoleBinding %s/%s: %w", ns, LearnerRoleBinding, err)
 	}
 	return nil
 }

@@ -1,4 +1,4 @@
-package kubeconfig
+package labns
 
 import (
 	"os"
@@ -15,11 +15,11 @@ import (
 // The API server lets oplab grant in a learner's Role only what oplab itself
 // holds in that namespace. In a cluster oplab holds its ClusterRoles
 // (controller/config/rbac): oplab-cluster everywhere, oplab-controller and
-// oplab-web in each learner namespace. Everything Rules grants must be in
+// oplab-web in each learner namespace. Everything LearnerRules grants must be in
 // them, or the first kubeconfig download in a self-hosted class fails.
 func TestOplabsRolesHoldWhatALearnerIsGranted(t *testing.T) {
 	var held []rbacv1.PolicyRule
-	for _, f := range []string{"../../controller/config/rbac/role.yaml", "../../controller/config/rbac/web_role.yaml", "../../controller/config/rbac/cluster_role.yaml"} {
+	for _, f := range []string{"../config/rbac/role.yaml", "../config/rbac/web_role.yaml", "../config/rbac/cluster_role.yaml"} {
 		b, err := os.ReadFile(f)
 		if err != nil {
 			t.Fatal(err)
@@ -30,7 +30,7 @@ func TestOplabsRolesHoldWhatALearnerIsGranted(t *testing.T) {
 		}
 		held = append(held, role.Rules...)
 	}
-	for _, missing := range notHeld(Rules, held) {
+	for _, missing := range notHeld(LearnerRules, held) {
 		t.Errorf("a learner's Role grants %s, which oplab's ClusterRoles do not hold: add it to controller/config/rbac/web_role.yaml", missing)
 	}
 	// The check itself can fail.
@@ -65,7 +65,7 @@ func notHeld(want, held []rbacv1.PolicyRule) []string {
 // (controller/config TestALearnerIsSandboxed, web/session).
 func TestALearnerCannotWriteAPodTemplate(t *testing.T) {
 	patches := false
-	for _, r := range Rules {
+	for _, r := range LearnerRules {
 		if slices.Contains(r.APIGroups, "apps") && slices.Contains(r.Resources, "statefulsets") {
 			if slices.Contains(r.Verbs, "update") || slices.Contains(r.Verbs, "*") {
 				t.Errorf("the learner's Role may %v statefulsets, which replaces their Pod template", r.Verbs)
@@ -78,7 +78,7 @@ func TestALearnerCannotWriteAPodTemplate(t *testing.T) {
 			}
 		}
 	}
-	if len(notHeld([]rbacv1.PolicyRule{{APIGroups: []string{"apps"}, Resources: []string{"statefulsets/scale"}, Verbs: []string{"patch"}}}, Rules)) != 0 {
+	if len(notHeld([]rbacv1.PolicyRule{{APIGroups: []string{"apps"}, Resources: []string{"statefulsets/scale"}, Verbs: []string{"patch"}}}, LearnerRules)) != 0 {
 		t.Error("the learner's Role does not let them scale a StatefulSet: drift by scale is part of the lab")
 	}
 	if !patches {
@@ -94,7 +94,7 @@ func TestALearnerCannotWriteAPodTemplate(t *testing.T) {
 		len(p.Spec.MatchConstraints.ResourceRules) != 1 || !slices.Equal(p.Spec.MatchConstraints.ResourceRules[0].Resources, []string{"statefulsets"}) {
 		t.Errorf("the learner may patch statefulsets, but the learner policy does not hold their spec: %+v", p.Spec)
 	}
-	if want := "system:serviceaccount:' + request.namespace + ':" + ServiceAccountName + "'"; len(p.Spec.MatchConditions) != 1 || !strings.HasSuffix(p.Spec.MatchConditions[0].Expression, want) {
-		t.Errorf("the learner policy matches %+v; want the learner's ServiceAccount %q", p.Spec.MatchConditions, ServiceAccountName)
+	if want := "system:serviceaccount:' + request.namespace + ':" + LearnerServiceAccount + "'"; len(p.Spec.MatchConditions) != 1 || !strings.HasSuffix(p.Spec.MatchConditions[0].Expression, want) {
+		t.Errorf("the learner policy matches %+v; want the learner's ServiceAccount %q", p.Spec.MatchConditions, LearnerServiceAccount)
 	}
 }

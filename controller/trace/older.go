@@ -1,4 +1,4 @@
-package stream
+package trace
 
 import (
 	"bytes"
@@ -43,7 +43,7 @@ type oldState struct {
 const oldStateOverhead = 160
 
 // size is what the ring counts for e.
-func (e *entry) size() int {
+func (e *Entry) size() int {
 	if e.old != nil {
 		return len(e.old.view) + oldStateOverhead
 	}
@@ -53,7 +53,7 @@ func (e *entry) size() int {
 // retire replaces the latest state of obj in the ring, if the ring still
 // holds it, by what the ring keeps of an older state, now that next (nil
 // for a deletion) is obj's latest. The entry itself is not changed (the
-// hub and cached catch-up frames may share it); the ring gets a new one
+// feed and cached catch-up batches may share it); the ring gets a new one
 // with the same seq.
 func (s *space) retire(p *packer, obj controller.ObjectRef, next []byte) {
 	prev := s.states[stateKey{obj.Kind, obj.Name}]
@@ -66,11 +66,11 @@ func (s *space) retire(p *packer, obj controller.ObjectRef, next []byte) {
 			old.view, old.packed = packed, true
 		}
 	}
-	s.ring.replace(&entry{seq: prev.seq, obj: prev.obj, old: old})
+	s.ring.replace(&Entry{seq: prev.seq, obj: prev.obj, old: old})
 }
 
 // current leaves out the superseded states: what a viewer is sent.
-func current(es []*entry) []*entry {
+func current(es []*Entry) []*Entry {
 	out := es[:0:0]
 	for _, e := range es {
 		if e.old == nil {
@@ -87,7 +87,7 @@ func current(es []*entry) []*entry {
 //
 // An older state that cannot be restored is left out, and its error
 // returned with the others: the rest of the export stands.
-func (p *packer) materialize(es []*entry) ([][]byte, error) {
+func (p *packer) materialize(es []*Entry) ([][]byte, error) {
 	out := make([][]byte, 0, len(es))
 	// Keyed by namespace too: an export merges a namespace's entries with
 	// the global ones.
@@ -178,7 +178,7 @@ func (p *packer) inflate(data, dict []byte) ([]byte, error) {
 
 // replace puts e where the entry of the same seq is, if the ring still
 // holds it, and counts the bytes it saves or costs.
-func (r *ring) replace(e *entry) {
+func (r *ring) replace(e *Entry) {
 	i := sort.Search(r.n, func(i int) bool { return r.at(i).seq >= e.seq })
 	if i == r.n || r.at(i).seq != e.seq {
 		return

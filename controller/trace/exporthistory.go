@@ -1,4 +1,4 @@
-package stream
+package trace
 
 import (
 	"encoding/json"
@@ -7,7 +7,6 @@ import (
 	"sort"
 
 	"github.com/oplab-dev/oplab/controller"
-	"github.com/oplab-dev/oplab/web/httpx"
 )
 
 // This file carries a namespace's object history (history.go) in an export
@@ -133,7 +132,9 @@ func CheckHistoryObject(o HistoryObject) error {
 		case "":
 			return fmt.Errorf("%s.event: missing", at)
 		default:
-			return fmt.Errorf("%s.event: %q is not create, update or delete", at, httpx.Excerpt(v.Event, 32))
+			// At most 32 characters of it: the message goes back to
+			// whoever sent the file.
+			return fmt.Errorf("%s.event: %.32q is not create, update or delete", at, v.Event)
 		}
 		switch {
 		case hasObj && hasPatch:

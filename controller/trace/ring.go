@@ -1,17 +1,15 @@
-package stream
+package trace
 
 import (
 	"sort"
 
-	"github.com/gorilla/websocket"
-
 	"github.com/oplab-dev/oplab/controller"
 )
 
-// entry is one recorded message, encoded once when recorded and never
-// changed after: the Recorder's rings, the Hub's batches and exports share
-// its bytes.
-type entry struct {
+// An Entry is one recorded message, encoded once when recorded and never
+// changed after: the Recorder's rings, the batches sent to viewers and
+// exports share its bytes.
+type Entry struct {
 	seq uint64
 	// obj is the object the message concerns: its namespace routes it, and
 	// for a state it keys the latest states.
@@ -38,7 +36,7 @@ type entry struct {
 // viewer whose resume point is below floor may have missed something and
 // must start again from a snapshot.
 type ring struct {
-	buf      []*entry
+	buf      []*Entry
 	start    int // index of the oldest entry
 	n        int
 	floor    uint64
@@ -49,12 +47,12 @@ type ring struct {
 // newRing returns a ring of size entries and maxBytes of JSON (no byte
 // bound when maxBytes <= 0).
 func newRing(size, maxBytes int) *ring {
-	return &ring{buf: make([]*entry, size), maxBytes: maxBytes}
+	return &ring{buf: make([]*Entry, size), maxBytes: maxBytes}
 }
 
 // push appends e, evicting the oldest entries while it is full, by count
 // or by bytes. The newest entry is always kept, whatever its size.
-func (r *ring) push(e *entry) {
+func (r *ring) push(e *Entry) {
 	for r.n > 0 && (r.n == len(r.buf) || (r.maxBytes > 0 && r.bytes+e.size() > r.maxBytes)) {
 		old := r.buf[r.start]
 		r.floor = old.seq
@@ -68,27 +66,27 @@ func (r *ring) push(e *entry) {
 	r.bytes += e.size()
 }
 
-func (r *ring) at(i int) *entry { return r.buf[(r.start+i)%len(r.buf)] }
+func (r *ring) at(i int) *Entry { return r.buf[(r.start+i)%len(r.buf)] }
 
 // after returns the entries with seq > since, oldest first.
-func (r *ring) after(since uint64) []*entry {
+func (r *ring) after(since uint64) []*Entry {
 	i := sort.Search(r.n, func(i int) bool { return r.at(i).seq > since })
-	out := make([]*entry, 0, r.n-i)
+	out := make([]*Entry, 0, r.n-i)
 	for ; i < r.n; i++ {
 		out = append(out, r.at(i))
 	}
 	return out
 }
 
-// mergeBySeq merges two slices that are each in seq order.
-func mergeBySeq(a, b []*entry) []*entry {
+// MergeBySeq merges two slices that are each in seq order.
+func MergeBySeq(a, b []*Entry) []*Entry {
 	if len(a) == 0 {
 		return b
 	}
 	if len(b) == 0 {
 		return a
 	}
-	out := make([]*entry, 0, len(a)+len(b))
+	out := make([]*Entry, 0, len(a)+len(b))
 	for len(a) > 0 && len(b) > 0 {
 		if a[0].seq < b[0].seq {
 			out, a = append(out, a[0]), a[1:]
@@ -100,8 +98,8 @@ func mergeBySeq(a, b []*entry) []*entry {
 	return append(out, b...)
 }
 
-// encodeBatch renders entries as the JSON array a websocket frame carries.
-func encodeBatch(es []*entry) []byte {
+// encodeBatch renders entries as the JSON array a Batch carries.
+func encodeBatch(es []*Entry) []byte {
 	size := 2 + len(es)
 	for _, e := range es {
 		size += len(e.raw)
@@ -117,19 +115,30 @@ func encodeBatch(es []*entry) []byte {
 	return append(out, ']')
 }
 
-// frame is one websocket message: the JSON array, and its framing shared by
-// every viewer it goes to (gorilla frames and compresses a PreparedMessage
-// once per kind of connection, on first write).
-type frame struct {
-	data []byte
-	pm   *websocket.PreparedMessage
+// Seq is the entry's place in the stream (0 for a "reset").
+func (e *Entry) Seq() uint64 { return e.seq }
+
+// Namespace is the namespace of the object the message concerns, which
+// decides who sees it; "" for a global message, which everyone sees.
+func (e *Entry) Namespace() string { return e.obj.Namespace }
+
+// A Batch is messages in seq order as one JSON array, what a viewer
+// receives in one go: encoded once, and shared by every viewer it goes to.
+type Batch struct {
+	// JSON is the array.
+	JSON []byte
+	// Framed is what the transport made of JSON once for all the viewers
+	// (the web's hub: a prepared websocket message, framed and compressed
+	// once per kind of connection); nil when it made nothing.
+	Framed any
 }
 
-// newFrame encodes es as one frame. Preparing an uncompressed text frame
-// cannot fail (gorilla only writes it to a buffer); should it ever, pm is nil
-// and the frame is framed for each viewer instead.
-func newFrame(es []*entry) frame {
-	data := encodeBatch(es)
-	pm, _ := websocket.NewPreparedMessage(websocket.TextMessage, data)
-	return frame{data: data, pm: pm}
+// NewBatch encodes es as one Batch, framed by frame (Feed.Frame) when
+// frame is not nil.
+func NewBatch(es []*Entry, frame func(json []byte) any) Batch {
+	b := Batch{JSON: encodeBatch(es)}
+	if frame != nil {
+		b.Framed = frame(b.JSON)
+	}
+	return b
 }

@@ -1,4 +1,4 @@
-package stream
+package trace
 
 import (
 	"context"
@@ -22,7 +22,7 @@ import (
 // and RSS per learner after a GC, and the largest ring, with the byte
 // bound; figures, not assertions.
 //
-//	go test -run '^$' -bench WorstLearnerMemory -benchtime 1x ./web/stream/
+//	go test -run '^$' -bench WorstLearnerMemory -benchtime 1x ./controller/trace/
 func BenchmarkWorstLearnerMemory(b *testing.B) {
 	const (
 		learners  = 20
