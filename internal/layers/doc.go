@@ -4,7 +4,9 @@
 //	cluster/     the API server and etcd oplab runs (or the one it is given)
 //	controller/  the Database operator, its trace (controller/trace), the
 //	             lab namespaces (controller/labns), the learners' sandbox
-//	lessons/     the course: lessons, quiz, challenges and their judge
+//	lessons/     the course: lessons, challenges and their judge; and
+//	quiz/        the quiz and the flashcards, on the same floor (the judge
+//	             grades a challenge's questions with it; it links lessons)
 //	web/         the pages, the websocket stream, sessions and the class
 //	cmd/         the programs, which assemble the rest
 //

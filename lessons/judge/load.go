@@ -14,7 +14,7 @@ import (
 	"github.com/oplab-dev/oplab/controller/sandbox/starters"
 	"github.com/oplab-dev/oplab/lessons"
 	"github.com/oplab-dev/oplab/lessons/content"
-	"github.com/oplab-dev/oplab/lessons/quiz"
+	"github.com/oplab-dev/oplab/quiz"
 )
 
 // Challenge is one loaded challenge file.
@@ -406,7 +406,7 @@ func renderInline(md goldmark.Markdown, src string) (string, error) {
 }
 
 // LoadEmbedded loads the challenges shipped in lessons/content/challenges against
-// the questions shipped in lessons/content/quiz (read by lessons/quiz).
+// the questions shipped in lessons/content/quiz (read by quiz).
 func LoadEmbedded(course Resolver) (*Set, error) {
 	bank, err := quiz.Load()
 	if err != nil {

@@ -14,7 +14,7 @@ import (
 	"github.com/oplab-dev/oplab/lessons"
 	"github.com/oplab-dev/oplab/lessons/judge"
 	"github.com/oplab-dev/oplab/lessons/judge/judgetest"
-	"github.com/oplab-dev/oplab/lessons/quiz"
+	"github.com/oplab-dev/oplab/quiz"
 )
 
 // Checks for the engine's own tests: their verdict is read from a map the

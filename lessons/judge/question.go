@@ -6,7 +6,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/oplab-dev/oplab/lessons/quiz"
+	"github.com/oplab-dev/oplab/quiz"
 )
 
 // ErrNoTask is Answer's error for a task the challenge does not have.

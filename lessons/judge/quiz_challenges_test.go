@@ -4,7 +4,7 @@ import (
 	"testing"
 
 	"github.com/oplab-dev/oplab/lessons/judge/judgetest"
-	"github.com/oplab-dev/oplab/lessons/quiz"
+	"github.com/oplab-dev/oplab/quiz"
 )
 
 // TestQuizChallengesExist checks that every quiz question tied to a

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/oplab-dev/oplab/controller/sandbox"
-	"github.com/oplab-dev/oplab/lessons/quiz"
+	"github.com/oplab-dev/oplab/quiz"
 )
 
 // The page and the quiz said "2 s per reconcile" while a loop was stopped

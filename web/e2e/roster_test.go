@@ -28,7 +28,7 @@ import (
 	"github.com/oplab-dev/oplab/controller"
 	"github.com/oplab-dev/oplab/controller/api/v1alpha1"
 	"github.com/oplab-dev/oplab/controller/labns"
-	"github.com/oplab-dev/oplab/lessons/quiz"
+	"github.com/oplab-dev/oplab/quiz"
 	"github.com/oplab-dev/oplab/web/instructor"
 	"github.com/oplab-dev/oplab/web/internal/browsertest"
 	"github.com/oplab-dev/oplab/web/lab/dbview"

@@ -7,7 +7,7 @@ import (
 	"github.com/oplab-dev/oplab/lessons"
 	"github.com/oplab-dev/oplab/lessons/content"
 	"github.com/oplab-dev/oplab/lessons/judge"
-	"github.com/oplab-dev/oplab/lessons/quiz"
+	"github.com/oplab-dev/oplab/quiz"
 )
 
 // Content is the course as oplab serves it: the lessons, the quiz and the

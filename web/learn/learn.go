@@ -24,7 +24,7 @@ import (
 
 	"github.com/oplab-dev/oplab/lessons"
 	"github.com/oplab-dev/oplab/lessons/judge"
-	"github.com/oplab-dev/oplab/lessons/quiz"
+	"github.com/oplab-dev/oplab/quiz"
 	"github.com/oplab-dev/oplab/web/httpx"
 	"github.com/oplab-dev/oplab/web/progress"
 )

@@ -5,7 +5,7 @@ import (
 	"math/rand/v2"
 	"strconv"
 
-	"github.com/oplab-dev/oplab/lessons/quiz"
+	"github.com/oplab-dev/oplab/quiz"
 	"github.com/oplab-dev/oplab/web/httpx"
 )
 

@@ -3,7 +3,7 @@ package learn
 import (
 	"net/http"
 
-	"github.com/oplab-dev/oplab/lessons/quiz"
+	"github.com/oplab-dev/oplab/quiz"
 	"github.com/oplab-dev/oplab/web/httpx"
 )
 

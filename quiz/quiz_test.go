@@ -352,7 +352,7 @@ func TestSomeQuestionsReadATraceOrAnObject(t *testing.T) {
 // teams choosing oplab, so it must follow the data.
 func TestReadmeCountsTheQuiz(t *testing.T) {
 	b := mustLoad(t)
-	readme, err := os.ReadFile("../../README.md")
+	readme, err := os.ReadFile("../README.md")
 	if err != nil {
 		t.Fatal(err)
 	}
