@@ -1,4 +1,4 @@
-package benchviewers
+package viewers
 
 import (
 	"context"
@@ -92,7 +92,7 @@ const phaseDeadline = 5 * time.Minute
 //
 // It asserts nothing about time. Run it once:
 //
-//	go test ./web -run '^$' -bench ControllerWithViewers -benchtime 1x [-dbs 100] [-viewers 2000] [-measure 50] [-feed-rate 100] [-rounds 3]
+//	go test ./cmd/loadtest/viewers -run '^$' -bench ControllerWithViewers -benchtime 1x [-dbs 100] [-viewers 2000] [-measure 50] [-feed-rate 100] [-rounds 3]
 //
 // The viewers run in a child process (this test binary again, running
 // TestViewersChild), so oplab's CPU and memory figures are its own; the
