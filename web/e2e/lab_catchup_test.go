@@ -8,6 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/oplab-dev/oplab/controller/api/v1alpha1"
+	"github.com/oplab-dev/oplab/internal/polltest"
 	"github.com/oplab-dev/oplab/web/stream"
 )
 
@@ -28,7 +29,7 @@ func TestBrowserReloadDrawsNoPastStateOnTheCards(t *testing.T) {
 	if err := e.client.Delete(t.Context(), old); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "bygone gone", func() (bool, error) { return e.gone(t.Context(), old) })
+	polltest.Until(t, deadline, "bygone gone", func() (bool, error) { return e.gone(t.Context(), old) })
 	shows(t, ctx, "bygone's card removed", `!document.querySelector("#db-bygone")`)
 
 	// Reload: the page has no card for bygone; watch the catch-up to its end.

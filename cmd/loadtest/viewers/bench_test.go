@@ -28,6 +28,7 @@ import (
 	"github.com/oplab-dev/oplab/cmd/oplab/app"
 	"github.com/oplab-dev/oplab/controller"
 	dbv1 "github.com/oplab-dev/oplab/controller/api/v1alpha1"
+	"github.com/oplab-dev/oplab/internal/polltest"
 	"github.com/oplab-dev/oplab/web/labns"
 	"github.com/oplab-dev/oplab/web/learn"
 	"github.com/oplab-dev/oplab/web/stream"
@@ -641,16 +642,12 @@ func cpuTime() time.Duration {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
-// waitUntil polls cond until it holds, failing the benchmark or test when
-// ctx ends.
+// waitUntil is polltest.Until bounded by a context, as the phases bound
+// their waits: it fails tb, naming what, when ctx ends before cond holds.
 func waitUntil(tb testing.TB, what string, ctx context.Context, cond func() bool) {
 	tb.Helper()
-	for !cond() {
-		select {
-		case <-ctx.Done():
-			tb.Fatalf("timed out waiting for %s", what)
-		case <-time.After(50 * time.Millisecond):
-		}
+	if err := polltest.Wait(ctx, cond); err != nil {
+		tb.Fatalf("timed out waiting for %s: %v", what, err)
 	}
 }
 
