@@ -40,7 +40,7 @@ func (s *stubReconciler) Reconcile(ctx context.Context, c client.Client, req rec
 // The dispatch only (which reconciler a worker calls, and how its steps are
 // marked): no API server behaviour is involved, the learner's reconciler is
 // a stub and oplab's finds no Database in the fake client.
-func TestOverrideTakesItsNamespaceOnly(t *testing.T) {
+func TestHandOverTakesItsNamespaceOnly(t *testing.T) {
 	sink := &recordingSink{}
 	opts := DefaultOptions()
 	opts.Sink = sink
@@ -48,7 +48,7 @@ func TestOverrideTakesItsNamespaceOnly(t *testing.T) {
 	c := fake.NewClientBuilder().WithScheme(testScheme).Build()
 	tr := newTracedReconciler(c, c, testScheme, nil, opts.withDefaults(), gate)
 	stub := &stubReconciler{}
-	gate.overrides.m.Store("learner", NamespaceReconciler(stub))
+	gate.handovers.m.Store("learner", NamespaceReconciler(stub))
 
 	mine := reconcile.Request{NamespacedName: types.NamespacedName{Namespace: "learner", Name: "shop"}}
 	res, err := tr.Reconcile(context.Background(), mine)
@@ -81,7 +81,7 @@ func TestOverrideTakesItsNamespaceOnly(t *testing.T) {
 	if len(sink.all()) < 4 {
 		t.Errorf("steps: %v, want a start and a result for each reconcile", sink.all())
 	}
-	gate.overrides.m.Delete("learner")
+	gate.handovers.m.Delete("learner")
 	if _, err := tr.Reconcile(context.Background(), mine); err != nil || len(stub.got) != 1 {
 		t.Fatalf("after the take-back: %v, the stub got %v", err, stub.got)
 	}
