@@ -113,9 +113,9 @@ bench: controlplane sandboxtypes ## print the benchmarks' figures (cluster start
 	$(GO) test -run '^$$' -bench BenchmarkTimeToReady -benchtime 1x ./cluster/
 	$(GO) test -run '^$$' -bench . -benchtime 1x ./controller/ -args -dbs=$(BENCH_DBS)
 	$(GO) run ./cmd/loadtest -viewers 500,2000 -rate 100 -duration 10s
-	$(GO) test -run '^$$' -bench ControllerWithViewers -benchtime 1x ./web/benchviewers/ -dbs 100 -viewers 2000 -rounds 5
-	$(GO) test -run '^$$' -bench Class -benchtime 1x ./web/benchclass/ -learners 30 -followers 30 -rounds 5
-	$(GO) test -run '^$$' -bench Class -benchtime 1x ./web/benchclass/ -worst -learners 10 -rounds 2
+	$(GO) test -run '^$$' -bench ControllerWithViewers -benchtime 1x ./cmd/loadtest/viewers/ -dbs 100 -viewers 2000 -rounds 5
+	$(GO) test -run '^$$' -bench Class -benchtime 1x ./cmd/loadtest/class/ -learners 30 -followers 30 -rounds 5
+	$(GO) test -run '^$$' -bench Class -benchtime 1x ./cmd/loadtest/class/ -worst -learners 10 -rounds 2
 	CI=true $(GO) test -run '^$$' -bench LearnerTimeline4096 -benchtime 1x ./web/e2e/
 	CI=true $(GO) test -run '^$$' -bench LabLoadWithAFullRing -benchtime 5x ./web/e2e/
 	$(GO) test -run '^$$' -bench WorstLearnerMemory -benchtime 1x ./controller/trace/

@@ -31,6 +31,8 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/utils/ptr"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/oplab-dev/oplab/internal/polltest"
 )
 
 // deadline bounds every wait in these tests. It is generous on purpose: the
@@ -671,7 +673,7 @@ func TestFullRunsStatefulSetAndCollectsGarbage(t *testing.T) {
 
 	// The scheduler binds both Pods to the kwok Node, kwok marks them
 	// Ready, and the StatefulSet controller counts them.
-	waitFor(t, "readyReplicas=2", func() (bool, error) {
+	polltest.Until(t, deadline, "readyReplicas=2", func() (bool, error) {
 		got, err := cs.AppsV1().StatefulSets(ns.Name).Get(ctx, sts.Name, metav1.GetOptions{})
 		if err != nil {
 			return false, err
@@ -694,7 +696,7 @@ func TestFullRunsStatefulSetAndCollectsGarbage(t *testing.T) {
 	if err := cs.AppsV1().StatefulSets(ns.Name).Delete(ctx, sts.Name, metav1.DeleteOptions{PropagationPolicy: &bg}); err != nil {
 		t.Fatalf("deleting the StatefulSet: %v", err)
 	}
-	waitFor(t, "the Pods garbage-collected", func() (bool, error) {
+	polltest.Until(t, deadline, "the Pods garbage-collected", func() (bool, error) {
 		pods, err := cs.CoreV1().Pods(ns.Name).List(ctx, metav1.ListOptions{LabelSelector: "app=db"})
 		if err != nil {
 			return false, err
@@ -747,26 +749,6 @@ func TestDefaultKubeconfigPath(t *testing.T) {
 	t.Setenv("XDG_CACHE_HOME", "/cache")
 	if got, want := DefaultKubeconfigPath(), "/cache/oplab/kubeconfig"; got != want {
 		t.Errorf("DefaultKubeconfigPath() = %q, want %q", got, want)
-	}
-}
-
-// waitFor polls cond until it holds, failing the test after deadline.
-func waitFor(t *testing.T, what string, cond func() (bool, error)) {
-	t.Helper()
-	until := time.Now().Add(deadline)
-	var last error
-	for {
-		ok, err := cond()
-		if ok {
-			return
-		}
-		if err != nil {
-			last = err
-		}
-		if time.Now().After(until) {
-			t.Fatalf("no %s after %s (last error: %v)", what, deadline, last)
-		}
-		time.Sleep(100 * time.Millisecond)
 	}
 }
 

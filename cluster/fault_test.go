@@ -26,6 +26,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/oplab-dev/oplab/internal/polltest"
 )
 
 // TestEtcdRefusesClientsWithoutCertificate checks that etcd's client port
@@ -163,7 +165,7 @@ func TestSupervisorRestartsKilledProcesses(t *testing.T) {
 				t.Errorf("Healthy() after the restart = %v", err)
 			}
 			ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "after-" + name}}
-			waitFor(t, "the API usable again", func() (bool, error) {
+			polltest.Until(t, deadline, "the API usable again", func() (bool, error) {
 				_, err := cs.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{})
 				return err == nil, err
 			})
@@ -312,7 +314,7 @@ func TestSupervisorRestartsKilledChild(t *testing.T) {
 	if err := syscall.Kill(old, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "a new kube-scheduler", func() (bool, error) {
+	polltest.Until(t, deadline, "a new kube-scheduler", func() (bool, error) {
 		pid := pidOf(t, c, nameScheduler)
 		return pid != old && running(pid) && mentions(pid, c.dir), nil
 	})

@@ -9,6 +9,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/oplab-dev/oplab/internal/polltest"
 )
 
 // podsAnnotation is the annotation oplab's kwok stages select Pods by
@@ -83,7 +85,7 @@ func TestKwokPodStages(t *testing.T) {
 	if err := cs.CoreV1().Pods(ns.Name).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{}); err != nil {
 		t.Fatalf("deleting the Pods: %v", err)
 	}
-	waitFor(t, "every Pod removed", func() (bool, error) {
+	polltest.Until(t, deadline, "every Pod removed", func() (bool, error) {
 		pods, err := cs.CoreV1().Pods(ns.Name).List(ctx, metav1.ListOptions{})
 		return err == nil && len(pods.Items) == 0, err
 	})
@@ -116,7 +118,7 @@ func createPod(t *testing.T, cs kubernetes.Interface, ns, name, mode string) {
 func waitPod(t *testing.T, cs kubernetes.Interface, ns, name, what string, cond func(*corev1.Pod) bool) *corev1.Pod {
 	t.Helper()
 	var got *corev1.Pod
-	waitFor(t, fmt.Sprintf("Pod %s %s", name, what), func() (bool, error) {
+	polltest.Until(t, deadline, fmt.Sprintf("Pod %s %s", name, what), func() (bool, error) {
 		p, err := cs.CoreV1().Pods(ns).Get(context.Background(), name, metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
 			return false, err

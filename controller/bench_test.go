@@ -19,6 +19,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	dbv1 "github.com/oplab-dev/oplab/controller/api/v1alpha1"
+	"github.com/oplab-dev/oplab/internal/polltest"
 )
 
 var (
@@ -116,7 +117,7 @@ func measureAllReady(b *testing.B, name string, opts Options, n int) benchRun {
 	before := apiRequests(b, e)
 	began := time.Now()
 	createConcurrently(b, e, n)
-	e.waitFor(fmt.Sprintf("%d Databases Ready (%s)", n, name), func() (bool, error) {
+	polltest.Until(e.t, deadline, fmt.Sprintf("%d Databases Ready (%s)", n, name), func() (bool, error) {
 		return int(sink.ready.Load()) >= n, nil
 	})
 	took := time.Since(began)

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	dbv1 "github.com/oplab-dev/oplab/controller/api/v1alpha1"
+	"github.com/oplab-dev/oplab/internal/polltest"
 )
 
 // TestManyCreatesAndDeletesMakeNoMistakes creates and deletes 20 Databases
@@ -49,7 +50,7 @@ func TestManyCreatesAndDeletesMakeNoMistakes(t *testing.T) {
 	// Every Database is reconciled once more after it is gone (the delete
 	// event), on a cache that may still hold it with its finalizer.
 	for _, name := range names {
-		e.waitFor("a reconcile finding "+name+" gone", func() (bool, error) {
+		polltest.Until(e.t, deadline, "a reconcile finding "+name+" gone", func() (bool, error) {
 			return slices.ContainsFunc(e.sink.forDatabase(name), func(s Step) bool {
 				return s.Type == StepFetch && s.Found == "not-found"
 			}), nil

@@ -28,6 +28,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	dbv1 "github.com/oplab-dev/oplab/controller/api/v1alpha1"
+	"github.com/oplab-dev/oplab/internal/polltest"
 )
 
 // kstatusOf computes kstatus's verdict on a Database, as kubectl-style tools
@@ -92,7 +93,7 @@ func TestCreateBecomesReady(t *testing.T) {
 	}
 
 	// The lab shows the Kubernetes Events the controller recorded.
-	e.waitFor("a Created event on the Database", func() (bool, error) {
+	polltest.Until(e.t, deadline, "a Created event on the Database", func() (bool, error) {
 		var list eventsv1.EventList
 		if err := e.c.List(e.ctx, &list, client.InNamespace(e.ns)); err != nil {
 			return false, err
@@ -185,7 +186,7 @@ func TestConvergedReconcileWritesNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	touchedVersion := db.ResourceVersion
-	e.waitFor("a reconcile after the touch", func() (bool, error) {
+	polltest.Until(e.t, deadline, "a reconcile after the touch", func() (bool, error) {
 		return slices.ContainsFunc(e.sink.since(mark, "calm"), func(s Step) bool { return s.Type == StepResult }), nil
 	})
 
@@ -231,7 +232,7 @@ func TestIdleResyncWritesNothing(t *testing.T) {
 	mark := e.sink.len()
 
 	// Two resyncs must come and go without any event.
-	e.waitFor("two resyncs", func() (bool, error) {
+	polltest.Until(e.t, deadline, "two resyncs", func() (bool, error) {
 		n := 0
 		for _, s := range e.sink.since(mark, "idle") {
 			if s.Type == StepResult && n >= 0 {
@@ -273,7 +274,7 @@ func TestDriftIsPutBack(t *testing.T) {
 	if err := e.c.Patch(e.ctx, &sts, patch); err != nil {
 		t.Fatal(err)
 	}
-	e.waitFor("replicas put back to 1", func() (bool, error) {
+	polltest.Until(e.t, deadline, "replicas put back to 1", func() (bool, error) {
 		var got appsv1.StatefulSet
 		err := e.c.Get(e.ctx, e.key("drift"), &got)
 		return err == nil && got.Generation > handGen && *got.Spec.Replicas == 1, err

@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	dbv1 "github.com/oplab-dev/oplab/controller/api/v1alpha1"
+	"github.com/oplab-dev/oplab/internal/polltest"
 )
 
 // expectChildrenCollected waits until the garbage collector has removed the
@@ -26,7 +27,7 @@ func (e *env) expectChildrenCollected(name string) {
 	e.expectGone(&appsv1.StatefulSet{}, name)
 	e.expectGone(&corev1.Service{}, name)
 	e.expectGone(&corev1.Secret{}, SecretName(name))
-	e.waitFor("the Pods of "+name+" gone", func() (bool, error) {
+	polltest.Until(e.t, deadline, "the Pods of "+name+" gone", func() (bool, error) {
 		var pods corev1.PodList
 		err := e.c.List(e.ctx, &pods, client.InNamespace(e.ns), client.MatchingLabels{LabelDatabase: name})
 		return err == nil && len(pods.Items) == 0, err
@@ -59,7 +60,7 @@ func TestDeleteDrainsSnapshotsAndLetsGo(t *testing.T) {
 	// The reconcile that removed the finalizer records "removed" after its
 	// write has let the Database go; the next one, woken by the delete,
 	// comes after it on the trace. Once that one is in, the phases are too.
-	e.waitFor("a reconcile finding the Database gone", func() (bool, error) {
+	polltest.Until(e.t, deadline, "a reconcile finding the Database gone", func() (bool, error) {
 		return slices.ContainsFunc(e.sink.forDatabase("doomed"), func(s Step) bool {
 			return s.Type == StepFetch && s.Found == "not-found"
 		}), nil
@@ -178,7 +179,7 @@ func TestDeletingTheNamespaceDoesNotHang(t *testing.T) {
 	if err := e.c.Delete(e.ctx, ns); err != nil {
 		t.Fatal(err)
 	}
-	e.waitFor("namespace "+e.ns+" gone", func() (bool, error) {
+	polltest.Until(e.t, deadline, "namespace "+e.ns+" gone", func() (bool, error) {
 		err := e.c.Get(e.ctx, client.ObjectKey{Name: e.ns}, &corev1.Namespace{})
 		if apierrors.IsNotFound(err) {
 			return true, nil
@@ -228,7 +229,7 @@ func TestStaleCopyAfterTheFinalizerIsGone(t *testing.T) {
 		t.Fatal(err)
 	}
 	terminating := e.getDB("stale")
-	e.waitFor("the Database finalized", func() (bool, error) {
+	polltest.Until(e.t, deadline, "the Database finalized", func() (bool, error) {
 		if _, err := live.Reconcile(e.ctx, req); err != nil {
 			return false, err
 		}

@@ -49,18 +49,18 @@
 // # Tracing
 //
 // The reconciler is traced from outside, so its code stays the ordinary
-// one; wiring.go puts the pieces around it. An event filter (events.go)
+// one; wiring.go puts the pieces around it. An event filter (triggers.go)
 // records each watch event before it is queued; a wrapper opens each
 // reconcile (reconcile.start, with its trigger) and closes it (result,
-// with the next resync or the retry's backoff) (tracing.go); the
+// with the next resync or the retry's backoff) (trace_reconcile.go); the
 // reconciler's client and APIReader, wrapped with controller-runtime's
 // client/interceptor, record what each call did (fetch, the diff of each
-// child, action, finalizer phases, status; tracing_client.go), working
+// child, action, finalizer phases, status; trace_client.go), working
 // out a call's meaning from the Database the reconcile fetched. The current reconcile's trace
 // travels in its context.Context. Steps go to the Sink in Options
-// (trace.go); Emit must never block. The package never imports web/.
+// (trace_step.go); Emit must never block. The package never imports web/.
 //
-// The reconciler reads its own writes to Databases (fresh.go): a reconcile
+// The reconciler reads its own writes to Databases (ownwrites.go): a reconcile
 // that starts before the informer cache has caught up with the previous
 // reconcile's write sees that write, so it neither repeats a status write
 // nor finalizes a Database it has already let go.

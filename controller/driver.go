@@ -89,7 +89,7 @@ func NewDriver(cfg *rest.Config, ns string, rec NamespaceReconciler, opts Driver
 		return nil, fmt.Errorf("a client for the learner code of %s: %w", ns, err)
 	}
 	gate := newPauseGate()
-	gate.overrides.m.Store(ns, rec)
+	gate.handovers.m.Store(ns, rec)
 	t := &tracedReconciler{
 		tr:      tracer{sink: opts.Sink, clock: opts.Clock},
 		book:    newTriggerBook(),

@@ -24,6 +24,7 @@ import (
 	"github.com/oplab-dev/oplab/cluster"
 	"github.com/oplab-dev/oplab/cluster/clustertest"
 	dbv1 "github.com/oplab-dev/oplab/controller/api/v1alpha1"
+	"github.com/oplab-dev/oplab/internal/polltest"
 )
 
 // deadline bounds every wait. It is generous on purpose: the tests check
@@ -152,27 +153,11 @@ func (e *env) getDB(name string) *dbv1.Database {
 	return &db
 }
 
-// waitFor polls cond until it holds or the deadline passes.
-func (e *env) waitFor(what string, cond func() (bool, error)) {
-	e.t.Helper()
-	end := time.Now().Add(deadline)
-	var lastErr error
-	for time.Now().Before(end) {
-		ok, err := cond()
-		if ok {
-			return
-		}
-		lastErr = err
-		time.Sleep(100 * time.Millisecond)
-	}
-	e.t.Fatalf("timed out after %s waiting for %s (last error: %v)", deadline, what, lastErr)
-}
-
 // expectReady waits until the Database is Ready for its current generation.
 func (e *env) expectReady(name string) *dbv1.Database {
 	e.t.Helper()
 	var db dbv1.Database
-	e.waitFor("database "+name+" Ready", func() (bool, error) {
+	polltest.Until(e.t, deadline, "database "+name+" Ready", func() (bool, error) {
 		if err := e.c.Get(e.ctx, e.key(name), &db); err != nil {
 			return false, err
 		}
@@ -188,7 +173,7 @@ func (e *env) expectReady(name string) *dbv1.Database {
 func (e *env) markAfterReadyStep(name string) int {
 	e.t.Helper()
 	mark := 0
-	e.waitFor("the status step that made "+name+" Ready", func() (bool, error) {
+	polltest.Until(e.t, deadline, "the status step that made "+name+" Ready", func() (bool, error) {
 		for i, s := range e.sink.all() {
 			if s.Database == name && s.Type == StepStatus && slices.ContainsFunc(s.Conditions, func(c ConditionChange) bool {
 				return c.Type == ConditionReady && c.To == "True" && c.Transition
@@ -211,7 +196,7 @@ func isReady(db *dbv1.Database) bool {
 // expectGone waits until obj no longer exists.
 func (e *env) expectGone(obj client.Object, name string) {
 	e.t.Helper()
-	e.waitFor(fmt.Sprintf("%T %s gone", obj, name), func() (bool, error) {
+	polltest.Until(e.t, deadline, fmt.Sprintf("%T %s gone", obj, name), func() (bool, error) {
 		err := e.c.Get(e.ctx, e.key(name), obj)
 		return apierrors.IsNotFound(err), err
 	})
@@ -221,7 +206,7 @@ func (e *env) expectGone(obj client.Object, name string) {
 // it ended with a skipped status write and no reconcile is running.
 func (e *env) expectSettled(name string) {
 	e.t.Helper()
-	e.waitFor("database "+name+" settled", func() (bool, error) {
+	polltest.Until(e.t, deadline, "database "+name+" settled", func() (bool, error) {
 		steps := e.sink.forDatabase(name)
 		var lastStart, lastStatus, lastResult int = -1, -1, -1
 		for i, s := range steps {
@@ -332,7 +317,7 @@ func (e *env) deleteServiceAndWaitForIt(name string) {
 	if err := e.c.Delete(e.ctx, &svc); err != nil {
 		e.t.Fatal(err)
 	}
-	e.waitFor("the Service recreated", func() (bool, error) {
+	polltest.Until(e.t, deadline, "the Service recreated", func() (bool, error) {
 		var got corev1.Service
 		err := e.c.Get(e.ctx, e.key(name), &got)
 		return err == nil && got.UID != oldUID, client.IgnoreNotFound(err)

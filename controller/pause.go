@@ -25,8 +25,8 @@ type pauseGate struct {
 	mu     sync.Mutex
 	paused map[string]map[types.NamespacedName]struct{} // namespace → keys held
 
-	// overrides are the namespaces handed to learner code (override.go).
-	overrides overrides
+	// handovers are the namespaces handed to learner code (handover.go).
+	handovers handovers
 	// ending are the namespaces being deleted with their session, and
 	// since when: nothing in them is reconciled any more.
 	ending map[string]time.Time

@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	dbv1 "github.com/oplab-dev/oplab/controller/api/v1alpha1"
+	"github.com/oplab-dev/oplab/internal/polltest"
 )
 
 // newNamespace creates another namespace beside the test's own.
@@ -28,7 +29,7 @@ func (e *env) newNamespace() string {
 func (e *env) expectReadyIn(ns, name string) *dbv1.Database {
 	e.t.Helper()
 	var db dbv1.Database
-	e.waitFor("database "+ns+"/"+name+" Ready", func() (bool, error) {
+	polltest.Until(e.t, deadline, "database "+ns+"/"+name+" Ready", func() (bool, error) {
 		if err := e.c.Get(e.ctx, client.ObjectKey{Namespace: ns, Name: name}, &db); err != nil {
 			return false, err
 		}
@@ -211,7 +212,7 @@ func TestRunningAnswersDuringStop(t *testing.T) {
 
 	stopped := make(chan error, 1)
 	go func() { stopped <- r.Stop() }()
-	e.waitFor("Stop under way", func() (bool, error) {
+	polltest.Until(e.t, deadline, "Stop under way", func() (bool, error) {
 		cur := r.cur.Load()
 		return cur != nil && cur.stopping.Load(), nil
 	})

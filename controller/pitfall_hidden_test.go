@@ -8,6 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	dbv1 "github.com/oplab-dev/oplab/controller/api/v1alpha1"
+	"github.com/oplab-dev/oplab/internal/polltest"
 )
 
 func TestPitfallShown(t *testing.T) {
@@ -74,7 +75,7 @@ func TestPitfallHiddenStatusThrashSaysHiddenAndStillThrashes(t *testing.T) {
 	// The storm is still there, told by what it writes: a condition whose
 	// lastTransitionTime moved without its status flipping.
 	var rewrites int
-	e.waitFor("three timestamp-only status rewrites", func() (bool, error) {
+	polltest.Until(e.t, deadline, "three timestamp-only status rewrites", func() (bool, error) {
 		rewrites = countSteps(e.sink.forDatabase("secret"), func(s Step) bool {
 			return s.Type == StepStatus && !s.Skipped && slices.ContainsFunc(s.Conditions, func(c ConditionChange) bool {
 				return !c.Transition && c.FromLastTransitionTime != "" && c.LastTransitionTime != c.FromLastTransitionTime

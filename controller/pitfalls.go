@@ -179,7 +179,7 @@ func pitfallNames() string {
 //     Database's conditions, so it builds them from scratch and writes
 //     them on every reconcile (thrashClient);
 //   - drop-events changes no reconciler code at all: the event filter
-//     ignores the events (events.go, dropEvent).
+//     ignores the events (triggers.go, dropEvent).
 
 // pitfallReconciler is the reconciler the controller runs: the plain one,
 // unless the Database's pitfall swaps it for a broken variation.

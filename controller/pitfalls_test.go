@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	dbv1 "github.com/oplab-dev/oplab/controller/api/v1alpha1"
+	"github.com/oplab-dev/oplab/internal/polltest"
 )
 
 func TestPitfallOf(t *testing.T) {
@@ -188,7 +189,7 @@ func TestPitfallNonIdempotentCreateLoopsWithGrowingBackoff(t *testing.T) {
 	e.mustCreate(newDB("naive", 1, PitfallNonIdempotentCreate))
 
 	var errs []Step
-	e.waitFor("four failed reconciles", func() (bool, error) {
+	polltest.Until(e.t, deadline, "four failed reconciles", func() (bool, error) {
 		errs = nil
 		for _, s := range e.sink.forDatabase("naive") {
 			if s.Type == StepResult && s.Result == "error" {
@@ -208,7 +209,7 @@ func TestPitfallNonIdempotentCreateLoopsWithGrowingBackoff(t *testing.T) {
 			t.Errorf("error %q: want AlreadyExists", errs[i].Error)
 		}
 	}
-	e.waitFor("Degraded=True naming AlreadyExists", func() (bool, error) {
+	polltest.Until(e.t, deadline, "Degraded=True naming AlreadyExists", func() (bool, error) {
 		c := meta.FindStatusCondition(e.getDB("naive").Status.Conditions, ConditionDegraded)
 		return c != nil && c.Status == metav1.ConditionTrue && strings.Contains(c.Message, "already exists"), nil
 	})
@@ -220,7 +221,7 @@ func TestPitfallNonIdempotentCreateLoopsWithGrowingBackoff(t *testing.T) {
 	if err := e.c.Patch(e.ctx, db, patch); err != nil {
 		t.Fatal(err)
 	}
-	e.waitFor("Ready and not Degraded after the pitfall is off", func() (bool, error) {
+	polltest.Until(e.t, deadline, "Ready and not Degraded after the pitfall is off", func() (bool, error) {
 		db := e.getDB("naive")
 		c := meta.FindStatusCondition(db.Status.Conditions, ConditionDegraded)
 		return isReady(db) && c != nil && c.Status == metav1.ConditionFalse, nil
@@ -235,7 +236,7 @@ func TestPitfallStatusThrashStormsButIsBounded(t *testing.T) {
 	e.expectReady("thrash")
 	mark := e.markAfterReadyStep("thrash")
 	var writes []Step
-	e.waitFor("five more status writes", func() (bool, error) {
+	polltest.Until(e.t, deadline, "five more status writes", func() (bool, error) {
 		writes = nil
 		for _, s := range e.sink.since(mark, "thrash") {
 			if s.Type == StepStatus && !s.Skipped && s.Error == "" {

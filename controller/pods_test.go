@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	dbv1 "github.com/oplab-dev/oplab/controller/api/v1alpha1"
+	"github.com/oplab-dev/oplab/internal/polltest"
 )
 
 func TestValidatePodsMode(t *testing.T) {
@@ -312,7 +313,7 @@ func (e *env) followRestarts(t *testing.T, name string, upTo int32) {
 	said := map[int32]bool{}
 	seen := map[int32]time.Time{}
 	from := int32(-1)
-	e.waitFor(fmt.Sprintf("Degraded to say each restart of %s-0 up to %d", name, upTo), func() (bool, error) {
+	polltest.Until(e.t, deadline, fmt.Sprintf("Degraded to say each restart of %s-0 up to %d", name, upTo), func() (bool, error) {
 		var pod corev1.Pod
 		if err := e.c.Get(e.ctx, e.key(name+"-0"), &pod); err != nil || len(pod.Status.ContainerStatuses) == 0 {
 			return false, err
@@ -368,7 +369,7 @@ func TestQuotaRefusalReachesDegraded(t *testing.T) {
 	e.mustCreate(quota)
 	// The API server enforces a quota once kube-controller-manager has
 	// counted it.
-	e.waitFor("the quota counted", func() (bool, error) {
+	polltest.Until(e.t, deadline, "the quota counted", func() (bool, error) {
 		err := e.c.Get(e.ctx, e.key(quota.Name), quota)
 		return err == nil && quota.Status.Hard != nil, err
 	})
@@ -413,7 +414,7 @@ func podName(mode string) string {
 func (e *env) waitCondition(name, typ string, ok func(*metav1.Condition) bool) *dbv1.Database {
 	e.t.Helper()
 	var db dbv1.Database
-	e.waitFor("database "+name+" condition "+typ, func() (bool, error) {
+	polltest.Until(e.t, deadline, "database "+name+" condition "+typ, func() (bool, error) {
 		if err := e.c.Get(e.ctx, e.key(name), &db); err != nil {
 			return false, err
 		}
@@ -444,7 +445,7 @@ func (e *env) expectPodTemplateMode(name, mode string) {
 	if got := templatePodsMode(&s); got != mode {
 		e.t.Errorf("StatefulSet %s Pod template pods mode %q, want %q", name, got, mode)
 	}
-	e.waitFor("the Pods of "+name+" with pods mode "+orDefault(mode), func() (bool, error) {
+	polltest.Until(e.t, deadline, "the Pods of "+name+" with pods mode "+orDefault(mode), func() (bool, error) {
 		var pods corev1.PodList
 		if err := e.c.List(e.ctx, &pods, client.InNamespace(e.ns), client.MatchingLabels(selectorLabels(newDB(name, 1, "")))); err != nil {
 			return false, err

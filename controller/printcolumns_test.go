@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	dbv1 "github.com/oplab-dev/oplab/controller/api/v1alpha1"
+	"github.com/oplab-dev/oplab/internal/polltest"
 )
 
 // kubectlGet runs the control plane's own kubectl as the admin and returns the
@@ -91,7 +92,7 @@ func TestKubectlColumnsTellStaleFromReady(t *testing.T) {
 	if err := e.c.Delete(e.ctx, &dbv1.Database{ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: "columns"}}); err != nil {
 		t.Fatal(err)
 	}
-	e.waitFor("the deletionTimestamp", func() (bool, error) {
+	polltest.Until(e.t, deadline, "the deletionTimestamp", func() (bool, error) {
 		return e.getDB("columns").DeletionTimestamp != nil, nil
 	})
 	row := kubectlGet(t, e)[0]

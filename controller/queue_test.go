@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	dbv1 "github.com/oplab-dev/oplab/controller/api/v1alpha1"
+	"github.com/oplab-dev/oplab/internal/polltest"
 )
 
 // TestQueueMeterMirrorsTheQueue: the meter counts as the priority queue
@@ -84,7 +85,7 @@ func TestQueueNumbersAreControllerRuntimes(t *testing.T) {
 	for _, name := range []string{"plain", "other", "third"} {
 		e.expectReady(name)
 	}
-	e.waitFor("three failed reconciles of twice", func() (bool, error) {
+	polltest.Until(e.t, deadline, "three failed reconciles of twice", func() (bool, error) {
 		s, _ := r.QueueSample(e.ns)
 		return s.Reconciles.Error >= 3, nil
 	})
@@ -104,7 +105,7 @@ func TestQueueNumbersAreControllerRuntimes(t *testing.T) {
 		e.expectGone(&dbv1.Database{}, name)
 	}
 	var got QueueSample
-	e.waitFor("the namespace's queue empty", func() (bool, error) {
+	polltest.Until(e.t, deadline, "the namespace's queue empty", func() (bool, error) {
 		s, ok := r.QueueSample(e.ns)
 		got = s
 		return ok && s.Depth == 0 && s.Waiting == 0 && s.Active == 0, nil

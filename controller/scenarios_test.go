@@ -12,6 +12,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	dbv1 "github.com/oplab-dev/oplab/controller/api/v1alpha1"
+	"github.com/oplab-dev/oplab/internal/polltest"
 )
 
 // The tests in this file run each lab scenario on the real cluster and
@@ -90,7 +91,7 @@ func TestScenarioFinalizer(t *testing.T) {
 	e.expectGone(&dbv1.Database{}, "final")
 	e.expectChildrenCollected("final")
 	e.expectSnapshot("final")
-	e.waitFor("a reconcile finding final gone", func() (bool, error) {
+	polltest.Until(e.t, deadline, "a reconcile finding final gone", func() (bool, error) {
 		return slices.ContainsFunc(e.sink.since(mark, "final"), func(s Step) bool {
 			return s.Type == StepFetch && s.Found == "not-found"
 		}), nil
@@ -166,7 +167,7 @@ func TestScenarioStatusThrashRewritesAreVisible(t *testing.T) {
 	e.expectReady("storm")
 	mark := e.markAfterReadyStep("storm")
 	var writes []Step
-	e.waitFor("four more status writes", func() (bool, error) {
+	polltest.Until(e.t, deadline, "four more status writes", func() (bool, error) {
 		writes = nil
 		for _, s := range e.sink.since(mark, "storm") {
 			if s.Type == StepStatus && !s.Skipped && s.Error == "" {
@@ -263,7 +264,7 @@ func TestChildOwnedByAnotherControllerIsLeftAlone(t *testing.T) {
 	e.startController(e.testOptions())
 	e.mustCreate(newDB("taken", 1, ""))
 
-	e.waitFor("Degraded naming the other controller", func() (bool, error) {
+	polltest.Until(e.t, deadline, "Degraded naming the other controller", func() (bool, error) {
 		c := meta.FindStatusCondition(e.getDB("taken").Status.Conditions, ConditionDegraded)
 		return c != nil && c.Status == metav1.ConditionTrue && strings.Contains(c.Message, "controlled by ConfigMap boss"), nil
 	})
@@ -276,7 +277,7 @@ func TestChildOwnedByAnotherControllerIsLeftAlone(t *testing.T) {
 	}
 	// The result step ends the reconcile whose status write said Degraded,
 	// so it may come a moment after that write is seen.
-	e.waitFor("an error result for a child controlled by someone else", func() (bool, error) {
+	polltest.Until(e.t, deadline, "an error result for a child controlled by someone else", func() (bool, error) {
 		return slices.ContainsFunc(e.sink.forDatabase("taken"), func(s Step) bool { return s.Type == StepResult && s.Result == "error" }), nil
 	})
 }

@@ -14,6 +14,8 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/oplab-dev/oplab/internal/polltest"
 )
 
 // A namespace whose Secret cache is refused its first list (oplab's
@@ -52,7 +54,7 @@ func TestNamespaceCachesListNeverWaitsForASync(t *testing.T) {
 
 	// Before the binding: an answer within a second, naming the wait.
 	var list corev1.SecretList
-	e.waitFor("the namespace's Secret cache to open", func() (bool, error) {
+	polltest.Until(e.t, deadline, "the namespace's Secret cache to open", func() (bool, error) {
 		secrets.mu.Lock()
 		defer secrets.mu.Unlock()
 		return secrets.caches[e.ns] != nil, nil
@@ -74,7 +76,7 @@ func TestNamespaceCachesListNeverWaitsForASync(t *testing.T) {
 	e.mustCreate(&rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "read-secrets"},
 		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "read-secrets"},
 		Subjects: []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: "User", Name: "oplab-test-secret-reader"}}})
-	e.waitFor("the Secret listed once the binding lets the cache sync", func() (bool, error) {
+	polltest.Until(e.t, deadline, "the Secret listed once the binding lets the cache sync", func() (bool, error) {
 		err := secrets.List(ctx, &list, e.ns)
 		return err == nil && len(list.Items) == 1 && list.Items[0].Name == "conn", err
 	})

@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	"github.com/oplab-dev/oplab/internal/polltest"
 	"github.com/oplab-dev/oplab/lessons"
 )
 
@@ -72,7 +73,7 @@ func TestSetupWithManagerAlone(t *testing.T) {
 	if err := e.c.Patch(e.ctx, &sts, patch); err != nil {
 		t.Fatal(err)
 	}
-	e.waitFor("the StatefulSet scaled back to 1 by its owner", func() (bool, error) {
+	polltest.Until(e.t, deadline, "the StatefulSet scaled back to 1 by its owner", func() (bool, error) {
 		if err := e.c.Get(e.ctx, e.key("plain"), &sts); err != nil {
 			return false, err
 		}

@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	dbv1 "github.com/oplab-dev/oplab/controller/api/v1alpha1"
+	"github.com/oplab-dev/oplab/internal/polltest"
 )
 
 // The timeline's teaching fields, taken on the real control plane: which
@@ -124,7 +125,7 @@ func TestTimelineNamesWakerResourceVersionAndFields(t *testing.T) {
 	// names that resourceVersion, and its status step says nothing changed.
 	version := e.getDB("teach").ResourceVersion
 	mark := e.sink.len()
-	e.waitFor("a resync reconcile finished", func() (bool, error) {
+	polltest.Until(e.t, deadline, "a resync reconcile finished", func() (bool, error) {
 		return slices.ContainsFunc(e.sink.since(mark, "teach"), func(s Step) bool { return s.Type == StepResult }), nil
 	})
 	resync := e.sink.since(mark, "teach")
@@ -192,7 +193,7 @@ func TestConflictIsAnExplainedStep(t *testing.T) {
 	learner := &conflictingReconciler{other: e.c}
 	r.HandOver(e.ns, learner)
 	e.mustCreate(newDB("clash", 1, ""))
-	e.waitFor("a status write after the conflict", func() (bool, error) {
+	polltest.Until(e.t, deadline, "a status write after the conflict", func() (bool, error) {
 		steps := e.sink.forDatabase("clash")
 		i := slices.IndexFunc(steps, func(s Step) bool { return s.Conflict })
 		return i >= 0 && slices.ContainsFunc(steps[i+1:], func(s Step) bool { return s.Type == StepStatus && s.Error == "" && !s.Skipped }), nil

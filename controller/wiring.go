@@ -32,14 +32,14 @@ import (
 // for a Database without a pitfall; it watches, records and holds.
 //
 //   - The reconciler's client is wrapped (client/interceptor): ownWrites
-//     lets it read its own writes (fresh.go), tracingClient records what
-//     each call did (tracing_client.go). Its APIReader is traced the same way.
+//     lets it read its own writes (ownwrites.go), tracingClient records what
+//     each call did (trace_client.go). Its APIReader is traced the same way.
 //   - pitfallReconciler picks, per Database, the plain loop or one of its
 //     broken variations (pitfalls.go).
 //   - tracedReconciler opens and closes each reconcile on the trace and
-//     holds a request of a paused namespace (tracing.go, pause.go).
+//     holds a request of a paused namespace (trace_reconcile.go, pause.go).
 //   - An event filter traces each watch event before it is queued, and
-//     holds or drops it (events.go). Two channel sources queue what no
+//     holds or drops it (triggers.go). Two channel sources queue what no
 //     watch event brings: a resumed namespace's Databases, and the resync
 //     standing in for a dropped event.
 

@@ -1,6 +1,9 @@
 package quiz
 
 import (
+	"bytes"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"strconv"
@@ -222,6 +225,29 @@ func (s State) Validate() error {
 		return fmt.Errorf("a reviewed card (stability %g) has no last review time", s.Stability)
 	}
 	return nil
+}
+
+// DecodeState reads a card's state as the browser stored it. Empty input or
+// null is a new card. Unknown fields, data after the object and a state
+// Validate refuses are errors.
+func DecodeState(data []byte) (State, error) {
+	data = bytes.TrimSpace(data)
+	if len(data) == 0 || string(data) == "null" {
+		return State{}, nil
+	}
+	var s State
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&s); err != nil {
+		return State{}, fmt.Errorf("not a card state: %w", err)
+	}
+	if dec.More() {
+		return State{}, errors.New("not a card state: data after the JSON object")
+	}
+	if err := s.Validate(); err != nil {
+		return State{}, err
+	}
+	return s, nil
 }
 
 // Schedule returns the card's state after a review rated r at now, with

@@ -396,9 +396,9 @@ func TestStateRoundTripsThroughJSON(t *testing.T) {
 	if diff := cmp.Diff(s, back); diff != "" {
 		t.Errorf("round trip of %s (-want +got):\n%s", b, diff)
 	}
-	decoded, converted, err := DecodeState(b)
-	if err != nil || converted {
-		t.Fatalf("DecodeState(%s) = converted %v, %v", b, converted, err)
+	decoded, err := DecodeState(b)
+	if err != nil {
+		t.Fatalf("DecodeState(%s): %v", b, err)
 	}
 	if diff := cmp.Diff(s, decoded); diff != "" {
 		t.Errorf("DecodeState(%s) (-want +got):\n%s", b, diff)
@@ -436,5 +436,41 @@ func TestPreviewMatchesSchedule(t *testing.T) {
 	}
 	if _, err := Preview(State{Stability: -1, Difficulty: 3}, now); err == nil {
 		t.Error("Preview accepted a negative stability")
+	}
+}
+
+func TestDecodeState(t *testing.T) {
+	tests := []struct {
+		name    string
+		json    string
+		want    State
+		wantErr string
+	}{
+		{name: "empty is new", json: ``, want: State{}},
+		{name: "null is new", json: `null`, want: State{}},
+		{name: "empty object is new", json: `{}`, want: State{}},
+		{name: "fsrs", json: `{"stability":2.3065,"difficulty":2.1,"reps":1,"lapses":0,"interval":2,"last":"2026-09-01T10:00:00Z","due":"2026-09-03T10:00:00Z"}`,
+			want: State{Stability: 2.3065, Difficulty: 2.1, Reps: 1, Interval: 2, Last: t0, Due: days(2)}},
+		{name: "unknown field", json: `{"stabilty":3}`, wantErr: `unknown field "stabilty"`},
+		{name: "not an object", json: `[1,2]`, wantErr: "not a card state"},
+		{name: "trailing", json: `{}{}`, wantErr: "data after the JSON object"},
+		{name: "bad fsrs", json: `{"stability":3,"difficulty":42,"last":"2026-09-01T10:00:00Z"}`, wantErr: "difficulty 42 is outside 1–10"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := DecodeState([]byte(tt.json))
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("error %v, want one containing %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tt.want, got, approx); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+		})
 	}
 }

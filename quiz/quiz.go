@@ -1,7 +1,7 @@
 // Package quiz reads the course's quiz questions and flashcards (their
 // files are in lessons/content/quiz), grades answers, and schedules card
-// reviews with FSRS-6 (see fsrs.go; sm2.go carries over states of the SM-2
-// scheduler it replaced). It knows nothing of the cluster or of HTTP.
+// reviews with FSRS-6 (see fsrs.go). It knows nothing of the cluster or of
+// HTTP.
 package quiz
 
 import (

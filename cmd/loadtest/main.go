@@ -9,6 +9,16 @@
 //
 // The viewers run in a child process (this program again, with -role
 // viewers), as browsers run apart from oplab; both share this machine's cores.
+//
+// This directory holds oplab's whole load harness, apart from the product:
+// nothing outside it imports it, and `make bench` runs all three parts.
+//
+//   - cmd/loadtest (this command): the trace stream's fan-out against a
+//     plain chat hub, with a fake controller.
+//   - cmd/loadtest/viewers: BenchmarkControllerWithViewers, what websocket
+//     viewers cost the real controller on the real embedded cluster.
+//   - cmd/loadtest/class: BenchmarkClass, what one oplab costs per learner
+//     in a class, and with -worst per learner doing the worst it may.
 package main
 
 import (

@@ -34,6 +34,7 @@ import (
 	"github.com/oplab-dev/oplab/controller"
 	dbv1 "github.com/oplab-dev/oplab/controller/api/v1alpha1"
 	"github.com/oplab-dev/oplab/controller/labns"
+	"github.com/oplab-dev/oplab/internal/polltest"
 )
 
 // TestReadyzAnswersWhileAPIServerFrozen freezes kube-apiserver (SIGSTOP)
@@ -66,7 +67,7 @@ func TestReadyzAnswersWhileAPIServerFrozen(t *testing.T) {
 	if err := syscall.Kill(apiserver, syscall.SIGCONT); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, time.Minute, "/readyz to answer 200 after SIGCONT", func() bool { return readyz(p) == http.StatusOK })
+	polltest.Until(t, time.Minute, "/readyz to answer 200 after SIGCONT", func() bool { return readyz(p) == http.StatusOK })
 }
 
 // TestOplabNoticesKilledAPIServer kills kube-apiserver under a running
@@ -99,7 +100,7 @@ func TestOplabNoticesKilledAPIServer(t *testing.T) {
 	if err := syscall.Kill(apiserver, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 10*time.Second, "the log to say kube-apiserver died", func() bool {
+	polltest.Until(t, 10*time.Second, "the log to say kube-apiserver died", func() bool {
 		return strings.Contains(p.out.String(), fmt.Sprintf("kube-apiserver (pid %d) exited unexpectedly: killed by signal 9", apiserver))
 	})
 	t.Logf("logged %s after the kill", time.Since(killed).Round(time.Millisecond))
@@ -122,7 +123,7 @@ func TestOplabNoticesKilledAPIServer(t *testing.T) {
 	if strings.Join(phases, ",") != "control-plane-down,control-plane-restarted" {
 		t.Errorf("viewer got phases %v, want control-plane-down then control-plane-restarted", phases)
 	}
-	waitFor(t, time.Minute, "/readyz to answer 200 after the restart", func() bool { return readyz(p) == http.StatusOK })
+	polltest.Until(t, time.Minute, "/readyz to answer 200 after the restart", func() bool { return readyz(p) == http.StatusOK })
 	if p.cmd.ProcessState != nil {
 		t.Errorf("oplab exited: %v", p.cmd.ProcessState)
 	}
@@ -255,7 +256,7 @@ func createDatabases(t *testing.T, cl client.Client, ns string, n int) []string 
 // delete goes through the whole finalizer.
 func waitDatabasesReady(t *testing.T, cl client.Client, ns string, n int) {
 	t.Helper()
-	waitFor(t, 2*time.Minute, "every Database in "+ns+" Ready", func() bool {
+	polltest.Until(t, 2*time.Minute, "every Database in "+ns+" Ready", func() bool {
 		var list dbv1.DatabaseList
 		if err := cl.List(context.Background(), &list, client.InNamespace(ns)); err != nil {
 			return false
@@ -346,7 +347,7 @@ func deleteCRD(t *testing.T, kubeconfig string) error {
 	if err := cl.Delete(context.Background(), crd); err != nil && !apierrors.IsNotFound(err) {
 		return err
 	}
-	waitFor(t, time.Minute, "the Database CRD to be gone", func() bool {
+	polltest.Until(t, time.Minute, "the Database CRD to be gone", func() bool {
 		return apierrors.IsNotFound(cl.Get(context.Background(), client.ObjectKeyFromObject(crd), crd))
 	})
 	return nil
@@ -376,7 +377,7 @@ func freeze(t *testing.T, pid int) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = syscall.Kill(pid, syscall.SIGCONT) })
-	waitFor(t, 30*time.Second, fmt.Sprintf("every thread of %d stopped", pid), func() bool {
+	polltest.Until(t, 30*time.Second, fmt.Sprintf("every thread of %d stopped", pid), func() bool {
 		tasks, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
 		if err != nil || len(tasks) == 0 {
 			return false
@@ -611,7 +612,7 @@ func TestFrozenEtcdGivesTheLearnerATimeout(t *testing.T) {
 	if err := syscall.Kill(etcd, syscall.SIGCONT); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, time.Minute, "a create to work again after SIGCONT", func() bool {
+	polltest.Until(t, time.Minute, "a create to work again after SIGCONT", func() bool {
 		code, _, _ := create("after")
 		// 409: the create made while frozen may have landed since.
 		return code == http.StatusOK || code == http.StatusConflict
@@ -636,7 +637,7 @@ func TestDeletedCRDIsInstalledAgain(t *testing.T) {
 	if err := cl.Delete(ctx, &before); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 2*time.Minute, "the CRD to be installed again", func() bool {
+	polltest.Until(t, 2*time.Minute, "the CRD to be installed again", func() bool {
 		var crd apiextensionsv1.CustomResourceDefinition
 		err := cl.Get(ctx, client.ObjectKey{Name: databasesCRD}, &crd)
 		return err == nil && crd.UID != before.UID && crdEstablished(&crd)
@@ -644,18 +645,18 @@ func TestDeletedCRDIsInstalledAgain(t *testing.T) {
 	t.Logf("figure: the deleted CRD was established again %s after the delete", time.Since(deleted).Round(time.Millisecond))
 	// The log line follows the install, so it may come a moment after the
 	// CRD is established.
-	waitFor(t, time.Minute, "oplab's log to say it installed the CRD again", func() bool {
+	polltest.Until(t, time.Minute, "oplab's log to say it installed the CRD again", func() bool {
 		return strings.Contains(p.logs.String(), "installed it again")
 	})
 	db := &dbv1.Database{ObjectMeta: metav1.ObjectMeta{Name: "after", Namespace: "crd"}, Spec: dbv1.DatabaseSpec{Engine: dbv1.EnginePostgres, Replicas: 1}}
-	waitFor(t, 2*time.Minute, "a Database to be created after the reinstall", func() bool {
+	polltest.Until(t, 2*time.Minute, "a Database to be created after the reinstall", func() bool {
 		err := cl.Create(ctx, db.DeepCopy())
 		return err == nil || apierrors.IsAlreadyExists(err)
 	})
-	waitFor(t, 2*time.Minute, "the controller to reconcile a Database made after the reinstall", func() bool {
+	polltest.Until(t, 2*time.Minute, "the controller to reconcile a Database made after the reinstall", func() bool {
 		return cl.Get(ctx, client.ObjectKeyFromObject(db), db) == nil && slices.Contains(db.Finalizers, controller.Finalizer)
 	})
-	waitFor(t, time.Minute, "/readyz to answer 200", func() bool { return readyz(p) == http.StatusOK })
+	polltest.Until(t, time.Minute, "/readyz to answer 200", func() bool { return readyz(p) == http.StatusOK })
 }
 
 // testDeletedCRDNamedWhenOplabMayNotInstall runs oplab with
@@ -675,7 +676,7 @@ func testDeletedCRDNamedWhenOplabMayNotInstall(t *testing.T) {
 		t.Fatal(err)
 	}
 	var body string
-	waitFor(t, time.Minute, "/readyz to name the missing CRD and the line to run", func() bool {
+	polltest.Until(t, time.Minute, "/readyz to name the missing CRD and the line to run", func() bool {
 		resp, err := http.Get(p.url + "/readyz")
 		if err != nil {
 			return false
@@ -686,7 +687,7 @@ func testDeletedCRDNamedWhenOplabMayNotInstall(t *testing.T) {
 		return resp.StatusCode == http.StatusServiceUnavailable && strings.Contains(body, crdApplyLine)
 	})
 	t.Logf("/readyz: %s", strings.TrimSpace(body))
-	waitFor(t, time.Minute, "oplab's log to say what to run", func() bool { return strings.Contains(p.logs.String(), crdApplyLine) })
+	polltest.Until(t, time.Minute, "oplab's log to say what to run", func() bool { return strings.Contains(p.logs.String(), crdApplyLine) })
 	var crd apiextensionsv1.CustomResourceDefinition
 	if err := cl.Get(ctx, client.ObjectKey{Name: databasesCRD}, &crd); !apierrors.IsNotFound(err) {
 		t.Errorf("with --install-crds=false oplab put the CRD back (%v)", err)

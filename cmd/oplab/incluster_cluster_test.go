@@ -27,6 +27,7 @@ import (
 	"github.com/oplab-dev/oplab/cluster/clustertest"
 	"github.com/oplab-dev/oplab/controller"
 	dbv1 "github.com/oplab-dev/oplab/controller/api/v1alpha1"
+	"github.com/oplab-dev/oplab/internal/polltest"
 )
 
 // TestInClusterModeAsItsServiceAccount runs oplab as it runs in its Pod:
@@ -106,7 +107,7 @@ func TestInClusterModeAsItsServiceAccount(t *testing.T) {
 		}
 	})
 	var base string
-	waitFor(t, 2*time.Minute, "oplab to serve", func() bool {
+	polltest.Until(t, 2*time.Minute, "oplab to serve", func() bool {
 		select {
 		case err := <-done:
 			t.Fatalf("oplab stopped: %v\n%s", err, out.String())
@@ -124,7 +125,7 @@ func TestInClusterModeAsItsServiceAccount(t *testing.T) {
 	if strings.Contains(out.String(), "Installed the Database CRD") {
 		t.Errorf("oplab installed the CRD despite --install-crds=false:\n%s", out.String())
 	}
-	waitFor(t, time.Minute, "/readyz to answer 200", func() bool {
+	polltest.Until(t, time.Minute, "/readyz to answer 200", func() bool {
 		resp, err := http.Get(base + "/readyz")
 		if err != nil {
 			return false
@@ -160,7 +161,7 @@ func TestInClusterModeAsItsServiceAccount(t *testing.T) {
 	page()
 	post("/lab/databases", url.Values{"name": {"shop"}, "engine": {"postgres"}, "replicas": {"1"}})
 	var labNS string
-	waitFor(t, time.Minute, "the session's namespace", func() bool {
+	polltest.Until(t, time.Minute, "the session's namespace", func() bool {
 		var l corev1.NamespaceList
 		if err := admin.List(ctx, &l, client.MatchingLabels{"oplab.dev/lab": "true"}); err != nil || len(l.Items) != 1 {
 			return false
@@ -222,7 +223,7 @@ func TestInClusterModeAsItsServiceAccount(t *testing.T) {
 	})
 	post("/lab/controller/stop", nil)
 	post("/lab/controller/start", nil)
-	waitFor(t, time.Minute, "/readyz to answer 200 after a restart of the controller", func() bool {
+	polltest.Until(t, time.Minute, "/readyz to answer 200 after a restart of the controller", func() bool {
 		resp, err := http.Get(base + "/readyz")
 		if err != nil {
 			return false
@@ -240,19 +241,13 @@ func TestInClusterModeAsItsServiceAccount(t *testing.T) {
 	}
 }
 
-// waitForErr is waitFor for a condition that says why it is not met yet;
-// the failure shows that reason and what the lab page says.
+// waitForErr is polltest.Until for a condition that says why it is not met
+// yet; the failure shows that reason and what the lab page says.
 func waitForErr(t *testing.T, d time.Duration, what string, page func() string, cond func() error) {
 	t.Helper()
-	deadline := time.Now().Add(d)
-	for {
-		err := cond()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s: %v\nthe lab page says:\n%s", d, what, err, page())
-		}
-		time.Sleep(200 * time.Millisecond)
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	defer cancel()
+	if err := polltest.Wait(ctx, cond); err != nil {
+		t.Fatalf("timed out after %s waiting for %s: %v\nthe lab page says:\n%s", d, what, err, page())
 	}
 }

@@ -24,6 +24,7 @@ import (
 
 	"github.com/oplab-dev/oplab/cluster"
 	"github.com/oplab-dev/oplab/cluster/clustertest"
+	"github.com/oplab-dev/oplab/internal/polltest"
 	"github.com/oplab-dev/oplab/web/instructor"
 )
 
@@ -282,7 +283,7 @@ func startOplab(t *testing.T, args ...string) *oplabProc {
 			t.Fatalf("oplab printed no URL and instructor URL; stdout:\n%s\nstderr:\n%s", p.out.String(), logs.String())
 		}
 	}
-	waitFor(t, 2*time.Minute, "/readyz to answer 200", func() bool {
+	polltest.Until(t, 2*time.Minute, "/readyz to answer 200", func() bool {
 		resp, err := http.Get(p.url + "/readyz")
 		if err != nil {
 			return false
@@ -398,7 +399,7 @@ func TestChildrenStopWithOplab(t *testing.T) {
 				t.Fatal(err)
 			}
 			_ = p.cmd.Wait()
-			waitFor(t, 30*time.Second, "every control-plane process to exit", func() bool {
+			polltest.Until(t, 30*time.Second, "every control-plane process to exit", func() bool {
 				return len(alive(kids)) == 0
 			})
 			if sig == syscall.SIGTERM && !p.cmd.ProcessState.Success() {
@@ -447,17 +448,6 @@ func testExternalMode(t *testing.T) {
 		"-o", "jsonpath={.status.conditions[?(@.type=='Established')].status}").CombinedOutput()
 	if err != nil || strings.TrimSpace(string(out)) != "True" {
 		t.Errorf("CRD not established in the external cluster: %v %s", err, out)
-	}
-}
-
-func waitFor(t *testing.T, d time.Duration, what string, ok func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !ok() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", d, what)
-		}
-		time.Sleep(100 * time.Millisecond)
 	}
 }
 

@@ -17,6 +17,7 @@ import (
 
 	"github.com/oplab-dev/oplab/cluster"
 	"github.com/oplab-dev/oplab/cluster/clustertest"
+	"github.com/oplab-dev/oplab/internal/polltest"
 )
 
 // TestCoursePagesServedWhileTheControlPlaneIsBuilt runs oplab as `make run`
@@ -147,7 +148,7 @@ func TestCoursePagesServedWhileTheControlPlaneIsBuilt(t *testing.T) {
 	if !bytes.Equal(made, want) {
 		t.Errorf("the %s oplab built differs from make controlplane's (%d and %d bytes)", cluster.KwokStagesFile, len(made), len(want))
 	}
-	waitFor(t, 2*time.Minute, "/readyz to answer 200", func() bool { code, _ := get(base + "/readyz"); return code == http.StatusOK })
+	polltest.Until(t, 2*time.Minute, "/readyz to answer 200", func() bool { code, _ := get(base + "/readyz"); return code == http.StatusOK })
 	_, body := get(base + "/starting")
 	var st struct{ Phase string }
 	if err := json.Unmarshal([]byte(body), &st); err != nil || st.Phase != "ready" {

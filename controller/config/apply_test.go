@@ -16,6 +16,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/oplab-dev/oplab/internal/polltest"
 )
 
 // TestApplyInstallsOplab applies controller/config/default to the embedded
@@ -49,7 +51,7 @@ func TestApplyInstallsOplab(t *testing.T) {
 	}
 
 	// The CRD is established: the API now serves Databases.
-	eventually(t, "the Database CRD to be established", func(ctx context.Context) error {
+	polltest.Until(t, deadline, "the Database CRD to be established", func(ctx context.Context) error {
 		var crd apiextensionsv1.CustomResourceDefinition
 		if err := admin.Get(ctx, client.ObjectKey{Name: "databases.db.oplab.dev"}, &crd); err != nil {
 			return err

@@ -25,6 +25,7 @@ import (
 	"github.com/oplab-dev/oplab/controller"
 	dbv1 "github.com/oplab-dev/oplab/controller/api/v1alpha1"
 	"github.com/oplab-dev/oplab/controller/labns"
+	"github.com/oplab-dev/oplab/internal/polltest"
 )
 
 // oplabSubject is oplab's ServiceAccount as the manifests install it.
@@ -377,7 +378,7 @@ func TestALearnerIsSandboxed(t *testing.T) {
 	// The StatefulSet controller creates Pods until the quota refuses
 	// them, and records that on the StatefulSet's events; wait for the
 	// refusal, then count.
-	eventually(t, "the quota to refuse the StatefulSet's Pods", func(ctx context.Context) error {
+	polltest.Until(t, deadline, "the quota to refuse the StatefulSet's Pods", func(ctx context.Context) error {
 		var evs corev1.EventList
 		if err := admin.List(ctx, &evs, client.InNamespace(lab)); err != nil {
 			return err
@@ -399,7 +400,7 @@ func TestALearnerIsSandboxed(t *testing.T) {
 	t.Logf("scaled to 600: %d Pods, quota %d", len(pods.Items), maxPods)
 	runner.ResumeNamespace(lab)
 	// The controller scales it back; the drift lesson still works.
-	eventually(t, "the controller to scale shop back to 2", func(ctx context.Context) error {
+	polltest.Until(t, deadline, "the controller to scale shop back to 2", func(ctx context.Context) error {
 		var got appsv1.StatefulSet
 		if err := admin.Get(ctx, client.ObjectKeyFromObject(sts), &got); err != nil {
 			return err

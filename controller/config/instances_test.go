@@ -20,6 +20,7 @@ import (
 	"github.com/oplab-dev/oplab/controller"
 	dbv1 "github.com/oplab-dev/oplab/controller/api/v1alpha1"
 	"github.com/oplab-dev/oplab/controller/labns"
+	"github.com/oplab-dev/oplab/internal/polltest"
 )
 
 // namespacesSeen records the namespaces of every step a controller traced.
@@ -113,7 +114,7 @@ func TestTwoInstancesKeepToTheirOwn(t *testing.T) {
 	if err := admin.Delete(ctx, dbOne); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "one to finalize its own Database", func(ctx context.Context) error {
+	polltest.Until(t, deadline, "one to finalize its own Database", func(ctx context.Context) error {
 		if err := admin.Get(ctx, client.ObjectKeyFromObject(dbOne), &dbv1.Database{}); !apierrors.IsNotFound(err) {
 			return fmt.Errorf("still there (%v)", err)
 		}
@@ -135,7 +136,7 @@ func TestTwoInstancesKeepToTheirOwn(t *testing.T) {
 
 	// Two resumes: its own controller finishes the delete.
 	two.ResumeNamespace(nsTwo)
-	eventually(t, "two to finalize its Database once resumed", func(ctx context.Context) error {
+	polltest.Until(t, deadline, "two to finalize its Database once resumed", func(ctx context.Context) error {
 		if err := admin.Get(ctx, client.ObjectKeyFromObject(dbTwo), &dbv1.Database{}); !apierrors.IsNotFound(err) {
 			return fmt.Errorf("still there (%v)", err)
 		}
@@ -167,14 +168,14 @@ func TestASecondInstanceFromTheManifests(t *testing.T) {
 	}
 	one := clientOf(oplabIdentity(t))
 	var two client.Client
-	eventually(t, "instance lab2's ServiceAccount", func(context.Context) error {
+	polltest.Until(t, deadline, "instance lab2's ServiceAccount", func(context.Context) error {
 		var sa corev1.ServiceAccount
 		return admin.Get(ctx, client.ObjectKey{Namespace: "oplab-lab2", Name: "oplab-lab2"}, &sa)
 	})
 	two = clientOf(identityIn(t, "oplab-lab2", "oplab-lab2"))
 	// A new policy takes effect once the API server's admission has loaded
 	// it (about a second): until then lab2 would be held by RBAC alone.
-	eventually(t, "the policy oplab-instance-namespaces-lab2 to take effect", func(ctx context.Context) error {
+	polltest.Until(t, deadline, "the policy oplab-instance-namespaces-lab2 to take effect", func(ctx context.Context) error {
 		probe := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "unlabelled-"}}
 		err := two.Create(ctx, probe, client.DryRunAll)
 		if err == nil || !strings.Contains(err.Error(), "oplab-instance-namespaces-lab2") {

@@ -30,6 +30,7 @@ import (
 	"github.com/oplab-dev/oplab/cluster/clustertest"
 	"github.com/oplab-dev/oplab/controller"
 	dbv1 "github.com/oplab-dev/oplab/controller/api/v1alpha1"
+	"github.com/oplab-dev/oplab/internal/polltest"
 )
 
 // deadline bounds every wait: generous, because the tests check that things
@@ -205,17 +206,19 @@ func instancePolicyEnforced() error {
 	if err != nil {
 		return err
 	}
-	end := time.Now().Add(deadline)
-	for {
-		err := c.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "policy-probe-"}}, client.DryRunAll)
+	ctx, cancel := context.WithTimeout(context.Background(), deadline)
+	defer cancel()
+	err = polltest.Wait(ctx, func(ctx context.Context) error {
+		err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "policy-probe-"}}, client.DryRunAll)
 		if err != nil && strings.Contains(err.Error(), "oplab-instance-namespaces") {
 			return nil
 		}
-		if time.Now().After(end) {
-			return fmt.Errorf("the instance policy is not enforced %s after kubectl apply: a namespace without labels, as oplab, got %v", deadline, err)
-		}
-		time.Sleep(100 * time.Millisecond)
+		return fmt.Errorf("got %v", err)
+	})
+	if err != nil {
+		return fmt.Errorf("the instance policy is not enforced %s after kubectl apply: a namespace without labels, as oplab, %v", deadline, err)
 	}
+	return nil
 }
 
 // turn is held by the test running in its turn (inTurn).
@@ -233,23 +236,4 @@ func inTurn(t *testing.T) {
 	t.Parallel()
 	turn.Lock()
 	t.Cleanup(turn.Unlock)
-}
-
-// eventually polls cond until it returns nil or the deadline passes, then
-// fails with cond's last error.
-func eventually(t *testing.T, what string, cond func(ctx context.Context) error) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), deadline)
-	defer cancel()
-	var last error
-	for {
-		if last = cond(ctx); last == nil {
-			return
-		}
-		select {
-		case <-ctx.Done():
-			t.Fatalf("%s: not within %s: %v", what, deadline, last)
-		case <-time.After(200 * time.Millisecond):
-		}
-	}
 }

@@ -29,6 +29,7 @@ import (
 	"github.com/oplab-dev/oplab/controller"
 	dbv1 "github.com/oplab-dev/oplab/controller/api/v1alpha1"
 	"github.com/oplab-dev/oplab/controller/labns"
+	"github.com/oplab-dev/oplab/internal/polltest"
 )
 
 // oplabIdentity mints a token for oplab's ServiceAccount with the
@@ -286,7 +287,7 @@ func TestControllerRunsWithOnlyItsServiceAccount(t *testing.T) {
 	if err := c.Delete(ctx, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: lab.Name, Name: "shop"}}); err != nil {
 		t.Fatalf("deleting the Service as oplab: %v", err)
 	}
-	eventually(t, "the controller to undo the drift", func(ctx context.Context) error {
+	polltest.Until(t, deadline, "the controller to undo the drift", func(ctx context.Context) error {
 		if err := c.Get(ctx, client.ObjectKeyFromObject(sts), sts); err != nil {
 			return err
 		}
@@ -314,7 +315,7 @@ func TestControllerRunsWithOnlyItsServiceAccount(t *testing.T) {
 	if err := c.Delete(ctx, db); err != nil {
 		t.Fatalf("deleting the Database as oplab: %v", err)
 	}
-	eventually(t, "the Database to be gone", func(ctx context.Context) error {
+	polltest.Until(t, deadline, "the Database to be gone", func(ctx context.Context) error {
 		err := c.Get(ctx, client.ObjectKeyFromObject(db), &dbv1.Database{})
 		if apierrors.IsNotFound(err) {
 			return nil
@@ -379,7 +380,7 @@ func learnerKubeconfig(t *testing.T, oplab *rest.Config, labNS string) *rest.Con
 // waitReady waits until the Database is Ready for its current generation.
 func waitReady(t *testing.T, c client.Client, db *dbv1.Database) {
 	t.Helper()
-	eventually(t, "Database "+db.Name+" to be Ready", func(ctx context.Context) error {
+	polltest.Until(t, deadline, "Database "+db.Name+" to be Ready", func(ctx context.Context) error {
 		var got dbv1.Database
 		if err := c.Get(ctx, client.ObjectKeyFromObject(db), &got); err != nil {
 			return err
@@ -446,7 +447,7 @@ func TestGeneratedRoleSufficesForTheController(t *testing.T) {
 	if err := admin.Delete(ctx, db); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the Database to be gone", func(ctx context.Context) error {
+	polltest.Until(t, deadline, "the Database to be gone", func(ctx context.Context) error {
 		err := admin.Get(ctx, client.ObjectKeyFromObject(db), &dbv1.Database{})
 		if apierrors.IsNotFound(err) {
 			return nil

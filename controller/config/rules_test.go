@@ -42,6 +42,7 @@ import (
 	"github.com/oplab-dev/oplab/controller/labns"
 	"github.com/oplab-dev/oplab/controller/permission"
 	"github.com/oplab-dev/oplab/controller/sandbox/starters"
+	"github.com/oplab-dev/oplab/internal/polltest"
 )
 
 // perm is one verb on one resource of one API group, as a rule grants it.
@@ -287,7 +288,7 @@ func probes() []probe {
 						t.Fatal(err)
 					}
 					l.post(t, "/lab/databases/shop/children/service/delete", nil, true)
-					eventually(t, "the Service to be made again", func(ctx context.Context) error {
+					polltest.Until(t, deadline, "the Service to be made again", func(ctx context.Context) error {
 						var now corev1.Service
 						if err := h.admin.Get(ctx, key, &now); err != nil {
 							return err
@@ -386,7 +387,7 @@ func probes() []probe {
 				// verb on the resource names the missing rule.
 				asList := p
 				asList.Verb = "list"
-				eventually(t, "oplab to name "+p.String(), func(context.Context) error {
+				polltest.Until(t, deadline, "oplab to name "+p.String(), func(context.Context) error {
 					for _, line := range strings.Split(h.proc.log(), "\n") {
 						if u := unquoteErr(line); strings.Contains(u, p.words()) || strings.Contains(u, asList.words()) {
 							found = u
@@ -800,7 +801,7 @@ func (h *harness) grant(t *testing.T, without *perm) {
 		checks, want = []perm{probeName(*without)}, false
 	}
 	for _, check := range checks {
-		eventually(t, fmt.Sprintf("the authorizer to see %s allowed=%v", check, want), func(ctx context.Context) error {
+		polltest.Until(t, deadline, fmt.Sprintf("the authorizer to see %s allowed=%v", check, want), func(ctx context.Context) error {
 			r, err := h.cs.AuthorizationV1().SubjectAccessReviews().Create(ctx, &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
 				User:   "system:serviceaccount:" + ns + ":" + probeSA,
 				Groups: []string{"system:serviceaccounts", "system:serviceaccounts:" + ns, "system:authenticated"},
@@ -932,7 +933,7 @@ var logErrRe = regexp.MustCompile(`\berr(?:or)?=("(?:[^"\\]|\\.)*"|\S+)`)
 func (p *proc) logged(t *testing.T, msg, also string) string {
 	t.Helper()
 	var found string
-	eventually(t, fmt.Sprintf("oplab to log %q", msg), func(context.Context) error {
+	polltest.Until(t, deadline, fmt.Sprintf("oplab to log %q", msg), func(context.Context) error {
 		for _, line := range strings.Split(p.log(), "\n") {
 			if !strings.Contains(line, strconv.Quote(msg)) || !strings.Contains(line, also) {
 				continue
@@ -1003,7 +1004,7 @@ func readyLearner(t *testing.T, h *harness) *learner {
 	t.Helper()
 	l := newLearner(t, h)
 	l.post(t, "/lab/databases", url.Values{"name": {"shop"}, "engine": {"postgres"}, "replicas": {"1"}}, true)
-	eventually(t, "Database shop to be Ready", func(ctx context.Context) error {
+	polltest.Until(t, deadline, "Database shop to be Ready", func(ctx context.Context) error {
 		var db dbv1.Database
 		if err := h.admin.Get(ctx, client.ObjectKey{Namespace: l.ns, Name: "shop"}, &db); err != nil {
 			return err
@@ -1080,7 +1081,7 @@ func (l *learner) postJSON(t *testing.T, path string, body any) (int, string) {
 func (l *learner) timelineSays(t *testing.T, p perm) string {
 	t.Helper()
 	var found string
-	eventually(t, "an error step naming "+p.String(), func(ctx context.Context) error {
+	polltest.Until(t, deadline, "an error step naming "+p.String(), func(ctx context.Context) error {
 		_, body := l.get(t, "/lab/export")
 		var e struct {
 			Messages []json.RawMessage `json:"messages"`
@@ -1130,7 +1131,7 @@ func errorsIn(v any) []string {
 func (l *learner) conditionSays(t *testing.T, name string, p perm) string {
 	t.Helper()
 	var found string
-	eventually(t, "Degraded naming "+p.String(), func(ctx context.Context) error {
+	polltest.Until(t, deadline, "Degraded naming "+p.String(), func(ctx context.Context) error {
 		var db dbv1.Database
 		if err := l.h.admin.Get(ctx, client.ObjectKey{Namespace: l.ns, Name: name}, &db); err != nil {
 			return err

@@ -84,7 +84,7 @@ func BenchmarkReconcileRoundTrip(b *testing.B) {
 // oplab's own controller, on the real cluster, makes a batch of Databases
 // Ready. In the bad phases, two more learners, 20 in all, run `for {}` and
 // allocate without bound, retried with the controller's per-item backoff
-// (controller/tracing.go). Calm and bad phases alternate, and each bad
+// (controller/trace_reconcile.go). Calm and bad phases alternate, and each bad
 // phase is compared with the calm phases either side of it, so a machine
 // whose speed drifts (shared, noisy) does not read as the bad code's doing.
 // It prints, per bad phase, the other 18 learners' p50 and p99 latency and

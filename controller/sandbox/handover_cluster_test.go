@@ -18,6 +18,7 @@ import (
 	"github.com/oplab-dev/oplab/controller"
 	dbv1 "github.com/oplab-dev/oplab/controller/api/v1alpha1"
 	"github.com/oplab-dev/oplab/controller/sandbox/starters"
+	"github.com/oplab-dev/oplab/internal/polltest"
 )
 
 // sharedCluster is the full-mode cluster the cluster tests share
@@ -92,14 +93,6 @@ func newHandOverEnv(t *testing.T, src string) *handOverEnv {
 	return &handOverEnv{ctx: ctx, c: c, ns: ns.Name, runner: r, sb: sb, steps: rec}
 }
 
-func (e *handOverEnv) waitFor(t *testing.T, what string, cond func() (bool, error)) {
-	t.Helper()
-	err := wait.PollUntilContextTimeout(e.ctx, 100*time.Millisecond, 3*time.Minute, true, func(context.Context) (bool, error) { return cond() })
-	if err != nil {
-		t.Fatalf("waiting for %s: %v", what, err)
-	}
-}
-
 // TestOplabStarterWalksTheInterview hands a namespace to the starter that
 // is oplab's own reconciler in facade style and walks the interview: an
 // owned StatefulSet, Ready, connection info, a delete through the
@@ -111,7 +104,7 @@ func TestOplabStarterWalksTheInterview(t *testing.T) {
 	if err := e.c.Create(e.ctx, db); err != nil {
 		t.Fatal(err)
 	}
-	e.waitFor(t, "Ready", func() (bool, error) {
+	polltest.Until(t, 3*time.Minute, "Ready", func() (bool, error) {
 		if err := e.c.Get(e.ctx, client.ObjectKeyFromObject(db), db); err != nil {
 			return false, err
 		}
@@ -131,7 +124,7 @@ func TestOplabStarterWalksTheInterview(t *testing.T) {
 	if err := e.c.Delete(e.ctx, db); err != nil {
 		t.Fatal(err)
 	}
-	e.waitFor(t, "the Database gone", func() (bool, error) {
+	polltest.Until(t, 3*time.Minute, "the Database gone", func() (bool, error) {
 		err := e.c.Get(e.ctx, client.ObjectKeyFromObject(db), &dbv1.Database{})
 		return apierrors.IsNotFound(err), client.IgnoreNotFound(err)
 	})
@@ -142,7 +135,7 @@ func TestOplabStarterWalksTheInterview(t *testing.T) {
 	// The learner's code records "removed" once the write that lets the
 	// Database go has returned, so the step can lag the Database's going.
 	for _, phase := range []string{"added", "snapshot", "removed"} {
-		e.waitFor(t, "a finalizer step "+phase+" marked as your code", func() (bool, error) {
+		polltest.Until(t, 3*time.Minute, "a finalizer step "+phase+" marked as your code", func() (bool, error) {
 			return e.steps.find(func(s controller.Step) bool {
 				return s.YourCode && s.Type == controller.StepFinalizer && s.Phase == phase && s.Database == "shop"
 			}), nil
@@ -155,7 +148,7 @@ func TestOplabStarterWalksTheInterview(t *testing.T) {
 	if err := e.c.Create(e.ctx, db2); err != nil {
 		t.Fatal(err)
 	}
-	e.waitFor(t, "oplab's reconcile of the second Database", func() (bool, error) {
+	polltest.Until(t, 3*time.Minute, "oplab's reconcile of the second Database", func() (bool, error) {
 		return e.steps.find(func(s controller.Step) bool {
 			return s.Database == "after" && s.Type == controller.StepResult && !s.YourCode
 		}), nil
@@ -170,7 +163,7 @@ func TestDeadlineIsAFailedReconcileRetried(t *testing.T) {
 	if err := e.c.Create(e.ctx, &dbv1.Database{ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: "spin"}}); err != nil {
 		t.Fatal(err)
 	}
-	e.waitFor(t, "two failed reconciles", func() (bool, error) {
+	polltest.Until(t, 3*time.Minute, "two failed reconciles", func() (bool, error) {
 		return e.steps.find(func(s controller.Step) bool {
 			return s.YourCode && s.Type == controller.StepResult && s.Result == "error" && s.Retry >= 1
 		}), nil

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/oplab-dev/oplab/controller"
+	"github.com/oplab-dev/oplab/internal/polltest"
 	"github.com/oplab-dev/oplab/web/classroom"
 )
 
@@ -111,17 +112,13 @@ func start(t *testing.T, dwell time.Duration, scripts ...Script) (*Player, *room
 // broken player from hanging the test.
 func waitStatus(t *testing.T, r *Player, what string, ok func(Status) bool) Status {
 	t.Helper()
-	end := time.Now().Add(30 * time.Second)
-	for {
-		s := r.Status()
-		if ok(s) {
-			return s
-		}
-		if time.Now().After(end) {
-			t.Fatalf("waiting for %s: status %+v", what, s)
-		}
-		time.Sleep(5 * time.Millisecond)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var s Status
+	if polltest.Wait(ctx, func() bool { s = r.Status(); return ok(s) }) != nil {
+		t.Fatalf("waiting for %s: status %+v", what, s)
 	}
+	return s
 }
 
 func began(t *testing.T, g *gated, want int) {

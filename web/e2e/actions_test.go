@@ -16,6 +16,7 @@ import (
 
 	"github.com/oplab-dev/oplab/controller"
 	"github.com/oplab-dev/oplab/controller/api/v1alpha1"
+	"github.com/oplab-dev/oplab/internal/polltest"
 	"github.com/oplab-dev/oplab/web/instructor"
 )
 
@@ -28,7 +29,7 @@ func TestInstructorTokenNeverReachesALearner(t *testing.T) {
 	if code, res := postForm(t, c, e.http.URL, "/lab/databases", url.Values{"name": {"watched"}, "replicas": {"1"}}); code != 200 {
 		t.Fatalf("create: %d %+v", code, res)
 	}
-	eventually(t, "watched Ready", func() (bool, error) {
+	polltest.Until(t, deadline, "watched Ready", func() (bool, error) {
 		d, ok := e.latestState(ns, "watched")
 		return ok && d.Ready() == "True", nil
 	})
@@ -117,7 +118,7 @@ func TestLearnerPauseStopsOnlyTheirNamespace(t *testing.T) {
 			t.Fatalf("create in %s: %d %+v", l.ns, code, res)
 		}
 	}
-	eventually(t, "B's Database Ready while A is paused", func() (bool, error) {
+	polltest.Until(t, deadline, "B's Database Ready while A is paused", func() (bool, error) {
 		d, ok := e.latestState(nsB, "mine")
 		return ok && d.Ready() == "True", nil
 	})
@@ -127,7 +128,7 @@ func TestLearnerPauseStopsOnlyTheirNamespace(t *testing.T) {
 	if code, res := postForm(t, a, e.http.URL, "/lab/controller/start", nil); code != 200 || !res.ControllerRunning {
 		t.Fatalf("A's start: %d %+v", code, res)
 	}
-	eventually(t, "A's Database Ready after resuming", func() (bool, error) {
+	polltest.Until(t, deadline, "A's Database Ready after resuming", func() (bool, error) {
 		d, ok := e.latestState(nsA, "mine")
 		return ok && d.Ready() == "True", nil
 	})

@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/oplab-dev/oplab/controller/api/v1alpha1"
+	"github.com/oplab-dev/oplab/internal/polltest"
 	"github.com/oplab-dev/oplab/web/internal/browsertest"
 )
 
@@ -224,7 +225,7 @@ func TestChallengeInputWithoutScript(t *testing.T) {
 		t.Fatal(err)
 	}
 	var db v1alpha1.Database
-	eventually(t, "shop's endpoint in status", func() (bool, error) {
+	polltest.Until(t, deadline, "shop's endpoint in status", func() (bool, error) {
 		err := e.client.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: "shop"}, &db)
 		return err == nil && db.Status.Endpoint != "", err
 	})

@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/oplab-dev/oplab/controller/api/v1alpha1"
+	"github.com/oplab-dev/oplab/internal/polltest"
 )
 
 // breakAndUninstall does operator-or-chart's two cluster tasks in ns, as the
@@ -27,7 +28,7 @@ func (e *testEnv) breakAndUninstall(t *testing.T, ns string) {
 			t.Fatalf("delete Service %s: %v", name, err)
 		}
 	}
-	eventually(t, "Service billing put back", func() (bool, error) {
+	polltest.Until(t, deadline, "Service billing put back", func() (bool, error) {
 		err := e.client.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: "billing"}, &corev1.Service{})
 		return err == nil, err
 	})

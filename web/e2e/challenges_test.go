@@ -20,6 +20,7 @@ import (
 
 	"github.com/oplab-dev/oplab/controller/api/v1alpha1"
 	"github.com/oplab-dev/oplab/controller/sandbox/starters"
+	"github.com/oplab-dev/oplab/internal/polltest"
 	"github.com/oplab-dev/oplab/web/challenges"
 )
 
@@ -137,7 +138,7 @@ func TestChallengeStartWipesAndStatusJudges(t *testing.T) {
 		t.Errorf("second task = %+v, want locked", st.Tasks[1])
 	}
 	kubectlScale(t, ns, "orders", 2)
-	eventually(t, "spec-changed done", func() (bool, error) {
+	polltest.Until(t, deadline, "spec-changed done", func() (bool, error) {
 		st := getStatus(t, c, fmt.Sprintf("/challenges/observed-generation/status?since=%d", started.Started))
 		return st.Tasks[0].State == "done", nil
 	})
@@ -193,7 +194,7 @@ func TestBrowserChallengePages(t *testing.T) {
 	if err := e.client.Create(t.Context(), &v1alpha1.Database{ObjectMeta: metav1.ObjectMeta{Name: "shop", Namespace: ns}}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "StatefulSet shop created", func() (bool, error) {
+	polltest.Until(t, deadline, "StatefulSet shop created", func() (bool, error) {
 		err := e.client.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: "shop"}, &appsv1.StatefulSet{})
 		return err == nil, client.IgnoreNotFound(err)
 	})

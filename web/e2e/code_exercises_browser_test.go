@@ -19,6 +19,7 @@ import (
 	"github.com/oplab-dev/oplab/controller/api/v1alpha1"
 	"github.com/oplab-dev/oplab/controller/sandbox/starters"
 	"github.com/oplab-dev/oplab/controller/trace"
+	"github.com/oplab-dev/oplab/internal/polltest"
 	"github.com/oplab-dev/oplab/lessons/judge"
 	"github.com/oplab-dev/oplab/web/challenges"
 	"github.com/oplab-dev/oplab/web/internal/browsertest"
@@ -242,7 +243,7 @@ func (x *exerciseRun) enter(t *testing.T, src string) {
 func (x *exerciseRun) run(t *testing.T, src string) {
 	t.Helper()
 	browsertest.Do(t, x.code, chromedp.Click(chromedp.CSS("#run")))
-	eventually(t, "the learner's code handed the namespace", func() (bool, error) {
+	polltest.Until(t, deadline, "the learner's code handed the namespace", func() (bool, error) {
 		c := x.e.server.CodeOf(x.ns)
 		return c != nil && c.Ran == src && c.Running, nil
 	})
@@ -272,7 +273,7 @@ func (x *exerciseRun) delete(t *testing.T, name string) {
 // waitStep waits for a step of the namespace's trace.
 func (x *exerciseRun) waitStep(t *testing.T, what string, f func(controller.Step) bool) {
 	t.Helper()
-	eventually(t, what, func() (bool, error) {
+	polltest.Until(t, deadline, what, func() (bool, error) {
 		for _, raw := range x.e.recorder.Export(x.ns).Messages {
 			var m trace.Message
 			if err := json.Unmarshal(raw, &m); err == nil && f(m.Step) {
@@ -346,7 +347,7 @@ func (x *exerciseRun) pageShowsDone(t *testing.T, id string) {
 func (x *exerciseRun) waitDone(t *testing.T, id string) {
 	t.Helper()
 	last := judge.TaskState{}
-	eventually(t, x.id+"/"+id+" done", func() (bool, error) {
+	polltest.Until(t, deadline, x.id+"/"+id+" done", func() (bool, error) {
 		last = x.task(t, id)
 		return last.State == judge.StateDone, fmt.Errorf("%s: %s", last.State, last.Detail)
 	})

@@ -14,6 +14,7 @@ import (
 	"github.com/oplab-dev/oplab/controller/api/v1alpha1"
 	"github.com/oplab-dev/oplab/controller/sandbox/starters"
 	"github.com/oplab-dev/oplab/controller/trace"
+	"github.com/oplab-dev/oplab/internal/polltest"
 	"github.com/oplab-dev/oplab/web/internal/browsertest"
 )
 
@@ -56,7 +57,7 @@ func TestBrowserCodeTravelsInTheExport(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The code reconciles the Database (its runs show on the code page).
-	eventually(t, "a reconcile of the learner's code", func() (bool, error) {
+	polltest.Until(t, deadline, "a reconcile of the learner's code", func() (bool, error) {
 		for _, m := range e.recorder.Export(ns).Messages {
 			if strings.Contains(string(m), `"yourCode":true`) && strings.Contains(string(m), `"type":"result"`) {
 				return true, nil
@@ -69,7 +70,7 @@ func TestBrowserCodeTravelsInTheExport(t *testing.T) {
 	// the last key).
 	typeAtEnd("// Edited after the run.\n")
 	edited := ran + "// Edited after the run.\n"
-	eventually(t, "the edit kept by the session", func() (bool, error) {
+	polltest.Until(t, deadline, "the edit kept by the session", func() (bool, error) {
 		c := e.server.CodeOf(ns)
 		return c != nil && c.Source == edited && c.Ran == ran, nil
 	})

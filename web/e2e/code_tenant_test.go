@@ -15,6 +15,7 @@ import (
 
 	"github.com/oplab-dev/oplab/controller"
 	dbv1 "github.com/oplab-dev/oplab/controller/api/v1alpha1"
+	"github.com/oplab-dev/oplab/internal/polltest"
 )
 
 // A learner's own reconciler is a tenant, not oplab: run on /code as a
@@ -163,7 +164,7 @@ func TestLearnerCodeIsATenant(t *testing.T) {
 		t.Fatal(err)
 	}
 	var attempts corev1.ConfigMap
-	eventually(t, "the learner code's report of its attempts", func() (bool, error) {
+	polltest.Until(t, deadline, "the learner code's report of its attempts", func() (bool, error) {
 		err := e.client.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: "attempts"}, &attempts)
 		return err == nil, client.IgnoreNotFound(err)
 	})
@@ -283,7 +284,7 @@ func (r *DatabaseReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 		}
 	}
 	return ctrl.Result{}, nil`)
-		eventually(t, "throttled steps on the timeline", func() (bool, error) {
+		polltest.Until(t, deadline, "throttled steps on the timeline", func() (bool, error) {
 			n := 0
 			for _, s := range e.trace(ns, "busy") {
 				if s.Type == controller.StepThrottled && s.YourCode && s.Duration > 0 && strings.Contains(s.Message, "limited to 10 a second") {
@@ -300,7 +301,7 @@ func (r *DatabaseReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 		_ = r.Get(ctx, req.NamespacedName, &db)
 	}
 	return ctrl.Result{}, nil`)
-		eventually(t, "the budget's error on /code/status", func() (bool, error) {
+		polltest.Until(t, deadline, "the budget's error on /code/status", func() (bool, error) {
 			_, body := codeStatus(t, e, c)
 			return strings.Contains(body, `"kind":"budget"`) && strings.Contains(body, "more than 100 API calls in one reconcile"), nil
 		})
@@ -309,7 +310,7 @@ func (r *DatabaseReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 		t.Parallel()
 		c, _ := run(t, `	return ctrl.Result{}, errors.New(strings.Repeat("x", 7<<20))`)
 		var body string
-		eventually(t, "the error on /code/status", func() (bool, error) {
+		polltest.Until(t, deadline, "the error on /code/status", func() (bool, error) {
 			_, body = codeStatus(t, e, c)
 			return strings.Contains(body, "cut: the message was"), nil
 		})

@@ -11,6 +11,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/oplab-dev/oplab/controller/sandbox/starters"
+	"github.com/oplab-dev/oplab/internal/polltest"
 	"github.com/oplab-dev/oplab/web/internal/browsertest"
 )
 
@@ -35,7 +36,7 @@ type testVerdict struct {
 func waitVerdict(t *testing.T, e *testEnv, c *http.Client) testVerdict {
 	t.Helper()
 	var v testVerdict
-	eventually(t, "the test's verdict", func() (bool, error) {
+	polltest.Until(t, deadline, "the test's verdict", func() (bool, error) {
 		req, err := http.NewRequest(http.MethodGet, e.http.URL+"/code/test", nil)
 		if err != nil {
 			return false, err

@@ -17,6 +17,7 @@ import (
 
 	"github.com/oplab-dev/oplab/controller"
 	"github.com/oplab-dev/oplab/controller/trace"
+	"github.com/oplab-dev/oplab/internal/polltest"
 	"github.com/oplab-dev/oplab/web/demo"
 	"github.com/oplab-dev/oplab/web/lab"
 )
@@ -243,7 +244,7 @@ func TestDemoPausedAndSteppedOnTheCluster(t *testing.T) {
 	for want := 2; want <= 7; want++ {
 		var code int
 		var body string
-		eventually(t, fmt.Sprintf("Step to begin step %d", want), func() (bool, error) {
+		polltest.Until(t, deadline, fmt.Sprintf("Step to begin step %d", want), func() (bool, error) {
 			code, body = postDemo(t, c, e.http.URL, "step", nil)
 			if code == http.StatusConflict && strings.Contains(body, "still under way") {
 				return false, fmt.Errorf("%d", code)
@@ -508,7 +509,7 @@ func TestBrowserDemoWaitsForTheProjectorsArrow(t *testing.T) {
 	}
 	screenshot(t, ctx, "demo-lab-after-arrow")
 	// Step 2 waits for shop to be Ready; once it is, the demo waits again.
-	eventually(t, "step 2 done, waiting for Next", func() (bool, error) {
+	polltest.Until(t, deadline, "step 2 done, waiting for Next", func() (bool, error) {
 		resp, err := ic.Get(e.http.URL + "/instructor/demo")
 		if err != nil {
 			return false, err

@@ -434,22 +434,6 @@ func clickEnabled(t *testing.T, ctx context.Context, sel string) {
 	}
 }
 
-// eventually polls cond until it holds or the deadline passes.
-func eventually(t *testing.T, what string, cond func() (bool, error)) {
-	t.Helper()
-	end := time.Now().Add(deadline)
-	var last error
-	for time.Now().Before(end) {
-		ok, err := cond()
-		if ok {
-			return
-		}
-		last = err
-		time.Sleep(200 * time.Millisecond)
-	}
-	t.Fatalf("timed out waiting for %s (last error: %v)", what, last)
-}
-
 func httptestRecorder() *httptest.ResponseRecorder { return httptest.NewRecorder() }
 
 func mustRequest(t *testing.T) *http.Request {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/oplab-dev/oplab/controller"
 	"github.com/oplab-dev/oplab/controller/trace"
+	"github.com/oplab-dev/oplab/internal/polltest"
 	"github.com/oplab-dev/oplab/web/lab"
 )
 
@@ -98,7 +99,7 @@ func TestHistoryRebuildsTheObjectsAtAStep(t *testing.T) {
 		t.Fatalf("create: %d %+v", code, res)
 	}
 	var one, two uint64
-	eventually(t, "the StatefulSet's first event on the trace", func() (bool, error) {
+	polltest.Until(t, deadline, "the StatefulSet's first event on the trace", func() (bool, error) {
 		one = e.eventSeq(ns, "StatefulSet", "travel", 1)
 		return one > 0, nil
 	})
@@ -107,7 +108,7 @@ func TestHistoryRebuildsTheObjectsAtAStep(t *testing.T) {
 	}); code != 200 {
 		t.Fatalf("scale: %d %+v", code, res)
 	}
-	eventually(t, "the StatefulSet's event at generation 2", func() (bool, error) {
+	polltest.Until(t, deadline, "the StatefulSet's event at generation 2", func() (bool, error) {
 		two = e.eventSeq(ns, "StatefulSet", "travel", 2)
 		return two > 0, nil
 	})

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/oplab-dev/oplab/internal/polltest"
 	"github.com/oplab-dev/oplab/web/kubectl"
 )
 
@@ -154,7 +155,7 @@ func TestKubectlInThePageRefusesTheWaysOut(t *testing.T) {
 	}
 	cancel() // Stop, as the page's button does
 	resp.Body.Close()
-	eventually(t, "the slot free again after Stop", func() (bool, error) {
+	polltest.Until(t, deadline, "the slot free again after Stop", func() (bool, error) {
 		code, _, _ := kubectlIn(t, e, c, "kubectl get databases", "")
 		return code == http.StatusOK, nil
 	})

@@ -9,6 +9,7 @@ import (
 
 	"github.com/oplab-dev/oplab/controller/api/v1alpha1"
 	"github.com/oplab-dev/oplab/controller/trace"
+	"github.com/oplab-dev/oplab/internal/polltest"
 )
 
 // A reloaded lab shows the cards as they are: the stream's catch-up replays
@@ -28,7 +29,7 @@ func TestBrowserReloadDrawsNoPastStateOnTheCards(t *testing.T) {
 	if err := e.client.Delete(t.Context(), old); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "bygone gone", func() (bool, error) { return e.gone(t.Context(), old) })
+	polltest.Until(t, deadline, "bygone gone", func() (bool, error) { return e.gone(t.Context(), old) })
 	shows(t, ctx, "bygone's card removed", `!document.querySelector("#db-bygone")`)
 
 	// Reload: the page has no card for bygone; watch the catch-up to its end.

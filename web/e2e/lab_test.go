@@ -29,6 +29,7 @@ import (
 	"github.com/oplab-dev/oplab/controller"
 	"github.com/oplab-dev/oplab/controller/labns"
 	"github.com/oplab-dev/oplab/controller/trace"
+	"github.com/oplab-dev/oplab/internal/polltest"
 	"github.com/oplab-dev/oplab/web/internal/browsertest"
 	"github.com/oplab-dev/oplab/web/lab"
 	"github.com/oplab-dev/oplab/web/lab/dbview"
@@ -90,7 +91,7 @@ func TestStateFollowsTheCluster(t *testing.T) {
 		t.Errorf("namespace %s: %v labels %v; want it labelled %s=true", ns, err, nsObj.Labels, labns.LabLabel)
 	}
 	var d dbview.Database
-	eventually(t, "alpha Ready with both Pods in its owner tree", func() (bool, error) {
+	polltest.Until(t, deadline, "alpha Ready with both Pods in its owner tree", func() (bool, error) {
 		var ok bool
 		d, ok = e.latestState(ns, "alpha")
 		return ok && d.Ready() == "True" && !d.Stale && len(d.Owned) == 3 && len(d.Owned[0].Children) == 2, nil
@@ -118,7 +119,7 @@ func TestStateFollowsTheCluster(t *testing.T) {
 	if code, res := postForm(t, c, e.http.URL, "/lab/databases/alpha/children/statefulset/delete", nil); code != 200 {
 		t.Fatalf("delete child: %d %+v", code, res)
 	}
-	eventually(t, "a new StatefulSet", func() (bool, error) {
+	polltest.Until(t, deadline, "a new StatefulSet", func() (bool, error) {
 		var now appsv1.StatefulSet
 		err := e.client.Get(t.Context(), types.NamespacedName{Namespace: ns, Name: "alpha"}, &now)
 		return err == nil && now.UID != before.UID, err
@@ -128,7 +129,7 @@ func TestStateFollowsTheCluster(t *testing.T) {
 	if code, res := postForm(t, c, e.http.URL, "/lab/databases/alpha/pitfall", url.Values{"pitfall": {controller.PitfallDropEvents}}); code != 200 {
 		t.Fatalf("set pitfall: %d %+v", code, res)
 	}
-	eventually(t, "the pitfall in the state", func() (bool, error) {
+	polltest.Until(t, deadline, "the pitfall in the state", func() (bool, error) {
 		d, _ := e.latestState(ns, "alpha")
 		return d.Pitfall == controller.PitfallDropEvents, nil
 	})
@@ -148,7 +149,7 @@ func TestIdleSessionLosesItsNamespace(t *testing.T) {
 	if n, err := m.Sweep(t.Context()); n != 1 || err != nil {
 		t.Fatalf("Sweep = %d, %v; want the idle session ended", n, err)
 	}
-	eventually(t, "the namespace terminating or gone", func() (bool, error) {
+	polltest.Until(t, deadline, "the namespace terminating or gone", func() (bool, error) {
 		var ns corev1.Namespace
 		err := e.client.Get(t.Context(), types.NamespacedName{Name: s.Namespace}, &ns)
 		return apierrors.IsNotFound(err) || ns.DeletionTimestamp != nil, err
@@ -227,7 +228,7 @@ func TestRestartReclaimsOrphanedNamespaces(t *testing.T) {
 	if n, err := m.Reclaim(ctx); n != 1 || err != nil {
 		t.Fatalf("Reclaim of an old orphan = %d, %v; want 1 deleted", n, err)
 	}
-	eventually(t, "the orphan terminating or gone", func() (bool, error) { return !alive(orphan), nil })
+	polltest.Until(t, deadline, "the orphan terminating or gone", func() (bool, error) { return !alive(orphan), nil })
 	if !alive(s.Namespace) || !alive(plain) {
 		t.Errorf("after Reclaim: owned %s alive %v, unlabelled %s alive %v; want both kept", s.Namespace, alive(s.Namespace), plain, alive(plain))
 	}
@@ -320,7 +321,7 @@ func TestBrowserCreateScaleDelete(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the StatefulSet garbage-collected", func() (bool, error) {
+	polltest.Until(t, deadline, "the StatefulSet garbage-collected", func() (bool, error) {
 		var sts appsv1.StatefulSetList
 		err := e.client.List(t.Context(), &sts, client.InNamespace(ns))
 		return err == nil && len(sts.Items) == 0, err
@@ -466,7 +467,7 @@ func TestScenariosSetUp(t *testing.T) {
 			if code != 200 {
 				t.Fatalf("setup: %d %+v", code, res)
 			}
-			eventually(t, tt.database+" in the lab state", func() (bool, error) {
+			polltest.Until(t, deadline, tt.database+" in the lab state", func() (bool, error) {
 				d, ok := e.latestState(ns, tt.database)
 				return ok && d.Pitfall == tt.pitfall, nil
 			})
@@ -557,7 +558,7 @@ func TestBrowserWithoutJavaScript(t *testing.T) {
 	if msg, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS("#flash .flash-ok"))); err != nil || !strings.Contains(msg, "Created Database plain") {
 		t.Errorf("after a plain POST the page says %q (%v)", msg, err)
 	}
-	eventually(t, "plain shown Ready after a reload", func() (bool, error) {
+	polltest.Until(t, deadline, "plain shown Ready after a reload", func() (bool, error) {
 		if err := chromedp.Do(ctx, chromedp.Navigate(e.http.URL+"/lab")); err != nil {
 			return false, err
 		}
@@ -603,7 +604,7 @@ func (e *testEnv) exportWithReady(t *testing.T, name string) string {
 	if code, res := postForm(t, c, e.http.URL, "/lab/databases", url.Values{"name": {name}, "replicas": {"1"}}); code != 200 {
 		t.Fatalf("create: %d %+v", code, res)
 	}
-	eventually(t, name+" Ready", func() (bool, error) {
+	polltest.Until(t, deadline, name+" Ready", func() (bool, error) {
 		d, ok := e.latestState(ns, name)
 		return ok && d.Ready() == "True", nil
 	})

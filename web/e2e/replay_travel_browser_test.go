@@ -11,6 +11,8 @@ import (
 	"testing"
 
 	"github.com/chromedp/chromedp"
+
+	"github.com/oplab-dev/oplab/internal/polltest"
 )
 
 // rowBetween is the seq of a finished reconcile row with from <= seq < to
@@ -31,13 +33,13 @@ func TestBrowserReplayTravels(t *testing.T) {
 		t.Fatalf("create: %d %+v", code, res)
 	}
 	var one, edited, two uint64
-	eventually(t, "the StatefulSet's first event on the trace", func() (bool, error) {
+	polltest.Until(t, deadline, "the StatefulSet's first event on the trace", func() (bool, error) {
 		one = e.eventSeq(ns, "StatefulSet", "rt", 1)
 		return one > 0, nil
 	})
 	// Ready: reconciles finished after the StatefulSet's first event, so
 	// the timeline has rows with one replica before the scale.
-	eventually(t, "rt Ready", func() (bool, error) {
+	polltest.Until(t, deadline, "rt Ready", func() (bool, error) {
 		d, ok := e.latestState(ns, "rt")
 		return ok && d.Ready() == "True", nil
 	})
@@ -49,7 +51,7 @@ func TestBrowserReplayTravels(t *testing.T) {
 	// Ready was True before the scale too: the export must also hold the
 	// reconcile that saw both replicas ready, finished, or the replay has
 	// no row after the scale to show.
-	eventually(t, "the StatefulSet's event at generation 2, and a reconcile after it", func() (bool, error) {
+	polltest.Until(t, deadline, "the StatefulSet's event at generation 2, and a reconcile after it", func() (bool, error) {
 		two = e.eventSeq(ns, "StatefulSet", "rt", 2)
 		edited = e.eventSeq(ns, "Database", "rt", 2)
 		d, ok := e.latestState(ns, "rt")

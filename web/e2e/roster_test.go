@@ -28,6 +28,7 @@ import (
 	"github.com/oplab-dev/oplab/controller"
 	"github.com/oplab-dev/oplab/controller/api/v1alpha1"
 	"github.com/oplab-dev/oplab/controller/labns"
+	"github.com/oplab-dev/oplab/internal/polltest"
 	"github.com/oplab-dev/oplab/quiz"
 	"github.com/oplab-dev/oplab/web/instructor"
 	"github.com/oplab-dev/oplab/web/internal/browsertest"
@@ -196,7 +197,7 @@ func TestRosterResetEmptiesALearnersNamespace(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	eventually(t, "both Databases with their finalizer, in the lab's state", func() (bool, error) {
+	polltest.Until(t, deadline, "both Databases with their finalizer, in the lab's state", func() (bool, error) {
 		dbs, err := e.app.States().Databases(ctx, ns)
 		return err == nil && len(dbs) == 2 && len(dbs[0].Finalizers) > 0 && len(dbs[1].Finalizers) > 0, err
 	})
@@ -262,7 +263,7 @@ func resetStatus(t *testing.T, e *testEnv, ic *http.Client, ns string) (string, 
 func waitReset(t *testing.T, e *testEnv, ic *http.Client, ns string) (string, string) {
 	t.Helper()
 	var state, text string
-	eventually(t, "the reset of "+ns+" to end", func() (bool, error) {
+	polltest.Until(t, deadline, "the reset of "+ns+" to end", func() (bool, error) {
 		state, text = resetStatus(t, e, ic, ns)
 		return state == "done" || state == "failed", nil
 	})
@@ -320,7 +321,7 @@ func TestRosterSecondResetIsRefusedWhileTheFirstRuns(t *testing.T) {
 		}
 	}
 	t.Cleanup(func() { release(t, e, ns, "held") })
-	eventually(t, "both Databases with the controller's finalizer, in the lab's state", func() (bool, error) {
+	polltest.Until(t, deadline, "both Databases with the controller's finalizer, in the lab's state", func() (bool, error) {
 		dbs, err := e.app.States().Databases(ctx, ns)
 		return err == nil && len(dbs) == 2 && slices.ContainsFunc(dbs, func(d dbview.Database) bool {
 			return slices.Contains(d.Finalizers, controller.Finalizer) && d.Name == "held"
@@ -336,7 +337,7 @@ func TestRosterSecondResetIsRefusedWhileTheFirstRuns(t *testing.T) {
 	}
 	resp.Body.Close()
 	t.Logf("The first reset answered in %s", time.Since(start))
-	eventually(t, "the row to show the reset running, with held the one left", func() (bool, error) {
+	polltest.Until(t, deadline, "the row to show the reset running, with held the one left", func() (bool, error) {
 		state, text := resetStatus(t, e, ic, ns)
 		return state == "running" && strings.Contains(text, "1 of 2 Databases left: held"), fmt.Errorf("row says %s %q", state, text)
 	})
@@ -503,7 +504,7 @@ func TestBrowserRosterResetWithoutJavaScript(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { release(t, e, ns, "held") })
-	eventually(t, "held with the controller's finalizer, in the lab's state", func() (bool, error) {
+	polltest.Until(t, deadline, "held with the controller's finalizer, in the lab's state", func() (bool, error) {
 		dbs, err := e.app.States().Databases(t.Context(), ns)
 		return err == nil && len(dbs) == 1 && slices.Contains(dbs[0].Finalizers, controller.Finalizer), err
 	})

@@ -15,6 +15,7 @@ import (
 
 	"github.com/oplab-dev/oplab/controller"
 	"github.com/oplab-dev/oplab/controller/api/v1alpha1"
+	"github.com/oplab-dev/oplab/internal/polltest"
 )
 
 // A learner's own finalizer (evil.example/never) holds a Database, so the
@@ -31,7 +32,7 @@ func TestBrowserRosterRemovesForeignFinalizers(t *testing.T) {
 	if err := e.client.Create(ctx, evil); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "evil with the controller's finalizer, in the lab's state", func() (bool, error) {
+	polltest.Until(t, deadline, "evil with the controller's finalizer, in the lab's state", func() (bool, error) {
 		dbs, err := e.app.States().Databases(ctx, ns)
 		return err == nil && len(dbs) == 1 && slices.Contains(dbs[0].Finalizers, controller.Finalizer), err
 	})

@@ -21,6 +21,7 @@ import (
 	"github.com/oplab-dev/oplab/controller"
 	"github.com/oplab-dev/oplab/controller/api/v1alpha1"
 	"github.com/oplab-dev/oplab/controller/trace"
+	"github.com/oplab-dev/oplab/internal/polltest"
 	"github.com/oplab-dev/oplab/web/lab"
 )
 
@@ -305,12 +306,12 @@ func TestScenarioFinalizer(t *testing.T) {
 	c, ns := setUp(t, e, "finalizer")
 	act(t, e, c, "/lab/databases/doomed/delete", nil)
 	// Terminating, held by the finalizer, while the phases run.
-	eventually(t, "doomed Terminating or gone", func() (bool, error) {
+	polltest.Until(t, deadline, "doomed Terminating or gone", func() (bool, error) {
 		d, ok := e.latestState(ns, "doomed")
 		return !ok || d.Terminating, nil
 	})
 	db := &v1alpha1.Database{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "doomed"}}
-	eventually(t, "doomed gone", func() (bool, error) { return e.gone(t.Context(), db) })
+	polltest.Until(t, deadline, "doomed gone", func() (bool, error) { return e.gone(t.Context(), db) })
 	steps := e.waitTrace(t, "the finalizer removed", ns, "doomed", func(s []controller.Step) bool {
 		return slices.Contains(finalizerPhases(s), "removed")
 	})
@@ -322,7 +323,7 @@ func TestScenarioFinalizer(t *testing.T) {
 	}
 	sts := &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "doomed"}}
 	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "doomed"}}
-	eventually(t, "the garbage collector to delete doomed's children", func() (bool, error) {
+	polltest.Until(t, deadline, "the garbage collector to delete doomed's children", func() (bool, error) {
 		a, err := e.gone(t.Context(), sts)
 		if err != nil || !a {
 			return false, err
@@ -440,7 +441,7 @@ func TestScenarioStatusThrash(t *testing.T) {
 		return time.Time{}
 	}
 	before := ltt()
-	eventually(t, "Ready's lastTransitionTime to move with the spec unchanged", func() (bool, error) {
+	polltest.Until(t, deadline, "Ready's lastTransitionTime to move with the spec unchanged", func() (bool, error) {
 		return ltt().After(before) && db.Generation == 1, nil
 	})
 	// Switching the pitfall off ends the storm: a reconcile finds nothing
@@ -499,7 +500,7 @@ func TestScenarioStuckFinalizer(t *testing.T) {
 			switch finish {
 			case "resume":
 				act(t, e, c, "/lab/controller/start", nil)
-				eventually(t, "stuck gone", func() (bool, error) { return e.gone(t.Context(), db) })
+				polltest.Until(t, deadline, "stuck gone", func() (bool, error) { return e.gone(t.Context(), db) })
 				steps := e.waitTrace(t, "the finalizer removed", ns, "stuck", func(s []controller.Step) bool {
 					return slices.Contains(finalizerPhases(s), "removed")
 				})
@@ -511,7 +512,7 @@ func TestScenarioStuckFinalizer(t *testing.T) {
 				}
 			case "escape hatch":
 				act(t, e, c, "/lab/databases/stuck/finalizers/remove", nil)
-				eventually(t, "stuck gone", func() (bool, error) { return e.gone(t.Context(), db) })
+				polltest.Until(t, deadline, "stuck gone", func() (bool, error) { return e.gone(t.Context(), db) })
 				if snapshotKept(t, e, ns, "stuck") {
 					t.Error("escape hatch: a snapshot ConfigMap exists; the text says it is never taken")
 				}
@@ -597,7 +598,7 @@ func TestScenarioNonIdempotentCreate(t *testing.T) {
 	if first, last := fails[0].RequeueAfter, fails[len(fails)-1].RequeueAfter; last <= first {
 		t.Errorf("backoff %s → %s over %d failures; want it growing", first, last, len(fails))
 	}
-	eventually(t, "Degraded=True on twice", func() (bool, error) {
+	polltest.Until(t, deadline, "Degraded=True on twice", func() (bool, error) {
 		var db v1alpha1.Database
 		if err := e.client.Get(t.Context(), types.NamespacedName{Namespace: ns, Name: "twice"}, &db); err != nil {
 			return false, err
@@ -649,7 +650,7 @@ func TestScenarioDropEvents(t *testing.T) {
 	// Change its replicas: generation moves, observedGeneration does not.
 	before := resyncs(e.trace(ns, "deaf"))
 	act(t, e, c, "/lab/databases/deaf/edit", url.Values{"replicas": {"2"}, "version": {""}})
-	eventually(t, "deaf stale: generation 2, observedGeneration 1", func() (bool, error) {
+	polltest.Until(t, deadline, "deaf stale: generation 2, observedGeneration 1", func() (bool, error) {
 		d, ok := e.latestState(ns, "deaf")
 		return ok && d.Generation == 2 && d.ObservedGeneration == 1 && d.Stale, nil
 	})

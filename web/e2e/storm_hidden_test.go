@@ -18,6 +18,7 @@ import (
 	"github.com/oplab-dev/oplab/controller"
 	"github.com/oplab-dev/oplab/controller/api/v1alpha1"
 	"github.com/oplab-dev/oplab/controller/trace"
+	"github.com/oplab-dev/oplab/internal/polltest"
 	"github.com/oplab-dev/oplab/web/challenges"
 )
 
@@ -175,7 +176,7 @@ func TestStatusStormStartNamesNoPitfall(t *testing.T) {
 			thrasher = name
 		}
 	}
-	eventually(t, "three status writes of the thrasher "+thrasher, func() (bool, error) {
+	polltest.Until(t, deadline, "three status writes of the thrasher "+thrasher, func() (bool, error) {
 		n := 0
 		for _, raw := range e.recorder.Export(ns).Messages {
 			var m trace.Message
@@ -243,7 +244,7 @@ func TestStatusStormStartNamesNoPitfall(t *testing.T) {
 	if err := e.client.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: thrasher}, &db); err != nil || len(db.Annotations) != 0 {
 		t.Errorf("after none: %v %v, want no pitfall annotation left", err, db.Annotations)
 	}
-	eventually(t, thrasher+"'s card without a pitfall", func() (bool, error) {
+	polltest.Until(t, deadline, thrasher+"'s card without a pitfall", func() (bool, error) {
 		d, ok := e.latestState(ns, thrasher)
 		return ok && d.Pitfall == "", nil
 	})
@@ -258,7 +259,7 @@ func TestVisiblePitfallIsNamed(t *testing.T) {
 	if code, res := postForm(t, c, e.http.URL, "/lab/databases", form); code != http.StatusOK {
 		t.Fatalf("create: %d %+v", code, res)
 	}
-	eventually(t, "a status write of loud naming its pitfall", func() (bool, error) {
+	polltest.Until(t, deadline, "a status write of loud naming its pitfall", func() (bool, error) {
 		for _, raw := range e.recorder.Export(ns).Messages {
 			var m trace.Message
 			if json.Unmarshal(raw, &m) == nil && m.Type == controller.StepStatus && m.Database == "loud" && m.Pitfall == controller.PitfallStatusThrash {
@@ -332,7 +333,7 @@ func TestAFinishedChallengeLeavesNothingRetrying(t *testing.T) {
 	}
 	thrasher, decoy := pitfalls[controller.PitfallStatusThrash], pitfalls[controller.PitfallNonIdempotentCreate]
 	// The learner watches the storm on the timeline before they act.
-	eventually(t, "three status writes of the thrasher "+thrasher, func() (bool, error) {
+	polltest.Until(t, deadline, "three status writes of the thrasher "+thrasher, func() (bool, error) {
 		n := 0
 		for _, raw := range e.recorder.Export(ns).Messages {
 			var m trace.Message
@@ -348,7 +349,7 @@ func TestAFinishedChallengeLeavesNothingRetrying(t *testing.T) {
 	// As the page asks: the tasks it has seen done stay done.
 	var st challenges.Status
 	var done []string
-	eventually(t, "the challenge complete", func() (bool, error) {
+	polltest.Until(t, deadline, "the challenge complete", func() (bool, error) {
 		st = getStatus(t, c, fmt.Sprintf("/challenges/status-storm/status?since=%d&done=%s", started.UnixMilli(), strings.Join(done, ",")))
 		done = done[:0]
 		for _, task := range st.Tasks {

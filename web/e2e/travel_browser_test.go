@@ -7,6 +7,8 @@ import (
 
 	"github.com/chromedp/chromedp"
 	"github.com/chromedp/chromedp/kb"
+
+	"github.com/oplab-dev/oplab/internal/polltest"
 )
 
 // changeRowFrom is the seq of the newest finished reconcile row that
@@ -44,7 +46,7 @@ func TestBrowserTimeTravel(t *testing.T) {
 	// The rows are live and may lag the cards: pick rows after the
 	// StatefulSet's events, as the recorder has them.
 	var created uint64
-	eventually(t, "the StatefulSet's create on the trace", func() (bool, error) {
+	polltest.Until(t, deadline, "the StatefulSet's create on the trace", func() (bool, error) {
 		created = e.eventSeq(ns, "StatefulSet", "tt", 1)
 		return created > 0, nil
 	})
@@ -90,7 +92,7 @@ func TestBrowserTimeTravel(t *testing.T) {
 	}
 	poll(t, ctx, "two Pods", `document.querySelectorAll("#db-tt .tree li li li").length === 2`)
 	var scaled uint64
-	eventually(t, "the StatefulSet's scale on the trace", func() (bool, error) {
+	polltest.Until(t, deadline, "the StatefulSet's scale on the trace", func() (bool, error) {
 		scaled = e.eventSeq(ns, "StatefulSet", "tt", 2)
 		return scaled > 0, nil
 	})

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/oplab-dev/oplab/internal/polltest"
 	"github.com/oplab-dev/oplab/web/challenges"
 	"github.com/oplab-dev/oplab/web/instructor"
 )
@@ -92,7 +93,7 @@ func TestALearnerCannotForgeVerifiedProgress(t *testing.T) {
 	// 4. The work itself: the server's check finds it, after the Start it
 	// recorded.
 	kubectlScale(t, ns, "orders", 2)
-	eventually(t, "the first task verified", func() (bool, error) {
+	polltest.Until(t, deadline, "the first task verified", func() (bool, error) {
 		return slices.Contains(status(started.Started, "").Verified, taskIDs[0]), nil
 	})
 

@@ -9,8 +9,8 @@
 // from POST /quiz/answer (or the graded page) once the learner has
 // answered. Flashcard scheduling runs here too (the Go FSRS-6 in package
 // quiz): POST /flashcards/review takes a card's state from the browser and
-// returns the next one, POST /flashcards/states converts states saved
-// under SM-2 and predicts each card's recall, and POST /flashcards/preview
+// returns the next one, POST /flashcards/states predicts each card's
+// recall, and POST /flashcards/preview
 // gives each rating button its interval before it is pressed.
 package learn
 

@@ -27,8 +27,7 @@ const (
 
 // reviewRequest is the body of POST /flashcards/review.
 type reviewRequest struct {
-	// State is the card's stored state: FSRS, or SM-2 from before (it is
-	// converted); omitted or {} for a new card.
+	// State is the card's stored state; omitted or {} for a new card.
 	State json.RawMessage `json:"state"`
 	// Rating is 1 (again) to 4 (easy).
 	Rating quiz.Rating `json:"rating"`
@@ -49,9 +48,7 @@ type reviewResponse struct {
 	// RecallAtDue is the predicted chance of recall when the card next
 	// falls due; absent after Again.
 	RecallAtDue *float64 `json:"recallAtDue,omitempty"`
-	// Converted says the state sent was an SM-2 one, converted first.
-	Converted bool   `json:"converted,omitempty"`
-	Error     string `json:"error,omitempty"`
+	Error       string   `json:"error,omitempty"`
 }
 
 // review runs the FSRS scheduler for one card. It is stateless: the state
@@ -62,7 +59,7 @@ func (s *site) review(w http.ResponseWriter, r *http.Request) {
 		httpx.JSON(w, status, reviewResponse{Error: "review body " + err.Error()})
 		return
 	}
-	state, converted, err := quiz.DecodeState(req.State)
+	state, err := quiz.DecodeState(req.State)
 	if err != nil {
 		httpx.JSON(w, http.StatusBadRequest, reviewResponse{Error: fmt.Sprintf("card state: %v", err)})
 		return
@@ -80,7 +77,7 @@ func (s *site) review(w http.ResponseWriter, r *http.Request) {
 	if req.Card != "" && s.record != nil {
 		s.record.RecordFor(r, func(rec *progress.Record) bool { rec.Reviewed(req.Card); return true })
 	}
-	resp := reviewResponse{State: &next, Converted: converted}
+	resp := reviewResponse{State: &next}
 	if req.Rating != quiz.Again {
 		// After Again the card comes back in a minute to be relearned, not
 		// when the forgetting curve reaches the desired retention, so its
@@ -103,9 +100,6 @@ type cardStatus struct {
 	State quiz.State `json:"state"`
 	// Recall is the predicted chance of recall now; absent for a new card.
 	Recall *float64 `json:"recall,omitempty"`
-	// Converted says the stored state was SM-2's, and State is its FSRS
-	// conversion, which the browser should store instead.
-	Converted bool `json:"converted,omitempty"`
 }
 
 type statesResponse struct {
@@ -113,9 +107,9 @@ type statesResponse struct {
 	Error string                `json:"error,omitempty"`
 }
 
-// states reads the deck the browser keeps: it converts states saved under
-// SM-2 and predicts each card's recall now, so that neither the conversion
-// nor the forgetting curve has a second implementation in JavaScript.
+// states reads the deck the browser keeps and predicts each card's recall
+// now, so that the forgetting curve has no second implementation in
+// JavaScript.
 func (s *site) states(w http.ResponseWriter, r *http.Request) {
 	var req statesRequest
 	if status, err := decodeJSON(w, r, statesLimit, &req, `{"states":{"card-id":{…}},"now":"RFC 3339"}`); err != nil {
@@ -135,12 +129,12 @@ func (s *site) states(w http.ResponseWriter, r *http.Request) {
 	}
 	slices.Sort(ids)
 	for _, id := range ids {
-		st, converted, err := quiz.DecodeState(req.States[id])
+		st, err := quiz.DecodeState(req.States[id])
 		if err != nil {
 			httpx.JSON(w, http.StatusBadRequest, statesResponse{Error: fmt.Sprintf("card %q: %v", id, err)})
 			return
 		}
-		out[id] = cardStatus{State: st, Recall: recallAt(st, now), Converted: converted}
+		out[id] = cardStatus{State: st, Recall: recallAt(st, now)}
 	}
 	httpx.JSON(w, http.StatusOK, statesResponse{Cards: out})
 }
@@ -219,7 +213,7 @@ func (s *site) preview(w http.ResponseWriter, r *http.Request) {
 		httpx.JSON(w, status, previewResponse{Error: "preview body " + err.Error()})
 		return
 	}
-	state, _, err := quiz.DecodeState(req.State)
+	state, err := quiz.DecodeState(req.State)
 	if err != nil {
 		httpx.JSON(w, http.StatusBadRequest, previewResponse{Error: fmt.Sprintf("card state: %v", err)})
 		return

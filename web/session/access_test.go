@@ -29,6 +29,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/oplab-dev/oplab/controller/labns"
+	"github.com/oplab-dev/oplab/internal/polltest"
 	"github.com/oplab-dev/oplab/web/kubeconfig"
 	"github.com/oplab-dev/oplab/web/session"
 )
@@ -306,7 +307,7 @@ func TestLearnerAccessEndsWithTheSession(t *testing.T) {
 	}
 	// The token stops working now, with the namespace still there, not
 	// when it would have expired.
-	waitFor(t, "the ended session's token refused as unauthenticated", func() (bool, error) {
+	polltest.Until(t, 2*time.Minute, "the ended session's token refused as unauthenticated", func() (bool, error) {
 		_, err := cs.CoreV1().Pods(a.Namespace).List(t.Context(), metav1.ListOptions{})
 		return apierrors.IsUnauthorized(err), nil
 	})
@@ -319,7 +320,7 @@ func TestLearnerAccessEndsWithTheSession(t *testing.T) {
 	}
 	// Nothing is left behind: everything the issuer made lived in the
 	// namespace, and goes with it.
-	waitFor(t, "the namespace gone", func() (bool, error) {
+	polltest.Until(t, 2*time.Minute, "the namespace gone", func() (bool, error) {
 		err := e.admin.Get(t.Context(), types.NamespacedName{Name: a.Namespace}, &corev1.Namespace{})
 		return apierrors.IsNotFound(err), client.IgnoreNotFound(err)
 	})
@@ -416,28 +417,6 @@ func (h *heldDeletes) Delete(_ context.Context, name string) error {
 	return nil
 }
 
-// waitFor polls cond until it holds, failing the test after a generous
-// deadline (the tests check that things happen, never how fast).
-func waitFor(t *testing.T, what string, cond func() (bool, error)) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
-	defer cancel()
-	for {
-		ok, err := cond()
-		if err != nil {
-			t.Fatalf("waiting for %s: %v", what, err)
-		}
-		if ok {
-			return
-		}
-		select {
-		case <-ctx.Done():
-			t.Fatalf("timed out waiting for %s", what)
-		case <-time.After(100 * time.Millisecond):
-		}
-	}
-}
-
 // TestKubeconfigFailuresNameTheMissingPermission runs the issuer as an
 // identity that lacks what it needs (as a least-privilege oplab might):
 // the learner's answer says, in the API server's words, which verb on
@@ -500,7 +479,7 @@ func TestKubeconfigFailuresNameTheMissingPermission(t *testing.T) {
 	}
 
 	grant(rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"serviceaccounts"}, Verbs: []string{"get"}})
-	waitFor(t, "the restricted identity's refusal to create the ServiceAccount, in words", func() (bool, error) {
+	polltest.Until(t, 2*time.Minute, "the restricted identity's refusal to create the ServiceAccount, in words", func() (bool, error) {
 		code, body := answer()
 		return code == http.StatusInternalServerError && strings.Contains(body, `oplab may not "create" "serviceaccounts"`) &&
 			strings.Contains(body, a.Namespace), nil
@@ -512,7 +491,7 @@ func TestKubeconfigFailuresNameTheMissingPermission(t *testing.T) {
 		rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"serviceaccounts"}, Verbs: []string{"get", "create"}},
 		rbacv1.PolicyRule{APIGroups: []string{rbacv1.GroupName}, Resources: []string{"roles", "rolebindings"}, Verbs: []string{"get", "create", "update", "delete"}},
 	)
-	waitFor(t, "the refusal to grant permissions the identity lacks, in words", func() (bool, error) {
+	polltest.Until(t, 2*time.Minute, "the refusal to grant permissions the identity lacks, in words", func() (bool, error) {
 		code, body := answer()
 		return code == http.StatusInternalServerError && strings.Contains(body, "oplab may not grant") &&
 			strings.Contains(body, "in a Role, because it does not hold that itself"), nil
@@ -525,7 +504,7 @@ func TestKubeconfigFailuresNameTheMissingPermission(t *testing.T) {
 		{APIGroups: []string{""}, Resources: []string{"serviceaccounts/token"}, Verbs: []string{"create"}},
 		{APIGroups: []string{rbacv1.GroupName}, Resources: []string{"roles", "rolebindings"}, Verbs: []string{"get", "create", "update", "delete"}},
 	}, labns.LearnerRules...)...)
-	waitFor(t, "a kubeconfig minted by the identity holding what the issuer needs", func() (bool, error) {
+	polltest.Until(t, 2*time.Minute, "a kubeconfig minted by the identity holding what the issuer needs", func() (bool, error) {
 		code, body := answer()
 		return code == http.StatusOK && strings.Contains(body, "token: "), nil
 	})

@@ -119,7 +119,6 @@ export const KEY = {
   read: "oplab.read",             // [slug, ...] pages read to the end
   quiz: "oplab.quiz",             // {results: {id: bool}, best: n}
   cards: "oplab.cards",           // {id: State} as returned by the server (FSRS)
-  cardsSM2: "oplab.cards.sm2",    // the SM-2 states, as they were before conversion
   reviews: "oplab.reviews",       // [{card, rating, at, recall, interval, due, ...}], newest last
   challenges: "oplab.challenges", // {ID: {tasks, done, of}} (challenges.js)
   // A page's own settings, as text:

@@ -6,7 +6,7 @@
 // focused, the Pause that became Play included). Without this script the
 // panel shows the state as of page load and each button still works (forms
 // post and redirect back).
-import { morph } from "./morph.js";
+import { morph, parse } from "./morph.js";
 
 let last = ""; // the panel's HTML as last fetched
 
@@ -19,9 +19,7 @@ async function tick() {
       const html = await res.text();
       if (html !== last) {
         last = html;
-        const t = document.createElement("template");
-        t.innerHTML = html.trim();
-        const fresh = t.content.getElementById("demo");
+        const fresh = parse(html).getElementById("demo");
         if (fresh) morph(el, fresh);
       }
     }

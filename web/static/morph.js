@@ -5,7 +5,8 @@
 // counterpart is added or removed. A kept node keeps the focus, a screen
 // reader's place and a selection, which replacing it would drop. The
 // roster morphs its table with it (roster.js), the lab its cards
-// (lab/cards.js), the instructor's page its demo panel (demo.js).
+// (lab/cards.js), the instructor's page its demo panel (demo.js), each
+// into what parse(html) made of the server's HTML.
 //
 // Options:
 //   keep: a Set of attribute names the page's script owns (the roster's
@@ -13,6 +14,15 @@
 //     them.
 //   children(from, to, opts): returns true when it has morphed from's
 //     children itself (the roster's rows, matched by id and digest).
+
+// parse turns the server's HTML into the nodes to morph into: a
+// template's content, in which nothing runs or loads until it is on the
+// page. Every script that morphs parses with it.
+export function parse(html) {
+  const t = document.createElement("template");
+  t.innerHTML = html;
+  return t.content;
+}
 
 // same tells whether node a can be kept as node b: the same kind of node,
 // and for elements the same tag and id (an id is a key).

@@ -18,7 +18,7 @@
 // the server sends those rows as stubs, so a poll that changed 60 of 300
 // learners parses and morphs 60 rows, not 300.
 import { KEY, store, tabStore } from "./base.js";
-import { morph, morphChildren } from "./morph.js";
+import { morph, morphChildren, parse } from "./morph.js";
 import { sorts, byName, keyOf, stays } from "./roster-order.js";
 
 // What a redraw did is reported as User Timing entries, not on the page:
@@ -225,12 +225,11 @@ const REDRAW = "oplab:roster-redraw";
       // The redraw's own cost (parse, morph, sort and filter), without the
       // fetch, is measured (REDRAW).
       const t0 = performance.now();
-      const next = document.createElement("template");
-      next.innerHTML = html;
+      const next = parse(html);
       const t1 = performance.now();
       const focused = box.contains(document.activeElement) ? document.activeElement : null;
       missed = false; whole = 0; kept = 0;
-      morphChildren(box, next.content, morphing);
+      morphChildren(box, next, morphing);
       if (missed) { again = true; last = ""; }
       const t2 = performance.now();
       apply();

@@ -4,7 +4,7 @@
 // namespace guard, and then the web server (web.New) on them. It is the one
 // assembly: cmd/oplab's run calls it, and so do the end-to-end tests
 // (web/e2e, env_test.go) and the benchmarks that run the real
-// oplab (web/benchclass, web/benchviewers), so what they test is what
+// oplab (cmd/loadtest/class, cmd/loadtest/viewers), so what they test is what
 // oplab runs.
 package app
 

@@ -28,6 +28,7 @@ import (
 	"github.com/oplab-dev/oplab/controller/api/v1alpha1"
 	"github.com/oplab-dev/oplab/controller/labns"
 	"github.com/oplab-dev/oplab/controller/trace"
+	"github.com/oplab-dev/oplab/internal/polltest"
 	"github.com/oplab-dev/oplab/web/learn"
 	"github.com/oplab-dev/oplab/web/stream"
 )
@@ -269,15 +270,14 @@ func sessionNamespace(t *testing.T, w *Web, i int) string {
 	return list[len(list)-1].Namespace
 }
 
+// waitFor is polltest.Until that shows the last lines logged when it fails.
 func waitFor(t *testing.T, log *lines, limit time.Duration, ok func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(limit)
-	for !ok() {
-		if time.Now().After(deadline) {
-			all := log.since(0)
-			t.Fatalf("not done after %s; the last lines logged:\n%s", limit, strings.Join(all[max(0, len(all)-20):], "\n"))
-		}
-		time.Sleep(200 * time.Millisecond)
+	ctx, cancel := context.WithTimeout(context.Background(), limit)
+	defer cancel()
+	if polltest.Wait(ctx, ok) != nil {
+		all := log.since(0)
+		t.Fatalf("not done after %s; the last lines logged:\n%s", limit, strings.Join(all[max(0, len(all)-20):], "\n"))
 	}
 }
 

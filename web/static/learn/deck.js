@@ -101,9 +101,7 @@ function fail(what, err) {
 }
 
 // refresh asks the server to read the stored deck: it predicts each card's
-// recall now, and converts states saved under the old SM-2 scheduler,
-// which are then stored in their FSRS form. The SM-2 states are kept once
-// under their own key, so nothing is lost.
+// recall now.
 async function refresh() {
   const states = store.load(KEY.cards, {});
   if (Object.keys(states).length === 0) { deck.recall = {}; return; }
@@ -115,16 +113,8 @@ async function refresh() {
     return;
   }
   deck.recall = {};
-  let converted = false;
   for (const [id, st] of Object.entries(reply.cards || {})) {
     if (st.recall !== undefined) deck.recall[id] = st.recall;
-    if (st.converted) converted = true;
-  }
-  if (converted) {
-    if (store.load(KEY.cardsSM2, null) === null) store.save(KEY.cardsSM2, states);
-    const next = {};
-    for (const [id, st] of Object.entries(reply.cards)) next[id] = st.state;
-    store.save(KEY.cards, next);
   }
 }
 

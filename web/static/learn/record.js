@@ -5,7 +5,7 @@ import { KEY, store } from "../base.js";
 
 // forgetAll removes everything the course pages keep.
 export function forgetAll() {
-  for (const k of [KEY.read, KEY.quiz, KEY.cards, KEY.cardsSM2, KEY.reviews]) store.remove(k);
+  for (const k of [KEY.read, KEY.quiz, KEY.cards, KEY.reviews]) store.remove(k);
 }
 
 export function readSlugs() { return new Set(store.load(KEY.read, [])); }

@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	dbv1 "github.com/oplab-dev/oplab/controller/api/v1alpha1"
+	"github.com/oplab-dev/oplab/internal/polltest"
 )
 
 // stubReconciler records the client and requests it is given.
@@ -39,7 +40,7 @@ func (s *stubReconciler) Reconcile(ctx context.Context, c client.Client, req rec
 // The dispatch only (which reconciler a worker calls, and how its steps are
 // marked): no API server behaviour is involved, the learner's reconciler is
 // a stub and oplab's finds no Database in the fake client.
-func TestOverrideTakesItsNamespaceOnly(t *testing.T) {
+func TestHandOverTakesItsNamespaceOnly(t *testing.T) {
 	sink := &recordingSink{}
 	opts := DefaultOptions()
 	opts.Sink = sink
@@ -47,7 +48,7 @@ func TestOverrideTakesItsNamespaceOnly(t *testing.T) {
 	c := fake.NewClientBuilder().WithScheme(testScheme).Build()
 	tr := newTracedReconciler(c, c, testScheme, nil, opts.withDefaults(), gate)
 	stub := &stubReconciler{}
-	gate.overrides.m.Store("learner", NamespaceReconciler(stub))
+	gate.handovers.m.Store("learner", NamespaceReconciler(stub))
 
 	mine := reconcile.Request{NamespacedName: types.NamespacedName{Namespace: "learner", Name: "shop"}}
 	res, err := tr.Reconcile(context.Background(), mine)
@@ -80,7 +81,7 @@ func TestOverrideTakesItsNamespaceOnly(t *testing.T) {
 	if len(sink.all()) < 4 {
 		t.Errorf("steps: %v, want a start and a result for each reconcile", sink.all())
 	}
-	gate.overrides.m.Delete("learner")
+	gate.handovers.m.Delete("learner")
 	if _, err := tr.Reconcile(context.Background(), mine); err != nil || len(stub.got) != 1 {
 		t.Fatalf("after the take-back: %v, the stub got %v", err, stub.got)
 	}
@@ -94,7 +95,7 @@ func TestSweepsSayWhyTheyCame(t *testing.T) {
 	e := newEnv(t)
 	r := e.startController(e.testOptions())
 	e.mustCreate(newDB("swept", 1, ""))
-	e.waitFor("a first reconcile of swept", func() (bool, error) {
+	polltest.Until(e.t, deadline, "a first reconcile of swept", func() (bool, error) {
 		return slices.ContainsFunc(e.sink.forDatabase("swept"), func(s Step) bool { return s.Type == StepResult }), nil
 	})
 	sweptFor := func(why string) func() (bool, error) {
@@ -105,12 +106,12 @@ func TestSweepsSayWhyTheyCame(t *testing.T) {
 		}
 	}
 	r.HandOver(e.ns, &stubReconciler{})
-	e.waitFor("the hand-over's event on swept", sweptFor(whyHanded))
+	polltest.Until(e.t, deadline, "the hand-over's event on swept", sweptFor(whyHanded))
 	r.TakeBack(e.ns)
-	e.waitFor("the take-back's event on swept", sweptFor(whyTakenBack))
+	polltest.Until(e.t, deadline, "the take-back's event on swept", sweptFor(whyTakenBack))
 	r.PauseNamespace(e.ns)
 	r.ResumeNamespace(e.ns)
-	e.waitFor("the resume's event on swept", sweptFor(whyResumed))
+	polltest.Until(e.t, deadline, "the resume's event on swept", sweptFor(whyResumed))
 	for _, s := range e.sink.forDatabase("swept") {
 		if s.Type == StepEvent && s.Event == "generic" && !strings.HasSuffix(s.Message, ": reconcile every Database in it") {
 			t.Errorf("a generic event says %q; want why, then what it does", s.Message)
@@ -138,11 +139,11 @@ func TestAnUnchangedStatusWriteIsMarked(t *testing.T) {
 	e := newEnv(t)
 	r := e.startController(e.testOptions())
 	e.mustCreate(newDB("same", 1, ""))
-	e.waitFor("oplab's status write on same", func() (bool, error) {
+	polltest.Until(e.t, deadline, "oplab's status write on same", func() (bool, error) {
 		return slices.ContainsFunc(e.sink.forDatabase("same"), func(s Step) bool { return s.Type == StepStatus && !s.Skipped && s.Error == "" }), nil
 	})
 	r.HandOver(e.ns, rewriter{})
-	e.waitFor("the rewriter's status write", func() (bool, error) {
+	polltest.Until(e.t, deadline, "the rewriter's status write", func() (bool, error) {
 		return slices.ContainsFunc(e.sink.forDatabase("same"), func(s Step) bool { return s.Type == StepStatus && s.YourCode }), nil
 	})
 	var got []Step
@@ -190,7 +191,7 @@ func TestNoStatusWriteOfYourCodeIsNotCalledUnchanged(t *testing.T) {
 	e := newEnv(t)
 	r := e.startController(e.testOptions())
 	e.mustCreate(newDB("quiet", 1, ""))
-	e.waitFor("oplab's first reconcile of quiet", func() (bool, error) {
+	polltest.Until(e.t, deadline, "oplab's first reconcile of quiet", func() (bool, error) {
 		return slices.ContainsFunc(e.sink.forDatabase("quiet"), func(s Step) bool { return s.Type == StepResult }), nil
 	})
 	// The learner's reconciles: their result, and their status steps.
@@ -227,9 +228,9 @@ func TestNoStatusWriteOfYourCodeIsNotCalledUnchanged(t *testing.T) {
 		}
 	}
 	r.HandOver(e.ns, writesNothing{})
-	e.waitFor("a reconcile that wrote nothing", ended("done"))
+	polltest.Until(e.t, deadline, "a reconcile that wrote nothing", ended("done"))
 	r.HandOver(e.ns, failing{})
-	e.waitFor("a reconcile that failed", ended("error"))
+	polltest.Until(e.t, deadline, "a reconcile that failed", ended("error"))
 	for id, run := range yours() {
 		switch run.result {
 		case "done":
@@ -268,7 +269,7 @@ func TestYourCodesChildReadsAreReadsNotDiffs(t *testing.T) {
 	e := newEnv(t)
 	r := e.startController(e.testOptions())
 	e.mustCreate(newDB("peek", 1, ""))
-	e.waitFor("oplab's diff of peek's StatefulSet", func() (bool, error) {
+	polltest.Until(e.t, deadline, "oplab's diff of peek's StatefulSet", func() (bool, error) {
 		return slices.ContainsFunc(e.sink.forDatabase("peek"), func(s Step) bool {
 			return s.Type == StepDiff && !s.YourCode && s.Target != nil && s.Target.Kind == "StatefulSet"
 		}), nil
@@ -281,8 +282,8 @@ func TestYourCodesChildReadsAreReadsNotDiffs(t *testing.T) {
 			}), nil
 		}
 	}
-	e.waitFor("the learner's read of the StatefulSet, found", read("StatefulSet", "found"))
-	e.waitFor("the learner's read of the Service it deleted, not found", read("Service", "not-found"))
+	polltest.Until(e.t, deadline, "the learner's read of the StatefulSet, found", read("StatefulSet", "found"))
+	polltest.Until(e.t, deadline, "the learner's read of the Service it deleted, not found", read("Service", "not-found"))
 	for _, s := range e.sink.forDatabase("peek") {
 		if s.YourCode && s.Type == StepDiff {
 			t.Errorf("a reconcile of the learner's code has oplab's diff: %+v", s)
@@ -298,18 +299,18 @@ func TestAHandOverForgetsTheBackoff(t *testing.T) {
 	e := newEnv(t)
 	r := e.startController(e.testOptions())
 	e.mustCreate(newDB("flaky", 1, ""))
-	e.waitFor("oplab's first reconcile of flaky", func() (bool, error) {
+	polltest.Until(e.t, deadline, "oplab's first reconcile of flaky", func() (bool, error) {
 		return slices.ContainsFunc(e.sink.forDatabase("flaky"), func(s Step) bool { return s.Type == StepResult }), nil
 	})
 	r.HandOver(e.ns, failing{})
-	e.waitFor("five failures in a row", func() (bool, error) {
+	polltest.Until(e.t, deadline, "five failures in a row", func() (bool, error) {
 		return slices.ContainsFunc(e.sink.forDatabase("flaky"), func(s Step) bool { return s.Type == StepResult && s.YourCode && s.Retry >= 5 }), nil
 	})
 	handed := len(e.sink.forDatabase("flaky"))
 	r.HandOver(e.ns, failing{})
 	// The reconcile the hand-over queued, and its result.
 	var first Step
-	e.waitFor("the hand-over's reconcile failing", func() (bool, error) {
+	polltest.Until(e.t, deadline, "the hand-over's reconcile failing", func() (bool, error) {
 		swept := ""
 		for _, s := range e.sink.forDatabase("flaky")[handed:] {
 			switch {
@@ -362,12 +363,12 @@ func TestFinalizerWrittenWithUpdateIsTheFinalizerStep(t *testing.T) {
 			}), nil
 		}
 	}
-	e.waitFor("the learner's finalizer added", yours("added"))
+	polltest.Until(e.t, deadline, "the learner's finalizer added", yours("added"))
 	if err := e.c.Delete(e.ctx, e.getDB("booked")); err != nil {
 		t.Fatal(err)
 	}
 	e.expectGone(&dbv1.Database{}, "booked")
-	e.waitFor("the learner's finalizer removed", yours("removed"))
+	polltest.Until(e.t, deadline, "the learner's finalizer removed", yours("removed"))
 	for _, s := range e.sink.forDatabase("booked") {
 		if s.Type == StepAction && s.Target != nil && s.Target.Kind == "Database" {
 			t.Errorf("the finalizer's write is an %s action too: %+v", s.Action, s)

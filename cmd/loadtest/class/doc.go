@@ -1,4 +1,4 @@
-// Package benchclass holds BenchmarkClass: what one oplab costs per
+// Package class holds BenchmarkClass: what one oplab costs per
 // learner in a class (issue 11 §5), measured from outside the packages it
 // measures. The real embedded control plane, the real controller and
 // oplab's web server with its sessions run in the benchmark's process; a
@@ -7,7 +7,7 @@
 // stream, and an instructor presenting to followers. It prints figures and
 // asserts nothing about time. It has no command; run it with
 //
-//	go test -run '^$' -bench Class -benchtime 1x ./web/benchclass/ -learners 30 -followers 30 -rounds 5
+//	go test -run '^$' -bench Class -benchtime 1x ./cmd/loadtest/class/ -learners 30 -followers 30 -rounds 5
 //
 // With -worst it measures instead what oplab holds per learner when each
 // does the worst its own kubeconfig allows (issue 19 §4): learners that
@@ -20,5 +20,5 @@
 // heap per learner, and fails if a bound it exercises (the quota, the
 // websocket cap) is gone:
 //
-//	go test -run '^$' -bench Class -benchtime 1x ./web/benchclass/ -worst -learners 10 -rounds 2
-package benchclass
+//	go test -run '^$' -bench Class -benchtime 1x ./cmd/loadtest/class/ -worst -learners 10 -rounds 2
+package class

@@ -1,4 +1,4 @@
-package benchclass
+package class
 
 // What the benchmark reads from /proc: the CPU time of the control plane's
 // processes (this process's children) and the resident memory of both.

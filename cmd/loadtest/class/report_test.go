@@ -1,4 +1,4 @@
-package benchclass
+package class
 
 // What BenchmarkClass prints and reports, and the arithmetic of the
 // learners one core holds.

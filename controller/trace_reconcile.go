@@ -17,7 +17,7 @@ import (
 // and closes each reconcile (reconcile.start, result); the client the
 // reconciler is given records what each API call did (fetch, diff, action,
 // finalizer, status), and so does its APIReader; the event filter
-// (events.go) records the watch events. The reconciler's own code holds no
+// (triggers.go) records the watch events. The reconciler's own code holds no
 // trace call: what its calls mean (a child compared, Pods drained, a
 // snapshot written) the wrappers work out from the calls themselves.
 
@@ -36,8 +36,8 @@ type tracedReconciler struct {
 	// client is the traced client inner uses.
 	client client.Client
 	// code gives a namespace handed to learner code its own client, which
-	// writes as the code's ServiceAccount (code_identity.go); nil lends
-	// the override client (tests of the hand-over alone).
+	// writes as the code's ServiceAccount (code_identity.go); nil lends it
+	// client, oplab's own (tests of the hand-over alone).
 	code *codeClients
 	// meter counts each reconcile per namespace by its result (queue.go);
 	// nil counts nothing (a Driver's reconciles, outside the queue).

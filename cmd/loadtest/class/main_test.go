@@ -1,4 +1,4 @@
-package benchviewers
+package class
 
 import (
 	"fmt"
@@ -8,11 +8,7 @@ import (
 
 	"github.com/go-logr/logr"
 	"github.com/go-logr/logr/funcr"
-	"k8s.io/apimachinery/pkg/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
-
-	dbv1 "github.com/oplab-dev/oplab/controller/api/v1alpha1"
 )
 
 func TestMain(m *testing.M) {
@@ -27,7 +23,7 @@ func artifactsDir() string {
 	if dir == "" {
 		dir = filepath.Join(os.TempDir(), "oplab-artifacts")
 	}
-	dir = filepath.Join(dir, "benchviewers")
+	dir = filepath.Join(dir, "loadtest-class")
 	_ = os.MkdirAll(dir, 0o755)
 	return dir
 }
@@ -35,16 +31,5 @@ func artifactsDir() string {
 // testLogger writes the server's logs to the cluster log file, so the
 // benchmark's output stays its figures.
 func testLogger(w *os.File) logr.Logger {
-	return funcr.New(func(prefix, args string) { fmt.Fprintln(w, prefix, args) }, funcr.Options{Verbosity: 1})
-}
-
-func mustScheme() *runtime.Scheme {
-	s := runtime.NewScheme()
-	if err := clientgoscheme.AddToScheme(s); err != nil {
-		panic(err)
-	}
-	if err := dbv1.AddToScheme(s); err != nil {
-		panic(err)
-	}
-	return s
+	return funcr.New(func(prefix, args string) { fmt.Fprintln(w, prefix, args) }, funcr.Options{})
 }

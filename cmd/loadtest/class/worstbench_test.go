@@ -1,4 +1,4 @@
-package benchclass
+package class
 
 // BenchmarkClass -worst: oplab's memory per learner when every learner
 // does the worst its own kubeconfig allows (issue 19 §4), beside a class

@@ -1,4 +1,4 @@
-package benchclass
+package class
 
 import (
 	"bufio"

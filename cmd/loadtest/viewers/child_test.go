@@ -1,4 +1,4 @@
-package benchviewers
+package viewers
 
 // The viewers of BenchmarkControllerWithViewers: a set of websocket
 // clients, what they count and scan, and the child process that runs them

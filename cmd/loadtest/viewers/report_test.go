@@ -1,4 +1,4 @@
-package benchviewers
+package viewers
 
 // What BenchmarkControllerWithViewers prints and reports: each phase with
 // viewers compared with its neighbours, the feed's rounds summed up by

@@ -17,15 +17,15 @@ type NamespaceReconciler interface {
 	Reconcile(ctx context.Context, c client.Client, req reconcile.Request) (ctrl.Result, error)
 }
 
-// overrides are the namespaces handed to another reconciler. Like the
+// handovers are the namespaces handed to another reconciler. Like the
 // pause, they belong to the Runner and outlast a Stop and Start. The
 // requests, their coalescing, the backoff on error and RequeueAfter stay
 // the work queue's: only the function a worker calls changes.
-type overrides struct {
+type handovers struct {
 	m sync.Map // namespace → NamespaceReconciler
 }
 
-func (o *overrides) get(ns string) NamespaceReconciler {
+func (o *handovers) get(ns string) NamespaceReconciler {
 	if v, ok := o.m.Load(ns); ok {
 		return v.(NamespaceReconciler)
 	}
@@ -37,7 +37,7 @@ func (o *overrides) get(ns string) NamespaceReconciler {
 // ns once, so the new code sees the namespace as it is. The timeline marks
 // its reconciles "your code".
 func (r *Runner) HandOver(ns string, rec NamespaceReconciler) {
-	r.gate.overrides.m.Store(ns, rec)
+	r.gate.handovers.m.Store(ns, rec)
 	r.emit(ns, "handed-over", "your code now reconciles "+ns+"; oplab's controller stands aside")
 	r.opts.Logger.Info("Handed namespace to learner code", "namespace", ns)
 	r.reconcileNamespace(ns, whyHanded)
@@ -46,7 +46,7 @@ func (r *Runner) HandOver(ns string, rec NamespaceReconciler) {
 // TakeBack returns ns to oplab's own reconciler and reconciles every
 // Database in it. It is a no-op when ns was not handed over.
 func (r *Runner) TakeBack(ns string) {
-	if _, ok := r.gate.overrides.m.LoadAndDelete(ns); !ok {
+	if _, ok := r.gate.handovers.m.LoadAndDelete(ns); !ok {
 		return
 	}
 	if cur := r.cur.Load(); cur != nil && cur.code != nil {
@@ -64,7 +64,7 @@ func (r *Runner) TakeBack(ns string) {
 func (r *Runner) Ignore(ns string) { r.EndNamespace(ns) }
 
 // HandedOver reports whether ns is reconciled by learner code.
-func (r *Runner) HandedOver(ns string) bool { return r.gate.overrides.get(ns) != nil }
+func (r *Runner) HandedOver(ns string) bool { return r.gate.handovers.get(ns) != nil }
 
 func (r *Runner) reconcileNamespace(ns, why string) {
 	if r.gate.isPaused(ns) {
@@ -75,14 +75,15 @@ func (r *Runner) reconcileNamespace(ns, why string) {
 	}
 }
 
-// overridden is a NamespaceReconciler bound to its namespace's client.
-type overridden struct {
+// handedOverReconciler is a NamespaceReconciler bound to its namespace's
+// client.
+type handedOverReconciler struct {
 	rec NamespaceReconciler
 	c   client.Client
 	err error // the client could not be made: every reconcile fails with it
 }
 
-func (o overridden) Reconcile(ctx context.Context, req reconcile.Request) (ctrl.Result, error) {
+func (o handedOverReconciler) Reconcile(ctx context.Context, req reconcile.Request) (ctrl.Result, error) {
 	if o.err != nil {
 		return ctrl.Result{}, o.err
 	}
@@ -94,14 +95,14 @@ func (o overridden) Reconcile(ctx context.Context, req reconcile.Request) (ctrl.
 // learner's gets a client that writes as its own ServiceAccount, never as
 // oplab.
 func (t *tracedReconciler) reconcilerFor(ctx context.Context, req reconcile.Request, rt *reconcileTrace) reconcile.Reconciler {
-	rec := t.gate.overrides.get(req.Namespace)
+	rec := t.gate.handovers.get(req.Namespace)
 	if rec == nil {
 		return t.inner
 	}
 	rt.yourCode = true
 	if t.code == nil {
-		return overridden{rec: rec, c: t.client}
+		return handedOverReconciler{rec: rec, c: t.client}
 	}
 	c, err := t.code.get(ctx, req.Namespace)
-	return overridden{rec: rec, c: c, err: err}
+	return handedOverReconciler{rec: rec, c: c, err: err}
 }

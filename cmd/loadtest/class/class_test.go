@@ -1,4 +1,4 @@
-package benchclass
+package class
 
 // The class of BenchmarkClass: learners, an instructor and followers, each
 // a browser as oplab sees one (a cookie jar, page loads, form posts and a

@@ -1,4 +1,4 @@
-package benchclass
+package class
 
 // The worst learners of BenchmarkClass -worst (issue 19 §4): each starts a
 // session as a browser does, downloads its kubeconfig through the lab

@@ -1,4 +1,4 @@
-package benchviewers
+package viewers
 
 import (
 	"context"
@@ -30,6 +30,7 @@ import (
 	dbv1 "github.com/oplab-dev/oplab/controller/api/v1alpha1"
 	"github.com/oplab-dev/oplab/controller/labns"
 	"github.com/oplab-dev/oplab/controller/trace"
+	"github.com/oplab-dev/oplab/internal/polltest"
 	"github.com/oplab-dev/oplab/web/learn"
 	"github.com/oplab-dev/oplab/web/stream"
 	"github.com/oplab-dev/oplab/web/stream/streamtest"
@@ -93,7 +94,7 @@ const phaseDeadline = 5 * time.Minute
 //
 // It asserts nothing about time. Run it once:
 //
-//	go test ./web -run '^$' -bench ControllerWithViewers -benchtime 1x [-dbs 100] [-viewers 2000] [-measure 50] [-feed-rate 100] [-rounds 3]
+//	go test ./cmd/loadtest/viewers -run '^$' -bench ControllerWithViewers -benchtime 1x [-dbs 100] [-viewers 2000] [-measure 50] [-feed-rate 100] [-rounds 3]
 //
 // The viewers run in a child process (this test binary again, running
 // TestViewersChild), so oplab's CPU and memory figures are its own; the
@@ -642,16 +643,12 @@ func cpuTime() time.Duration {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
-// waitUntil polls cond until it holds, failing the benchmark or test when
-// ctx ends.
+// waitUntil is polltest.Until bounded by a context, as the phases bound
+// their waits: it fails tb, naming what, when ctx ends before cond holds.
 func waitUntil(tb testing.TB, what string, ctx context.Context, cond func() bool) {
 	tb.Helper()
-	for !cond() {
-		select {
-		case <-ctx.Done():
-			tb.Fatalf("timed out waiting for %s", what)
-		case <-time.After(50 * time.Millisecond):
-		}
+	if err := polltest.Wait(ctx, cond); err != nil {
+		tb.Fatalf("timed out waiting for %s: %v", what, err)
 	}
 }
 

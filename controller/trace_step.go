@@ -293,7 +293,7 @@ type reconcileTrace struct {
 	// statusWritten is set once the reconcile has written status;
 	// statusSaid once any status step is emitted (a write, or one held back).
 	statusWritten, statusSaid bool
-	// yourCode: the learner's code runs this reconcile (override.go).
+	// yourCode: the learner's code runs this reconcile (handover.go).
 	yourCode bool
 }
 

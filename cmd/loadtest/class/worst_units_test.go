@@ -1,4 +1,4 @@
-package benchclass
+package class
 
 import (
 	"strings"
@@ -117,7 +117,7 @@ func TestQuotaRefusedPods(t *testing.T) {
 // TestStatusBytes checks the fields read from /proc/self/status, in
 // bytes, and 0 for a missing or unreadable one.
 func TestStatusBytes(t *testing.T) {
-	status := "Name:\tbenchclass.test\nVmHWM:\t  140236 kB\nVmRSS:\t  111324 kB\nVmSwap:\tlots kB\n"
+	status := "Name:\tclass.test\nVmHWM:\t  140236 kB\nVmRSS:\t  111324 kB\nVmSwap:\tlots kB\n"
 	for _, c := range []struct {
 		field string
 		want  uint64

@@ -1,4 +1,4 @@
-package benchviewers
+package viewers
 
 // The synthetic feed of BenchmarkControllerWithViewers: controller-shaped
 // steps at a steady rate, into a namespace of its own.
