@@ -80,7 +80,7 @@ type Options struct {
 // writes, each waiting on a busy API server, so the workers spend most of
 // their time waiting: enough of them keep the API server busy. More than
 // that only adds reconciles that run ahead of the informer cache. The
-// figures behind these numbers are in the README (BenchmarkAllReady).
+// figures behind these numbers are in docs/BENCHMARKS.md (BenchmarkAllReady).
 func DefaultOptions() Options {
 	return Options{
 		Sink:                    DiscardSink{},

@@ -21,7 +21,7 @@ import (
 )
 
 // TestApplyInstallsOplab applies controller/config/default to the embedded
-// cluster with kubectl, as the README tells an instructor to, and checks
+// cluster with kubectl, as docs/CLASSROOM.md tells an instructor to, and checks
 // what the API server then holds.
 func TestApplyInstallsOplab(t *testing.T) {
 	inTurn(t)

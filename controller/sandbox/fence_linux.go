@@ -27,9 +27,11 @@ import (
 //     EPERM. A new thread, yes; a new process, no: clone only with
 //     CLONE_THREAD. Signals only to itself.
 //
-// The parent adds what only a parent can (parent.go): new user, network,
-// PID and IPC namespaces where the kernel allows, so the child has no
-// network interface up and sees no other process.
+// The parent adds what only a parent can (parent.go, spaces_linux.go): new
+// user, network and IPC namespaces where the kernel allows, so the child
+// has no network interface up. Not a PID namespace (spaces_linux.go says
+// why): the child shares the host's, and the seccomp rules above keep its
+// signals to itself.
 
 // allowed are the system calls the child may make once fenced, by name;
 // names an architecture lacks (epoll_wait on arm64) are skipped there.

@@ -250,7 +250,7 @@ type sizeReq struct {
 }
 
 // Size measures what the recorder holds of namespace, for benchmarks and
-// the figures in the README. It waits for Run (a zero Size after Run).
+// the figures in docs/BENCHMARKS.md. It waits for Run (a zero Size after Run).
 func (r *Recorder) Size(namespace string) Size {
 	req := sizeReq{namespace: namespace, reply: make(chan Size, 1)}
 	select {

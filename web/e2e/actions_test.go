@@ -198,9 +198,7 @@ func TestBrowserInstructorPageAndPausedLab(t *testing.T) {
 	poll(t, learner, "Pause disabled, Resume enabled, and why", `document.querySelector('button[data-controller="stop"]').disabled
 		&& !document.querySelector('button[data-controller="start"]').disabled && document.getElementById("pause-why").textContent.startsWith("Paused:")`)
 	screenshot(t, learner, "22-lab-paused")
-	if err := chromedp.Do(learner, chromedp.Click(chromedp.CSS(`button[data-controller="start"]`))); err != nil {
-		t.Fatal(err)
-	}
+	clickEnabled(t, learner, `button[data-controller="start"]`)
 	poll(t, learner, "the controller shown running again, Resume disabled", `document.getElementById("controller-status").textContent.includes("running")
 		&& document.querySelector('button[data-controller="start"]').disabled && !document.querySelector('button[data-controller="stop"]').disabled`)
 	if !e.runner.Running() {

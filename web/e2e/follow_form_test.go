@@ -103,9 +103,7 @@ func TestBrowserFollowShowsOnlyThePresentersLab(t *testing.T) {
 	}
 	// The presenter pauses their namespace: the follower's pill and note
 	// say whose namespace it is, not "your".
-	if err := chromedp.Do(teacher, chromedp.Click(chromedp.CSS(`button[data-controller="stop"]`))); err != nil {
-		t.Fatal(err)
-	}
+	clickEnabled(t, teacher, `button[data-controller="stop"]`)
 	poll(t, learner, "the presenter's pause, named", `document.getElementById("controller-status").textContent === "Ada's namespace is paused"
 		&& document.getElementById("loop-paused").textContent.includes("Ada's namespace") && !document.getElementById("loop-paused").hidden`)
 	poll(t, learner, "the timeline's pause row, named", `[...document.querySelectorAll("#log .row.controller .pill")].some(p => p.textContent === "Ada's namespace paused")
@@ -113,9 +111,7 @@ func TestBrowserFollowShowsOnlyThePresentersLab(t *testing.T) {
 	checkPage(t, learner, src, "/lab following, the own controls hidden")
 	// Resume applies once the presenter's own page shows the pause.
 	poll(t, teacher, "the presenter's Resume enabled", `!document.querySelector('button[data-controller="start"]').disabled`)
-	if err := chromedp.Do(teacher, chromedp.Click(chromedp.CSS(`button[data-controller="start"]`))); err != nil {
-		t.Fatal(err)
-	}
+	clickEnabled(t, teacher, `button[data-controller="start"]`)
 	poll(t, learner, "the presenter's resume", `document.getElementById("controller-status").textContent === "Controller running"`)
 	viewShot(t, learner, "40-following-1280x800")
 	narrow(t, learner, "41-following-390px")

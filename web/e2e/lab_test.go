@@ -415,9 +415,7 @@ func TestBrowserStuckFinalizerScenario(t *testing.T) {
 	}
 	pointerAway(t, ctx)
 	poll(t, ctx, "stuck gone", `document.getElementById("db-stuck") === null`)
-	if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`button[data-controller="start"]`))); err != nil {
-		t.Fatal(err)
-	}
+	clickEnabled(t, ctx, `button[data-controller="start"]`)
 	poll(t, ctx, "the controller running again", `document.getElementById("controller-status").textContent.includes("running")`)
 	if !e.runner.Running() {
 		t.Error("the controller is not running after Start")

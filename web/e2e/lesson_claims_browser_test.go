@@ -175,9 +175,7 @@ func TestBrowserLessonClaimsOnScreen(t *testing.T) {
 	}
 
 	// Paused, then deleted: Terminating, with stale status.
-	if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`button[data-controller="stop"]`))); err != nil {
-		t.Fatal(err)
-	}
+	clickEnabled(t, ctx, `button[data-controller="stop"]`)
 	poll(t, ctx, "the namespace paused", `!document.querySelector('button[data-controller="start"]').disabled`)
 	if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`#db-claims form[data-part="delete"] button`))); err != nil {
 		t.Fatal(err)

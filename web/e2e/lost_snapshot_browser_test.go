@@ -69,9 +69,7 @@ func TestBrowserDeletedWithoutASnapshotIsListed(t *testing.T) {
 
 	// By hand: the namespace paused, byhand's delete waits on its
 	// finalizer; its Delete is disabled and says so.
-	if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`button[data-controller="stop"]`))); err != nil {
-		t.Fatal(err)
-	}
+	clickEnabled(t, ctx, `button[data-controller="stop"]`)
 	poll(t, ctx, "the namespace paused", `document.getElementById("controller-status").textContent.includes("Your namespace is paused")`)
 	const deleteBtn = `document.querySelector('#db-byhand form[action="/lab/databases/byhand/delete"] button')`
 	if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`#db-byhand form[action$="/delete"] button`))); err != nil {

@@ -227,9 +227,7 @@ func TestBrowserScenarioStuckFinalizer(t *testing.T) {
 	if err != nil || !strings.HasPrefix(s.Watch[1], "Press "+label+":") {
 		t.Errorf("the banner says %q, but the button reads %q (%v)", s.Watch[1], label, err)
 	}
-	if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`button[data-controller="start"]`))); err != nil {
-		t.Fatal(err)
-	}
+	clickEnabled(t, ctx, `button[data-controller="start"]`)
 	shows(t, ctx, "the finalizer running after Resume: draining → snapshot → removed", inOrder(phasesOf("stuck"), "draining", "snapshot", "removed"), "#rows")
 	pointerAway(t, ctx) // a deleted card waits for the pointer to leave the cards
 	shows(t, ctx, "the card of stuck gone", cardOf("stuck")+` === null`, "#databases")

@@ -45,7 +45,7 @@ type Result struct {
 }
 
 // Columns are the CSV's columns, in order. They are a contract with the
-// instructors' spreadsheets (the README lists them): add at the end,
+// instructors' spreadsheets (docs/CLASSROOM.md lists them): add at the end,
 // never rename or reorder.
 var Columns = []string{
 	"name", "namespace", "state", "ended at", "joined", "last seen", "present now", "time on task (min)",

@@ -39,7 +39,7 @@ import (
 //	POST /quiz/answer         grades one answer (JSON)
 //	GET  /flashcards          the flashcard deck
 //	POST /flashcards/review   schedules one review (JSON)
-//	POST /flashcards/states   reads the stored deck: converts, predicts recall (JSON)
+//	POST /flashcards/states   reads the stored deck, predicts recall (JSON)
 //	POST /flashcards/preview  what each rating would do to one card (JSON)
 //
 // content is the course cmd/oplab loaded once (LoadContent).
