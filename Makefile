@@ -38,15 +38,16 @@ run: sandboxtypes ## run oplab on http://127.0.0.1:8080 (the first time, it buil
 
 # The slowest packages are named first, longest first, so that they start
 # first: go test runs TEST_PACKAGES packages at a time in the order given,
-# and a long one started last would run alone at the end. Four at a time
-# on two cores: the packages mostly wait (on a control plane, a browser, an
-# orphan's age); with three, the cores sat idle a fifth of the run's last
-# minute, where the medium packages wait on their clusters and pages, and
-# with two a quarter of the whole run (docs/BENCHMARKS.md).
+# and a long one started last would run alone at the end. Three at a time
+# on two cores: the packages used to mostly wait (on a control plane, a
+# browser, an orphan's age), and four kept the cores busiest, but Test my
+# code's batteries (controller/tester, lessons/judge, web/code, web/e2e)
+# are CPU of their own: at four the load reached 50-60 and starved their
+# sandbox children (docs/BENCHMARKS.md).
 SLOWEST_FIRST = ./web/e2e/ ./cmd/oplab/ ./controller/config/ ./controller/tester/ ./controller/ ./cluster/ \
 	./lessons/judge/ ./web/instructor/ ./web/session/ ./web/code/ ./web/learn/ ./controller/sandbox/ \
 	./cmd/image/ ./web/stream/ ./web/lab/
-TEST_PACKAGES ?= 4
+TEST_PACKAGES ?= 3
 # Tests that own their namespace (or their cluster) run TEST_PARALLEL at a
 # time within a package, not GOMAXPROCS (2 here): a browser test spends
 # most of its time waiting on the controller and the page.

@@ -284,7 +284,7 @@ func (r *DatabaseReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 		}
 	}
 	return ctrl.Result{}, nil`)
-		polltest.Until(t, deadline, "throttled steps on the timeline", func() (bool, error) {
+		polltest.Until(t, testDeadline, "throttled steps on the timeline", func() (bool, error) {
 			n := 0
 			for _, s := range e.trace(ns, "busy") {
 				if s.Type == controller.StepThrottled && s.YourCode && s.Duration > 0 && strings.Contains(s.Message, "limited to 10 a second") {
