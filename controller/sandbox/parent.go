@@ -371,15 +371,10 @@ type ownClock struct {
 
 func (p *proc) ownClock() ownClock {
 	c := ownClock{pid: p.cmd.Process.Pid, began: time.Now()}
-	c.waited0, c.known = mustWaited(c.pid)
+	// Where the kernel keeps no schedstat, the clock is the wall's.
+	w, err := waited(c.pid)
+	c.waited0, c.known = w, err == nil
 	return c
-}
-
-// mustWaited is waited, or false where the kernel keeps no schedstat (the
-// clock is then the wall's).
-func mustWaited(pid int) (time.Duration, bool) {
-	w, err := waited(pid)
-	return w, err == nil
 }
 
 func (c ownClock) elapsed() time.Duration {
@@ -387,9 +382,9 @@ func (c ownClock) elapsed() time.Duration {
 	if !c.known {
 		return wall
 	}
-	w, ok := mustWaited(c.pid)
+	w, err := waited(c.pid)
 	// A thread that ended takes its waits with it: never count back.
-	if !ok || w < c.waited0 {
+	if err != nil || w < c.waited0 {
 		return wall
 	}
 	return wall - (w - c.waited0)
